@@ -1,0 +1,129 @@
+# vhpc top-level Makefile.
+#
+# Each component describes itself in its own <dir>/module.mk with the
+# templates below, so adding a component never edits this file.
+#
+#   make          install missing Debian packages, build everything
+#   make check    build, then run every test (unit, hv guests, integration, fuzz)
+#   make demo     run the README's demo job (vhpc run -N 2 -n 4 ...)
+#   make fuzz     run each fuzzer longer (FUZZ_SECONDS, default 300)
+
+B        ?= build
+CC       := gcc
+CLANG    ?= clang
+PREFIX   ?= /usr/local
+
+DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
+	libyaml-dev libjson-c-dev libsodium-dev libhwloc-dev hwloc \
+	libopenmpi-dev openmpi-bin libibverbs-dev munge libmunge-dev \
+	runc libcmocka-dev libsqlite3-dev libnl-3-dev libnl-route-3-dev \
+	iproute2 e2fsprogs procps psmisc util-linux iputils-ping
+
+# Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
+WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
+CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Ilib -fno-strict-aliasing \
+            -fstack-protector-strong -MMD -MP $(EXTRA_CFLAGS)
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZFLAGS:= -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1
+LDFLAGS  := $(EXTRA_LDFLAGS)
+# `make V=1` shows whole command lines.
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-7s %s\n' $(1) $(2)
+endif
+LIBVHPC_LIBS := -lyaml -ljson-c -lsodium -lpthread
+
+PROGRAMS   :=
+UNIT_TESTS :=
+FUZZERS    :=
+EXTRA_ALL  :=
+
+.PHONY: all deps check demo fuzz clean install
+all: deps programs
+
+# -- Debian packages ------------------------------------------------------
+# A stamp keeps `make` quiet once everything is there; editing this file
+# re-runs the check.
+deps: $(B)/.deps
+$(B)/.deps: Makefile
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing missing Debian packages:" $$missing; \
+		if [ "$$(id -u)" != 0 ]; then echo "error: installing packages needs root" >&2; exit 1; fi; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing || exit 1; \
+	fi
+	@mkdir -p $(@D) && touch $@
+
+# -- templates ------------------------------------------------------------
+# $(call program,NAME,SOURCES,LIBS[,CFLAGS])
+define program
+$(B)/bin/$(1): $(patsubst %.c,$(B)/obj/%.o,$(2)) $(B)/lib/libvhpc.a
+	@mkdir -p $$(@D)
+	$$(call say,LD,$$@)
+	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(B)/lib/libvhpc.a $(3) $$(LIBVHPC_LIBS)
+PROGRAMS += $(B)/bin/$(1)
+$(patsubst %.c,$(B)/obj/%.o,$(2)): EXTRA_OBJ_CFLAGS := $(4)
+endef
+
+# $(call unit_test,NAME,SOURCES,LIBS[,CFLAGS]) -- always under ASan+UBSan
+define unit_test
+$(B)/tests/$(1): $(patsubst %.c,$(B)/san/%.o,$(2)) $(B)/lib/libvhpc-san.a
+	@mkdir -p $$(@D)
+	$$(call say,LD,$$@)
+	$$(Q)$$(CC) $$(SANFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(B)/lib/libvhpc-san.a -lcmocka $(3) $$(LIBVHPC_LIBS)
+UNIT_TESTS += $(B)/tests/$(1)
+$(patsubst %.c,$(B)/san/%.o,$(2)): EXTRA_OBJ_CFLAGS := $(4)
+endef
+
+# $(call fuzzer,NAME,SOURCES,LIBS[,CFLAGS]) -- libFuzzer, built with clang
+define fuzzer
+$(B)/fuzz/$(1): $(2) $(LIB_SRCS)
+	@mkdir -p $$(@D)
+	$$(call say,FUZZ,$$@)
+	$$(Q)$$(CLANG) $$(FUZZFLAGS) -std=gnu11 -D_GNU_SOURCE -DVHPC_FUZZING -Ilib $(4) -o $$@ $(2) $(LIB_SRCS) $(3) $$(LIBVHPC_LIBS)
+FUZZERS += $(B)/fuzz/$(1)
+endef
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) $(EXTRA_OBJ_CFLAGS) -c -o $@ $<
+
+$(B)/san/%.o: %.c
+	@mkdir -p $(@D)
+	$(call say,CC-SAN,$<)
+	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) -O1 $(EXTRA_OBJ_CFLAGS) -c -o $@ $<
+
+# -- components -----------------------------------------------------------
+include lib/module.mk
+include $(sort $(filter-out lib/module.mk,$(wildcard */module.mk)))
+
+.PHONY: programs tests fuzzers
+programs: $(PROGRAMS) $(EXTRA_ALL)
+tests: $(UNIT_TESTS) $(EXTRA_TESTS)
+fuzzers: $(FUZZERS)
+
+check: all tests fuzzers
+	@B=$(B) tests/run
+
+demo: all
+	$(B)/bin/vhpc run -N 2 -n 4 -- vhpc-mpibench PingPong Sendrecv
+
+fuzz: fuzzers
+	@B=$(B) FUZZ_SECONDS=$${FUZZ_SECONDS:-300} tests/fuzz/run-all
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/vhpc
+	install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	cp -r configs/. $(DESTDIR)/etc/vhpc/
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

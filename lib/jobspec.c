@@ -1,0 +1,168 @@
+/* Job specifications and the cluster file: the two configs every component
+ * reads, so their schemas live here once. */
+#include "vhpc.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const vhpc_driver_names[] = { "auto", "container", "kvm", NULL };
+const char *const vhpc_map_by_names[] = { "node", "slot", NULL };
+
+#define J(f) offsetof(struct job_spec, f)
+static const struct cf_field job_fields[] = {
+	{ .key = "name", .kind = CF_STR, .off = J(name) },
+	{ .key = "guests", .kind = CF_INT, .off = J(guests), .min = 1, .max = 4096, .flags = CF_REQUIRED },
+	{ .key = "ranks", .kind = CF_INT, .off = J(ranks), .min = 1, .max = 1 << 20 },
+	{ .key = "vcpus", .kind = CF_INT, .off = J(vcpus), .min = 1, .max = 512 },
+	{ .key = "mem", .kind = CF_SIZE, .off = J(mem), .min = 64 << 20, .max = 1ll << 42 },
+	{ .key = "image", .kind = CF_STR, .off = J(image) },
+	{ .key = "tuning", .kind = CF_STR, .off = J(tuning) },
+	{ .key = "driver", .kind = CF_ENUM, .off = J(driver), .names = vhpc_driver_names },
+	{ .key = "timeout", .kind = CF_INT, .off = J(timeout), .min = 1, .max = 366 * 86400, .what = "seconds" },
+	{ .key = "oversubscribe", .kind = CF_BOOL, .off = J(oversubscribe) },
+	{ .key = "map_by", .kind = CF_ENUM, .off = J(map_by), .names = vhpc_map_by_names },
+	{ .key = "vmshm", .kind = CF_BOOL, .off = J(vmshm) },
+	{ .key = "command", .kind = CF_STRLIST, .off = J(command), .flags = CF_REQUIRED },
+	{ .key = "env", .kind = CF_STRMAP, .off = J(env) },
+	{ 0 }
+};
+const struct cf_schema job_spec_schema = { "job", sizeof(struct job_spec), job_fields };
+
+void job_spec_defaults(struct job_spec *j)
+{
+	memset(j, 0, sizeof(*j));
+	j->guests = 1;
+	j->mem = 512ull << 20;
+	j->timeout = 3600;
+	j->vmshm = true;
+	j->map_by = MAP_BY_NODE;
+}
+
+int job_spec_check(const struct job_spec *j, struct verr *err)
+{
+	if (j->name && !ident_ok(j->name, 64))
+		return verr_set(err, "job name '%s': use letters, digits, '.', '_' and '-' (at most 64)", j->name);
+	if (j->image && !ident_ok(j->image, 64))
+		return verr_set(err, "image name '%s' is not a plain name", j->image);
+	if (j->tuning && !ident_ok(j->tuning, 64))
+		return verr_set(err, "tuning profile '%s' is not a plain name", j->tuning);
+	if (j->ranks && j->ranks < j->guests)
+		return verr_set(err, "%lld ranks cannot fill %lld guests: give at least one rank per guest",
+				j->ranks, j->guests);
+	if (j->command.n == 0)
+		return verr_set(err, "no command to run");
+	for (size_t i = 0; i < j->env.n; i++) {
+		const char *k = j->env.key[i];
+
+		if (!*k || strchr(k, '=') || strlen(k) > 128)
+			return verr_set(err, "environment variable name '%s' is not valid", k);
+		for (const char *p = k; *p; p++)
+			if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+			      (*p >= '0' && *p <= '9') || *p == '_'))
+				return verr_set(err, "environment variable name '%s' is not valid", k);
+	}
+	return 0;
+}
+
+int job_spec_load(const char *path, struct job_spec *j, struct verr *err)
+{
+	job_spec_defaults(j);
+	if (cf_bind_file(path, &job_spec_schema, j, err) < 0 || job_spec_check(j, err) < 0) {
+		if (!strstr(err->msg, path))
+			verr_wrap(err, "%s", path);
+		job_spec_free(j);
+		return -1;
+	}
+	return 0;
+}
+
+void job_spec_free(struct job_spec *j)
+{
+	cf_release(&job_spec_schema, j);
+}
+
+static int parse_pool(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
+{
+	const char *s = cf_scalar(n);
+	struct ipv4net *net = dst;
+
+	if (!s || ipv4net_parse(s, false, net) < 0)
+		return cf_error(d, n, err, "job_network.pool: expected an IPv4 network such as 10.213.0.0/16 (host bits zero), got %s",
+				s ? s : "a list or mapping");
+	if (net->prefix < 8 || net->prefix > 28)
+		return cf_error(d, n, err, "job_network.pool: prefix /%d is outside /8../28", net->prefix);
+	return 0;
+}
+
+struct job_network { struct ipv4net pool; long long prefix; long long port; };
+#define C(f) offsetof(struct cluster_cfg, f)
+static const struct cf_field jobnet_fields[] = {
+	{ .key = "pool", .kind = CF_CUSTOM, .off = C(job_pool) - C(job_pool), .parse = parse_pool, .flags = CF_REQUIRED },
+	{ .key = "prefix", .kind = CF_INT, .off = C(job_prefix) - C(job_pool), .min = 16, .max = 29 },
+	{ .key = "guest_port", .kind = CF_INT, .off = C(guest_port) - C(job_pool), .min = 1, .max = 65535 },
+	{ 0 }
+};
+/* job_pool, job_prefix and guest_port sit together in struct cluster_cfg. */
+static const struct cf_schema jobnet_schema = { "job_network", 0, jobnet_fields };
+
+static const struct cf_field defaults_fields[] = {
+	{ .key = "image", .kind = CF_STR, .off = C(default_image) - C(default_image) },
+	{ .key = "tuning", .kind = CF_STR, .off = C(default_tuning) - C(default_image) },
+	{ .key = "driver", .kind = CF_ENUM, .off = C(default_driver) - C(default_image), .names = vhpc_driver_names },
+	{ .key = "mem", .kind = CF_SIZE, .off = C(default_mem) - C(default_image), .min = 64 << 20, .max = 1ll << 42 },
+	{ .key = "timeout", .kind = CF_INT, .off = C(default_timeout) - C(default_image), .min = 1, .max = 366 * 86400 },
+	{ 0 }
+};
+static const struct cf_schema defaults_schema = { "defaults", 0, defaults_fields };
+
+static const struct cf_field cluster_fields[] = {
+	{ .key = "name", .kind = CF_STR, .off = C(name), .flags = CF_REQUIRED },
+	{ .key = "controller", .kind = CF_STR, .off = C(controller), .what = "host:port" },
+	{ .key = "job_network", .kind = CF_STRUCT, .off = C(job_pool), .sub = &jobnet_schema, .flags = CF_REQUIRED },
+	{ .key = "defaults", .kind = CF_STRUCT, .off = C(default_image), .sub = &defaults_schema },
+	{ 0 }
+};
+const struct cf_schema cluster_schema = { "cluster", sizeof(struct cluster_cfg), cluster_fields };
+
+int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
+{
+	char buf[PATH_MAX];
+
+	memset(c, 0, sizeof(*c));
+	c->job_prefix = 24;
+	c->guest_port = 7707;
+	c->default_mem = 512ull << 20;
+	c->default_timeout = 3600;
+	if (!path)
+		path = getenv("VHPC_CLUSTER");
+	if (!path || !*path) {
+		snprintf(buf, sizeof(buf), "%s/cluster.yaml", vhpc_config_dir());
+		path = buf;
+	}
+	if (cf_bind_file(path, &cluster_schema, c, err) < 0) {
+		cluster_free(c);
+		return -1;
+	}
+	if (c->job_prefix <= c->job_pool.prefix) {
+		verr_set(err, "%s: job_network.prefix /%lld must be longer than the pool's /%d",
+			 path, c->job_prefix, c->job_pool.prefix);
+		cluster_free(c);
+		return -1;
+	}
+	if (!c->default_image)
+		c->default_image = strdup("default");
+	if (!c->default_tuning)
+		c->default_tuning = strdup("hpc");
+	if (!c->default_image || !c->default_tuning) {
+		cluster_free(c);
+		return verr_set(err, "out of memory");
+	}
+	return 0;
+}
+
+void cluster_free(struct cluster_cfg *c)
+{
+	cf_release(&cluster_schema, c);
+}

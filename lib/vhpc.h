@@ -1,0 +1,322 @@
+/*
+ * libvhpc: the code every vhpc program shares.  This header is the whole
+ * public surface of lib/; other components include nothing else from here.
+ *
+ *   - errors:  struct verr carries one human-readable message up the stack,
+ *              so the place that detects a problem names it and the place
+ *              that reports it does not have to guess.
+ *   - logging: one line per event on stderr, with program name and level.
+ *   - config:  YAML (libyaml) bound to C structs through a schema table;
+ *              every error names file:line:column and what was expected.
+ *   - channel: length-prefixed frames authenticated with a per-session
+ *              HMAC (libsodium), used between processes that share a key.
+ *   - util:    small file, path and number helpers.
+ */
+#ifndef VHPC_LIB_H
+#define VHPC_LIB_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VHPC_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------ errors */
+
+struct verr {
+	char msg[1024];
+};
+
+/* Sets the message and returns -1 so callers can `return verr_set(...)`. */
+int verr_set(struct verr *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Same, appending ": strerror(errno)". */
+int verr_errno(struct verr *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Prefixes an existing message ("context: old message"). */
+int verr_wrap(struct verr *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ----------------------------------------------------------------- logging */
+
+enum vlog_level { VLOG_ERR = 0, VLOG_WARN, VLOG_INFO, VLOG_DEBUG };
+
+/* Level from $VHPC_LOG (err|warn|info|debug), default info. */
+void vlog_init(const char *prog);
+void vlog_set_level(enum vlog_level lvl);
+enum vlog_level vlog_get_level(void);
+void vlog(enum vlog_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void vlogv(enum vlog_level lvl, const char *fmt, va_list ap);
+
+#define log_err(...)   vlog(VLOG_ERR, __VA_ARGS__)
+#define log_warn(...)  vlog(VLOG_WARN, __VA_ARGS__)
+#define log_info(...)  vlog(VLOG_INFO, __VA_ARGS__)
+#define log_debug(...) do { if (vlog_get_level() >= VLOG_DEBUG) vlog(VLOG_DEBUG, __VA_ARGS__); } while (0)
+
+/* ------------------------------------------------------------------ config */
+
+/*
+ * A loaded YAML document.  Nodes are only valid while the document lives.
+ * Documents are capped in size and in the number of nodes a bind may visit,
+ * so hostile files (alias bombs, recursive anchors) fail with an error.
+ */
+typedef struct cf_doc cf_doc;
+typedef struct cf_node cf_node;
+
+#define CF_MAX_FILE (4u << 20)
+
+int cf_load_file(cf_doc **out, const char *path, struct verr *err);
+int cf_load_string(cf_doc **out, const char *name, const char *buf,
+		   size_t len, struct verr *err);
+void cf_free_doc(cf_doc *d);
+const cf_node *cf_root(const cf_doc *d);
+
+enum cf_kind {
+	CF_STR = 1,   /* char *            any scalar */
+	CF_INT,       /* long long         integer within [min,max] */
+	CF_BOOL,      /* bool              true/false/yes/no/on/off */
+	CF_SIZE,      /* uint64_t          "512M", "2GiB", "4096" within [min,max] */
+	CF_ENUM,      /* int               index into names[] */
+	CF_STRLIST,   /* struct cf_strlist sequence of scalars */
+	CF_STRMAP,    /* struct cf_strmap  mapping of scalar -> scalar */
+	CF_STRUCT,    /* nested struct described by sub */
+	CF_LIST,      /* struct cf_list    sequence of sub structs */
+	CF_CUSTOM,    /* parse() decides; it gets the node */
+};
+
+#define CF_REQUIRED 1u
+
+struct cf_strlist { char **v; size_t n; };
+struct cf_strmap  { char **key; char **val; size_t n; };
+struct cf_list    { void *v; size_t n; };
+
+struct cf_schema;
+struct cf_field {
+	const char *key;
+	enum cf_kind kind;
+	size_t off;
+	unsigned flags;
+	long long min, max;          /* CF_INT, CF_SIZE: both 0 means unbounded */
+	const char *const *names;    /* CF_ENUM, NULL-terminated */
+	const struct cf_schema *sub; /* CF_STRUCT, CF_LIST */
+	int (*parse)(const cf_doc *d, const cf_node *n, void *dst, struct verr *err);
+	void (*release)(void *dst);  /* CF_CUSTOM: frees what parse made */
+	const char *what;            /* words for "expected ..." in errors */
+};
+
+struct cf_schema {
+	const char *name;            /* for messages: "cluster", "job" */
+	size_t size;                 /* sizeof the bound struct */
+	const struct cf_field *fields; /* terminated by a field with key == NULL */
+};
+
+/* Binds a mapping node to dst (zeroed by the caller or holding defaults).
+ * Unknown keys, wrong types and missing required keys are errors. */
+int cf_bind(const cf_doc *d, const cf_node *n, const struct cf_schema *s,
+	    void *dst, struct verr *err);
+/* Loads a file and binds its root. */
+int cf_bind_file(const char *path, const struct cf_schema *s, void *dst,
+		 struct verr *err);
+/* Frees what cf_bind allocated inside dst (not dst itself). */
+void cf_release(const struct cf_schema *s, void *dst);
+
+/* Node access for CF_CUSTOM parsers.  Each *_as function fails with a
+ * message that names file:line:column of the node. */
+enum cf_node_type { CF_NODE_SCALAR = 1, CF_NODE_SEQ, CF_NODE_MAP };
+enum cf_node_type cf_node_type(const cf_node *n);
+const char *cf_scalar(const cf_node *n);          /* NULL unless scalar */
+size_t cf_seq_len(const cf_doc *d, const cf_node *n);
+const cf_node *cf_seq_at(const cf_doc *d, const cf_node *n, size_t i);
+const cf_node *cf_map_get(const cf_doc *d, const cf_node *n, const char *key);
+/* "file:line:col" of the node, into buf. */
+const char *cf_where(const cf_doc *d, const cf_node *n, char *buf, size_t len);
+/* Sets err to "file:line:col: <fmt>" and returns -1. */
+int cf_error(const cf_doc *d, const cf_node *n, struct verr *err,
+	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* ----------------------------------------------------------------- channel */
+
+/*
+ * An authenticated, framed byte channel over a stream socket.
+ *
+ * Both ends share a 32-byte key.  The server sends a random nonce first;
+ * every frame after that carries HMAC-SHA256(key, nonce || direction ||
+ * sequence || type || payload), so frames cannot be forged, replayed from
+ * another session, reordered or reflected.  Frames are capped at
+ * CHAN_MAX_FRAME; a peer that sends more, or a bad MAC, ends the session.
+ */
+#define CHAN_KEY_LEN   32
+#define CHAN_MAX_FRAME (1u << 20)
+
+struct chan {
+	int fd;
+	bool server;
+	uint8_t key[CHAN_KEY_LEN];
+	uint8_t nonce[16];
+	uint64_t tx_seq, rx_seq;
+};
+
+/* Frame types; payload formats are the user's business. */
+enum chan_type {
+	CHAN_JSON   = 1,  /* a JSON object (request, reply, event) */
+	CHAN_STDOUT = 2,
+	CHAN_STDERR = 3,
+	CHAN_STDIN  = 4,
+	CHAN_EOF    = 5,  /* payload: one byte, the stream type that ended */
+	CHAN_EXIT   = 6,  /* payload: JSON {"status":N} or {"signal":N} */
+};
+
+int chan_key_load(const char *path, uint8_t key[CHAN_KEY_LEN], struct verr *err);
+int chan_key_create(const char *path, uint8_t key[CHAN_KEY_LEN], struct verr *err);
+/* Handshake; timeouts in milliseconds (0 = none). */
+int chan_server(struct chan *c, int fd, const uint8_t key[CHAN_KEY_LEN],
+		int timeout_ms, struct verr *err);
+int chan_client(struct chan *c, int fd, const uint8_t key[CHAN_KEY_LEN],
+		int timeout_ms, struct verr *err);
+int chan_send(struct chan *c, uint8_t type, const void *buf, size_t len,
+	      struct verr *err);
+/* Receives one frame into a malloc'd buffer (NUL-terminated for convenience).
+ * Returns 0 on a frame, 1 on clean EOF before a frame, -1 on error. */
+int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
+	      int timeout_ms, struct verr *err);
+void chan_close(struct chan *c);
+
+/* IPv4 networks, host byte order. */
+struct ipv4net { uint32_t addr; int prefix; };
+/* "10.213.0.0/16"; host bits must be zero unless allow_host. */
+int ipv4net_parse(const char *s, bool allow_host, struct ipv4net *out);
+const char *ipv4_format(uint32_t addr, char *buf, size_t len);
+
+
+/* ---------------------------------------------------------- shared configs */
+
+/*
+ * Tuning profile (configs/tuning/NAME.yaml): what the job network and each
+ * guest's network stack get.  Only per-network-namespace sysctls (net.*)
+ * are allowed, because a guest must never change its host.
+ */
+struct tuning {
+	char *name;
+	long long mtu;
+	struct { bool tso, gso, gro, sg, tx_csum, rx_csum; } offload;
+	struct cf_strmap sysctl;
+};
+extern const struct cf_schema tuning_schema;
+/* NAME (looked up in <config dir>/tuning/NAME.yaml) or a path ending .yaml */
+int tuning_load(const char *name_or_path, struct tuning *t, struct verr *err);
+void tuning_free(struct tuning *t);
+/* Writes each sysctl under /proc/sys/net for the caller's network
+ * namespace and reads it back; names every key it could not set. */
+int tuning_apply_sysctls(const struct tuning *t, struct verr *err);
+
+enum vhpc_driver { DRIVER_AUTO = 0, DRIVER_CONTAINER, DRIVER_KVM };
+extern const char *const vhpc_driver_names[];
+enum vhpc_map_by { MAP_BY_NODE = 0, MAP_BY_SLOT };
+extern const char *const vhpc_map_by_names[];
+
+/* A job: from `vhpc run` flags or a job YAML (configs/jobs/). */
+struct job_spec {
+	char *name;
+	long long guests;        /* -N */
+	long long ranks;         /* -n */
+	long long vcpus;         /* per guest; 0 = ranks per guest, or what fits */
+	uint64_t mem;            /* per guest */
+	char *image;
+	char *tuning;
+	int driver;              /* enum vhpc_driver */
+	long long timeout;       /* seconds, whole job */
+	bool oversubscribe;      /* guests may share host cores */
+	int map_by;              /* enum vhpc_map_by: rank order across guests */
+	bool vmshm;              /* shared-memory BTL between co-located guests */
+	struct cf_strlist command;
+	struct cf_strmap env;
+};
+extern const struct cf_schema job_spec_schema;
+/* Fills the defaults that the cluster file does not override. */
+void job_spec_defaults(struct job_spec *j);
+int job_spec_load(const char *path, struct job_spec *j, struct verr *err);
+/* Checks relations between fields (ranks >= guests, ...). */
+int job_spec_check(const struct job_spec *j, struct verr *err);
+void job_spec_free(struct job_spec *j);
+
+/* The cluster (configs/cluster.yaml). */
+struct cluster_cfg {
+	char *name;
+	char *controller;        /* "host:port" of vhpc-ctld; NULL = embedded */
+	struct ipv4net job_pool; /* job subnets are carved from here */
+	long long job_prefix;    /* each job gets a /job_prefix */
+	long long guest_port;    /* vhpc-guestd's TCP port on the job network */
+	char *default_image;
+	char *default_tuning;
+	int default_driver;
+	uint64_t default_mem;
+	long long default_timeout;
+};
+extern const struct cf_schema cluster_schema;
+/* path NULL: $VHPC_CLUSTER, else <config dir>/cluster.yaml. */
+int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err);
+void cluster_free(struct cluster_cfg *c);
+
+/* ------------------------------------------------------------------- util */
+
+/* Whole-file helpers; read_file NUL-terminates and caps at max bytes. */
+int read_file(const char *path, char **buf, size_t *len, size_t max,
+	      struct verr *err);
+int write_file(const char *path, const void *buf, size_t len, mode_t mode,
+	       struct verr *err);
+/* Writes to path.tmp then renames, so readers never see half a file. */
+int write_file_atomic(const char *path, const void *buf, size_t len,
+		      mode_t mode, struct verr *err);
+int mkdir_p(const char *path, mode_t mode, struct verr *err);
+/* rm -rf that does not cross mount points and refuses "/" and "". */
+int rm_rf(const char *path, struct verr *err);
+/* Writes a string to a sysfs/procfs/cgroup file. */
+int write_str(const char *path, const char *s, struct verr *err);
+
+/* "4096", "64K", "512M", "2G", "1GiB", "1T" -> bytes.  Rejects overflow. */
+int parse_size(const char *s, uint64_t *out);
+/* Decimal integer within [min,max], whole string. */
+int parse_ll(const char *s, long long min, long long max, long long *out);
+/* Formats bytes as "1.5 GiB". */
+const char *fmt_size(uint64_t bytes, char *buf, size_t len);
+
+/* Linux cpulist "0-3,8,10-11" <-> array of ids (sorted, unique). */
+int cpulist_parse(const char *s, int *ids, size_t max, size_t *n);
+const char *cpulist_format(const int *ids, size_t n, char *buf, size_t len);
+
+/* Monotonic clock in seconds / nanoseconds. */
+double now_s(void);
+uint64_t now_ns(void);
+
+/* Directory of the running executable (for finding sibling programs). */
+const char *self_dir(void);
+/* Where vhpc keeps things; each honours an environment override:
+ *   configs  $VHPC_CONFIG_DIR, else <self>/../../configs, else /etc/vhpc
+ *   state    $VHPC_STATE_DIR,  else /var/lib/vhpc   (images, spool)
+ *   runtime  $VHPC_RUN_DIR,    else /run/vhpc        (jobs, sockets)   */
+const char *vhpc_config_dir(void);
+const char *vhpc_state_dir(void);
+const char *vhpc_run_dir(void);
+/* Full path of a vhpc program: <self_dir>/<name> if it exists, else name. */
+const char *vhpc_prog(const char *name, char *buf, size_t len);
+
+/* Random bytes from the kernel (libsodium). */
+void random_bytes(void *buf, size_t len);
+/* Lowercase hex of len bytes into out (2*len+1). */
+void hex_encode(const void *buf, size_t len, char *out);
+int hex_decode(const char *hex, void *buf, size_t len);
+
+/* Reads/writes exactly len bytes, retrying on EINTR and short I/O.
+ * read_full returns 0 on success, 1 on EOF before any byte, -1 otherwise. */
+int read_full(int fd, void *buf, size_t len);
+int write_full(int fd, const void *buf, size_t len);
+/* Waits until fd is readable; 0 ready, 1 timeout, -1 error. */
+int wait_readable(int fd, int timeout_ms);
+
+/* Safe identifier check: [A-Za-z0-9][A-Za-z0-9._-]{0,max-1}. */
+bool ident_ok(const char *s, size_t max);
+
+#endif

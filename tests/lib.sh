@@ -1,0 +1,34 @@
+# TAP helpers for shell tests (tests/**/*.t).  Source it, call ok/fail/check,
+# end with done_testing.  Every test registers its cleanup with at_exit so a
+# failing or interrupted test still removes what it made.
+T_N=0
+T_FAILED=0
+T_CLEANUPS=()
+: "${B:=build}"
+: "${VHPC_TOP:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+BIN=$VHPC_TOP/$B/bin
+
+ok()     { T_N=$((T_N+1)); echo "ok $T_N - $*"; }
+fail()   { T_N=$((T_N+1)); T_FAILED=$((T_FAILED+1)); echo "not ok $T_N - $*"; }
+skip()   { T_N=$((T_N+1)); echo "ok $T_N # SKIP $*"; }
+skip_all() { echo "1..0 # SKIP $*"; exit 0; }
+diag()   { printf '%s\n' "$@" | sed 's/^/# /'; }
+# check DESCRIPTION COMMAND...: ok if the command succeeds
+check()  { local d=$1; shift; if "$@"; then ok "$d"; else fail "$d"; fi; }
+# check_eq DESCRIPTION EXPECTED ACTUAL
+check_eq() {
+	if [ "$2" = "$3" ]; then ok "$1"; else fail "$1"; diag "expected: $2" "got:      $3"; fi
+}
+# check_match DESCRIPTION REGEX TEXT
+check_match() {
+	if printf '%s' "$3" | grep -qE -- "$2"; then ok "$1"; else fail "$1"; diag "no match for /$2/ in:" "$3"; fi
+}
+at_exit() { T_CLEANUPS+=("$*"); }
+_run_cleanups() {
+	local i
+	for ((i=${#T_CLEANUPS[@]}-1; i>=0; i--)); do eval "${T_CLEANUPS[$i]}" >/dev/null 2>&1 || true; done
+}
+trap _run_cleanups EXIT
+trap 'exit 130' INT TERM
+done_testing() { echo "1..$T_N"; }
+need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root (network namespaces, cgroups)"; }
