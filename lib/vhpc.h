@@ -260,6 +260,36 @@ extern const struct cf_schema cluster_schema;
 int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err);
 void cluster_free(struct cluster_cfg *c);
 
+/* -------------------------------------------------------------- guest exec */
+
+/*
+ * Client side of the protocol vhpc-guestd serves (guest/PROTOCOL.md): over
+ * an authenticated channel (per-job key), "hello" reports the guest's state
+ * and "exec" runs a command with stdin from /dev/null, relaying stdout,
+ * stderr and the exit status.  Used by the node agent (control socket) and by
+ * vhpc-rsh (TCP on the job network).
+ */
+#define GUEST_PORT_DEFAULT 7707
+
+int gexec_connect_tcp(struct chan *c, const char *host, int port,
+		      const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
+int gexec_connect_unix(struct chan *c, const char *path,
+		       const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
+/* The guest's report as JSON text (malloc'd): hostname, ready, cpus, ... */
+int gexec_hello(struct chan *c, char **info_json, int timeout_ms, struct verr *err);
+
+struct gexec_req {
+	const char *const *argv;   /* run as given (no shell) */
+	const char *const *env;    /* NAME=VALUE added to the guest's environment */
+	const char *cwd;           /* NULL = / */
+	int out_fd, err_fd;        /* where the command's output goes */
+	int timeout_ms;            /* 0 = none; on expiry the command is killed */
+	volatile int *cancel;      /* set to a signal number to forward it */
+};
+/* *status: exit status, or 128 + signal number when killed by a signal. */
+int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct verr *err);
+int gexec_shutdown(struct chan *c, struct verr *err);
+
 /* ------------------------------------------------------------------- util */
 
 /* Whole-file helpers; read_file NUL-terminates and caps at max bytes. */

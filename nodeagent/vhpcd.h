@@ -1,0 +1,165 @@
+/*
+ * The node agent's public surface: what `vhpc run` (embedded) and vhpcd
+ * call to place, network, start and remove the guests of a job on this node.
+ * Everything else under nodeagent/ is private to it.
+ *
+ * Resource naming is part of this contract, because crash recovery finds
+ * leftovers by name (see na_cleanup_stale):
+ *   job runtime dir   <run dir>/jobs/<job>/          (lock file "lock")
+ *   job netns         vhpc-<job>                     (/run/netns)
+ *   guest netns       vhpc-<job>-<guest index>
+ *   containers        runc id <job>-<guest index>, runc root <run dir>/runc
+ *   cgroups           <controller>/vhpc/<job>/<guest index>
+ *   shm files         /dev/shm/vhpc-<job>-*
+ * A job id is 1..12 characters [a-z0-9].
+ */
+#ifndef VHPC_NODEAGENT_H
+#define VHPC_NODEAGENT_H
+
+#include "vhpc.h"
+
+#define NA_MAX_GUESTS 256
+#define NA_MAX_VCPUS  256
+#define NA_MAX_NODES  64
+
+/* ------------------------------------------------------------- topology */
+
+struct na_topo;
+
+/* spec: NULL = this machine; "synthetic:pack:2 numa:2 core:8 pu:2" = an
+ * hwloc synthetic description; a path ending .xml = an hwloc XML export. */
+int na_topo_load(struct na_topo **out, const char *spec, struct verr *err);
+void na_topo_free(struct na_topo *t);
+
+struct na_numa_info {
+	int os_index;          /* host NUMA node number */
+	int ncores;
+	uint64_t mem_bytes;    /* memory of the node (0 when hwloc cannot tell) */
+	uint64_t hugepages_2m_free;
+};
+/* Fills up to max entries; returns the number of NUMA nodes. */
+int na_topo_numa(const struct na_topo *t, struct na_numa_info *out, int max);
+
+/* ------------------------------------------------------------ placement */
+
+struct na_place_req {
+	int nguests;
+	int vcpus;             /* per guest */
+	uint64_t mem;          /* per guest */
+	bool oversubscribe;    /* allow guests to share host cores */
+	/* Host CPUs (PU os indexes) already pinned by other live jobs. */
+	const int *busy_cpus;
+	int nbusy;
+};
+
+struct na_placement {
+	int ncpus;
+	int cpus[NA_MAX_VCPUS];  /* host PU os index for vCPU i: 1:1 pinning */
+	int nmems;
+	int mems[NA_MAX_NODES];  /* host NUMA nodes holding the guest's memory */
+	bool split;              /* did not fit on one NUMA node */
+	bool shared;             /* shares cores with another guest (oversubscribe) */
+};
+
+/* One placement per guest in out[0..nguests-1].  A guest's cores and memory
+ * sit on one NUMA node when they fit there.  Fails with a message that says
+ * what did not fit and what is free. */
+int na_place(const struct na_topo *t, const struct na_place_req *r,
+	     struct na_placement *out, struct verr *err);
+
+/* Host CPUs pinned by jobs whose owner is still alive (from their runtime
+ * dirs); *cpus is malloc'd. */
+int na_busy_cpus(int **cpus, int *n, struct verr *err);
+
+/* ------------------------------------------------------- job runtime dir */
+
+/*
+ * Every job starts by creating its runtime dir and holding its lock for as
+ * long as it owns resources, before it creates any of them.  A dir whose lock
+ * nobody holds belongs to a dead owner and is swept by na_cleanup_stale.
+ */
+struct na_jobdir {
+	char job[16];
+	char path[256];        /* <run dir>/jobs/<job> */
+	int lock_fd;
+};
+int na_jobdir_create(struct na_jobdir *jd, const char *job, struct verr *err);
+/* Records the placement so na_busy_cpus sees it. */
+int na_jobdir_record_cpus(struct na_jobdir *jd, const struct na_placement *p,
+			  int n, struct verr *err);
+/* Removes the dir and releases the lock (after every resource is gone). */
+int na_jobdir_remove(struct na_jobdir *jd, struct verr *err);
+
+/* Removes every resource (netns, links, containers, cgroups, mounts, shm
+ * files, runtime dirs) of jobs whose runtime dir is not locked.  Counts what
+ * it removed in *removed and logs each item. */
+int na_cleanup_stale(int *removed, struct verr *err);
+
+/* ------------------------------------------------------------ job network */
+
+struct na_net_req {
+	const char *job;
+	struct ipv4net subnet;   /* the job's subnet */
+	int nguests;
+	const struct tuning *tuning; /* MTU, offloads, sysctls (applied per guest netns) */
+};
+
+struct na_net {
+	char job[16];
+	char job_netns[64];            /* netns holding the bridge */
+	int nguests;
+	char guest_netns[NA_MAX_GUESTS][64];  /* name under /run/netns */
+	uint32_t guest_addr[NA_MAX_GUESTS];   /* host byte order */
+	int prefix;
+	int mtu;
+};
+
+/* Creates the job netns with a bridge, one netns per guest with eth0 (a veth
+ * whose peer is on the bridge), addresses subnet+2+i, MTU and offloads from
+ * the tuning profile, lo up, and the tuning sysctls inside each guest netns. */
+int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
+int na_net_destroy(struct na_net *n, struct verr *err);
+/* Allocates a free subnet of the pool for a job on this machine (embedded
+ * mode); released by na_jobdir_remove / cleanup. */
+int na_subnet_alloc(const struct cluster_cfg *c, struct na_jobdir *jd,
+		    struct ipv4net *out, struct verr *err);
+
+/* ------------------------------------------------------------ containers */
+
+struct na_bind {
+	const char *src, *dst;
+	bool ro;
+};
+
+struct na_ctr_spec {
+	const char *job;
+	int index;                 /* guest index: container id <job>-<index> */
+	const char *hostname;
+	const char *rootfs;        /* image rootfs, mounted read-only */
+	const char *const *argv;   /* the guest's init (vhpc-guestd) */
+	const char *const *env;    /* NAME=VALUE, NULL-terminated */
+	const struct na_bind *binds;
+	int nbinds;
+	const char *netns;         /* name under /run/netns to join */
+	const struct na_placement *place;
+	uint64_t mem_limit;
+	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp */
+	const char *log_path;      /* the init's stdout+stderr go here */
+};
+
+struct na_ctr;
+
+int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err);
+/* Host pid of the container's init, or -1 when it has exited. */
+pid_t na_ctr_pid(const struct na_ctr *c);
+bool na_ctr_running(struct na_ctr *c);
+/* SIGTERM, wait up to grace_ms, then SIGKILL; removes the container and
+ * its cgroups; frees c. */
+int na_ctr_stop(struct na_ctr *c, int grace_ms, struct verr *err);
+
+/* ------------------------------------------------------------- drivers */
+
+/* `auto` resolves to kvm only with hardware virtualization; *why says why. */
+enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
+
+#endif
