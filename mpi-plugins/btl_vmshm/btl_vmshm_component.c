@@ -125,14 +125,17 @@ static int vmshm_register(void)
 		"Size of the region when this rank creates it (default: $VHPC_VMSHM_SIZE or 64M)",
 		MCA_BASE_VAR_TYPE_SIZE_T, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
 		MCA_BASE_VAR_SCOPE_READONLY, &C->region_size);
-	C->ring_size = 256u << 10;
+	C->ring_size = 1u << 20;
 	(void)mca_base_component_var_register(&C->super.btl_version, "ring_size",
-		"Bytes per ring (power of two) when this rank formats the region",
+		"Bytes per ring (power of two) when this rank formats the region; "
+		"the largest it may use",
 		MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE,
 		OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &C->ring_size);
-	C->max_slots = 0;
+	e = getenv("VHPC_VMSHM_SLOTS");
+	C->max_slots = e && *e ? (unsigned)strtoul(e, NULL, 10) : 0;
 	(void)mca_base_component_var_register(&C->super.btl_version, "max_slots",
-		"Most ranks per region when this rank formats it (0: as many as fit)",
+		"Ranks that share the region, when this rank formats it; rings shrink "
+		"to fit them (0: as many slots as fit) (default: $VHPC_VMSHM_SLOTS)",
 		MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE,
 		OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &C->max_slots);
 	C->attach_timeout_ms = 10000;
@@ -155,9 +158,11 @@ static int vmshm_register(void)
 	 * also reach (guests simulated inside one node) goes to vmshm; vmshm
 	 * never claims same-guest peers while vader is selected, and never self. */
 	mca_btl_vmshm.btl_exclusivity = MCA_BTL_EXCLUSIVITY_HIGH + 1;
-	mca_btl_vmshm.btl_eager_limit = 8 * 1024;
-	mca_btl_vmshm.btl_rndv_eager_limit = 32 * 1024;
-	mca_btl_vmshm.btl_max_send_size = 32 * 1024;
+	/* Large fragments: ob1's per-fragment work costs more than copying
+	 * through a ring that stays in cache (see README, benchmark). */
+	mca_btl_vmshm.btl_eager_limit = 16 * 1024;
+	mca_btl_vmshm.btl_rndv_eager_limit = 64 * 1024;
+	mca_btl_vmshm.btl_max_send_size = 128 * 1024;
 	mca_btl_vmshm.btl_rdma_pipeline_send_length = mca_btl_vmshm.btl_eager_limit;
 	mca_btl_vmshm.btl_rdma_pipeline_frag_size = mca_btl_vmshm.btl_eager_limit;
 	mca_btl_vmshm.btl_min_rdma_pipeline_size = INT32_MAX;
@@ -236,10 +241,12 @@ static int map_region(char *err, size_t errlen)
 
 static void clamp_sizes(void)
 {
-	size_t max = vmshm_ring_max_payload(C->geom.ring_size);
-	/* Two fragments in flight at least, so copying in and out overlap. */
-	if (mca_btl_vmshm.btl_max_send_size > max / 2)
-		mca_btl_vmshm.btl_max_send_size = max / 2;
+	/* Eight fragments fit in a ring, so copying in and copying out overlap. */
+	size_t max = C->geom.ring_size / 8;
+	if (max > vmshm_ring_max_payload(C->geom.ring_size))
+		max = vmshm_ring_max_payload(C->geom.ring_size);
+	if (mca_btl_vmshm.btl_max_send_size > max)
+		mca_btl_vmshm.btl_max_send_size = max;
 	if (mca_btl_vmshm.btl_eager_limit > mca_btl_vmshm.btl_max_send_size)
 		mca_btl_vmshm.btl_eager_limit = mca_btl_vmshm.btl_max_send_size;
 	if (mca_btl_vmshm.btl_rndv_eager_limit > mca_btl_vmshm.btl_max_send_size)

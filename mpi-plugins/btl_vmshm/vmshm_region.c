@@ -37,15 +37,28 @@ int vmshm_geom_plan(uint64_t size, uint32_t ring_size, uint32_t max_slots,
 			 ring_size, VMSHM_RING_MIN, VMSHM_RING_MAX);
 		return -1;
 	}
-	if (max_slots == 0 || max_slots > VMSHM_MAX_SLOTS)
-		max_slots = VMSHM_MAX_SLOTS;
+	if (max_slots > VMSHM_MAX_SLOTS) {
+		snprintf(err, errlen, "%u slots asked for, at most %u", max_slots, VMSHM_MAX_SLOTS);
+		return -1;
+	}
 	uint32_t n = 0;
-	while (n < max_slots && vmshm_region_size_for(n + 1, ring_size) <= size)
-		n++;
+	if (max_slots) {
+		/* The platform said how many ranks share the region: smaller rings
+		 * for all of them rather than no vmshm for some. */
+		while (ring_size > VMSHM_RING_PLAN_MIN &&
+		       vmshm_region_size_for(max_slots, ring_size) > size)
+			ring_size /= 2;
+		if (vmshm_region_size_for(max_slots, ring_size) <= size)
+			n = max_slots;
+	} else {
+		while (n < VMSHM_MAX_SLOTS && vmshm_region_size_for(n + 1, ring_size) <= size)
+			n++;
+	}
 	if (n < 2) {
-		snprintf(err, errlen, "region of %llu bytes is too small for two slots "
-			 "with %u-byte rings (needs %llu)", (unsigned long long)size,
-			 ring_size, (unsigned long long)vmshm_region_size_for(2, ring_size));
+		uint32_t want = max_slots > 2 ? max_slots : 2;
+		snprintf(err, errlen, "region of %llu bytes is too small for %u slots "
+			 "with %u-byte rings (needs %llu)", (unsigned long long)size, want,
+			 ring_size, (unsigned long long)vmshm_region_size_for(want, ring_size));
 		return -1;
 	}
 	memset(g, 0, sizeof(*g));

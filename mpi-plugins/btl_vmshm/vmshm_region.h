@@ -38,6 +38,7 @@
 #define VMSHM_RING_CTRL    4096u
 #define VMSHM_RING_MIN     4096u
 #define VMSHM_RING_MAX     (1u << 30)
+#define VMSHM_RING_PLAN_MIN (16u << 10)  /* the formatter shrinks rings to this */
 #define VMSHM_OWNER_CLAIMING UINT64_MAX
 
 struct vmshm_region_hdr {
@@ -70,8 +71,9 @@ struct vmshm_geom {
 };
 
 /* Geometry the formatter picks for a region of `size` bytes with rings of
- * `ring_size` bytes (a power of two) and at most `max_slots` slots (0: as
- * many as fit).  0, or -1 with a message in err. */
+ * `ring_size` bytes (a power of two): with max_slots > 0, exactly that many
+ * slots, halving the rings (down to VMSHM_RING_PLAN_MIN) until they fit;
+ * with 0, as many slots as fit.  0, or -1 with a message in err. */
 int vmshm_geom_plan(uint64_t size, uint32_t ring_size, uint32_t max_slots,
 		    struct vmshm_geom *g, char *err, size_t errlen);
 

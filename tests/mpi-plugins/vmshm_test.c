@@ -320,7 +320,7 @@ static void t_lazy(void)
 
 static void t_killmid(void)
 {
-	const size_t n = 64u << 20;
+	const size_t n = 256u << 20;
 	unsigned char *b = xmalloc(n);
 	memset(b, 0x5a, n);
 	MPI_Barrier(MPI_COMM_WORLD);
@@ -328,10 +328,14 @@ static void t_killmid(void)
 		MPI_Request rq;
 		int done = 0;
 		MPI_Isend(b, (int)n, MPI_BYTE, 1, 14, MPI_COMM_WORLD, &rq);
-		/* Let some fragments go, then die with the rest unsent. */
-		for (int i = 0; i < 2000 && !done; i++)
+		/* Let the transfer start (a few milliseconds: a fraction of 256 MiB),
+		 * then die with the rest unsent. */
+		double t0 = MPI_Wtime();
+		while (!done && MPI_Wtime() - t0 < 0.003)
 			MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
 		fprintf(stderr, "vmshm-test: rank 0 killing itself mid-message (done=%d)\n", done);
+		if (done)
+			die("killmid: 256 MiB went out before the kill; nothing was tested");
 		raise(SIGKILL);
 	} else if (rank == 1) {
 		MPI_Recv(b, (int)n, MPI_BYTE, 0, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -373,10 +377,13 @@ static void t_corrupt(const char *what)
 		/* A record waits in ring 0 -> 1 while rank 1 is away; rank 0 damages
 		 * it; rank 1 comes back and must refuse it. */
 		if (rank == 0) {
+			/* Rank 1 may still be polling inside the barrier: wait until
+			 * it sleeps, or it takes the record before the damage. */
+			sleep(1);
 			MPI_Send(b, 64, MPI_BYTE, 1, 16, MPI_COMM_WORLD);
 			scribble(what, 0, 1);
 		} else if (rank == 1) {
-			sleep(2);
+			sleep(3);
 			MPI_Recv(b, 64, MPI_BYTE, 0, 16, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 			die("corrupt %s: the damaged record was delivered", what);
 		}
@@ -389,12 +396,13 @@ static void t_corrupt(const char *what)
 			scribble(what, 1, 0);
 			sleep(5);
 		} else if (rank == 1) {
-			MPI_Request rq[100];
+			/* More than the largest ring holds. */
+			MPI_Request rq[400];
 			MPI_Barrier(MPI_COMM_WORLD);
 			sleep(1);
-			for (int i = 0; i < 100; i++)
+			for (int i = 0; i < 400; i++)
 				MPI_Isend(b, 8000, MPI_BYTE, 0, 19, MPI_COMM_WORLD, &rq[i]);
-			MPI_Waitall(100, rq, MPI_STATUSES_IGNORE);
+			MPI_Waitall(400, rq, MPI_STATUSES_IGNORE);
 			die("corrupt %s: the impossible tail went unnoticed", what);
 		}
 	}
