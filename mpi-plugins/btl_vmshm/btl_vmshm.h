@@ -100,6 +100,7 @@ typedef struct {
 	uint64_t valid[VMSHM_MAX_SLOTS / 64];  /* real slots other than ours */
 	uint64_t *my_active;                   /* our slot's producer bitmap */
 	int polling;
+	bool progress_hp;
 	mca_btl_base_descriptor_t rx_desc;
 	mca_btl_base_segment_t rx_seg;
 

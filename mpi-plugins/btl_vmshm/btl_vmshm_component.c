@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/proc.h"
 
 static int vmshm_register(void);
@@ -190,6 +190,11 @@ static void unmap_region(void)
 
 static int vmshm_close(void)
 {
+	/* We may have registered ourselves (discover_producers); the library
+	 * is unloaded after this. */
+	if (C->progress_hp)
+		(void)opal_progress_unregister(vmshm_progress);
+	C->progress_hp = false;
 	if (C->ready)
 		vmshm_module_finalize(&mca_btl_vmshm);
 	unmap_region();
@@ -295,12 +300,7 @@ static mca_btl_base_module_t **vmshm_init(int *num_btls, bool progress_threads,
 		unmap_region();
 		return NULL;
 	}
-	if (getrandom(&C->my_key, sizeof(C->my_key), 0) != (ssize_t)sizeof(C->my_key)) {
-		vmshm_log("getrandom: %s: vmshm disabled", strerror(errno));
-		vmshm_slot_release(C->base, &C->geom, C->my_slot, C->my_owner);
-		unmap_region();
-		return NULL;
-	}
+	vmshm_random(&C->my_key, sizeof(C->my_key));
 	C->in = calloc(C->geom.nslots, sizeof(*C->in));
 	C->active = calloc(C->geom.nslots, sizeof(*C->active));
 	mods = malloc(sizeof(*mods));
@@ -372,6 +372,13 @@ static void discover_producers(void)
 			C->in[p].open = true;
 			C->active[C->nactive++] = p;
 			VMSHM_VERBOSE(2, "slot %u started sending to us", p);
+			/* Until we send to someone ourselves, Open MPI polls us only
+			 * every 8th round (its low-priority list); a peer that talks
+			 * to us deserves every round. */
+			if (!C->progress_hp) {
+				C->progress_hp = true;
+				opal_progress_register(vmshm_progress);
+			}
 		}
 	}
 }

@@ -37,7 +37,7 @@ VMSHM_MPI_PROGS := $(B)/vmshm/bin/vmshm-test $(B)/vmshm/bin/vmshm-scribble \
 $(B)/vmshm/bin/vmshm-test: tests/mpi-plugins/vmshm_test.c
 	@mkdir -p $(@D)
 	$(call say,MPICC,$@)
-	$(Q)$(MPICC) $(CFLAGS) -o $@ $<
+	$(Q)$(MPICC) $(CFLAGS) -pthread -o $@ $<
 $(B)/vmshm/bin/vmshm-scribble: tests/mpi-plugins/vmshm_scribble.c $(VMSHM_CORE)
 	@mkdir -p $(@D)
 	$(call say,CC,$@)

@@ -10,6 +10,24 @@
 #include "vmshm_region.h"
 #include "vmshm_ring.h"
 
+void vmshm_random(void *buf, size_t n)
+{
+	/* Early in a guest's life the pool may not be ready; these numbers
+	 * only need to differ between regions and slot claims, not be secret. */
+	if (getrandom(buf, n, GRND_NONBLOCK) == (ssize_t)n)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t x = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	x ^= (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)buf;
+	for (size_t i = 0; i < n; i++) {
+		x += 0x9e3779b97f4a7c15ull;
+		uint64_t z = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+		((uint8_t *)buf)[i] = (uint8_t)(z ^ (z >> 31));
+	}
+}
+
 static int is_pow2(uint64_t v)
 {
 	return v && !(v & (v - 1));
@@ -128,10 +146,7 @@ static int format(struct vmshm_region_hdr *h, uint64_t size,
 	if (vmshm_geom_plan(size, o->ring_size, o->max_slots, &g, err, errlen))
 		return -1;
 	uint8_t uuid[16];
-	if (getrandom(uuid, sizeof(uuid), 0) != (ssize_t)sizeof(uuid)) {
-		snprintf(err, errlen, "getrandom: %s", strerror(errno));
-		return -1;
-	}
+	vmshm_random(uuid, sizeof(uuid));
 	/* The slot table must start all free; rings are reset when claimed. */
 	memset((uint8_t *)h + VMSHM_SLOTS_OFF, 0, VMSHM_MAX_SLOTS * VMSHM_SLOT_SIZE);
 	h->version = VMSHM_VERSION;

@@ -115,6 +115,9 @@ void *vmshm_ring_ctrl(void *base, const struct vmshm_geom *g,
 void *vmshm_ring_data(void *base, const struct vmshm_geom *g,
 		      uint32_t producer, uint32_t consumer);
 
+/* Random bytes for uuids and ring keys (non-blocking; need not be secret). */
+void vmshm_random(void *buf, size_t n);
+
 /* Producer side of the "who is sending to me" bitmap. */
 void vmshm_slot_mark_active(void *base, uint32_t consumer, uint32_t producer);
 /* Consumer side: the bits set in word w, limited to valid slots, and the

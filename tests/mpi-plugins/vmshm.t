@@ -91,6 +91,10 @@ name=order
 mpi $name 2 --mca btl self,vmshm -- "$prog" order
 ok_run $name "eager/rendezvous/fragmented messages on one tag arrive in order" "^OK order"
 
+name=threads
+mpi $name 2 --mca btl self,vmshm -- "$prog" threads
+ok_run $name "MPI_THREAD_MULTIPLE: 4 threads per rank exchange at once, verified" "^OK threads"
+
 # -- 5. two guests under one orted (VHPC_GUEST_ID) -------------------------------
 name=mix1
 mpi $name 4 --mca btl self,vader,vmshm,tcp --mca btl_base_verbose 1 -- "$here/as-guest" "$prog" alltoall

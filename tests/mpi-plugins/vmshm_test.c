@@ -9,11 +9,13 @@
  *   vmshm-test order       eager and rendezvous messages interleaved, same tag
  *   vmshm-test alltoall    every pair exchanges 1 B .. 1 MiB
  *   vmshm-test lazy        rank 1 hears from rank 0 before it ever sends
- *   vmshm-test killmid     rank 0 dies (SIGKILL) in the middle of a 64 MiB send
+ *   vmshm-test threads     MPI_THREAD_MULTIPLE: 4 threads per rank exchange at once
+ *   vmshm-test killmid     rank 0 dies (SIGKILL) in the middle of a 256 MiB send
  *   vmshm-test corrupt WHAT  rank 0 has $VMSHM_SCRIBBLE damage the region
  *                          while messages sit in it (WHAT: reclen|rectype|tail)
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -318,6 +320,54 @@ static void t_lazy(void)
 	}
 }
 
+struct thr {
+	int id;
+	uint64_t bytes;
+};
+
+static void *thr_main(void *arg)
+{
+	struct thr *t = arg;
+	static const size_t sz[] = { 1, 3000, 20000, 200000 };
+	unsigned char *out = xmalloc(200000), *in = xmalloc(200000);
+	int peer = rank ^ 1, tag = 100 + t->id;
+
+	for (int k = 0; k < 400; k++) {
+		size_t n = sz[(size_t)(k + t->id) % 4];
+		uint64_t seq = (uint64_t)t->id << 32 | (uint64_t)k;
+		fill(out, n, rank, seq);
+		MPI_Sendrecv(out, (int)n, MPI_BYTE, peer, tag, in, (int)n, MPI_BYTE, peer, tag,
+			     MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+		check(in, n, peer, seq, "threads");
+		t->bytes += n;
+	}
+	free(out);
+	free(in);
+	return NULL;
+}
+
+static void t_threads(void)
+{
+	pthread_t th[4];
+	struct thr t[4];
+
+	if (nranks != 2)
+		die("threads needs 2 ranks");
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct thr){ .id = i };
+		if (pthread_create(&th[i], NULL, thr_main, &t[i]))
+			die("pthread_create");
+	}
+	uint64_t total = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		total += t[i].bytes;
+	}
+	if (rank == 0)
+		printf("OK threads: 4 threads x 400 exchanges, %llu bytes each way verified\n",
+		       (unsigned long long)total);
+}
+
 static void t_killmid(void)
 {
 	const size_t n = 256u << 20;
@@ -413,11 +463,16 @@ static void t_corrupt(const char *what)
 
 int main(int argc, char **argv)
 {
-	MPI_Init(&argc, &argv);
+	int provided;
+	int threads = argc > 1 && !strcmp(argv[1], "threads");
+	MPI_Init_thread(&argc, &argv, threads ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE,
+			&provided);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	if (threads && provided != MPI_THREAD_MULTIPLE)
+		die("MPI_THREAD_MULTIPLE not provided (%d)", provided);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	if (argc < 2)
-		die("usage: vmshm-test sizes|many2one|wrap N|order|alltoall|lazy|killmid|corrupt WHAT");
+		die("usage: vmshm-test sizes|many2one|wrap N|order|alltoall|lazy|threads|killmid|corrupt WHAT");
 	const char *m = argv[1];
 	if (!strcmp(m, "sizes"))
 		t_sizes();
@@ -431,6 +486,8 @@ int main(int argc, char **argv)
 		t_alltoall();
 	else if (!strcmp(m, "lazy"))
 		t_lazy();
+	else if (!strcmp(m, "threads"))
+		t_threads();
 	else if (!strcmp(m, "killmid"))
 		t_killmid();
 	else if (!strcmp(m, "corrupt") && argc > 2)
