@@ -24,6 +24,8 @@ void vmshm_prod_init(struct vmshm_prod *p, void *ctrl, void *data,
 	p->head = __atomic_load_n(p->tail, __ATOMIC_ACQUIRE);
 	p->head = VMSHM_ALIGN_UP(p->head, VMSHM_REC_ALIGN);
 	p->tail_seen = p->head;
+	p->hot = size >= 4 * VMSHM_HOT_WINDOW ? VMSHM_HOT_WINDOW : 0;
+	p->hot_lap = UINT64_MAX;
 }
 
 void vmshm_cons_init(struct vmshm_cons *c, void *ctrl, const void *data,

@@ -287,6 +287,41 @@ static void full_ring_waits_and_oversize_is_refused(void **state)
 	free(r.data);
 }
 
+static void a_consumer_that_keeps_up_stays_in_the_hot_window(void **state)
+{
+	struct ring r;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+	uint64_t maxpos = 0;
+
+	(void)state;
+	ring_open(&r, 1 << 20, 42);
+	for (int i = 0; i < 5000; i++) {
+		assert_int_equal(vmshm_prod_reserve(&r.p, 100, &dst), 0);
+		fillpat(dst, 100, (uint64_t)i);
+		vmshm_prod_commit(&r.p, 100, 1);
+		if ((r.p.res & ((1 << 20) - 1)) > maxpos)
+			maxpos = r.p.res & ((1 << 20) - 1);
+		assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+		uint8_t want[100];
+		fillpat(want, 100, (uint64_t)i);
+		assert_memory_equal(m.payload, want, 100);
+		vmshm_cons_pop(&r.c);
+		vmshm_cons_publish(&r.c);
+	}
+	assert_true(maxpos < VMSHM_HOT_WINDOW + 128);
+	assert_true(r.c.tail > 4ull << 20);   /* it did go round, by rewinding */
+	/* A consumer that falls behind gets the whole ring. */
+	int n = 0;
+	while (vmshm_prod_reserve(&r.p, 100, &dst) == 0) {
+		vmshm_prod_commit(&r.p, 100, 1);
+		n++;
+	}
+	assert_true(n > (1 << 20) / 128 - 2);
+	free(r.data);
+}
+
 static void wrong_key_or_stale_lap_is_not_a_record(void **state)
 {
 	struct ring r, other;
@@ -385,6 +420,7 @@ int main(void)
 		cmocka_unit_test(active_words_ignore_bits_beyond_the_slots),
 		cmocka_unit_test(records_arrive_in_order_through_many_wraps),
 		cmocka_unit_test(full_ring_waits_and_oversize_is_refused),
+		cmocka_unit_test(a_consumer_that_keeps_up_stays_in_the_hot_window),
 		cmocka_unit_test(wrong_key_or_stale_lap_is_not_a_record),
 		cmocka_unit_test(damaged_records_are_errors_not_reads),
 		cmocka_unit_test(impossible_tail_is_an_error_for_the_producer),
