@@ -1,77 +1,90 @@
 #!/usr/bin/env bash
-# PingPong and Sendrecv between two ranks pinned to two different cores,
-# over vmshm, tcp and native vader, as ratios to vader.  The transports take
-# turns round after round (rotating who goes first), so a noisy neighbour
-# hurts them alike; each cell is the median over the rounds.
+# PingPong and Sendrecv over vader, vmshm and tcp in ONE job, measurements
+# interleaved round by round, each transport on the same two cores:
+#   rank 0 (CPU 0) - driver, in guest A
+#   rank 1 (CPU 1) - guest A too:             vader (native shared memory)
+#   rank 2 (CPU 1) - guest B, same host id:   vmshm
+#   rank 3 (CPU 1) - guest C, other host id:  tcp
+# Guests are orteds started by tests/mpi-plugins/fake-guest-rsh (a stand-in
+# for vhpc-rsh).  The script checks in Open MPI's own verbose output that
+# each pair really used the transport it is labelled with.
 #
 #   mpi-plugins/btl_vmshm/bench/run-bench.sh [ROUNDS] [SIZE...]
 #
-# Env: B (build dir, default build), VMSHM_BENCH_TRANSPORTS (default
-# "vader vmshm tcp"; "vader-nocma" is vader without its single-copy
-# mechanism, i.e. two copies through shared memory like vmshm).
+# VMSHM_BENCH_VADER_NOCMA=1 turns off vader's single-copy (CMA) mechanism in
+# guest A: vader then copies through shared memory twice, like vmshm must.
 set -eu
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 B=${B:-build}
 case $B in /*) ;; *) B=$top/$B ;; esac
-rounds=${1:-5}
+rounds=${1:-9}
 [ $# -gt 0 ] && shift
 sizes=("$@")
-transports=(${VMSHM_BENCH_TRANSPORTS:-vader vmshm tcp})
+[ ${#sizes[@]} -gt 0 ] || sizes=(1 1024 16384 65536 1048576 4194304)
 sysdir=$(dirname "$(find /usr/lib -name mca_btl_vader.so -path '*openmpi*' | head -1)")
 work=$(mktemp -d /tmp/vmshm-bench.XXXXXX)
 region=/dev/shm/vmshm-bench.$$
 trap 'rm -rf "$work"; rm -f "$region"' EXIT
+truncate -s 64M "$region"
+root=()
+[ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+vader=vader
+if [ "${VMSHM_BENCH_VADER_NOCMA:-0}" = 1 ]; then
+	export OMPI_MCA_btl_vader_single_copy_mechanism=none
+	vader=vader-nocma
+fi
 
-run_one() { # transport round
-	local t=$1 r=$2 btl args=()
-	case $t in
-	vader) btl=self,vader ;;
-	vader-nocma) btl=self,vader; args=(--mca btl_vader_single_copy_mechanism none) ;;
-	tcp) btl=self,tcp ;;
-	vmshm)
-		btl=self,vmshm
-		rm -f "$region"
-		truncate -s 64M "$region"
-		args=(--mca btl_vmshm_host_id bench --mca btl_vmshm_region "$region") ;;
-	*) echo "unknown transport $t" >&2; exit 2 ;;
-	esac
-	timeout 300 mpirun --allow-run-as-root -np 2 --bind-to core --map-by core \
-		--mca mca_base_component_path "$B/lib/openmpi:$sysdir" \
-		--mca btl "$btl" "${args[@]}" "$B/vmshm/bin/vmshm-pingpong" "${sizes[@]}" \
-		2>&1 | sed -n "s/^RESULT /$t $r /p" >>"$work/results"
-	rm -f "$region"
+VMSHM_T_DIR=$work VMSHM_FAKE_HOST_IDS="127.0.0.2=hostX 127.0.0.3=hostX 127.0.0.4=hostY" \
+VHPC_VMSHM_PATH=$region timeout 900 mpirun "${root[@]}" -np 4 --bind-to none \
+	-host 127.0.0.2:2,127.0.0.3:1,127.0.0.4:1 \
+	--mca plm_rsh_agent "$top/tests/mpi-plugins/fake-guest-rsh" \
+	--mca mca_base_component_path "$sysdir:$B/lib/openmpi" \
+	--mca btl self,vader,vmshm,tcp --mca btl_base_verbose 1 \
+	"$B/vmshm/bin/vmshm-pingpong" "$rounds" $vader vmshm tcp -- "${sizes[@]}" >"$work/out" 2>&1 || {
+	cat "$work/out" >&2
+	exit 1
 }
-
-for ((r = 0; r < rounds; r++)); do
-	n=${#transports[@]}
-	for ((i = 0; i < n; i++)); do
-		run_one "${transports[$(((i + r) % n))]}" "$r"
-	done
+for want in "vader 1" "vmshm 2" "tcp 3"; do
+	set -- $want
+	if ! grep -qE "Using $1 btl for send to \[\[[0-9]+,1\],$2\]" "$work/out"; then
+		echo "run-bench: rank 0 did not reach rank $2 through $1:" >&2
+		grep "Using" "$work/out" >&2
+		exit 1
+	fi
 done
+sed -n 's/^RESULT //p' "$work/out" >"$work/results"
 
-# transport round bench size reps usec MBps  ->  median per (bench, size, transport)
-python3 - "$work/results" "${transports[@]}" <<'EOF'
+python3 - "$work/results" "$vader" <<'PY'
 import sys, statistics, collections
-path, transports = sys.argv[1], sys.argv[2:]
-lat = collections.defaultdict(list); bw = collections.defaultdict(list)
-for line in open(path):
-    t, r, bench, size, reps, us, mbs = line.split()
-    lat[(bench, int(size), t)].append(float(us)); bw[(bench, int(size), t)].append(float(mbs))
-keys = sorted({(b, s) for (b, s, t) in lat})
-others = [t for t in transports if t != "vader"]
-print("%-9s %9s  " % ("bench", "bytes") +
-      "  ".join("%10s" % (t + " us") for t in transports) + "  " +
-      "  ".join("%10s" % (t + " MB/s") for t in transports) + "  " +
-      "  ".join("%17s" % (t + "/vader lat bw") for t in others))
-for b, s in keys:
-    row = "%-9s %9d  " % (b, s)
-    row += "  ".join("%10.2f" % statistics.median(lat[(b, s, t)]) for t in transports) + "  "
-    row += "  ".join("%10.0f" % statistics.median(bw[(b, s, t)]) for t in transports) + "  "
-    for t in others:
-        lr = statistics.median(lat[(b, s, t)]) / statistics.median(lat[(b, s, "vader")])
-        br = statistics.median(bw[(b, s, t)]) / statistics.median(bw[(b, s, "vader")])
-        row += "  %7.2fx %6.2f  " % (lr, br)
+path, base = sys.argv[1], sys.argv[2]
+us = collections.defaultdict(list); mbs = collections.defaultdict(list)
+ratio_lat = collections.defaultdict(list); ratio_bw = collections.defaultdict(list)
+rows = [l.split() for l in open(path)]
+byround = collections.defaultdict(dict)
+for t, r, bench, size, reps, u, m in rows:
+    k = (bench, int(size))
+    us[k + (t,)].append(float(u)); mbs[k + (t,)].append(float(m))
+    byround[k + (int(r),)][t] = (float(u), float(m))
+# Ratios are taken within a round (same few hundred milliseconds), then the
+# median over rounds: a noisy neighbour hits both sides of each ratio.
+for (bench, size, r), d in byround.items():
+    for t in d:
+        if t != base and base in d:
+            ratio_lat[(bench, size, t)].append(d[t][0] / d[base][0])
+            ratio_bw[(bench, size, t)].append(d[t][1] / d[base][1])
+ts = [base, "vmshm", "tcp"]
+print("%-9s %8s | %9s %9s %9s | %9s %9s %9s | %-17s | %-17s" % (
+    "bench", "bytes", base + " us", "vmshm us", "tcp us", base + " MB/s", "vmshm MB/s",
+    "tcp MB/s", "vmshm/" + base + " lat bw", "tcp/" + base + " lat bw"))
+for bench, size in sorted({(k[0], k[1]) for k in us}):
+    row = "%-9s %8d | " % (bench, size)
+    row += " ".join("%9.2f" % statistics.median(us[(bench, size, t)]) for t in ts) + " | "
+    row += " ".join("%9.0f" % statistics.median(mbs[(bench, size, t)]) for t in ts) + " | "
+    row += " | ".join("%6.2fx %6.2f    " % (statistics.median(ratio_lat[(bench, size, t)]),
+                                           statistics.median(ratio_bw[(bench, size, t)]))
+                      for t in ts[1:])
     print(row)
-n = len(next(iter(lat.values())))
-print("(medians of %d interleaved rounds; lat ratio >1 = slower than vader, bw ratio <1 = less bandwidth)" % n)
-EOF
+n = len(next(iter(us.values())))
+print("(one job; %d rounds interleaved; cells are medians, ratios are medians of per-round "
+      "ratios; lat ratio > 1: slower than %s; bw ratio < 1: less bandwidth)" % (n, base))
+PY
