@@ -78,6 +78,7 @@ typedef struct {
 	size_t region_size;
 	unsigned int ring_size;
 	unsigned int max_slots;
+	unsigned int hot_window;
 	int attach_timeout_ms;
 	int verbose;
 	bool stats;

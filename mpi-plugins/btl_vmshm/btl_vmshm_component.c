@@ -138,6 +138,12 @@ static int vmshm_register(void)
 		"to fit them (0: as many slots as fit) (default: $VHPC_VMSHM_SLOTS)",
 		MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE,
 		OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &C->max_slots);
+	C->hot_window = VMSHM_HOT_WINDOW;
+	(void)mca_base_component_var_register(&C->super.btl_version, "hot_window",
+		"Bytes at the start of a ring that a consumer which keeps up is kept in "
+		"(0: use the whole ring; only rings of 4 windows or more)",
+		MCA_BASE_VAR_TYPE_UNSIGNED_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE,
+		OPAL_INFO_LVL_9, MCA_BASE_VAR_SCOPE_READONLY, &C->hot_window);
 	C->attach_timeout_ms = 10000;
 	(void)mca_base_component_var_register(&C->super.btl_version, "attach_timeout",
 		"Milliseconds to wait for another rank to finish formatting the region",

@@ -532,6 +532,9 @@ static struct mca_btl_base_endpoint_t *connect_peer(opal_proc_t *proc,
 	vmshm_prod_init(&ep->prod, vmshm_ring_ctrl(C->base, &C->geom, C->my_slot, mx->slot),
 			vmshm_ring_data(C->base, &C->geom, C->my_slot, mx->slot),
 			C->geom.ring_size, C->geom.ring_shift, mx->key);
+	if (C->hot_window != VMSHM_HOT_WINDOW)
+		ep->prod.hot = C->hot_window && C->geom.ring_size >= 4 * C->hot_window ?
+			       C->hot_window : 0;
 	vmshm_slot_mark_active(C->base, mx->slot, C->my_slot);
 	ep->next = C->endpoints;
 	C->endpoints = ep;
