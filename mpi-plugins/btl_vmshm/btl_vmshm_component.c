@@ -172,7 +172,11 @@ static int vmshm_register(void)
 	mca_btl_vmshm.btl_rdma_pipeline_send_length = mca_btl_vmshm.btl_eager_limit;
 	mca_btl_vmshm.btl_rdma_pipeline_frag_size = mca_btl_vmshm.btl_eager_limit;
 	mca_btl_vmshm.btl_min_rdma_pipeline_size = INT32_MAX;
-	mca_btl_vmshm.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;
+	/* Not SEND_INPLACE: with it, ob1 sends eager messages over 256 bytes
+	 * through prepare_src+send; without it, through sendi, which copies
+	 * straight into the ring and completes at once.  prepare_src still
+	 * references contiguous data in place for rendezvous fragments. */
+	mca_btl_vmshm.btl_flags = MCA_BTL_FLAGS_SEND;
 	mca_btl_vmshm.btl_latency = 1;
 	mca_btl_vmshm.btl_bandwidth = 20000;
 	return mca_btl_base_param_register(&C->super.btl_version, &mca_btl_vmshm);

@@ -345,8 +345,6 @@ static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 	void *dst;
 	int rc;
 
-	(void)order;
-	(void)flags;
 	if (descriptor)
 		*descriptor = NULL;
 	if (ep->broken)
@@ -354,16 +352,17 @@ static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 	if (total > btl->btl_max_send_size)
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	OPAL_THREAD_LOCK(&C->send_lock);
-	/* Queued fragments go first: ordering. */
-	if (ep->pend_head) {
-		OPAL_THREAD_UNLOCK(&C->send_lock);
-		return OPAL_ERR_OUT_OF_RESOURCE;
-	}
-	rc = vmshm_prod_reserve(&ep->prod, (uint32_t)total, &dst);
+	/* Queued fragments go first (ordering); a full ring waits.  Either way
+	 * the PML gets a descriptor to pack into and send: it then queues
+	 * behind the others here instead of on the PML's own pending list. */
+	rc = ep->pend_head ? -EAGAIN : vmshm_prod_reserve(&ep->prod, (uint32_t)total, &dst);
 	if (rc) {
 		if (rc == -EAGAIN) {
 			ep->tx_full++;
 			OPAL_THREAD_UNLOCK(&C->send_lock);
+			if (descriptor)
+				*descriptor = vmshm_alloc(btl, ep, order, total,
+							  flags | MCA_BTL_DES_FLAGS_BTL_OWNERSHIP);
 			return OPAL_ERR_OUT_OF_RESOURCE;
 		}
 		fail_endpoint_locked(ep, rc);

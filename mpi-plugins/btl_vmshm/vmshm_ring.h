@@ -147,7 +147,7 @@ static inline int vmshm_prod_reserve(struct vmshm_prod *p, uint32_t len, void **
 	uint64_t need = VMSHM_ALIGN_UP(VMSHM_REC_HDR + (uint64_t)len, VMSHM_REC_ALIGN);
 	uint64_t pos = p->head & (p->size - 1);
 	uint64_t pad = pos + need > p->size ? p->size - pos : 0;
-	if (p->hot && need > p->hot / 16) {
+	if (p->hot && need > p->hot / 8) {
 		/* A large record in this lap: no rewind until the next one.
 		 * Rewriting lines the consumer has just read costs large records
 		 * more than the window saves small ones. */
