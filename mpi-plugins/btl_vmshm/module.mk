@@ -52,3 +52,6 @@ EXTRA_TESTS += $(VMSHM_SO) $(VMSHM_MPI_PROGS)
 
 $(eval $(call unit_test,unit-vmshm-ring,tests/mpi-plugins/test_vmshm_ring.c $(VMSHM_CORE),,-I$(VMSHM_DIR)))
 $(eval $(call fuzzer,fuzz-vmshm-ring,tests/mpi-plugins/fuzz_vmshm_ring.c $(VMSHM_CORE),,-I$(VMSHM_DIR)))
+# These are compiled straight from sources, without dependency files.
+VMSHM_HDRS := $(VMSHM_DIR)/vmshm_region.h $(VMSHM_DIR)/vmshm_ring.h
+$(B)/fuzz/fuzz-vmshm-ring $(B)/vmshm/bin/vmshm-scribble: $(VMSHM_HDRS)
