@@ -368,8 +368,6 @@ static void discover_producers(void)
 	for (uint32_t w = 0; w * 64 < C->geom.nslots; w++) {
 		uint64_t bits = __atomic_load_n(&C->my_active[w], __ATOMIC_ACQUIRE) &
 				C->valid[w] & ~C->known[w];
-		if (!bits)
-			continue;
 		while (bits) {
 			uint32_t b = (uint32_t)__builtin_ctzll(bits);
 			uint32_t p = w * 64 + b;
