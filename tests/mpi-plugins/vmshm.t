@@ -123,6 +123,13 @@ order=$(grep -E 'rank 1\] (slot [0-9]+ started sending to us|using vmshm for pee
 	sed -E 's/.*(started|using).*/\1/' | tr '\n' ' ')
 check_eq "rank 1 polled the new ring before adding its sender" "started using " "$order"
 
+name=onesided
+mpi $name 4 --mca plm_rsh_agent "$here/fake-guest-rsh" -host 127.0.0.2:2,127.0.0.3:2 \
+	--mca pml ob1 --mca btl self,vader,vmshm,tcp --mca osc ^rdma -- "$prog" onesided
+ok_run $name "one-sided put/accumulate/get across guests (osc ^rdma, as vhpc run passes)" "^OK onesided"
+if [ -n "$(counter 0 2 tx_bytes)" ]; then ok "and the cross-guest part went through vmshm"
+else fail "one-sided traffic went through vmshm"; show $name; fi
+
 # -- 7. region created by the first rank (test option) --------------------------
 name=create
 region=/dev/shm/vmshm-t.$$.create

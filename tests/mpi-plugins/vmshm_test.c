@@ -10,6 +10,7 @@
  *   vmshm-test alltoall    every pair exchanges 1 B .. 1 MiB
  *   vmshm-test lazy        rank 1 hears from rank 0 before it ever sends
  *   vmshm-test threads     MPI_THREAD_MULTIPLE: 4 threads per rank exchange at once
+ *   vmshm-test onesided    MPI_Put/MPI_Get/MPI_Accumulate between all ranks
  *   vmshm-test killmid     rank 0 dies (SIGKILL) in the middle of a 256 MiB send
  *   vmshm-test corrupt WHAT  rank 0 has $VMSHM_SCRIBBLE damage the region
  *                          while messages sit in it (WHAT: reclen|rectype|tail)
@@ -368,6 +369,46 @@ static void t_threads(void)
 		       (unsigned long long)total);
 }
 
+/* One-sided communication rides on the PML (osc pt2pt) across guests. */
+static void t_onesided(void)
+{
+	const int n = 4096;
+	int *win_buf = xmalloc(sizeof(int) * (size_t)n * (size_t)nranks);
+	int *mine = xmalloc(sizeof(int) * (size_t)n), *got = xmalloc(sizeof(int) * (size_t)n);
+	MPI_Win w;
+
+	for (int i = 0; i < n * nranks; i++)
+		win_buf[i] = -1;
+	MPI_Win_create(win_buf, (MPI_Aint)(sizeof(int) * (size_t)n * (size_t)nranks),
+		       sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+	for (int i = 0; i < n; i++)
+		mine[i] = rank * 1000000 + i;
+	MPI_Win_fence(0, w);
+	for (int t = 0; t < nranks; t++)
+		MPI_Put(mine, n, MPI_INT, t, (MPI_Aint)rank * n, n, MPI_INT, w);
+	MPI_Win_fence(0, w);
+	for (int t = 0; t < nranks; t++)
+		MPI_Accumulate(mine, n, MPI_INT, t, (MPI_Aint)rank * n, n, MPI_INT, MPI_SUM, w);
+	MPI_Win_fence(0, w);
+	for (int s = 0; s < nranks; s++)
+		for (int i = 0; i < n; i++)
+			if (win_buf[s * n + i] != 2 * (s * 1000000 + i))
+				die("onesided: element %d from rank %d is %d, expected %d", i, s,
+				    win_buf[s * n + i], 2 * (s * 1000000 + i));
+	int peer = (rank + 1) % nranks;
+	MPI_Get(got, n, MPI_INT, peer, (MPI_Aint)peer * n, n, MPI_INT, w);
+	MPI_Win_fence(0, w);
+	for (int i = 0; i < n; i++)
+		if (got[i] != 2 * (peer * 1000000 + i))
+			die("onesided: get from rank %d: element %d is %d", peer, i, got[i]);
+	MPI_Win_free(&w);
+	if (rank == 0)
+		printf("OK onesided: put, accumulate and get between %d ranks verified\n", nranks);
+	free(win_buf);
+	free(mine);
+	free(got);
+}
+
 static void t_killmid(void)
 {
 	const size_t n = 256u << 20;
@@ -472,7 +513,7 @@ int main(int argc, char **argv)
 		die("MPI_THREAD_MULTIPLE not provided (%d)", provided);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 	if (argc < 2)
-		die("usage: vmshm-test sizes|many2one|wrap N|order|alltoall|lazy|threads|killmid|corrupt WHAT");
+		die("usage: vmshm-test sizes|many2one|wrap N|order|alltoall|lazy|threads|onesided|killmid|corrupt WHAT");
 	const char *m = argv[1];
 	if (!strcmp(m, "sizes"))
 		t_sizes();
@@ -488,6 +529,8 @@ int main(int argc, char **argv)
 		t_lazy();
 	else if (!strcmp(m, "threads"))
 		t_threads();
+	else if (!strcmp(m, "onesided"))
+		t_onesided();
 	else if (!strcmp(m, "killmid"))
 		t_killmid();
 	else if (!strcmp(m, "corrupt") && argc > 2)
