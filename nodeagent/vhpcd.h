@@ -9,9 +9,13 @@
  *   job netns         vhpc-<job>                     (/run/netns)
  *   guest netns       vhpc-<job>-<guest index>
  *   containers        runc id <job>-<guest index>, runc root <run dir>/runc
- *   cgroups           <controller>/vhpc/<job>/<guest index>
+ *   cgroups           <hierarchy root>/vhpc/<job>/<guest index>, in every
+ *                     cgroup v1 hierarchy and the cgroup2 one
+ *   container bundle  <job dir>/g<guest index>/ (rootfs: a read-only bind)
  *   shm files         /dev/shm/vhpc-<job>-*
  * A job id is 1..12 characters [a-z0-9].
+ *
+ * Link with: $(NODEAGENT_LIB) $(NODEAGENT_LIBS) (nodeagent/module.mk).
  */
 #ifndef VHPC_NODEAGENT_H
 #define VHPC_NODEAGENT_H
@@ -67,9 +71,17 @@ struct na_placement {
 int na_place(const struct na_topo *t, const struct na_place_req *r,
 	     struct na_placement *out, struct verr *err);
 
-/* Host CPUs pinned by jobs whose owner is still alive (from their runtime
- * dirs); *cpus is malloc'd. */
+/* Host CPUs pinned by the jobs of this run dir (from their runtime dirs):
+ * live ones, and dead ones until na_cleanup_stale has removed their guests
+ * (which may still run).  *cpus is malloc'd. */
 int na_busy_cpus(int **cpus, int *n, struct verr *err);
+
+struct na_jobdir;
+/* na_busy_cpus + na_place + na_jobdir_record_cpus under one run-dir lock,
+ * so two jobs placed at the same moment never get the same cores.  The
+ * request's own busy_cpus are added to those of the other jobs. */
+int na_place_job(const struct na_topo *t, const struct na_place_req *r,
+		 struct na_jobdir *jd, struct na_placement *out, struct verr *err);
 
 /* ------------------------------------------------------- job runtime dir */
 
@@ -84,15 +96,23 @@ struct na_jobdir {
 	int lock_fd;
 };
 int na_jobdir_create(struct na_jobdir *jd, const char *job, struct verr *err);
+/* Takes over the dir of a job whose owner died (a restarted vhpcd
+ * re-adopting its guests); fails if the lock is held. */
+int na_jobdir_adopt(struct na_jobdir *jd, const char *job, struct verr *err);
+/* Whether the job's dir exists and its lock is held (by anyone). */
+bool na_jobdir_alive(const char *job);
 /* Records the placement so na_busy_cpus sees it. */
 int na_jobdir_record_cpus(struct na_jobdir *jd, const struct na_placement *p,
 			  int n, struct verr *err);
-/* Removes the dir and releases the lock (after every resource is gone). */
+/* Removes the dir and releases the lock, after every resource is gone:
+ * whatever is still there by the naming rules (containers, netns, cgroups,
+ * mounts, shm files) is removed first, with a warning. */
 int na_jobdir_remove(struct na_jobdir *jd, struct verr *err);
 
 /* Removes every resource (netns, links, containers, cgroups, mounts, shm
  * files, runtime dirs) of jobs whose runtime dir is not locked.  Counts what
- * it removed in *removed and logs each item. */
+ * it removed in *removed and logs each item.  Jobs with a held lock, and
+ * resources of jobs that have no dir in this run dir, are never touched. */
 int na_cleanup_stale(int *removed, struct verr *err);
 
 /* ------------------------------------------------------------ job network */
@@ -149,6 +169,10 @@ struct na_ctr_spec {
 
 struct na_ctr;
 
+/* Needs the job dir held (na_jobdir_create).  The image rootfs must have
+ * /proc /sys /dev /tmp /run /var/tmp; bind targets outside /tmp, /run,
+ * /var/tmp and /dev must exist in it.  Returns once the init runs, with
+ * cpuset.cpus verified in the kernel. */
 int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err);
 /* Host pid of the container's init, or -1 when it has exited. */
 pid_t na_ctr_pid(const struct na_ctr *c);
@@ -156,10 +180,17 @@ bool na_ctr_running(struct na_ctr *c);
 /* SIGTERM, wait up to grace_ms, then SIGKILL; removes the container and
  * its cgroups; frees c. */
 int na_ctr_stop(struct na_ctr *c, int grace_ms, struct verr *err);
+/* The same for all guests of a job at once (one grace period in all);
+ * sets each cs[i] to NULL. */
+int na_ctr_stop_all(struct na_ctr **cs, int n, int grace_ms, struct verr *err);
 
 /* ------------------------------------------------------------- drivers */
 
-/* `auto` resolves to kvm only with hardware virtualization; *why says why. */
-enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
+/* `auto` resolves to kvm only with hardware virtualization (and a built kvm
+ * driver), else container; why says which and why, in words for users.
+ * kvm without hardware virtualization (or before the kvm driver exists),
+ * and container without runc, fail with the reason in err. */
+int na_driver_resolve(enum vhpc_driver want, enum vhpc_driver *got,
+		      char *why, size_t whylen, struct verr *err);
 
 #endif
