@@ -99,7 +99,8 @@ int na_umount_below(const char *dir, int *removed, struct verr *err)
 		return verr_set(err, "refusing to unmount below '%s'", dir);
 	if (na_each_mount(add_below, &b, err) < 0)
 		return -1;
-	qsort(b.v, b.n, sizeof(char *), by_len_desc);
+	if (b.n > 1)
+		qsort(b.v, b.n, sizeof(char *), by_len_desc);
 	for (int i = 0; i < b.n; i++) {
 		if (umount2(b.v[i], MNT_DETACH) == 0) {
 			(*removed)++;

@@ -95,35 +95,33 @@ static void take_free_in_node(const struct na_topo *t, struct pstate *s,
 		}
 }
 
-/* Memory of a split guest goes to its nodes in proportion to the cores it
- * has there; what a node cannot hold moves to the others. */
+/* Memory of a split guest goes to the nodes of its cores in proportion to
+ * the cores it has there; what they cannot hold spills to other nodes, the
+ * same package first (and memory-only nodes are candidates like any other).
+ * False when the machine cannot hold it. */
 static bool split_mem(const struct na_topo *t, struct pstate *s,
-		      const struct na_placement *p, uint64_t mem)
+		      struct na_placement *p, uint64_t mem)
 {
-	uint64_t left = mem, share[NA_MAX_NODES] = { 0 };
-	int idx[NA_MAX_NODES];
+	uint64_t left = mem;
+	int pkg = p->ncpus ? -2 : -1;
 
-	for (int m = 0; m < p->nmems; m++) {
-		int cnt = 0;
-
-		idx[m] = -1;
-		for (int n = 0; n < t->nnodes; n++)
-			if (t->nodes[n].os_index == p->mems[m])
-				idx[m] = n;
-		for (int i = 0; i < p->ncpus; i++)
-			for (int c = 0; c < t->ncores; c++)
-				if (t->pus[t->cores[c].first_pu] == p->cpus[i] &&
-				    t->cores[c].node == idx[m])
-					cnt++;
-		share[m] = mem / p->ncpus * cnt;
-	}
 	for (int pass = 0; pass < 2 && left; pass++)
 		for (int m = 0; m < p->nmems && left; m++) {
-			int n = idx[m];
-			uint64_t want = pass ? left : (share[m] < left ? share[m] : left), got;
+			int n = -1, cnt = 0;
+			uint64_t want, got;
 
+			for (int k = 0; k < t->nnodes; k++)
+				if (t->nodes[k].os_index == p->mems[m])
+					n = k;
 			if (n < 0)
 				continue;
+			for (int i = 0; i < p->ncpus; i++)
+				for (int c = t->nodes[n].first_core; c < t->nodes[n].first_core + t->nodes[n].ncores; c++)
+					cnt += t->pus[t->cores[c].first_pu] == p->cpus[i];
+			if (pkg == -2)
+				pkg = t->nodes[n].pkg;
+			want = pass ? left : mem / (uint64_t)p->ncpus * (uint64_t)cnt;
+			want = want < left ? want : left;
 			if (!t->nodes[n].mem) {
 				left -= want;
 				continue;
@@ -131,6 +129,21 @@ static bool split_mem(const struct na_topo *t, struct pstate *s,
 			got = want < s->memfree[n] ? want : s->memfree[n];
 			s->memfree[n] -= got;
 			left -= got;
+		}
+	for (int pass = 0; pass < 2 && left; pass++)
+		for (int n = 0; n < t->nnodes && left; n++) {
+			uint64_t got;
+			bool mine = false;
+
+			for (int m = 0; m < p->nmems; m++)
+				mine |= p->mems[m] == t->nodes[n].os_index;
+			if (mine || (pass == 0) != (t->nodes[n].pkg == pkg) || !t->nodes[n].mem ||
+			    !s->memfree[n] || p->nmems >= NA_MAX_NODES)
+				continue;
+			got = left < s->memfree[n] ? left : s->memfree[n];
+			s->memfree[n] -= got;
+			left -= got;
+			add_mem_node(p, t->nodes[n].os_index);
 		}
 	return left == 0;
 }
@@ -157,13 +170,23 @@ static void sort_by_free(const struct na_topo *t, const struct pstate *s, int *o
 		}
 }
 
-/* Exclusive placement of one guest; false when it does not fit. */
+/* Exclusive placement of one guest; false when it does not fit.
+ *  1. a node with enough free cores and memory (best fit);
+ *  2. else a node with enough free cores (best fit), memory spilling over;
+ *  3. else cores over several nodes: the package whose free cores hold the
+ *     guest most tightly (else the whole machine), nodes with the most free
+ *     cores first, memory in proportion. */
 static bool place_exclusive(const struct na_topo *t, struct pstate *s, int vcpus,
 			    uint64_t mem, struct na_placement *p)
 {
-	int best = -1, best_free = 0, npkg = 0, best_pkg = -2, best_pkg_free = 0;
-	int order[NA_MAX_NODES], norder = 0;
+	int best = -1, best_free = 0, cores_only = -1, co_free = 0;
+	int npkg = 0, best_pkg = -2, best_pkg_free = 0, order[NA_MAX_NODES], norder = 0, left = vcpus;
+	int *load = malloc(sizeof(int) * t->ncores);
+	uint64_t *mf = malloc(sizeof(uint64_t) * t->nnodes);
+	bool ok = false;
 
+	if (!load || !mf)
+		goto out;
 	for (int n = 0; n < t->nnodes; n++) {
 		int f = node_free_cores(t, s, n);
 
@@ -171,73 +194,58 @@ static bool place_exclusive(const struct na_topo *t, struct pstate *s, int vcpus
 			best = n;
 			best_free = f;
 		}
+		if (f >= vcpus && (cores_only < 0 || f < co_free)) {
+			cores_only = n;
+			co_free = f;
+		}
 		if (t->nodes[n].pkg + 1 > npkg)
 			npkg = t->nodes[n].pkg + 1;
 	}
 	if (best >= 0) {
 		take_free_in_node(t, s, p, best, vcpus);
 		mem_take(t, s, best, mem);
-		return true;
+		ok = true;
+		goto out;
 	}
+	memcpy(load, s->load, sizeof(int) * t->ncores);
+	memcpy(mf, s->memfree, sizeof(uint64_t) * t->nnodes);
+	if (cores_only >= 0) {
+		take_free_in_node(t, s, p, cores_only, vcpus);
+		left = 0;
+	} else {
+		for (int pk = -1; pk < npkg; pk++) {
+			int f = 0;
 
-	/* Split: the package whose free cores hold the guest most tightly, else
-	 * the whole machine; within it, the nodes with most free cores first. */
-	for (int pk = -1; pk < npkg; pk++) {
-		int f = 0;
-
-		for (int n = 0; n < t->nnodes; n++)
-			if (t->nodes[n].pkg == pk)
-				f += node_free_cores(t, s, n);
-		if (f >= vcpus && (best_pkg == -2 || f < best_pkg_free)) {
-			best_pkg = pk;
-			best_pkg_free = f;
+			for (int n = 0; n < t->nnodes; n++)
+				if (t->nodes[n].pkg == pk)
+					f += node_free_cores(t, s, n);
+			if (f >= vcpus && (best_pkg == -2 || f < best_pkg_free)) {
+				best_pkg = pk;
+				best_pkg_free = f;
+			}
 		}
-	}
-	for (int n = 0; n < t->nnodes && norder < NA_MAX_NODES; n++)
-		if (best_pkg == -2 || t->nodes[n].pkg == best_pkg)
-			order[norder++] = n;
-	sort_by_free(t, s, order, norder);
-	{
-		int have = 0;
-
-		for (int i = 0; i < norder; i++)
-			have += node_free_cores(t, s, order[i]);
-		if (have < vcpus)
-			return false;
-	}
-	{
-		struct pstate save;
-		int *load = malloc(sizeof(int) * t->ncores);
-		uint64_t *mf = malloc(sizeof(uint64_t) * t->nnodes);
-		int left = vcpus;
-		bool ok;
-
-		if (!load || !mf) {
-			free(load);
-			free(mf);
-			return false;
-		}
-		memcpy(load, s->load, sizeof(int) * t->ncores);
-		memcpy(mf, s->memfree, sizeof(uint64_t) * t->nnodes);
-		save.load = load;
-		save.memfree = mf;
+		for (int n = 0; n < t->nnodes && norder < NA_MAX_NODES; n++)
+			if (best_pkg == -2 || t->nodes[n].pkg == best_pkg)
+				order[norder++] = n;
+		sort_by_free(t, s, order, norder);
 		for (int i = 0; i < norder && left > 0; i++) {
 			int f = node_free_cores(t, s, order[i]), k = f < left ? f : left;
 
 			take_free_in_node(t, s, p, order[i], k);
 			left -= k;
 		}
-		ok = split_mem(t, s, p, mem);
-		if (!ok) {
-			memcpy(s->load, save.load, sizeof(int) * t->ncores);
-			memcpy(s->memfree, save.memfree, sizeof(uint64_t) * t->nnodes);
-			p->ncpus = p->nmems = 0;
-		}
-		free(load);
-		free(mf);
-		p->split = ok;
-		return ok;
 	}
+	ok = left == 0 && split_mem(t, s, p, mem);
+	if (!ok) {
+		memcpy(s->load, load, sizeof(int) * t->ncores);
+		memcpy(s->memfree, mf, sizeof(uint64_t) * t->nnodes);
+		p->ncpus = p->nmems = 0;
+	}
+	p->split = ok;
+out:
+	free(load);
+	free(mf);
+	return ok;
 }
 
 /* Oversubscribed placement of one guest: on the node whose least loaded
@@ -248,7 +256,7 @@ static bool place_shared(const struct na_topo *t, struct pstate *s, int vcpus,
 {
 	int best = -1;
 	long best_load = 0;
-	int *pick = malloc(sizeof(int) * t->ncores);
+	int *pick = malloc(sizeof(int) * (size_t)vcpus);
 	bool *used = calloc(t->ncores, sizeof(bool));
 
 	if (!pick || !used) {

@@ -40,9 +40,30 @@ static uint64_t huge2m_free(int node)
 	return (uint64_t)v;
 }
 
-/* Cores are the unit of placement.  A NUMA node owns the cores inside its
- * cpuset that no earlier node claimed (nodes sharing a cpuset, such as
- * DRAM + HBM pairs, leave the later one memory-only for placement). */
+/* The NUMA node a core belongs to: the most local one, i.e. the node with
+ * the smallest cpuset that contains the core (a memory-only node attached
+ * higher up, such as CXL memory, covers every core but is never the most
+ * local); on a tie (DRAM + HBM pairs) the lower os index. */
+static int home_node(hwloc_obj_t core, hwloc_obj_t *numa, int nnuma)
+{
+	int best = -1, best_w = 0;
+
+	for (int i = 0; i < nnuma; i++) {
+		int w;
+
+		if (!numa[i]->cpuset || !hwloc_bitmap_isincluded(core->cpuset, numa[i]->cpuset))
+			continue;
+		w = hwloc_bitmap_weight(numa[i]->cpuset);
+		if (best < 0 || w < best_w) {
+			best = i;
+			best_w = w;
+		}
+	}
+	return best;
+}
+
+/* Cores are the unit of placement; nodes in os-index order, each with its
+ * cores in logical order (neighbours share caches). */
 static int flatten(struct na_topo *t, struct verr *err)
 {
 	hwloc_topology_t h = t->h;
@@ -50,28 +71,30 @@ static int flatten(struct na_topo *t, struct verr *err)
 	int npu = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_PU);
 	hwloc_obj_type_t core_type = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_CORE) > 0 ?
 		HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+	int ncore_objs = hwloc_get_nbobjs_by_type(h, core_type);
 	hwloc_obj_t *numa;
-	hwloc_bitmap_t claimed;
+	int *home;
 
-	if (nnuma <= 0 || npu <= 0)
+	if (nnuma <= 0 || npu <= 0 || ncore_objs <= 0)
 		return verr_set(err, "topology has no NUMA node or no PU");
 	numa = calloc(nnuma, sizeof(*numa));
+	home = calloc(ncore_objs, sizeof(*home));
 	t->nodes = calloc(nnuma, sizeof(*t->nodes));
-	t->cores = calloc(npu, sizeof(*t->cores));
+	t->cores = calloc(ncore_objs, sizeof(*t->cores));
 	t->pus = calloc(npu, sizeof(*t->pus));
-	claimed = hwloc_bitmap_alloc();
-	if (!numa || !t->nodes || !t->cores || !t->pus || !claimed) {
+	if (!numa || !home || !t->nodes || !t->cores || !t->pus) {
 		free(numa);
-		hwloc_bitmap_free(claimed);
+		free(home);
 		return verr_set(err, "out of memory");
 	}
 	for (int i = 0; i < nnuma; i++)
 		numa[i] = hwloc_get_obj_by_type(h, HWLOC_OBJ_NUMANODE, i);
 	qsort(numa, nnuma, sizeof(*numa), cmp_node_os);
+	for (int c = 0; c < ncore_objs; c++)
+		home[c] = home_node(hwloc_get_obj_by_type(h, core_type, c), numa, nnuma);
 
 	for (int i = 0; i < nnuma; i++) {
 		struct na_node *nd = &t->nodes[t->nnodes++];
-		hwloc_obj_t core = NULL;
 
 		nd->os_index = (int)numa[i]->os_index;
 		nd->mem = numa[i]->attr ? numa[i]->attr->numanode.local_memory : 0;
@@ -79,31 +102,24 @@ static int flatten(struct na_topo *t, struct verr *err)
 		nd->first_core = t->ncores;
 		if (t->this_machine)
 			nd->huge2m_free = huge2m_free(nd->os_index);
-		if (!numa[i]->cpuset || hwloc_bitmap_iszero(numa[i]->cpuset))
-			continue;
-		while ((core = hwloc_get_next_obj_inside_cpuset_by_type(h, numa[i]->cpuset,
-									core_type, core))) {
-			struct na_core *c;
-			hwloc_obj_t pu = NULL;
+		for (int k = 0; k < ncore_objs; k++) {
+			hwloc_obj_t core = hwloc_get_obj_by_type(h, core_type, k), pu = NULL;
+			struct na_core *c = &t->cores[t->ncores];
 
-			if (hwloc_bitmap_intersects(core->cpuset, claimed))
+			if (home[k] != i)
 				continue;
-			if (t->ncores >= npu)
-				break;
-			c = &t->cores[t->ncores];
 			c->node = t->nnodes - 1;
 			c->pkg = pkg_of(h, core);
 			c->first_pu = t->npus;
+			c->npu = 0;
 			while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(h, core->cpuset,
-									    HWLOC_OBJ_PU, pu))) {
-				if (t->npus >= npu)
-					break;
+									    HWLOC_OBJ_PU, pu)) &&
+			       t->npus < npu) {
 				t->pus[t->npus++] = (int)pu->os_index;
 				c->npu++;
 			}
 			if (!c->npu)
 				continue;
-			hwloc_bitmap_or(claimed, claimed, core->cpuset);
 			if (nd->pkg < 0)
 				nd->pkg = c->pkg;
 			t->ncores++;
@@ -111,7 +127,7 @@ static int flatten(struct na_topo *t, struct verr *err)
 		}
 	}
 	free(numa);
-	hwloc_bitmap_free(claimed);
+	free(home);
 	if (!t->ncores)
 		return verr_set(err, "topology has no core inside any NUMA node");
 	return 0;
