@@ -268,6 +268,54 @@ fail_free:
 	return verr_wrap(err, "start guest %s-%d", s->job, s->index);
 }
 
+int na_ctr_adopt(const char *job, int index, struct na_ctr **out, struct verr *err)
+{
+	char jobdir[PATH_MAX], pidf[PATH_MAX + 16], cg[PATH_MAX], want[64], *buf;
+	struct na_ctr *c;
+	size_t len;
+
+	*out = NULL;
+	if (na_job_check(job, err) < 0)
+		return -1;
+	if (index < 0 || index >= NA_MAX_GUESTS)
+		return verr_set(err, "guest index %d; 0..%d allowed", index, NA_MAX_GUESTS - 1);
+	if (!na_jobdir_alive(job))
+		return verr_set(err, "guest %s-%d: hold the job dir first (na_jobdir_adopt)", job, index);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return verr_set(err, "out of memory");
+	c->pidfd = -1;
+	snprintf(c->job, sizeof(c->job), "%s", job);
+	c->index = index;
+	snprintf(c->id, sizeof(c->id), "%s-%d", job, index);
+	snprintf(c->bundle, sizeof(c->bundle), "%s/g%d", na_job_path(job, jobdir, sizeof(jobdir)), index);
+	snprintf(pidf, sizeof(pidf), "%s/pid", c->bundle);
+	if (read_pid(pidf, &c->pid, err) < 0)
+		goto fail;
+	c->pidfd = pidfd_open_(c->pid);
+	/* The pid must still be this guest's init, not a recycled number:
+	 * its cgroup says whose it is. */
+	snprintf(cg, sizeof(cg), "/proc/%d/cgroup", (int)c->pid);
+	snprintf(want, sizeof(want), "/vhpc/%s/%d\n", job, index);
+	if (c->pidfd < 0 || read_file(cg, &buf, &len, 1 << 16, err) < 0) {
+		verr_set(err, "guest %s: its init (pid %d) is gone", c->id, (int)c->pid);
+		goto fail;
+	}
+	if (!strstr(buf, want)) {
+		free(buf);
+		verr_set(err, "guest %s: pid %d is no longer its init", c->id, (int)c->pid);
+		goto fail;
+	}
+	free(buf);
+	*out = c;
+	return 0;
+fail:
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	free(c);
+	return -1;
+}
+
 pid_t na_ctr_pid(const struct na_ctr *c)
 {
 	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };

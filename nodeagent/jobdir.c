@@ -341,7 +341,7 @@ int na_jobdir_remove(struct na_jobdir *jd, struct verr *err)
 		return verr_set(err, "job %s: its dir is not held by this process", jd->job);
 	rc = na_sweep_job(jd->job, jd->path, "teardown", &removed, err);
 	if (removed)
-		log_warn("job %s: teardown found and removed %d resource%s its owner had left",
+		log_warn("job %s: teardown removed %d resource%s still there by name",
 			 jd->job, removed, removed > 1 ? "s" : "");
 	if (rc == 0 && rm_rf(jd->path, err) < 0)
 		rc = verr_wrap(err, "job %s", jd->job);

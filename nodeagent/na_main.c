@@ -21,6 +21,7 @@ static void usage(FILE *f)
 		"          [--busy CPULIST] [--oversubscribe]   where guests would go\n"
 		"  driver  [auto|container|kvm]         which guest driver a job gets, and why\n"
 		"  cleanup                              remove what dead jobs left (this run dir)\n"
+		"  adopt   --job ID [--grace MS]        take over a dead owner's job, stop it orderly\n"
 		"  up      --job ID [-N GUESTS] [--vcpus N] [--mem SIZE] [--topology SPEC]\n"
 		"          [--oversubscribe] [--tuning NAME|PATH|none] [--subnet CIDR] [--no-net]\n"
 		"          [--rootfs DIR [--tmpfs SIZE] [--bind SRC:DST[:ro]]... [--env K=V]...\n"
@@ -174,6 +175,58 @@ static int cmd_cleanup(int argc, char **argv)
 	}
 	printf("removed %d\n", removed);
 	return 0;
+}
+
+/* Takes over a job whose owner died (as a restarted vhpcd would), then
+ * tears it down the orderly way: guests get SIGTERM and their grace. */
+static int cmd_adopt(int argc, char **argv)
+{
+	static const struct option o[] = { { "job", 1, 0, 'j' }, { "grace", 1, 0, 'g' }, { 0 } };
+	static struct na_ctr *ctr[NA_MAX_GUESTS];
+	const char *job = NULL;
+	struct na_jobdir jd;
+	struct verr e;
+	long long v;
+	int c, n = 0, grace = 5000, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
+		if (c == 'j')
+			job = optarg;
+		else if (c == 'g' && parse_ll(optarg, 0, 600000, &v) == 0)
+			grace = (int)v;
+		else
+			return bad_arg("adopt option", argc > 1 ? argv[optind - 1] : "");
+	}
+	if (!job) {
+		fprintf(stderr, "vhpc-na: adopt: --job ID is required\n");
+		return 2;
+	}
+	if (na_jobdir_adopt(&jd, job, &e) < 0)
+		return die(&e);
+	for (int g = 0; g < NA_MAX_GUESTS; g++) {
+		char b[4200];
+
+		snprintf(b, sizeof(b), "%s/g%d", jd.path, g);
+		if (access(b, F_OK) < 0)
+			continue;
+		if (na_ctr_adopt(job, g, &ctr[n], &e) < 0) {
+			fprintf(stderr, "vhpc-na: %s\n", e.msg);
+			continue;
+		}
+		printf("adopted guest %d pid %d\n", g, (int)na_ctr_pid(ctr[n]));
+		n++;
+	}
+	fflush(stdout);
+	if (na_ctr_stop_all(ctr, n, grace, &e) < 0) {
+		fprintf(stderr, "vhpc-na: %s\n", e.msg);
+		rc = 1;
+	}
+	if (na_jobdir_remove(&jd, &e) < 0) {
+		fprintf(stderr, "vhpc-na: %s\n", e.msg);
+		rc = 1;
+	}
+	printf("down\n");
+	return rc;
 }
 
 /* ------------------------------------------------------------------ up */
@@ -425,6 +478,8 @@ int main(int argc, char **argv)
 		return cmd_cleanup(argc, argv);
 	if (!strcmp(cmd, "up"))
 		return cmd_up(argc, argv);
+	if (!strcmp(cmd, "adopt"))
+		return cmd_adopt(argc, argv);
 	fprintf(stderr, "vhpc-na: unknown command '%s'\n", cmd);
 	usage(stderr);
 	return 2;

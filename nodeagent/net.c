@@ -245,6 +245,9 @@ static int check_req(const struct na_net_req *r, struct verr *err)
 
 	if (na_job_check(r->job, err) < 0)
 		return -1;
+	/* Only a held job dir makes a crash from here on recoverable. */
+	if (!na_jobdir_alive(r->job))
+		return verr_set(err, "job %s network: the job dir is not held by a live owner (na_jobdir_create first)", r->job);
 	if (r->nguests < 1 || r->nguests > NA_MAX_GUESTS)
 		return verr_set(err, "job %s network: %d guests; 1..%d allowed", r->job, r->nguests, NA_MAX_GUESTS);
 	if (r->subnet.prefix < 1 || r->subnet.prefix > 30)

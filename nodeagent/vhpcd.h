@@ -66,8 +66,14 @@ struct na_placement {
 };
 
 /* One placement per guest in out[0..nguests-1].  A guest's cores and memory
- * sit on one NUMA node when they fit there.  Fails with a message that says
- * what did not fit and what is free. */
+ * sit on one NUMA node when they fit there (best fit), else spread over the
+ * fewest nodes, one package first (split; mems[0] is the node of its first
+ * core).  One vCPU per physical core, pinned to the core's first PU; the
+ * SMT siblings stay idle and go to no other guest.  A busy PU makes its
+ * whole core busy.  Without oversubscribe no two guests share a core; with
+ * it, placement is still exclusive when that fits, else vCPUs spread over
+ * the least loaded cores, shared is set and a warning logged.  Fails with a
+ * message that says what was asked, what did not fit and what is free. */
 int na_place(const struct na_topo *t, const struct na_place_req *r,
 	     struct na_placement *out, struct verr *err);
 
@@ -134,7 +140,8 @@ struct na_net {
 	int mtu;
 };
 
-/* Creates the job netns with a bridge, one netns per guest with eth0 (a veth
+/* Needs the job dir held (na_jobdir_create).
+ * Creates the job netns with a bridge, one netns per guest with eth0 (a veth
  * whose peer is on the bridge), addresses subnet+2+i, MTU and offloads from
  * the tuning profile, lo up, and the tuning sysctls inside each guest netns. */
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
@@ -174,6 +181,9 @@ struct na_ctr;
  * /var/tmp and /dev must exist in it.  Returns once the init runs, with
  * cpuset.cpus verified in the kernel. */
 int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err);
+/* Takes over a running guest of a job whose dir this process holds after
+ * na_jobdir_adopt (a restarted vhpcd); fails if its init is gone. */
+int na_ctr_adopt(const char *job, int index, struct na_ctr **out, struct verr *err);
 /* Host pid of the container's init, or -1 when it has exited. */
 pid_t na_ctr_pid(const struct na_ctr *c);
 bool na_ctr_running(struct na_ctr *c);

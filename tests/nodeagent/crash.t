@@ -19,6 +19,7 @@ mark=vhpc-crash-test-$$
 # owner's command line does too, hence the anchor)
 procs() { local n=0 p; for p in $(pgrep -f "^/bin/sh -c .*$mark"); do alive $p && n=$((n+1)); done; echo $n; }
 before=$(leftovers $J $L $O; echo "procs $(procs)")
+before_m=$(leftovers cr$$d)
 
 check "job J (2 containers) comes up" \
 	up J --job $J -N 2 --rootfs "$rootfs" -- /bin/sh -c "while :; do sleep 1; done # $mark"
@@ -67,7 +68,23 @@ check_eq "a second cleanup finds nothing" "removed 0" "$out"
 
 VHPC_RUN_DIR=$run2 "$NA" cleanup >/dev/null 2>&1
 check "cleanup of the other run dir removes O" [ ! -e /run/netns/vhpc-$O-0 ] && [ ! -e "$run2/jobs/$O" ]
+# A restarted agent can take a dead owner's job over instead of sweeping
+# it: the guests then stop the orderly way (SIGTERM, grace).
+out=$("$NA" adopt --job $L 2>&1)
+check_match "a live job cannot be adopted" "owned by a live process" "$out"
+M=cr$$d
+mkdir -p "$run1/logs-m"
+check "job M comes up" up M --job $M -N 1 --oversubscribe --rootfs "$rootfs" --log-dir "$run1/logs-m" -- \
+	/bin/sh -c "trap 'echo got-term; exit 0' TERM; echo waiting; while :; do sleep 0.2 & wait; done # $mark"
+down M KILL
+out=$("$NA" adopt --job $M --grace 3000 2>&1)
+diag "$out"
+check_match "adopt took the running guest over" "^adopted guest 0 pid [0-9]+" "$out"
+check_match "its init got SIGTERM, not SIGKILL" '^got-term$' "$(cat "$run1/logs-m/g0.log")"
+check_eq "nothing left of M" "$(leftovers $M | sed -n '1,5p')" "$(echo "$before_m" | sed -n '1,5p')"
+
 down L
 rm -f /dev/shm/vhpc-$L-region0   # not the agent's: the job's user made it
 check_eq "everything back to the before-values" "$before" "$(leftovers $J $L $O; echo "procs $(procs)")"
+check_eq "and of M" "$before_m" "$(leftovers $M)"
 done_testing
