@@ -18,6 +18,7 @@
 #include "na.h"
 #include "topo.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,37 +314,56 @@ static bool place_shared(const struct na_topo *t, struct pstate *s, int vcpus,
 	return split_mem(t, s, p, mem);
 }
 
-/* "node 0: 1 of 2 cores free (cpus 1), 1.0 GiB" for every node. */
+/* Appends to buf, never past its end (long lists are cut, not overrun). */
+static void append(char *buf, size_t len, size_t *off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t len, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*off >= len - 1)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *off, len - *off, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*off = *off + (size_t)n < len ? *off + (size_t)n : len - 1;
+}
+
+/* "2 of 2 cores free [node 0: 2 of 2 cores free (cpus 0-1), 4 GiB of
+ * 4.5 GiB memory free; ...]" */
 static void describe_free(const struct na_topo *t, const struct pstate *s,
 			  char *buf, size_t len)
 {
 	size_t off = 0;
 	int total = 0;
 
-	for (int n = 0; n < t->nnodes && off < len; n++)
+	buf[0] = 0;
+	for (int n = 0; n < t->nnodes; n++)
 		total += node_free_cores(t, s, n);
-	off += snprintf(buf + off, len - off, "%d of %d cores free", total, t->ncores);
-	for (int n = 0; n < t->nnodes && off < len; n++) {
+	append(buf, len, &off, "%d of %d cores free", total, t->ncores);
+	for (int n = 0; n < t->nnodes; n++) {
 		const struct na_node *nd = &t->nodes[n];
-		int ids[NA_MAX_VCPUS];
+		int ids[NA_MAX_VCPUS], nfree = node_free_cores(t, s, n);
 		size_t k = 0;
-		char cl[256], sz[32];
+		char cl[256], sz[32], sz2[32];
 
 		for (int c = nd->first_core; c < nd->first_core + nd->ncores; c++)
 			if (s->load[c] == 0 && k < NA_MAX_VCPUS)
 				ids[k++] = t->pus[t->cores[c].first_pu];
 		qsort(ids, k, sizeof(int), cmp_int);
 		cpulist_format(ids, k, cl, sizeof(cl));
-		off += snprintf(buf + off, len - off, "%snode %d: %zu of %d cores free%s%s%s, %s",
-				n ? "; " : " [", nd->os_index, k, nd->ncores,
-				k ? " (cpus " : "", k ? cl : "", k ? ")" : "",
-				nd->mem ? fmt_size(s->memfree[n], sz, sizeof(sz)) : "memory unknown");
+		append(buf, len, &off, "%snode %d: %d of %d cores free%s%s%s, ",
+		       n ? "; " : " [", nd->os_index, nfree, nd->ncores,
+		       k ? " (cpus " : "", k ? cl : "", k ? ")" : "");
 		if (nd->mem)
-			off += snprintf(buf + off, len - off, " of %s memory free",
-					fmt_size(nd->mem, sz, sizeof(sz)));
+			append(buf, len, &off, "%s of %s memory free", fmt_size(s->memfree[n], sz, sizeof(sz)),
+			       fmt_size(nd->mem, sz2, sizeof(sz2)));
+		else
+			append(buf, len, &off, "memory unknown");
 	}
-	if (off < len)
-		snprintf(buf + off, len - off, "]");
+	append(buf, len, &off, "]");
 }
 
 static void mark_shared(const struct na_topo *t, const struct na_place_req *r,

@@ -51,7 +51,7 @@ leftovers() {
 		echo "netns $(ls /run/netns 2>/dev/null | grep -cE "^vhpc-$job(-[0-9]+)?$")"
 		echo "nsfs-mounts $(grep -cE "/run/netns/vhpc-$job(-[0-9]+)? " /proc/self/mountinfo)"
 		echo "host-links $(ip -o link 2>/dev/null | grep -c "link-netns vhpc-$job")"
-		echo "cgroups $(find /sys/fs/cgroup -maxdepth 4 -type d -path "*/vhpc/$job*" 2>/dev/null | wc -l)"
+		echo "cgroups $(find /sys/fs/cgroup -maxdepth 4 -type d \( -path "*/vhpc/$job" -o -path "*/vhpc/$job/*" \) 2>/dev/null | wc -l)"
 		echo "shm $(ls /dev/shm 2>/dev/null | grep -c "^vhpc-$job-")"
 	done
 	echo "mounts $(grep -c " $VHPC_RUN_DIR/" /proc/self/mountinfo)"
