@@ -15,7 +15,8 @@
  *   shm files         /dev/shm/vhpc-<job>-*
  * A job id is 1..12 characters [a-z0-9].
  *
- * Link with: $(NODEAGENT_LIB) $(NODEAGENT_LIBS) (nodeagent/module.mk).
+ * Build with $(NODEAGENT_CFLAGS), link with $(NODEAGENT_LINK) and depend on
+ * $(NODEAGENT_LIB) (see nodeagent/module.mk).
  */
 #ifndef VHPC_NODEAGENT_H
 #define VHPC_NODEAGENT_H
@@ -169,8 +170,8 @@ struct na_ctr_spec {
 	int nbinds;
 	const char *netns;         /* name under /run/netns to join */
 	const struct na_placement *place;
-	uint64_t mem_limit;
-	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp */
+	uint64_t mem_limit;        /* 0 = none */
+	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp, /dev/shm; 0 = 64 MiB each */
 	const char *log_path;      /* the init's stdout+stderr go here */
 };
 
