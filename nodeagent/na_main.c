@@ -139,7 +139,7 @@ static int cmd_place(int argc, char **argv)
 static int cmd_driver(int argc, char **argv)
 {
 	enum vhpc_driver want = DRIVER_AUTO, got;
-	char why[512];
+	const char *why;
 	struct verr e;
 
 	if (argc > 2)
@@ -153,9 +153,10 @@ static int cmd_driver(int argc, char **argv)
 			return bad_arg("driver (auto, container or kvm)", argv[1]);
 		want = (enum vhpc_driver)i;
 	}
-	if (na_driver_resolve(want, &got, why, sizeof(why), &e) < 0)
-		return die(&e);
+	got = na_driver_resolve(want, &why);
 	printf("%s\n%s\n", vhpc_driver_names[got], why);
+	if (na_driver_check(got, &e) < 0)
+		return die(&e);
 	return 0;
 }
 

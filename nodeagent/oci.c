@@ -133,6 +133,21 @@ static int check_spec(const struct na_ctr_spec *s, struct verr *err)
 			return verr_set(err, "bind mount %d: source '%.200s' does not exist (absolute path)", i, b->src ? b->src : "(null)");
 		if (!path_clean(b->dst) || !strcmp(b->dst, "/"))
 			return verr_set(err, "bind mount %d: destination '%.200s' must be an absolute path below /", i, b->dst ? b->dst : "(null)");
+		int outer = -1;
+
+		/* A target inside an earlier bind is looked up in that bind's
+		 * source (runc mounts in order); a read-only one cannot get it. */
+		for (int k = 0; k < i; k++)
+			if (under(b->dst, s->binds[k].dst) &&
+			    (outer < 0 || strlen(s->binds[k].dst) > strlen(s->binds[outer].dst)))
+				outer = k;
+		if (outer >= 0) {
+			snprintf(p, sizeof(p), "%s%s", s->binds[outer].src, b->dst + strlen(s->binds[outer].dst));
+			if (s->binds[outer].ro && stat(p, &st) < 0)
+				return verr_set(err, "bind mount %d: %s does not exist in %s, the read-only source of bind mount %d",
+						i, p, s->binds[outer].src, outer);
+			continue;
+		}
 		for (int k = 0; tmpfs_dirs[k]; k++)
 			in_tmpfs |= under(b->dst, tmpfs_dirs[k]);
 		snprintf(p, sizeof(p), "%s%s", s->rootfs, b->dst);

@@ -198,10 +198,13 @@ int na_ctr_stop_all(struct na_ctr **cs, int n, int grace_ms, struct verr *err);
 /* ------------------------------------------------------------- drivers */
 
 /* `auto` resolves to kvm only with hardware virtualization (and a built kvm
- * driver), else container; why says which and why, in words for users.
- * kvm without hardware virtualization (or before the kvm driver exists),
- * and container without runc, fail with the reason in err. */
-int na_driver_resolve(enum vhpc_driver want, enum vhpc_driver *got,
-		      char *why, size_t whylen, struct verr *err);
+ * driver), else container; *why says which and why, in words for users
+ * (thread-local, valid until the next call).  A driver asked for by name is
+ * returned as asked: na_driver_check says whether it can run here. */
+enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
+/* 0 when driver d can run on this host, else -1 with the reason (kvm
+ * without hardware virtualization or before the kvm driver exists;
+ * container without runc). */
+int na_driver_check(enum vhpc_driver d, struct verr *err);
 
 #endif

@@ -183,6 +183,29 @@ static void bad_specs_are_refused_with_reasons(void **state)
 	s = spec(); binds[0].dst = "/run/../etc";  expect_refused(&s, "destination");
 	s = spec(); binds[1].dst = "/usr/share";   expect_refused(&s, "does not exist in the read-only rootfs");
 
+	/* a target inside an earlier read-only bind must exist in its source;
+	 * inside a writable one runc can make it */
+	s = spec(); binds[1] = (struct na_bind){ .src = "/tmp", .dst = "/run/vhpc/etc/nonexistent-dir" };
+	expect_refused(&s, "the read-only source of bind mount 0");
+	s = spec(); binds[0].ro = false; binds[1] = (struct na_bind){ .src = "/tmp", .dst = "/run/vhpc/etc/nonexistent-dir" };
+	{
+		json_object *c;
+		struct verr e;
+
+		assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
+		json_object_put(c);
+	}
+	s = spec(); binds[0] = (struct na_bind){ .src = "/etc", .dst = "/opt", .ro = true };
+	binds[1] = (struct na_bind){ .src = "/tmp", .dst = "/opt/default" };   /* /etc/default exists */
+	{
+		json_object *c;
+		struct verr e;
+
+		if (na_oci_config(&s, "/bundle/rootfs", &c, &e) < 0)
+			fail_msg("%s", e.msg);
+		json_object_put(c);
+	}
+
 	snprintf(p, sizeof(p), "%s/var/tmp", root);
 	rmdir(p);
 	s = spec();
