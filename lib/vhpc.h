@@ -184,6 +184,13 @@ int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 	      int timeout_ms, struct verr *err);
 void chan_close(struct chan *c);
 
+/* Runs argv (PATH lookup, no shell, stdin /dev/null) and captures up to max
+ * bytes of stdout into *out (malloc'd, NUL-terminated; out may be NULL).
+ * Returns the exit status (err set when non-zero, quoting the program's
+ * stderr), or -1 when it could not run, was killed, or timed out. */
+int run_capture(const char *const *argv, char **out, size_t *out_len,
+		size_t max, int timeout_ms, struct verr *err);
+
 /* IPv4 networks, host byte order. */
 struct ipv4net { uint32_t addr; int prefix; };
 /* "10.213.0.0/16"; host bits must be zero unless allow_host. */
