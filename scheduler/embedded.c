@@ -412,10 +412,12 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 		goto out;
 	if (removed)
 		log_info("removed %d resources that earlier jobs left behind", removed);
-	if (image_ensure(j->image ? j->image : r.cl.default_image, &r.img, err) < 0 ||
-	    tuning_load(j->tuning ? j->tuning : r.cl.default_tuning, &r.tun, err) < 0)
+	/* Cheap checks first: a bad profile should not wait for an image build. */
+	if (tuning_load(j->tuning ? j->tuning : r.cl.default_tuning, &r.tun, err) < 0)
 		goto out;
 	r.have_tun = true;
+	if (image_ensure(j->image ? j->image : r.cl.default_image, &r.img, err) < 0)
+		goto out;
 	r.nguests = (int)j->guests;
 	r.mem = j->mem ? j->mem : r.cl.default_mem;
 	r.timeout = j->timeout ? j->timeout : r.cl.default_timeout;
