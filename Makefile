@@ -34,7 +34,7 @@ else
 Q := @
 say = @printf '  %-7s %s\n' $(1) $(2)
 endif
-LIBVHPC_LIBS := -lyaml -ljson-c -lsodium -lpthread
+LIBVHPC_LIBS := -lyaml -ljson-c -lsodium -lmunge -lpthread
 
 PROGRAMS   :=
 UNIT_TESTS :=

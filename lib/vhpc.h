@@ -267,6 +267,33 @@ extern const struct cf_schema cluster_schema;
 int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err);
 void cluster_free(struct cluster_cfg *c);
 
+/* ------------------------------------------------------------------ wire */
+
+/*
+ * Messages between daemons and clients (vhpc <-> vhpc-ctld <-> vhpcd): a JSON
+ * object inside a munge credential, so the receiver learns the sender's uid
+ * from munged and the message cannot be forged, altered or replayed.  Every
+ * payload has "v" (WIRE_VERSION, added by wire_send) and "type".
+ * $VHPC_MUNGE_SOCKET selects munged's socket.
+ */
+#define WIRE_VERSION      1
+#define WIRE_MAX_PAYLOAD  (512u << 10)
+#define WIRE_MAX_FRAME    (1u << 20)
+
+struct json_object;
+struct wire_peer { uid_t uid; gid_t gid; };
+
+int wire_send(int fd, struct json_object *msg, struct verr *err);
+/* 0: a message; 1: clean EOF; -1: error (bad credential, replay, expiry,
+ * malformed JSON, wrong version, oversize, timeout). */
+int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer,
+	      int timeout_ms, struct verr *err);
+int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *peer,
+		struct verr *err);
+const char *wire_type(struct json_object *msg);
+/* {"type":"error","error":"..."} */
+struct json_object *wire_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ------------------------------------------------------------ hardware */
 
 /* Whether /dev/kvm has hardware virtualization behind it (VT-x/AMD-V) or is
