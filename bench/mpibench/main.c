@@ -68,8 +68,9 @@ static int load_lengths(const struct mb_opts *o, int rank, long long **lens, siz
 		char *text = NULL;
 		size_t len;
 
-		if (read_file(o->msglen_file, &text, &len, MB_MAX_MSGLEN_FILE, err) < 0 ||
-		    mb_parse_msglen(o->msglen_file, text, lens, n, err) < 0)
+		if (read_file(o->msglen_file, &text, &len, MB_MAX_MSGLEN_FILE, err) < 0)
+			rc = verr_wrap(err, "-msglen");
+		else if (mb_parse_msglen(o->msglen_file, text, lens, n, err) < 0)
 			rc = -1;
 		free(text);
 		cnt = rc < 0 ? -1 : (long long)*n;

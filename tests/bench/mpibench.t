@@ -147,7 +147,8 @@ bad "unknown benchmark 'Alltoall'" PingPong Alltoall
 bad "MAX 'x' must be an integer" -msglog x
 bad "MIN is larger than MAX" -msglog 9:3
 bad "N must be an integer" -iter 0
-bad "unknown option '-time'" -time 5
+bad "IMB option -time is not supported" -time 5
+bad "unknown option '-frobnicate'" -frobnicate
 bad "needs a value" -npmin
 bad "expected 0 or 1" -zero_size 7
 VHPC_MPIBENCH_TEST_CORRUPT=x bad "VHPC_MPIBENCH_TEST_CORRUPT='x'" -check
@@ -156,7 +157,7 @@ rc=$?
 check_eq "bad args under mpirun: non-zero exit, message printed once" "1" \
 	"$([ $rc -ne 0 ] && printf '%s\n' "$out" | grep -c "vhpc-mpibench: -msglog: MAX 'x'")"
 out=$(mpi 2 "$MB" -msglen "$tmp/nonexistent" 2>&1)
-check_match "missing -msglen file named" "cannot open $tmp/nonexistent" "$out"
+check_match "missing -msglen file named" "-msglen: cannot open $tmp/nonexistent" "$out"
 printf '1\nlots\n' >"$tmp/badlens"
 out=$(mpi 2 "$MB" -msglen "$tmp/badlens" 2>&1)
 check_match "bad -msglen line named with file:line" "$tmp/badlens:2: length 'lots'" "$out"

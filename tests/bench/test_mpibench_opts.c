@@ -178,6 +178,7 @@ static void bad_arguments_are_named(void **state)
 		{ { "-minsize", "8K", "-maxsize", "4K" }, "-minsize 8192 is larger than -maxsize 4096" },
 		{ { "-msglog", "3", "-msglen", "f" }, "either -msglog or -msglen" },
 		{ { "-frobnicate" }, "unknown option '-frobnicate'" },
+		{ { "-multi", "0" }, "IMB option -multi is not supported" },
 		{ { "--check=yes" }, "option -check takes no value" },
 		{ { "-" "-" }, "unknown option '--'" },
 	};
