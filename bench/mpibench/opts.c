@@ -256,6 +256,14 @@ int mb_parse_args(int argc, char **argv, struct mb_opts *o, struct verr *err)
 	if (!any_bench)
 		for (int b = 0; b < MB_NBENCH; b++)
 			o->run[b] = true;
+	{
+		int n = 0;
+
+		for (int b = 0; b < MB_NBENCH; b++)
+			n += o->run[b];
+		if (n == 0)
+			return verr_set(err, "no benchmark left to run (-exclude removed all that were named)");
+	}
 	if (o->msglen_file && o->msglog_set)
 		return verr_set(err, "give either -msglog or -msglen, not both");
 	if (o->max_size >= 0 && o->min_size > o->max_size)

@@ -179,6 +179,7 @@ static void bad_arguments_are_named(void **state)
 		{ { "-msglog", "3", "-msglen", "f" }, "either -msglog or -msglen" },
 		{ { "-frobnicate" }, "unknown option '-frobnicate'" },
 		{ { "-multi", "0" }, "IMB option -multi is not supported" },
+		{ { "PingPong", "-exclude", "pingpong" }, "no benchmark left to run" },
 		{ { "--check=yes" }, "option -check takes no value" },
 		{ { "-" "-" }, "unknown option '--'" },
 	};
