@@ -184,6 +184,13 @@ int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 	      int timeout_ms, struct verr *err);
 void chan_close(struct chan *c);
 
+/* Runs argv (PATH lookup, no shell, stdin /dev/null) and captures up to max
+ * bytes of stdout into *out (malloc'd, NUL-terminated; out may be NULL).
+ * Returns the exit status (err set when non-zero, quoting the program's
+ * stderr), or -1 when it could not run, was killed, or timed out. */
+int run_capture(const char *const *argv, char **out, size_t *out_len,
+		size_t max, int timeout_ms, struct verr *err);
+
 /* IPv4 networks, host byte order. */
 struct ipv4net { uint32_t addr; int prefix; };
 /* "10.213.0.0/16"; host bits must be zero unless allow_host. */
@@ -259,6 +266,33 @@ extern const struct cf_schema cluster_schema;
 /* path NULL: $VHPC_CLUSTER, else <config dir>/cluster.yaml. */
 int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err);
 void cluster_free(struct cluster_cfg *c);
+
+/* ------------------------------------------------------------------ wire */
+
+/*
+ * Messages between daemons and clients (vhpc <-> vhpc-ctld <-> vhpcd): a JSON
+ * object inside a munge credential, so the receiver learns the sender's uid
+ * from munged and the message cannot be forged, altered or replayed.  Every
+ * payload has "v" (WIRE_VERSION, added by wire_send) and "type".
+ * $VHPC_MUNGE_SOCKET selects munged's socket.
+ */
+#define WIRE_VERSION      1
+#define WIRE_MAX_PAYLOAD  (512u << 10)
+#define WIRE_MAX_FRAME    (1u << 20)
+
+struct json_object;
+struct wire_peer { uid_t uid; gid_t gid; };
+
+int wire_send(int fd, struct json_object *msg, struct verr *err);
+/* 0: a message; 1: clean EOF; -1: error (bad credential, replay, expiry,
+ * malformed JSON, wrong version, oversize, timeout). */
+int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer,
+	      int timeout_ms, struct verr *err);
+int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *peer,
+		struct verr *err);
+const char *wire_type(struct json_object *msg);
+/* {"type":"error","error":"..."} */
+struct json_object *wire_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ------------------------------------------------------------ hardware */
 

@@ -15,8 +15,8 @@
  *   shm files         /dev/shm/vhpc-<job>-*
  * A job id is 1..12 characters [a-z0-9].
  *
- * Build with $(NODEAGENT_CFLAGS), link with $(NODEAGENT_LINK) and depend on
- * $(NODEAGENT_LIB) (see nodeagent/module.mk).
+ * Build into a program with $(NODEAGENT_SRCS) and $(NODEAGENT_LIBS)
+ * (nodeagent/module.mk).
  */
 #ifndef VHPC_NODEAGENT_H
 #define VHPC_NODEAGENT_H
@@ -194,6 +194,39 @@ int na_ctr_stop(struct na_ctr *c, int grace_ms, struct verr *err);
 /* The same for all guests of a job at once (one grace period in all);
  * sets each cs[i] to NULL. */
 int na_ctr_stop_all(struct na_ctr **cs, int n, int grace_ms, struct verr *err);
+
+/* --------------------------------------------------------------- images */
+
+/*
+ * Node images, content-addressed: the id is the sha256 of a manifest that
+ * lists every file of the rootfs (type, mode, size, sha256 or link target,
+ * path), so two builds of the same content get the same id and a node can
+ * verify what it runs.  Stored under <state dir>/images/<id>/ with a name
+ * reference in <state dir>/images/refs/<name>.json.
+ */
+struct image_info {
+	char id[65];
+	char name[65];
+	char dir[512];          /* <state>/images/<id> */
+	char rootfs[512];       /* <dir>/rootfs */
+	uint64_t bytes;
+	long files;
+	long long built;        /* unix time */
+};
+
+/* Builds the image a YAML file describes (configs/images/NAME.yaml); reuses
+ * the stored one when its sources have not changed, unless force. */
+int image_build(const char *yaml_path, bool force, struct image_info *out,
+		struct verr *err);
+/* The image a name refers to, building it from <config dir>/images/NAME.yaml
+ * when it is missing or its sources changed. */
+int image_ensure(const char *name, struct image_info *out, struct verr *err);
+/* The stored image a name or id refers to, without building. */
+int image_lookup(const char *name_or_id, struct image_info *out, struct verr *err);
+/* Every stored image, newest first; *out is malloc'd. */
+int image_list(struct image_info **out, size_t *n, struct verr *err);
+/* Recomputes the manifest of a stored image and compares it with its id. */
+int image_verify(const struct image_info *img, struct verr *err);
 
 /* ------------------------------------------------------------- drivers */
 

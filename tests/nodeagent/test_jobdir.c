@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "na.h"
+#include "nodeagent/na.h"
 
 static char run[64];
 

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "na.h"
+#include "nodeagent/na.h"
 
 static char root[64];
 static const char *argv_[] = { "/bin/vhpc-guestd", "--ready", NULL };

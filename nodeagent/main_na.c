@@ -3,7 +3,7 @@
  * tests.  `up` holds a whole job (dir, placement, network, containers)
  * until SIGTERM/SIGINT, printing what it made and how long each step took.
  */
-#include "vhpcd.h"
+#include "nodeagent/vhpcd.h"
 
 #include <getopt.h>
 #include <signal.h>

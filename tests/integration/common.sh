@@ -1,0 +1,19 @@
+# Shared set-up for integration tests: isolated runtime and state dirs, so
+# tests neither see nor sweep anything of a real installation's.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+export VHPC_RUN_DIR=${VHPC_TEST_RUN_DIR:-/run/vhpc-test}
+export VHPC_STATE_DIR=${VHPC_TEST_STATE_DIR:-$VHPC_TOP/$B/state}
+export PATH=$BIN:$PATH
+T=$(mktemp -d /tmp/vhpc-t.XXXXXX)
+at_exit "rm -rf '$T'"
+
+# Counts of everything a job may create, one per line, for before/after diffs.
+resource_counts() {
+	echo "netns $(ip netns list 2>/dev/null | grep -c '^vhpc-')"
+	echo "links $(ip -o link show | wc -l)"
+	echo "cgroups $(find /sys/fs/cgroup -maxdepth 3 -type d -path '*/vhpc/*' 2>/dev/null | wc -l)"
+	echo "mounts $(grep -c . /proc/self/mountinfo)"
+	echo "shm $(ls /dev/shm 2>/dev/null | grep -c '^vhpc-')"
+	echo "procs $(pgrep -c -f 'vhpc-guestd|runc|orted' 2>/dev/null || true)"
+	echo "jobdirs $(ls "$VHPC_RUN_DIR/jobs" 2>/dev/null | wc -l)"
+}
