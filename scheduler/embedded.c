@@ -258,25 +258,17 @@ static int place_guests(struct run *r, const struct embedded_opts *o, struct ver
 {
 	const char *spec = o->topology ? o->topology : getenv("VHPC_TOPOLOGY");
 	struct na_place_req req = { 0 };
-	int *busy = NULL, nbusy = 0, rc;
 
 	if (na_topo_load(&r->topo, spec && *spec ? spec : NULL, err) < 0)
 		return -1;
 	if (choose_vcpus(r, err) < 0)
 		return -1;
-	if (!r->j->oversubscribe && na_busy_cpus(&busy, &nbusy, err) < 0)
-		return -1;
 	req.nguests = r->nguests;
 	req.vcpus = r->vcpus;
 	req.mem = r->mem;
 	req.oversubscribe = r->j->oversubscribe;
-	req.busy_cpus = busy;
-	req.nbusy = nbusy;
-	rc = na_place(r->topo, &req, r->place, err);
-	free(busy);
-	if (rc < 0)
-		return -1;
-	return na_jobdir_record_cpus(&r->jd, r->place, r->nguests, err);
+	/* Reads what other jobs hold, places and records under one lock. */
+	return na_place_job(r->topo, &req, &r->jd, r->place, err);
 }
 
 static int run_job(struct run *r, const struct launch_plan *lp, int *status, struct verr *err)
@@ -332,7 +324,7 @@ static void teardown(struct run *r)
 {
 	struct verr e;
 
-	for (int i = r->nguests - 1; r->ctr && i >= 0; i--) {
+	for (int i = 0; r->ctr && i < r->nguests; i++) {
 		char sock[PATH_MAX + 16];
 		struct chan c;
 
@@ -340,15 +332,15 @@ static void teardown(struct run *r)
 			continue;
 		guest_dir(r, i, sock, sizeof(sock));
 		strcat(sock, "/ctl.sock");
+		/* Asking first lets the guest agent end its sessions cleanly. */
 		if (na_ctr_running(r->ctr[i]) && access(sock, F_OK) == 0 &&
 		    gexec_connect_unix(&c, sock, r->key, 1000, &e) == 0) {
 			gexec_shutdown(&c, &e);
 			chan_close(&c);
 		}
-		if (na_ctr_stop(r->ctr[i], 3000, &e) < 0)
-			log_warn("guest g%d: %s", i, e.msg);
-		r->ctr[i] = NULL;
 	}
+	if (r->ctr && na_ctr_stop_all(r->ctr, r->nguests, 3000, &e) < 0)
+		log_warn("stopping guests: %s", e.msg);
 	for (int i = 0; r->gdir_mounted && i < r->nguests; i++) {
 		char dir[PATH_MAX];
 
@@ -398,14 +390,18 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	const char *why = "";
 	double t0 = now_s();
 	int status = -1, removed = 0;
-	char job[16], rnd[4], net[32];
+	char job[16], rnd[4], net[32], whybuf[256];
 
 	install_signals();
 	if (cluster_load(NULL, &r.cl, err) < 0)
 		return -1;
 	driver = na_driver_resolve(j->driver >= 0 ? j->driver : r.cl.default_driver, &why);
+	snprintf(whybuf, sizeof(whybuf), "%s", why);
+	why = whybuf;
+	if (na_driver_check(driver, err) < 0)
+		goto out;
 	if (driver != DRIVER_CONTAINER) {
-		verr_set(err, "driver %s: %s", vhpc_driver_names[driver], why);
+		verr_set(err, "driver %s: not available yet", vhpc_driver_names[driver]);
 		goto out;
 	}
 	if (na_cleanup_stale(&removed, err) < 0)
