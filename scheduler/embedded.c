@@ -64,7 +64,7 @@ static int cancelled(struct verr *err)
 
 static void guest_dir(const struct run *r, int i, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/g%d", r->jd.path, i);
+	snprintf(buf, len, "%s/ctl%d", r->jd.path, i);
 }
 
 /* Each guest may write only its own control-socket directory, and only a
