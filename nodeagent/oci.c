@@ -4,8 +4,9 @@
  * What keeps a guest from changing its host: no CAP_SYS_ADMIN/NET_ADMIN
  * (Docker's default capability set), no new privileges, read-only rootfs,
  * /sys and /proc/sys read-only, runc's default masked paths, a device
- * cgroup that allows only the default devices, and its own PID, mount, UTS
- * and IPC namespaces; its network namespace is one the node agent made.
+ * cgroup that allows only the default devices, and its own PID, mount, UTS,
+ * IPC and cgroup namespaces; its network namespace is one the node agent
+ * made.
  */
 #include "na.h"
 
@@ -232,8 +233,11 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 
 	lin = json_object_new_object();
 	ns = json_object_new_array();
-	for (int i = 0; i < 4; i++) {
-		static const char *const types[] = { "pid", "mount", "uts", "ipc" };
+	/* A cgroup namespace makes the guest's own cgroup its root, so tools
+	 * inside (hwloc in Open MPI) can read the cpuset they are limited to:
+	 * without it /proc/self/cpuset names a path the guest cannot see. */
+	for (int i = 0; i < 5; i++) {
+		static const char *const types[] = { "pid", "mount", "uts", "ipc", "cgroup" };
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "type", json_object_new_string(types[i]));

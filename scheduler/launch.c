@@ -112,6 +112,11 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 	 * own unless there are more ranks than vCPUs. */
 	push(&a, "--bind-to");
 	push(&a, "%s", ranks_share ? "none" : "core");
+	/* Guests are given different cores; without this every orted assumes
+	 * mpirun's topology and binds to cores its guest may not use. */
+	push(&a, "--mca");
+	push(&a, "orte_hetero_nodes");
+	push(&a, "1");
 	push(&a, "--mca");
 	push(&a, "plm_rsh_agent");
 	push(&a, "%s", p->rsh_path);
