@@ -487,8 +487,11 @@ out:
 	teardown(&r);
 	free(lg);
 	free_run(&r);
-	if (status < 0 && cancel_sig) {
-		log_err("%s", err->msg);
+	/* Interrupted by the user: say so in the status, as shells do, even if
+	 * the job's own exit status came back after the signal reached it. */
+	if (cancel_sig) {
+		if (status < 0)
+			log_err("%s", err->msg);
 		status = 128 + cancel_sig;
 	}
 	return status;

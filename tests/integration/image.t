@@ -18,7 +18,7 @@ check_eq "a second build has the same id" "$id1" "$id2"
 check_eq "one image is stored, not two" 1 "$(vhpc image list --json | grep -c '"id"')"
 root=$VHPC_STATE_DIR/images/$id1/rootfs
 for f in usr/bin/mpirun usr/bin/orted usr/local/bin/vhpc-guestd usr/local/bin/vhpc-rsh \
-	usr/local/bin/vhpc-mpibench bin/sh usr/share/openmpi/help-mpirun.txt; do
+	usr/local/bin/vhpc-mpibench bin/sh usr/share/openmpi/help-btl-vader.txt; do
 	check "the image has /$f" test -e "$root/$f"
 done
 check "libmpi and its libraries are there" sh -c "ls '$root'/usr/lib/x86_64-linux-gnu/libmpi.so.40* >/dev/null"

@@ -16,7 +16,8 @@ baddr=$bnet.2
 diag "job B's guest is $baddr"
 
 # From job A's guest g0: its own g1 answers, job B's guest does not.
-vhpc run -N 2 -n 1 --oversubscribe -- sh -c "
+vhpc run -N 2 -n 2 --oversubscribe -- sh -c "
+	[ \$OMPI_COMM_WORLD_RANK = 0 ] || exit 0
 	nc -w 2 g1 7707 </dev/null && echo OWN=yes || echo OWN=no
 	ping -c 1 -W 1 g1 >/dev/null 2>&1 && echo OWNPING=yes || echo OWNPING=no
 	nc -w 2 $baddr 7707 </dev/null && echo OTHER=yes || echo OTHER=no
