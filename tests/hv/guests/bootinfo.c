@@ -1,0 +1,48 @@
+/* Boot information a PVH guest gets: the memory map (printed for the host
+ * test to compare with the configured layout), the command line, and the
+ * initrd module, whose size and FNV-1a hash must match what the host put on
+ * the command line (initrd_size=, initrd_fnv=). */
+#include "kit.h"
+
+static uint64_t fnv1a(const uint8_t *p, uint64_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	while (n--) {
+		h ^= *p++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+void test_main(void)
+{
+	char buf[64];
+
+	check(start_info->version >= 1, "hvm_start_info version %u has a memory map", start_info->version);
+	for (uint32_t i = 0; i < start_info->memmap_entries; i++) {
+		struct hvm_memmap_entry *e = (struct hvm_memmap_entry *)start_info->memmap_paddr + i;
+
+		printf("E820 0x%lx 0x%lx %u\n", e->addr, e->size, e->type);
+	}
+	printf("CMDLINE %s\n", cmdline);
+	check(cmdline_get("marker", buf, sizeof(buf)) != 0, "cmdline has marker=%s", buf);
+	if (cmdline_get("initrd_size", buf, sizeof(buf))) {
+		uint64_t want_size = parse_u64(buf), want_hash;
+		struct hvm_modlist_entry *m = (struct hvm_modlist_entry *)start_info->modlist_paddr;
+
+		cmdline_get("initrd_fnv", buf, sizeof(buf));
+		want_hash = parse_u64(buf);
+		check(start_info->nr_modules == 1, "one module (initrd): %u", start_info->nr_modules);
+		if (start_info->nr_modules == 1) {
+			uint64_t h = fnv1a((const uint8_t *)m->paddr, m->size);
+
+			printf("INITRD 0x%lx %lu 0x%lx\n", m->paddr, m->size, h);
+			check(m->size == want_size, "initrd size %lu (want %lu)", m->size, want_size);
+			check(h == want_hash, "initrd FNV-1a 0x%lx (want 0x%lx)", h, want_hash);
+			check((m->paddr & 0xfff) == 0, "initrd page aligned");
+		}
+	} else {
+		check(start_info->nr_modules == 0, "no modules without an initrd");
+	}
+}
