@@ -355,6 +355,12 @@ void vcpus_stop(struct vm *vm)
 				usleep(1000);
 			}
 			vm->vcpu[i].started = false;
+			if (vlog_get_level() >= VLOG_DEBUG) {
+				char regs[200];
+
+				report_regs(&vm->vcpu[i], regs, sizeof(regs));
+				log_debug("vCPU %d stopped%s", i, regs);
+			}
 		}
 		if (vm->vcpu[i].run)
 			munmap(vm->vcpu[i].run, (size_t)vm->run_size);

@@ -366,6 +366,8 @@ int smp_start(ap_fn fn, int expect, uint64_t spins)
 	int n = ncpus_madt(ids, MAX_CPUS);
 	uint32_t self = lapic_id();
 
+	/* The in-kernel LAPIC sends no IPIs while software-disabled. */
+	lapic_enable();
 	ap_func = fn;
 	ap_mode = 1;
 	memcpy((void *)0x8000, trampoline_start, (size_t)(trampoline_end - trampoline_start));
@@ -433,6 +435,10 @@ void kmain(uint32_t si)
 	}
 	if (start_info->cmdline_paddr)
 		cmdline = (const char *)start_info->cmdline_paddr;
+	/* KVM's BSP LAPIC starts in virtual-wire mode: mask the 8259s so that
+	 * ISA lines reach the CPU only through the IOAPIC. */
+	outb(0x21, 0xff);
+	outb(0xa1, 0xff);
 	idt_init();
 	test_main();
 	finish();
