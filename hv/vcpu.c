@@ -300,6 +300,13 @@ int vcpus_start(struct vm *vm, struct verr *err)
 			return verr_errno(err, "starting the thread of vCPU %d", i);
 		}
 		vm->vcpu[i].started = true;
+		{
+			/* Named so that host tools (and tests) can find vCPU threads. */
+			char name[16];
+
+			snprintf(name, sizeof(name), "vcpu%d", i);
+			pthread_setname_np(vm->vcpu[i].thread, name);
+		}
 	}
 	return 0;
 }
