@@ -3,6 +3,7 @@
  *   mode=reset      the FADT reset register's value to its port
  *   mode=triple     a fault with no usable IDT
  *   mode=button     wait for the power-button GED interrupt, then power off
+ *   mode=spin       keep every vCPU busy until the host ends the guest
  * Each must end vhpc-hv with its own status; reaching the end is a failure. */
 #include "kit.h"
 
@@ -23,6 +24,13 @@ static void sleep_s5(uint8_t *f)
 	memcpy(&port, f + 244 + 4, 8);
 	printf("writing S5 to port 0x%lx\n", port);
 	outb((uint16_t)port, (5 << 2) | 0x20);
+}
+
+static void spin(int idx)
+{
+	(void)idx;
+	for (;;)
+		cpu_relax();
 }
 
 void test_main(void)
@@ -46,6 +54,12 @@ void test_main(void)
 		struct { uint16_t limit; uint64_t base; } __attribute__((packed)) p = { 0, 0 };
 
 		__asm__ volatile("lidt %0; ud2" : : "m"(p));
+	} else if (!memcmp(mode, "spin", 5)) {
+		int n = smp_start(spin, 64, 0);
+
+		printf("GUEST spinning\n");
+		(void)n;
+		spin(0);
 	} else if (!memcmp(mode, "button", 7)) {
 		/* IOAPIC pin 9 -> vector 0x50, level, active high, to APIC 0. */
 		volatile uint32_t *sel = (uint32_t *)0xfec00000, *win = (uint32_t *)0xfec00010;
