@@ -7,3 +7,7 @@ $(eval $(call program,vhpc-hvctl,hv/ctl/hvctl.c))
 # The test guests and their kit live in tests/hv/ (only top-level module.mk
 # files are picked up by the Makefile).
 include tests/hv/module.mk
+
+# Unit tests of the pieces that need no KVM.
+HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/acpi.c hv/boot.c
+$(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS),,-Ihv))
