@@ -212,6 +212,15 @@ static json_object *handle(struct vm *vm, const char *line)
 	return r;
 }
 
+char *control_reply(struct vm *vm, const char *line)
+{
+	json_object *r = handle(vm, line);
+	char *s = strdup(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
+
+	json_object_put(r);
+	return s;
+}
+
 static void drop_client(struct vm *vm, struct client *c)
 {
 	vm_unwatch_fd(vm, c->fd);

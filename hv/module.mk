@@ -11,3 +11,6 @@ include tests/hv/module.mk
 # Unit tests of the pieces that need no KVM.
 HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/acpi.c hv/boot.c
 $(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS),,-Ihv))
+
+# Fuzzer: kernel files, device port I/O and control requests (tests/hv/fuzz_hv.c).
+$(eval $(call fuzzer,fuzz-hv,tests/hv/fuzz_hv.c $(filter-out hv/main.c,$(HV_SRCS)),,-Ihv))

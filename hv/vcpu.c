@@ -36,10 +36,11 @@ static void kick_handler(int sig)
 int vcpu_create(struct vm *vm, int idx, struct verr *err)
 {
 	struct vcpu *c = &vm->vcpu[idx];
-	struct {
+	union {
 		struct kvm_msrs h;
-		struct kvm_msr_entry e[16];
+		uint8_t buf[sizeof(struct kvm_msrs) + 16 * sizeof(struct kvm_msr_entry)];
 	} msrs;
+	struct kvm_msr_entry *ent = msrs.h.entries;
 	uint32_t n = 0;
 	struct kvm_cpuid_entry2 *v0 = NULL;
 
@@ -63,7 +64,7 @@ int vcpu_create(struct vm *vm, int idx, struct verr *err)
 		if (vm->supported_cpuid->entries[i].function == 0)
 			v0 = &vm->supported_cpuid->entries[i];
 	memset(&msrs, 0, sizeof(msrs));
-#define M(i, v) msrs.e[n++] = (struct kvm_msr_entry){ .index = (i), .data = (v) }
+#define M(i, v) ent[n++] = (struct kvm_msr_entry){ .index = (i), .data = (v) }
 	M(MSR_IA32_SYSENTER_CS, 0);
 	M(MSR_IA32_SYSENTER_ESP, 0);
 	M(MSR_IA32_SYSENTER_EIP, 0);
@@ -83,7 +84,7 @@ int vcpu_create(struct vm *vm, int idx, struct verr *err)
 	if (r < 0)
 		return verr_errno(err, "KVM_SET_MSRS on vCPU %d", idx);
 	if ((uint32_t)r != n)
-		return verr_set(err, "KVM_SET_MSRS on vCPU %d: MSR 0x%x refused", idx, msrs.e[r].index);
+		return verr_set(err, "KVM_SET_MSRS on vCPU %d: MSR 0x%x refused", idx, ent[r].index);
 	return 0;
 }
 

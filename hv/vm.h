@@ -201,6 +201,8 @@ struct e820e { uint64_t addr, size; uint32_t type; };
 int e820_build(const struct vm *vm, struct e820e *e, int max);
 
 int control_start(struct vm *vm, const char *path, struct verr *err);
+/* One request line -> its reply (malloc'd JSON text). */
+char *control_reply(struct vm *vm, const char *line);
 void control_stop(void);
 
 const char *vm_state_name(enum vm_state s);
