@@ -14,3 +14,6 @@ $(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS),,-Ihv))
 
 # Fuzzer: kernel files, device port I/O and control requests (tests/hv/fuzz_hv.c).
 $(eval $(call fuzzer,fuzz-hv,tests/hv/fuzz_hv.c $(filter-out hv/main.c,$(HV_SRCS)),,-Ihv))
+
+# Benchmark (not a test): RAM set-up per GiB against memset, start-up time.
+$(eval $(call program,vhpc-hv-bench,hv/bench/bench.c hv/mem.c))
