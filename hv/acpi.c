@@ -49,6 +49,18 @@ static uint8_t csum(const uint8_t *p, size_t n)
 	return (uint8_t)(0 - s);
 }
 
+void acpi_table_header(uint8_t *h, const char *sig, uint8_t rev)
+{
+	memset(h, 0, 36);
+	memcpy(h, sig, 4);
+	h[8] = rev;
+	memcpy(h + 10, OEM_ID, 6);
+	memcpy(h + 16, OEM_TABLE, 8);
+	w32(h + 24, 1);
+	memcpy(h + 28, "VHPC", 4);
+	w32(h + 32, 1);
+}
+
 /* Standard 36-byte header; the caller fills length and checksum at the end. */
 static void header(struct tbuf *t, const char *sig, uint8_t rev)
 {
@@ -307,11 +319,21 @@ static void build_slit(struct tbuf *t, const struct vm *vm)
 	finish(t);
 }
 
+int vm_add_acpi_table(struct vm *vm, acpi_table_fn fn, void *opaque)
+{
+	if (vm->ntables == (int)(sizeof(vm->tables) / sizeof(vm->tables[0])))
+		return -1;
+	vm->tables[vm->ntables].fn = fn;
+	vm->tables[vm->ntables].opaque = opaque;
+	vm->ntables++;
+	return 0;
+}
+
 int acpi_build(struct vm *vm, struct verr *err)
 {
 	struct tbuf t = { 0 };
 	struct aml a;
-	uint64_t off[8], xsdt_off, rsdp = GPA_ACPI;
+	uint64_t off[16], xsdt_off, rsdp = GPA_ACPI;
 	int ntab = 0;
 	size_t dsdt_off;
 
@@ -356,6 +378,31 @@ int acpi_build(struct vm *vm, struct verr *err)
 			free(t.p);
 			return verr_set(err, "out of memory building %s", names[k]);
 		}
+		while (t.len % 8)
+			tb_put(&t, 1);
+		off[ntab++] = t.len;
+		uint8_t *dst = tb_put(&t, s.len);
+		if (dst)
+			memcpy(dst, s.p, s.len);
+		free(s.p);
+	}
+	/* Tables of other files (MCFG, ...). */
+	for (int k = 0; k < vm->ntables && ntab < 16; k++) {
+		struct tbuf s = { 0 };
+		size_t n;
+
+		if (!tb_put(&s, 65536)) {
+			free(t.p);
+			return verr_set(err, "out of memory");
+		}
+		n = vm->tables[k].fn(vm, s.p, s.len, vm->tables[k].opaque);
+		if (n < 36 || n > s.len) {
+			free(s.p);
+			free(t.p);
+			return verr_set(err, "an extra ACPI table (#%d) could not be built", k);
+		}
+		s.len = n;
+		finish(&s);
 		while (t.len % 8)
 			tb_put(&t, 1);
 		off[ntab++] = t.len;

@@ -45,6 +45,16 @@ static void wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v
 static void wr32(uint8_t *p, uint32_t v) { wr16(p, (uint16_t)v); wr16(p + 2, (uint16_t)(v >> 16)); }
 static void wr64(uint8_t *p, uint64_t v) { wr32(p, (uint32_t)v); wr32(p + 4, (uint32_t)(v >> 32)); }
 
+int vm_reserve_e820(struct vm *vm, uint64_t addr, uint64_t size)
+{
+	if (vm->ne820_resv == (int)(sizeof(vm->e820_resv) / sizeof(vm->e820_resv[0])))
+		return -1;
+	vm->e820_resv[vm->ne820_resv].addr = addr;
+	vm->e820_resv[vm->ne820_resv].size = size;
+	vm->ne820_resv++;
+	return 0;
+}
+
 int e820_build(const struct vm *vm, struct e820e *e, int max)
 {
 	const struct guest_mem *m = &vm->mem;
@@ -55,6 +65,10 @@ int e820_build(const struct vm *vm, struct e820e *e, int max)
 	e[n++] = (struct e820e){ 0, GPA_EBDA, E820_RAM };
 	e[n++] = (struct e820e){ GPA_EBDA, GPA_HIGH_START - GPA_EBDA, E820_RESERVED };
 	e[n++] = (struct e820e){ GPA_HIGH_START, m->slot[0].size - GPA_HIGH_START, E820_RAM };
+	/* Device ranges in the 32-bit hole come before RAM above 4 GiB, so the
+	 * map stays sorted. */
+	for (int i = 0; i < vm->ne820_resv && n < max - 1; i++)
+		e[n++] = (struct e820e){ vm->e820_resv[i].addr, vm->e820_resv[i].size, E820_RESERVED };
 	if (m->nslots > 1)
 		e[n++] = (struct e820e){ m->slot[1].gpa, m->slot[1].size, E820_RAM };
 	return n;
@@ -149,7 +163,7 @@ static int boot_bzimage(struct vm *vm, struct blob *k, struct boot_info *bi, str
 	uint16_t version;
 	uint64_t kbytes, kend, rd_addr, rd_size, init_size;
 	uint32_t cmdline_size = 255, initrd_max;
-	struct e820e e[8];
+	struct e820e e[16];
 	int ne;
 
 	if (!zp)
@@ -193,7 +207,7 @@ static int boot_bzimage(struct vm *vm, struct blob *k, struct boot_info *bi, str
 	wr32(zp + ZP_RD_IMAGE, (uint32_t)rd_addr);
 	wr32(zp + ZP_RD_SIZE, (uint32_t)rd_size);
 	wr64(zp + ZP_ACPI_RSDP, vm->acpi_rsdp);
-	ne = e820_build(vm, e, 8);
+	ne = e820_build(vm, e, 16);
 	for (int i = 0; i < ne; i++) {
 		wr64(zp + ZP_E820_TABLE + i * 20, e[i].addr);
 		wr64(zp + ZP_E820_TABLE + i * 20 + 8, e[i].size);
@@ -283,7 +297,7 @@ static int boot_pvh(struct vm *vm, struct blob *k, struct boot_info *bi, struct 
 	uint64_t entry = 0, kend = 0, rd_addr, rd_size;
 	bool found = false;
 	uint8_t *si, *ml, *mm;
-	struct e820e e[8];
+	struct e820e e[16];
 	int ne;
 
 	if (elf_phdrs(k, ph, 64, &nph, err, path) < 0)
@@ -317,7 +331,7 @@ static int boot_pvh(struct vm *vm, struct blob *k, struct boot_info *bi, struct 
 
 	si = gm_ptr(&vm->mem, GPA_PVH_INFO, 56);
 	ml = gm_ptr(&vm->mem, GPA_PVH_MODLIST, 32);
-	mm = gm_ptr(&vm->mem, GPA_PVH_MEMMAP, 8 * 24);
+	mm = gm_ptr(&vm->mem, GPA_PVH_MEMMAP, 16 * 24);
 	if (!si || !ml || !mm)
 		return verr_set(err, "PVH start info does not fit guest RAM");
 	memset(si, 0, 56);
@@ -332,7 +346,7 @@ static int boot_pvh(struct vm *vm, struct blob *k, struct boot_info *bi, struct 
 	}
 	wr64(si + 24, GPA_CMDLINE);
 	wr64(si + 32, vm->acpi_rsdp);
-	ne = e820_build(vm, e, 8);
+	ne = e820_build(vm, e, 16);
 	for (int i = 0; i < ne; i++) {
 		wr64(mm + i * 24, e[i].addr);
 		wr64(mm + i * 24 + 8, e[i].size);

@@ -17,6 +17,8 @@
 #ifndef HV_LAYOUT_H
 #define HV_LAYOUT_H
 
+#include "hv.h"
+
 #define GPA_GDT            0x1000ull
 #define GPA_PVH_INFO       0x6000ull
 #define GPA_PVH_MODLIST    0x6040ull
@@ -55,6 +57,7 @@
 #define PORT_ACPI_SLEEP_STS 0x601   /* FADT sleep status register */
 #define PORT_ACPI_GED      0x602   /* GED event selector (read by _EVT) */
 #define GSI_GED            9       /* power button events */
+#define PORT_DEBUG_EXIT    HV_DEBUG_EXIT_PORT  /* public: hv.h */
 #define ACPI_S5_TYP        5
 
 #define NR_IOAPIC_PINS     24

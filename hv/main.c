@@ -150,6 +150,14 @@ int main(int argc, char **argv)
 		hv_usage(stderr);
 		return HV_EXIT_USAGE;
 	}
+	/* Before RAM is allocated: a typo should not cost a prefault. */
+	if (access(cfg.kernel, R_OK) < 0 || (cfg.initrd && access(cfg.initrd, R_OK) < 0)) {
+		const char *f = access(cfg.kernel, R_OK) < 0 ? cfg.kernel : cfg.initrd;
+
+		log_err("%s %s: %s", f == cfg.kernel ? "kernel" : "initrd", f, strerror(errno));
+		hv_config_free(&cfg);
+		return HV_EXIT_ERROR;
+	}
 	hwvirt_detect(&hw);
 	if (!hw.kvm) {
 		log_err("%s", hw.why);

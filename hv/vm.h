@@ -107,6 +107,9 @@ typedef void (*fd_cb)(struct vm *vm, int fd, void *opaque);
 
 struct aml;
 typedef void (*dsdt_emit_fn)(struct aml *a, struct vm *vm, void *opaque);
+/* Writes one whole ACPI table into buf (header by acpi_table_header) and
+ * returns its length, or 0 when it does not fit in cap. */
+typedef size_t (*acpi_table_fn)(struct vm *vm, uint8_t *buf, size_t cap, void *opaque);
 
 struct vm {
 	const struct hv_config *cfg;
@@ -136,6 +139,10 @@ struct vm {
 
 	struct { dsdt_emit_fn fn; void *opaque; } dsdt[16];
 	int ndsdt;
+	struct { acpi_table_fn fn; void *opaque; } tables[8];
+	int ntables;
+	struct { uint64_t addr, size; } e820_resv[8];
+	int ne820_resv;
 	uint8_t fadt_boot_flags_clear;
 	bool power_button_pending;
 	struct ged *ged;
@@ -154,6 +161,12 @@ int vm_pause(struct vm *vm, struct verr *err);
 int vm_resume(struct vm *vm, struct verr *err);
 /* Appends AML to the DSDT's \_SB scope (called while building ACPI). */
 int vm_add_dsdt(struct vm *vm, dsdt_emit_fn fn, void *opaque);
+/* Adds a table to the XSDT (MCFG for PCI ECAM, ...). */
+int vm_add_acpi_table(struct vm *vm, acpi_table_fn fn, void *opaque);
+/* Marks a guest-physical range reserved in e820 (ECAM, ...). */
+int vm_reserve_e820(struct vm *vm, uint64_t addr, uint64_t size);
+/* Fills a 36-byte ACPI header (length and checksum are set by acpi_build). */
+void acpi_table_header(uint8_t *h, const char *sig, uint8_t rev);
 
 /* -------------------------------------------------------------- devices */
 

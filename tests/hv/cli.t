@@ -32,7 +32,7 @@ bad "bad serial backend" 1 "serial: 'tcp:1' is not stdio, none or file:PATH" --k
 head -c 4096 /dev/urandom >"$T/junk"
 bad "not a kernel" 1 "neither a bzImage \(no HdrS header\) nor an ELF vmlinux" --kernel "$T/junk" --vcpus 1 --mem 32M
 bad "ELF without a PVH note" 1 "ELF file without a PVH entry note" --kernel /bin/true --vcpus 1 --mem 32M
-bad "missing kernel file" 1 "kernel: cannot open $T/none" --kernel "$T/none" --vcpus 1 --mem 32M
+bad "missing kernel file (before RAM is allocated)" 1 "kernel $T/none: No such file or directory" --kernel "$T/none" --vcpus 1 --mem 32M
 bad "command line too long" 1 "cmdline is 70000 bytes" --kernel "$K" --vcpus 1 --mem 32M --cmdline "$(head -c 70000 /dev/zero | tr '\0' x)"
 truncate -s 20M "$T/big.img"
 bad "initrd too big for guest RAM" 1 "initrd .*big.img \(20 MiB\) does not fit in guest RAM" --kernel "$K" --vcpus 1 --mem 16M --initrd "$T/big.img"

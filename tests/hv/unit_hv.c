@@ -209,6 +209,46 @@ static void acpi_tables_have_valid_checksums(void **state)
 	free_vm(vm, &c);
 }
 
+static size_t test_table(struct vm *vm, uint8_t *buf, size_t cap, void *opaque)
+{
+	(void)vm;
+	(void)opaque;
+	if (cap < 44)
+		return 0;
+	acpi_table_header(buf, "TEST", 1);
+	memcpy(buf + 36, "payload!", 8);
+	return 44;
+}
+
+/* The hooks the PCI issue uses: an extra table (MCFG) and an e820 hole. */
+static void extra_tables_and_reservations_are_added(void **state)
+{
+	struct hv_config c;
+	struct hv_plan p;
+	struct vm *vm;
+	struct verr err;
+	struct e820e e[16];
+	uint64_t xsdt, t;
+	uint32_t xl;
+
+	(void)state;
+	vm = fake_vm(4ull << 30, 1, &p, &c);
+	assert_int_equal(vm_add_acpi_table(vm, test_table, NULL), 0);
+	assert_int_equal(vm_reserve_e820(vm, GPA_ECAM, ECAM_SIZE), 0);
+	assert_int_equal(acpi_build(vm, &err), 0);
+	memcpy(&xsdt, gm_ptr(&vm->mem, vm->acpi_rsdp + 24, 8), 8);
+	memcpy(&xl, gm_ptr(&vm->mem, xsdt + 4, 4), 4);
+	assert_int_equal(xl, 36 + 3 * 8);
+	memcpy(&t, gm_ptr(&vm->mem, xsdt + 36 + 16, 8), 8);
+	assert_memory_equal(gm_ptr(&vm->mem, t, 44), "TEST", 4);
+	assert_int_equal(sum(gm_ptr(&vm->mem, t, 44), 44), 0);
+	assert_int_equal(e820_build(vm, e, 16), 5);
+	assert_int_equal(e[3].addr, GPA_ECAM);
+	assert_int_equal(e[3].type, E820_RESERVED);
+	assert_int_equal(e[4].addr, GPA_4G);
+	free_vm(vm, &c);
+}
+
 static void e820_matches_layout(void **state)
 {
 	struct hv_config c;
@@ -336,6 +376,7 @@ int main(void)
 		cmocka_unit_test(aml_package_lengths_encode_every_size),
 		cmocka_unit_test(acpi_tables_have_valid_checksums),
 		cmocka_unit_test(e820_matches_layout),
+		cmocka_unit_test(extra_tables_and_reservations_are_added),
 		cmocka_unit_test(hostile_kernels_are_refused),
 		cmocka_unit_test(plan_gives_apic_ids_of_the_topology),
 	};
