@@ -392,14 +392,14 @@ struct idt_gate {
 
 static struct idt_gate idt[256] __attribute__((aligned(16)));
 static irq_fn handlers[256];
-extern char isr_stubs[];
+extern char isr_entries[];
 
 void idt_init(void)
 {
 	struct { uint16_t limit; uint64_t base; } __attribute__((packed)) p;
 
 	for (int v = 0; v < 256; v++) {
-		uint64_t a = (uint64_t)(isr_stubs + v * 16);
+		uint64_t a = (uint64_t)(isr_entries + v * 16);
 
 		idt[v] = (struct idt_gate){ (uint16_t)a, 0x18, 0, 0x8e, (uint16_t)(a >> 16), (uint32_t)(a >> 32), 0 };
 	}

@@ -128,11 +128,11 @@ tr_gdt_ptr:
 	.long gdt
 trampoline_end:
 
-	/* Interrupt stubs: vector pushed, then a common C call. */
+	/* Interrupt entry points: vector pushed, then a common C call. */
 	.code64
 	.align 16
-	.globl isr_stubs
-isr_stubs:
+	.globl isr_entries
+isr_entries:
 	.set vec, 0
 	.rept 256
 	.align 16
