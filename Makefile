@@ -126,4 +126,4 @@ install: all
 clean:
 	rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/san -name '*.d' -type f 2>/dev/null)
