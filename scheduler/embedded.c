@@ -24,12 +24,15 @@
 #define GUEST_BIN      "/usr/local/bin"
 #define READY_TIMEOUT_S 60
 
-static volatile int cancel_sig;
+/* forward_sig is consumed by gexec_run when it passes the signal on to the
+ * job; interrupted stays set, so the end of the run knows why it ended. */
+static volatile int forward_sig, interrupted;
 
 static void on_signal(int sig)
 {
-	if (!cancel_sig)
-		cancel_sig = sig;
+	forward_sig = sig;
+	if (!interrupted)
+		interrupted = sig;
 }
 
 struct run {
@@ -57,9 +60,9 @@ struct run {
 
 static int cancelled(struct verr *err)
 {
-	if (!cancel_sig)
+	if (!interrupted)
 		return 0;
-	return verr_set(err, "interrupted by signal %d; removing the job", cancel_sig);
+	return verr_set(err, "interrupted by signal %d; removing the job", interrupted);
 }
 
 static void guest_dir(const struct run *r, int i, char *buf, size_t len)
@@ -304,7 +307,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 	req.out_fd = STDOUT_FILENO;
 	req.err_fd = STDERR_FILENO;
 	req.timeout_ms = (int)(r->timeout > 2000000 ? 2000000000 : r->timeout * 1000);
-	req.cancel = &cancel_sig;
+	req.cancel = &forward_sig;
 	t0 = now_s();
 	rc = gexec_run(&c, &req, status, err);
 	chan_close(&c);
@@ -489,10 +492,10 @@ out:
 	free_run(&r);
 	/* Interrupted by the user: say so in the status, as shells do, even if
 	 * the job's own exit status came back after the signal reached it. */
-	if (cancel_sig) {
+	if (interrupted) {
 		if (status < 0)
 			log_err("%s", err->msg);
-		status = 128 + cancel_sig;
+		status = 128 + interrupted;
 	}
 	return status;
 }

@@ -12,7 +12,7 @@ resource_counts() {
 	echo "netns $(ip netns list 2>/dev/null | grep -c '^vhpc-')"
 	echo "links $(ip -o link show | wc -l)"
 	echo "cgroups $(find /sys/fs/cgroup -maxdepth 3 -type d -path '*/vhpc/*' 2>/dev/null | wc -l)"
-	echo "mounts $(grep -c . /proc/self/mountinfo) ($(grep -c -e "$VHPC_RUN_DIR" -e /run/netns/vhpc- /proc/self/mountinfo) of vhpc)"
+	echo "mounts $(grep -c -e "$VHPC_RUN_DIR" -e /run/netns/vhpc- /proc/self/mountinfo)"
 	echo "shm $(ls /dev/shm 2>/dev/null | grep -c '^vhpc-')"
 	# Processes in job cgroups, and runc working for this run dir.
 	echo "procs $(grep -l ':/vhpc/' /proc/[0-9]*/cgroup 2>/dev/null | wc -l) $(pgrep -c -f "runc --root $VHPC_RUN_DIR" || true)"
