@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -344,6 +346,10 @@ static void teardown(struct run *r)
 	}
 	if (r->ctr && na_ctr_stop_all(r->ctr, r->nguests, 3000, &e) < 0)
 		log_warn("stopping guests: %s", e.msg);
+	/* Guest inits were reparented to us (child subreaper): reap them, so
+	 * no zombie outlives the job. */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
 	for (int i = 0; r->gdir_mounted && i < r->nguests; i++) {
 		char dir[PATH_MAX];
 
@@ -396,6 +402,9 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	char job[16], rnd[4], net[32], whybuf[256];
 
 	install_signals();
+	/* Orphans of the job (container inits, once runc exits) come to us
+	 * rather than to the host's init, which may be slow to reap them. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (cluster_load(NULL, &r.cl, err) < 0)
 		return -1;
 	driver = na_driver_resolve(j->driver >= 0 ? j->driver : r.cl.default_driver, &why);
