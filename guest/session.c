@@ -437,13 +437,13 @@ void gd_session(int fd, const struct gd_session_ctx *ctx)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	/* Until its first authenticated frame the peer is a stranger and has
+	 * the handshake timeout, all told; afterwards it may stay idle. */
+	deadline = now_ns() + (uint64_t)ctx->o->handshake_ms * 1000000ull;
 	if (chan_server(&S.c, fd, ctx->key, (int)ctx->o->handshake_ms, &e) < 0) {
 		log_warn("%s: %s", ctx->peer, e.msg);
 		_exit(0);
 	}
-	/* Until the first authenticated frame the peer is a stranger and gets
-	 * the handshake timeout; afterwards it may stay idle. */
-	deadline = now_ns() + (uint64_t)ctx->o->handshake_ms * 1000000ull;
 	for (;;) {
 		struct gd_step st;
 		uint8_t type;

@@ -114,7 +114,8 @@ int main(int argc, char **argv)
 		sigaction(SIGTERM, &sa, NULL);
 		sigaction(SIGHUP, &sa, NULL);
 		sigaction(SIGQUIT, &sa, NULL);
-		signal(SIGPIPE, SIG_IGN);
+		/* SIGPIPE stays fatal: `vhpc-rsh host yes | head` ends quietly
+		 * like a local pipeline, and guestd then stops the remote side. */
 		log_debug("running: %s", a.command);
 		r = gexec_run(&c, &req, &status, &err);
 	}

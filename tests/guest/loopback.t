@@ -19,6 +19,12 @@ umask 077
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/key"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$tmp/otherkey"
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# wait_for PID SECONDS: wait for a child, but not forever (124 if it lingers).
+wait_for() {
+	for _ in $(seq $(($2 * 20))); do kill -0 "$1" 2>/dev/null || break; sleep 0.05; done
+	kill -0 "$1" 2>/dev/null && return 124
+	wait "$1"
+}
 
 "$GD" --name lo --key "$tmp/key" --listen 127.0.0.1:0 --control "$tmp/ctl.sock" \
 	--log "$tmp/gd.log" --handshake-timeout 500 --kill-grace 500 --max-sessions 8 &
@@ -49,6 +55,10 @@ check_eq "stdout and stderr stay apart (stderr)" "err" "$(cat "$tmp/err")"
 "$RSH" 127.0.0.1 'exit 7'; check_eq "exit status relayed" 7 $?
 "$RSH" 127.0.0.1 'kill -KILL $$'; check_eq "killed by SIGKILL is 128+9" 137 $?
 "$RSH" 127.0.0.1 'kill -TERM $$'; check_eq "killed by SIGTERM is 128+15" 143 $?
+"$RSH" 127.0.0.1 "yes $mark" | head -1 >/dev/null; rc=${PIPESTATUS[0]}
+check_eq "a closed stdout ends vhpc-rsh by SIGPIPE, like a local pipeline" 141 $rc
+for _ in $(seq 40); do pgrep -f "^yes $mark" >/dev/null || break; sleep 0.05; done
+check_eq "... and the remote writer is stopped" "" "$(pgrep -f "^yes $mark")"
 check_eq "stdin is /dev/null" "done" "$(echo secret | "$RSH" 127.0.0.1 'cat; echo done')"
 check_eq "the control socket runs commands too" "via unix" "$("$RSH" "$tmp/ctl.sock" echo via unix)"
 check_eq "env and cwd of a request" "bar $tmp" \
@@ -85,7 +95,7 @@ check "timeout: within a second or two ($((t1 - t0)) ms)" test $((t1 - t0)) -lt 
 rsh=$!
 sleep 0.5
 kill -TERM $rsh
-wait $rsh; rc=$?
+wait_for $rsh 5; rc=$?
 check_eq "SIGTERM forwarded: the remote trap ran" "got TERM" "$(cat "$tmp/sig.out")"
 check_eq "SIGTERM forwarded: its status came back" 7 $rc
 
@@ -156,8 +166,7 @@ check "vhpc-rsh round trip under 50 ms (${rsh_us} us)" test $rsh_us -lt 50000
 sleep 0.2
 check_eq "no session process lingers" "" "$(pgrep -P $gd)"
 "${PU[@]}" shutdown; check_eq "shutdown request accepted" 0 $?
-for _ in $(seq 60); do kill -0 $gd 2>/dev/null || break; sleep 0.05; done
-wait $gd; rc=$?
+wait_for $gd 5; rc=$?
 check_eq "guestd exited 0 after shutdown" 0 $rc
 check "the control socket is gone" test ! -e "$tmp/ctl.sock"
 done_testing
