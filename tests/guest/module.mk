@@ -16,4 +16,6 @@ $(B)/testbin/mpi-where: tests/guest/mpi_where.c
 	$(call say,MPICC,$@)
 	$(Q)mpicc -O2 -Wall -Wextra -Werror -o $@ $<
 
+# Built by plain `make` too, so `make && tests/run guest` works from scratch.
+EXTRA_ALL += $(B)/testbin/gprobe $(B)/testbin/mpi-where
 EXTRA_TESTS += $(B)/testbin/gprobe $(B)/testbin/mpi-where
