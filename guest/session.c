@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t g_term;
+/* on_term already sent SIGTERM to the group (and armed the SIGKILL timer). */
+static volatile sig_atomic_t g_term_sent;
 static volatile pid_t g_pgid;
 static int g_grace_ms;
 
@@ -60,6 +62,7 @@ static void on_term(int sig)
 	if (!g_term && p > 0) {
 		kill(-p, SIGTERM);
 		arm_kill_timer(g_grace_ms);
+		g_term_sent = 1;
 	}
 	g_term = 1;
 	errno = e;
@@ -91,6 +94,9 @@ static void stop_group(struct sess *S, const char *why)
 		return;
 	S->stopping = true;
 	log_info("%s: stopping process group %d (%s)", S->ctx->peer, (int)g_pgid, why);
+	/* A second SIGTERM would run the command's trap twice. */
+	if (g_term_sent)
+		return;
 	if (kill(-g_pgid, SIGTERM) < 0 && errno == ESRCH)
 		return;
 	arm_kill_timer(g_grace_ms);

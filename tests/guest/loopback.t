@@ -82,6 +82,19 @@ check_eq "large output: 5 MB stderr checksum" "$(sha256sum <"$tmp/big2")" "$(sha
 diag "55 MB relayed in $((t1 - t0)) ms"
 rm -f "$tmp/big" "$tmp/big.out" "$tmp/big2" "$tmp/big2.out"
 
+# -- backpressure: a client that stops reading holds the command back
+#    instead of guestd buffering its output
+zero=$tmp/../../dev/zero   # /dev/zero under a name only this test uses
+"$RSH" 127.0.0.1 "head -c 100000000 $zero" | (sleep 1.5; wc -c >"$tmp/bp.count") &
+bp=$!
+sleep 1
+sess=$(pgrep -P $gd | head -1)
+rss=$(awk '/^VmRSS/ {print $2}' /proc/$sess/status 2>/dev/null)
+check "backpressure: the session holds little memory (${rss:-?} kB)" test "${rss:-999999}" -lt 16000
+check "backpressure: the writer is held back, not finished" pgrep -f "^head -c 100000000 $zero"
+wait_for $bp 20
+check_eq "backpressure: all 100 MB arrived in the end" 100000000 "$(tr -d ' ' <"$tmp/bp.count")"
+
 # -- timeout: the guest stops the command
 t0=$(ms)
 out=$("${P[@]}" exec --timeout 300 -- sleep 30 2>&1); rc=$?
