@@ -22,7 +22,7 @@ struct opt {
 
 static const struct opt opts[] = {
 	{ "name", true, "NAME", "guest name for logs and hello (default: the hostname)" },
-	{ "listen", true, "ADDR:PORT", "TCP listener, repeatable; [v6]:PORT, :PORT (any), vsock:PORT; port 0 picks one" },
+	{ "listen", true, "ADDR:PORT", "listener, repeatable: ADDR[:PORT], :PORT, [V6]:PORT, vsock:PORT\n                               (port 7707 unless given; 0 picks a free one)" },
 	{ "control", true, "PATH", "unix socket (mode 0600) for the node agent" },
 	{ "key", true, "FILE", "per-job key, 64 hex digits, mode 0600 (default " GUEST_KEY_PATH_DEFAULT ")" },
 	{ "log", true, "FILE", "append log lines here instead of stderr" },
@@ -60,8 +60,11 @@ void gd_opts_defaults(struct gd_opts *o)
 int gd_listen_parse(const char *spec, struct gd_listen *l, struct verr *err)
 {
 	const char *colon, *port;
+	char default_port[8];
 	long long n;
 	size_t hlen;
+
+	snprintf(default_port, sizeof(default_port), "%d", GUEST_PORT_DEFAULT);
 
 	memset(l, 0, sizeof(*l));
 	if (strlen(spec) >= sizeof(l->spec))
@@ -78,19 +81,23 @@ int gd_listen_parse(const char *spec, struct gd_listen *l, struct verr *err)
 	if (spec[0] == '[') {
 		const char *close = strchr(spec, ']');
 
-		if (!close || close[1] != ':')
+		if (!close || (close[1] != ':' && close[1] != 0))
 			return verr_set(err, "listen address '%s': expected [IPV6]:PORT", spec);
 		hlen = (size_t)(close - spec - 1);
 		if (hlen == 0 || hlen >= sizeof(l->host))
 			return verr_set(err, "listen address '%s': bad IPv6 address", spec);
 		memcpy(l->host, spec + 1, hlen);
-		port = close + 2;
+		port = close[1] ? close + 2 : default_port;
 	} else {
 		colon = strrchr(spec, ':');
-		if (!colon) {
+		if (!colon && parse_ll(spec, 0, 65535, &n) == 0) {
 			/* A bare number is a port on every address. */
 			port = spec;
 			hlen = 0;
+		} else if (!colon) {
+			/* A bare address gets the default port. */
+			port = default_port;
+			hlen = strlen(spec);
 		} else {
 			hlen = (size_t)(colon - spec);
 			port = colon + 1;
