@@ -139,6 +139,10 @@ check_match "... and did not run" "same session: marker missing" "$out"
 check_match "replay in a new session is refused" "new session: closed" "$out"
 check_match "... and did not run" "new session: marker missing" "$out"
 
+out=$("$RSH" -p 1 127.0.0.1 true 2>&1); rc=$?
+check_eq "nobody listening: 255 like ssh" 255 $rc
+check_match "... naming the address" "cannot connect to guest 127.0.0.1:1 \(127.0.0.1\): Connection refused" "$out"
+
 # -- malformed and unexpected requests get an error reply, and the session lives on
 out=$("${P[@]}" send '1:{"v":1,"op":' '1:{"v":1,"op":"exec","argv":[]}' '1:{"v":1,"op":"signal","signal":9}' \
 	'4:data' '9:x' '1:{"v":1,"op":"hello"}')

@@ -73,6 +73,11 @@ check_match "guest B's guestd is PID 1 in its namespaces" "\"hostname\":\"$GB\",
 check_match "guest B reports its job address" "\"addr\":\"$NET.2/24\"" "$hb"
 check_eq "guest A reaches guest B by name through vhpc-rsh" "$GB" "$("$RSH" "$tmp/a.sock" "$RSH" $GB hostname)"
 
+# Inside a guest, where no resolver is reachable, so nothing leaves the machine.
+out=$("$RSH" "$tmp/a.sock" "$RSH no-such-host.invalid true" 2>&1); rc=$?
+check_eq "unknown host: vhpc-rsh exits 255" 255 $rc
+check_match "... naming the host" "cannot resolve guest 'no-such-host.invalid'" "$out"
+
 MPIRUN="mpirun --allow-run-as-root -np 2 --host $GA:1,$GB:1 --mca plm_rsh_agent $RSH \
 --mca plm_rsh_no_tree_spawn 1 --mca btl self,tcp --mca btl_tcp_if_include $NET.0/24 \
 --mca oob_tcp_if_include $NET.0/24"
