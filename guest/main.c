@@ -291,12 +291,15 @@ static void stop_sessions(const struct gd_opts *o, int sfd)
 				;
 		reap_all();
 	}
+	/* Only the sessions: orphans that outlive them must not keep a PID 1
+	 * from exiting (its exit ends the namespace and them with it). */
 	for (int i = 0; i < nsessions; i++) {
 		log_warn("session process %d did not stop in time; killing it", (int)sessions[i]);
 		kill(sessions[i], SIGKILL);
+		while (waitpid(sessions[i], NULL, 0) < 0 && errno == EINTR)
+			;
 	}
-	while (nsessions > 0 && waitpid(-1, NULL, 0) > 0)
-		;
+	nsessions = 0;
 }
 
 static int setup_log(const char *path, struct verr *err)

@@ -126,10 +126,18 @@ wait_for ${upid[b]} 5; rc=$?
 check_eq "guestd (PID 1) exits 0 after SIGTERM" 0 $rc
 check_eq "guest B's namespace is empty" "" "$(ip netns pids $GB)"
 
-# The remaining guest stops when the node agent asks, over the control socket.
+# The remaining guest stops when the node agent asks, over the control
+# socket, even while a session cannot end: a process that left the
+# command's process group (setsid) keeps its output open.  guestd kills
+# that session after grace + 3 s; as PID 1 its exit ends the rest.
+"$RSH" "$tmp/a.sock" "setsid sleep 60 & echo started" >"$tmp/held.out" 2>&1 &
+held=$!
+for _ in $(seq 40); do grep -q started "$tmp/held.out" && break; sleep 0.05; done
 "$VHPC_TOP/$B/testbin/gprobe" --unix "$tmp/a.sock" --key "$tmp/key" shutdown
 check_eq "guest A accepts a shutdown request" 0 $?
-wait_for ${upid[a]} 5; rc=$?
+wait_for $held 10; rc=$?
+check_eq "the held session's client sees the guest go (255)" 255 $rc
+wait_for ${upid[a]} 10; rc=$?
 check_eq "... and its guestd exits 0" 0 $rc
 check_eq "guest A's namespace is empty" "" "$(ip netns pids $GA)"
 done_testing
