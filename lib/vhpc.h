@@ -300,7 +300,9 @@ struct gexec_req {
 	const char *const *argv;   /* run as given (no shell), PATH searched */
 	const char *const *env;    /* NAME=VALUE added to the guest's environment */
 	const char *cwd;           /* NULL = the guest's $HOME if it is a directory, else / */
-	int out_fd, err_fd;        /* where the command's output goes (-1: discard) */
+	int out_fd, err_fd;        /* where the command's output goes (-1: discard);
+	                              a closed pipe raises SIGPIPE unless the caller
+	                              ignores it (then gexec_run fails with EPIPE) */
 	int timeout_ms;            /* 0 = none; on expiry the guest stops the command
 	                              (SIGTERM to its process group, SIGKILL after grace) */
 	volatile int *cancel;      /* set to a signal number (e.g. from a signal
