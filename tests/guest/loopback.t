@@ -97,14 +97,14 @@ check_eq "backpressure: all 100 MB arrived in the end" 100000000 "$(tr -d ' ' <"
 
 # -- timeout: the guest stops the command
 t0=$(ms)
-out=$("${P[@]}" exec --timeout 300 -- sleep 30 2>&1); rc=$?
+out=$("${P[@]}" exec --timeout 300 -- sleep 30$mark 2>&1); rc=$?
 t1=$(ms)
 check_eq "timeout: killed by SIGTERM" 143 $rc
 check_match "timeout: reported as a timeout" "gprobe: timeout" "$out"
 check "timeout: within a second or two ($((t1 - t0)) ms)" test $((t1 - t0)) -lt 2500
 
 # -- signals are forwarded to the remote process group
-"$RSH" 127.0.0.1 'trap "echo got TERM; exit 7" TERM; sleep 30 & wait' >"$tmp/sig.out" &
+"$RSH" 127.0.0.1 "trap 'echo got TERM; exit 7' TERM; sleep 30$mark & wait" >"$tmp/sig.out" &
 rsh=$!
 sleep 0.5
 kill -TERM $rsh

@@ -27,6 +27,7 @@ wait_for() {
 }
 
 id=vhpct-$$
+mark=$$$RANDOM   # in long sleeps, so that no one else's pattern matches them
 GA=$id-a GB=$id-b
 # 198.18.0.0/15 is reserved for network tests (RFC 2544); these addresses
 # exist only inside the two namespaces below.
@@ -115,7 +116,7 @@ check_eq "orphans are reaped by guestd as PID 1" 0 "$zombies"
 
 # SIGTERM to guestd: the running command is told, its status still comes
 # back, and guestd exits 0.
-"$RSH" "$tmp/b.sock" 'trap "echo got TERM; exit 3" TERM; sleep 30 & wait' >"$tmp/term.out" &
+"$RSH" "$tmp/b.sock" "trap 'echo got TERM; exit 3' TERM; sleep 30$mark & wait" >"$tmp/term.out" &
 rsh=$!
 sleep 0.4
 kill -TERM "$gdb"
@@ -130,13 +131,14 @@ check_eq "guest B's namespace is empty" "" "$(ip netns pids $GB)"
 # socket, even while a session cannot end: a process that left the
 # command's process group (setsid) keeps its output open.  guestd kills
 # that session after grace + 3 s; as PID 1 its exit ends the rest.
-"$RSH" "$tmp/a.sock" "setsid sleep 60 & echo started" >"$tmp/held.out" 2>&1 &
+"$RSH" "$tmp/a.sock" "setsid sleep 60$mark & echo started" >"$tmp/held.out" 2>&1 &
 held=$!
 for _ in $(seq 40); do grep -q started "$tmp/held.out" && break; sleep 0.05; done
 "$VHPC_TOP/$B/testbin/gprobe" --unix "$tmp/a.sock" --key "$tmp/key" shutdown
 check_eq "guest A accepts a shutdown request" 0 $?
 wait_for $held 10; rc=$?
 check_eq "the held session's client sees the guest go (255)" 255 $rc
+[ $rc = 255 ] || diag "$(cat "$tmp/held.out")" "$(tail -5 "$tmp/a.log")"
 wait_for ${upid[a]} 10; rc=$?
 check_eq "... and its guestd exits 0" 0 $rc
 check_eq "guest A's namespace is empty" "" "$(ip netns pids $GA)"
