@@ -102,7 +102,8 @@ $(B)/san/%.o: %.c
 
 # -- components -----------------------------------------------------------
 include lib/module.mk
-include $(sort $(filter-out lib/module.mk,$(wildcard */module.mk)))
+# Components may nest one level (mpi-plugins/rsh/module.mk).
+include $(sort $(filter-out lib/module.mk,$(wildcard */module.mk */*/module.mk)))
 
 .PHONY: programs tests fuzzers
 programs: $(PROGRAMS) $(EXTRA_ALL)
