@@ -316,7 +316,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 	launch_free_argv(argv);
 	if (rc < 0)
 		return -1;
-	if (now_s() - t0 >= (double)r->timeout) {
+	if (rc == GEXEC_TIMEOUT || now_s() - t0 >= (double)r->timeout) {
 		log_err("the job ran out of its %lld s time limit and was stopped", r->timeout);
 		*status = EXIT_TIMEOUT;
 	}
