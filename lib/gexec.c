@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -146,20 +147,36 @@ int gexec_connect_unix(struct chan *c, const char *path,
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
 	char what[160];
-	int fd;
+	struct stat st;
+	int fd, pfd;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return verr_set(err, "guest socket path '%s' is too long", path);
-	memcpy(sa.sun_path, path, strlen(path));
 	snprintf(what, sizeof(what), "guest socket %s", path);
+	/* The socket sits in a directory the guest can write: it could put a
+	 * symlink there that points at any socket of the host.  Open the final
+	 * name without following links, check it is a socket, and connect
+	 * through the descriptor rather than the name. */
+	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return verr_errno(err, "cannot connect to %s", what);
+	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		close(pfd);
+		return verr_set(err, "cannot connect to %s: not a socket (a symlink or file in its place)", what);
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pfd);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		close(pfd);
 		return verr_errno(err, "%s: socket", what);
+	}
 	if (connect_deadline(fd, (struct sockaddr *)&sa, sizeof(sa), deadline) < 0) {
 		verr_errno(err, "cannot connect to %s", what);
 		close(fd);
+		close(pfd);
 		return -1;
 	}
+	close(pfd);
 	return handshake(c, fd, key, deadline, what, err);
 }
 
