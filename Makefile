@@ -17,11 +17,11 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	libyaml-dev libjson-c-dev libsodium-dev libhwloc-dev hwloc \
 	libopenmpi-dev openmpi-bin libibverbs-dev munge libmunge-dev \
 	runc libcmocka-dev libsqlite3-dev libnl-3-dev libnl-route-3-dev \
-	iproute2 e2fsprogs procps psmisc util-linux iputils-ping
+	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
-CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -Ilib -fno-strict-aliasing \
+CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I. -Ilib $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null) -fno-strict-aliasing \
             -fstack-protector-strong -MMD -MP $(EXTRA_CFLAGS)
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZFLAGS:= -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1
@@ -34,7 +34,7 @@ else
 Q := @
 say = @printf '  %-7s %s\n' $(1) $(2)
 endif
-LIBVHPC_LIBS := -lyaml -ljson-c -lsodium -lpthread
+LIBVHPC_LIBS := -lyaml -ljson-c -lsodium -lmunge -lpthread
 
 PROGRAMS   :=
 UNIT_TESTS :=
@@ -86,7 +86,7 @@ define fuzzer
 $(B)/fuzz/$(1): $(2) $(LIB_SRCS)
 	@mkdir -p $$(@D)
 	$$(call say,FUZZ,$$@)
-	$$(Q)$$(CLANG) $$(FUZZFLAGS) -std=gnu11 -D_GNU_SOURCE -DVHPC_FUZZING -Ilib $(4) -o $$@ $(2) $(LIB_SRCS) $(3) $$(LIBVHPC_LIBS)
+	$$(Q)$$(CLANG) $$(FUZZFLAGS) -std=gnu11 -D_GNU_SOURCE -DVHPC_FUZZING -I. -Ilib $(4) -o $$@ $(2) $(LIB_SRCS) $(3) $$(LIBVHPC_LIBS)
 FUZZERS += $(B)/fuzz/$(1)
 endef
 
@@ -102,6 +102,7 @@ $(B)/san/%.o: %.c
 
 # -- components -----------------------------------------------------------
 include lib/module.mk
+# Components may nest one level (mpi-plugins/rsh/module.mk).
 include $(sort $(filter-out lib/module.mk,$(wildcard */module.mk */*/module.mk)))
 
 .PHONY: programs tests fuzzers
@@ -126,4 +127,4 @@ install: all
 clean:
 	rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/obj $(B)/san -name '*.d' -type f 2>/dev/null)

@@ -191,6 +191,9 @@ static const char *type_word(const cf_node *n)
 	}
 }
 
+/* "key.path: " before a message, or nothing at the top level. */
+#define P(path) (path), (*(path) ? ": " : "")
+
 /* A budget check shared by every recursive step. */
 static int visit(const cf_doc *d, const cf_node *n, int depth, struct verr *err)
 {
@@ -208,9 +211,9 @@ static int scalar_of(const cf_doc *d, const cf_node *n, const char *path,
 		     const char *what, const char **out, struct verr *err)
 {
 	if (Y(n)->type != YAML_SCALAR_NODE)
-		return cf_error(d, n, err, "%s: expected %s, got %s", path, what, type_word(n));
+		return cf_error(d, n, err, "%s%sexpected %s, got %s", P(path), what, type_word(n));
 	if (strlen((const char *)Y(n)->data.scalar.value) != Y(n)->data.scalar.length)
-		return cf_error(d, n, err, "%s: contains a NUL byte", path);
+		return cf_error(d, n, err, "%s%scontains a NUL byte", P(path));
 	*out = (const char *)Y(n)->data.scalar.value;
 	return 0;
 }
@@ -269,8 +272,7 @@ static int bind_field(const cf_doc *d, const cf_node *v, const struct cf_field *
 		if (scalar_of(d, v, path, "an integer", &sv, err) < 0)
 			return -1;
 		if (parse_ll(sv, lo, hi, &x) < 0)
-			return cf_error(d, v, err, "%s: expected %s in %lld..%lld, got '%s'",
-					path, f->what ? f->what : "an integer", lo, hi, sv);
+			return cf_error(d, v, err, "%s%sexpected %s in %lld..%lld, got '%s'", P(path), f->what ? f->what : "an integer", lo, hi, sv);
 		*(long long *)p = x;
 		return 0;
 	}
@@ -290,7 +292,7 @@ static int bind_field(const cf_doc *d, const cf_node *v, const struct cf_field *
 				return 0;
 			}
 		}
-		return cf_error(d, v, err, "%s: expected true or false, got '%s'", path, sv);
+		return cf_error(d, v, err, "%s%sexpected true or false, got '%s'", P(path), sv);
 	}
 	case CF_SIZE: {
 		uint64_t x;
@@ -298,11 +300,11 @@ static int bind_field(const cf_doc *d, const cf_node *v, const struct cf_field *
 		if (scalar_of(d, v, path, "a size", &sv, err) < 0)
 			return -1;
 		if (parse_size(sv, &x) < 0)
-			return cf_error(d, v, err, "%s: expected a size such as 512M or 4G, got '%s'", path, sv);
+			return cf_error(d, v, err, "%s%sexpected a size such as 512M or 4G, got '%s'", P(path), sv);
 		if ((f->min || f->max) && (x < (uint64_t)f->min || x > (uint64_t)f->max)) {
 			char a[32], b[32];
 
-			return cf_error(d, v, err, "%s: %s is outside %s..%s", path, sv,
+			return cf_error(d, v, err, "%s%s%s is outside %s..%s", P(path), sv,
 					fmt_size(f->min, a, sizeof(a)), fmt_size(f->max, b, sizeof(b)));
 		}
 		*(uint64_t *)p = x;
@@ -321,14 +323,14 @@ static int bind_field(const cf_doc *d, const cf_node *v, const struct cf_field *
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 				 i ? ", " : "", f->names[i]);
 		}
-		return cf_error(d, v, err, "%s: expected one of %s, got '%s'", path, list, sv);
+		return cf_error(d, v, err, "%s%sexpected one of %s, got '%s'", P(path), list, sv);
 	}
 	case CF_STRLIST: {
 		struct cf_strlist *l = (struct cf_strlist *)p, nl = { 0 };
 		size_t n = cf_seq_len(d, v);
 
 		if (Y(v)->type != YAML_SEQUENCE_NODE)
-			return cf_error(d, v, err, "%s: expected a list of strings, got %s", path, type_word(v));
+			return cf_error(d, v, err, "%s%sexpected a list of strings, got %s", P(path), type_word(v));
 		nl.v = calloc(n + 1, sizeof(char *));
 		if (!nl.v)
 			return verr_set(err, "out of memory");
@@ -339,7 +341,7 @@ static int bind_field(const cf_doc *d, const cf_node *v, const struct cf_field *
 			    scalar_of(d, it, path, "a string", &sv, err) < 0 ||
 			    !(nl.v[nl.n++] = strdup(sv))) {
 				if (!it)
-					cf_error(d, v, err, "%s: broken list", path);
+					cf_error(d, v, err, "%s%sbroken list", P(path));
 				free_strlist(&nl);
 				return -1;
 			}
@@ -353,8 +355,7 @@ static int bind_field(const cf_doc *d, const cf_node *v, const struct cf_field *
 		size_t n;
 
 		if (Y(v)->type != YAML_MAPPING_NODE)
-			return cf_error(d, v, err, "%s: expected a mapping of names to values, got %s",
-					path, type_word(v));
+			return cf_error(d, v, err, "%s%sexpected a mapping of names to values, got %s", P(path), type_word(v));
 		n = Y(v)->data.mapping.pairs.top - Y(v)->data.mapping.pairs.start;
 		nm.key = calloc(n + 1, sizeof(char *));
 		nm.val = calloc(n + 1, sizeof(char *));
@@ -374,7 +375,7 @@ static int bind_field(const cf_doc *d, const cf_node *v, const struct cf_field *
 				goto map_fail;
 			for (size_t j = 0; j < nm.n; j++)
 				if (!strcmp(nm.key[j], ks)) {
-					cf_error(d, k, err, "%s: key '%s' appears twice", path, ks);
+					cf_error(d, k, err, "%s%skey '%s' appears twice", P(path), ks);
 					goto map_fail;
 				}
 			nm.key[nm.n] = strdup(ks);
@@ -400,7 +401,7 @@ map_fail:
 		size_t n = cf_seq_len(d, v);
 
 		if (Y(v)->type != YAML_SEQUENCE_NODE)
-			return cf_error(d, v, err, "%s: expected a list, got %s", path, type_word(v));
+			return cf_error(d, v, err, "%s%sexpected a list, got %s", P(path), type_word(v));
 		nl.v = calloc(n ? n : 1, f->sub->size);
 		if (!nl.v)
 			return verr_set(err, "out of memory");
@@ -441,8 +442,7 @@ static int bind_map(const cf_doc *d, const cf_node *n, const struct cf_schema *s
 	if (visit(d, n, depth, err) < 0)
 		return -1;
 	if (Y(n)->type != YAML_MAPPING_NODE)
-		return cf_error(d, n, err, "%s: expected a mapping (key: value lines), got %s",
-				path, type_word(n));
+		return cf_error(d, n, err, "%s%sexpected a mapping (key: value lines), got %s", P(path), type_word(n));
 	while (s->fields[nfields].key)
 		nfields++;
 	if (nfields > sizeof(seen))
@@ -456,7 +456,7 @@ static int bind_map(const cf_doc *d, const cf_node *n, const struct cf_schema *s
 		size_t fi;
 
 		if (!k || !v)
-			return cf_error(d, n, err, "%s: broken mapping", path);
+			return cf_error(d, n, err, "%s%sbroken mapping", P(path));
 		if (scalar_of(d, k, path, "a key name", &ks, err) < 0)
 			return -1;
 		for (fi = 0; fi < nfields; fi++)
@@ -468,11 +468,10 @@ static int bind_map(const cf_doc *d, const cf_node *n, const struct cf_schema *s
 			for (size_t j = 0; j < nfields; j++)
 				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 					 j ? ", " : "", s->fields[j].key);
-			return cf_error(d, k, err, "%s: unknown key '%.100s' (expected one of: %s)",
-					path, ks, list);
+			return cf_error(d, k, err, "%s%sunknown key '%.100s' (expected one of: %s)", P(path), ks, list);
 		}
 		if (seen[fi])
-			return cf_error(d, k, err, "%s: key '%s' appears twice", path, ks);
+			return cf_error(d, k, err, "%s%skey '%s' appears twice", P(path), ks);
 		seen[fi] = 1;
 		snprintf(fpath, sizeof(fpath), "%s%s%s", path, *path ? "." : "", ks);
 		if (bind_field(d, v, &s->fields[fi], dst, fpath, depth, err) < 0)

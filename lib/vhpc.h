@@ -184,6 +184,13 @@ int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 	      int timeout_ms, struct verr *err);
 void chan_close(struct chan *c);
 
+/* Runs argv (PATH lookup, no shell, stdin /dev/null) and captures up to max
+ * bytes of stdout into *out (malloc'd, NUL-terminated; out may be NULL).
+ * Returns the exit status (err set when non-zero, quoting the program's
+ * stderr), or -1 when it could not run, was killed, or timed out. */
+int run_capture(const char *const *argv, char **out, size_t *out_len,
+		size_t max, int timeout_ms, struct verr *err);
+
 /* IPv4 networks, host byte order. */
 struct ipv4net { uint32_t addr; int prefix; };
 /* "10.213.0.0/16"; host bits must be zero unless allow_host. */
@@ -260,6 +267,33 @@ extern const struct cf_schema cluster_schema;
 int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err);
 void cluster_free(struct cluster_cfg *c);
 
+/* ------------------------------------------------------------------ wire */
+
+/*
+ * Messages between daemons and clients (vhpc <-> vhpc-ctld <-> vhpcd): a JSON
+ * object inside a munge credential, so the receiver learns the sender's uid
+ * from munged and the message cannot be forged, altered or replayed.  Every
+ * payload has "v" (WIRE_VERSION, added by wire_send) and "type".
+ * $VHPC_MUNGE_SOCKET selects munged's socket.
+ */
+#define WIRE_VERSION      1
+#define WIRE_MAX_PAYLOAD  (512u << 10)
+#define WIRE_MAX_FRAME    (1u << 20)
+
+struct json_object;
+struct wire_peer { uid_t uid; gid_t gid; };
+
+int wire_send(int fd, struct json_object *msg, struct verr *err);
+/* 0: a message; 1: clean EOF; -1: error (bad credential, replay, expiry,
+ * malformed JSON, wrong version, oversize, timeout). */
+int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer,
+	      int timeout_ms, struct verr *err);
+int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *peer,
+		struct verr *err);
+const char *wire_type(struct json_object *msg);
+/* {"type":"error","error":"..."} */
+struct json_object *wire_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ------------------------------------------------------------ hardware */
 
 /* Whether /dev/kvm has hardware virtualization behind it (VT-x/AMD-V) or is
@@ -279,27 +313,43 @@ int hwvirt_detect(struct hwvirt *h);
  * an authenticated channel (per-job key), "hello" reports the guest's state
  * and "exec" runs a command with stdin from /dev/null, relaying stdout,
  * stderr and the exit status.  Used by the node agent (control socket) and by
- * vhpc-rsh (TCP on the job network).
+ * vhpc-rsh (TCP on the job network).  One request at a time per channel;
+ * a channel can carry several requests in turn.
  */
 #define GUEST_PORT_DEFAULT 7707
+/* Where guests find the job key (vhpc-guestd --key, vhpc-rsh $VHPC_JOB_KEY). */
+#define GUEST_KEY_PATH_DEFAULT "/vhpc/job.key"
 
+/* Connect (each address getaddrinfo gives, in turn, within timeout_ms) and
+ * run the channel handshake.  Errors say which host/address and why. */
 int gexec_connect_tcp(struct chan *c, const char *host, int port,
 		      const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
 int gexec_connect_unix(struct chan *c, const char *path,
 		       const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
-/* The guest's report as JSON text (malloc'd): hostname, ready, cpus, ... */
+/* The guest's report as JSON text (malloc'd): name, hostname, pid, pidns,
+ * netns (inode numbers), cpus, mems, cpuset_mems, addrs, uptime, ready... */
 int gexec_hello(struct chan *c, char **info_json, int timeout_ms, struct verr *err);
 
 struct gexec_req {
-	const char *const *argv;   /* run as given (no shell) */
+	const char *const *argv;   /* run as given (no shell), PATH searched */
 	const char *const *env;    /* NAME=VALUE added to the guest's environment */
-	const char *cwd;           /* NULL = / */
-	int out_fd, err_fd;        /* where the command's output goes */
-	int timeout_ms;            /* 0 = none; on expiry the command is killed */
-	volatile int *cancel;      /* set to a signal number to forward it */
+	const char *cwd;           /* NULL = the guest's $HOME if it is a directory, else / */
+	int out_fd, err_fd;        /* where the command's output goes (-1: discard);
+	                              a closed pipe raises SIGPIPE unless the caller
+	                              ignores it (then gexec_run fails with EPIPE) */
+	int timeout_ms;            /* 0 = none; on expiry the guest stops the command
+	                              (SIGTERM to its process group, SIGKILL after grace) */
+	volatile int *cancel;      /* set to a signal number (e.g. from a signal
+	                              handler) to forward it to the command's process
+	                              group; gexec_run resets it to 0 once sent */
 };
-/* *status: exit status, or 128 + signal number when killed by a signal. */
+#define GEXEC_TIMEOUT 1
+/* Returns 0 when the command ended, GEXEC_TIMEOUT when it was stopped
+ * because timeout_ms expired, -1 when it could not be run or the channel
+ * failed (wrong key, guest gone; the error says which).
+ * *status: exit status, or 128 + signal number when killed by a signal. */
 int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct verr *err);
+/* Asks guestd to stop (it stops every running command first). */
 int gexec_shutdown(struct chan *c, struct verr *err);
 
 /* ------------------------------------------------------------------- util */

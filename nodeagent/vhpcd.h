@@ -9,9 +9,14 @@
  *   job netns         vhpc-<job>                     (/run/netns)
  *   guest netns       vhpc-<job>-<guest index>
  *   containers        runc id <job>-<guest index>, runc root <run dir>/runc
- *   cgroups           <controller>/vhpc/<job>/<guest index>
+ *   cgroups           <hierarchy root>/vhpc/<job>/<guest index>, in every
+ *                     cgroup v1 hierarchy and the cgroup2 one
+ *   container bundle  <job dir>/g<guest index>/ (rootfs: a read-only bind)
  *   shm files         /dev/shm/vhpc-<job>-*
  * A job id is 1..12 characters [a-z0-9].
+ *
+ * Build into a program with $(NODEAGENT_SRCS) and $(NODEAGENT_LIBS)
+ * (nodeagent/module.mk).
  */
 #ifndef VHPC_NODEAGENT_H
 #define VHPC_NODEAGENT_H
@@ -62,14 +67,28 @@ struct na_placement {
 };
 
 /* One placement per guest in out[0..nguests-1].  A guest's cores and memory
- * sit on one NUMA node when they fit there.  Fails with a message that says
- * what did not fit and what is free. */
+ * sit on one NUMA node when they fit there (best fit), else spread over the
+ * fewest nodes, one package first (split; mems[0] is the node of its first
+ * core).  One vCPU per physical core, pinned to the core's first PU; the
+ * SMT siblings stay idle and go to no other guest.  A busy PU makes its
+ * whole core busy.  Without oversubscribe no two guests share a core; with
+ * it, placement is still exclusive when that fits, else vCPUs spread over
+ * the least loaded cores, shared is set and a warning logged.  Fails with a
+ * message that says what was asked, what did not fit and what is free. */
 int na_place(const struct na_topo *t, const struct na_place_req *r,
 	     struct na_placement *out, struct verr *err);
 
-/* Host CPUs pinned by jobs whose owner is still alive (from their runtime
- * dirs); *cpus is malloc'd. */
+/* Host CPUs pinned by the jobs of this run dir (from their runtime dirs):
+ * live ones, and dead ones until na_cleanup_stale has removed their guests
+ * (which may still run).  *cpus is malloc'd. */
 int na_busy_cpus(int **cpus, int *n, struct verr *err);
+
+struct na_jobdir;
+/* na_busy_cpus + na_place + na_jobdir_record_cpus under one run-dir lock,
+ * so two jobs placed at the same moment never get the same cores.  The
+ * request's own busy_cpus are added to those of the other jobs. */
+int na_place_job(const struct na_topo *t, const struct na_place_req *r,
+		 struct na_jobdir *jd, struct na_placement *out, struct verr *err);
 
 /* ------------------------------------------------------- job runtime dir */
 
@@ -84,15 +103,23 @@ struct na_jobdir {
 	int lock_fd;
 };
 int na_jobdir_create(struct na_jobdir *jd, const char *job, struct verr *err);
+/* Takes over the dir of a job whose owner died (a restarted vhpcd
+ * re-adopting its guests); fails if the lock is held. */
+int na_jobdir_adopt(struct na_jobdir *jd, const char *job, struct verr *err);
+/* Whether the job's dir exists and its lock is held (by anyone). */
+bool na_jobdir_alive(const char *job);
 /* Records the placement so na_busy_cpus sees it. */
 int na_jobdir_record_cpus(struct na_jobdir *jd, const struct na_placement *p,
 			  int n, struct verr *err);
-/* Removes the dir and releases the lock (after every resource is gone). */
+/* Removes the dir and releases the lock, after every resource is gone:
+ * whatever is still there by the naming rules (containers, netns, cgroups,
+ * mounts, shm files) is removed first, with a warning. */
 int na_jobdir_remove(struct na_jobdir *jd, struct verr *err);
 
 /* Removes every resource (netns, links, containers, cgroups, mounts, shm
  * files, runtime dirs) of jobs whose runtime dir is not locked.  Counts what
- * it removed in *removed and logs each item. */
+ * it removed in *removed and logs each item.  Jobs with a held lock, and
+ * resources of jobs that have no dir in this run dir, are never touched. */
 int na_cleanup_stale(int *removed, struct verr *err);
 
 /* ------------------------------------------------------------ job network */
@@ -114,7 +141,8 @@ struct na_net {
 	int mtu;
 };
 
-/* Creates the job netns with a bridge, one netns per guest with eth0 (a veth
+/* Needs the job dir held (na_jobdir_create).
+ * Creates the job netns with a bridge, one netns per guest with eth0 (a veth
  * whose peer is on the bridge), addresses subnet+2+i, MTU and offloads from
  * the tuning profile, lo up, and the tuning sysctls inside each guest netns. */
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
@@ -142,24 +170,74 @@ struct na_ctr_spec {
 	int nbinds;
 	const char *netns;         /* name under /run/netns to join */
 	const struct na_placement *place;
-	uint64_t mem_limit;
-	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp */
+	uint64_t mem_limit;        /* 0 = none */
+	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp, /dev/shm; 0 = 64 MiB each */
 	const char *log_path;      /* the init's stdout+stderr go here */
 };
 
 struct na_ctr;
 
+/* Needs the job dir held (na_jobdir_create).  The image rootfs must have
+ * /proc /sys /dev /tmp /run /var/tmp; bind targets outside /tmp, /run,
+ * /var/tmp and /dev must exist in it.  Returns once the init runs, with
+ * cpuset.cpus verified in the kernel. */
 int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err);
+/* Takes over a running guest of a job whose dir this process holds after
+ * na_jobdir_adopt (a restarted vhpcd); fails if its init is gone. */
+int na_ctr_adopt(const char *job, int index, struct na_ctr **out, struct verr *err);
 /* Host pid of the container's init, or -1 when it has exited. */
 pid_t na_ctr_pid(const struct na_ctr *c);
 bool na_ctr_running(struct na_ctr *c);
 /* SIGTERM, wait up to grace_ms, then SIGKILL; removes the container and
  * its cgroups; frees c. */
 int na_ctr_stop(struct na_ctr *c, int grace_ms, struct verr *err);
+/* The same for all guests of a job at once (one grace period in all);
+ * sets each cs[i] to NULL. */
+int na_ctr_stop_all(struct na_ctr **cs, int n, int grace_ms, struct verr *err);
+
+/* --------------------------------------------------------------- images */
+
+/*
+ * Node images, content-addressed: the id is the sha256 of a manifest that
+ * lists every file of the rootfs (type, mode, size, sha256 or link target,
+ * path), so two builds of the same content get the same id and a node can
+ * verify what it runs.  Stored under <state dir>/images/<id>/ with a name
+ * reference in <state dir>/images/refs/<name>.json.
+ */
+struct image_info {
+	char id[65];
+	char name[65];
+	char dir[512];          /* <state>/images/<id> */
+	char rootfs[512];       /* <dir>/rootfs */
+	uint64_t bytes;
+	long files;
+	long long built;        /* unix time */
+};
+
+/* Builds the image a YAML file describes (configs/images/NAME.yaml); reuses
+ * the stored one when its sources have not changed, unless force. */
+int image_build(const char *yaml_path, bool force, struct image_info *out,
+		struct verr *err);
+/* The image a name refers to, building it from <config dir>/images/NAME.yaml
+ * when it is missing or its sources changed. */
+int image_ensure(const char *name, struct image_info *out, struct verr *err);
+/* The stored image a name or id refers to, without building. */
+int image_lookup(const char *name_or_id, struct image_info *out, struct verr *err);
+/* Every stored image, newest first; *out is malloc'd. */
+int image_list(struct image_info **out, size_t *n, struct verr *err);
+/* Recomputes the manifest of a stored image and compares it with its id. */
+int image_verify(const struct image_info *img, struct verr *err);
 
 /* ------------------------------------------------------------- drivers */
 
-/* `auto` resolves to kvm only with hardware virtualization; *why says why. */
+/* `auto` resolves to kvm only with hardware virtualization (and a built kvm
+ * driver), else container; *why says which and why, in words for users
+ * (thread-local, valid until the next call).  A driver asked for by name is
+ * returned as asked: na_driver_check says whether it can run here. */
 enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
+/* 0 when driver d can run on this host, else -1 with the reason (kvm
+ * without hardware virtualization or before the kvm driver exists;
+ * container without runc). */
+int na_driver_check(enum vhpc_driver d, struct verr *err);
 
 #endif

@@ -55,3 +55,5 @@ $(eval $(call fuzzer,fuzz-vmshm-ring,tests/mpi-plugins/fuzz_vmshm_ring.c $(VMSHM
 # These are compiled straight from sources, without dependency files.
 VMSHM_HDRS := $(VMSHM_DIR)/vmshm_region.h $(VMSHM_DIR)/vmshm_ring.h
 $(B)/fuzz/fuzz-vmshm-ring $(B)/vmshm/bin/vmshm-scribble: $(VMSHM_HDRS)
+# The top Makefile reads dependency files from $(B)/obj and $(B)/san only.
+-include $(shell find $(B)/vmshm -name '*.d' -type f 2>/dev/null)

@@ -1,0 +1,68 @@
+/* The i8042 keyboard controller, only as far as resets go: the 0xfe pulse
+ * command on port 0x64 (also the FADT reset register), and writing the
+ * output port with the reset line low.  No keyboard is attached. */
+#include "vm.h"
+#include "layout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct i8042 {
+	struct vm *vm;
+	pthread_mutex_t lock;
+	uint8_t pending_cmd;
+};
+
+static struct i8042 *kbc;
+
+static void kbc_read(void *opaque, uint64_t off, void *data, unsigned len)
+{
+	(void)opaque;
+	memset(data, 0, len);
+	/* Status: input and output buffers empty, system flag set. */
+	if (off == PORT_I8042_CMD - PORT_I8042_DATA)
+		*(uint8_t *)data = 0x04;
+}
+
+static void kbc_write(void *opaque, uint64_t off, const void *data, unsigned len)
+{
+	struct i8042 *k = opaque;
+	uint8_t v = *(const uint8_t *)data;
+
+	(void)len;
+	pthread_mutex_lock(&k->lock);
+	if (off == PORT_I8042_CMD - PORT_I8042_DATA) {
+		if (v == 0xfe)
+			vm_request_exit(k->vm, HV_EXIT_RESET, "guest requested a reset (i8042 pulse)");
+		k->pending_cmd = v == 0xd1 ? v : 0;
+	} else if (k->pending_cmd == 0xd1) {
+		k->pending_cmd = 0;
+		if (!(v & 1))
+			vm_request_exit(k->vm, HV_EXIT_RESET, "guest requested a reset (i8042 output port)");
+	}
+	pthread_mutex_unlock(&k->lock);
+}
+
+static const struct io_ops kbc_ops = { .read = kbc_read, .write = kbc_write };
+
+static int kbc_create(struct vm *vm, struct verr *err)
+{
+	kbc = calloc(1, sizeof(*kbc));
+	if (!kbc)
+		return verr_set(err, "out of memory");
+	kbc->vm = vm;
+	pthread_mutex_init(&kbc->lock, NULL);
+	return io_register(&vm->pio, PORT_I8042_DATA, PORT_I8042_CMD - PORT_I8042_DATA + 1, &kbc_ops,
+			   kbc, "i8042", err);
+}
+
+static void kbc_destroy(struct vm *vm)
+{
+	(void)vm;
+	if (kbc)
+		pthread_mutex_destroy(&kbc->lock);
+	free(kbc);
+	kbc = NULL;
+}
+
+HV_DEVICE(i8042, kbc_create, kbc_destroy);

@@ -1,0 +1,19 @@
+# vhpc-hv: the VMM.  Every hv/*.c is part of it; device
+# files register themselves (HV_DEVICE), so adding one needs no edit here.
+HV_SRCS := $(sort $(wildcard hv/*.c))
+$(eval $(call program,vhpc-hv,$(HV_SRCS)))
+$(eval $(call program,vhpc-hvctl,hv/ctl/hvctl.c))
+
+# The test guests and their kit live in tests/hv/ (only top-level module.mk
+# files are picked up by the Makefile).
+include tests/hv/module.mk
+
+# Unit tests of the pieces that need no KVM.
+HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/acpi.c hv/boot.c
+$(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS),,-Ihv))
+
+# Fuzzer: kernel files, device port I/O and control requests (tests/hv/fuzz_hv.c).
+$(eval $(call fuzzer,fuzz-hv,tests/hv/fuzz_hv.c $(filter-out hv/main.c,$(HV_SRCS)),,-Ihv))
+
+# Benchmark (not a test): RAM set-up per GiB against memset, start-up time.
+$(eval $(call program,vhpc-hv-bench,hv/bench/bench.c hv/mem.c))

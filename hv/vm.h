@@ -1,0 +1,223 @@
+/* Internal interfaces of vhpc-hv: the VM, guest memory, I/O dispatch,
+ * device registration and the ACPI/DSDT hooks devices use. */
+#ifndef HV_VM_H
+#define HV_VM_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+
+/* ------------------------------------------------------------ guest memory */
+
+/* One contiguous host mapping of the RAM file; KVM slots map pieces of it
+ * below the 32-bit hole and above 4 GiB. */
+struct mem_slot {
+	uint64_t gpa, size;
+	uint64_t ram_off;          /* offset in the RAM mapping */
+};
+
+struct guest_mem {
+	int fd;
+	uint8_t *host;
+	uint64_t size;
+	uint64_t page_size;
+	int nslots;
+	struct mem_slot slot[2];
+};
+
+/* Creates the RAM file, binds each guest node's part to its host node,
+ * prefaults it with `threads` threads (0 = none) and maps the slots.
+ * *prefault_ns gets the time the prefault took. */
+int mem_create(struct guest_mem *m, const struct hv_plan *p, int threads,
+	       uint64_t *prefault_ns, struct verr *err);
+void mem_destroy(struct guest_mem *m);
+/* Guest RAM layout for a given size: low part below the hole, rest above
+ * 4 GiB.  Shared by e820, SRAT and the slots. */
+void mem_layout(uint64_t size, struct mem_slot slot[2], int *nslots);
+/* GPA of a RAM-file offset (for SRAT ranges).  Splits at the hole:
+ * writes up to two [gpa,len) pieces; returns how many. */
+int mem_range_gpa(const struct guest_mem *m, uint64_t off, uint64_t len,
+		  uint64_t gpa[2], uint64_t glen[2]);
+
+/* Every guest address goes through these: [gpa, gpa+len) must lie inside one
+ * RAM slot (overflow-safe).  gm_ptr returns NULL otherwise. */
+void *gm_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len);
+int gm_read(const struct guest_mem *m, uint64_t gpa, void *buf, uint64_t len);
+int gm_write(const struct guest_mem *m, uint64_t gpa, const void *buf, uint64_t len);
+
+/* ------------------------------------------------------------- I/O dispatch */
+
+enum io_space { IO_PIO = 0, IO_MMIO = 1 };
+
+/* Handlers get the offset from the region's base; data is little-endian,
+ * len 1, 2, 4 or 8.  Unhandled reads return all ones. */
+struct io_ops {
+	void (*read)(void *opaque, uint64_t off, void *data, unsigned len);
+	void (*write)(void *opaque, uint64_t off, const void *data, unsigned len);
+};
+
+struct io_region {
+	uint64_t base, len;
+	const struct io_ops *ops;
+	void *opaque;
+	char name[32];
+};
+
+struct io_bus {
+	pthread_rwlock_t lock;
+	struct io_region *r;       /* sorted by base, no overlaps */
+	size_t n, cap;
+	atomic_ulong unhandled;
+};
+
+int io_register(struct io_bus *b, uint64_t base, uint64_t len, const struct io_ops *ops,
+		void *opaque, const char *name, struct verr *err);
+int io_unregister(struct io_bus *b, uint64_t base);
+/* Returns false when no region covers [addr, addr+len). */
+bool io_dispatch(struct io_bus *b, uint64_t addr, void *data, unsigned len, bool write);
+void io_bus_init(struct io_bus *b);
+void io_bus_free(struct io_bus *b);
+
+/* ---------------------------------------------------------------------- VM */
+
+enum vm_state { VM_STARTING = 0, VM_RUNNING, VM_PAUSED, VM_STOPPING };
+
+struct vm;
+
+struct vcpu {
+	struct vm *vm;
+	int idx;
+	uint32_t apic_id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	atomic_int tid;
+	int host_cpu;              /* -1: not pinned */
+	bool started;
+	bool paused;               /* parked in the pause wait */
+};
+
+/* Called from the main loop when fd is readable. */
+typedef void (*fd_cb)(struct vm *vm, int fd, void *opaque);
+
+struct aml;
+typedef void (*dsdt_emit_fn)(struct aml *a, struct vm *vm, void *opaque);
+/* Writes one whole ACPI table into buf (header by acpi_table_header) and
+ * returns its length, or 0 when it does not fit in cap. */
+typedef size_t (*acpi_table_fn)(struct vm *vm, uint8_t *buf, size_t cap, void *opaque);
+
+struct vm {
+	const struct hv_config *cfg;
+	const struct hv_plan *plan;
+	int kvm_fd, vm_fd;
+	int run_size;
+	struct guest_mem mem;
+	struct io_bus pio, mmio;
+	struct vcpu vcpu[HV_MAX_VCPUS];
+	int nvcpus;
+	struct kvm_cpuid2 *supported_cpuid;
+	uint64_t t0_ns;             /* process start (monotonic) */
+	atomic_ullong first_exit_ns;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	enum vm_state state;
+	bool pause_req;
+	int nparked;
+
+	atomic_int exit_status;     /* -1 until someone decides */
+	char exit_reason[256];
+	int stop_efd;               /* written when exit_status is set */
+
+	struct { int fd; fd_cb cb; void *opaque; } watch[8];
+	int nwatch;
+
+	struct { dsdt_emit_fn fn; void *opaque; } dsdt[16];
+	int ndsdt;
+	struct { acpi_table_fn fn; void *opaque; } tables[8];
+	int ntables;
+	struct { uint64_t addr, size; } e820_resv[8];
+	int ne820_resv;
+	uint8_t fadt_boot_flags_clear;
+	bool power_button_pending;
+	struct ged *ged;
+	uint64_t acpi_rsdp;
+	struct uart *uart;
+};
+
+/* First caller wins; wakes the main loop, which stops every vCPU. */
+void vm_request_exit(struct vm *vm, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int vm_watch_fd(struct vm *vm, int fd, fd_cb cb, void *opaque);
+void vm_unwatch_fd(struct vm *vm, int fd);
+/* Level-triggered GSI (IOAPIC pin / PIC line) through the in-kernel irqchip. */
+void vm_set_irq(struct vm *vm, int gsi, int level);
+int vm_pause(struct vm *vm, struct verr *err);
+int vm_resume(struct vm *vm, struct verr *err);
+/* Appends AML to the DSDT's \_SB scope (called while building ACPI). */
+int vm_add_dsdt(struct vm *vm, dsdt_emit_fn fn, void *opaque);
+/* Adds a table to the XSDT (MCFG for PCI ECAM, ...). */
+int vm_add_acpi_table(struct vm *vm, acpi_table_fn fn, void *opaque);
+/* Marks a guest-physical range reserved in e820 (ECAM, ...). */
+int vm_reserve_e820(struct vm *vm, uint64_t addr, uint64_t size);
+/* Fills a 36-byte ACPI header (length and checksum are set by acpi_build). */
+void acpi_table_header(uint8_t *h, const char *sig, uint8_t rev);
+
+/* -------------------------------------------------------------- devices */
+
+/* Each device file registers itself with HV_DEVICE(name, create); create
+ * runs before the kernel is loaded and may register I/O regions, DSDT
+ * fragments and main-loop fds.  Adding a device touches no other file. */
+struct hv_device {
+	const char *name;
+	int (*create)(struct vm *vm, struct verr *err);
+	void (*destroy)(struct vm *vm);
+};
+#define HV_DEVICE(nm, cr, de)                                                  \
+	static const struct hv_device hv_dev_##nm                              \
+		__attribute__((used, section("hv_devices"), aligned(8))) = {   \
+		.name = #nm, .create = cr, .destroy = de }
+
+int devices_create(struct vm *vm, struct verr *err);
+void devices_destroy(struct vm *vm);
+
+/* Power button press (control "poweroff"). */
+void ged_power_button(struct vm *vm);
+
+/* -------------------------------------------------------------- vCPUs, boot */
+
+struct boot_info {
+	bool pvh;
+	uint64_t entry;            /* RIP (64-bit Linux) or EIP (PVH) */
+	uint64_t zero_page;        /* RSI for Linux */
+	uint64_t start_info;       /* EBX for PVH */
+};
+
+int cpuid_setup(struct vm *vm, struct vcpu *c, struct verr *err);
+int vcpu_create(struct vm *vm, int idx, struct verr *err);
+int vcpu_boot_regs(struct vcpu *c, const struct boot_info *bi, struct verr *err);
+int vcpus_start(struct vm *vm, struct verr *err);
+void vcpus_stop(struct vm *vm);
+
+int boot_load(struct vm *vm, struct boot_info *bi, struct verr *err);
+int acpi_build(struct vm *vm, struct verr *err);
+
+/* e820 entries of the configured layout (shared by both boot paths). */
+struct e820e { uint64_t addr, size; uint32_t type; };
+#define E820_RAM      1
+#define E820_RESERVED 2
+int e820_build(const struct vm *vm, struct e820e *e, int max);
+
+int control_start(struct vm *vm, const char *path, struct verr *err);
+/* One request line -> its reply (malloc'd JSON text). */
+char *control_reply(struct vm *vm, const char *line);
+void control_stop(void);
+
+const char *vm_state_name(enum vm_state s);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * Messages between vhpc daemons and clients: a JSON object carried inside a
+ * munge credential, so every message says who sent it (uid/gid from munged,
+ * not from the sender) and cannot be altered, replayed or used after its TTL.
+ *
+ * Frame: u32 big-endian length | munge credential (ASCII).
+ * Payload: {"v": WIRE_VERSION, "type": "...", ...}.
+ */
+#include "vhpc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <munge.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static munge_ctx_t make_ctx(struct verr *err)
+{
+	munge_ctx_t ctx = munge_ctx_create();
+	const char *sock = getenv("VHPC_MUNGE_SOCKET");
+
+	if (!ctx) {
+		verr_set(err, "munge: cannot create a context");
+		return NULL;
+	}
+	if (sock && *sock && munge_ctx_set(ctx, MUNGE_OPT_SOCKET, sock) != EMUNGE_SUCCESS) {
+		verr_set(err, "munge: cannot use socket %s", sock);
+		munge_ctx_destroy(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+static int send_all(int fd, const void *buf, size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t r = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
+
+		if (r < 0 && errno == ENOTSOCK)
+			return write_full(fd, (const char *)buf + off, len - off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		off += r;
+	}
+	return 0;
+}
+
+int wire_send(int fd, struct json_object *msg, struct verr *err)
+{
+	const char *payload;
+	char *cred = NULL;
+	munge_ctx_t ctx;
+	munge_err_t e;
+	uint32_t nlen;
+	size_t plen, clen;
+
+	if (!json_object_object_get_ex(msg, "v", NULL))
+		json_object_object_add(msg, "v", json_object_new_int(WIRE_VERSION));
+	payload = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	plen = strlen(payload);
+	if (plen > WIRE_MAX_PAYLOAD)
+		return verr_set(err, "message of %zu bytes exceeds the %u-byte limit", plen, WIRE_MAX_PAYLOAD);
+	if (!(ctx = make_ctx(err)))
+		return -1;
+	e = munge_encode(&cred, ctx, payload, (int)plen);
+	if (e != EMUNGE_SUCCESS) {
+		verr_set(err, "munge: cannot sign a message: %s (is munged running%s%s?)",
+			 munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx) : munge_strerror(e),
+			 getenv("VHPC_MUNGE_SOCKET") ? " on " : "",
+			 getenv("VHPC_MUNGE_SOCKET") ? getenv("VHPC_MUNGE_SOCKET") : "");
+		munge_ctx_destroy(ctx);
+		return -1;
+	}
+	munge_ctx_destroy(ctx);
+	clen = strlen(cred);
+	nlen = htonl((uint32_t)clen);
+	if (send_all(fd, &nlen, 4) < 0 || send_all(fd, cred, clen) < 0) {
+		free(cred);
+		return verr_errno(err, "sending a message");
+	}
+	free(cred);
+	return 0;
+}
+
+static int recv_deadline(int fd, void *buf, size_t len, uint64_t deadline, bool *eof)
+{
+	size_t off = 0;
+
+	*eof = false;
+	while (off < len) {
+		ssize_t r;
+
+		if (deadline) {
+			uint64_t now = now_ns();
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			int pr;
+
+			if (now >= deadline) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			pr = poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr <= 0) {
+				errno = pr == 0 ? ETIMEDOUT : errno;
+				return -1;
+			}
+		}
+		r = read(fd, (char *)buf + off, len - off);
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -1;
+		}
+		if (r == 0) {
+			*eof = off == 0;
+			errno = EPIPE;
+			return -1;
+		}
+		off += r;
+	}
+	return 0;
+}
+
+int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *peer,
+		struct verr *err)
+{
+	void *payload = NULL;
+	int plen = 0;
+	uid_t uid;
+	gid_t gid;
+	munge_ctx_t ctx;
+	munge_err_t e;
+	struct json_object *o;
+	struct json_object *v, *t;
+	struct json_tokener *tok;
+
+	if (!(ctx = make_ctx(err)))
+		return -1;
+	e = munge_decode(cred, ctx, &payload, &plen, &uid, &gid);
+	munge_ctx_destroy(ctx);
+	/* Replayed and expired credentials still yield a uid: only success
+	 * counts. */
+	if (e != EMUNGE_SUCCESS) {
+		free(payload);
+		return verr_set(err, "rejected message: munge credential %s", munge_strerror(e));
+	}
+	if (!payload || plen <= 0 || plen > (int)WIRE_MAX_PAYLOAD) {
+		free(payload);
+		return verr_set(err, "rejected message: empty or oversized payload");
+	}
+	tok = json_tokener_new_ex(32);
+	o = tok ? json_tokener_parse_ex(tok, payload, plen) : NULL;
+	if (o && json_tokener_get_parse_end(tok) != (size_t)plen) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	free(payload);
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return verr_set(err, "rejected message: not a JSON object");
+	}
+	if (!json_object_object_get_ex(o, "v", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int(v) != WIRE_VERSION) {
+		json_object_put(o);
+		return verr_set(err, "rejected message: unsupported version (this side speaks %d)", WIRE_VERSION);
+	}
+	if (!json_object_object_get_ex(o, "type", &t) || !json_object_is_type(t, json_type_string) ||
+	    !ident_ok(json_object_get_string(t), 64)) {
+		json_object_put(o);
+		return verr_set(err, "rejected message: no valid \"type\"");
+	}
+	peer->uid = uid;
+	peer->gid = gid;
+	*msg = o;
+	return 0;
+}
+
+int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer, int timeout_ms,
+	      struct verr *err)
+{
+	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	uint32_t nlen;
+	char *cred;
+	bool eof;
+	int r;
+
+	if (recv_deadline(fd, &nlen, 4, deadline, &eof) < 0) {
+		if (eof)
+			return 1;
+		return verr_errno(err, "receiving a message");
+	}
+	nlen = ntohl(nlen);
+	if (nlen == 0 || nlen > WIRE_MAX_FRAME)
+		return verr_set(err, "rejected message: frame of %u bytes (limit %u)", nlen, WIRE_MAX_FRAME);
+	cred = malloc(nlen + 1);
+	if (!cred)
+		return verr_set(err, "out of memory");
+	if (recv_deadline(fd, cred, nlen, deadline, &eof) < 0) {
+		free(cred);
+		return verr_errno(err, "receiving a message: truncated");
+	}
+	cred[nlen] = 0;
+	if (strlen(cred) != nlen) {
+		free(cred);
+		return verr_set(err, "rejected message: NUL byte inside the credential");
+	}
+	r = wire_decode(cred, msg, peer, err);
+	free(cred);
+	return r;
+}
+
+const char *wire_type(struct json_object *msg)
+{
+	struct json_object *t;
+
+	return json_object_object_get_ex(msg, "type", &t) ? json_object_get_string(t) : "";
+}
+
+struct json_object *wire_error(const char *fmt, ...)
+{
+	struct json_object *o = json_object_new_object();
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_object_object_add(o, "type", json_object_new_string("error"));
+	json_object_object_add(o, "error", json_object_new_string(buf));
+	return o;
+}

@@ -1,0 +1,337 @@
+/*
+ * The job network: a namespace vhpc-<job> holding a bridge br0, and per
+ * guest a namespace vhpc-<job>-<i> whose eth0 is a veth with its peer
+ * (v<i>) on the bridge.  Nothing of it exists in the host's namespace, so
+ * two jobs' guests have no path to each other, and a job's addresses can
+ * never collide with the host's.  Links are made over netlink (libnl-route).
+ */
+#include "na.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/bridge.h>
+#include <netlink/route/link/veth.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BRIDGE "br0"
+
+static struct nl_sock *nl_open(struct verr *err)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	int rc;
+
+	if (!sk) {
+		verr_set(err, "netlink: out of memory");
+		return NULL;
+	}
+	if ((rc = nl_connect(sk, NETLINK_ROUTE)) < 0) {
+		verr_set(err, "netlink: connect: %s", nl_geterror(rc));
+		nl_socket_free(sk);
+		return NULL;
+	}
+	return sk;
+}
+
+/* Brings name up, with mtu when > 0 and master when >= 0. */
+static int link_set(struct nl_sock *sk, const char *name, int mtu, int master,
+		    struct verr *err)
+{
+	struct rtnl_link *link = NULL, *change = rtnl_link_alloc();
+	int rc;
+
+	if (!change)
+		return verr_set(err, "netlink: out of memory");
+	if ((rc = rtnl_link_get_kernel(sk, 0, name, &link)) < 0) {
+		rtnl_link_put(change);
+		return verr_set(err, "link %s: %s", name, nl_geterror(rc));
+	}
+	rtnl_link_set_flags(change, IFF_UP);
+	if (mtu > 0)
+		rtnl_link_set_mtu(change, mtu);
+	if (master >= 0)
+		rtnl_link_set_master(change, master);
+	rc = rtnl_link_change(sk, link, change, 0);
+	rtnl_link_put(link);
+	rtnl_link_put(change);
+	if (rc < 0)
+		return verr_set(err, "link %s: set up%s: %s", name, mtu > 0 ? " and MTU" : "", nl_geterror(rc));
+	return 0;
+}
+
+static int link_index(struct nl_sock *sk, const char *name, struct verr *err)
+{
+	struct rtnl_link *link;
+	int rc = rtnl_link_get_kernel(sk, 0, name, &link), idx;
+
+	if (rc < 0)
+		return verr_set(err, "link %s: %s", name, nl_geterror(rc));
+	idx = rtnl_link_get_ifindex(link);
+	rtnl_link_put(link);
+	return idx;
+}
+
+struct job_ctx {
+	const struct na_net_req *r;
+	int mtu;
+};
+
+/* In the job namespace: the bridge, and a veth per guest whose eth0 end is
+ * created directly inside the guest's namespace. */
+static int job_setup(void *arg, struct verr *err)
+{
+	struct job_ctx *c = arg;
+	struct nl_sock *sk = nl_open(err);
+	struct rtnl_link *br = NULL;
+	int rc = -1, brx;
+
+	if (!sk)
+		return -1;
+	if (link_set(sk, "lo", 0, -1, err) < 0)
+		goto out;
+	br = rtnl_link_bridge_alloc();
+	if (!br) {
+		verr_set(err, "netlink: out of memory");
+		goto out;
+	}
+	rtnl_link_set_name(br, BRIDGE);
+	rtnl_link_set_mtu(br, c->mtu);
+	if ((rc = rtnl_link_add(sk, br, NLM_F_CREATE | NLM_F_EXCL)) < 0) {
+		verr_set(err, "create bridge %s: %s", BRIDGE, nl_geterror(rc));
+		rc = -1;
+		goto out;
+	}
+	rc = -1;
+	if ((brx = link_index(sk, BRIDGE, err)) < 0 || link_set(sk, BRIDGE, c->mtu, -1, err) < 0)
+		goto out;
+	for (int i = 0; i < c->r->nguests; i++) {
+		char ns[PATH_MAX], host[IFNAMSIZ];
+		struct rtnl_link *veth = rtnl_link_veth_alloc(), *peer;
+		int fd, e;
+
+		if (!veth) {
+			verr_set(err, "netlink: out of memory");
+			goto out;
+		}
+		snprintf(ns, sizeof(ns), "%s/vhpc-%s-%d", NA_NETNS_DIR, c->r->job, i);
+		snprintf(host, sizeof(host), "v%d", i);
+		fd = open(ns, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			rtnl_link_put(veth);
+			verr_errno(err, "%s", ns);
+			goto out;
+		}
+		rtnl_link_set_name(veth, host);
+		rtnl_link_set_mtu(veth, c->mtu);
+		peer = rtnl_link_veth_get_peer(veth);
+		rtnl_link_set_name(peer, "eth0");
+		rtnl_link_set_mtu(peer, c->mtu);
+		rtnl_link_set_ns_fd(peer, fd);
+		e = rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL);
+		rtnl_link_put(peer);
+		rtnl_link_put(veth);
+		close(fd);
+		if (e < 0) {
+			verr_set(err, "create veth %s <-> eth0 of guest %d: %s", host, i, nl_geterror(e));
+			goto out;
+		}
+		if (link_set(sk, host, c->mtu, brx, err) < 0)
+			goto out;
+		if (c->r->tuning && na_eth_offloads(host, c->r->tuning, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (br)
+		rtnl_link_put(br);
+	nl_socket_free(sk);
+	return rc;
+}
+
+/* Some net.* sysctls exist in a child namespace only as a read-only view of
+ * the host's value (net.core.rmem_max/wmem_max on recent kernels) or not at
+ * all; a profile that names one cannot be applied in a guest, and saying
+ * so beats "Permission denied". */
+static int sysctls_settable(const struct tuning *t, struct verr *err)
+{
+	for (size_t i = 0; i < t->sysctl.n; i++) {
+		char path[256];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/proc/sys/%s", t->sysctl.key[i]);
+		for (char *p = path + 10; *p; p++)
+			if (*p == '.')
+				*p = '/';
+		if (stat(path, &st) < 0)
+			return verr_set(err, "tuning '%s': sysctl %s does not exist inside a network namespace on this kernel; take it out of the profile",
+					t->name, t->sysctl.key[i]);
+		if (!(st.st_mode & 0222))
+			return verr_set(err, "tuning '%s': sysctl %s is read-only inside a network namespace on this kernel (only the host's value counts); take it out of the profile",
+					t->name, t->sysctl.key[i]);
+	}
+	return 0;
+}
+
+struct guest_ctx {
+	const struct na_net_req *r;
+	int index, mtu;
+	uint32_t addr;
+	int prefix;
+};
+
+static int guest_setup(void *arg, struct verr *err)
+{
+	struct guest_ctx *g = arg;
+	struct nl_sock *sk = nl_open(err);
+	struct rtnl_addr *a = NULL;
+	struct nl_addr *local = NULL, *bcast = NULL;
+	uint32_t be = htonl(g->addr), bbe = htonl(g->addr | (g->prefix < 32 ? ~0u >> g->prefix : 0));
+	int rc = -1, idx, e;
+
+	if (!sk)
+		return -1;
+	if (link_set(sk, "lo", 0, -1, err) < 0 || (idx = link_index(sk, "eth0", err)) < 0)
+		goto out;
+	a = rtnl_addr_alloc();
+	local = nl_addr_build(AF_INET, &be, 4);
+	bcast = nl_addr_build(AF_INET, &bbe, 4);
+	if (!a || !local || !bcast) {
+		verr_set(err, "netlink: out of memory");
+		goto out;
+	}
+	nl_addr_set_prefixlen(local, g->prefix);
+	rtnl_addr_set_ifindex(a, idx);
+	rtnl_addr_set_local(a, local);
+	rtnl_addr_set_broadcast(a, bcast);
+	if ((e = rtnl_addr_add(sk, a, 0)) < 0) {
+		char s[20];
+
+		verr_set(err, "eth0: add address %s/%d: %s", ipv4_format(g->addr, s, sizeof(s)),
+			 g->prefix, nl_geterror(e));
+		goto out;
+	}
+	if (link_set(sk, "eth0", g->mtu, -1, err) < 0)
+		goto out;
+	if (g->r->tuning) {
+		if (na_eth_offloads("eth0", g->r->tuning, err) < 0 ||
+		    sysctls_settable(g->r->tuning, err) < 0 ||
+		    tuning_apply_sysctls(g->r->tuning, err) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (local)
+		nl_addr_put(local);
+	if (bcast)
+		nl_addr_put(bcast);
+	if (a)
+		rtnl_addr_put(a);
+	nl_socket_free(sk);
+	return rc;
+}
+
+static int check_req(const struct na_net_req *r, struct verr *err)
+{
+	char s[20];
+	uint64_t size;
+
+	if (na_job_check(r->job, err) < 0)
+		return -1;
+	/* Only a held job dir makes a crash from here on recoverable. */
+	if (!na_jobdir_alive(r->job))
+		return verr_set(err, "job %s network: the job dir is not held by a live owner (na_jobdir_create first)", r->job);
+	if (r->nguests < 1 || r->nguests > NA_MAX_GUESTS)
+		return verr_set(err, "job %s network: %d guests; 1..%d allowed", r->job, r->nguests, NA_MAX_GUESTS);
+	if (r->subnet.prefix < 1 || r->subnet.prefix > 30)
+		return verr_set(err, "job %s network: subnet prefix /%d; /1../30 allowed", r->job, r->subnet.prefix);
+	if (r->subnet.addr & (~0u >> r->subnet.prefix))
+		return verr_set(err, "job %s network: %s/%d has host bits set", r->job,
+				ipv4_format(r->subnet.addr, s, sizeof(s)), r->subnet.prefix);
+	size = 1ull << (32 - r->subnet.prefix);
+	if ((uint64_t)r->nguests + 3 > size)
+		return verr_set(err, "job %s network: %d guests do not fit in %s/%d (addresses start at .2, the last is broadcast)",
+				r->job, r->nguests, ipv4_format(r->subnet.addr, s, sizeof(s)), r->subnet.prefix);
+	return 0;
+}
+
+int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err)
+{
+	struct job_ctx jc = { .r = r };
+	int i, created = 0;
+	bool job_ns = false;
+
+	memset(out, 0, sizeof(*out));
+	if (check_req(r, err) < 0)
+		return -1;
+	jc.mtu = r->tuning ? (int)r->tuning->mtu : 1500;
+	snprintf(out->job, sizeof(out->job), "%s", r->job);
+	snprintf(out->job_netns, sizeof(out->job_netns), "vhpc-%s", r->job);
+	out->prefix = r->subnet.prefix;
+	out->mtu = jc.mtu;
+	out->nguests = r->nguests;
+	for (i = 0; i < r->nguests; i++) {
+		snprintf(out->guest_netns[i], sizeof(out->guest_netns[i]), "vhpc-%s-%d", r->job, i);
+		out->guest_addr[i] = r->subnet.addr + 2 + (uint32_t)i;
+	}
+
+	if (na_netns_add(out->job_netns, err) < 0)
+		goto fail;
+	job_ns = true;
+	for (created = 0; created < r->nguests; created++)
+		if (na_netns_add(out->guest_netns[created], err) < 0)
+			goto fail;
+	if (na_netns_run(out->job_netns, job_setup, &jc, err) < 0)
+		goto fail;
+	for (i = 0; i < r->nguests; i++) {
+		struct guest_ctx g = { .r = r, .index = i, .mtu = jc.mtu,
+				       .addr = out->guest_addr[i], .prefix = r->subnet.prefix };
+
+		if (na_netns_run(out->guest_netns[i], guest_setup, &g, err) < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	verr_wrap(err, "job %s network", r->job);
+	for (i = 0; i < created; i++) {
+		struct verr e;
+
+		if (na_netns_del(out->guest_netns[i], &e) < 0)
+			log_warn("%s", e.msg);
+	}
+	if (job_ns) {
+		struct verr e;
+
+		if (na_netns_del(out->job_netns, &e) < 0)
+			log_warn("%s", e.msg);
+	}
+	return -1;
+}
+
+int na_net_destroy(struct na_net *n, struct verr *err)
+{
+	int rc = 0;
+
+	if (!na_job_ok(n->job))
+		return verr_set(err, "job network: not created");
+	for (int i = 0; i < n->nguests && i < NA_MAX_GUESTS; i++) {
+		struct verr e;
+
+		if (n->guest_netns[i][0] && na_netns_del(n->guest_netns[i], &e) < 0 && rc == 0)
+			rc = verr_set(err, "job %s network: %s", n->job, e.msg);
+	}
+	if (n->job_netns[0]) {
+		struct verr e;
+
+		if (na_netns_del(n->job_netns, &e) < 0 && rc == 0)
+			rc = verr_set(err, "job %s network: %s", n->job, e.msg);
+	}
+	return rc;
+}

@@ -1,0 +1,98 @@
+/* vhpc image build|list|verify */
+#include "cli.h"
+#include "nodeagent/vhpcd.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void print_image(const struct image_info *img)
+{
+	char sz[32], when[32];
+	time_t t = img->built;
+
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime(&t));
+	printf("%-16s %.12s  %6ld files  %10s  %s\n", img->name, img->id, img->files,
+	       fmt_size(img->bytes, sz, sizeof(sz)), when);
+}
+
+int cmd_image(int argc, char **argv)
+{
+	struct image_info img;
+	struct verr err;
+
+	if (argc < 2 || !strcmp(argv[1], "--help")) {
+		printf("usage: vhpc image build FILE [--force] | list [--json] | verify NAME|ID\n");
+		return argc < 2 ? EXIT_USAGE : 0;
+	}
+	if (!strcmp(argv[1], "build")) {
+		bool force = false;
+		const char *file = NULL;
+
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--force"))
+				force = true;
+			else if (argv[i][0] == '-')
+				return usage_error("image build", "unknown option '%s'", argv[i]);
+			else if (file)
+				return usage_error("image build", "one image file at a time ('%s' and '%s')", file, argv[i]);
+			else
+				file = argv[i];
+		}
+		if (!file)
+			return usage_error("image build", "which image file? (e.g. configs/images/default.yaml)");
+		if (image_build(file, force, &img, &err) < 0) {
+			log_err("%s", err.msg);
+			return 1;
+		}
+		print_image(&img);
+		return 0;
+	}
+	if (!strcmp(argv[1], "list")) {
+		bool json = argc > 2 && !strcmp(argv[2], "--json");
+		struct image_info *v;
+		size_t n;
+
+		if (argc > 2 && !json)
+			return usage_error("image list", "unknown option '%s'", argv[2]);
+		if (image_list(&v, &n, &err) < 0) {
+			log_err("%s", err.msg);
+			return 1;
+		}
+		if (json) {
+			struct json_object *a = json_object_new_array();
+
+			for (size_t i = 0; i < n; i++) {
+				struct json_object *o = json_object_new_object();
+
+				json_object_object_add(o, "name", json_object_new_string(v[i].name));
+				json_object_object_add(o, "id", json_object_new_string(v[i].id));
+				json_object_object_add(o, "files", json_object_new_int64(v[i].files));
+				json_object_object_add(o, "bytes", json_object_new_int64(v[i].bytes));
+				json_object_object_add(o, "built", json_object_new_int64(v[i].built));
+				json_object_object_add(o, "rootfs", json_object_new_string(v[i].rootfs));
+				json_object_array_add(a, o);
+			}
+			printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY));
+			json_object_put(a);
+		} else {
+			printf("%-16s %-12s  %12s  %10s  %s\n", "NAME", "ID", "FILES", "SIZE", "BUILT");
+			for (size_t i = 0; i < n; i++)
+				print_image(&v[i]);
+		}
+		free(v);
+		return 0;
+	}
+	if (!strcmp(argv[1], "verify")) {
+		if (argc != 3)
+			return usage_error("image verify", "give one image name or id");
+		if (image_lookup(argv[2], &img, &err) < 0 || image_verify(&img, &err) < 0) {
+			log_err("%s", err.msg);
+			return 1;
+		}
+		printf("image %s (%.12s): content matches its id\n", img.name, img.id);
+		return 0;
+	}
+	return usage_error("image", "unknown subcommand '%s' (build, list, verify)", argv[1]);
+}

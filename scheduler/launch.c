@@ -1,0 +1,169 @@
+#include "launch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void launch_split_ranks(int ranks, int nguests, int *out)
+{
+	for (int i = 0; i < nguests; i++)
+		out[i] = ranks / nguests + (i < ranks % nguests ? 1 : 0);
+}
+
+static char *append(char *buf, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static char *append(char *buf, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	char *nb;
+
+	if (!buf)
+		return NULL;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	nb = realloc(buf, *len + n + 1);
+	if (!nb) {
+		free(buf);
+		return NULL;
+	}
+	va_start(ap, fmt);
+	vsnprintf(nb + *len, n + 1, fmt, ap);
+	va_end(ap);
+	*len += n;
+	return nb;
+}
+
+char *launch_hostfile(const struct launch_plan *p)
+{
+	size_t len = 0;
+	char *s = calloc(1, 1);
+
+	for (int i = 0; i < p->nguests; i++)
+		s = append(s, &len, "%s slots=%d max_slots=%d\n", p->guests[i].name,
+			   p->guests[i].ranks, p->guests[i].ranks);
+	return s;
+}
+
+char *launch_hosts(const struct launch_plan *p)
+{
+	size_t len = 0;
+	char *s = calloc(1, 1), ip[32];
+
+	s = append(s, &len, "127.0.0.1 localhost\n");
+	for (int i = 0; i < p->nguests; i++)
+		s = append(s, &len, "%s %s\n", ipv4_format(p->guests[i].addr, ip, sizeof(ip)),
+			   p->guests[i].name);
+	return s;
+}
+
+struct argv_b { char **v; size_t n, cap; bool oom; };
+
+static void push(struct argv_b *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void push(struct argv_b *a, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	if (a->oom)
+		return;
+	if (a->n + 2 > a->cap) {
+		size_t ncap = a->cap ? a->cap * 2 : 32;
+		char **nv = realloc(a->v, ncap * sizeof(*nv));
+
+		if (!nv) {
+			a->oom = true;
+			return;
+		}
+		a->v = nv;
+		a->cap = ncap;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0) {
+		a->oom = true;
+		va_end(ap);
+		return;
+	}
+	va_end(ap);
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+}
+
+char **launch_mpirun_argv(const struct launch_plan *p)
+{
+	struct argv_b a = { 0 };
+	const struct job_spec *j = p->spec;
+	bool ranks_share = false;
+	char btl[64];
+
+	for (int i = 0; i < p->nguests; i++)
+		if (p->guests[i].ranks > p->guests[i].vcpus)
+			ranks_share = true;
+	push(&a, "mpirun");
+	push(&a, "--allow-run-as-root");
+	push(&a, "-np");
+	push(&a, "%lld", j->ranks);
+	push(&a, "--hostfile");
+	push(&a, "%s", p->hostfile);
+	push(&a, "--map-by");
+	push(&a, "%s", j->map_by == MAP_BY_SLOT ? "slot" : "node");
+	/* Guests are pinned 1:1 already; inside, ranks get cores of their
+	 * own unless there are more ranks than vCPUs. */
+	push(&a, "--bind-to");
+	push(&a, "%s", ranks_share ? "none" : "core");
+	/* Guests are given different cores; without this every orted assumes
+	 * mpirun's topology and binds to cores its guest may not use. */
+	push(&a, "--mca");
+	push(&a, "orte_hetero_nodes");
+	push(&a, "1");
+	push(&a, "--mca");
+	push(&a, "plm_rsh_agent");
+	push(&a, "%s", p->rsh_path);
+	/* Each guest's vhpc-guestd starts its orted directly from mpirun:
+	 * no tree spawn, so a launch failure names the guest it happened on. */
+	push(&a, "--mca");
+	push(&a, "plm_rsh_no_tree_spawn");
+	push(&a, "1");
+	snprintf(btl, sizeof(btl), "self,vader,%stcp", p->vmshm ? "vmshm," : "");
+	push(&a, "--mca");
+	push(&a, "btl");
+	push(&a, "%s", btl);
+	if (p->vmshm && p->vmshm_component_dir) {
+		push(&a, "--mca");
+		push(&a, "mca_base_component_path");
+		push(&a, "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s", p->vmshm_component_dir);
+	}
+	push(&a, "--mca");
+	push(&a, "btl_tcp_if_include");
+	push(&a, "%s", p->net_if);
+	push(&a, "--mca");
+	push(&a, "oob_tcp_if_include");
+	push(&a, "%s", p->net_if);
+	if (ranks_share || j->oversubscribe) {
+		/* Ranks that share a core must yield, or they spin each other out. */
+		push(&a, "--mca");
+		push(&a, "mpi_yield_when_idle");
+		push(&a, "1");
+	}
+	for (size_t i = 0; i < j->env.n; i++) {
+		push(&a, "-x");
+		push(&a, "%s=%s", j->env.key[i], j->env.val[i]);
+	}
+	for (size_t i = 0; i < j->command.n; i++)
+		push(&a, "%s", j->command.v[i]);
+	if (a.oom) {
+		launch_free_argv(a.v);
+		return NULL;
+	}
+	return a.v;
+}
+
+void launch_free_argv(char **argv)
+{
+	if (!argv)
+		return;
+	for (char **p = argv; *p; p++)
+		free(*p);
+	free(argv);
+}

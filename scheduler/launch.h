@@ -1,0 +1,36 @@
+/* Turning a placed job into what runs inside guest 0: the hostfile, the
+ * hosts file and mpirun's command line.  Pure functions, unit-tested. */
+#ifndef VHPC_SCHED_LAUNCH_H
+#define VHPC_SCHED_LAUNCH_H
+
+#include "vhpc.h"
+
+struct launch_guest {
+	char name[64];       /* hostname inside the job */
+	uint32_t addr;       /* job network address, host byte order */
+	int vcpus;
+	int ranks;           /* ranks this guest runs */
+};
+
+struct launch_plan {
+	const struct job_spec *spec;
+	int nguests;
+	struct launch_guest *guests;
+	const char *rsh_path;     /* vhpc-rsh inside the guest */
+	const char *hostfile;     /* path inside the guest */
+	const char *net_if;       /* the job network's interface in guests */
+	bool vmshm;               /* co-located guests use the vmshm BTL */
+	const char *vmshm_component_dir; /* where mca_btl_vmshm.so is in the image */
+};
+
+/* Ranks per guest: as even as possible, the first guests take the rest. */
+void launch_split_ranks(int ranks, int nguests, int *out);
+/* "g0 slots=2 max_slots=2\n..." */
+char *launch_hostfile(const struct launch_plan *p);
+/* "127.0.0.1 localhost\n10.213.0.2 g0\n..." */
+char *launch_hosts(const struct launch_plan *p);
+/* NULL-terminated argv for mpirun; free with launch_free_argv. */
+char **launch_mpirun_argv(const struct launch_plan *p);
+void launch_free_argv(char **argv);
+
+#endif

@@ -1,0 +1,317 @@
+#include "store.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const job_state_names[] = {
+	"PENDING", "STARTING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", NULL
+};
+
+bool job_state_final(enum job_state s)
+{
+	return s >= JOB_COMPLETED;
+}
+
+struct store {
+	sqlite3 *db;
+};
+
+static const char schema[] =
+	"CREATE TABLE IF NOT EXISTS jobs ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, name TEXT NOT NULL,"
+	" state INTEGER NOT NULL, spec TEXT NOT NULL, alloc TEXT, net TEXT,"
+	" submitted INTEGER NOT NULL, started INTEGER, ended INTEGER,"
+	" exit_status INTEGER, reason TEXT);"
+	"CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
+	"CREATE TABLE IF NOT EXISTS nodes ("
+	" name TEXT PRIMARY KEY, addr TEXT NOT NULL, up INTEGER NOT NULL,"
+	" last_seen INTEGER NOT NULL, info TEXT);"
+	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', '1');";
+
+static int db_error(struct store *s, struct verr *err, const char *what)
+{
+	return verr_set(err, "state store: %s: %s", what, sqlite3_errmsg(s->db));
+}
+
+int store_open(struct store **out, const char *path, struct verr *err)
+{
+	struct store *s = calloc(1, sizeof(*s));
+	char *msg = NULL;
+
+	if (!s)
+		return verr_set(err, "out of memory");
+	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+			    SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+		verr_set(err, "state store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
+		sqlite3_close(s->db);
+		free(s);
+		return -1;
+	}
+	sqlite3_busy_timeout(s->db, 5000);
+	/* WAL survives kill -9 of the writer; FULL syncs each commit. */
+	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, &msg) != SQLITE_OK ||
+	    sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+		verr_set(err, "state store %s: %s", path, msg ? msg : sqlite3_errmsg(s->db));
+		sqlite3_free(msg);
+		sqlite3_close(s->db);
+		free(s);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	sqlite3_close(s->db);
+	free(s);
+}
+
+int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec_json,
+		  int64_t now, int64_t *id, struct verr *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (uid, name, state, spec, submitted) VALUES (?,?,?,?,?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare insert");
+	sqlite3_bind_int64(st, 1, uid);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, JOB_PENDING);
+	sqlite3_bind_text(st, 4, spec_json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, now);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, "insert job");
+	*id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+int store_job_update(struct store *s, const struct job_row *j, struct verr *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db,
+			       "UPDATE jobs SET state=?, alloc=COALESCE(?, alloc), net=COALESCE(?, net),"
+			       " started=COALESCE(?, started), ended=COALESCE(?, ended),"
+			       " exit_status=COALESCE(?, exit_status), reason=? WHERE id=?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare update");
+	sqlite3_bind_int(st, 1, j->state);
+	bind_text_or_null(st, 2, j->alloc_json);
+	bind_text_or_null(st, 3, j->net_json);
+	if (j->started > 0)
+		sqlite3_bind_int64(st, 4, j->started);
+	else
+		sqlite3_bind_null(st, 4);
+	if (j->ended > 0)
+		sqlite3_bind_int64(st, 5, j->ended);
+	else
+		sqlite3_bind_null(st, 5);
+	if (job_state_final(j->state))
+		sqlite3_bind_int(st, 6, j->exit_status);
+	else
+		sqlite3_bind_null(st, 6);
+	sqlite3_bind_text(st, 7, j->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 8, j->id);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, "update job");
+	if (sqlite3_changes(s->db) != 1)
+		return verr_set(err, "state store: no job %lld", (long long)j->id);
+	return 0;
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t ? strdup((const char *)t) : NULL;
+}
+
+static void row_from(sqlite3_stmt *st, struct job_row *j)
+{
+	const unsigned char *t;
+
+	memset(j, 0, sizeof(*j));
+	j->id = sqlite3_column_int64(st, 0);
+	j->uid = (uid_t)sqlite3_column_int64(st, 1);
+	t = sqlite3_column_text(st, 2);
+	snprintf(j->name, sizeof(j->name), "%s", t ? (const char *)t : "");
+	j->state = (enum job_state)sqlite3_column_int(st, 3);
+	if ((int)j->state < 0 || j->state >= JOB_STATE_MAX)
+		j->state = JOB_FAILED;
+	j->spec_json = col_dup(st, 4);
+	j->alloc_json = col_dup(st, 5);
+	j->net_json = col_dup(st, 6);
+	j->submitted = sqlite3_column_int64(st, 7);
+	j->started = sqlite3_column_int64(st, 8);
+	j->ended = sqlite3_column_int64(st, 9);
+	j->exit_status = sqlite3_column_int(st, 10);
+	t = sqlite3_column_text(st, 11);
+	snprintf(j->reason, sizeof(j->reason), "%s", t ? (const char *)t : "");
+}
+
+#define JOB_COLS "id, uid, name, state, spec, alloc, net, submitted, started, ended, exit_status, reason"
+
+int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare select");
+	sqlite3_bind_int64(st, 1, id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		row_from(st, out);
+		sqlite3_finalize(st);
+		return 0;
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE)
+		return verr_set(err, "no job %lld", (long long)id);
+	return db_error(s, err, "select job");
+}
+
+int store_jobs_list(struct store *s, bool active_only, struct job_row **out, size_t *n,
+		    struct verr *err)
+{
+	sqlite3_stmt *st;
+	struct job_row *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db, active_only ?
+			       "SELECT " JOB_COLS " FROM jobs WHERE state < ? ORDER BY id" :
+			       "SELECT " JOB_COLS " FROM jobs WHERE state < ? OR id > (SELECT MAX(id) FROM jobs) - 1000 ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare list");
+	sqlite3_bind_int(st, 1, JOB_COMPLETED);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			struct job_row *nv = realloc(v, (cap = cap ? cap * 2 : 32) * sizeof(*v));
+
+			if (!nv) {
+				sqlite3_finalize(st);
+				job_rows_free(v, cnt);
+				return verr_set(err, "out of memory");
+			}
+			v = nv;
+		}
+		row_from(st, &v[cnt++]);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		job_rows_free(v, cnt);
+		return db_error(s, err, "list jobs");
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+void job_row_free(struct job_row *j)
+{
+	free(j->spec_json);
+	free(j->alloc_json);
+	free(j->net_json);
+	j->spec_json = j->alloc_json = j->net_json = NULL;
+}
+
+void job_rows_free(struct job_row *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		job_row_free(&v[i]);
+	free(v);
+}
+
+int store_node_put(struct store *s, const struct node_row *n, struct verr *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT INTO nodes (name, addr, up, last_seen, info) VALUES (?,?,?,?,?)"
+			       " ON CONFLICT(name) DO UPDATE SET addr=excluded.addr, up=excluded.up,"
+			       " last_seen=excluded.last_seen, info=COALESCE(excluded.info, info)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare node");
+	sqlite3_bind_text(st, 1, n->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, n->addr, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, n->up);
+	sqlite3_bind_int64(st, 4, n->last_seen);
+	bind_text_or_null(st, 5, n->info_json);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, "store node");
+	return 0;
+}
+
+int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct verr *err)
+{
+	sqlite3_stmt *st;
+	struct node_row *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT name, addr, up, last_seen, info FROM nodes ORDER BY name",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare nodes");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *t;
+
+		if (cnt == cap) {
+			struct node_row *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!nv) {
+				sqlite3_finalize(st);
+				node_rows_free(v, cnt);
+				return verr_set(err, "out of memory");
+			}
+			v = nv;
+		}
+		memset(&v[cnt], 0, sizeof(v[cnt]));
+		t = sqlite3_column_text(st, 0);
+		snprintf(v[cnt].name, sizeof(v[cnt].name), "%s", t ? (const char *)t : "");
+		t = sqlite3_column_text(st, 1);
+		snprintf(v[cnt].addr, sizeof(v[cnt].addr), "%s", t ? (const char *)t : "");
+		v[cnt].up = sqlite3_column_int(st, 2);
+		v[cnt].last_seen = sqlite3_column_int64(st, 3);
+		v[cnt].info_json = col_dup(st, 4);
+		cnt++;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		node_rows_free(v, cnt);
+		return db_error(s, err, "list nodes");
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+void node_rows_free(struct node_row *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].info_json);
+	free(v);
+}

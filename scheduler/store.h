@@ -1,0 +1,60 @@
+/*
+ * vhpc-ctld's durable state in SQLite (WAL, synchronous=FULL): a job is on
+ * disk before its submitter hears "accepted", and every state change is
+ * committed before it is acted on, so kill -9 at any moment loses nothing.
+ */
+#ifndef VHPC_SCHED_STORE_H
+#define VHPC_SCHED_STORE_H
+
+#include "vhpc.h"
+
+struct store;
+
+enum job_state {
+	JOB_PENDING = 0, JOB_STARTING, JOB_RUNNING, JOB_COMPLETED, JOB_FAILED,
+	JOB_CANCELLED, JOB_TIMEOUT, JOB_NODE_FAIL, JOB_STATE_MAX
+};
+extern const char *const job_state_names[];
+bool job_state_final(enum job_state s);
+
+struct job_row {
+	int64_t id;
+	uid_t uid;
+	char name[65];
+	enum job_state state;
+	char *spec_json;         /* the job_spec as submitted */
+	char *alloc_json;        /* nodes, guests, cpus: set when starting */
+	char *net_json;          /* VNI, subnet, addresses */
+	int64_t submitted, started, ended;
+	int exit_status;
+	char reason[256];        /* why it waits, failed or was cancelled */
+};
+
+struct node_row {
+	char name[65];
+	char addr[64];           /* where its vhpcd listens, host:port */
+	bool up;
+	int64_t last_seen;
+	char *info_json;         /* topology, capacity, RDMA devices */
+};
+
+int store_open(struct store **out, const char *path, struct verr *err);
+void store_close(struct store *s);
+
+int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec_json,
+		  int64_t now, int64_t *id, struct verr *err);
+/* Sets state and, where non-NULL/non-negative, the other fields. */
+int store_job_update(struct store *s, const struct job_row *j, struct verr *err);
+int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr *err);
+/* Jobs not in a final state, in submission order, plus (when recent > 0)
+ * finished ones that ended after now - recent. */
+int store_jobs_list(struct store *s, bool active_only, struct job_row **out, size_t *n,
+		    struct verr *err);
+void job_row_free(struct job_row *j);
+void job_rows_free(struct job_row *v, size_t n);
+
+int store_node_put(struct store *s, const struct node_row *n, struct verr *err);
+int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct verr *err);
+void node_rows_free(struct node_row *v, size_t n);
+
+#endif

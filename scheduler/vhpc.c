@@ -1,0 +1,58 @@
+/* vhpc: the user's and admin's command. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: vhpc COMMAND [ARGS]\n"
+		"\n"
+		"  run [OPTIONS] -- COMMAND...   run an MPI job in guests on this machine\n"
+		"  image build FILE [--force]    build a node image from its YAML\n"
+		"  image list [--json]           list stored images\n"
+		"  image verify NAME|ID          recompute an image's content hash\n"
+		"  cleanup                       remove what crashed jobs left behind\n"
+		"  version                       print the version\n"
+		"\n"
+		"`vhpc COMMAND --help` describes a command.\n");
+}
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "vhpc %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n(see: vhpc %s --help)\n", cmd);
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	vlog_init("vhpc");
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "image"))
+		return cmd_image(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "cleanup"))
+		return cmd_cleanup(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		printf("vhpc %s\n", VHPC_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "vhpc: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,35 @@
+# Helpers for the hv tests: run a test guest under vhpc-hv and look at what
+# it printed.  Source after tests/lib.sh.
+HV=$BIN/vhpc-hv
+HVCTL=$BIN/vhpc-hvctl
+GUESTS=$VHPC_TOP/$B/hv-guests
+[ -e /dev/kvm ] || skip_all "no /dev/kvm on this machine"
+[ -x "$HV" ] || skip_all "vhpc-hv not built (run make)"
+T=$(mktemp -d /tmp/vhpc-hvtest.XXXXXX)
+at_exit rm -rf "$T"
+
+# run_guest NAME [vhpc-hv args...]: sets $OUT (guest serial), $ERR (log), $RC
+run_guest() {
+	local g=$1; shift
+	OUT=$T/$g.out ERR=$T/$g.err
+	timeout -k 5 60 "$HV" --kernel "$GUESTS/$g.elf" --debug-exit "$@" >"$OUT" 2>"$ERR" </dev/null
+	RC=$?
+}
+# guest_ok DESC: the guest passed (debug exit 0) and printed no failure
+guest_ok() {
+	if [ "$RC" = 64 ] && ! grep -q '^GUEST not ok' "$OUT" && grep -q '^GUEST done' "$OUT"; then
+		ok "$1"
+	else
+		fail "$1 (exit status $RC)"
+		diag "$(grep -E '^GUEST not ok' "$OUT")" "$(tail -n 5 "$OUT")" "$(tail -n 3 "$ERR")"
+	fi
+}
+# Reports each GUEST ok/not ok line as a TAP result of its own.
+guest_results() {
+	while IFS= read -r l; do
+		case $l in
+		"GUEST ok - "*) ok "$1: ${l#GUEST ok - }" ;;
+		"GUEST not ok - "*) fail "$1: ${l#GUEST not ok - }" ;;
+		esac
+	done <"$OUT"
+}

@@ -1,0 +1,20 @@
+# hv test guests: freestanding x86-64 ELF files with a PVH entry note, run by
+# the tests/hv/*.t tests under vhpc-hv.  Built for `make` and `make check`
+# (EXTRA_ALL) into $(B)/hv-guests/, outside $(B)/tests/ so the test runner
+# does not try to execute them.
+HVG_DIR   := tests/hv
+HVG_KIT   := $(HVG_DIR)/kit/start.S $(HVG_DIR)/kit/kit.c
+HVG_DEPS  := $(HVG_KIT) $(HVG_DIR)/kit/kit.h $(HVG_DIR)/kit/link.ld
+HVG_NAMES := $(patsubst $(HVG_DIR)/guests/%.c,%,$(sort $(wildcard $(HVG_DIR)/guests/*.c)))
+HVG_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
+	-fno-stack-protector -fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only \
+	-fno-builtin -I$(HVG_DIR)/kit
+HVG_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -Wl,-T,$(HVG_DIR)/kit/link.ld \
+	-Wl,-z,noexecstack -Wl,--no-warn-rwx-segments
+
+$(B)/hv-guests/%.elf: $(HVG_DIR)/guests/%.c $(HVG_DEPS)
+	@mkdir -p $(@D)
+	$(call say,GUEST,$@)
+	$(Q)$(CC) $(HVG_CFLAGS) $(HVG_LDFLAGS) -o $@ $(HVG_KIT) $<
+
+EXTRA_ALL += $(patsubst %,$(B)/hv-guests/%.elf,$(HVG_NAMES))

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# timeout: 300
+# The product's main path: `vhpc run -N 2 -n 4` runs vhpc-mpibench with its
+# ranks in two container guests (own hostnames and network namespaces) on the
+# cores placement gave them, the IMB tables are sane, and the job's exit
+# status, stderr and time limit reach the user.
+. "$(dirname "$0")/common.sh"
+need_root
+for p in vhpc vhpc-guestd vhpc-rsh vhpc-mpibench vhpc-imbcheck; do
+	[ -x "$BIN/$p" ] || skip_all "$p is not built"
+done
+
+vhpc run -N 2 -n 4 -- vhpc-mpibench -show-hosts -msglog 0:16 PingPong Sendrecv >"$T/out" 2>"$T/err"
+rc=$?
+check_eq "vhpc run -N 2 -n 4 exits with the job's status" 0 "$rc"
+[ $rc = 0 ] || diag "$(tail -30 "$T/err")"
+
+hostns=$(stat -L -c %i /proc/self/ns/net)
+grep '^# rank ' "$T/out" >"$T/ranks"
+check_eq "four ranks report where they run" 4 "$(wc -l <"$T/ranks")"
+check_eq "two ranks in guest g0" 2 "$(grep -c 'host=g0 ' "$T/ranks")"
+check_eq "two ranks in guest g1" 2 "$(grep -c 'host=g1 ' "$T/ranks")"
+ns0=$(sed -n 's/.*host=g0 netns=\([0-9]*\).*/\1/p' "$T/ranks" | sort -u)
+ns1=$(sed -n 's/.*host=g1 netns=\([0-9]*\).*/\1/p' "$T/ranks" | sort -u)
+check "ranks of one guest share its network namespace" test "$(echo "$ns0" | wc -w)" = 1 -a "$(echo "$ns1" | wc -w)" = 1
+check "the guests' network namespaces differ from each other and the host's" \
+	test -n "$ns0" -a -n "$ns1" -a "$ns0" != "$ns1" -a "$ns0" != "$hostns" -a "$ns1" != "$hostns"
+# Placement as vhpc reported it ("  g0: cpus 0, ...") is what ranks see.
+for g in g0 g1; do
+	placed=$(sed -n "s/.*  $g: cpus \([0-9,-]*\),.*/\1/p" "$T/err")
+	seen=$(sed -n "s/.*host=$g .* cpus=\([0-9,-]*\) .*/\1/p" "$T/ranks" | sort -u)
+	check_eq "ranks in $g run on the cores placement gave it" "$placed" "$seen"
+done
+check "the IMB tables parse and are sane (PingPong at 2, Sendrecv at 2 and 4)" \
+	vhpc-imbcheck -expect PingPong@2 -expect Sendrecv@2 -expect Sendrecv@4 "$T/out"
+check_match "ready time is reported" "2 guests ready in [0-9.]+ s" "$(cat "$T/err")"
+
+vhpc run -N 2 -n 2 -- sh -c 'echo to-stderr >&2; exit 7' >"$T/out" 2>"$T/err"
+check_eq "a failing command's exit status is the job's" 7 "$?"
+check "its stderr reaches the user" grep -q to-stderr "$T/err"
+
+t0=$(date +%s)
+vhpc run -N 1 --timeout 3 -- sleep 60 >"$T/out" 2>"$T/err"
+rc=$? dt=$(( $(date +%s) - t0 ))
+check_eq "a job over its time limit exits 124" 124 "$rc"
+check "and is stopped promptly (${dt}s)" test "$dt" -lt 20
+check_match "the time limit is named" "time limit" "$(cat "$T/err")"
+check_eq "no job dir is left" 0 "$(ls "$VHPC_RUN_DIR/jobs" 2>/dev/null | wc -l)"
+done_testing

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# timeout: 240
+# Nothing leaks: namespaces, links, cgroups, mounts, shm files, processes and
+# job dirs are the same after a job as before; after `vhpc run` is killed
+# with SIGKILL, `vhpc cleanup` (or the next run) removes what it left; Ctrl-C
+# tears a job down.
+. "$(dirname "$0")/common.sh"
+need_root
+[ -x "$BIN/vhpc" ] && [ -x "$BIN/vhpc-guestd" ] || skip_all "vhpc is not built"
+vhpc cleanup >/dev/null 2>&1
+before=$(resource_counts)
+
+vhpc run -N 2 -n 2 -- true >/dev/null 2>"$T/err"
+check_eq "a job runs" 0 "$?"
+check_eq "after a job every count is back" "$before" "$(resource_counts)"
+
+start_and_wait() {  # starts a 2-guest job in the background, waits for ready
+	vhpc run -N 2 -n 2 --timeout 120 -- sleep 100 >/dev/null 2>"$T/k.err" &
+	kpid=$!
+	for _ in $(seq 150); do grep -q 'ready in' "$T/k.err" && return 0; sleep 0.2; done
+	return 1
+}
+
+check "a job starts" start_and_wait
+during=$(resource_counts)
+kill -KILL $kpid; wait $kpid 2>/dev/null
+sleep 0.5
+check "SIGKILL leaves resources behind (before the sweep)" test "$during" != "$before"
+vhpc cleanup >"$T/c.out" 2>&1
+check_match "vhpc cleanup says what it removed" "removed [1-9][0-9]* leftover" "$(cat "$T/c.out")"
+check_eq "after cleanup every count is back" "$before" "$(resource_counts)"
+[ "$before" = "$(resource_counts)" ] || diag "before:" "$before" "after:" "$(resource_counts)"
+
+check "another job starts" start_and_wait
+kill -KILL $kpid; wait $kpid 2>/dev/null
+vhpc run -N 1 -- true >/dev/null 2>"$T/n.err"
+check_eq "the next run works" 0 "$?"
+check_match "and removed what the killed one left" "removed [1-9][0-9]* resources that earlier jobs left" "$(cat "$T/n.err")"
+check_eq "after that run every count is back" "$before" "$(resource_counts)"
+
+check "a third job starts" start_and_wait
+kill -INT $kpid; wait $kpid
+check_eq "Ctrl-C: the run exits 130" 130 "$?"
+check_eq "after Ctrl-C every count is back" "$before" "$(resource_counts)"
+done_testing

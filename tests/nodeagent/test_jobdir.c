@@ -1,0 +1,303 @@
+/* Job runtime dirs, their locks, busy cpus, subnets and the stale sweep
+ * of dirs (no network or containers: those are in the .t tests). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "nodeagent/na.h"
+
+static char run[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(run, sizeof(run), "/tmp/vhpc-test-jobdir-XXXXXX");
+	if (!mkdtemp(run))
+		return -1;
+	setenv("VHPC_RUN_DIR", run, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct verr e;
+
+	(void)state;
+	return rm_rf(run, &e);
+}
+
+static bool exists(const char *fmt, const char *arg)
+{
+	char p[512];
+	struct stat st;
+
+	snprintf(p, sizeof(p), fmt, run, arg);
+	return stat(p, &st) == 0;
+}
+
+static void ids_are_checked(void **state)
+{
+	struct na_jobdir jd;
+	struct verr e;
+	const char *bad[] = { "", "A", "a-b", "abcdefghijklm", "../x", "a b", NULL };
+
+	(void)state;
+	for (int i = 0; bad[i]; i++) {
+		assert_int_equal(na_jobdir_create(&jd, bad[i], &e), -1);
+		assert_non_null(strstr(e.msg, "expected 1 to 12 characters"));
+	}
+	assert_int_equal(na_jobdir_create(&jd, NULL, &e), -1);
+}
+
+static void create_holds_the_lock_until_remove(void **state)
+{
+	struct na_jobdir jd, jd2;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(na_jobdir_create(&jd, "j1", &e), 0);
+	assert_true(exists("%s/jobs/%s/lock", "j1"));
+	assert_true(na_jobdir_alive("j1"));
+	assert_int_equal(na_jobdir_create(&jd2, "j1", &e), -1);
+	assert_non_null(strstr(e.msg, "already exists"));
+	assert_int_equal(na_jobdir_adopt(&jd2, "j1", &e), -1);
+	assert_non_null(strstr(e.msg, "live process"));
+	assert_int_equal(na_jobdir_remove(&jd, &e), 0);
+	assert_false(exists("%s/jobs/%s", "j1"));
+	assert_false(na_jobdir_alive("j1"));
+}
+
+/* A child makes a job, reports through the pipe, then either exits without
+ * cleaning up (a crash) or waits to be killed. */
+static pid_t child_job(const char *job, const int *cpus, int ncpus, bool stay)
+{
+	int p[2];
+	pid_t pid;
+	char c;
+
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct na_jobdir jd;
+		struct na_placement pl = { .ncpus = ncpus, .nmems = 1 };
+		struct verr e;
+
+		memcpy(pl.cpus, cpus, sizeof(int) * ncpus);
+		if (na_jobdir_create(&jd, job, &e) < 0 || na_jobdir_record_cpus(&jd, &pl, 1, &e) < 0)
+			_exit(1);
+		if (write(p[1], "x", 1) != 1)
+			_exit(1);
+		if (stay)
+			pause();
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	return pid;
+}
+
+static bool has(const int *v, int n, int x)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static void dead_owner_is_swept_live_owner_is_not(void **state)
+{
+	const int c1[] = { 3, 5 }, c2[] = { 7 };
+	pid_t dead, live;
+	int *busy, nbusy, removed, st;
+	struct na_jobdir jd;
+	struct verr e;
+	FILE *f;
+
+	(void)state;
+	dead = child_job("dead1", c1, 2, false);
+	waitpid(dead, &st, 0);
+	assert_int_equal(WEXITSTATUS(st), 0);
+	live = child_job("live1", c2, 1, true);
+	assert_false(na_jobdir_alive("dead1"));
+	assert_true(na_jobdir_alive("live1"));
+
+	/* a dead job's guests may still run until swept: its cpus are busy */
+	assert_int_equal(na_busy_cpus(&busy, &nbusy, &e), 0);
+	assert_true(has(busy, nbusy, 3) && has(busy, nbusy, 5) && has(busy, nbusy, 7));
+	free(busy);
+
+	/* an shm file of each job: only the dead one's goes */
+	f = fopen("/dev/shm/vhpc-dead1-t", "w");
+	assert_non_null(f);
+	fclose(f);
+	f = fopen("/dev/shm/vhpc-live1-t", "w");
+	assert_non_null(f);
+	fclose(f);
+
+	assert_int_equal(na_cleanup_stale(&removed, &e), 0);
+	assert_int_equal(removed, 2);   /* the shm file and the dir */
+	assert_false(exists("%s/jobs/%s", "dead1"));
+	assert_true(exists("%s/jobs/%s", "live1"));
+	assert_int_equal(access("/dev/shm/vhpc-dead1-t", F_OK), -1);
+	assert_int_equal(access("/dev/shm/vhpc-live1-t", F_OK), 0);
+	assert_int_equal(na_busy_cpus(&busy, &nbusy, &e), 0);
+	assert_false(has(busy, nbusy, 3));
+	assert_true(has(busy, nbusy, 7));
+	free(busy);
+
+	kill(live, SIGKILL);
+	waitpid(live, &st, 0);
+	/* a restarted agent may adopt it instead of sweeping it */
+	assert_int_equal(na_jobdir_adopt(&jd, "live1", &e), 0);
+	assert_true(na_jobdir_alive("live1"));
+	assert_int_equal(na_cleanup_stale(&removed, &e), 0);
+	assert_int_equal(removed, 0);
+	assert_int_equal(na_jobdir_remove(&jd, &e), 0);   /* sweeps its shm file */
+	assert_int_equal(access("/dev/shm/vhpc-live1-t", F_OK), -1);
+}
+
+static void unpublished_dirs_are_swept_after_a_minute(void **state)
+{
+	char young[256], old[256];
+	struct timeval tv[2] = { { .tv_sec = 1000000 }, { .tv_sec = 1000000 } };
+	int removed;
+	struct verr e;
+
+	(void)state;
+	snprintf(young, sizeof(young), "%s/jobs/.new-a-1", run);
+	snprintf(old, sizeof(old), "%s/jobs/.new-b-1", run);
+	assert_int_equal(mkdir_p(young, 0700, &e), 0);
+	assert_int_equal(mkdir_p(old, 0700, &e), 0);
+	assert_int_equal(utimes(old, tv), 0);
+	assert_int_equal(na_cleanup_stale(&removed, &e), 0);
+	assert_int_equal(removed, 1);
+	assert_int_equal(access(young, F_OK), 0);
+	assert_int_equal(access(old, F_OK), -1);
+	rmdir(young);
+}
+
+static void concurrent_jobs_get_different_cores(void **state)
+{
+	struct na_topo *t;
+	struct na_jobdir a, b, c;
+	struct na_placement pa[1], pb[1], pc[1];
+	struct na_place_req r = { .nguests = 1, .vcpus = 1 };
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(na_topo_load(&t, "synthetic:numa:1 core:2 pu:1", &e), 0);
+	assert_int_equal(na_jobdir_create(&a, "pa", &e), 0);
+	assert_int_equal(na_jobdir_create(&b, "pb", &e), 0);
+	assert_int_equal(na_jobdir_create(&c, "pc", &e), 0);
+	assert_int_equal(na_place_job(t, &r, &a, pa, &e), 0);
+	assert_int_equal(na_place_job(t, &r, &b, pb, &e), 0);
+	assert_int_not_equal(pa[0].cpus[0], pb[0].cpus[0]);
+	assert_int_equal(na_place_job(t, &r, &c, pc, &e), -1);
+	assert_non_null(strstr(e.msg, "0 of 2 cores free"));
+	/* placing a job again replaces its own record, not adds to it */
+	assert_int_equal(na_place_job(t, &r, &a, pa, &e), 0);
+	assert_int_equal(na_jobdir_remove(&a, &e), 0);
+	assert_int_equal(na_place_job(t, &r, &c, pc, &e), 0);
+	assert_int_equal(pc[0].cpus[0], pa[0].cpus[0]);
+	assert_int_equal(na_jobdir_remove(&b, &e), 0);
+	assert_int_equal(na_jobdir_remove(&c, &e), 0);
+	na_topo_free(t);
+}
+
+static void subnets_are_distinct_and_come_back(void **state)
+{
+	struct cluster_cfg cl = { .job_prefix = 24 };
+	struct na_jobdir a, b, c;
+	struct ipv4net na, nb, nc, again;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(ipv4net_parse("10.213.0.0/16", false, &cl.job_pool), 0);
+	assert_int_equal(na_jobdir_create(&a, "sa", &e), 0);
+	assert_int_equal(na_jobdir_create(&b, "sb", &e), 0);
+	assert_int_equal(na_subnet_alloc(&cl, &a, &na, &e), 0);
+	assert_int_equal(na_subnet_alloc(&cl, &b, &nb, &e), 0);
+	assert_int_equal(na.prefix, 24);
+	assert_int_equal(na.addr, 0x0ad50000u);
+	assert_int_equal(nb.addr, 0x0ad50100u);
+	assert_int_equal(na_subnet_alloc(&cl, &a, &again, &e), 0);   /* idempotent */
+	assert_int_equal(again.addr, na.addr);
+	assert_int_equal(na_jobdir_remove(&a, &e), 0);
+	assert_int_equal(na_jobdir_create(&c, "sc", &e), 0);
+	assert_int_equal(na_subnet_alloc(&cl, &c, &nc, &e), 0);
+	assert_int_equal(nc.addr, na.addr);
+	assert_int_equal(na_jobdir_remove(&b, &e), 0);
+	assert_int_equal(na_jobdir_remove(&c, &e), 0);
+
+	/* a pool of two */
+	assert_int_equal(ipv4net_parse("10.9.0.0/28", false, &cl.job_pool), 0);
+	cl.job_prefix = 29;
+	assert_int_equal(na_jobdir_create(&a, "sa", &e), 0);
+	assert_int_equal(na_jobdir_create(&b, "sb", &e), 0);
+	assert_int_equal(na_jobdir_create(&c, "sc", &e), 0);
+	assert_int_equal(na_subnet_alloc(&cl, &a, &na, &e), 0);
+	assert_int_equal(na_subnet_alloc(&cl, &b, &nb, &e), 0);
+	assert_int_equal(na_subnet_alloc(&cl, &c, &nc, &e), -1);
+	assert_non_null(strstr(e.msg, "no free /29"));
+	assert_non_null(strstr(e.msg, "10.9.0.0/28"));
+	cl.job_prefix = 31;
+	assert_int_equal(na_subnet_alloc(&cl, &c, &nc, &e), -1);
+	assert_non_null(strstr(e.msg, "prefix /31"));
+	assert_int_equal(na_jobdir_remove(&a, &e), 0);
+	assert_int_equal(na_jobdir_remove(&b, &e), 0);
+	assert_int_equal(na_jobdir_remove(&c, &e), 0);
+}
+
+static void driver_choice_says_why(void **state)
+{
+	const char *why;
+	struct verr e;
+	struct hwvirt h;
+
+	(void)state;
+	hwvirt_detect(&h);
+	assert_int_equal(na_driver_resolve(DRIVER_AUTO, &why), DRIVER_CONTAINER);   /* no kvm driver yet */
+	assert_non_null(strstr(why, "auto picked container"));
+	assert_non_null(strstr(why, h.why));
+	assert_int_equal(na_driver_resolve(DRIVER_CONTAINER, &why), DRIVER_CONTAINER);
+	assert_int_equal(na_driver_resolve(DRIVER_KVM, &why), DRIVER_KVM);
+	assert_non_null(strstr(why, h.hw ? "not built yet" : h.why));
+	assert_int_equal(na_driver_check(DRIVER_KVM, &e), -1);
+	assert_non_null(strstr(e.msg, h.hw ? "not built yet" : h.why));
+	setenv("VHPC_RUNC", "/nonexistent/runc", 1);
+	assert_int_equal(na_driver_check(DRIVER_CONTAINER, &e), -1);
+	assert_non_null(strstr(e.msg, "runc not found"));
+	unsetenv("VHPC_RUNC");
+	if (na_runc_path())
+		assert_int_equal(na_driver_check(DRIVER_CONTAINER, &e), 0);
+	assert_int_equal(na_driver_check(DRIVER_AUTO, &e), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ids_are_checked),
+		cmocka_unit_test(create_holds_the_lock_until_remove),
+		cmocka_unit_test(dead_owner_is_swept_live_owner_is_not),
+		cmocka_unit_test(unpublished_dirs_are_swept_after_a_minute),
+		cmocka_unit_test(concurrent_jobs_get_different_cores),
+		cmocka_unit_test(subnets_are_distinct_and_come_back),
+		cmocka_unit_test(driver_choice_says_why),
+	};
+
+	vlog_init("test-jobdir");
+	vlog_set_level(VLOG_ERR);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,226 @@
+/* The OCI config of a container guest, and the specs it refuses. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <json-c/json.h>
+
+#include "nodeagent/na.h"
+
+static char root[64];
+static const char *argv_[] = { "/bin/vhpc-guestd", "--ready", NULL };
+static const char *env_[] = { "VHPC_JOB=j1", NULL };
+static struct na_placement place = { .ncpus = 3, .cpus = { 5, 1, 2 }, .nmems = 1, .mems = { 0 } };
+static struct na_bind binds[2];
+
+static int setup(void **state)
+{
+	static const char *dirs[] = { "proc", "sys", "dev", "tmp", "run", "var", "var/tmp", "opt", NULL };
+	char p[128];
+
+	(void)state;
+	snprintf(root, sizeof(root), "/tmp/vhpc-test-oci-XXXXXX");
+	if (!mkdtemp(root))
+		return -1;
+	for (int i = 0; dirs[i]; i++) {
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
+		if (mkdir(p, 0755) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct verr e;
+
+	(void)state;
+	return rm_rf(root, &e);
+}
+
+static struct na_ctr_spec spec(void)
+{
+	binds[0] = (struct na_bind){ .src = "/etc", .dst = "/run/vhpc/etc", .ro = true };
+	binds[1] = (struct na_bind){ .src = "/tmp", .dst = "/opt", .ro = false };
+	return (struct na_ctr_spec){
+		.job = "j1", .index = 3, .hostname = "j1-3", .rootfs = root,
+		.argv = argv_, .env = env_, .binds = binds, .nbinds = 2,
+		.netns = "vhpc-j1-3", .place = &place, .mem_limit = 256u << 20,
+		.tmpfs_size = 32u << 20, .log_path = "/tmp/j1-3.log",
+	};
+}
+
+static json_object *get(json_object *o, const char *path)
+{
+	char buf[256], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
+		if (!json_object_object_get_ex(o, k, &o))
+			return NULL;
+	return o;
+}
+
+static bool array_has(json_object *a, const char *s)
+{
+	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+		if (!strcmp(json_object_get_string(json_object_array_get_idx(a, i)), s))
+			return true;
+	return false;
+}
+
+static json_object *mount_at(json_object *c, const char *dst)
+{
+	json_object *m = get(c, "mounts");
+
+	for (size_t i = 0; m && i < json_object_array_length(m); i++) {
+		json_object *x = json_object_array_get_idx(m, i);
+
+		if (!strcmp(json_object_get_string(get(x, "destination")), dst))
+			return x;
+	}
+	return NULL;
+}
+
+static void config_isolates_and_applies_placement(void **state)
+{
+	struct na_ctr_spec s = spec();
+	json_object *c, *ns, *m;
+	struct verr e;
+	bool seen[5] = { 0 };
+
+	(void)state;
+	assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
+	assert_string_equal(json_object_get_string(get(c, "root.path")), "/bundle/rootfs");
+	assert_true(json_object_get_boolean(get(c, "root.readonly")));
+	assert_string_equal(json_object_get_string(get(c, "hostname")), "j1-3");
+	assert_true(array_has(get(c, "process.args"), "--ready"));
+	assert_true(array_has(get(c, "process.env"), "VHPC_JOB=j1"));
+	assert_true(array_has(get(c, "process.env"), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+	assert_true(json_object_get_boolean(get(c, "process.noNewPrivileges")));
+	assert_true(array_has(get(c, "process.capabilities.bounding"), "CAP_KILL"));
+	assert_false(array_has(get(c, "process.capabilities.bounding"), "CAP_SYS_ADMIN"));
+	assert_false(array_has(get(c, "process.capabilities.bounding"), "CAP_NET_ADMIN"));
+	assert_false(array_has(get(c, "process.capabilities.bounding"), "CAP_SYS_MODULE"));
+
+	ns = get(c, "linux.namespaces");
+	for (size_t i = 0; i < json_object_array_length(ns); i++) {
+		json_object *n = json_object_array_get_idx(ns, i);
+		const char *t = json_object_get_string(get(n, "type"));
+		static const char *const want[] = { "pid", "mount", "uts", "ipc", "network" };
+
+		for (int k = 0; k < 5; k++)
+			if (!strcmp(t, want[k]))
+				seen[k] = true;
+		if (!strcmp(t, "network"))
+			assert_string_equal(json_object_get_string(get(n, "path")), "/run/netns/vhpc-j1-3");
+		else
+			assert_null(get(n, "path"));
+	}
+	for (int k = 0; k < 5; k++)
+		assert_true(seen[k]);
+	assert_string_equal(json_object_get_string(get(c, "linux.cgroupsPath")), "/vhpc/j1/3");
+	assert_string_equal(json_object_get_string(get(c, "linux.resources.cpu.cpus")), "1-2,5");
+	assert_string_equal(json_object_get_string(get(c, "linux.resources.cpu.mems")), "0");
+	assert_int_equal(json_object_get_int64(get(c, "linux.resources.memory.limit")), 256 << 20);
+	assert_true(array_has(get(c, "linux.maskedPaths"), "/proc/kcore"));
+	assert_true(array_has(get(c, "linux.readonlyPaths"), "/proc/sys"));
+	assert_true(array_has(get(c, "linux.readonlyPaths"), "/proc/sysrq-trigger"));
+
+	assert_true(array_has(get(mount_at(c, "/sys"), "options"), "ro"));
+	for (const char *const *d = (const char *const[]){ "/tmp", "/run", "/var/tmp", NULL }; *d; d++) {
+		m = mount_at(c, *d);
+		assert_non_null(m);
+		assert_string_equal(json_object_get_string(get(m, "type")), "tmpfs");
+		assert_true(array_has(get(m, "options"), "size=33554432"));
+	}
+	m = mount_at(c, "/run/vhpc/etc");
+	assert_string_equal(json_object_get_string(get(m, "source")), "/etc");
+	assert_true(array_has(get(m, "options"), "ro"));
+	m = mount_at(c, "/opt");
+	assert_true(array_has(get(m, "options"), "rw"));
+	json_object_put(c);
+}
+
+static void expect_refused(struct na_ctr_spec *s, const char *what)
+{
+	json_object *c = NULL;
+	struct verr e;
+
+	assert_int_equal(na_oci_config(s, "/bundle/rootfs", &c, &e), -1);
+	assert_null(c);
+	if (!strstr(e.msg, what))
+		fail_msg("'%s' not in: %s", what, e.msg);
+}
+
+static void bad_specs_are_refused_with_reasons(void **state)
+{
+	struct na_ctr_spec s;
+	struct na_placement none = { 0 };
+	const char *noargv[] = { NULL };
+	const char *badenv[] = { "NOEQUALS", NULL };
+	char p[128];
+
+	(void)state;
+	s = spec(); s.job = "J-1";            expect_refused(&s, "job id");
+	s = spec(); s.index = -1;             expect_refused(&s, "guest index");
+	s = spec(); s.hostname = "a b";       expect_refused(&s, "hostname");
+	s = spec(); s.hostname = "-x";        expect_refused(&s, "hostname");
+	s = spec(); s.rootfs = "rel/path";    expect_refused(&s, "rootfs");
+	s = spec(); s.rootfs = "/nonexistent"; expect_refused(&s, "rootfs");
+	s = spec(); s.argv = noargv;          expect_refused(&s, "no init command");
+	s = spec(); s.env = badenv;           expect_refused(&s, "NAME=VALUE");
+	s = spec(); s.netns = "../x";         expect_refused(&s, "network namespace");
+	s = spec(); s.place = &none;          expect_refused(&s, "placement");
+	s = spec(); s.log_path = "log";       expect_refused(&s, "log path");
+	s = spec(); binds[0].src = "/nonexistent"; expect_refused(&s, "source");
+	s = spec(); binds[0].dst = "/run/../etc";  expect_refused(&s, "destination");
+	s = spec(); binds[1].dst = "/usr/share";   expect_refused(&s, "does not exist in the read-only rootfs");
+
+	/* a target inside an earlier read-only bind must exist in its source;
+	 * inside a writable one runc can make it */
+	s = spec(); binds[1] = (struct na_bind){ .src = "/tmp", .dst = "/run/vhpc/etc/nonexistent-dir" };
+	expect_refused(&s, "the read-only source of bind mount 0");
+	s = spec(); binds[0].ro = false; binds[1] = (struct na_bind){ .src = "/tmp", .dst = "/run/vhpc/etc/nonexistent-dir" };
+	{
+		json_object *c;
+		struct verr e;
+
+		assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
+		json_object_put(c);
+	}
+	s = spec(); binds[0] = (struct na_bind){ .src = "/etc", .dst = "/opt", .ro = true };
+	binds[1] = (struct na_bind){ .src = "/tmp", .dst = "/opt/default" };   /* /etc/default exists */
+	{
+		json_object *c;
+		struct verr e;
+
+		if (na_oci_config(&s, "/bundle/rootfs", &c, &e) < 0)
+			fail_msg("%s", e.msg);
+		json_object_put(c);
+	}
+
+	snprintf(p, sizeof(p), "%s/var/tmp", root);
+	rmdir(p);
+	s = spec();
+	expect_refused(&s, "has no /var/tmp");
+	mkdir(p, 0755);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(config_isolates_and_applies_placement),
+		cmocka_unit_test(bad_specs_are_refused_with_reasons),
+	};
+
+	vlog_init("test-oci");
+	vlog_set_level(VLOG_ERR);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,123 @@
+/* What guest 0 is asked to run: hostfile, hosts and mpirun's arguments. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "scheduler/launch.h"
+
+static void ranks_split_evenly_first_guests_take_the_rest(void **state)
+{
+	int out[4];
+
+	(void)state;
+	launch_split_ranks(4, 2, out);
+	assert_int_equal(out[0], 2);
+	assert_int_equal(out[1], 2);
+	launch_split_ranks(7, 3, out);
+	assert_int_equal(out[0], 3);
+	assert_int_equal(out[1], 2);
+	assert_int_equal(out[2], 2);
+	launch_split_ranks(2, 2, out);
+	assert_int_equal(out[0] + out[1], 2);
+}
+
+static struct job_spec spec;
+static struct launch_guest guests[2] = {
+	{ "g0", 0x0ad50302, 1, 2 },
+	{ "g1", 0x0ad50303, 1, 2 },
+};
+
+static struct launch_plan plan(void)
+{
+	static char *cmd[] = { "vhpc-mpibench", "PingPong", NULL };
+	static char *ek[] = { "OMP_NUM_THREADS" }, *ev[] = { "1" };
+	struct launch_plan p = {
+		.spec = &spec, .nguests = 2, .guests = guests, .rsh_path = "/usr/local/bin/vhpc-rsh",
+		.hostfile = "/vhpc/hostfile", .net_if = "eth0",
+	};
+
+	job_spec_defaults(&spec);
+	spec.guests = 2;
+	spec.ranks = 4;
+	spec.command.v = cmd;
+	spec.command.n = 2;
+	spec.env.key = ek;
+	spec.env.val = ev;
+	spec.env.n = 1;
+	return p;
+}
+
+static void hostfile_and_hosts_list_every_guest(void **state)
+{
+	struct launch_plan p = plan();
+	char *hf = launch_hostfile(&p), *hosts = launch_hosts(&p);
+
+	(void)state;
+	assert_string_equal(hf, "g0 slots=2 max_slots=2\ng1 slots=2 max_slots=2\n");
+	assert_string_equal(hosts, "127.0.0.1 localhost\n10.213.3.2 g0\n10.213.3.3 g1\n");
+	free(hf);
+	free(hosts);
+}
+
+static const char *arg_after(char **argv, const char *a, const char *b)
+{
+	for (char **p = argv; p[0] && p[1]; p++)
+		if (!strcmp(p[0], a) && (!b || !strcmp(p[1], b)))
+			return b ? p[2] : p[1];
+	return NULL;
+}
+
+static void mpirun_gets_launcher_interfaces_and_command(void **state)
+{
+	struct launch_plan p = plan();
+	char **argv = launch_mpirun_argv(&p);
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(argv);
+	while (argv[n])
+		n++;
+	assert_string_equal(argv[0], "mpirun");
+	assert_string_equal(arg_after(argv, "-np", NULL), "4");
+	assert_string_equal(arg_after(argv, "--hostfile", NULL), "/vhpc/hostfile");
+	assert_string_equal(arg_after(argv, "--map-by", NULL), "node");
+	assert_string_equal(arg_after(argv, "--mca", "plm_rsh_agent"), "/usr/local/bin/vhpc-rsh");
+	assert_string_equal(arg_after(argv, "--mca", "btl_tcp_if_include"), "eth0");
+	assert_string_equal(arg_after(argv, "--mca", "btl"), "self,vader,tcp");
+	/* Two ranks on one vCPU per guest share it: no binding, and yield. */
+	assert_string_equal(arg_after(argv, "--bind-to", NULL), "none");
+	assert_string_equal(arg_after(argv, "--mca", "mpi_yield_when_idle"), "1");
+	assert_string_equal(arg_after(argv, "-x", NULL), "OMP_NUM_THREADS=1");
+	assert_string_equal(argv[n - 2], "vhpc-mpibench");
+	assert_string_equal(argv[n - 1], "PingPong");
+	launch_free_argv(argv);
+
+	/* With a core per rank, ranks are bound and do not yield. */
+	guests[0].vcpus = guests[1].vcpus = 2;
+	spec.map_by = MAP_BY_SLOT;
+	p.vmshm = true;
+	p.vmshm_component_dir = "/usr/local/lib/vhpc/openmpi";
+	argv = launch_mpirun_argv(&p);
+	assert_string_equal(arg_after(argv, "--bind-to", NULL), "core");
+	assert_null(arg_after(argv, "--mca", "mpi_yield_when_idle"));
+	assert_string_equal(arg_after(argv, "--map-by", NULL), "slot");
+	assert_string_equal(arg_after(argv, "--mca", "btl"), "self,vader,vmshm,tcp");
+	assert_non_null(strstr(arg_after(argv, "--mca", "mca_base_component_path"), "/usr/local/lib/vhpc/openmpi"));
+	launch_free_argv(argv);
+	guests[0].vcpus = guests[1].vcpus = 1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(ranks_split_evenly_first_guests_take_the_rest),
+		cmocka_unit_test(hostfile_and_hosts_list_every_guest),
+		cmocka_unit_test(mpirun_gets_launcher_interfaces_and_command),
+	};
+	return cmocka_run_group_tests_name("launch", tests, NULL, NULL);
+}

@@ -1,0 +1,174 @@
+/* The durable state store: what was committed survives the writer being
+ * killed with SIGKILL, and reads back the same. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "scheduler/store.h"
+
+static char dir[] = "/tmp/vhpc-store-XXXXXX";
+static char path[300];
+
+static int setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(path, sizeof(path), "%s/state.db", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct verr err;
+
+	(void)state;
+	return rm_rf(dir, &err);
+}
+
+static void jobs_round_trip(void **state)
+{
+	struct store *s;
+	struct verr err;
+	struct job_row j, *v;
+	size_t n;
+	int64_t id;
+
+	(void)state;
+	assert_int_equal(store_open(&s, path, &err), 0);
+	assert_int_equal(store_job_add(s, 1000, "pp", "{\"guests\":2}", 111, &id, &err), 0);
+	assert_int_equal(store_job_get(s, id, &j, &err), 0);
+	assert_int_equal(j.uid, 1000);
+	assert_string_equal(j.name, "pp");
+	assert_int_equal(j.state, JOB_PENDING);
+	assert_string_equal(j.spec_json, "{\"guests\":2}");
+	assert_null(j.alloc_json);
+	job_row_free(&j);
+
+	memset(&j, 0, sizeof(j));
+	j.id = id;
+	j.state = JOB_RUNNING;
+	j.started = 120;
+	j.alloc_json = "{\"nodes\":[\"n1\"]}";
+	assert_int_equal(store_job_update(s, &j, &err), 0);
+	j.alloc_json = NULL;
+	j.state = JOB_COMPLETED;
+	j.ended = 130;
+	j.exit_status = 3;
+	snprintf(j.reason, sizeof(j.reason), "done");
+	assert_int_equal(store_job_update(s, &j, &err), 0);
+	assert_int_equal(store_job_get(s, id, &j, &err), 0);
+	assert_int_equal(j.state, JOB_COMPLETED);
+	assert_int_equal(j.started, 120);
+	assert_int_equal(j.ended, 130);
+	assert_int_equal(j.exit_status, 3);
+	assert_string_equal(j.alloc_json, "{\"nodes\":[\"n1\"]}");
+	job_row_free(&j);
+	assert_int_equal(store_jobs_list(s, true, &v, &n, &err), 0);
+	assert_int_equal(n, 0);
+	job_rows_free(v, n);
+	assert_int_equal(store_job_get(s, 9999, &j, &err), -1);
+	assert_non_null(strstr(err.msg, "no job 9999"));
+	store_close(s);
+}
+
+static void committed_jobs_survive_sigkill(void **state)
+{
+	int p[2], st;
+	pid_t pid;
+	int64_t ids[50], got;
+	struct store *s;
+	struct verr err;
+	struct job_row *v;
+	size_t n, found = 0;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	if (pid == 0) {
+		struct store *cs;
+
+		if (store_open(&cs, path, &err) < 0)
+			_exit(2);
+		for (int i = 0;; i++) {
+			int64_t id;
+
+			if (store_job_add(cs, 0, "k", "{}", i, &id, &err) < 0)
+				_exit(3);
+			/* Acknowledged = committed: the parent counts it. */
+			if (write(p[1], &id, sizeof(id)) != sizeof(id))
+				_exit(4);
+			if (i == 49)
+				raise(SIGKILL);
+		}
+	}
+	close(p[1]);
+	for (int i = 0; i < 50; i++)
+		assert_int_equal(read(p[0], &ids[i], sizeof(ids[i])), sizeof(ids[i]));
+	assert_int_equal(read(p[0], &got, sizeof(got)), 0);
+	waitpid(pid, &st, 0);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(store_open(&s, path, &err), 0);
+	assert_int_equal(store_jobs_list(s, true, &v, &n, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 50; k++)
+			found += v[i].id == ids[k];
+	assert_int_equal(found, 50);
+	job_rows_free(v, n);
+	store_close(s);
+}
+
+static void nodes_upsert(void **state)
+{
+	struct store *s;
+	struct verr err;
+	struct node_row n = { .up = true, .last_seen = 5 }, *v;
+	size_t cnt;
+
+	(void)state;
+	snprintf(n.name, sizeof(n.name), "n1");
+	snprintf(n.addr, sizeof(n.addr), "10.0.0.1:6818");
+	n.info_json = "{\"cores\":8}";
+	assert_int_equal(store_open(&s, path, &err), 0);
+	assert_int_equal(store_node_put(s, &n, &err), 0);
+	n.up = false;
+	n.last_seen = 9;
+	n.info_json = NULL;
+	assert_int_equal(store_node_put(s, &n, &err), 0);
+	assert_int_equal(store_nodes_list(s, &v, &cnt, &err), 0);
+	assert_int_equal(cnt, 1);
+	assert_false(v[0].up);
+	assert_int_equal(v[0].last_seen, 9);
+	assert_string_equal(v[0].info_json, "{\"cores\":8}");
+	node_rows_free(v, cnt);
+	store_close(s);
+}
+
+static void unusable_path_is_named(void **state)
+{
+	struct store *s;
+	struct verr err;
+
+	(void)state;
+	assert_int_equal(store_open(&s, "/nonexistent/dir/state.db", &err), -1);
+	assert_non_null(strstr(err.msg, "/nonexistent/dir/state.db"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(jobs_round_trip),
+		cmocka_unit_test(committed_jobs_survive_sigkill),
+		cmocka_unit_test(nodes_upsert),
+		cmocka_unit_test(unusable_path_is_named),
+	};
+	return cmocka_run_group_tests_name("store", tests, setup, teardown);
+}
