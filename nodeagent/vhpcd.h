@@ -195,6 +195,14 @@ int na_ctr_stop(struct na_ctr *c, int grace_ms, struct verr *err);
  * sets each cs[i] to NULL. */
 int na_ctr_stop_all(struct na_ctr **cs, int n, int grace_ms, struct verr *err);
 
+/* ---------------------------------------------------------- vmshm region */
+
+/* Creates /dev/shm/vhpc-<job>-vmshm, zeroed, mode 0600, sized for nranks
+ * ranks on this host (the vmshm BTL's layout); path and size out. */
+int na_vmshm_create(const struct na_jobdir *jd, int nranks, char *path, size_t len,
+		    uint64_t *size, struct verr *err);
+int na_vmshm_remove(const char *job, struct verr *err);
+
 /* --------------------------------------------------------------- images */
 
 /*

@@ -24,11 +24,37 @@
 #include <unistd.h>
 
 #define GUEST_BIN      "/usr/local/bin"
+#define VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
 #define READY_TIMEOUT_S 60
 
 /* forward_sig is consumed by gexec_run when it passes the signal on to the
  * job; interrupted stays set, so the end of the run knows why it ended. */
 static volatile int forward_sig, interrupted;
+
+/* Where a guest finds the job's vmshm region. */
+#define VMSHM_GUEST_PATH "/run/vhpc-vmshm"
+
+/* Names this physical host for the vmshm BTL: the kernel's boot id is the
+ * same for every guest here and differs from any other host. */
+static const char *host_id(void)
+{
+	static char id[64];
+
+	if (!id[0]) {
+		char *buf = NULL;
+		size_t len;
+		struct verr e;
+
+		if (read_file("/proc/sys/kernel/random/boot_id", &buf, &len, 64, &e) == 0) {
+			buf[strcspn(buf, "\n")] = 0;
+			snprintf(id, sizeof(id), "%s", buf);
+		} else {
+			gethostname(id, sizeof(id) - 1);
+		}
+		free(buf);
+	}
+	return id;
+}
 
 static void on_signal(int sig)
 {
@@ -56,6 +82,7 @@ struct run {
 	bool *gdir_mounted;
 	uint8_t key[CHAN_KEY_LEN];
 	char shared[PATH_MAX];
+	char vmshm[128];          /* the job's vmshm region on the host, or "" */
 	long long timeout;
 	uint64_t mem;
 };
@@ -141,12 +168,16 @@ static int start_guest(struct run *r, int i, struct verr *err)
 		GUEST_BIN "/vhpc-guestd", "--init", "--name", name, "--listen", listen,
 		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key", NULL
 	};
-	char jobenv[32], idxenv[32];
+	char jobenv[32], idxenv[32], hostenv[96], slotsenv[48];
+	/* The vmshm BTL's settings travel in the init's environment, so
+	 * orted and the ranks it starts inherit them. */
 	const char *env[] = {
 		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
-		"VHPC_JOB_KEY=/vhpc/job.key", jobenv, idxenv, NULL
+		"VHPC_JOB_KEY=/vhpc/job.key", jobenv, idxenv,
+		/* without a vmshm region the list ends here */
+		r->vmshm[0] ? hostenv : NULL, "VHPC_VMSHM_PATH=" VMSHM_GUEST_PATH, slotsenv, NULL
 	};
-	struct na_bind binds[3];
+	struct na_bind binds[4];
 	struct na_ctr_spec s = { 0 };
 
 	snprintf(name, sizeof(name), "g%d", i);
@@ -154,6 +185,8 @@ static int start_guest(struct run *r, int i, struct verr *err)
 		 ipv4_format(r->net.guest_addr[i], ip, sizeof(ip)), r->cl.guest_port);
 	snprintf(jobenv, sizeof(jobenv), "VHPC_JOB=%s", r->jd.job);
 	snprintf(idxenv, sizeof(idxenv), "VHPC_GUEST_INDEX=%d", i);
+	snprintf(hostenv, sizeof(hostenv), "VHPC_HOST_ID=%s", host_id());
+	snprintf(slotsenv, sizeof(slotsenv), "VHPC_VMSHM_SLOTS=%lld", r->j->ranks);
 	guest_dir(r, i, gdir, sizeof(gdir));
 	snprintf(hosts, sizeof(hosts), "%s/hosts", r->shared);
 	snprintf(logp, sizeof(logp), "%s/g%d.log", r->jd.path, i);
@@ -168,6 +201,8 @@ static int start_guest(struct run *r, int i, struct verr *err)
 	s.env = env;
 	s.binds = binds;
 	s.nbinds = 3;
+	if (r->vmshm[0])
+		binds[s.nbinds++] = (struct na_bind){ r->vmshm, VMSHM_GUEST_PATH, false };
 	s.netns = r->net.guest_netns[i];
 	s.place = &r->place[i];
 	s.mem_limit = r->mem;
@@ -359,6 +394,8 @@ static void teardown(struct run *r)
 		if (umount2(dir, MNT_DETACH) < 0)
 			log_warn("cannot unmount %s: %s", dir, strerror(errno));
 	}
+	if (r->vmshm[0] && na_vmshm_remove(r->jd.job, &e) < 0)
+		log_warn("%s", e.msg);
 	if (r->have_net && na_net_destroy(&r->net, &e) < 0)
 		log_warn("job network: %s", e.msg);
 	if (r->have_jd && na_jobdir_remove(&r->jd, &e) < 0)
@@ -482,7 +519,18 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	lp.rsh_path = GUEST_BIN "/vhpc-rsh";
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
-	lp.vmshm = false;
+	/* Co-located guests of one job talk through shared memory, not TCP. */
+	lp.vmshm = j->vmshm && r.nguests > 1 && j->ranks >= 2;
+	lp.vmshm_component_dir = VMSHM_COMPONENT_DIR;
+	if (lp.vmshm) {
+		uint64_t size;
+		char sz[32];
+
+		if (na_vmshm_create(&r.jd, (int)j->ranks, r.vmshm, sizeof(r.vmshm), &size, err) < 0)
+			goto out;
+		log_info("job %s: vmshm region %s (%s) for %lld ranks", job, r.vmshm,
+			 fmt_size(size, sz, sizeof(sz)), j->ranks);
+	}
 	if (write_shared(&r, &lp, err) < 0)
 		goto out;
 	for (int i = 0; i < r.nguests; i++)
