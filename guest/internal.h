@@ -56,6 +56,7 @@ struct gd_opts {
 	long long max_sessions;
 	long long handshake_ms;
 	long long grace_ms;
+	char spool[256];          /* detached commands' output and state ("" = none) */
 };
 
 void gd_opts_defaults(struct gd_opts *o);
@@ -72,7 +73,13 @@ void gd_usage(FILE *f);
 
 /* ---------------------------------------------------------------- proto */
 
-enum greq_op { GREQ_HELLO = 1, GREQ_EXEC, GREQ_SIGNAL, GREQ_SHUTDOWN };
+enum greq_op { GREQ_HELLO = 1, GREQ_EXEC, GREQ_SIGNAL, GREQ_SHUTDOWN,
+	       /* detached commands (detached.c) */
+	       GREQ_SPAWN, GREQ_STATUS, GREQ_WAIT, GREQ_KILL, GREQ_MAX = GREQ_KILL };
+/* A detached command's id: a file name in the spool dir. */
+#define GD_ID_MAX          32
+/* The longest a wait request may block. */
+#define GD_MAX_WAIT_MS     60000
 
 struct greq {
 	enum greq_op op;
@@ -83,6 +90,8 @@ struct greq {
 	char *cwd;                /* NULL = $HOME, else / */
 	long long timeout_ms;     /* 0 = none */
 	int sig;
+	char id[GD_ID_MAX + 1];   /* spawn, status, wait, kill */
+	long long wait_ms;        /* wait */
 };
 
 const char *greq_op_name(enum greq_op op);
@@ -104,6 +113,9 @@ enum gd_action {
 	GD_ACT_EXEC,
 	GD_ACT_SIGNAL,
 	GD_ACT_SHUTDOWN,
+	GD_ACT_SPAWN,
+	GD_ACT_STATUS,            /* status and wait */
+	GD_ACT_KILL,
 };
 struct gd_step {
 	enum gd_action act;
@@ -134,6 +146,27 @@ int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err);
 /* base overridden/extended by add (NAME=VALUE); malloc'd array of pointers
  * into base/add, NULL-terminated. */
 char **gd_merge_env(char *const *base, char *const *add);
+
+/* ------------------------------------------------------------- detached */
+
+/*
+ * Detached commands (spawn): each runs under a keeper process that outlives
+ * the connection that started it, writes the command's stdout+stderr to
+ * <spool>/<id>.out and its state to <spool>/<id>.state (JSON, replaced
+ * atomically), and stops it on timeout or SIGTERM.
+ */
+int gd_spawn_fd(const struct greq *r, int out_fd, pid_t *pid, struct verr *err);
+/* Starts r (op spawn); on success the reply's members (id, pid). */
+int gd_detached_spawn(const struct gd_opts *o, const struct greq *r,
+		      struct json_object **reply, struct verr *err);
+/* The state as reply members; wait_ms > 0 blocks until it exited or the
+ * time passed (stop, when set, cuts the wait short). */
+int gd_detached_status(const struct gd_opts *o, const char *id, long long wait_ms,
+		       volatile sig_atomic_t *stop, struct json_object **reply, struct verr *err);
+int gd_detached_kill(const struct gd_opts *o, const char *id, int sig, struct verr *err);
+/* guestd is stopping: every keeper stops its command (TERM, grace, KILL);
+ * waits for them, with a hard limit. */
+void gd_detached_stop_all(const struct gd_opts *o);
 
 /* -------------------------------------------------------------- session */
 

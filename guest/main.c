@@ -429,6 +429,7 @@ int main(int argc, char **argv)
 	}
 	close_listeners(&o);
 	stop_sessions(&o, sfd);
+	gd_detached_stop_all(&o);
 	log_info("%s: stopped", o.name);
 	return 0;
 }

@@ -31,6 +31,7 @@ static const struct opt opts[] = {
 	{ "handshake-timeout", true, "MS", "time a new connection has to authenticate (default 10000)" },
 	{ "kill-grace", true, "MS", "SIGTERM to SIGKILL delay when a command must stop (default 2000)" },
 	{ "cmdline", true, "FILE", "apply vhpc.OPTION=VALUE words from FILE (e.g. /proc/cmdline)" },
+	{ "spool", true, "DIR", "directory for detached commands' output and state (spawn)" },
 	{ NULL, false, NULL, NULL },
 };
 
@@ -157,6 +158,11 @@ static int set_opt(struct gd_opts *o, const struct opt *p, const char *val, int 
 		return copy_str(o->key, sizeof(o->key), n, val, err);
 	if (!strcmp(n, "log"))
 		return copy_str(o->log, sizeof(o->log), n, val, err);
+	if (!strcmp(n, "spool")) {
+		if (val[0] != '/')
+			return verr_set(err, "--spool '%s': expected an absolute path", val);
+		return copy_str(o->spool, sizeof(o->spool) - GD_ID_MAX - 8, n, val, err);
+	}
 	if (!strcmp(n, "init")) {
 		o->init = true;
 		return 0;

@@ -13,11 +13,14 @@
 static const char *const op_names[] = {
 	[GREQ_HELLO] = "hello", [GREQ_EXEC] = "exec",
 	[GREQ_SIGNAL] = "signal", [GREQ_SHUTDOWN] = "shutdown",
+	[GREQ_SPAWN] = "spawn", [GREQ_STATUS] = "status", [GREQ_WAIT] = "wait",
+	[GREQ_KILL] = "kill",
 };
+#define OP_LIST "hello, exec, signal, shutdown, spawn, status, wait or kill"
 
 const char *greq_op_name(enum greq_op op)
 {
-	return op >= GREQ_HELLO && op <= GREQ_SHUTDOWN ? op_names[op] : "?";
+	return op >= GREQ_HELLO && op <= GREQ_MAX ? op_names[op] : "?";
 }
 
 void greq_free(struct greq *r)
@@ -118,7 +121,13 @@ static bool key_allowed(enum greq_op op, const char *key)
 	static const char *const common[] = { "v", "op", NULL };
 	static const char *const exec[] = { "argv", "env", "cwd", "timeout_ms", NULL };
 	static const char *const sig[] = { "signal", NULL };
-	const char *const *extra = op == GREQ_EXEC ? exec : op == GREQ_SIGNAL ? sig : NULL;
+	static const char *const spawn[] = { "argv", "env", "cwd", "timeout_ms", "id", NULL };
+	static const char *const status[] = { "id", NULL };
+	static const char *const wait[] = { "id", "timeout_ms", NULL };
+	static const char *const kill[] = { "id", "signal", NULL };
+	const char *const *extra = op == GREQ_EXEC ? exec : op == GREQ_SIGNAL ? sig :
+		op == GREQ_SPAWN ? spawn : op == GREQ_STATUS ? status : op == GREQ_WAIT ? wait :
+		op == GREQ_KILL ? kill : NULL;
 
 	for (const char *const *k = common; *k; k++)
 		if (!strcmp(*k, key))
@@ -129,13 +138,13 @@ static bool key_allowed(enum greq_op op, const char *key)
 	return false;
 }
 
-static int parse_exec(struct json_object *obj, struct greq *r, struct verr *err)
+static int parse_exec(struct json_object *obj, const char *op, struct greq *r, struct verr *err)
 {
 	struct json_object *v;
 	size_t bytes = 0;
 
 	if (!json_object_object_get_ex(obj, "argv", &v))
-		return verr_set(err, "exec: missing \"argv\" (an array of strings)");
+		return verr_set(err, "%s: missing \"argv\" (an array of strings)", op);
 	if (get_strv(v, "argv", true, false, &r->argv, &r->argc, &bytes, err) < 0)
 		return -1;
 	if (json_object_object_get_ex(obj, "env", &v) &&
@@ -163,6 +172,25 @@ static int parse_exec(struct json_object *obj, struct greq *r, struct verr *err)
 	return 0;
 }
 
+/* A detached command's id: it names files in the spool dir, so it must be
+ * a plain name that cannot step out of it. */
+static int parse_id(struct json_object *obj, const char *op, struct greq *r, struct verr *err)
+{
+	struct json_object *v;
+	const char *id;
+
+	if (!json_object_object_get_ex(obj, "id", &v))
+		return verr_set(err, "%s: missing \"id\" (the detached command's name)", op);
+	id = get_cstr(v, "id", err);
+	if (!id)
+		return -1;
+	if (!ident_ok(id, GD_ID_MAX) || strchr(id, '.'))
+		return verr_set(err, "id: '%.40s' is not a plain name (letters, digits, '_' and '-', at most %d)",
+				id, GD_ID_MAX);
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	return 0;
+}
+
 static int parse_obj(struct json_object *obj, struct greq *r, struct verr *err)
 {
 	struct json_object *v;
@@ -179,15 +207,15 @@ static int parse_obj(struct json_object *obj, struct greq *r, struct verr *err)
 		return verr_set(err, "request: protocol version %lld is not supported (this guestd speaks %d)",
 				ver, GD_PROTO_VERSION);
 	if (!json_object_object_get_ex(obj, "op", &v))
-		return verr_set(err, "request: missing \"op\" (hello, exec, signal or shutdown)");
+		return verr_set(err, "request: missing \"op\" (" OP_LIST ")");
 	op = get_cstr(v, "op", err);
 	if (!op)
 		return -1;
-	for (int i = GREQ_HELLO; i <= GREQ_SHUTDOWN; i++)
+	for (int i = GREQ_HELLO; i <= GREQ_MAX; i++)
 		if (!strcmp(op, op_names[i]))
 			r->op = i;
 	if (!r->op)
-		return verr_set(err, "op: unknown operation '%.40s' (expected hello, exec, signal or shutdown)", op);
+		return verr_set(err, "op: unknown operation '%.40s' (expected " OP_LIST ")", op);
 	json_object_object_foreach(obj, key, val) {
 		(void)val;
 		if (!key_allowed(r->op, key))
@@ -195,10 +223,31 @@ static int parse_obj(struct json_object *obj, struct greq *r, struct verr *err)
 	}
 	switch (r->op) {
 	case GREQ_EXEC:
-		return parse_exec(obj, r, err);
+		return parse_exec(obj, op, r, err);
 	case GREQ_SIGNAL:
 		if (!json_object_object_get_ex(obj, "signal", &v))
 			return verr_set(err, "signal: missing \"signal\" (a signal number)");
+		if (get_int(v, "signal", 1, SIGRTMAX, &n, err) < 0)
+			return -1;
+		r->sig = (int)n;
+		return 0;
+	case GREQ_SPAWN:
+		if (parse_id(obj, op, r, err) < 0)
+			return -1;
+		return parse_exec(obj, op, r, err);
+	case GREQ_STATUS:
+		return parse_id(obj, op, r, err);
+	case GREQ_WAIT:
+		if (parse_id(obj, op, r, err) < 0)
+			return -1;
+		if (!json_object_object_get_ex(obj, "timeout_ms", &v))
+			return verr_set(err, "wait: missing \"timeout_ms\" (how long to wait, 0..%d)", GD_MAX_WAIT_MS);
+		return get_int(v, "timeout_ms", 0, GD_MAX_WAIT_MS, &r->wait_ms, err);
+	case GREQ_KILL:
+		if (parse_id(obj, op, r, err) < 0)
+			return -1;
+		if (!json_object_object_get_ex(obj, "signal", &v))
+			return verr_set(err, "kill: missing \"signal\" (a signal number)");
 		if (get_int(v, "signal", 1, SIGRTMAX, &n, err) < 0)
 			return -1;
 		r->sig = (int)n;
@@ -357,6 +406,23 @@ void gd_dispatch(enum gd_state st, uint8_t type, const char *buf, size_t len,
 			return;
 		}
 		out->act = GD_ACT_SIGNAL;
+		return;
+	case GREQ_SPAWN:
+	case GREQ_STATUS:
+	case GREQ_WAIT:
+	case GREQ_KILL:
+		/* One request at a time: an exec's output owns the connection
+		 * until it ends. */
+		if (st == GD_RUNNING) {
+			const char *op = greq_op_name(out->req.op);
+
+			greq_free(&out->req);
+			verr_set(&e, "%s: a command is running on this connection; use another connection", op);
+			reject(out, op, &e);
+			return;
+		}
+		out->act = out->req.op == GREQ_SPAWN ? GD_ACT_SPAWN :
+			   out->req.op == GREQ_KILL ? GD_ACT_KILL : GD_ACT_STATUS;
 		return;
 	}
 }

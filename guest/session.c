@@ -186,6 +186,35 @@ static int reply_shutdown(struct sess *S)
 	return 0;
 }
 
+/* spawn, status/wait and kill: detached commands (detached.c). */
+static int detached(struct sess *S, const struct greq *req)
+{
+	const char *op = greq_op_name(req->op);
+	struct json_object *extra = NULL;
+	struct verr e;
+	int r;
+
+	switch (req->op) {
+	case GREQ_SPAWN:
+		r = gd_detached_spawn(S->ctx->o, req, &extra, &e);
+		break;
+	case GREQ_KILL:
+		r = gd_detached_kill(S->ctx->o, req->id, req->sig, &e);
+		if (r == 0)
+			log_info("%s: signal %d to detached %s", S->ctx->peer, req->sig, req->id);
+		break;
+	default:
+		r = gd_detached_status(S->ctx->o, req->id, req->op == GREQ_WAIT ? req->wait_ms : 0,
+				       &g_term, &extra, &e);
+		break;
+	}
+	if (r < 0) {
+		log_warn("%s: %s", S->ctx->peer, e.msg);
+		return send_json(S, gd_reply_error(op, e.msg));
+	}
+	return send_json(S, gd_reply_ok(op, extra));
+}
+
 /* A request that arrives while a command runs. */
 static int running_frame(struct sess *S, uint8_t type, const char *buf, size_t len)
 {
@@ -216,7 +245,10 @@ static int running_frame(struct sess *S, uint8_t type, const char *buf, size_t l
 	case GD_ACT_SHUTDOWN:
 		r = reply_shutdown(S);
 		break;
-	case GD_ACT_EXEC:   /* the dispatcher refuses exec while running */
+	case GD_ACT_EXEC:   /* the dispatcher refuses these while running */
+	case GD_ACT_SPAWN:
+	case GD_ACT_STATUS:
+	case GD_ACT_KILL:
 		break;
 	}
 	gd_step_free(&st);
@@ -483,6 +515,11 @@ void gd_session(int fd, const struct gd_session_ctx *ctx)
 			break;
 		case GD_ACT_EXEC:
 			r = run_exec(&S, &st.req);
+			break;
+		case GD_ACT_SPAWN:
+		case GD_ACT_STATUS:
+		case GD_ACT_KILL:
+			r = detached(&S, &st.req);
 			break;
 		case GD_ACT_SIGNAL:  /* the dispatcher refuses it when idle */
 			break;

@@ -117,13 +117,36 @@ fail:
 	_exit(127);
 }
 
+/* Reads the child's exec report: 0 when it exec'd, -1 (child reaped,
+ * err naming the stage) when it could not. */
+static int await_exec(pid_t pid, int rep_r, const struct greq *r, struct verr *err)
+{
+	struct exec_failure f;
+	ssize_t n;
+	int st;
+
+	do
+		n = read(rep_r, &f, sizeof(f));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(f))
+		return 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (!strcmp(f.stage, "chdir"))
+		return verr_set(err, "%s: cannot change to directory '%s': %s", greq_op_name(r->op),
+				r->cwd ? r->cwd : "$HOME", strerror(f.err));
+	if (!strcmp(f.stage, "exec"))
+		return verr_set(err, "%s: cannot execute '%s': %s", greq_op_name(r->op), r->argv[0],
+				strerror(f.err));
+	return verr_set(err, "%s: setting up the command failed: %s", greq_op_name(r->op), strerror(f.err));
+}
+
 int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
 {
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
-	struct exec_failure f;
 	char **envp;
-	ssize_t n;
 	pid_t pid;
+	int rc;
 
 	envp = gd_merge_env(environ, r->env);
 	if (!envp)
@@ -145,25 +168,11 @@ int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
 	close(errp[1]);
 	close(rep[1]);
 	out[1] = errp[1] = rep[1] = -1;
-	do
-		n = read(rep[0], &f, sizeof(f));
-	while (n < 0 && errno == EINTR);
+	rc = await_exec(pid, rep[0], r, err);
 	close(rep[0]);
 	rep[0] = -1;
-	if (n == (ssize_t)sizeof(f)) {
-		int st;
-
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		if (!strcmp(f.stage, "chdir"))
-			verr_set(err, "exec: cannot change to directory '%s': %s",
-				 r->cwd ? r->cwd : "$HOME", strerror(f.err));
-		else if (!strcmp(f.stage, "exec"))
-			verr_set(err, "exec: cannot execute '%s': %s", r->argv[0], strerror(f.err));
-		else
-			verr_set(err, "exec: setting up the command failed: %s", strerror(f.err));
+	if (rc < 0)
 		goto fail;
-	}
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
 	c->pid = pid;
@@ -181,4 +190,36 @@ fail:
 			close(rep[i]);
 	}
 	return -1;
+}
+
+int gd_spawn_fd(const struct greq *r, int out_fd, pid_t *pid_out, struct verr *err)
+{
+	int rep[2];
+	char **envp = gd_merge_env(environ, r->env);
+	pid_t pid;
+	int rc;
+
+	if (!envp)
+		return verr_set(err, "out of memory");
+	if (pipe2(rep, O_CLOEXEC) < 0) {
+		free(envp);
+		return verr_errno(err, "pipe");
+	}
+	pid = fork();
+	if (pid < 0) {
+		verr_errno(err, "fork");
+		free(envp);
+		close(rep[0]);
+		close(rep[1]);
+		return -1;
+	}
+	if (pid == 0)
+		child(r, envp, out_fd, out_fd, rep[1]);
+	free(envp);
+	close(rep[1]);
+	rc = await_exec(pid, rep[0], r, err);
+	close(rep[0]);
+	if (rc == 0)
+		*pid_out = pid;
+	return rc;
 }

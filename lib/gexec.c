@@ -441,3 +441,99 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 		free(buf);
 	}
 }
+
+/* ------------------------------------------------------ detached commands */
+
+int gexec_spawn(struct chan *c, const struct gexec_req *r, const char *id, pid_t *pid,
+		struct verr *err)
+{
+	struct json_object *o = new_req("spawn"), *rep, *v;
+	char *text;
+
+	if (!r->argv || !r->argv[0]) {
+		json_object_put(o);
+		return verr_set(err, "spawn: empty command");
+	}
+	json_object_object_add(o, "id", json_object_new_string(id));
+	json_object_object_add(o, "argv", strv(r->argv));
+	if (r->env && r->env[0])
+		json_object_object_add(o, "env", strv(r->env));
+	if (r->cwd)
+		json_object_object_add(o, "cwd", json_object_new_string(r->cwd));
+	if (r->timeout_ms > 0)
+		json_object_object_add(o, "timeout_ms", json_object_new_int(r->timeout_ms));
+	if (send_obj(c, o, err) < 0)
+		return verr_wrap(err, "spawn");
+	if (simple_reply(c, "spawn", 30000, &text, err) < 0)
+		return -1;
+	rep = parse_obj(text, strlen(text), "reply", err);
+	free(text);
+	if (!rep)
+		return -1;
+	if (!json_object_object_get_ex(rep, "pid", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) < 1 || json_object_get_int64(v) > (1 << 30)) {
+		json_object_put(rep);
+		return verr_set(err, "spawn: the guest's reply has no valid pid");
+	}
+	*pid = (pid_t)json_object_get_int64(v);
+	json_object_put(rep);
+	return 0;
+}
+
+int gexec_state(struct chan *c, const char *id, int wait_ms, struct gexec_state *st,
+		struct verr *err)
+{
+	struct json_object *o = new_req(wait_ms > 0 ? "wait" : "status"), *rep, *v;
+	const char *op = wait_ms > 0 ? "wait" : "status", *state;
+	char *text;
+	int ret = 0;
+
+	memset(st, 0, sizeof(*st));
+	json_object_object_add(o, "id", json_object_new_string(id));
+	if (wait_ms > 0)
+		json_object_object_add(o, "timeout_ms", json_object_new_int(wait_ms));
+	if (send_obj(c, o, err) < 0)
+		return verr_wrap(err, "%s", op);
+	if (simple_reply(c, op, wait_ms + 30000, &text, err) < 0)
+		return -1;
+	rep = parse_obj(text, strlen(text), "reply", err);
+	free(text);
+	if (!rep)
+		return -1;
+	if (!json_object_object_get_ex(rep, "state", &v) || !json_object_is_type(v, json_type_string)) {
+		json_object_put(rep);
+		return verr_set(err, "%s: the guest's reply has no state", op);
+	}
+	state = json_object_get_string(v);
+	if (json_object_object_get_ex(rep, "pid", &v) && json_object_is_type(v, json_type_int))
+		st->pid = (pid_t)json_object_get_int64(v);
+	if (json_object_object_get_ex(rep, "output_bytes", &v) && json_object_is_type(v, json_type_int) &&
+	    json_object_get_int64(v) >= 0)
+		st->output_bytes = json_object_get_int64(v);
+	if (!strcmp(state, "exited")) {
+		char *ex = strdup(json_object_to_json_string(rep));
+
+		st->exited = true;
+		ret = ex ? exit_status(ex, strlen(ex), &st->status, &st->timed_out, err)
+			 : verr_set(err, "out of memory");
+		free(ex);
+	} else if (!strcmp(state, "lost")) {
+		st->exited = st->lost = true;
+		st->status = 255;
+	} else if (strcmp(state, "running")) {
+		ret = verr_set(err, "%s: the guest reports an unknown state '%.40s'", op, state);
+	}
+	json_object_put(rep);
+	return ret;
+}
+
+int gexec_kill(struct chan *c, const char *id, int sig, struct verr *err)
+{
+	struct json_object *o = new_req("kill");
+
+	json_object_object_add(o, "id", json_object_new_string(id));
+	json_object_object_add(o, "signal", json_object_new_int(sig));
+	if (send_obj(c, o, err) < 0)
+		return verr_wrap(err, "kill");
+	return simple_reply(c, "kill", 10000, NULL, err);
+}

@@ -352,6 +352,32 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 /* Asks guestd to stop (it stops every running command first). */
 int gexec_shutdown(struct chan *c, struct verr *err);
 
+/* ------------------------------------------- detached commands (cluster) */
+
+/*
+ * Detached commands (guest/PROTOCOL.md: spawn, status, wait, kill): the
+ * command outlives the connection that started it; its stdout and stderr
+ * go to <guestd's --spool>/<id>.out.  Used by vhpcd for a job's mpirun, so
+ * a restarted vhpcd re-attaches instead of losing the job.
+ */
+struct gexec_state {
+	bool exited;               /* false: still running */
+	bool lost;                 /* its keeper died without recording the end */
+	pid_t pid;                 /* in the guest's pid namespace */
+	int status;                /* exited: exit status, or 128 + signal */
+	bool timed_out;            /* stopped because its timeout expired */
+	long long output_bytes;    /* size of <id>.out */
+};
+/* Starts r->argv (env, cwd, timeout_ms as for gexec_run; out_fd, err_fd and
+ * cancel are not used) as detached command id. */
+int gexec_spawn(struct chan *c, const struct gexec_req *r, const char *id, pid_t *pid,
+		struct verr *err);
+/* wait_ms 0: the state now; > 0 (at most 60000): returns once it exited
+ * or the time passed.  Fails when guestd knows no command id. */
+int gexec_state(struct chan *c, const char *id, int wait_ms, struct gexec_state *st,
+		struct verr *err);
+int gexec_kill(struct chan *c, const char *id, int sig, struct verr *err);
+
 /* ------------------------------------------------------------------- util */
 
 /* Whole-file helpers; read_file NUL-terminates and caps at max bytes. */

@@ -42,6 +42,20 @@ static void check_req(const struct greq *r)
 		if (r->sig < 1 || r->sig > SIGRTMAX)
 			abort();
 		break;
+	case GREQ_SPAWN:
+		if (!r->argv || r->argc == 0 || !r->argv[0][0] || r->argv[r->argc] != NULL)
+			abort();
+		/* fall through */
+	case GREQ_STATUS:
+	case GREQ_WAIT:
+	case GREQ_KILL:
+		if (!ident_ok(r->id, GD_ID_MAX) || strchr(r->id, '.') || strchr(r->id, '/'))
+			abort();
+		if (r->wait_ms < 0 || r->wait_ms > GD_MAX_WAIT_MS)
+			abort();
+		if (r->op == GREQ_KILL && (r->sig < 1 || r->sig > SIGRTMAX))
+			abort();
+		break;
 	case GREQ_HELLO:
 	case GREQ_SHUTDOWN:
 		break;
@@ -73,6 +87,9 @@ static void step(enum gd_state *st, uint8_t type, const char *buf, size_t len)
 			*st = GD_RUNNING;
 		}
 		if (s.act == GD_ACT_SIGNAL && *st != GD_RUNNING)
+			abort();
+		if ((s.act == GD_ACT_SPAWN || s.act == GD_ACT_STATUS || s.act == GD_ACT_KILL) &&
+		    *st != GD_IDLE)
 			abort();
 	}
 	gd_step_free(&s);

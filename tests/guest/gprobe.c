@@ -17,6 +17,10 @@
  *     idle                   handshake, then wait for guestd to close; print
  *                            the milliseconds it took
  *     garbage                send bytes that are not the channel protocol
+ *     spawn ID [--env K=V]... [--timeout MS] -- ARGV...
+ *                            start a detached command; print its pid
+ *     state ID [WAIT_MS]     print "running|exited STATUS|lost bytes=N [timeout]"
+ *     kill ID SIGNAL         signal a detached command
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -315,6 +319,59 @@ static int cmd_garbage(void)
 	return 0;
 }
 
+static int cmd_spawn(int argc, char **argv)
+{
+	const char *env[64];
+	int nenv = 0, timeout = 0, i;
+	struct gexec_req req = { .out_fd = -1, .err_fd = -1 };
+	struct verr e;
+	struct chan c;
+	pid_t pid;
+
+	if (argc < 1)
+		die("spawn: no id", NULL);
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--env") && i + 1 < argc && nenv < 63)
+			env[nenv++] = argv[++i];
+		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+			timeout = atoi(argv[++i]);
+		else
+			die("spawn: bad option", NULL);
+	}
+	if (i >= argc - 1)
+		die("spawn: no command", NULL);
+	env[nenv] = NULL;
+	req.argv = (const char *const *)argv + i + 1;
+	req.env = env;
+	req.timeout_ms = timeout;
+	open_chan(&c);
+	if (gexec_spawn(&c, &req, argv[0], &pid, &e) < 0)
+		die("spawn", &e);
+	printf("%d\n", (int)pid);
+	chan_close(&c);
+	return 0;
+}
+
+static int cmd_state(const char *id, int wait_ms)
+{
+	struct gexec_state st;
+	struct verr e;
+	struct chan c;
+
+	open_chan(&c);
+	if (gexec_state(&c, id, wait_ms, &st, &e) < 0)
+		die("state", &e);
+	if (st.lost)
+		printf("lost");
+	else if (st.exited)
+		printf("exited %d", st.status);
+	else
+		printf("running");
+	printf(" bytes=%lld%s\n", st.output_bytes, st.timed_out ? " timeout" : "");
+	chan_close(&c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *keyfile = NULL;
@@ -380,6 +437,18 @@ int main(int argc, char **argv)
 		return cmd_idle();
 	if (!strcmp(argv[i], "garbage"))
 		return cmd_garbage();
+	if (!strcmp(argv[i], "spawn"))
+		return cmd_spawn(argc - i - 1, argv + i + 1);
+	if (!strcmp(argv[i], "state") && i + 1 < argc)
+		return cmd_state(argv[i + 1], i + 2 < argc ? atoi(argv[i + 2]) : 0);
+	if (!strcmp(argv[i], "kill") && i + 2 < argc) {
+		struct chan c;
+
+		open_chan(&c);
+		if (gexec_kill(&c, argv[i + 1], atoi(argv[i + 2]), &e) < 0)
+			die("kill", &e);
+		return 0;
+	}
 	fprintf(stderr, "gprobe: unknown command '%s'\n", argv[i]);
 	return 255;
 }

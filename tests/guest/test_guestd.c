@@ -75,6 +75,47 @@ static void valid_requests_parse(void **state)
 	greq_free(&r);
 }
 
+static void detached_requests_parse(void **state)
+{
+	struct greq r;
+	struct verr e;
+	struct gd_step st;
+	const char *spawn = "{\"v\":1,\"op\":\"spawn\",\"id\":\"job\",\"argv\":[\"mpirun\"],\"timeout_ms\":9}";
+
+	(void)state;
+	assert_int_equal(parse(spawn, &r, &e), 0);
+	assert_int_equal(r.op, GREQ_SPAWN);
+	assert_string_equal(r.id, "job");
+	assert_string_equal(r.argv[0], "mpirun");
+	assert_int_equal(r.timeout_ms, 9);
+	greq_free(&r);
+	assert_int_equal(parse("{\"v\":1,\"op\":\"wait\",\"id\":\"a-1_b\",\"timeout_ms\":60000}", &r, &e), 0);
+	assert_int_equal(r.op, GREQ_WAIT);
+	assert_int_equal(r.wait_ms, 60000);
+	greq_free(&r);
+	assert_int_equal(parse("{\"v\":1,\"op\":\"kill\",\"id\":\"job\",\"signal\":2}", &r, &e), 0);
+	assert_int_equal(r.sig, 2);
+	greq_free(&r);
+	rejects("{\"v\":1,\"op\":\"spawn\",\"argv\":[\"x\"]}", "spawn: missing \"id\"");
+	rejects("{\"v\":1,\"op\":\"spawn\",\"id\":\"j\"}", "spawn: missing \"argv\"");
+	rejects("{\"v\":1,\"op\":\"status\",\"id\":\"../etc/passwd\"}", "not a plain name");
+	rejects("{\"v\":1,\"op\":\"status\",\"id\":\"\"}", "not a plain name");
+	rejects("{\"v\":1,\"op\":\"status\",\"id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}", "not a plain name");
+	rejects("{\"v\":1,\"op\":\"status\",\"id\":7}", "id: expected a string");
+	rejects("{\"v\":1,\"op\":\"wait\",\"id\":\"j\",\"timeout_ms\":-1}", "outside 0..60000");
+	rejects("{\"v\":1,\"op\":\"kill\",\"id\":\"j\"}", "kill: missing \"signal\"");
+	rejects("{\"v\":1,\"op\":\"kill\",\"id\":\"j\",\"signal\":0}", "outside 1..");
+	rejects("{\"v\":1,\"op\":\"status\",\"id\":\"j\",\"signal\":1}", "status: unknown field");
+	/* Detached requests wait until an exec on the connection ended. */
+	gd_dispatch(GD_IDLE, CHAN_JSON, spawn, strlen(spawn), &st);
+	assert_int_equal(st.act, GD_ACT_SPAWN);
+	gd_step_free(&st);
+	gd_dispatch(GD_RUNNING, CHAN_JSON, spawn, strlen(spawn), &st);
+	assert_int_equal(st.act, GD_ACT_REPLY);
+	assert_non_null(strstr(st.reply, "a command is running on this connection"));
+	gd_step_free(&st);
+}
+
 static void malformed_json_is_rejected(void **state)
 {
 	(void)state;
@@ -402,6 +443,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(valid_requests_parse),
+		cmocka_unit_test(detached_requests_parse),
 		cmocka_unit_test(malformed_json_is_rejected),
 		cmocka_unit_test(fields_are_validated),
 		cmocka_unit_test(sizes_are_limited),
