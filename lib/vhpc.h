@@ -378,6 +378,53 @@ int gexec_state(struct chan *c, const char *id, int wait_ms, struct gexec_state 
 		struct verr *err);
 int gexec_kill(struct chan *c, const char *id, int sig, struct verr *err);
 
+/* ------------------------------------------------ cluster messages (TCP) */
+
+/*
+ * What vhpc-ctld, vhpcd and the vhpc CLI share about talking over TCP with
+ * wire messages (scheduler/PROTOCOL.md): addresses, one-request calls, and
+ * validated access to a received message's fields.  Every jf_* getter
+ * fails with a message naming the field and what was expected.
+ */
+/* "a.b.c.d" to host byte order. */
+int ipv4_parse(const char *s, uint32_t *out);
+/* "HOST:PORT" (HOST a name or an IPv4 address, PORT 1..65535; with
+ * allow_zero also 0). */
+int hostport_parse(const char *s, bool allow_zero, char *host, size_t hlen, int *port);
+/* A listening TCP socket on "ADDR:PORT" (ADDR may be empty or *: every
+ * address); the port it got (useful with 0) in *port. */
+int tcp_listen(const char *spec, int *port, struct verr *err);
+int tcp_connect(const char *hostport, int timeout_ms, struct verr *err);
+/* One request and its reply on a fresh connection.  A reply of type
+ * "error" is returned as such (rc 0): the caller decides. */
+int wire_call(const char *hostport, struct json_object *req, struct json_object **reply,
+	      struct wire_peer *peer, int timeout_ms, struct verr *err);
+/* The reply's "error" text, or NULL when it is not an error reply. */
+const char *wire_error_text(struct json_object *reply);
+
+/* Fields: absent optional ones leave *out untouched and return 0. */
+int jf_int(struct json_object *o, const char *key, bool required, long long min, long long max,
+	   long long *out, struct verr *err);
+int jf_bool(struct json_object *o, const char *key, bool required, bool *out, struct verr *err);
+/* A string of at most max bytes without NULs. */
+int jf_str(struct json_object *o, const char *key, bool required, size_t max, const char **out,
+	   struct verr *err);
+/* A string that passes ident_ok(s, max). */
+int jf_ident(struct json_object *o, const char *key, bool required, size_t max, const char **out,
+	     struct verr *err);
+/* An array of at most max entries / an object. */
+int jf_array(struct json_object *o, const char *key, bool required, size_t max,
+	     struct json_object **out, struct verr *err);
+int jf_object(struct json_object *o, const char *key, bool required, struct json_object **out,
+	      struct verr *err);
+/* Fails on a key not in allowed (NULL-terminated); "v" and "type" are always allowed. */
+int jf_only(struct json_object *o, const char *what, const char *const *allowed, struct verr *err);
+/* A NULL-terminated vector of strdup'd strings from an array of strings
+ * (at most max entries of at most maxlen bytes each); free with jf_strv_free. */
+int jf_strv(struct json_object *o, const char *key, bool required, size_t max, size_t maxlen,
+	    char ***out, size_t *n, struct verr *err);
+void jf_strv_free(char **v);
+
 /* ------------------------------------------------------------------- util */
 
 /* Whole-file helpers; read_file NUL-terminates and caps at max bytes. */

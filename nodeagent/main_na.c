@@ -24,6 +24,7 @@ static void usage(FILE *f)
 		"  adopt   --job ID [--grace MS]        take over a dead owner's job, stop it orderly\n"
 		"  up      --job ID [-N GUESTS] [--vcpus N] [--mem SIZE] [--topology SPEC]\n"
 		"          [--oversubscribe] [--tuning NAME|PATH|none] [--subnet CIDR] [--no-net]\n"
+		"          [--first-index N] [--vni N --underlay ADDR [--peer ADDR]...]\n"
 		"          [--rootfs DIR [--tmpfs SIZE] [--bind SRC:DST[:ro]]... [--env K=V]...\n"
 		"           [--grace MS] [--log-dir DIR] -- INIT ARGS...]\n"
 		"          make a job and hold it until SIGTERM/SIGINT, then tear it down\n"
@@ -243,6 +244,10 @@ struct up {
 	const char *env[33];
 	int nenv;
 	char **argv;
+	/* one node's part of a job across nodes */
+	long long first_index, vni;
+	uint32_t underlay, peers[NA_MAX_NODES];
+	int npeers;
 };
 
 static double ms_since(uint64_t t0)
@@ -323,16 +328,21 @@ static int up_run(struct up *u)
 			if (na_subnet_alloc(&cl, &jd, &subnet, &e) < 0)
 				goto fail;
 		}
+		int index[NA_MAX_GUESTS];
+
+		for (int g = 0; g < n; g++)
+			index[g] = (int)u->first_index + g;
 		t0 = now_ns();
 		if (na_net_create(&(struct na_net_req){ .job = u->job, .subnet = subnet, .nguests = n,
-			.tuning = tp }, &net, &e) < 0)
+			.tuning = tp, .index = index, .vni = (uint32_t)u->vni, .underlay = u->underlay,
+			.peers = u->peers, .npeers = u->npeers }, &net, &e) < 0)
 			goto fail;
 		have_net = true;
 		printf("net_create_ms %.2f\n", ms_since(t0));
 		for (int g = 0; g < n; g++) {
 			char a[20];
 
-			printf("guest %d netns %s addr %s/%d mtu %d\n", g, net.guest_netns[g],
+			printf("guest %d netns %s addr %s/%d mtu %d\n", net.index[g], net.guest_netns[g],
 			       ipv4_format(net.guest_addr[g], a, sizeof(a)), net.prefix, net.mtu);
 		}
 		fflush(stdout);
@@ -406,7 +416,10 @@ static int cmd_up(int argc, char **argv)
 		{ "oversubscribe", 0, 0, 'o' }, { "busy", 1, 0, 'b' }, { "job", 1, 0, 'j' },
 		{ "tuning", 1, 0, 'T' }, { "subnet", 1, 0, 's' }, { "no-net", 0, 0, 'n' },
 		{ "rootfs", 1, 0, 'r' }, { "tmpfs", 1, 0, 'f' }, { "bind", 1, 0, 'B' },
-		{ "env", 1, 0, 'e' }, { "grace", 1, 0, 'g' }, { "log-dir", 1, 0, 'l' }, { 0 } };
+		{ "env", 1, 0, 'e' }, { "grace", 1, 0, 'g' }, { "log-dir", 1, 0, 'l' },
+		{ "first-index", 1, 0, 'I' }, { "vni", 1, 0, 'V' }, { "underlay", 1, 0, 'U' },
+		{ "peer", 1, 0, 'P' }, { 0 } };
+	uint32_t a;
 	struct up u = { .j = { .guests = 2, .vcpus = 1, .mem = 256ull << 20 },
 			.tuning_name = "hpc", .grace_ms = 5000, .tmpfs = 64ull << 20 };
 	long long v;
@@ -437,6 +450,25 @@ static int cmd_up(int argc, char **argv)
 			if (parse_ll(optarg, 0, 600000, &v) < 0)
 				return bad_arg("--grace (milliseconds)", optarg);
 			u.grace_ms = (int)v;
+			break;
+		case 'I':
+			if (parse_ll(optarg, 0, 4095, &u.first_index) < 0)
+				return bad_arg("--first-index (0..4095)", optarg);
+			break;
+		case 'V':
+			if (parse_ll(optarg, 1, NA_VNI_MAX, &u.vni) < 0)
+				return bad_arg("--vni (1..16777215)", optarg);
+			break;
+		case 'U':
+		case 'P':
+			if (ipv4_parse(optarg, &a) < 0)
+				return bad_arg(c == 'U' ? "--underlay (an IPv4 address)" : "--peer (an IPv4 address)", optarg);
+			if (c == 'U')
+				u.underlay = a;
+			else if (u.npeers < NA_MAX_NODES)
+				u.peers[u.npeers++] = a;
+			else
+				return bad_arg("--peer (too many)", optarg);
 			break;
 		default:
 			if ((rc = parse_common(c, &u.j)))

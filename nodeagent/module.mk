@@ -1,13 +1,18 @@
-# The node agent as a library linked into `vhpc` (embedded) and, later,
-# the vhpcd daemon: every nodeagent/*.c but the main_*.c of its programs.
+# The node agent as a library linked into `vhpc` (embedded) and the vhpcd
+# daemon: every nodeagent/*.c but the main_*.c of its programs and the
+# daemon's own vhpcd_*.c.
 # A program using it: sources $(NODEAGENT_SRCS), libraries $(NODEAGENT_LIBS),
 # include "nodeagent/vhpcd.h".
-NODEAGENT_SRCS := $(sort $(filter-out nodeagent/main_%.c,$(wildcard nodeagent/*.c))) \
+NODEAGENT_SRCS := $(sort $(filter-out nodeagent/main_%.c nodeagent/vhpcd_%.c,$(wildcard nodeagent/*.c))) \
                   mpi-plugins/btl_vmshm/vmshm_region.c mpi-plugins/btl_vmshm/vmshm_ring.c
 NODEAGENT_LIBS := -lhwloc -lnl-route-3 -lnl-3
 
 # vhpc-na: the agent's pieces from the command line (admins, tests).
 $(eval $(call program,vhpc-na,nodeagent/main_na.c $(NODEAGENT_SRCS),$(NODEAGENT_LIBS)))
+
+# vhpcd: the node agent daemon of a cluster (scheduler/PROTOCOL.md).
+VHPCD_SRCS := nodeagent/main_vhpcd.c $(sort $(wildcard nodeagent/vhpcd_*.c))
+$(eval $(call program,vhpcd,$(VHPCD_SRCS) $(NODEAGENT_SRCS),$(NODEAGENT_LIBS) -libverbs))
 
 $(eval $(call unit_test,unit-nodeagent-place,tests/nodeagent/test_place.c $(NODEAGENT_SRCS),$(NODEAGENT_LIBS)))
 $(eval $(call unit_test,unit-nodeagent-jobdir,tests/nodeagent/test_jobdir.c $(NODEAGENT_SRCS),$(NODEAGENT_LIBS)))

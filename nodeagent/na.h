@@ -39,6 +39,12 @@ int na_netns_del(const char *name, struct verr *err);
 int na_netns_run(const char *name, int (*fn)(void *arg, struct verr *err),
 		 void *arg, struct verr *err);
 
+/* Deletes the job's VXLAN device (vxlan0 in its job netns) if there is
+ * one.  Deleting a namespace frees its devices only later (the kernel's
+ * cleanup work), and a VXLAN still there keeps its VNI and port taken in
+ * the node's namespace: a job started again at once could not have them. */
+int na_vxlan_del(const char *job_netns, struct verr *err);
+
 /* Offloads of one interface in the calling thread's netns (ethtool ioctl). */
 int na_eth_offloads(const char *ifname, const struct tuning *t, struct verr *err);
 

@@ -17,6 +17,9 @@
 #include <netlink/route/link.h>
 #include <netlink/route/link/bridge.h>
 #include <netlink/route/link/veth.h>
+#include <netlink/route/link/vxlan.h>
+#include <netlink/route/neighbour.h>
+#include <linux/neighbour.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,6 +84,7 @@ static int link_index(struct nl_sock *sk, const char *name, struct verr *err)
 
 struct job_ctx {
 	const struct na_net_req *r;
+	const struct na_net *n;
 	int mtu;
 };
 
@@ -121,8 +125,8 @@ static int job_setup(void *arg, struct verr *err)
 			verr_set(err, "netlink: out of memory");
 			goto out;
 		}
-		snprintf(ns, sizeof(ns), "%s/vhpc-%s-%d", NA_NETNS_DIR, c->r->job, i);
-		snprintf(host, sizeof(host), "v%d", i);
+		snprintf(ns, sizeof(ns), "%s/%s", NA_NETNS_DIR, c->n->guest_netns[i]);
+		snprintf(host, sizeof(host), "v%d", c->n->index[i]);
 		fd = open(ns, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			rtnl_link_put(veth);
@@ -140,7 +144,7 @@ static int job_setup(void *arg, struct verr *err)
 		rtnl_link_put(veth);
 		close(fd);
 		if (e < 0) {
-			verr_set(err, "create veth %s <-> eth0 of guest %d: %s", host, i, nl_geterror(e));
+			verr_set(err, "create veth %s <-> eth0 of guest %d: %s", host, c->n->index[i], nl_geterror(e));
 			goto out;
 		}
 		if (link_set(sk, host, c->mtu, brx, err) < 0)
@@ -238,6 +242,124 @@ out:
 	return rc;
 }
 
+/* In the caller's (the node's) namespace: the VXLAN device, created
+ * straight into the job netns.  Its socket stays where it was made, so it
+ * encapsulates over the node's network while it sits on the job's bridge. */
+static int vxlan_create(const struct na_net_req *r, const char *job_netns, int mtu,
+			struct verr *err)
+{
+	struct nl_sock *sk = nl_open(err);
+	struct rtnl_link *vx = NULL;
+	struct nl_addr *local = NULL;
+	uint32_t be = htonl(r->underlay);
+	char path[PATH_MAX];
+	int fd = -1, rc = -1, e;
+
+	if (!sk)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, job_netns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		verr_errno(err, "%s", path);
+		goto out;
+	}
+	vx = rtnl_link_vxlan_alloc();
+	local = nl_addr_build(AF_INET, &be, 4);
+	if (!vx || !local) {
+		verr_set(err, "netlink: out of memory");
+		goto out;
+	}
+	rtnl_link_set_name(vx, "vxlan0");
+	rtnl_link_set_mtu(vx, mtu);
+	rtnl_link_set_ns_fd(vx, fd);
+	if (rtnl_link_vxlan_set_id(vx, r->vni) < 0 || rtnl_link_vxlan_set_local(vx, local) < 0 ||
+	    rtnl_link_vxlan_set_port(vx, NA_VXLAN_PORT) < 0 || rtnl_link_vxlan_set_learning(vx, 1) < 0) {
+		verr_set(err, "vxlan: bad parameters");
+		goto out;
+	}
+	if ((e = rtnl_link_add(sk, vx, NLM_F_CREATE | NLM_F_EXCL)) < 0) {
+		char a[20];
+
+		verr_set(err, "create vxlan0 (VNI %u, local %s, port %d): %s", r->vni,
+			 ipv4_format(r->underlay, a, sizeof(a)), NA_VXLAN_PORT, nl_geterror(e));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (local)
+		nl_addr_put(local);
+	if (vx)
+		rtnl_link_put(vx);
+	if (fd >= 0)
+		close(fd);
+	nl_socket_free(sk);
+	return rc;
+}
+
+/* "Flood unknown destinations to this peer": the all-zero MAC entry, one
+ * per peer (bridge fdb append 00:00:00:00:00:00 dev vxlan0 dst PEER). */
+static int fdb_append(struct nl_sock *sk, int ifindex, uint32_t peer, struct verr *err)
+{
+	static const uint8_t zero[6];
+	struct rtnl_neigh *n = rtnl_neigh_alloc();
+	struct nl_addr *ll = nl_addr_build(AF_LLC, zero, 6);
+	uint32_t be = htonl(peer);
+	struct nl_addr *dst = nl_addr_build(AF_INET, &be, 4);
+	int rc = 0, e;
+
+	if (!n || !ll || !dst) {
+		rc = verr_set(err, "netlink: out of memory");
+		goto out;
+	}
+	rtnl_neigh_set_ifindex(n, ifindex);
+	rtnl_neigh_set_lladdr(n, ll);
+	/* libnl takes the family from the first address it is given and
+	 * refuses others; the entry's family is the bridge's, its
+	 * destination an IPv4 address, so the family goes last. */
+	if (rtnl_neigh_set_dst(n, dst) < 0) {
+		rc = verr_set(err, "vxlan0: forwarding entry: bad destination");
+		goto out;
+	}
+	rtnl_neigh_set_family(n, AF_BRIDGE);
+	rtnl_neigh_set_state(n, NUD_PERMANENT);
+	rtnl_neigh_set_flags(n, NTF_SELF);
+	if ((e = rtnl_neigh_add(sk, n, NLM_F_CREATE | NLM_F_APPEND)) < 0) {
+		char a[20];
+
+		rc = verr_set(err, "vxlan0: forwarding entry for peer %s: %s",
+			      ipv4_format(peer, a, sizeof(a)), nl_geterror(e));
+	}
+out:
+	if (ll)
+		nl_addr_put(ll);
+	if (dst)
+		nl_addr_put(dst);
+	if (n)
+		rtnl_neigh_put(n);
+	return rc;
+}
+
+/* In the job netns: vxlan0 on the bridge, up, and its peers. */
+static int vxlan_setup(void *arg, struct verr *err)
+{
+	struct job_ctx *c = arg;
+	struct nl_sock *sk = nl_open(err);
+	int rc = -1, brx, vx;
+
+	if (!sk)
+		return -1;
+	if ((brx = link_index(sk, BRIDGE, err)) < 0 || (vx = link_index(sk, "vxlan0", err)) < 0 ||
+	    link_set(sk, "vxlan0", c->mtu, brx, err) < 0)
+		goto out;
+	for (int i = 0; i < c->r->npeers; i++)
+		if (fdb_append(sk, vx, c->r->peers[i], err) < 0)
+			goto out;
+	rc = 0;
+out:
+	nl_socket_free(sk);
+	return rc;
+}
+
 static int check_req(const struct na_net_req *r, struct verr *err)
 {
 	char s[20];
@@ -256,9 +378,22 @@ static int check_req(const struct na_net_req *r, struct verr *err)
 		return verr_set(err, "job %s network: %s/%d has host bits set", r->job,
 				ipv4_format(r->subnet.addr, s, sizeof(s)), r->subnet.prefix);
 	size = 1ull << (32 - r->subnet.prefix);
-	if ((uint64_t)r->nguests + 3 > size)
-		return verr_set(err, "job %s network: %d guests do not fit in %s/%d (addresses start at .2, the last is broadcast)",
-				r->job, r->nguests, ipv4_format(r->subnet.addr, s, sizeof(s)), r->subnet.prefix);
+	for (int i = 0; i < r->nguests; i++) {
+		int idx = r->index ? r->index[i] : i;
+
+		if (idx < 0 || (uint64_t)idx + 3 > size)
+			return verr_set(err, "job %s network: guest %d does not fit in %s/%d (addresses start at .2, the last is broadcast)",
+					r->job, idx, ipv4_format(r->subnet.addr, s, sizeof(s)), r->subnet.prefix);
+		for (int j = 0; j < i && r->index; j++)
+			if (r->index[j] == idx)
+				return verr_set(err, "job %s network: guest %d given twice", r->job, idx);
+	}
+	if (r->vni > NA_VNI_MAX)
+		return verr_set(err, "job %s network: VNI %u is outside 1..%u", r->job, r->vni, NA_VNI_MAX);
+	if (r->vni && !r->underlay)
+		return verr_set(err, "job %s network: a VXLAN needs this node's underlay address", r->job);
+	if (r->npeers < 0 || (r->npeers > 0 && !r->peers))
+		return verr_set(err, "job %s network: bad peer list", r->job);
 	return 0;
 }
 
@@ -271,15 +406,23 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 	memset(out, 0, sizeof(*out));
 	if (check_req(r, err) < 0)
 		return -1;
+	jc.n = out;
 	jc.mtu = r->tuning ? (int)r->tuning->mtu : 1500;
+	/* Encapsulated frames must still fit the underlay's MTU. */
+	if (r->vni)
+		jc.mtu -= NA_VXLAN_OVERHEAD;
+	if (jc.mtu < 576)
+		return verr_set(err, "job %s network: MTU %d is too small", r->job, jc.mtu);
 	snprintf(out->job, sizeof(out->job), "%s", r->job);
 	snprintf(out->job_netns, sizeof(out->job_netns), "vhpc-%s", r->job);
 	out->prefix = r->subnet.prefix;
 	out->mtu = jc.mtu;
 	out->nguests = r->nguests;
+	out->vni = r->vni;
 	for (i = 0; i < r->nguests; i++) {
-		snprintf(out->guest_netns[i], sizeof(out->guest_netns[i]), "vhpc-%s-%d", r->job, i);
-		out->guest_addr[i] = r->subnet.addr + 2 + (uint32_t)i;
+		out->index[i] = r->index ? r->index[i] : i;
+		snprintf(out->guest_netns[i], sizeof(out->guest_netns[i]), "vhpc-%s-%d", r->job, out->index[i]);
+		out->guest_addr[i] = r->subnet.addr + 2 + (uint32_t)out->index[i];
 	}
 
 	if (na_netns_add(out->job_netns, err) < 0)
@@ -289,6 +432,9 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 		if (na_netns_add(out->guest_netns[created], err) < 0)
 			goto fail;
 	if (na_netns_run(out->job_netns, job_setup, &jc, err) < 0)
+		goto fail;
+	if (r->vni && (vxlan_create(r, out->job_netns, jc.mtu, err) < 0 ||
+		       na_netns_run(out->job_netns, vxlan_setup, &jc, err) < 0))
 		goto fail;
 	for (i = 0; i < r->nguests; i++) {
 		struct guest_ctx g = { .r = r, .index = i, .mtu = jc.mtu,
@@ -315,12 +461,46 @@ fail:
 	return -1;
 }
 
+static int vxlan_del(void *arg, struct verr *err)
+{
+	struct nl_sock *sk = nl_open(err);
+	struct rtnl_link *link = NULL;
+	int rc = 0, e;
+
+	(void)arg;
+	if (!sk)
+		return -1;
+	if (rtnl_link_get_kernel(sk, 0, "vxlan0", &link) == 0) {
+		if ((e = rtnl_link_delete(sk, link)) < 0)
+			rc = verr_set(err, "delete vxlan0: %s", nl_geterror(e));
+		rtnl_link_put(link);
+	}
+	nl_socket_free(sk);
+	return rc;
+}
+
+int na_vxlan_del(const char *job_netns, struct verr *err)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, job_netns);
+	if (access(path, F_OK) < 0)
+		return 0;
+	return na_netns_run(job_netns, vxlan_del, NULL, err);
+}
+
 int na_net_destroy(struct na_net *n, struct verr *err)
 {
 	int rc = 0;
 
 	if (!na_job_ok(n->job))
 		return verr_set(err, "job network: not created");
+	if (n->vni && n->job_netns[0]) {
+		struct verr e;
+
+		if (na_vxlan_del(n->job_netns, &e) < 0)
+			rc = verr_set(err, "job %s network: %s", n->job, e.msg);
+	}
 	for (int i = 0; i < n->nguests && i < NA_MAX_GUESTS; i++) {
 		struct verr e;
 

@@ -85,6 +85,8 @@ static int sweep_netns(const char *job, const char *why, int *removed, struct ve
 
 		if (strcmp(de->d_name, own) && !indexed(de->d_name, prefix))
 			continue;
+		if (!strcmp(de->d_name, own) && na_vxlan_del(own, &e) < 0)
+			log_warn("%s: job %s: %s", why, job, e.msg);
 		if (na_netns_del(de->d_name, &e) == 0) {
 			log_info("%s: job %s: removed network namespace %s", why, job, de->d_name);
 			(*removed)++;

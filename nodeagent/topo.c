@@ -176,6 +176,41 @@ fail:
 	return -1;
 }
 
+int na_topo_restrict(struct na_topo *t, const int *cpus, int n, struct verr *err)
+{
+	hwloc_bitmap_t set = hwloc_bitmap_alloc();
+	int rc = -1;
+
+	if (!set)
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < n; i++) {
+		bool known = false;
+
+		for (int k = 0; k < t->npus && !known; k++)
+			known = t->pus[k] == cpus[i];
+		if (!known) {
+			verr_set(err, "cpu %d is not in this topology", cpus[i]);
+			goto out;
+		}
+		hwloc_bitmap_set(set, (unsigned)cpus[i]);
+	}
+	if (hwloc_topology_restrict(t->h, set, HWLOC_RESTRICT_FLAG_REMOVE_CPULESS) < 0) {
+		verr_errno(err, "hwloc cannot restrict the topology to those cpus");
+		goto out;
+	}
+	free(t->nodes);
+	free(t->cores);
+	free(t->pus);
+	t->nodes = NULL;
+	t->cores = NULL;
+	t->pus = NULL;
+	t->nnodes = t->ncores = t->npus = 0;
+	rc = flatten(t, err);
+out:
+	hwloc_bitmap_free(set);
+	return rc;
+}
+
 void na_topo_free(struct na_topo *t)
 {
 	if (!t)

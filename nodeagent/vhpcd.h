@@ -13,7 +13,19 @@
  *                     cgroup v1 hierarchy and the cgroup2 one
  *   container bundle  <job dir>/g<guest index>/ (rootfs: a read-only bind)
  *   shm files         /dev/shm/vhpc-<job>-*
+ *   VXLAN (cluster)   vxlan0 inside the job netns; its UDP socket lives in
+ *                     the namespace of the vhpcd that made it
  * A job id is 1..12 characters [a-z0-9].
+ *
+ * Several node agents may share one machine (test clusters: one network
+ * namespace and one vhpcd per "node"), and netns, cgroup and shm names are
+ * machine-wide.  So in a cluster the job id a node agent uses is not the
+ * scheduler's job number but a per-node id, <job number in base 36>x<node
+ * number in base 36> (vhpc-ctld makes it; `vhpc run` ids are hex and never
+ * contain an x): every name above is then unique per node and job, and the
+ * crash sweep of one node's run dir (each vhpcd has its own VHPC_RUN_DIR)
+ * can never touch another node's guests.  Guest indexes are job-wide, so a
+ * guest's netns, container and address name the same guest on every node.
  *
  * Build into a program with $(NODEAGENT_SRCS) and $(NODEAGENT_LIBS)
  * (nodeagent/module.mk).
@@ -35,6 +47,10 @@ struct na_topo;
  * hwloc synthetic description; a path ending .xml = an hwloc XML export. */
 int na_topo_load(struct na_topo **out, const char *spec, struct verr *err);
 void na_topo_free(struct na_topo *t);
+/* Keeps only the PUs (os indexes) in cpus, dropping NUMA nodes left without
+ * any: a node agent that owns part of a machine (one per socket, or the
+ * "nodes" of a test cluster on one host). */
+int na_topo_restrict(struct na_topo *t, const int *cpus, int n, struct verr *err);
 
 struct na_numa_info {
 	int os_index;          /* host NUMA node number */
@@ -124,11 +140,25 @@ int na_cleanup_stale(int *removed, struct verr *err);
 
 /* ------------------------------------------------------------ job network */
 
+#define NA_VXLAN_PORT     4789
+/* Outer Ethernet (14) + IPv4 (20) + UDP (8) + VXLAN (8) headers. */
+#define NA_VXLAN_OVERHEAD 50
+#define NA_VNI_MAX        ((1u << 24) - 1)
+
 struct na_net_req {
 	const char *job;
 	struct ipv4net subnet;   /* the job's subnet */
-	int nguests;
+	int nguests;             /* guests on this node */
 	const struct tuning *tuning; /* MTU, offloads, sysctls (applied per guest netns) */
+	/* A job across nodes (vhpcd); zero/NULL on one machine: */
+	const int *index;        /* job-wide index of each guest here (NULL: 0..nguests-1):
+	                            its address is subnet + 2 + index, its netns
+	                            vhpc-<job>-<index>, its veth on the bridge v<index> */
+	uint32_t vni;            /* VXLAN id joining the job's bridges on all its
+	                            nodes (1..NA_VNI_MAX; 0 = no VXLAN) */
+	uint32_t underlay;       /* this node's address the VXLAN runs over */
+	const uint32_t *peers;   /* the job's other nodes' underlay addresses */
+	int npeers;
 };
 
 struct na_net {
@@ -137,14 +167,22 @@ struct na_net {
 	int nguests;
 	char guest_netns[NA_MAX_GUESTS][64];  /* name under /run/netns */
 	uint32_t guest_addr[NA_MAX_GUESTS];   /* host byte order */
+	int index[NA_MAX_GUESTS];             /* job-wide guest index */
 	int prefix;
 	int mtu;
+	uint32_t vni;                  /* 0 = none */
 };
 
 /* Needs the job dir held (na_jobdir_create).
  * Creates the job netns with a bridge, one netns per guest with eth0 (a veth
  * whose peer is on the bridge), addresses subnet+2+i, MTU and offloads from
- * the tuning profile, lo up, and the tuning sysctls inside each guest netns. */
+ * the tuning profile, lo up, and the tuning sysctls inside each guest netns.
+ * With a vni: a VXLAN device made from the caller's network namespace (the
+ * node's underlay: UDP port NA_VXLAN_PORT from the underlay address) but
+ * placed in the job netns as vxlan0 on the bridge, with a flooding entry in
+ * its forwarding database for each peer (MAC addresses are then learnt);
+ * every MTU of the job network is the profile's less NA_VXLAN_OVERHEAD, so
+ * encapsulated frames fit the underlay's MTU. */
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
 int na_net_destroy(struct na_net *n, struct verr *err);
 /* Allocates a free subnet of the pool for a job on this machine (embedded

@@ -12,6 +12,13 @@
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_cleanup(int argc, char **argv);
+/* The cluster (vhpc-ctld, scheduler/PROTOCOL.md). */
+int cmd_submit(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+int cmd_nodes(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
+int cmd_output(int argc, char **argv);
 
 /* Prints "vhpc <cmd>: <message>" and returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,7 +1,10 @@
 /* vhpc run: flags (or a job file) to a job spec, then the embedded
- * scheduler runs it on this machine. */
+ * scheduler runs it on this machine, or, when a cluster is configured,
+ * vhpc-ctld runs it (cluster_run: submit, stream the output, wait). */
 #include "cli.h"
+#include "client.h"
 #include "embedded.h"
+#include "jobargs.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -15,6 +18,10 @@ static void run_usage(void)
 	       "Runs COMMAND as an MPI job (through mpirun in guest 0) in guests on this\n"
 	       "machine, streams its output, removes the guests, and exits with the job's\n"
 	       "exit status (124: timed out; 125: vhpc itself failed).\n"
+	       "With a cluster configured (`controller:` in the cluster file, or\n"
+	       "$VHPC_CONTROLLER=HOST:PORT) the job goes to vhpc-ctld instead: it runs on\n"
+	       "the cluster's nodes, its output (stdout and stderr together) streams back,\n"
+	       "and Ctrl-C cancels it.\n"
 	       "\n"
 	       "  -N, --guests N        guests (default 1)\n"
 	       "  -n, --ranks N         MPI ranks (default: guests x vCPUs)\n"
@@ -35,206 +42,32 @@ static void run_usage(void)
 	       "                        (testing: \"synthetic:numa:2 core:4\" or FILE.xml)\n");
 }
 
-static int parse_duration(const char *s, long long *out)
-{
-	long long v, mult = 1;
-	char *end;
-	size_t n = strlen(s);
-	char buf[32];
-
-	if (n == 0 || n >= sizeof(buf))
-		return -1;
-	memcpy(buf, s, n + 1);
-	switch (buf[n - 1]) {
-	case 's': mult = 1; buf[n - 1] = 0; break;
-	case 'm': mult = 60; buf[n - 1] = 0; break;
-	case 'h': mult = 3600; buf[n - 1] = 0; break;
-	case 'd': mult = 86400; buf[n - 1] = 0; break;
-	}
-	if (parse_ll(buf, 1, 366LL * 86400, &v) < 0)
-		return -1;
-	(void)end;
-	if (v * mult > 366LL * 86400)
-		return -1;
-	*out = v * mult;
-	return 0;
-}
-
-static int add_env(struct job_spec *j, const char *kv)
-{
-	const char *eq = strchr(kv, '=');
-	char **nk, **nv;
-
-	if (!eq || eq == kv)
-		return -1;
-	nk = realloc(j->env.key, (j->env.n + 1) * sizeof(char *));
-	if (!nk)
-		return -1;
-	j->env.key = nk;
-	nv = realloc(j->env.val, (j->env.n + 1) * sizeof(char *));
-	if (!nv)
-		return -1;
-	j->env.val = nv;
-	j->env.key[j->env.n] = strndup(kv, eq - kv);
-	j->env.val[j->env.n] = strdup(eq + 1);
-	j->env.n++;
-	return 0;
-}
-
-enum { O_VCPUS = 256, O_MEM, O_IMAGE, O_TUNING, O_DRIVER, O_TIMEOUT, O_OVERSUB, O_MAPBY,
-       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP };
-
 int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "guests", required_argument, NULL, 'N' },
-		{ "ranks", required_argument, NULL, 'n' },
-		{ "vcpus", required_argument, NULL, O_VCPUS },
-		{ "mem", required_argument, NULL, O_MEM },
-		{ "image", required_argument, NULL, O_IMAGE },
-		{ "tuning", required_argument, NULL, O_TUNING },
-		{ "driver", required_argument, NULL, O_DRIVER },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "oversubscribe", no_argument, NULL, O_OVERSUB },
-		{ "map-by", required_argument, NULL, O_MAPBY },
-		{ "no-vmshm", no_argument, NULL, O_NOVMSHM },
-		{ "job", required_argument, NULL, O_JOB },
-		{ "topology", required_argument, NULL, O_TOPOLOGY },
-		{ "help", no_argument, NULL, O_HELP },
-		{ 0 }
-	};
 	struct job_spec j;
 	struct embedded_opts eo = { 0 };
 	struct verr err;
-	bool have_ranks = false, have_job = false;
-	int c, status;
-	long long v;
-	uint64_t sz;
+	char ctl[300];
+	int r, status;
 
-	job_spec_defaults(&j);
-	j.driver = -1;
-	j.mem = 0;
-	j.timeout = 0;
-	optind = 1;
-	opterr = 0;
-	/* "+": options stop at the command, so its own flags are its own. */
-	while ((c = getopt_long(argc, argv, "+N:n:x:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'N':
-			if (parse_ll(optarg, 1, 4096, &v) < 0)
-				return usage_error("run", "-N: expected a number of guests in 1..4096, got '%s'", optarg);
-			j.guests = v;
-			break;
-		case 'n':
-			if (parse_ll(optarg, 1, 1 << 20, &v) < 0)
-				return usage_error("run", "-n: expected a number of ranks in 1..1048576, got '%s'", optarg);
-			j.ranks = v;
-			have_ranks = true;
-			break;
-		case O_VCPUS:
-			if (parse_ll(optarg, 1, 512, &v) < 0)
-				return usage_error("run", "--vcpus: expected 1..512, got '%s'", optarg);
-			j.vcpus = v;
-			break;
-		case O_MEM:
-			if (parse_size(optarg, &sz) < 0 || sz < (64u << 20) || sz > (1ull << 42))
-				return usage_error("run", "--mem: expected a size from 64M to 4T such as 512M or 2G, got '%s'", optarg);
-			j.mem = sz;
-			break;
-		case O_IMAGE:
-			if (!ident_ok(optarg, 64))
-				return usage_error("run", "--image: '%s' is not an image name", optarg);
-			free(j.image);
-			j.image = strdup(optarg);
-			break;
-		case O_TUNING:
-			if (!ident_ok(optarg, 64))
-				return usage_error("run", "--tuning: '%s' is not a profile name", optarg);
-			free(j.tuning);
-			j.tuning = strdup(optarg);
-			break;
-		case O_DRIVER:
-			j.driver = -1;
-			for (int i = 0; vhpc_driver_names[i]; i++)
-				if (!strcmp(optarg, vhpc_driver_names[i]))
-					j.driver = i;
-			if (j.driver < 0)
-				return usage_error("run", "--driver: expected auto, container or kvm, got '%s'", optarg);
-			break;
-		case O_TIMEOUT:
-			if (parse_duration(optarg, &v) < 0)
-				return usage_error("run", "--timeout: expected seconds or a duration like 30s, 10m, 2h (at most 366d), got '%s'", optarg);
-			j.timeout = v;
-			break;
-		case O_OVERSUB:
-			j.oversubscribe = true;
-			break;
-		case O_MAPBY:
-			if (!strcmp(optarg, "node"))
-				j.map_by = MAP_BY_NODE;
-			else if (!strcmp(optarg, "slot"))
-				j.map_by = MAP_BY_SLOT;
-			else
-				return usage_error("run", "--map-by: expected node or slot, got '%s'", optarg);
-			break;
-		case O_NOVMSHM:
-			j.vmshm = false;
-			break;
-		case O_JOB: {
-			struct job_spec fj;
-
-			if (have_job)
-				return usage_error("run", "--job given twice");
-			if (job_spec_load(optarg, &fj, &err) < 0) {
-				log_err("%s", err.msg);
-				return EXIT_USAGE;
-			}
-			/* Flags before --job are overridden by the file; say so
-			 * by taking the file whole and re-reading later flags. */
-			job_spec_free(&j);
-			j = fj;
-			have_ranks = j.ranks > 0;
-			have_job = true;
-			break;
-		}
-		case 'x':
-			if (add_env(&j, optarg) < 0)
-				return usage_error("run", "-x: expected NAME=VALUE, got '%s'", optarg);
-			break;
-		case O_TOPOLOGY:
-			eo.topology = optarg;
-			break;
-		case O_HELP:
-		case 'h':
-			run_usage();
-			job_spec_free(&j);
-			return 0;
-		case ':':
-			return usage_error("run", "%s needs a value", argv[optind - 1]);
-		default:
-			return usage_error("run", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc) {
-		if (j.command.n) {
-			for (size_t i = 0; i < j.command.n; i++)
-				free(j.command.v[i]);
-			free(j.command.v);
-		}
-		j.command.n = argc - optind;
-		j.command.v = calloc(j.command.n + 1, sizeof(char *));
-		for (size_t i = 0; i < j.command.n; i++)
-			j.command.v[i] = strdup(argv[optind + i]);
-	}
-	if (!j.command.n) {
+	r = job_args_parse("run", argc, argv, &j, &eo, run_usage);
+	if (r)
+		return r == 1 ? 0 : r;
+	r = client_controller(ctl, sizeof(ctl), &err);
+	if (r < 0) {
 		job_spec_free(&j);
-		return usage_error("run", "no command: vhpc run [OPTIONS] -- COMMAND [ARGS...]");
+		log_err("%s", err.msg);
+		return EXIT_USAGE;
 	}
-	if (!have_ranks)
-		j.ranks = j.guests * (j.vcpus ? j.vcpus : 1);
-	if (job_spec_check(&j, &err) < 0) {
+	if (r > 0) {
+		/* A cluster is configured: the job goes through vhpc-ctld. */
+		if (eo.topology) {
+			job_spec_free(&j);
+			return usage_error("run", "--topology places guests on this machine only; not with a cluster (controller %s)", ctl);
+		}
+		status = cluster_run(ctl, &j);
 		job_spec_free(&j);
-		return usage_error("run", "%s", err.msg);
+		return status;
 	}
 	status = embedded_run(&j, &eo, &err);
 	if (status < 0) {

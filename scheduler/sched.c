@@ -89,37 +89,47 @@ static int guests_fitting(const struct sched_node *n, const struct sched_req *r,
 	return cnt;
 }
 
+struct fit_rank {
+	int node, fits;
+};
+
+/* Fullest fits first; equal fits keep node order, so decisions do not
+ * depend on the sort. */
+static int by_fits(const void *a, const void *b)
+{
+	const struct fit_rank *x = a, *y = b;
+
+	if (x->fits != y->fits)
+		return y->fits - x->fits;
+	return x->node - y->node;
+}
+
 int sched_fit(const struct sched_node *nodes, int nnodes, const struct sched_req *req,
 	      struct sched_alloc *out)
 {
-	int *order, *fits, placed = 0;
+	struct fit_rank *rank;
 	struct sched_node *work;
+	int placed = 0;
 
 	if (req->nguests <= 0 || req->nguests > SCHED_MAX_GUESTS || req->vcpus <= 0 || nnodes <= 0)
 		return -1;
-	order = calloc(nnodes, sizeof(int));
-	fits = calloc(nnodes, sizeof(int));
+	rank = calloc(nnodes, sizeof(*rank));
 	work = malloc(nnodes * sizeof(*work));
-	if (!order || !fits || !work)
-		goto fail;
-	memcpy(work, nodes, nnodes * sizeof(*work));
-	for (int i = 0; i < nnodes; i++) {
-		order[i] = i;
-		fits[i] = guests_fitting(&nodes[i], req, req->nguests);
+	if (!rank || !work) {
+		free(rank);
+		free(work);
+		return -1;
 	}
-	/* Fullest fits first: the fewest nodes for identical guests. */
-	for (int a = 0; a < nnodes; a++)
-		for (int b = a + 1; b < nnodes; b++)
-			if (fits[order[b]] > fits[order[a]]) {
-				int t = order[a];
-
-				order[a] = order[b];
-				order[b] = t;
-			}
+	memcpy(work, nodes, nnodes * sizeof(*work));
+	for (int i = 0; i < nnodes; i++)
+		rank[i] = (struct fit_rank){ i, guests_fitting(&nodes[i], req, req->nguests) };
+	/* Fullest fits first: the fewest nodes for identical guests.  qsort,
+	 * because clusters have thousands of nodes. */
+	qsort(rank, nnodes, sizeof(*rank), by_fits);
 	for (int i = 0; i < nnodes && placed < req->nguests; i++) {
-		int ni = order[i];
+		int ni = rank[i].node;
 
-		if (!fits[ni])
+		if (!rank[i].fits)
 			break;
 		while (placed < req->nguests &&
 		       place_guest(&work[ni], req->vcpus, req->mem, &out->g[placed])) {
@@ -127,18 +137,12 @@ int sched_fit(const struct sched_node *nodes, int nnodes, const struct sched_req
 			placed++;
 		}
 	}
-	free(order);
-	free(fits);
+	free(rank);
 	free(work);
 	if (placed < req->nguests)
 		return -1;
 	out->nguests = req->nguests;
 	return 0;
-fail:
-	free(order);
-	free(fits);
-	free(work);
-	return -1;
 }
 
 void sched_apply(struct sched_node *nodes, const struct sched_req *req,

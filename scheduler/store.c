@@ -23,13 +23,30 @@ static const char schema[] =
 	" id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, name TEXT NOT NULL,"
 	" state INTEGER NOT NULL, spec TEXT NOT NULL, alloc TEXT, net TEXT,"
 	" submitted INTEGER NOT NULL, started INTEGER, ended INTEGER,"
-	" exit_status INTEGER, reason TEXT);"
+	" exit_status INTEGER, reason TEXT, cleanup TEXT, attempts INTEGER NOT NULL DEFAULT 0);"
 	"CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);"
 	"CREATE TABLE IF NOT EXISTS nodes ("
 	" name TEXT PRIMARY KEY, addr TEXT NOT NULL, up INTEGER NOT NULL,"
 	" last_seen INTEGER NOT NULL, info TEXT);"
 	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', '1');";
+	"INSERT OR IGNORE INTO meta VALUES ('schema', '2');";
+
+/* Schema 1 lacked the columns vhpc-ctld's crash recovery needs. */
+static int migrate(sqlite3 *db, char **msg)
+{
+	sqlite3_stmt *st;
+	bool have = false;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('jobs') WHERE name='cleanup'", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (have)
+		return 0;
+	return sqlite3_exec(db, "BEGIN; ALTER TABLE jobs ADD COLUMN cleanup TEXT;"
+			    " ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
+			    " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;", NULL, NULL, msg) == SQLITE_OK ? 0 : -1;
+}
 
 static int db_error(struct store *s, struct verr *err, const char *what)
 {
@@ -53,7 +70,7 @@ int store_open(struct store **out, const char *path, struct verr *err)
 	sqlite3_busy_timeout(s->db, 5000);
 	/* WAL survives kill -9 of the writer; FULL syncs each commit. */
 	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, &msg) != SQLITE_OK ||
-	    sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+	    sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK || migrate(s->db, &msg) < 0) {
 		verr_set(err, "state store %s: %s", path, msg ? msg : sqlite3_errmsg(s->db));
 		sqlite3_free(msg);
 		sqlite3_close(s->db);
@@ -110,7 +127,8 @@ int store_job_update(struct store *s, const struct job_row *j, struct verr *err)
 	if (sqlite3_prepare_v2(s->db,
 			       "UPDATE jobs SET state=?, alloc=COALESCE(?, alloc), net=COALESCE(?, net),"
 			       " started=COALESCE(?, started), ended=COALESCE(?, ended),"
-			       " exit_status=COALESCE(?, exit_status), reason=? WHERE id=?",
+			       " exit_status=COALESCE(?, exit_status), reason=?, cleanup=COALESCE(?, cleanup),"
+			       " attempts=? WHERE id=?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_error(s, err, "prepare update");
 	sqlite3_bind_int(st, 1, j->state);
@@ -129,7 +147,9 @@ int store_job_update(struct store *s, const struct job_row *j, struct verr *err)
 	else
 		sqlite3_bind_null(st, 6);
 	sqlite3_bind_text(st, 7, j->reason, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 8, j->id);
+	bind_text_or_null(st, 8, j->cleanup_json);
+	sqlite3_bind_int(st, 9, j->attempts);
+	sqlite3_bind_int64(st, 10, j->id);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -167,9 +187,11 @@ static void row_from(sqlite3_stmt *st, struct job_row *j)
 	j->exit_status = sqlite3_column_int(st, 10);
 	t = sqlite3_column_text(st, 11);
 	snprintf(j->reason, sizeof(j->reason), "%s", t ? (const char *)t : "");
+	j->cleanup_json = col_dup(st, 12);
+	j->attempts = sqlite3_column_int(st, 13);
 }
 
-#define JOB_COLS "id, uid, name, state, spec, alloc, net, submitted, started, ended, exit_status, reason"
+#define JOB_COLS "id, uid, name, state, spec, alloc, net, submitted, started, ended, exit_status, reason, cleanup, attempts"
 
 int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr *err)
 {
@@ -233,7 +255,8 @@ void job_row_free(struct job_row *j)
 	free(j->spec_json);
 	free(j->alloc_json);
 	free(j->net_json);
-	j->spec_json = j->alloc_json = j->net_json = NULL;
+	free(j->cleanup_json);
+	j->spec_json = j->alloc_json = j->net_json = j->cleanup_json = NULL;
 }
 
 void job_rows_free(struct job_row *v, size_t n)
@@ -266,6 +289,23 @@ int store_node_put(struct store *s, const struct node_row *n, struct verr *err)
 	return 0;
 }
 
+int store_node_id(struct store *s, const char *name, int64_t *id, struct verr *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT rowid FROM nodes WHERE name=?", -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare node id");
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? verr_set(err, "no node %s", name) : db_error(s, err, "node id");
+}
+
 int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct verr *err)
 {
 	sqlite3_stmt *st;
@@ -273,7 +313,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 	size_t cnt = 0, cap = 0;
 	int rc;
 
-	if (sqlite3_prepare_v2(s->db, "SELECT name, addr, up, last_seen, info FROM nodes ORDER BY name",
+	if (sqlite3_prepare_v2(s->db, "SELECT name, addr, up, last_seen, info, rowid FROM nodes ORDER BY name",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_error(s, err, "prepare nodes");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -297,6 +337,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 		v[cnt].up = sqlite3_column_int(st, 2);
 		v[cnt].last_seen = sqlite3_column_int64(st, 3);
 		v[cnt].info_json = col_dup(st, 4);
+		v[cnt].id = sqlite3_column_int64(st, 5);
 		cnt++;
 	}
 	sqlite3_finalize(st);

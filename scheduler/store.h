@@ -28,9 +28,12 @@ struct job_row {
 	int64_t submitted, started, ended;
 	int exit_status;
 	char reason[256];        /* why it waits, failed or was cancelled */
+	char *cleanup_json;      /* nodes still to tear the job down on (NULL: keep) */
+	int attempts;            /* starts that failed */
 };
 
 struct node_row {
+	int64_t id;              /* stable number of the node (output only) */
 	char name[65];
 	char addr[64];           /* where its vhpcd listens, host:port */
 	bool up;
@@ -54,6 +57,7 @@ void job_row_free(struct job_row *j);
 void job_rows_free(struct job_row *v, size_t n);
 
 int store_node_put(struct store *s, const struct node_row *n, struct verr *err);
+int store_node_id(struct store *s, const char *name, int64_t *id, struct verr *err);
 int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct verr *err);
 void node_rows_free(struct node_row *v, size_t n);
 

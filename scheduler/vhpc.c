@@ -10,6 +10,13 @@ static void usage(FILE *f)
 		"usage: vhpc COMMAND [ARGS]\n"
 		"\n"
 		"  run [OPTIONS] -- COMMAND...   run an MPI job in guests on this machine\n"
+		"                                (or on the cluster, when one is configured)\n"
+		"  submit JOB.yaml | [OPTIONS] -- COMMAND...  queue a job with vhpc-ctld\n"
+		"  queue [--all] [--json]        jobs of the cluster\n"
+		"  cancel ID                     cancel a job\n"
+		"  wait ID                       wait for a job; exit with its exit status\n"
+		"  output [-f] ID                what a job wrote (so far)\n"
+		"  nodes [--json]                the cluster's nodes\n"
 		"  image build FILE [--force]    build a node image from its YAML\n"
 		"  image list [--json]           list stored images\n"
 		"  image verify NAME|ID          recompute an image's content hash\n"
@@ -44,6 +51,18 @@ int main(int argc, char **argv)
 		return cmd_image(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "cleanup"))
 		return cmd_cleanup(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "submit"))
+		return cmd_submit(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "queue"))
+		return cmd_queue(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "nodes"))
+		return cmd_nodes(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "cancel"))
+		return cmd_cancel(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "wait"))
+		return cmd_wait(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "output"))
+		return cmd_output(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("vhpc %s\n", VHPC_VERSION);
 		return 0;

@@ -1,0 +1,220 @@
+/*
+ * vhpc-ctld internals (private to scheduler/ctld_*.c).
+ *
+ *   ctld_main.c   options, start-up, the TCP listener, one thread per connection
+ *   ctld_msg.c    every message a peer can send, parsed and validated (pure; fuzzed)
+ *   ctld_state.c  nodes and jobs in memory, recovery from the store, commits
+ *   ctld_req.c    request handlers (users and nodes)
+ *   ctld_sched.c  the scheduler thread: passes, time limits, heartbeats, retries
+ *   ctld_rpc.c    talking to vhpcds: start (prepare, launch) and stop a job
+ *
+ * Locking: one mutex (g.mu) guards all of struct ctld's nodes and jobs.
+ * Every change of a job's or node's state is committed to the store under
+ * it before anything acts on the change; RPCs to nodes run without it.
+ */
+#ifndef VHPC_SCHED_CTLD_H
+#define VHPC_SCHED_CTLD_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vhpc.h"
+#include "sched.h"
+#include "store.h"
+
+#define CTLD_MAX_NODES     8192
+#define CTLD_MAX_RDMA      64
+#define CTLD_MAX_NODEJOBS  4096
+#define CTLD_OUTPUT_CHUNK  (256u * 1024)   /* decoded bytes per output message */
+#define CTLD_MAX_ATTEMPTS  3               /* starts of a job before it fails */
+
+/* ------------------------------------------------------------ messages */
+
+enum cmsg_type {
+	CM_SUBMIT = 1, CM_QUEUE, CM_JOB, CM_WAIT, CM_CANCEL, CM_OUTPUT, CM_NODES,
+	CM_REGISTER, CM_HEARTBEAT, CM_JOB_OUTPUT, CM_JOB_EXIT,
+};
+/* Whether a message type may come from a node agent only (uid 0). */
+bool cmsg_node_only(enum cmsg_type t);
+
+enum nodejob_state { NJ_PREPARING = 0, NJ_READY, NJ_RUNNING, NJ_EXITED, NJ_FAILED, NJ_MAX };
+extern const char *const nodejob_state_names[];
+
+struct cmsg_nodejob {
+	int64_t job;
+	enum nodejob_state state;
+	char error[256];
+};
+
+struct cmsg_numa {
+	int os_index, cores;
+	uint64_t mem, huge2m;
+};
+
+struct cmsg {
+	enum cmsg_type type;
+	/* user requests */
+	struct job_spec spec;          /* submit (owned) */
+	bool have_spec;
+	int64_t id;                    /* job, wait, cancel, output */
+	int64_t offset;                /* output, job_output */
+	int max;                       /* output */
+	int timeout_ms;                /* wait */
+	bool all;                      /* queue */
+	/* node messages */
+	char node[65];
+	char addr[64];                 /* register: host:port of the node's vhpcd */
+	uint32_t underlay;             /* register */
+	int nnuma;
+	struct cmsg_numa numa[SCHED_MAX_NUMA];
+	struct json_object *rdma;      /* register: validated array (a reference) */
+	bool simulated;
+	struct cmsg_nodejob *jobs;     /* register, heartbeat (owned) */
+	int njobs;
+	uint8_t *data;                 /* job_output (owned, decoded) */
+	size_t len;
+	int64_t size;                  /* job_exit: bytes of output in all */
+	int status;                    /* job_exit */
+	bool timed_out, lost;          /* job_exit */
+};
+
+/* Parses and validates msg (its "type" and every field); err names what is
+ * wrong.  On success free with cmsg_free. */
+int cmsg_parse(struct json_object *msg, struct cmsg *m, struct verr *err);
+void cmsg_free(struct cmsg *m);
+
+/* --------------------------------------------------------------- state */
+
+struct cnode {
+	char name[65];
+	int64_t id;                    /* store's stable number: part of local job ids */
+	char addr[64];
+	uint32_t underlay;
+	bool up;
+	bool have_info;                /* registered since it was first known */
+	bool simulated;
+	int64_t last_seen_ms;          /* monotonic */
+	int nnuma;
+	struct cmsg_numa numa[SCHED_MAX_NUMA];
+	char *info_json;               /* as stored: topology, rdma */
+};
+
+struct cjob {
+	int64_t id;
+	uid_t uid;
+	char name[65];
+	enum job_state state;
+	struct job_spec spec;
+	char *spec_json;
+	/* resolved request */
+	int nguests, vcpus, ranks;
+	uint64_t mem;
+	int64_t limit;                 /* seconds */
+	char image[65], tuning[65];
+	/* allocation (STARTING on) */
+	int nalloc;
+	struct sched_guest *alloc;     /* node = index into g.nodes */
+	uint32_t vni;
+	struct ipv4net subnet;
+	char key_hex[2 * CHAN_KEY_LEN + 1];
+	/* bookkeeping */
+	int64_t submitted, started, ended;
+	int exit_status;
+	char reason[256];
+	int attempts;
+	bool *cleanup;                 /* per node index: job_stop still owed (NULL: none) */
+	int ncleanup;
+	bool broken;                   /* its stored row could not be read back */
+	bool worker;                   /* a start/launch thread runs for it */
+	bool stopping;                 /* a stop thread runs for it */
+	int64_t stop_retry_ms;
+	int64_t out_size;              /* bytes in its spool file */
+};
+
+struct ctld {
+	pthread_mutex_t mu;
+	pthread_cond_t changed;        /* any job changed state */
+	pthread_cond_t kick;           /* wake the scheduler */
+	bool kicked;
+	struct store *st;
+	char state_dir[512];
+	char spool_dir[600];
+	struct cluster_cfg cl;
+	int hb_interval_ms, hb_misses;
+	int sched_depth;
+	int rpc_timeout_ms;
+	struct cnode *nodes;
+	int nnodes;
+	struct cjob **jobs;            /* not-forgotten jobs, by id */
+	int njobs, capjobs;
+	pthread_mutex_t spool_mu;
+	volatile int stop;
+};
+
+extern struct ctld g;
+
+int64_t mono_ms(void);
+int64_t wall_s(void);
+
+int ctld_state_load(struct verr *err);
+struct cjob *job_new(void);
+/* Fills the resolved request (defaults from the cluster file) from spec. */
+void job_resolve(struct cjob *j);
+int job_add(struct cjob *j);
+/* Marks a job as owing a job_stop on node n. */
+void job_owe_stop(struct cjob *j, int n);
+bool job_owes_stop(const struct cjob *j, int n);
+struct cjob *job_find(int64_t id);
+struct cnode *node_find(const char *name);
+int node_index(const struct cnode *n);
+bool job_active(const struct cjob *j);
+/* Whether uid may see / act on the job. */
+bool job_visible(const struct cjob *j, uid_t uid);
+/* Per-node job id (vhpcd.h): <job base36>x<node base36>. */
+void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len);
+/* Node index of guest 0 (the launcher). */
+int job_launcher(const struct cjob *j);
+/* Commits j's state, times, reason, allocation and cleanup set, then wakes
+ * waiters.  Callers hold g.mu. */
+int job_commit(struct cjob *j, bool with_alloc, struct verr *err);
+/* Ends an active job: final state, reason, cleanup on every up node of its
+ * allocation; commits; starts the stop thread.  Holds g.mu. */
+void job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Back to the queue after a failed start (or fails it after
+ * CTLD_MAX_ATTEMPTS); commits and starts the stop thread.  Holds g.mu. */
+void job_requeue(struct cjob *j, const char *why);
+int node_commit(struct cnode *n, struct verr *err);
+/* Marks a node down and ends its jobs with NODE_FAIL.  Holds g.mu. */
+void node_down(struct cnode *n, const char *why);
+/* The node's jobs as it reported them vs ours: jobs it must stop (ids into
+ * stop, *nstop), and jobs of ours that it failed or lost.  Holds g.mu. */
+void node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
+		    int64_t *stop, int *nstop);
+/* JSON views for replies.  Hold g.mu. */
+struct json_object *job_json(const struct cjob *j);
+struct json_object *node_json(const struct cnode *n);
+/* Usage per node from jobs that hold resources (active, or still owed a
+ * job_stop there). */
+void nodes_usage(struct sched_node *sn);
+
+/* ------------------------------------------------------------- threads */
+
+void ctld_kick(void);                      /* holds g.mu */
+void *ctld_sched_thread(void *arg);
+/* Worker threads; they take g.mu themselves.  Callers hold g.mu and set
+ * the job's worker/stopping flag through these. */
+void rpc_start_job(struct cjob *j);        /* prepare on all nodes, then launch */
+void rpc_relaunch_job(struct cjob *j);     /* RUNNING after a restart: launch again (idempotent) */
+void rpc_stop_job(struct cjob *j);         /* job_stop to every node in j->cleanup */
+
+/* ------------------------------------------------------------ requests */
+
+/* Handles one validated message from peer; the reply (never NULL). */
+struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *peer);
+
+/* Spool: <state>/spool/<id>.out */
+void spool_path(int64_t id, char *buf, size_t len);
+
+#endif

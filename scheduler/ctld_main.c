@@ -1,0 +1,291 @@
+/*
+ * vhpc-ctld: the cluster's controller.  It keeps the queue and the nodes in
+ * SQLite (scheduler/store.c), gang-schedules jobs onto the node agents
+ * (vhpcd) that register with it, and answers the vhpc CLI.  Every message
+ * is a munge-signed wire message (lib/wire.c) on a TCP connection of its
+ * own; scheduler/PROTOCOL.md lists them.
+ *
+ * Crash-only: SIGTERM and kill -9 leave the same state behind, the store's,
+ * and a restart resumes from it (ctld_state_load).
+ */
+#include "ctld.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define RECV_TIMEOUT_MS 10000
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: vhpc-ctld [OPTIONS]\n"
+		"The vhpc cluster controller (scheduler/PROTOCOL.md).\n\n"
+		"  --listen ADDR:PORT        where nodes and users reach it (default: 0.0.0.0 and\n"
+		"                            the port of `controller:` in the cluster file)\n"
+		"  --state DIR               database and output spool (default $VHPC_STATE_DIR/ctld)\n"
+		"  --cluster FILE            cluster file (default $VHPC_CLUSTER, else configs/cluster.yaml)\n"
+		"  --heartbeat-interval MS   how often nodes report (default 2000)\n"
+		"  --heartbeat-misses N      missed reports before a node is down (default 3)\n"
+		"  --sched-depth N           queued jobs each scheduling pass considers (default 100)\n"
+		"  --rpc-timeout MS          longest wait for a node to start or stop a job (default 300000)\n"
+		"  --log FILE                append log lines here instead of stderr\n"
+		"  --help, --version\n");
+}
+
+static void peer_str(int fd, char *buf, size_t len)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	char a[INET_ADDRSTRLEN] = "?";
+
+	if (getpeername(fd, (struct sockaddr *)&sa, &sl) == 0)
+		inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a));
+	snprintf(buf, len, "%s:%u", a, ntohs(sa.sin_port));
+}
+
+static void send_reply(int fd, struct json_object *r, const char *peer)
+{
+	struct verr e;
+
+	if (wire_send(fd, r, &e) < 0)
+		log_info("%s: reply: %s", peer, e.msg);
+	json_object_put(r);
+}
+
+static void *conn_thread(void *arg)
+{
+	int fd = (int)(intptr_t)arg, rc;
+	struct json_object *msg = NULL;
+	struct wire_peer peer;
+	struct cmsg m;
+	struct verr e;
+	char who[64];
+
+	peer_str(fd, who, sizeof(who));
+	rc = wire_recv(fd, &msg, &peer, RECV_TIMEOUT_MS, &e);
+	if (rc == 1)
+		goto out;
+	if (rc < 0) {
+		struct json_object *r = wire_error("%s", e.msg);
+
+		log_warn("%s: %s", who, e.msg);
+		json_object_object_add(r, "code", json_object_new_string("rejected"));
+		send_reply(fd, r, who);
+		goto out;
+	}
+	if (cmsg_parse(msg, &m, &e) < 0) {
+		struct json_object *r = wire_error("%s", e.msg);
+
+		log_warn("%s (uid %u): rejected message: %s", who, (unsigned)peer.uid, e.msg);
+		json_object_object_add(r, "code", json_object_new_string("invalid"));
+		send_reply(fd, r, who);
+		goto out;
+	}
+	if (cmsg_node_only(m.type) && peer.uid != 0) {
+		struct json_object *r = wire_error("'%s' is a node agent's message: only root may send it",
+						   wire_type(msg));
+
+		log_warn("%s (uid %u): rejected '%s': not root", who, (unsigned)peer.uid, wire_type(msg));
+		json_object_object_add(r, "code", json_object_new_string("denied"));
+		send_reply(fd, r, who);
+		cmsg_free(&m);
+		goto out;
+	}
+	log_debug("%s (uid %u): %s", who, (unsigned)peer.uid, wire_type(msg));
+	send_reply(fd, ctld_handle(&m, &peer), who);
+	cmsg_free(&m);
+out:
+	json_object_put(msg);
+	close(fd);
+	return NULL;
+}
+
+static void *accept_thread(void *arg)
+{
+	int lfd = (int)(intptr_t)arg;
+	pthread_attr_t a;
+
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 256 * 1024);
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		pthread_t th;
+
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+				usleep(100000);
+			continue;
+		}
+		if (pthread_create(&th, &a, conn_thread, (void *)(intptr_t)fd) != 0) {
+			log_warn("no thread for a connection: %s", strerror(errno));
+			close(fd);
+		}
+	}
+	return NULL;
+}
+
+static int setup_log(const char *path, struct verr *err)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return verr_errno(err, "--log %s", path);
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+	return 0;
+}
+
+enum { O_LISTEN = 256, O_STATE, O_CLUSTER, O_HBI, O_HBM, O_DEPTH, O_RPC, O_LOG, O_HELP, O_VERSION };
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", 1, 0, O_LISTEN }, { "state", 1, 0, O_STATE }, { "cluster", 1, 0, O_CLUSTER },
+		{ "heartbeat-interval", 1, 0, O_HBI }, { "heartbeat-misses", 1, 0, O_HBM },
+		{ "sched-depth", 1, 0, O_DEPTH }, { "rpc-timeout", 1, 0, O_RPC }, { "log", 1, 0, O_LOG },
+		{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0 }
+	};
+	const char *listen_spec = NULL, *cluster = NULL, *logf = NULL;
+	char listen_buf[300], db[700];
+	long long v;
+	struct verr e;
+	sigset_t sigs;
+	pthread_t th;
+	int c, lfd, port, sig;
+
+	vlog_init("vhpc-ctld");
+	g.hb_interval_ms = 2000;
+	g.hb_misses = 3;
+	g.sched_depth = 100;
+	g.rpc_timeout_ms = 300000;
+	snprintf(g.state_dir, sizeof(g.state_dir), "%s/ctld", vhpc_state_dir());
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_LISTEN: listen_spec = optarg; break;
+		case O_STATE:
+			if (!*optarg || strlen(optarg) >= sizeof(g.state_dir) - 64) {
+				fprintf(stderr, "vhpc-ctld: --state: expected a directory path\n");
+				return 2;
+			}
+			snprintf(g.state_dir, sizeof(g.state_dir), "%s", optarg);
+			break;
+		case O_CLUSTER: cluster = optarg; break;
+		case O_LOG: logf = optarg; break;
+		case O_HBI:
+		case O_HBM:
+		case O_DEPTH:
+		case O_RPC: {
+			static const long long lim[][2] = { { 100, 600000 }, { 1, 100 }, { 1, 100000 }, { 1000, 3600000 } };
+			int k = c - O_HBI;
+
+			if (parse_ll(optarg, lim[k][0], lim[k][1], &v) < 0) {
+				fprintf(stderr, "vhpc-ctld: %s: expected a number %lld..%lld, got '%s'\n",
+					argv[optind - 1], lim[k][0], lim[k][1], optarg);
+				return 2;
+			}
+			if (c == O_HBI)
+				g.hb_interval_ms = (int)v;
+			else if (c == O_HBM)
+				g.hb_misses = (int)v;
+			else if (c == O_DEPTH)
+				g.sched_depth = (int)v;
+			else
+				g.rpc_timeout_ms = (int)v;
+			break;
+		}
+		case O_HELP:
+		case 'h':
+			usage(stdout);
+			return 0;
+		case O_VERSION:
+			printf("vhpc-ctld %s\n", VHPC_VERSION);
+			return 0;
+		default:
+			fprintf(stderr, "vhpc-ctld: unknown option or missing value: '%s'\n", argv[optind - 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vhpc-ctld: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (logf && setup_log(logf, &e) < 0) {
+		fprintf(stderr, "vhpc-ctld: %s\n", e.msg);
+		return 1;
+	}
+	if (cluster_load(cluster, &g.cl, &e) < 0) {
+		log_err("%s", e.msg);
+		return 1;
+	}
+	if (!listen_spec) {
+		char host[256];
+
+		if (!g.cl.controller || hostport_parse(g.cl.controller, false, host, sizeof(host), &port) < 0) {
+			log_err("no --listen, and the cluster file has no usable `controller: HOST:PORT`");
+			return 2;
+		}
+		snprintf(listen_buf, sizeof(listen_buf), "0.0.0.0:%d", port);
+		listen_spec = listen_buf;
+	}
+	snprintf(g.spool_dir, sizeof(g.spool_dir), "%s/spool", g.state_dir);
+	if (mkdir_p(g.spool_dir, 0700, &e) < 0 || chmod(g.state_dir, 0700) < 0) {
+		log_err("%s", e.msg[0] ? e.msg : "cannot set up the state dir");
+		return 1;
+	}
+	snprintf(db, sizeof(db), "%s/ctld.db", g.state_dir);
+	if (store_open(&g.st, db, &e) < 0) {
+		log_err("%s", e.msg);
+		return 1;
+	}
+	/* Signals are taken by sigwait below; threads inherit the mask. */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	lfd = tcp_listen(listen_spec, &port, &e);
+	if (lfd < 0) {
+		log_err("%s", e.msg);
+		return 1;
+	}
+	pthread_mutex_lock(&g.mu);
+	if (ctld_state_load(&e) < 0) {
+		pthread_mutex_unlock(&g.mu);
+		log_err("%s", e.msg);
+		return 1;
+	}
+	pthread_mutex_unlock(&g.mu);
+	if (pthread_create(&th, NULL, ctld_sched_thread, NULL) != 0 ||
+	    pthread_create(&th, NULL, accept_thread, (void *)(intptr_t)lfd) != 0) {
+		log_err("cannot start threads");
+		return 1;
+	}
+	log_info("listening on %s (port %d), state in %s, heartbeats every %d ms (%d missed: down)",
+		 listen_spec, port, g.state_dir, g.hb_interval_ms, g.hb_misses);
+	log_info("ready");
+	for (;;) {
+		if (sigwait(&sigs, &sig) != 0)
+			continue;
+		if (sig == SIGHUP)
+			continue;
+		break;
+	}
+	/* Everything that matters is in the store already. */
+	log_info("signal %d: stopping", sig);
+	_exit(0);
+}

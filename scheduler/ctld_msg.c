@@ -1,0 +1,283 @@
+/*
+ * Every message vhpc-ctld accepts, parsed and checked field by field before
+ * anything acts on it (scheduler/PROTOCOL.md).  Pure: no state, no I/O, so
+ * it is unit-tested and fuzzed (tests/cluster/fuzz_cluster_msg.c).
+ */
+#include "ctld.h"
+#include "jobjson.h"
+
+#include <json-c/json.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const nodejob_state_names[] = { "preparing", "ready", "running", "exited", "failed", NULL };
+
+static const struct {
+	const char *name;
+	enum cmsg_type type;
+	bool node_only;
+} types[] = {
+	{ "submit", CM_SUBMIT, false },       { "queue", CM_QUEUE, false },
+	{ "job", CM_JOB, false },             { "wait", CM_WAIT, false },
+	{ "cancel", CM_CANCEL, false },       { "output", CM_OUTPUT, false },
+	{ "nodes", CM_NODES, false },         { "register", CM_REGISTER, true },
+	{ "heartbeat", CM_HEARTBEAT, true },  { "job_output", CM_JOB_OUTPUT, true },
+	{ "job_exit", CM_JOB_EXIT, true },
+};
+
+bool cmsg_node_only(enum cmsg_type t)
+{
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].type == t)
+			return types[i].node_only;
+	return true;
+}
+
+void cmsg_free(struct cmsg *m)
+{
+	if (m->have_spec)
+		job_spec_free(&m->spec);
+	free(m->jobs);
+	free(m->data);
+	memset(m, 0, sizeof(*m));
+}
+
+static int job_id(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	long long id;
+
+	if (jf_int(o, "id", true, 1, INT64_MAX / 2, &id, err) < 0)
+		return -1;
+	m->id = id;
+	return 0;
+}
+
+static int node_name(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	const char *s;
+
+	if (jf_ident(o, "node", true, 64, &s, err) < 0)
+		return -1;
+	snprintf(m->node, sizeof(m->node), "%s", s);
+	return 0;
+}
+
+static int parse_numa(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "os_index", "cores", "mem", "hugepages_2m_free", NULL };
+	struct json_object *a;
+
+	if (jf_array(o, "numa", true, SCHED_MAX_NUMA, &a, err) < 0)
+		return -1;
+	m->nnuma = (int)json_object_array_length(a);
+	if (m->nnuma < 1)
+		return verr_set(err, "\"numa\": a node has at least one NUMA node");
+	for (int i = 0; i < m->nnuma; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+		long long osi, cores, mem = 0, huge = 0;
+
+		if (!json_object_is_type(e, json_type_object))
+			return verr_set(err, "\"numa\"[%d]: expected an object", i);
+		if (jf_only(e, "numa entry", f, err) < 0 ||
+		    jf_int(e, "os_index", true, 0, 4095, &osi, err) < 0 ||
+		    jf_int(e, "cores", true, 0, 4096, &cores, err) < 0 ||
+		    jf_int(e, "mem", false, 0, 1ll << 50, &mem, err) < 0 ||
+		    jf_int(e, "hugepages_2m_free", false, 0, 1ll << 40, &huge, err) < 0)
+			return verr_wrap(err, "\"numa\"[%d]", i);
+		m->numa[i] = (struct cmsg_numa){ (int)osi, (int)cores, (uint64_t)mem, (uint64_t)huge };
+	}
+	return 0;
+}
+
+static int parse_rdma(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "name", "node_guid", "ports", NULL };
+	struct json_object *a = NULL;
+
+	if (jf_array(o, "rdma", false, CTLD_MAX_RDMA, &a, err) < 0)
+		return -1;
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+		const char *s;
+		long long ports;
+
+		if (!json_object_is_type(e, json_type_object) || jf_only(e, "rdma entry", f, err) < 0 ||
+		    jf_ident(e, "name", true, 64, &s, err) < 0 || jf_str(e, "node_guid", false, 32, &s, err) < 0 ||
+		    jf_int(e, "ports", false, 0, 256, &ports, err) < 0)
+			return verr_wrap(err, "\"rdma\"[%zu]", i);
+	}
+	m->rdma = a;
+	return 0;
+}
+
+static int parse_nodejobs(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "job", "state", "error", NULL };
+	struct json_object *a;
+
+	if (jf_array(o, "jobs", true, CTLD_MAX_NODEJOBS, &a, err) < 0)
+		return -1;
+	m->njobs = (int)json_object_array_length(a);
+	m->jobs = calloc(m->njobs ? m->njobs : 1, sizeof(*m->jobs));
+	if (!m->jobs)
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < m->njobs; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+		const char *st = NULL, *er = NULL;
+		long long id;
+		int k;
+
+		if (!json_object_is_type(e, json_type_object))
+			return verr_set(err, "\"jobs\"[%d]: expected an object", i);
+		if (jf_only(e, "job entry", f, err) < 0 || jf_int(e, "job", true, 1, INT64_MAX / 2, &id, err) < 0 ||
+		    jf_str(e, "state", true, 16, &st, err) < 0 || jf_str(e, "error", false, 1024, &er, err) < 0)
+			return verr_wrap(err, "\"jobs\"[%d]", i);
+		for (k = 0; nodejob_state_names[k] && strcmp(nodejob_state_names[k], st); k++)
+			;
+		if (!nodejob_state_names[k])
+			return verr_set(err, "\"jobs\"[%d]: state '%.16s' is not preparing, ready, running, exited or failed", i, st);
+		m->jobs[i].job = id;
+		m->jobs[i].state = (enum nodejob_state)k;
+		snprintf(m->jobs[i].error, sizeof(m->jobs[i].error), "%s", er ? er : "");
+	}
+	return 0;
+}
+
+static int parse_register(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "node", "addr", "underlay", "numa", "rdma", "simulated", "jobs", NULL };
+	const char *addr, *ul;
+	char host[64];
+	int port;
+
+	if (jf_only(o, "register", f, err) < 0 || node_name(o, m, err) < 0 ||
+	    jf_str(o, "addr", true, 63, &addr, err) < 0 || jf_str(o, "underlay", true, 15, &ul, err) < 0)
+		return -1;
+	if (hostport_parse(addr, false, host, sizeof(host), &port) < 0)
+		return verr_set(err, "\"addr\": '%s' is not HOST:PORT", addr);
+	snprintf(m->addr, sizeof(m->addr), "%s", addr);
+	if (ipv4_parse(ul, &m->underlay) < 0 || m->underlay == 0)
+		return verr_set(err, "\"underlay\": '%s' is not an IPv4 address", ul);
+	if (parse_numa(o, m, err) < 0 || parse_rdma(o, m, err) < 0 ||
+	    jf_bool(o, "simulated", false, &m->simulated, err) < 0)
+		return -1;
+	return parse_nodejobs(o, m, err);
+}
+
+static int parse_job_output(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "node", "job", "offset", "data", NULL };
+	const char *data;
+	long long id, off;
+	size_t b64len, cap;
+
+	if (jf_only(o, "job_output", f, err) < 0 || node_name(o, m, err) < 0 ||
+	    jf_int(o, "job", true, 1, INT64_MAX / 2, &id, err) < 0 ||
+	    jf_int(o, "offset", true, 0, 1ll << 50, &off, err) < 0 ||
+	    jf_str(o, "data", true, sodium_base64_ENCODED_LEN(CTLD_OUTPUT_CHUNK, sodium_base64_VARIANT_ORIGINAL), &data, err) < 0)
+		return -1;
+	m->id = id;
+	m->offset = off;
+	b64len = strlen(data);
+	cap = b64len / 4 * 3 + 3;
+	m->data = malloc(cap ? cap : 1);
+	if (!m->data)
+		return verr_set(err, "out of memory");
+	if (sodium_base642bin(m->data, cap, data, b64len, NULL, &m->len, NULL,
+			      sodium_base64_VARIANT_ORIGINAL) != 0 || m->len > CTLD_OUTPUT_CHUNK)
+		return verr_set(err, "\"data\": not base64 of at most %u bytes", CTLD_OUTPUT_CHUNK);
+	return 0;
+}
+
+static int parse_job_exit(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "node", "job", "size", "status", "timeout", "lost", NULL };
+	long long id, size, st;
+
+	if (jf_only(o, "job_exit", f, err) < 0 || node_name(o, m, err) < 0 ||
+	    jf_int(o, "job", true, 1, INT64_MAX / 2, &id, err) < 0 ||
+	    jf_int(o, "size", true, 0, 1ll << 50, &size, err) < 0 ||
+	    jf_int(o, "status", true, 0, 255, &st, err) < 0 ||
+	    jf_bool(o, "timeout", false, &m->timed_out, err) < 0 ||
+	    jf_bool(o, "lost", false, &m->lost, err) < 0)
+		return -1;
+	m->id = id;
+	m->size = size;
+	m->status = (int)st;
+	return 0;
+}
+
+static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f_submit[] = { "job", NULL }, *const f_id[] = { "id", NULL },
+		*const f_queue[] = { "all", NULL }, *const f_wait[] = { "id", "timeout_ms", NULL },
+		*const f_output[] = { "id", "offset", "max", NULL }, *const f_none[] = { NULL },
+		*const f_hb[] = { "node", "jobs", NULL };
+	struct json_object *job;
+	long long v;
+
+	switch (m->type) {
+	case CM_SUBMIT:
+		if (jf_only(o, "submit", f_submit, err) < 0 || jf_object(o, "job", true, &job, err) < 0)
+			return -1;
+		if (job_spec_from_json(job, &m->spec, err) < 0)
+			return verr_wrap(err, "submit");
+		m->have_spec = true;
+		return 0;
+	case CM_QUEUE:
+		return jf_only(o, "queue", f_queue, err) < 0 ? -1 : jf_bool(o, "all", false, &m->all, err);
+	case CM_JOB:
+	case CM_CANCEL:
+		return jf_only(o, m->type == CM_JOB ? "job" : "cancel", f_id, err) < 0 ? -1 : job_id(o, m, err);
+	case CM_WAIT:
+		if (jf_only(o, "wait", f_wait, err) < 0 || job_id(o, m, err) < 0 ||
+		    jf_int(o, "timeout_ms", true, 0, 60000, &v, err) < 0)
+			return -1;
+		m->timeout_ms = (int)v;
+		return 0;
+	case CM_OUTPUT:
+		m->max = CTLD_OUTPUT_CHUNK;
+		if (jf_only(o, "output", f_output, err) < 0 || job_id(o, m, err) < 0 ||
+		    jf_int(o, "offset", true, 0, 1ll << 50, &v, err) < 0)
+			return -1;
+		m->offset = v;
+		v = m->max;
+		if (jf_int(o, "max", false, 1, CTLD_OUTPUT_CHUNK, &v, err) < 0)
+			return -1;
+		m->max = (int)v;
+		return 0;
+	case CM_NODES:
+		return jf_only(o, "nodes", f_none, err);
+	case CM_REGISTER:
+		return parse_register(o, m, err);
+	case CM_HEARTBEAT:
+		if (jf_only(o, "heartbeat", f_hb, err) < 0 || node_name(o, m, err) < 0)
+			return -1;
+		return parse_nodejobs(o, m, err);
+	case CM_JOB_OUTPUT:
+		return parse_job_output(o, m, err);
+	case CM_JOB_EXIT:
+		return parse_job_exit(o, m, err);
+	}
+	return verr_set(err, "internal: no parser for message type %d", m->type);
+}
+
+int cmsg_parse(struct json_object *msg, struct cmsg *m, struct verr *err)
+{
+	const char *t = wire_type(msg);
+
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (!strcmp(types[i].name, t))
+			m->type = types[i].type;
+	if (!m->type)
+		return verr_set(err, "unknown message type '%.64s'", t);
+	if (parse_body(msg, m, err) < 0) {
+		if (!strstr(err->msg, t))
+			verr_wrap(err, "%s", t);
+		cmsg_free(m);
+		return -1;
+	}
+	return 0;
+}

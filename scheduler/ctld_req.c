@@ -1,0 +1,443 @@
+/*
+ * vhpc-ctld's answers to validated messages (ctld_msg.c did the checking;
+ * ctld_main.c checked that node messages come from root).  Users see and
+ * act on their own jobs only; root on all.
+ */
+#include "ctld.h"
+#include "jobjson.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long finished jobs stay in `vhpc queue` without --all. */
+#define RECENT_S 300
+
+static struct json_object *err_reply(const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static struct json_object *err_reply(const char *code, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	struct json_object *o;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	o = wire_error("%s", buf);
+	json_object_object_add(o, "code", json_object_new_string(code));
+	return o;
+}
+
+static struct json_object *reply(const char *type)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "type", json_object_new_string(type));
+	return o;
+}
+
+/* The job a user asks about, or an error reply. */
+static struct cjob *user_job(int64_t id, uid_t uid, struct json_object **err)
+{
+	struct cjob *j = job_find(id);
+
+	if (!j) {
+		*err = err_reply("not_found", "no job %lld", (long long)id);
+		return NULL;
+	}
+	if (!job_visible(j, uid)) {
+		*err = err_reply("denied", "job %lld: permission denied (it belongs to uid %u; only its owner and root may see or cancel it)",
+				 (long long)id, (unsigned)j->uid);
+		return NULL;
+	}
+	return j;
+}
+
+static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
+{
+	struct json_object *spec = job_spec_to_json(&m->spec);
+	const char *text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
+	struct cjob *j = job_new();
+	struct verr e;
+	int64_t id;
+	struct json_object *r;
+
+	if (!j) {
+		json_object_put(spec);
+		return err_reply("internal", "out of memory");
+	}
+	/* Durable before the reply: the id is the row's. */
+	if (store_job_add(g.st, uid, m->spec.name ? m->spec.name : "job", text, wall_s(), &id, &e) < 0) {
+		json_object_put(spec);
+		free(j);
+		log_err("submit: %s", e.msg);
+		return err_reply("internal", "cannot store the job: %s", e.msg);
+	}
+	j->id = id;
+	j->uid = uid;
+	snprintf(j->name, sizeof(j->name), "job");
+	j->state = JOB_PENDING;
+	j->submitted = wall_s();
+	j->spec_json = strdup(text);
+	if (job_spec_from_json(spec, &j->spec, &e) < 0) {
+		/* cannot happen: it was valid a moment ago */
+		log_err("submit: %s", e.msg);
+		_exit(1);
+	}
+	json_object_put(spec);
+	job_resolve(j);
+	snprintf(j->reason, sizeof(j->reason), "queued");
+	if (job_add(j) < 0) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	log_info("job %lld: submitted by uid %u: %d guest%s, %d ranks, %s vCPUs per guest", (long long)id,
+		 (unsigned)uid, j->nguests, j->nguests == 1 ? "" : "s", j->ranks,
+		 j->spec.vcpus ? "given" : "scheduler-chosen");
+	ctld_kick();
+	r = reply("submitted");
+	json_object_object_add(r, "id", json_object_new_int64(id));
+	return r;
+}
+
+static struct json_object *do_queue(const struct cmsg *m, uid_t uid)
+{
+	struct json_object *r = reply("jobs"), *a = json_object_new_array();
+	int64_t now = wall_s();
+
+	for (int i = 0; i < g.njobs; i++) {
+		struct cjob *j = g.jobs[i];
+
+		if (!job_visible(j, uid))
+			continue;
+		if (job_state_final(j->state) && !m->all && now - j->ended > RECENT_S)
+			continue;
+		json_object_array_add(a, job_json(j));
+	}
+	json_object_object_add(r, "jobs", a);
+	return r;
+}
+
+static struct json_object *job_reply(const struct cjob *j)
+{
+	struct json_object *r = reply("job");
+
+	json_object_object_add(r, "job", job_json(j));
+	return r;
+}
+
+static struct json_object *do_wait(const struct cmsg *m, uid_t uid)
+{
+	struct json_object *err;
+	struct cjob *j = user_job(m->id, uid, &err);
+	struct timespec dl;
+
+	if (!j)
+		return err;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += m->timeout_ms / 1000;
+	dl.tv_nsec += (long)(m->timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	while (!job_state_final(j->state) && !g.stop)
+		if (pthread_cond_timedwait(&g.changed, &g.mu, &dl) == ETIMEDOUT)
+			break;
+	return job_reply(j);
+}
+
+static struct json_object *do_cancel(const struct cmsg *m, uid_t uid)
+{
+	struct json_object *err, *r;
+	struct cjob *j = user_job(m->id, uid, &err);
+
+	if (!j)
+		return err;
+	if (job_state_final(j->state))
+		return err_reply("ended", "job %lld has already ended (%s)", (long long)j->id,
+				 job_state_names[j->state]);
+	job_end(j, JOB_CANCELLED, 143, "cancelled by uid %u", (unsigned)uid);
+	r = reply("cancelled");
+	json_object_object_add(r, "id", json_object_new_int64(j->id));
+	json_object_object_add(r, "state", json_object_new_string(job_state_names[j->state]));
+	return r;
+}
+
+static struct json_object *do_output(const struct cmsg *m, uid_t uid)
+{
+	struct json_object *err, *r;
+	struct cjob *j = user_job(m->id, uid, &err);
+	char path[700], *b64;
+	uint8_t *buf;
+	ssize_t n = 0;
+	int fd;
+
+	if (!j)
+		return err;
+	buf = malloc((size_t)m->max);
+	if (!buf)
+		return err_reply("internal", "out of memory");
+	spool_path(j->id, path, sizeof(path));
+	if (m->offset < j->out_size && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		int64_t want = j->out_size - m->offset < m->max ? j->out_size - m->offset : m->max;
+
+		n = pread(fd, buf, (size_t)want, m->offset);
+		close(fd);
+		if (n < 0)
+			n = 0;
+	}
+	b64 = malloc(sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL));
+	if (!b64) {
+		free(buf);
+		return err_reply("internal", "out of memory");
+	}
+	sodium_bin2base64(b64, sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL),
+			  buf, (size_t)n, sodium_base64_VARIANT_ORIGINAL);
+	r = reply("output");
+	json_object_object_add(r, "id", json_object_new_int64(j->id));
+	json_object_object_add(r, "offset", json_object_new_int64(m->offset));
+	json_object_object_add(r, "data", json_object_new_string(b64));
+	json_object_object_add(r, "size", json_object_new_int64(j->out_size));
+	json_object_object_add(r, "state", json_object_new_string(job_state_names[j->state]));
+	json_object_object_add(r, "final", json_object_new_boolean(
+		job_state_final(j->state) && m->offset + n >= j->out_size));
+	free(b64);
+	free(buf);
+	return r;
+}
+
+static struct json_object *do_nodes(void)
+{
+	struct json_object *r = reply("nodes"), *a = json_object_new_array();
+
+	for (int i = 0; i < g.nnodes; i++)
+		json_object_array_add(a, node_json(&g.nodes[i]));
+	json_object_object_add(r, "nodes", a);
+	return r;
+}
+
+static struct json_object *stop_list(const int64_t *stop, int n)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (int i = 0; i < n; i++)
+		json_object_array_add(a, json_object_new_int64(stop[i]));
+	return a;
+}
+
+static char *node_info(const struct cmsg *m)
+{
+	struct json_object *o = json_object_new_object(), *numa = json_object_new_array();
+	char a[20], *s;
+
+	json_object_object_add(o, "underlay", json_object_new_string(ipv4_format(m->underlay, a, sizeof(a))));
+	for (int k = 0; k < m->nnuma; k++) {
+		struct json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "os_index", json_object_new_int(m->numa[k].os_index));
+		json_object_object_add(e, "cores", json_object_new_int(m->numa[k].cores));
+		json_object_object_add(e, "mem", json_object_new_int64((int64_t)m->numa[k].mem));
+		json_object_object_add(e, "hugepages_2m_free", json_object_new_int64((int64_t)m->numa[k].huge2m));
+		json_object_array_add(numa, e);
+	}
+	json_object_object_add(o, "numa", numa);
+	json_object_object_add(o, "rdma", m->rdma ? json_object_get(m->rdma) : json_object_new_array());
+	json_object_object_add(o, "simulated", json_object_new_boolean(m->simulated));
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
+}
+
+static struct json_object *do_register(const struct cmsg *m)
+{
+	struct cnode *n = node_find(m->node);
+	struct json_object *r;
+	struct verr e;
+	int64_t *stop;
+	int nstop;
+
+	if (!n) {
+		if (g.nnodes >= CTLD_MAX_NODES)
+			return err_reply("full", "this controller takes at most %d nodes", CTLD_MAX_NODES);
+		n = &g.nodes[g.nnodes++];
+		memset(n, 0, sizeof(*n));
+		snprintf(n->name, sizeof(n->name), "%s", m->node);
+	}
+	snprintf(n->addr, sizeof(n->addr), "%s", m->addr);
+	n->underlay = m->underlay;
+	n->nnuma = m->nnuma;
+	memcpy(n->numa, m->numa, sizeof(n->numa));
+	n->simulated = m->simulated;
+	free(n->info_json);
+	n->info_json = node_info(m);
+	n->have_info = true;
+	if (!n->up)
+		log_info("node %s registered (%s, %d NUMA node%s)", n->name, n->addr, n->nnuma, n->nnuma == 1 ? "" : "s");
+	n->up = true;
+	n->last_seen_ms = mono_ms();
+	node_commit(n, &e);
+	stop = calloc(m->njobs ? m->njobs : 1, sizeof(*stop));
+	if (!stop)
+		return err_reply("internal", "out of memory");
+	node_reconcile(n, m->jobs, m->njobs, stop, &nstop);
+	ctld_kick();
+	r = reply("registered");
+	json_object_object_add(r, "heartbeat_ms", json_object_new_int(g.hb_interval_ms));
+	json_object_object_add(r, "stop", stop_list(stop, nstop));
+	free(stop);
+	return r;
+}
+
+static struct json_object *do_heartbeat(const struct cmsg *m)
+{
+	struct cnode *n = node_find(m->node);
+	struct json_object *r;
+	int64_t *stop;
+	int nstop;
+
+	if (!n || !n->have_info)
+		return err_reply("unknown_node", "node %s is not registered", m->node);
+	n->last_seen_ms = mono_ms();
+	if (!n->up) {
+		struct verr e;
+
+		n->up = true;
+		node_commit(n, &e);
+		log_info("node %s is back", n->name);
+		ctld_kick();
+	}
+	stop = calloc(m->njobs ? m->njobs : 1, sizeof(*stop));
+	if (!stop)
+		return err_reply("internal", "out of memory");
+	node_reconcile(n, m->jobs, m->njobs, stop, &nstop);
+	r = reply("heartbeat_ok");
+	json_object_object_add(r, "stop", stop_list(stop, nstop));
+	free(stop);
+	return r;
+}
+
+/* The job whose launcher the sending node is, or an error reply. */
+static struct cjob *launcher_job(const struct cmsg *m, struct json_object **err)
+{
+	struct cjob *j = job_find(m->id);
+	int l;
+
+	if (!j) {
+		*err = err_reply("not_found", "no job %lld", (long long)m->id);
+		return NULL;
+	}
+	l = job_launcher(j);
+	if (l < 0 || strcmp(g.nodes[l].name, m->node)) {
+		*err = err_reply("denied", "job %lld: node %s does not run its guest 0", (long long)m->id, m->node);
+		return NULL;
+	}
+	return j;
+}
+
+static struct json_object *do_job_output(const struct cmsg *m)
+{
+	struct json_object *err, *r;
+	struct cjob *j = launcher_job(m, &err);
+	char path[700];
+	int64_t size, skip;
+
+	if (!j)
+		return err;
+	if (j->state != JOB_RUNNING)
+		return err_reply("ended", "job %lld is %s: no more output", (long long)j->id, job_state_names[j->state]);
+	size = j->out_size;
+	skip = size - m->offset;
+	if (m->offset <= size && skip < (int64_t)m->len) {
+		int fd;
+		ssize_t w = -1;
+
+		/* Appends are serialized per daemon; the job lock is not held
+		 * over the disk, and only this node writes this job's spool. */
+		pthread_mutex_unlock(&g.mu);
+		pthread_mutex_lock(&g.spool_mu);
+		spool_path(j->id, path, sizeof(path));
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			w = pwrite(fd, m->data + skip, m->len - (size_t)skip, size);
+			if (w == (ssize_t)(m->len - (size_t)skip) && fdatasync(fd) < 0)
+				w = -1;
+			close(fd);
+		}
+		pthread_mutex_unlock(&g.spool_mu);
+		pthread_mutex_lock(&g.mu);
+		if (w != (ssize_t)(m->len - (size_t)skip)) {
+			log_err("job %lld: spool %s: %s", (long long)j->id, path, strerror(errno));
+			return err_reply("internal", "cannot write the job's output: %s", strerror(errno));
+		}
+		if (size + w > j->out_size)
+			j->out_size = size + w;
+		pthread_cond_broadcast(&g.changed);
+	}
+	r = reply("output_ack");
+	json_object_object_add(r, "next", json_object_new_int64(j->out_size));
+	return r;
+}
+
+static struct json_object *do_job_exit(const struct cmsg *m)
+{
+	struct json_object *err, *r;
+	struct cjob *j = launcher_job(m, &err);
+	bool accepted = true;
+
+	if (!j)
+		return err;
+	if (j->state == JOB_RUNNING) {
+		if (m->size != j->out_size) {
+			accepted = false;
+		} else if (m->lost) {
+			job_end(j, JOB_FAILED, 125, "its mpirun in guest 0 was lost (its keeper died)");
+		} else if (m->timed_out) {
+			job_end(j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
+		} else {
+			job_end(j, JOB_COMPLETED, m->status, "%s", "");
+		}
+	} else if (!job_state_final(j->state)) {
+		return err_reply("invalid", "job %lld is %s, not running", (long long)j->id, job_state_names[j->state]);
+	}
+	r = reply("exit_ack");
+	json_object_object_add(r, "accepted", json_object_new_boolean(accepted));
+	json_object_object_add(r, "next", json_object_new_int64(j->out_size));
+	return r;
+}
+
+struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *peer)
+{
+	struct json_object *r;
+
+	pthread_mutex_lock(&g.mu);
+	switch (m->type) {
+	case CM_SUBMIT: r = do_submit(m, peer->uid); break;
+	case CM_QUEUE: r = do_queue(m, peer->uid); break;
+	case CM_JOB: {
+		struct cjob *j = user_job(m->id, peer->uid, &r);
+
+		if (j)
+			r = job_reply(j);
+		break;
+	}
+	case CM_WAIT: r = do_wait(m, peer->uid); break;
+	case CM_CANCEL: r = do_cancel(m, peer->uid); break;
+	case CM_OUTPUT: r = do_output(m, peer->uid); break;
+	case CM_NODES: r = do_nodes(); break;
+	case CM_REGISTER: r = do_register(m); break;
+	case CM_HEARTBEAT: r = do_heartbeat(m); break;
+	case CM_JOB_OUTPUT: r = do_job_output(m); break;
+	case CM_JOB_EXIT: r = do_job_exit(m); break;
+	default: r = err_reply("invalid", "unhandled message type"); break;
+	}
+	pthread_mutex_unlock(&g.mu);
+	return r;
+}

@@ -1,0 +1,438 @@
+/*
+ * vhpc-ctld's calls to node agents, each in a thread of its own without
+ * g.mu: starting a job (job_prepare on every node, all or nothing, then
+ * job_launch on the node of guest 0) and stopping it (job_stop).  Every
+ * call is idempotent on the vhpcd side, so a restarted ctld simply makes
+ * them again.
+ */
+#include "ctld.h"
+#include "launch.h"
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GUEST_BIN "/usr/local/bin"
+#define VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
+#define FANOUT_THREADS 32
+
+struct call {
+	char node[65];
+	char addr[64];
+	struct json_object *req;
+	struct json_object *reply;
+	struct verr err;
+	int rc;
+};
+
+struct fan {
+	struct call *c;
+	int n;
+	atomic_int next;
+	int timeout_ms;
+};
+
+static void call_one(struct call *c, int timeout_ms)
+{
+	struct wire_peer peer;
+	const char *e;
+
+	c->rc = wire_call(c->addr, c->req, &c->reply, &peer, timeout_ms, &c->err);
+	if (c->rc == 0 && peer.uid != 0) {
+		verr_set(&c->err, "the reply comes from uid %u, not root: refused", (unsigned)peer.uid);
+		c->rc = -1;
+	} else if (c->rc == 0 && (e = wire_error_text(c->reply))) {
+		verr_set(&c->err, "%s", e);
+		c->rc = -1;
+	}
+}
+
+static void *fan_worker(void *arg)
+{
+	struct fan *f = arg;
+	int i;
+
+	while ((i = atomic_fetch_add(&f->next, 1)) < f->n)
+		call_one(&f->c[i], f->timeout_ms);
+	return NULL;
+}
+
+/* Makes every call, up to FANOUT_THREADS at once. */
+static void fan_out(struct call *c, int n, int timeout_ms)
+{
+	struct fan f = { .c = c, .n = n, .timeout_ms = timeout_ms };
+	pthread_t th[FANOUT_THREADS];
+	int nt = n < FANOUT_THREADS ? n : FANOUT_THREADS, started = 0;
+
+	atomic_init(&f.next, 0);
+	for (int i = 0; i < nt; i++)
+		if (pthread_create(&th[i], NULL, fan_worker, &f) == 0)
+			started++;
+	if (!started)
+		fan_worker(&f);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+}
+
+static void free_calls(struct call *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		json_object_put(c[i].req);
+		json_object_put(c[i].reply);
+	}
+	free(c);
+}
+
+static void spawn_thread(void *(*fn)(void *), struct cjob *j)
+{
+	pthread_t th;
+	pthread_attr_t a;
+	int64_t *id = malloc(sizeof(*id));
+
+	if (!id) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	*id = j->id;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &a, fn, id) != 0) {
+		log_err("cannot start a thread for job %lld", (long long)j->id);
+		_exit(1);
+	}
+	pthread_attr_destroy(&a);
+}
+
+/* The distinct nodes of a job, in the order of its guests. */
+static int job_nodes(const struct cjob *j, int *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < j->nalloc; i++) {
+		bool seen = false;
+
+		for (int k = 0; k < n && !seen; k++)
+			seen = out[k] == j->alloc[i].node;
+		if (!seen)
+			out[n++] = j->alloc[i].node;
+	}
+	return n;
+}
+
+/* Co-located guests of the job share memory (vmshm) when asked for. */
+static bool job_vmshm(const struct cjob *j)
+{
+	if (!j->spec.vmshm || j->ranks < 2)
+		return false;
+	for (int a = 0; a < j->nalloc; a++)
+		for (int b = a + 1; b < j->nalloc; b++)
+			if (j->alloc[a].node == j->alloc[b].node)
+				return true;
+	return false;
+}
+
+static struct json_object *prepare_msg(const struct cjob *j, int node, const int *nodes, int nn)
+{
+	struct json_object *o = json_object_new_object(), *guests = json_object_new_array(),
+		*ranks = json_object_new_array(), *peers = json_object_new_array();
+	const struct cnode *n = &g.nodes[node];
+	char local[32], a[20], sub[32];
+	int *rpg = calloc(j->nguests, sizeof(int));
+
+	job_local_id(j, n, local, sizeof(local));
+	if (rpg)
+		launch_split_ranks(j->ranks, j->nguests, rpg);
+	json_object_object_add(o, "type", json_object_new_string("job_prepare"));
+	json_object_object_add(o, "node", json_object_new_string(n->name));
+	json_object_object_add(o, "job", json_object_new_int64(j->id));
+	json_object_object_add(o, "local", json_object_new_string(local));
+	json_object_object_add(o, "uid", json_object_new_int64(j->uid));
+	json_object_object_add(o, "vni", json_object_new_int64(j->vni));
+	snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(j->subnet.addr, a, sizeof(a)), j->subnet.prefix);
+	json_object_object_add(o, "subnet", json_object_new_string(sub));
+	json_object_object_add(o, "guest_port", json_object_new_int64(g.cl.guest_port));
+	json_object_object_add(o, "image", json_object_new_string(j->image));
+	json_object_object_add(o, "tuning", json_object_new_string(j->tuning));
+	json_object_object_add(o, "driver", json_object_new_string(
+		vhpc_driver_names[j->spec.driver >= 0 ? j->spec.driver : g.cl.default_driver]));
+	json_object_object_add(o, "vcpus", json_object_new_int(j->vcpus));
+	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
+	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->spec.oversubscribe));
+	json_object_object_add(o, "vmshm", json_object_new_boolean(job_vmshm(j)));
+	json_object_object_add(o, "key", json_object_new_string(j->key_hex));
+	json_object_object_add(o, "timeout", json_object_new_int64(j->limit));
+	for (int i = 0; i < j->nalloc; i++) {
+		if (j->alloc[i].node == node)
+			json_object_array_add(guests, json_object_new_int(i));
+		json_object_array_add(ranks, json_object_new_int(rpg ? rpg[i] : 1));
+	}
+	for (int k = 0; k < nn; k++)
+		if (nodes[k] != node)
+			json_object_array_add(peers, json_object_new_string(
+				ipv4_format(g.nodes[nodes[k]].underlay, a, sizeof(a))));
+	json_object_object_add(o, "guests", guests);
+	json_object_object_add(o, "ranks", ranks);
+	json_object_object_add(o, "peers", peers);
+	free(rpg);
+	return o;
+}
+
+static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
+{
+	struct launch_plan lp = { 0 };
+	struct launch_guest *lg = calloc(j->nguests, sizeof(*lg));
+	int *rpg = calloc(j->nguests, sizeof(int));
+	static const char *const env[] = {
+		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
+		"VHPC_JOB_KEY=/vhpc/job.key", NULL
+	};
+	struct json_object *o = NULL, *argv, *ev;
+	char **av;
+
+	if (!lg || !rpg) {
+		verr_set(err, "out of memory");
+		goto out;
+	}
+	launch_split_ranks(j->ranks, j->nguests, rpg);
+	for (int i = 0; i < j->nguests; i++) {
+		snprintf(lg[i].name, sizeof(lg[i].name), "g%d", i);
+		lg[i].addr = j->subnet.addr + 2 + (uint32_t)i;
+		lg[i].vcpus = j->vcpus;
+		lg[i].ranks = rpg[i];
+	}
+	lp.spec = &j->spec;
+	lp.nguests = j->nguests;
+	lp.guests = lg;
+	lp.rsh_path = GUEST_BIN "/vhpc-rsh";
+	lp.hostfile = "/vhpc/hostfile";
+	lp.net_if = "eth0";
+	lp.vmshm = job_vmshm(j);
+	lp.vmshm_component_dir = VMSHM_COMPONENT_DIR;
+	/* launch_mpirun_argv reads ranks from the spec */
+	if (!(av = launch_mpirun_argv(&lp))) {
+		verr_set(err, "out of memory");
+		goto out;
+	}
+	o = json_object_new_object();
+	argv = json_object_new_array();
+	ev = json_object_new_array();
+	for (char **p = av; *p; p++)
+		json_object_array_add(argv, json_object_new_string(*p));
+	for (int i = 0; env[i]; i++)
+		json_object_array_add(ev, json_object_new_string(env[i]));
+	launch_free_argv(av);
+	json_object_object_add(o, "type", json_object_new_string("job_launch"));
+	json_object_object_add(o, "node", json_object_new_string(g.nodes[job_launcher(j)].name));
+	json_object_object_add(o, "job", json_object_new_int64(j->id));
+	json_object_object_add(o, "argv", argv);
+	json_object_object_add(o, "env", ev);
+	json_object_object_add(o, "timeout_ms", json_object_new_int64(j->limit * 1000));
+out:
+	free(lg);
+	free(rpg);
+	return o;
+}
+
+/* job_launch to the node of guest 0; ends the job when that fails. */
+static void launch(int64_t id)
+{
+	struct call c = { 0 };
+	struct cjob *j;
+	struct verr e;
+
+	pthread_mutex_lock(&g.mu);
+	j = job_find(id);
+	if (!j || j->state != JOB_RUNNING || job_launcher(j) < 0) {
+		pthread_mutex_unlock(&g.mu);
+		return;
+	}
+	snprintf(c.node, sizeof(c.node), "%s", g.nodes[job_launcher(j)].name);
+	snprintf(c.addr, sizeof(c.addr), "%s", g.nodes[job_launcher(j)].addr);
+	c.req = launch_msg(j, &e);
+	if (!c.req) {
+		job_end(j, JOB_FAILED, 125, "cannot make its launch: %s", e.msg);
+		pthread_mutex_unlock(&g.mu);
+		return;
+	}
+	pthread_mutex_unlock(&g.mu);
+	call_one(&c, g.rpc_timeout_ms);
+	pthread_mutex_lock(&g.mu);
+	j = job_find(id);
+	if (c.rc < 0 && j && j->state == JOB_RUNNING)
+		job_end(j, JOB_FAILED, 125, "launch on node %s failed: %s", c.node, c.err.msg);
+	else if (c.rc == 0)
+		log_info("job %lld: launched on %s", (long long)id, c.node);
+	pthread_mutex_unlock(&g.mu);
+	json_object_put(c.req);
+	json_object_put(c.reply);
+}
+
+static void *start_thread(void *arg)
+{
+	int64_t id = *(int64_t *)arg;
+	struct call *c = NULL;
+	struct cjob *j;
+	int *nodes = NULL, nn = 0, bad = -1;
+	uint64_t t0 = now_ns();
+
+	free(arg);
+	pthread_mutex_lock(&g.mu);
+	j = job_find(id);
+	if (!j || j->state != JOB_STARTING) {
+		if (j)
+			j->worker = false;
+		pthread_mutex_unlock(&g.mu);
+		return NULL;
+	}
+	nodes = calloc(j->nalloc, sizeof(int));
+	c = calloc(j->nalloc, sizeof(*c));
+	if (!nodes || !c) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	nn = job_nodes(j, nodes);
+	for (int k = 0; k < nn; k++) {
+		snprintf(c[k].node, sizeof(c[k].node), "%s", g.nodes[nodes[k]].name);
+		snprintf(c[k].addr, sizeof(c[k].addr), "%s", g.nodes[nodes[k]].addr);
+		c[k].req = prepare_msg(j, nodes[k], nodes, nn);
+	}
+	pthread_mutex_unlock(&g.mu);
+
+	fan_out(c, nn, g.rpc_timeout_ms);
+
+	pthread_mutex_lock(&g.mu);
+	j = job_find(id);
+	j->worker = false;
+	for (int k = 0; k < nn && bad < 0; k++)
+		if (c[k].rc < 0)
+			bad = k;
+	if (j->state != JOB_STARTING) {
+		/* cancelled or failed meanwhile: whoever did that stops it */
+	} else if (bad >= 0) {
+		char why[700];
+
+		snprintf(why, sizeof(why), "node %s: %s", c[bad].node, c[bad].err.msg);
+		log_warn("job %lld: start failed: %s", (long long)id, why);
+		job_requeue(j, why);
+	} else {
+		struct verr e;
+
+		j->state = JOB_RUNNING;
+		j->started = wall_s();
+		j->reason[0] = 0;
+		job_commit(j, false, &e);
+		log_info("job %lld: %d guest%s on %d node%s ready in %.0f ms", (long long)id, j->nguests,
+			 j->nguests == 1 ? "" : "s", nn, nn == 1 ? "" : "s", (now_ns() - t0) / 1e6);
+		pthread_mutex_unlock(&g.mu);
+		free_calls(c, nn);
+		free(nodes);
+		launch(id);
+		return NULL;
+	}
+	pthread_mutex_unlock(&g.mu);
+	free_calls(c, nn);
+	free(nodes);
+	return NULL;
+}
+
+static void *relaunch_thread(void *arg)
+{
+	int64_t id = *(int64_t *)arg;
+	struct cjob *j;
+
+	free(arg);
+	launch(id);
+	pthread_mutex_lock(&g.mu);
+	if ((j = job_find(id)))
+		j->worker = false;
+	pthread_mutex_unlock(&g.mu);
+	return NULL;
+}
+
+static void *stop_thread(void *arg)
+{
+	int64_t id = *(int64_t *)arg;
+	struct call *c;
+	struct cjob *j;
+	int n = 0, *idx;
+
+	free(arg);
+	pthread_mutex_lock(&g.mu);
+	j = job_find(id);
+	c = calloc(g.nnodes ? g.nnodes : 1, sizeof(*c));
+	idx = calloc(g.nnodes ? g.nnodes : 1, sizeof(int));
+	if (!c || !idx) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	for (int i = 0; i < g.nnodes; i++) {
+		if (!job_owes_stop(j, i))
+			continue;
+		snprintf(c[n].node, sizeof(c[n].node), "%s", g.nodes[i].name);
+		snprintf(c[n].addr, sizeof(c[n].addr), "%s", g.nodes[i].addr);
+		c[n].req = json_object_new_object();
+		json_object_object_add(c[n].req, "type", json_object_new_string("job_stop"));
+		json_object_object_add(c[n].req, "node", json_object_new_string(g.nodes[i].name));
+		json_object_object_add(c[n].req, "job", json_object_new_int64(id));
+		json_object_object_add(c[n].req, "reason", json_object_new_string(
+			job_state_final(j->state) ? job_state_names[j->state] : "requeued"));
+		idx[n++] = i;
+	}
+	pthread_mutex_unlock(&g.mu);
+
+	fan_out(c, n, g.rpc_timeout_ms);
+
+	pthread_mutex_lock(&g.mu);
+	j = job_find(id);
+	for (int k = 0; k < n; k++) {
+		if (c[k].rc == 0 && job_owes_stop(j, idx[k])) {
+			j->cleanup[idx[k]] = false;
+			j->ncleanup--;
+		} else if (c[k].rc < 0) {
+			log_warn("job %lld: stop on node %s: %s (will retry)", (long long)id, c[k].node, c[k].err.msg);
+		}
+	}
+	if (n) {
+		struct verr e;
+
+		job_commit(j, false, &e);
+	}
+	j->stopping = false;
+	if (j->ncleanup)
+		j->stop_retry_ms = mono_ms() + 3000;
+	else
+		log_debug("job %lld: every node has torn it down", (long long)id);
+	ctld_kick();
+	pthread_mutex_unlock(&g.mu);
+	free_calls(c, n);
+	free(idx);
+	return NULL;
+}
+
+void rpc_start_job(struct cjob *j)
+{
+	if (j->worker)
+		return;
+	j->worker = true;
+	spawn_thread(start_thread, j);
+}
+
+void rpc_relaunch_job(struct cjob *j)
+{
+	if (j->worker)
+		return;
+	j->worker = true;
+	spawn_thread(relaunch_thread, j);
+}
+
+void rpc_stop_job(struct cjob *j)
+{
+	if (j->stopping || !j->ncleanup)
+		return;
+	j->stopping = true;
+	spawn_thread(stop_thread, j);
+}

@@ -1,0 +1,234 @@
+/*
+ * The scheduler thread: woken by every change (and a tick), it marks nodes
+ * that missed their heartbeats down, ends jobs over their time limit,
+ * retries owed job_stops, and runs a gang-scheduling pass (sched_pass:
+ * FIFO with EASY backfill over the nodes' NUMA capacity) whose starts are
+ * committed before their start threads run.
+ */
+#include "ctld.h"
+#include "nodeagent/vhpcd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TICK_MS 500
+/* The node's own timeout stops the job at its limit; this is the backstop. */
+#define LIMIT_GRACE_S 10
+
+static void check_heartbeats(void)
+{
+	int64_t now = mono_ms(), limit = (int64_t)g.hb_interval_ms * g.hb_misses;
+
+	for (int i = 0; i < g.nnodes; i++) {
+		struct cnode *n = &g.nodes[i];
+		char why[128];
+
+		if (!n->up || now - n->last_seen_ms <= limit)
+			continue;
+		snprintf(why, sizeof(why), "no heartbeat for %lld ms (limit %d x %d ms)",
+			 (long long)(now - n->last_seen_ms), g.hb_misses, g.hb_interval_ms);
+		node_down(n, why);
+	}
+}
+
+static void check_limits(void)
+{
+	int64_t now = wall_s();
+
+	for (int i = 0; i < g.njobs; i++) {
+		struct cjob *j = g.jobs[i];
+
+		if (j->state == JOB_RUNNING && now >= j->started + j->limit + LIMIT_GRACE_S)
+			job_end(j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
+	}
+}
+
+static void retry_stops(void)
+{
+	int64_t now = mono_ms();
+
+	for (int i = 0; i < g.njobs; i++) {
+		struct cjob *j = g.jobs[i];
+
+		if (j->ncleanup && !j->stopping && now >= j->stop_retry_ms)
+			rpc_stop_job(j);
+	}
+}
+
+static void set_node(struct sched_node *sn, const struct cnode *n)
+{
+	sn->up = n->up && n->have_info;
+	sn->nnuma = n->nnuma;
+	for (int k = 0; k < n->nnuma; k++) {
+		sn->cores[k] = n->numa[k].cores;
+		sn->mem[k] = n->numa[k].mem;
+	}
+}
+
+static uint32_t pick_vni(const struct cjob *j)
+{
+	uint32_t span = NA_VNI_MAX - 4096, v = 4096 + (uint32_t)((uint64_t)j->id % span);
+
+	for (int tries = 0; tries < 1024; tries++, v = v + 1 > NA_VNI_MAX ? 4096 : v + 1) {
+		bool used = false;
+
+		for (int i = 0; i < g.njobs && !used; i++)
+			used = g.jobs[i] != j && g.jobs[i]->vni == v &&
+			       (job_active(g.jobs[i]) || g.jobs[i]->ncleanup);
+		if (!used)
+			return v;
+	}
+	return v;
+}
+
+/* Each job's network is an L2 of its own (its VNI) in namespaces of its
+ * own, so subnets of concurrent jobs may repeat; they are spread over the
+ * pool only so that addresses in logs tell jobs apart. */
+static struct ipv4net pick_subnet(const struct cjob *j)
+{
+	uint64_t count = 1ull << (g.cl.job_prefix - g.cl.job_pool.prefix);
+	uint64_t k = (uint64_t)j->id % count;
+
+	return (struct ipv4net){ g.cl.job_pool.addr + (uint32_t)(k << (32 - g.cl.job_prefix)),
+				 (int)g.cl.job_prefix };
+}
+
+static void start(struct cjob *j, const struct sched_alloc *a)
+{
+	uint8_t key[CHAN_KEY_LEN];
+	struct verr e;
+
+	free(j->alloc);
+	j->alloc = malloc(sizeof(*j->alloc) * a->nguests);
+	if (!j->alloc) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	memcpy(j->alloc, a->g, sizeof(*j->alloc) * a->nguests);
+	j->nalloc = a->nguests;
+	j->vni = pick_vni(j);
+	j->subnet = pick_subnet(j);
+	random_bytes(key, sizeof(key));
+	hex_encode(key, sizeof(key), j->key_hex);
+	j->state = JOB_STARTING;
+	snprintf(j->reason, sizeof(j->reason), "starting");
+	job_commit(j, true, &e);
+	rpc_start_job(j);
+}
+
+static void schedule(void)
+{
+	struct sched_node *sn = calloc(g.nnodes ? g.nnodes : 1, sizeof(*sn));
+	struct sched_running *run = NULL;
+	struct sched_pending *q = NULL;
+	struct cjob **qj = NULL;
+	int nrun = 0, nq = 0, up = 0, started;
+	int64_t now = wall_s(), head = -1;
+	uint64_t t0 = now_ns();
+
+	if (!sn)
+		goto out;
+	for (int i = 0; i < g.nnodes; i++) {
+		set_node(&sn[i], &g.nodes[i]);
+		up += sn[i].up;
+	}
+	nodes_usage(sn);
+	run = calloc(g.njobs ? g.njobs : 1, sizeof(*run));
+	q = calloc(g.sched_depth, sizeof(*q));
+	qj = calloc(g.sched_depth, sizeof(*qj));
+	if (!run || !q || !qj)
+		goto out;
+	for (int i = 0; i < g.njobs; i++) {
+		struct cjob *j = g.jobs[i];
+
+		/* Jobs being torn down hold only part of their allocation
+		 * (nodes_usage counts that part) and free it any moment: they
+		 * do not count as running for the backfill estimate. */
+		if (job_active(j)) {
+			run[nrun].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
+			run[nrun].alloc = (struct sched_alloc){ j->nalloc, j->alloc };
+			run[nrun].end = j->state == JOB_RUNNING ? j->started + j->limit : now + j->limit;
+			nrun++;
+		}
+		/* A job whose last attempt is still being torn down waits. */
+		if (j->state == JOB_PENDING && !j->ncleanup && nq < g.sched_depth) {
+			/* Without --vcpus: one core per rank when a node could ever
+			 * hold such guests, else the largest share that fits (as
+			 * vhpc run does on one machine); ranks then share cores. */
+			if (!j->spec.vcpus) {
+				struct sched_req r = { j->nguests, (j->ranks + j->nguests - 1) / j->nguests, j->mem };
+
+				while (r.vcpus > 1 && !sched_feasible(sn, g.nnodes, &r))
+					r.vcpus--;
+				j->vcpus = r.vcpus;
+			}
+			q[nq].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
+			q[nq].limit = j->limit;
+			q[nq].alloc.g = calloc(j->nguests, sizeof(struct sched_guest));
+			if (!q[nq].alloc.g)
+				goto out;
+			qj[nq++] = j;
+		}
+	}
+	if (!nq)
+		goto out;
+	started = sched_pass(sn, g.nnodes, run, nrun, q, nq, now, &head);
+	for (int i = 0; i < nq; i++) {
+		struct cjob *j = qj[i];
+
+		if (q[i].start) {
+			start(j, &q[i].alloc);
+			continue;
+		}
+		if (!up)
+			snprintf(j->reason, sizeof(j->reason), "waiting: no node is up");
+		else if (!sched_feasible(sn, g.nnodes, &q[i].req))
+			snprintf(j->reason, sizeof(j->reason),
+				 "waiting: %d guest%s x %d vCPU%s do not fit the up nodes even when they are idle",
+				 j->nguests, j->nguests == 1 ? "" : "s", j->vcpus, j->vcpus == 1 ? "" : "s");
+		else
+			snprintf(j->reason, sizeof(j->reason), "waiting for resources");
+	}
+	if (started)
+		log_info("scheduling pass: %d of %d queued job%s started (%d nodes, %.2f ms)", started, nq,
+			 nq == 1 ? "" : "s", g.nnodes, (now_ns() - t0) / 1e6);
+out:
+	for (int i = 0; q && i < nq; i++)
+		free(q[i].alloc.g);
+	free(q);
+	free(qj);
+	free(run);
+	free(sn);
+}
+
+void *ctld_sched_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&g.mu);
+	while (!g.stop) {
+		struct timespec dl;
+
+		if (!g.kicked) {
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_nsec += TICK_MS * 1000000L;
+			if (dl.tv_nsec >= 1000000000L) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&g.kick, &g.mu, &dl);
+		}
+		g.kicked = false;
+		if (g.stop)
+			break;
+		check_heartbeats();
+		check_limits();
+		retry_stops();
+		schedule();
+	}
+	pthread_mutex_unlock(&g.mu);
+	return NULL;
+}

@@ -1,0 +1,751 @@
+/*
+ * vhpc-ctld's nodes and jobs in memory, and their durable copy in the
+ * store.  A change is committed before anything acts on it; a commit that
+ * fails ends the daemon (the state on disk is then the truth a restart
+ * recovers from, rather than a memory that disagrees with it).
+ */
+#include "ctld.h"
+#include "jobjson.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ctld g = {
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.changed = PTHREAD_COND_INITIALIZER,
+	.kick = PTHREAD_COND_INITIALIZER,
+	.spool_mu = PTHREAD_MUTEX_INITIALIZER,
+};
+
+int64_t mono_ms(void)
+{
+	return (int64_t)(now_ns() / 1000000);
+}
+
+int64_t wall_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static void __attribute__((noreturn)) store_broken(const struct verr *e)
+{
+	log_err("%s; stopping: the state on disk is what a restart recovers", e->msg);
+	_exit(1);
+}
+
+void spool_path(int64_t id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%lld.out", g.spool_dir, (long long)id);
+}
+
+/* ---------------------------------------------------------------- lookup */
+
+struct cjob *job_find(int64_t id)
+{
+	int lo = 0, hi = g.njobs - 1;
+
+	while (lo <= hi) {
+		int mid = (lo + hi) / 2;
+
+		if (g.jobs[mid]->id == id)
+			return g.jobs[mid];
+		if (g.jobs[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return NULL;
+}
+
+static int job_insert(struct cjob *j)
+{
+	int pos = g.njobs;
+
+	if (g.njobs == g.capjobs) {
+		int cap = g.capjobs ? g.capjobs * 2 : 256;
+		struct cjob **nv = realloc(g.jobs, sizeof(*nv) * cap);
+
+		if (!nv)
+			return -1;
+		g.jobs = nv;
+		g.capjobs = cap;
+	}
+	while (pos > 0 && g.jobs[pos - 1]->id > j->id)
+		pos--;
+	memmove(&g.jobs[pos + 1], &g.jobs[pos], sizeof(*g.jobs) * (g.njobs - pos));
+	g.jobs[pos] = j;
+	g.njobs++;
+	return 0;
+}
+
+struct cnode *node_find(const char *name)
+{
+	for (int i = 0; i < g.nnodes; i++)
+		if (!strcmp(g.nodes[i].name, name))
+			return &g.nodes[i];
+	return NULL;
+}
+
+int node_index(const struct cnode *n)
+{
+	return (int)(n - g.nodes);
+}
+
+bool job_active(const struct cjob *j)
+{
+	return j->state == JOB_STARTING || j->state == JOB_RUNNING;
+}
+
+bool job_visible(const struct cjob *j, uid_t uid)
+{
+	return uid == 0 || uid == j->uid;
+}
+
+static void base36(uint64_t v, char *buf, size_t len)
+{
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdefghijklmnopqrstuvwxyz"[v % 36];
+		v /= 36;
+	} while (v && n < 15);
+	for (int i = 0; i < n && (size_t)i + 1 < len; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[(size_t)n < len ? n : (int)len - 1] = 0;
+}
+
+void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len)
+{
+	char a[16], b[16];
+
+	base36((uint64_t)j->id, a, sizeof(a));
+	base36((uint64_t)n->id, b, sizeof(b));
+	snprintf(buf, len, "%sx%s", a, b);
+}
+
+int job_launcher(const struct cjob *j)
+{
+	return j->nalloc > 0 ? j->alloc[0].node : -1;
+}
+
+/* ------------------------------------------------------------ encoding */
+
+static char *alloc_to_json(const struct cjob *j)
+{
+	struct json_object *o = json_object_new_array();
+	char *s;
+
+	for (int i = 0; i < j->nalloc; i++) {
+		struct json_object *g1 = json_object_new_object(), *takes = json_object_new_array();
+
+		json_object_object_add(g1, "node", json_object_new_string(g.nodes[j->alloc[i].node].name));
+		for (int t = 0; t < j->alloc[i].ntakes; t++) {
+			struct json_object *tk = json_object_new_array();
+
+			json_object_array_add(tk, json_object_new_int(j->alloc[i].take[t].numa));
+			json_object_array_add(tk, json_object_new_int(j->alloc[i].take[t].cores));
+			json_object_array_add(tk, json_object_new_int64((int64_t)j->alloc[i].take[t].mem));
+			json_object_array_add(takes, tk);
+		}
+		json_object_object_add(g1, "takes", takes);
+		json_object_array_add(o, g1);
+	}
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
+}
+
+static char *net_to_json(const struct cjob *j)
+{
+	struct json_object *o = json_object_new_object();
+	char a[20], sub[32], *s;
+
+	snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(j->subnet.addr, a, sizeof(a)), j->subnet.prefix);
+	json_object_object_add(o, "vni", json_object_new_int64(j->vni));
+	json_object_object_add(o, "subnet", json_object_new_string(sub));
+	json_object_object_add(o, "key", json_object_new_string(j->key_hex));
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
+}
+
+static char *cleanup_to_json(const struct cjob *j)
+{
+	struct json_object *o = json_object_new_array();
+	char *s;
+
+	for (int i = 0; i < g.nnodes && j->cleanup; i++)
+		if (j->cleanup[i])
+			json_object_array_add(o, json_object_new_string(g.nodes[i].name));
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
+}
+
+/* Our own rows, written by us: still read defensively (a damaged row
+ * must not crash the daemon, only lose that job's allocation). */
+static int alloc_from_json(struct cjob *j, const char *text)
+{
+	struct json_object *o = text ? json_tokener_parse(text) : NULL;
+	int n, rc = -1;
+
+	if (!o || !json_object_is_type(o, json_type_array))
+		goto out;
+	n = (int)json_object_array_length(o);
+	if (n < 1 || n > SCHED_MAX_GUESTS)
+		goto out;
+	j->alloc = calloc(n, sizeof(*j->alloc));
+	if (!j->alloc)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(o, i), *v, *takes;
+		struct cnode *nd;
+
+		if (!json_object_object_get_ex(e, "node", &v) || !(nd = node_find(json_object_get_string(v))) ||
+		    !json_object_object_get_ex(e, "takes", &takes) ||
+		    !json_object_is_type(takes, json_type_array) ||
+		    json_object_array_length(takes) > SCHED_MAX_NUMA)
+			goto out;
+		j->alloc[i].node = node_index(nd);
+		j->alloc[i].ntakes = (int)json_object_array_length(takes);
+		for (int t = 0; t < j->alloc[i].ntakes; t++) {
+			struct json_object *tk = json_object_array_get_idx(takes, t);
+
+			if (!json_object_is_type(tk, json_type_array) || json_object_array_length(tk) != 3)
+				goto out;
+			j->alloc[i].take[t].numa = json_object_get_int(json_object_array_get_idx(tk, 0));
+			j->alloc[i].take[t].cores = json_object_get_int(json_object_array_get_idx(tk, 1));
+			j->alloc[i].take[t].mem = (uint64_t)json_object_get_int64(json_object_array_get_idx(tk, 2));
+			if (j->alloc[i].take[t].numa < 0 || j->alloc[i].take[t].numa >= SCHED_MAX_NUMA)
+				goto out;
+		}
+	}
+	j->nalloc = n;
+	rc = 0;
+out:
+	if (rc < 0) {
+		free(j->alloc);
+		j->alloc = NULL;
+		j->nalloc = 0;
+	}
+	json_object_put(o);
+	return rc;
+}
+
+static int net_from_json(struct cjob *j, const char *text)
+{
+	struct json_object *o = text ? json_tokener_parse(text) : NULL, *v;
+	int rc = -1;
+
+	if (!o || !json_object_is_type(o, json_type_object))
+		goto out;
+	if (!json_object_object_get_ex(o, "vni", &v))
+		goto out;
+	j->vni = (uint32_t)json_object_get_int64(v);
+	if (!json_object_object_get_ex(o, "subnet", &v) || ipv4net_parse(json_object_get_string(v), false, &j->subnet) < 0)
+		goto out;
+	if (!json_object_object_get_ex(o, "key", &v) || strlen(json_object_get_string(v)) != 2 * CHAN_KEY_LEN)
+		goto out;
+	snprintf(j->key_hex, sizeof(j->key_hex), "%s", json_object_get_string(v));
+	rc = 0;
+out:
+	json_object_put(o);
+	return rc;
+}
+
+static void cleanup_from_json(struct cjob *j, const char *text)
+{
+	struct json_object *o = text ? json_tokener_parse(text) : NULL;
+
+	for (size_t i = 0; o && json_object_is_type(o, json_type_array) && i < json_object_array_length(o); i++) {
+		struct cnode *n = node_find(json_object_get_string(json_object_array_get_idx(o, i)));
+
+		if (n)
+			job_owe_stop(j, node_index(n));
+	}
+	json_object_put(o);
+}
+
+/* ------------------------------------------------------------- commits */
+
+int job_commit(struct cjob *j, bool with_alloc, struct verr *err)
+{
+	struct job_row r = { 0 };
+	int rc;
+
+	r.id = j->id;
+	r.state = j->state;
+	r.started = j->started;
+	r.ended = j->ended;
+	r.exit_status = j->exit_status;
+	r.attempts = j->attempts;
+	snprintf(r.reason, sizeof(r.reason), "%s", j->reason);
+	if (with_alloc) {
+		r.alloc_json = alloc_to_json(j);
+		r.net_json = net_to_json(j);
+	}
+	r.cleanup_json = cleanup_to_json(j);
+	rc = store_job_update(g.st, &r, err);
+	job_row_free(&r);
+	if (rc < 0)
+		store_broken(err);
+	pthread_cond_broadcast(&g.changed);
+	return rc;
+}
+
+int node_commit(struct cnode *n, struct verr *err)
+{
+	struct node_row r = { 0 };
+
+	snprintf(r.name, sizeof(r.name), "%s", n->name);
+	snprintf(r.addr, sizeof(r.addr), "%s", n->addr);
+	r.up = n->up;
+	r.last_seen = wall_s();
+	r.info_json = n->info_json;
+	if (store_node_put(g.st, &r, err) < 0)
+		store_broken(err);
+	if (!n->id && store_node_id(g.st, n->name, &n->id, err) < 0)
+		store_broken(err);
+	return 0;
+}
+
+void ctld_kick(void)
+{
+	g.kicked = true;
+	pthread_cond_signal(&g.kick);
+}
+
+void job_owe_stop(struct cjob *j, int n)
+{
+	if (!j->cleanup && !(j->cleanup = calloc(CTLD_MAX_NODES, sizeof(bool)))) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	if (!j->cleanup[n]) {
+		j->cleanup[n] = true;
+		j->ncleanup++;
+	}
+}
+
+bool job_owes_stop(const struct cjob *j, int n)
+{
+	return j->cleanup && j->cleanup[n];
+}
+
+static void set_cleanup_all(struct cjob *j)
+{
+	for (int i = 0; i < j->nalloc; i++)
+		if (g.nodes[j->alloc[i].node].up)
+			job_owe_stop(j, j->alloc[i].node);
+}
+
+void job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
+{
+	struct verr e;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(j->reason, sizeof(j->reason), fmt, ap);
+	va_end(ap);
+	j->state = st;
+	j->exit_status = exit_status;
+	j->ended = wall_s();
+	set_cleanup_all(j);
+	job_commit(j, false, &e);
+	log_info("job %lld: %s%s%s", (long long)j->id, job_state_names[st], j->reason[0] ? ": " : "", j->reason);
+	if (j->ncleanup)
+		rpc_stop_job(j);
+	ctld_kick();
+}
+
+void job_requeue(struct cjob *j, const char *why)
+{
+	struct verr e;
+
+	j->attempts++;
+	set_cleanup_all(j);
+	if (j->attempts >= CTLD_MAX_ATTEMPTS) {
+		snprintf(j->reason, sizeof(j->reason), "could not start (%d attempts); last: %s", j->attempts, why);
+		j->state = JOB_FAILED;
+		j->exit_status = 125;
+		j->ended = wall_s();
+	} else {
+		snprintf(j->reason, sizeof(j->reason), "requeued after a failed start: %s", why);
+		j->state = JOB_PENDING;
+	}
+	job_commit(j, false, &e);
+	log_info("job %lld: %s: %s", (long long)j->id, job_state_names[j->state], j->reason);
+	if (j->ncleanup)
+		rpc_stop_job(j);
+	ctld_kick();
+}
+
+static bool job_uses(const struct cjob *j, int node)
+{
+	for (int i = 0; i < j->nalloc; i++)
+		if (j->alloc[i].node == node)
+			return true;
+	return false;
+}
+
+void node_down(struct cnode *n, const char *why)
+{
+	struct verr e;
+	int ni = node_index(n);
+
+	n->up = false;
+	node_commit(n, &e);
+	log_warn("node %s is down: %s", n->name, why);
+	for (int i = 0; i < g.njobs; i++) {
+		struct cjob *j = g.jobs[i];
+
+		/* Its part of any job went with it; no job_stop is owed there. */
+		if (job_owes_stop(j, ni)) {
+			j->cleanup[ni] = false;
+			j->ncleanup--;
+			job_commit(j, false, &e);
+		}
+		if (job_active(j) && job_uses(j, ni))
+			job_end(j, JOB_NODE_FAIL, 125, "node %s failed: %s", n->name, why);
+	}
+	ctld_kick();
+}
+
+void node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
+		    int64_t *stop, int *nstop)
+{
+	int ni = node_index(n);
+	int64_t now = wall_s();
+
+	*nstop = 0;
+	for (int i = 0; i < njobs; i++) {
+		struct cjob *j = job_find(jobs[i].job);
+
+		if (!j || !job_active(j) || !job_uses(j, ni)) {
+			stop[(*nstop)++] = jobs[i].job;
+			continue;
+		}
+		if (jobs[i].state == NJ_FAILED && j->state == JOB_RUNNING)
+			job_end(j, JOB_FAILED, 125, "node %s: %s", n->name,
+				jobs[i].error[0] ? jobs[i].error : "its part of the job failed");
+	}
+	/* A running job the node does not know any more (its vhpcd restarted
+	 * and could not take it over): it cannot complete.  Jobs that just
+	 * started may not be in a report that was on its way already. */
+	for (int i = 0; i < g.njobs; i++) {
+		struct cjob *j = g.jobs[i];
+		bool seen = false;
+
+		if (j->state != JOB_RUNNING || !job_uses(j, ni) ||
+		    now - j->started < 2 * g.hb_interval_ms / 1000 + 2)
+			continue;
+		for (int k = 0; k < njobs && !seen; k++)
+			seen = jobs[k].job == j->id;
+		if (!seen)
+			job_end(j, JOB_FAILED, 125, "node %s lost its part of the job", n->name);
+	}
+}
+
+void nodes_usage(struct sched_node *sn)
+{
+	for (int i = 0; i < g.nnodes; i++) {
+		memset(sn[i].used_cores, 0, sizeof(sn[i].used_cores));
+		memset(sn[i].used_mem, 0, sizeof(sn[i].used_mem));
+	}
+	for (int k = 0; k < g.njobs; k++) {
+		struct cjob *j = g.jobs[k];
+		bool all = job_active(j);
+
+		if (!all && !j->ncleanup)
+			continue;
+		for (int i = 0; i < j->nalloc; i++) {
+			struct sched_node *n = &sn[j->alloc[i].node];
+
+			if (!all && !job_owes_stop(j, j->alloc[i].node))
+				continue;
+			for (int t = 0; t < j->alloc[i].ntakes; t++) {
+				n->used_cores[j->alloc[i].take[t].numa] += j->alloc[i].take[t].cores;
+				n->used_mem[j->alloc[i].take[t].numa] += j->alloc[i].take[t].mem;
+			}
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- views */
+
+struct json_object *job_json(const struct cjob *j)
+{
+	struct json_object *o = json_object_new_object(), *nodes = json_object_new_array(),
+		*alloc = json_object_new_array();
+	bool *seen = calloc(g.nnodes ? g.nnodes : 1, sizeof(bool));
+
+	json_object_object_add(o, "id", json_object_new_int64(j->id));
+	json_object_object_add(o, "uid", json_object_new_int64(j->uid));
+	json_object_object_add(o, "name", json_object_new_string(j->name));
+	json_object_object_add(o, "state", json_object_new_string(job_state_names[j->state]));
+	json_object_object_add(o, "reason", json_object_new_string(j->reason));
+	json_object_object_add(o, "guests", json_object_new_int(j->nguests));
+	json_object_object_add(o, "ranks", json_object_new_int(j->ranks));
+	json_object_object_add(o, "vcpus", json_object_new_int(j->vcpus));
+	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
+	json_object_object_add(o, "timeout", json_object_new_int64(j->limit));
+	json_object_object_add(o, "submitted", json_object_new_int64(j->submitted));
+	json_object_object_add(o, "started", json_object_new_int64(j->started));
+	json_object_object_add(o, "ended", json_object_new_int64(j->ended));
+	if (job_state_final(j->state))
+		json_object_object_add(o, "exit_status", json_object_new_int(j->exit_status));
+	json_object_object_add(o, "output_bytes", json_object_new_int64(j->out_size));
+	json_object_object_add(o, "attempts", json_object_new_int(j->attempts));
+	for (int i = 0; i < j->nalloc; i++) {
+		struct json_object *a = json_object_new_object();
+		const char *name = g.nodes[j->alloc[i].node].name;
+
+		json_object_object_add(a, "guest", json_object_new_int(i));
+		json_object_object_add(a, "node", json_object_new_string(name));
+		json_object_array_add(alloc, a);
+		if (seen && !seen[j->alloc[i].node]) {
+			seen[j->alloc[i].node] = true;
+			json_object_array_add(nodes, json_object_new_string(name));
+		}
+	}
+	free(seen);
+	json_object_object_add(o, "nodes", nodes);
+	json_object_object_add(o, "alloc", alloc);
+	if (j->vni) {
+		char a[20], sub[32];
+
+		snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(j->subnet.addr, a, sizeof(a)), j->subnet.prefix);
+		json_object_object_add(o, "vni", json_object_new_int64(j->vni));
+		json_object_object_add(o, "subnet", json_object_new_string(sub));
+	}
+	return o;
+}
+
+struct json_object *node_json(const struct cnode *n)
+{
+	struct json_object *o = json_object_new_object(), *numa = json_object_new_array(),
+		*jobs = json_object_new_array(), *info = n->info_json ? json_tokener_parse(n->info_json) : NULL, *v;
+	struct sched_node *sn = calloc(g.nnodes ? g.nnodes : 1, sizeof(*sn));
+	int ni = node_index(n);
+	char a[20];
+
+	if (sn)
+		nodes_usage(sn);
+	json_object_object_add(o, "name", json_object_new_string(n->name));
+	json_object_object_add(o, "addr", json_object_new_string(n->addr));
+	json_object_object_add(o, "underlay", json_object_new_string(ipv4_format(n->underlay, a, sizeof(a))));
+	json_object_object_add(o, "state", json_object_new_string(n->up ? "up" : "down"));
+	json_object_object_add(o, "last_seen_ms", json_object_new_int64(mono_ms() - n->last_seen_ms));
+	json_object_object_add(o, "simulated", json_object_new_boolean(n->simulated));
+	for (int k = 0; k < n->nnuma; k++) {
+		struct json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "os_index", json_object_new_int(n->numa[k].os_index));
+		json_object_object_add(e, "cores", json_object_new_int(n->numa[k].cores));
+		json_object_object_add(e, "mem", json_object_new_int64((int64_t)n->numa[k].mem));
+		json_object_object_add(e, "hugepages_2m_free", json_object_new_int64((int64_t)n->numa[k].huge2m));
+		json_object_object_add(e, "used_cores", json_object_new_int(sn ? sn[ni].used_cores[k] : 0));
+		json_object_object_add(e, "used_mem", json_object_new_int64(sn ? (int64_t)sn[ni].used_mem[k] : 0));
+		json_object_array_add(numa, e);
+	}
+	free(sn);
+	json_object_object_add(o, "numa", numa);
+	json_object_object_add(o, "rdma", info && json_object_object_get_ex(info, "rdma", &v)
+			       ? json_object_get(v) : json_object_new_array());
+	json_object_put(info);
+	for (int i = 0; i < g.njobs; i++) {
+		const struct cjob *j = g.jobs[i];
+
+		if (!job_active(j))
+			continue;
+		for (int k = 0; k < j->nalloc; k++)
+			if (j->alloc[k].node == ni) {
+				json_object_array_add(jobs, json_object_new_int64(j->id));
+				break;
+			}
+	}
+	json_object_object_add(o, "jobs", jobs);
+	return o;
+}
+
+/* ---------------------------------------------------------------- load */
+
+void job_resolve(struct cjob *j)
+{
+	const struct job_spec *s = &j->spec;
+
+
+	j->nguests = (int)s->guests;
+	j->ranks = (int)(s->ranks ? s->ranks : s->guests * (s->vcpus ? s->vcpus : 1));
+	j->vcpus = (int)(s->vcpus ? s->vcpus : (j->ranks + j->nguests - 1) / j->nguests);
+	/* mpirun's -np comes from the spec */
+	j->spec.ranks = j->ranks;
+	j->mem = s->mem ? s->mem : g.cl.default_mem;
+	j->limit = s->timeout ? s->timeout : g.cl.default_timeout;
+	snprintf(j->image, sizeof(j->image), "%s", s->image ? s->image : g.cl.default_image);
+	snprintf(j->tuning, sizeof(j->tuning), "%s", s->tuning ? s->tuning : g.cl.default_tuning);
+	if (s->name)
+		snprintf(j->name, sizeof(j->name), "%s", s->name);
+}
+
+struct cjob *job_new(void)
+{
+	return calloc(1, sizeof(struct cjob));
+}
+
+int job_add(struct cjob *j)
+{
+	return job_insert(j);
+}
+
+static int load_node(const struct node_row *r)
+{
+	struct cnode *n = &g.nodes[g.nnodes];
+	struct json_object *info = r->info_json ? json_tokener_parse(r->info_json) : NULL, *v;
+	struct cmsg m;
+	struct verr e;
+
+	memset(n, 0, sizeof(*n));
+	snprintf(n->name, sizeof(n->name), "%s", r->name);
+	snprintf(n->addr, sizeof(n->addr), "%s", r->addr);
+	n->id = r->id;
+	n->up = r->up;
+	/* Nodes get a full heartbeat timeout from our start to check in. */
+	n->last_seen_ms = mono_ms();
+	/* The info is what the node registered with: parse it as such. */
+	if (info && json_object_is_type(info, json_type_object)) {
+		json_object_object_add(info, "type", json_object_new_string("register"));
+		json_object_object_add(info, "node", json_object_new_string(r->name));
+		json_object_object_add(info, "addr", json_object_new_string(r->addr));
+		json_object_object_add(info, "jobs", json_object_new_array());
+		if (cmsg_parse(info, &m, &e) == 0) {
+			n->underlay = m.underlay;
+			n->nnuma = m.nnuma;
+			memcpy(n->numa, m.numa, sizeof(n->numa));
+			n->simulated = m.simulated;
+			n->have_info = true;
+			cmsg_free(&m);
+		} else {
+			log_warn("node %s: stored information unusable (%s); waiting for it to register", r->name, e.msg);
+			n->up = false;
+		}
+	}
+	(void)v;
+	json_object_put(info);
+	n->info_json = r->info_json ? strdup(r->info_json) : NULL;
+	g.nnodes++;
+	return 0;
+}
+
+static int load_job(struct job_row *r)
+{
+	struct cjob *j = job_new();
+	struct json_object *spec;
+	struct verr e;
+	struct stat sb;
+	char path[700];
+
+	if (!j)
+		return -1;
+	j->id = r->id;
+	j->uid = r->uid;
+	snprintf(j->name, sizeof(j->name), "%s", r->name);
+	j->state = r->state;
+	j->submitted = r->submitted;
+	j->started = r->started;
+	j->ended = r->ended;
+	j->exit_status = r->exit_status;
+	j->attempts = r->attempts;
+	snprintf(j->reason, sizeof(j->reason), "%s", r->reason);
+	spec = r->spec_json ? json_tokener_parse(r->spec_json) : NULL;
+	if (!spec || job_spec_from_json(spec, &j->spec, &e) < 0) {
+		json_object_put(spec);
+		log_err("job %lld: its stored spec is unusable; marking it failed", (long long)r->id);
+		job_spec_defaults(&j->spec);
+		j->spec.command.v = calloc(2, sizeof(char *));
+		if (!job_state_final(j->state)) {
+			j->broken = true;
+			snprintf(j->reason, sizeof(j->reason), "its stored spec could not be read back");
+		}
+	} else {
+		json_object_put(spec);
+	}
+	j->spec_json = r->spec_json;
+	r->spec_json = NULL;
+	job_resolve(j);
+	if (r->alloc_json && alloc_from_json(j, r->alloc_json) < 0 && job_active(j)) {
+		j->broken = true;
+		snprintf(j->reason, sizeof(j->reason), "its stored allocation could not be read back");
+	}
+	/* The vCPUs a job was started with are in its allocation (without
+	 * --vcpus the scheduler chose them). */
+	if (j->nalloc) {
+		j->vcpus = 0;
+		for (int t = 0; t < j->alloc[0].ntakes; t++)
+			j->vcpus += j->alloc[0].take[t].cores;
+	}
+	if (r->net_json && net_from_json(j, r->net_json) < 0 && job_active(j)) {
+		j->broken = true;
+		snprintf(j->reason, sizeof(j->reason), "its stored job network could not be read back");
+	}
+	cleanup_from_json(j, r->cleanup_json);
+	spool_path(j->id, path, sizeof(path));
+	if (stat(path, &sb) == 0)
+		j->out_size = sb.st_size;
+	return job_insert(j);
+}
+
+int ctld_state_load(struct verr *err)
+{
+	struct node_row *nv;
+	struct job_row *jv;
+	size_t nn, nj;
+
+	g.nodes = calloc(CTLD_MAX_NODES, sizeof(*g.nodes));
+	if (!g.nodes)
+		return verr_set(err, "out of memory");
+	if (store_nodes_list(g.st, &nv, &nn, err) < 0)
+		return -1;
+	for (size_t i = 0; i < nn && g.nnodes < CTLD_MAX_NODES; i++)
+		load_node(&nv[i]);
+	node_rows_free(nv, nn);
+	if (store_jobs_list(g.st, false, &jv, &nj, err) < 0)
+		return -1;
+	for (size_t i = 0; i < nj; i++)
+		if (load_job(&jv[i]) < 0) {
+			job_rows_free(jv, nj);
+			return verr_set(err, "out of memory");
+		}
+	job_rows_free(jv, nj);
+	/* Pick up where the last run left each job. */
+	for (int i = 0; i < g.njobs; i++) {
+		struct cjob *j = g.jobs[i];
+
+		if (j->broken) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", j->reason);
+			log_err("job %lld: %s", (long long)j->id, why);
+			job_end(j, JOB_FAILED, 125, "%s", why);
+		} else if (j->state == JOB_STARTING) {
+			log_info("job %lld: was starting; starting it again on the same nodes", (long long)j->id);
+			rpc_start_job(j);
+		} else if (j->state == JOB_RUNNING) {
+			log_info("job %lld: was running; re-attaching", (long long)j->id);
+			rpc_relaunch_job(j);
+		}
+		if (j->ncleanup && !j->stopping)
+			rpc_stop_job(j);
+	}
+	log_info("recovered %d node%s and %d job%s from the store", g.nnodes, g.nnodes == 1 ? "" : "s",
+		 g.njobs, g.njobs == 1 ? "" : "s");
+	return 0;
+}

@@ -1,0 +1,150 @@
+# A cluster of network namespaces on this machine for tests/cluster/*.t:
+# a hub namespace with a bridge (hub0, 198.18.0.1/24: the test-only range
+# of RFC 2544) where vhpc-ctld listens and the CLI runs, and N node
+# namespaces (198.18.0.1N) each with its own vhpcd and run dir.  One munged
+# of the test's own serves all.  Source after tests/lib.sh; every resource
+# is named after $CL and removed at exit.
+
+: "${CL:=vct$$}"
+CL_DIR=$(mktemp -d /tmp/vhpct-cl.XXXXXX)
+chmod 755 "$CL_DIR"
+CL_HUB=$CL-hub
+CL_CTL=198.18.0.1:6817
+CL_NODES=0
+export VHPC_STATE_DIR=${VHPC_TEST_STATE_DIR:-$VHPC_TOP/$B/state}
+export VHPC_CONTROLLER=$CL_CTL
+export PATH=$BIN:$PATH
+at_exit "rm -rf '$CL_DIR'"
+
+cl_in() { local ns=$1; shift; nsenter --net=/run/netns/"$ns" -- "$@"; }
+# vc ARGS: the vhpc CLI, in the hub (where the controller is)
+vc() { cl_in "$CL_HUB" "$BIN/vhpc" "$@"; }
+# as_nobody CMD...: the same as another user
+as_nobody() { cl_in "$CL_HUB" setpriv --reuid 65534 --regid 65534 --clear-groups "$@"; }
+
+cl_net_up() {  # N
+	local i
+	at_exit cl_net_down
+	ip netns add "$CL_HUB" || return 1
+	ip -n "$CL_HUB" link set lo up
+	ip -n "$CL_HUB" link add name hub0 mtu 9000 type bridge
+	ip -n "$CL_HUB" addr add 198.18.0.1/24 dev hub0
+	ip -n "$CL_HUB" link set hub0 up
+	for ((i = 1; i <= $1; i++)); do
+		ip netns add "$CL-n$i" || return 1
+		# jumbo frames on the underlay, so the job networks keep the
+		# profile's 9000 less the VXLAN's 50
+		ip link add "${CL}v$i" mtu 9000 netns "$CL_HUB" type veth peer name eth0 mtu 9000 netns "$CL-n$i"
+		ip -n "$CL_HUB" link set "${CL}v$i" master hub0 up
+		ip -n "$CL-n$i" addr add "198.18.0.$((10 + i))/24" dev eth0
+		ip -n "$CL-n$i" link set eth0 up
+		ip -n "$CL-n$i" link set lo up
+	done
+	CL_NODES=$1
+}
+
+cl_net_down() {
+	local i
+	for ((i = 1; i <= CL_NODES; i++)); do ip netns del "$CL-n$i" 2>/dev/null; done
+	ip netns del "$CL_HUB" 2>/dev/null
+	true
+}
+
+cl_munge_up() {
+	head -c 1024 /dev/urandom >"$CL_DIR/munge.key"
+	chmod 600 "$CL_DIR/munge.key"
+	munged -f -S "$CL_DIR/munge.sock" --key-file="$CL_DIR/munge.key" --pid-file="$CL_DIR/munged.pid" \
+		--log-file="$CL_DIR/munged.log" --seed-file="$CL_DIR/munged.seed" || return 1
+	at_exit "munged -S '$CL_DIR/munge.sock' -s"
+	export VHPC_MUNGE_SOCKET=$CL_DIR/munge.sock
+	# other users (the permission tests) reach it too
+	chmod 755 "$CL_DIR"
+}
+
+# wait_log FILE REGEX [SECONDS]
+wait_log() {
+	local i
+	for ((i = 0; i < ${3:-20} * 20; i++)); do
+		grep -qE "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+cl_ctld_up() {  # extra vhpc-ctld options
+	# nsenter execs the daemon: $! is its pid
+	nsenter --net=/run/netns/"$CL_HUB" -- "$BIN/vhpc-ctld" --listen "$CL_CTL" --state "$CL_DIR/ctld" \
+		--heartbeat-interval "${CL_HB_MS:-500}" --heartbeat-misses 3 --log "$CL_DIR/ctld.log" "$@" &
+	CTLD_PID=$!
+	at_exit "kill -9 $CTLD_PID 2>/dev/null"
+	wait_log "$CL_DIR/ctld.log" "listening on.*$CL_CTL" 10 && wait_log "$CL_DIR/ctld.log" 'ready' 10
+}
+
+cl_ctld_kill() {  # SIGNAL
+	kill -"${1:-TERM}" "$CTLD_PID" 2>/dev/null
+	wait "$CTLD_PID" 2>/dev/null
+	true
+}
+
+# cl_node_up I [vhpcd options]: node I owns one cpu of this machine (its
+# guests are pinned there; node 3 shares node 1's on two cores).
+cl_node_up() {
+	local i=$1 pid
+	shift
+	mkdir -p "$CL_DIR/run-n$i"
+	VHPC_RUN_DIR=$CL_DIR/run-n$i nsenter --net=/run/netns/"$CL-n$i" -- "$BIN/vhpcd" --name "n$i" \
+		--listen "198.18.0.$((10 + i)):6818" --log "$CL_DIR/n$i.log" --cpus $(((i - 1) % $(nproc))) "$@" &
+	pid=$!
+	eval "NODE_PID_$i=$pid"
+	at_exit "kill -9 $pid 2>/dev/null; VHPC_RUN_DIR='$CL_DIR/run-n$i' '$BIN/vhpc-na' cleanup >/dev/null 2>&1"
+	wait_log "$CL_DIR/n$i.log" "node n$i ready" 20
+}
+
+cl_node_kill() {  # I [SIGNAL]
+	local pid
+	eval "pid=\$NODE_PID_$1"
+	kill -"${2:-TERM}" "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	true
+}
+
+# Nodes up as vhpc-ctld sees them.
+cl_nodes_up() { vc nodes --json 2>/dev/null | grep -c '"state":"up"'; }
+cl_wait_nodes_up() {  # N
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ "$(vc nodes --json 2>/dev/null | tr -d ' \n' | grep -o '"state":"up"' | wc -l)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# job_state ID: the state vhpc-ctld has for a job
+job_state() { vc queue --all --json 2>/dev/null | tr -d ' \n' | grep -o "{\"id\":$1,[^}]*" | sed -n 's/.*"state":"\([A-Z_]*\)".*/\1/p'; }
+wait_state() {  # ID REGEX [SECONDS]
+	local i s
+	for ((i = 0; i < ${3:-60} * 10; i++)); do
+		s=$(job_state "$1")
+		[[ $s =~ ^($2)$ ]] && return 0
+		sleep 0.1
+	done
+	echo "# job $1 is '$s', not /$2/ after ${3:-60}s"
+	return 1
+}
+# job_field ID FIELD: a scalar field of a job's record
+job_field() { vc queue --all --json 2>/dev/null | tr -d '\n' | sed 's/  */ /g' | grep -o "{ \"id\": $1,[^]]*" | sed -n "s/.*\"$2\": \"\{0,1\}\([^\",}]*\).*/\1/p" | head -1; }
+
+# Everything of this cluster's jobs that could leak, for before/after
+# comparisons (other tests' jobs run beside: only names of ours count).
+cl_leftovers() {
+	local i
+	echo "netns $(ls /run/netns 2>/dev/null | grep -cE '^vhpc-[0-9a-z]+x[0-9a-z]+(-[0-9]+)?$' )"
+	for ((i = 1; i <= CL_NODES; i++)); do
+		echo "n$i jobs $(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null | grep -c .) runc $(ls "$CL_DIR/run-n$i/runc" 2>/dev/null | grep -c .)"
+		echo "n$i vxlan $(ip -n "$CL-n$i" -d link 2>/dev/null | grep -c vxlan)"
+	done
+	echo "mounts $(grep -c " $CL_DIR/" /proc/self/mountinfo)"
+	echo "cgroups $(find /sys/fs/cgroup -maxdepth 3 -type d -path '*/vhpc/*x*' 2>/dev/null | grep -cE '/vhpc/[0-9a-z]+x[0-9a-z]+(/|$)')"
+	echo "shm $(ls /dev/shm 2>/dev/null | grep -cE '^vhpc-[0-9a-z]+x[0-9a-z]+-')"
+	echo "procs $(for f in $(grep -lE ':/vhpc/[0-9a-z]+x[0-9a-z]+/' /proc/[0-9]*/cgroup 2>/dev/null); do p=${f%/cgroup}; [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || echo "$p"; done | wc -l)"
+}
