@@ -80,7 +80,7 @@ int cmd_submit(int argc, char **argv)
 				av[ac++] = argv[i++];
 		else if (!strcmp(argv[i], "--json"))
 			json = true;
-		else if (i == 1 && argv[i][0] != '-' && n > 5 &&
+		else if (argv[i][0] != '-' && n > 5 &&
 			 (!strcmp(argv[i] + n - 5, ".yaml") || !strcmp(argv[i] + n - 4, ".yml"))) {
 			av[ac++] = "--job";
 			av[ac++] = argv[i];

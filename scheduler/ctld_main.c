@@ -189,11 +189,13 @@ int main(int argc, char **argv)
 		case O_DEPTH:
 		case O_RPC: {
 			static const long long lim[][2] = { { 100, 600000 }, { 1, 100 }, { 1, 100000 }, { 1000, 3600000 } };
+			static const char *const names[] = { "--heartbeat-interval", "--heartbeat-misses",
+							     "--sched-depth", "--rpc-timeout" };
 			int k = c - O_HBI;
 
 			if (parse_ll(optarg, lim[k][0], lim[k][1], &v) < 0) {
 				fprintf(stderr, "vhpc-ctld: %s: expected a number %lld..%lld, got '%s'\n",
-					argv[optind - 1], lim[k][0], lim[k][1], optarg);
+					names[k], lim[k][0], lim[k][1], optarg);
 				return 2;
 			}
 			if (c == O_HBI)

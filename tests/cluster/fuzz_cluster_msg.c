@@ -1,0 +1,97 @@
+/*
+ * Hostile messages at vhpc-ctld's and vhpcd's dispatch: whatever a peer
+ * with a valid munge credential sends, every field is validated before
+ * anything acts on it.  The first byte picks the message type (or keeps
+ * the input's own); the rest is the JSON payload.  Every accepted message
+ * must satisfy the limits its parser promises; nothing may crash or leak.
+ */
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "scheduler/ctld.h"
+#include "nodeagent/vhpcd_int.h"
+#include "nodeagent/na.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const types[] = {
+	"submit", "queue", "job", "wait", "cancel", "output", "nodes", "register", "heartbeat",
+	"job_output", "job_exit", "job_prepare", "job_launch", "job_stop",
+};
+
+static void check_cmsg(const struct cmsg *m)
+{
+	if (m->type == CM_SUBMIT) {
+		struct verr e;
+
+		if (!m->have_spec || job_spec_check(&m->spec, &e) < 0 || m->spec.guests < 1 ||
+		    m->spec.guests > 4096 || !m->spec.command.n)
+			abort();
+	}
+	if (m->type == CM_REGISTER && (m->nnuma < 1 || m->nnuma > SCHED_MAX_NUMA || !m->underlay))
+		abort();
+	if ((m->type == CM_REGISTER || m->type == CM_HEARTBEAT) && (m->njobs < 0 || (m->njobs && !m->jobs)))
+		abort();
+	for (int i = 0; i < m->njobs; i++)
+		if (m->jobs[i].job < 1 || m->jobs[i].state >= NJ_MAX)
+			abort();
+	if (m->type == CM_JOB_OUTPUT && (m->len > CTLD_OUTPUT_CHUNK || m->offset < 0))
+		abort();
+	if (m->type == CM_OUTPUT && (m->max < 1 || m->max > (int)CTLD_OUTPUT_CHUNK))
+		abort();
+	if (m->type == CM_JOB_EXIT && (m->status < 0 || m->status > 255))
+		abort();
+}
+
+static void check_vmsg(const struct vmsg *m)
+{
+	if (m->job < 1)
+		abort();
+	if (m->type == VM_PREPARE) {
+		const struct vprep *p = &m->prep;
+
+		if (!na_job_ok(p->local) || p->nhere < 1 || p->nhere > NA_MAX_GUESTS || p->ntotal < 1 ||
+		    p->vcpus < 1 || p->vni < 1 || p->vni > NA_VNI_MAX || strlen(p->key_hex) != 64)
+			abort();
+		for (int i = 0; i < p->nhere; i++)
+			if (p->here[i] < 0 || p->here[i] >= p->ntotal || (i && p->here[i] <= p->here[i - 1]))
+				abort();
+	}
+	if (m->type == VM_LAUNCH && (!m->argv || !m->argv[0] || !m->argv[0][0] || !m->env))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct json_tokener *tok;
+	struct json_object *o;
+	struct verr e;
+	struct cmsg cm;
+	struct vmsg vm;
+
+	if (size < 1 || size > 200000)
+		return 0;
+	tok = json_tokener_new_ex(32);
+	o = json_tokener_parse_ex(tok, (const char *)data + 1, (int)size - 1);
+	json_tokener_free(tok);
+	if (!o)
+		return 0;
+	if (json_object_is_type(o, json_type_object) && data[0] < sizeof(types) / sizeof(types[0]))
+		json_object_object_add(o, "type", json_object_new_string(types[data[0]]));
+	if (cmsg_parse(o, &cm, &e) == 0) {
+		check_cmsg(&cm);
+		cmsg_free(&cm);
+	} else if (!e.msg[0]) {
+		abort();
+	}
+	if (vmsg_parse(o, &vm, &e) == 0) {
+		check_vmsg(&vm);
+		vmsg_free(&vm);
+	} else if (!e.msg[0]) {
+		abort();
+	}
+	json_object_put(o);
+	return 0;
+}

@@ -1,0 +1,246 @@
+/* The cluster's messages as vhpc-ctld and vhpcd parse them: valid ones
+ * come through with their values, every malformed field is named. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <json-c/json.h>
+#include <cmocka.h>
+
+#include "scheduler/ctld.h"
+#include "scheduler/jobjson.h"
+#include "nodeagent/vhpcd_int.h"
+
+static int cparse(const char *text, struct cmsg *m, struct verr *e)
+{
+	struct json_object *o = json_tokener_parse(text);
+	int rc;
+
+	assert_non_null(o);
+	rc = cmsg_parse(o, m, e);
+	json_object_put(o);
+	return rc;
+}
+
+static void crejects(const char *text, const char *want)
+{
+	struct cmsg m;
+	struct verr e = { "" };
+
+	if (cparse(text, &m, &e) == 0) {
+		cmsg_free(&m);
+		fail_msg("accepted: %s", text);
+	}
+	if (!strstr(e.msg, want))
+		fail_msg("for %s: '%s' lacks '%s'", text, e.msg, want);
+}
+
+static void user_messages(void **state)
+{
+	struct cmsg m;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(cparse("{\"type\":\"submit\",\"job\":{\"guests\":2,\"ranks\":4,\"command\":[\"hostname\"],"
+				"\"env\":{\"A\":\"1\"},\"driver\":\"container\",\"timeout\":60,\"map_by\":\"slot\"}}", &m, &e), 0);
+	assert_int_equal(m.type, CM_SUBMIT);
+	assert_int_equal(m.spec.guests, 2);
+	assert_int_equal(m.spec.ranks, 4);
+	assert_int_equal(m.spec.driver, DRIVER_CONTAINER);
+	assert_int_equal(m.spec.map_by, MAP_BY_SLOT);
+	assert_string_equal(m.spec.command.v[0], "hostname");
+	assert_string_equal(m.spec.env.val[0], "1");
+	assert_int_equal(m.spec.mem, 0);
+	cmsg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"wait\",\"id\":7,\"timeout_ms\":500}", &m, &e), 0);
+	assert_int_equal(m.id, 7);
+	assert_int_equal(m.timeout_ms, 500);
+	cmsg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"output\",\"id\":3,\"offset\":10}", &m, &e), 0);
+	assert_int_equal(m.max, CTLD_OUTPUT_CHUNK);
+	cmsg_free(&m);
+	crejects("{\"type\":\"launch_missiles\"}", "unknown message type 'launch_missiles'");
+	crejects("{\"type\":\"submit\"}", "missing \"job\"");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":\"2\",\"command\":[\"x\"]}}", "\"guests\": expected an integer");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":0,\"command\":[\"x\"]}}", "\"guests\": 0 is outside 1..4096");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":1}}", "missing \"command\"");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":1,\"command\":[\"\"]}}", "program name is empty");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":1,\"command\":[\"x\"],\"image\":\"../etc\"}}", "not a plain name");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":2,\"ranks\":1,\"command\":[\"x\"]}}", "cannot fill 2 guests");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":1,\"command\":[\"x\"],\"driver\":\"xen\"}}", "\"driver\"");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":1,\"command\":[\"x\"],\"env\":{\"A-B\":\"1\"}}}", "environment variable name");
+	crejects("{\"type\":\"submit\",\"job\":{\"guests\":1,\"command\":[\"x\"],\"shell\":true}}", "unknown field \"shell\"");
+	crejects("{\"type\":\"cancel\",\"id\":-1}", "\"id\": -1 is outside");
+	crejects("{\"type\":\"cancel\"}", "missing \"id\"");
+	crejects("{\"type\":\"wait\",\"id\":1,\"timeout_ms\":600000}", "\"timeout_ms\"");
+	crejects("{\"type\":\"output\",\"id\":1,\"offset\":0,\"max\":0}", "\"max\"");
+	crejects("{\"type\":\"queue\",\"all\":1}", "\"all\": expected true or false");
+}
+
+static void node_messages(void **state)
+{
+	struct cmsg m;
+	struct verr e;
+	const char *reg = "{\"type\":\"register\",\"node\":\"n1\",\"addr\":\"10.0.0.1:6818\",\"underlay\":\"10.0.0.1\","
+			  "\"numa\":[{\"os_index\":0,\"cores\":8,\"mem\":1000}],\"rdma\":[],\"jobs\":[{\"job\":4,\"state\":\"running\"}]}";
+
+	(void)state;
+	assert_int_equal(cparse(reg, &m, &e), 0);
+	assert_string_equal(m.node, "n1");
+	assert_int_equal(m.nnuma, 1);
+	assert_int_equal(m.numa[0].cores, 8);
+	assert_int_equal(m.njobs, 1);
+	assert_int_equal(m.jobs[0].state, NJ_RUNNING);
+	assert_true(cmsg_node_only(m.type));
+	cmsg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"job_output\",\"node\":\"n1\",\"job\":2,\"offset\":0,\"data\":\"aGVsbG8=\"}", &m, &e), 0);
+	assert_int_equal(m.len, 5);
+	assert_memory_equal(m.data, "hello", 5);
+	cmsg_free(&m);
+	crejects("{\"type\":\"register\",\"node\":\"n1\",\"addr\":\"10.0.0.1\",\"underlay\":\"10.0.0.1\",\"numa\":[],\"jobs\":[]}",
+		 "\"addr\": '10.0.0.1' is not HOST:PORT");
+	crejects("{\"type\":\"register\",\"node\":\"n1\",\"addr\":\"a:1\",\"underlay\":\"10.0.0.256\",\"numa\":[],\"jobs\":[]}",
+		 "\"underlay\"");
+	crejects("{\"type\":\"register\",\"node\":\"n1\",\"addr\":\"a:1\",\"underlay\":\"10.0.0.1\",\"numa\":[],\"jobs\":[]}",
+		 "at least one NUMA node");
+	crejects("{\"type\":\"heartbeat\",\"node\":\"n 1\",\"jobs\":[]}", "\"node\"");
+	crejects("{\"type\":\"heartbeat\",\"node\":\"n1\",\"jobs\":[{\"job\":1,\"state\":\"dancing\"}]}", "state 'dancing'");
+	crejects("{\"type\":\"job_output\",\"node\":\"n1\",\"job\":2,\"offset\":0,\"data\":\"%%%\"}", "not base64");
+	crejects("{\"type\":\"job_exit\",\"node\":\"n1\",\"job\":2,\"size\":0,\"status\":256}", "\"status\": 256");
+	assert_false(cmsg_node_only(CM_SUBMIT));
+}
+
+static const char *prep =
+	"{\"type\":\"job_prepare\",\"node\":\"n2\",\"job\":9,\"local\":\"9x2\",\"uid\":0,\"vni\":4105,"
+	"\"subnet\":\"10.213.9.0/24\",\"guest_port\":7707,\"image\":\"default\",\"tuning\":\"hpc\","
+	"\"driver\":\"auto\",\"vcpus\":1,\"mem\":536870912,\"oversubscribe\":false,\"vmshm\":true,"
+	"\"key\":\"0001020304050607080900010203040506070809000102030405060708090001\",\"timeout\":60,"
+	"\"guests\":[2,1],\"ranks\":[2,1,1],\"peers\":[\"198.18.0.11\"]}";
+
+static int vparse_with(const char *key, const char *value, struct vmsg *m, struct verr *e)
+{
+	struct json_object *o = json_tokener_parse(prep);
+	int rc;
+
+	if (key)
+		json_object_object_add(o, key, value ? json_tokener_parse(value) : NULL);
+	rc = vmsg_parse(o, m, e);
+	json_object_put(o);
+	return rc;
+}
+
+static void vrejects(const char *key, const char *value, const char *want)
+{
+	struct vmsg m;
+	struct verr e = { "" };
+
+	if (vparse_with(key, value, &m, &e) == 0) {
+		vmsg_free(&m);
+		fail_msg("accepted %s=%s", key, value);
+	}
+	if (!strstr(e.msg, want))
+		fail_msg("for %s=%s: '%s' lacks '%s'", key, value, e.msg, want);
+}
+
+static void controller_messages(void **state)
+{
+	struct vmsg m;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(vparse_with(NULL, NULL, &m, &e), 0);
+	assert_int_equal(m.type, VM_PREPARE);
+	assert_string_equal(m.prep.local, "9x2");
+	assert_int_equal(m.prep.nhere, 2);
+	assert_int_equal(m.prep.here[0], 1);   /* sorted */
+	assert_int_equal(m.prep.ntotal, 3);
+	assert_int_equal(m.prep.nranks_total, 4);
+	assert_int_equal(m.prep.npeers, 1);
+	assert_int_equal(m.prep.subnet.prefix, 24);
+	vmsg_free(&m);
+	vrejects("local", "\"9X2\"", "not a job id");
+	vrejects("local", "\"9x2-0\"", "not a job id");
+	vrejects("guests", "[3]", "outside 0..2");
+	vrejects("guests", "[1,1]", "given twice");
+	vrejects("guests", "[]", "no guest for this node");
+	vrejects("key", "\"00\"", "hex digits");
+	vrejects("vni", "16777216", "\"vni\"");
+	vrejects("subnet", "\"10.213.9.1/24\"", "host bits zero");
+	vrejects("subnet", "\"10.213.9.0/31\"", "\"subnet\"");
+	vrejects("peers", "[\"198.18.0.300\"]", "IPv4 address");
+	vrejects("ranks", "[]", "at least one guest");
+	vrejects("mem", "1", "\"mem\"");
+	vrejects("driver", "\"vmware\"", "\"driver\"");
+	vrejects("surprise", "1", "unknown field \"surprise\"");
+	vrejects("node", "\"../n2\"", "\"node\"");
+	{
+		struct json_object *o = json_tokener_parse("{\"type\":\"job_launch\",\"node\":\"n1\",\"job\":1,"
+							   "\"argv\":[\"mpirun\",\"x\"],\"env\":[\"A=1\"],\"timeout_ms\":5}");
+
+		assert_int_equal(vmsg_parse(o, &m, &e), 0);
+		assert_string_equal(m.argv[1], "x");
+		assert_null(m.argv[2]);
+		vmsg_free(&m);
+		json_object_put(o);
+		o = json_tokener_parse("{\"type\":\"job_launch\",\"node\":\"n1\",\"job\":1,"
+				       "\"argv\":[\"mpirun\"],\"env\":[\"NOEQUALS\"],\"timeout_ms\":5}");
+		assert_int_equal(vmsg_parse(o, &m, &e), -1);
+		assert_non_null(strstr(e.msg, "NAME=VALUE"));
+		json_object_put(o);
+		o = json_tokener_parse("{\"type\":\"job_stop\",\"node\":\"n1\",\"job\":1,\"reason\":\"CANCELLED\"}");
+		assert_int_equal(vmsg_parse(o, &m, &e), 0);
+		assert_int_equal(m.type, VM_STOP);
+		vmsg_free(&m);
+		json_object_put(o);
+		o = json_tokener_parse("{\"type\":\"submit\",\"node\":\"n1\",\"job\":1}");
+		assert_int_equal(vmsg_parse(o, &m, &e), -1);
+		assert_non_null(strstr(e.msg, "unknown message type 'submit'"));
+		json_object_put(o);
+	}
+}
+
+static void job_spec_round_trip(void **state)
+{
+	struct job_spec j, back;
+	struct json_object *o;
+	struct verr e;
+	char **cmd = calloc(3, sizeof(char *));
+
+	(void)state;
+	cmd[0] = strdup("vhpc-mpibench");
+	cmd[1] = strdup("PingPong");
+	job_spec_defaults(&j);
+	j.guests = 3;
+	j.ranks = 6;
+	j.vcpus = 2;
+	j.driver = DRIVER_CONTAINER;
+	j.name = strdup("bench");
+	j.command.v = cmd;
+	j.command.n = 2;
+	o = job_spec_to_json(&j);
+	assert_int_equal(job_spec_from_json(o, &back, &e), 0);
+	assert_int_equal(back.guests, 3);
+	assert_int_equal(back.ranks, 6);
+	assert_int_equal(back.vcpus, 2);
+	assert_int_equal(back.driver, DRIVER_CONTAINER);
+	assert_string_equal(back.name, "bench");
+	assert_string_equal(back.command.v[1], "PingPong");
+	assert_true(back.vmshm);
+	job_spec_free(&back);
+	json_object_put(o);
+	job_spec_free(&j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(user_messages),
+		cmocka_unit_test(node_messages),
+		cmocka_unit_test(controller_messages),
+		cmocka_unit_test(job_spec_round_trip),
+	};
+	return cmocka_run_group_tests_name("cluster-msg", tests, NULL, NULL);
+}
