@@ -123,6 +123,7 @@ struct cjob {
 	int exit_status;
 	char reason[256];
 	int attempts;
+	int64_t retry_ms;              /* after a failed start: not before (monotonic) */
 	bool *cleanup;                 /* per node index: job_stop still owed (NULL: none) */
 	int ncleanup;
 	bool broken;                   /* its stored row could not be read back */

@@ -155,7 +155,7 @@ static void schedule(void)
 			nrun++;
 		}
 		/* A job whose last attempt is still being torn down waits. */
-		if (j->state == JOB_PENDING && !j->ncleanup && nq < g.sched_depth) {
+		if (j->state == JOB_PENDING && !j->ncleanup && mono_ms() >= j->retry_ms && nq < g.sched_depth) {
 			/* Without --vcpus: one core per rank when a node could ever
 			 * hold such guests, else the largest share that fits (as
 			 * vhpc run does on one machine); ranks then share cores. */

@@ -380,6 +380,8 @@ void job_requeue(struct cjob *j, const char *why)
 	} else {
 		snprintf(j->reason, sizeof(j->reason), "requeued after a failed start: %s", why);
 		j->state = JOB_PENDING;
+		/* A node with a passing problem gets a moment. */
+		j->retry_ms = mono_ms() + 2000ll * j->attempts;
 	}
 	job_commit(j, false, &e);
 	log_info("job %lld: %s: %s", (long long)j->id, job_state_names[j->state], j->reason);

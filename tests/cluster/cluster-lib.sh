@@ -119,6 +119,8 @@ cl_wait_nodes_up() {  # N
 	return 1
 }
 
+# job_json ID: a job's record on one line
+job_json() { vc queue --all --json 2>/dev/null | sed 's/^ *//' | tr -d '\n' | sed 's/},{"id"/}\n{"id"/g' | grep "^\[\{0,1\}{\"id\":$1,"; }
 # job_state ID: the state vhpc-ctld has for a job
 job_state() { vc queue --all --json 2>/dev/null | tr -d ' \n' | grep -o "{\"id\":$1,[^}]*" | sed -n 's/.*"state":"\([A-Z_]*\)".*/\1/p'; }
 wait_state() {  # ID REGEX [SECONDS]
