@@ -30,17 +30,23 @@ cl_net_up() {  # N
 	ip -n "$CL_HUB" link add name hub0 mtu 9000 type bridge
 	ip -n "$CL_HUB" addr add 198.18.0.1/24 dev hub0
 	ip -n "$CL_HUB" link set hub0 up
-	for ((i = 1; i <= $1; i++)); do
-		ip netns add "$CL-n$i" || return 1
-		# jumbo frames on the underlay, so the job networks keep the
-		# profile's 9000 less the VXLAN's 50
-		ip link add "${CL}v$i" mtu 9000 netns "$CL_HUB" type veth peer name eth0 mtu 9000 netns "$CL-n$i"
-		ip -n "$CL_HUB" link set "${CL}v$i" master hub0 up
-		ip -n "$CL-n$i" addr add "198.18.0.$((10 + i))/24" dev eth0
-		ip -n "$CL-n$i" link set eth0 up
-		ip -n "$CL-n$i" link set lo up
-	done
 	CL_NODES=$1
+	for ((i = 1; i <= $1; i++)); do
+		cl_node_net "$i" || return 1
+	done
+}
+
+# cl_node_net I: node I's namespace on the hub (again, after it was killed)
+cl_node_net() {
+	local i=$1
+	ip netns add "$CL-n$i" || return 1
+	# jumbo frames on the underlay, so the job networks keep the
+	# profile's 9000 less the VXLAN's 50
+	ip link add "${CL}v$i" mtu 9000 netns "$CL_HUB" type veth peer name eth0 mtu 9000 netns "$CL-n$i"
+	ip -n "$CL_HUB" link set "${CL}v$i" master hub0 up
+	ip -n "$CL-n$i" addr add "198.18.0.$((10 + i))/24" dev eth0
+	ip -n "$CL-n$i" link set eth0 up
+	ip -n "$CL-n$i" link set lo up
 }
 
 cl_net_down() {
@@ -61,23 +67,27 @@ cl_munge_up() {
 	chmod 755 "$CL_DIR"
 }
 
-# wait_log FILE REGEX [SECONDS]
+# wait_log FILE REGEX [SECONDS [FROM_LINE]]: a line matching REGEX (after
+# line FROM_LINE: a restarted daemon appends to its old log)
 wait_log() {
 	local i
 	for ((i = 0; i < ${3:-20} * 20; i++)); do
-		grep -qE "$2" "$1" 2>/dev/null && return 0
+		tail -n +"$(( ${4:-0} + 1 ))" "$1" 2>/dev/null | grep -qE "$2" && return 0
 		sleep 0.05
 	done
 	return 1
 }
+log_lines() { cat "$1" 2>/dev/null | wc -l; }
 
 cl_ctld_up() {  # extra vhpc-ctld options
+	local from
+	from=$(log_lines "$CL_DIR/ctld.log")
 	# nsenter execs the daemon: $! is its pid
 	nsenter --net=/run/netns/"$CL_HUB" -- "$BIN/vhpc-ctld" --listen "$CL_CTL" --state "$CL_DIR/ctld" \
 		--heartbeat-interval "${CL_HB_MS:-500}" --heartbeat-misses 3 --log "$CL_DIR/ctld.log" "$@" &
 	CTLD_PID=$!
 	at_exit "kill -9 $CTLD_PID 2>/dev/null"
-	wait_log "$CL_DIR/ctld.log" "listening on.*$CL_CTL" 10 && wait_log "$CL_DIR/ctld.log" 'ready' 10
+	wait_log "$CL_DIR/ctld.log" "listening on.*$CL_CTL" 10 "$from" && wait_log "$CL_DIR/ctld.log" 'ready' 10 "$from"
 }
 
 cl_ctld_kill() {  # SIGNAL
@@ -89,15 +99,16 @@ cl_ctld_kill() {  # SIGNAL
 # cl_node_up I [vhpcd options]: node I owns one cpu of this machine (its
 # guests are pinned there; node 3 shares node 1's on two cores).
 cl_node_up() {
-	local i=$1 pid
+	local i=$1 pid from
 	shift
+	from=$(log_lines "$CL_DIR/n$i.log")
 	mkdir -p "$CL_DIR/run-n$i"
 	VHPC_RUN_DIR=$CL_DIR/run-n$i nsenter --net=/run/netns/"$CL-n$i" -- "$BIN/vhpcd" --name "n$i" \
 		--listen "198.18.0.$((10 + i)):6818" --log "$CL_DIR/n$i.log" --cpus $(((i - 1) % $(nproc))) "$@" &
 	pid=$!
 	eval "NODE_PID_$i=$pid"
 	at_exit "kill -9 $pid 2>/dev/null; VHPC_RUN_DIR='$CL_DIR/run-n$i' '$BIN/vhpc-na' cleanup >/dev/null 2>&1"
-	wait_log "$CL_DIR/n$i.log" "node n$i ready" 20
+	wait_log "$CL_DIR/n$i.log" "node n$i ready" 20 "$from"
 }
 
 cl_node_kill() {  # I [SIGNAL]
@@ -134,7 +145,7 @@ wait_state() {  # ID REGEX [SECONDS]
 	return 1
 }
 # job_field ID FIELD: a scalar field of a job's record
-job_field() { vc queue --all --json 2>/dev/null | tr -d '\n' | sed 's/  */ /g' | grep -o "{ \"id\": $1,[^]]*" | sed -n "s/.*\"$2\": \"\{0,1\}\([^\",}]*\).*/\1/p" | head -1; }
+job_field() { job_json "$1" | grep -o "\"$2\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
 
 # Everything of this cluster's jobs that could leak, for before/after
 # comparisons (other tests' jobs run beside: only names of ours count).
