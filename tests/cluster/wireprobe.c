@@ -5,7 +5,10 @@
  *   wireprobe send HOST:PORT JSON       a proper message; prints the reply
  *   wireprobe replay HOST:PORT JSON     the same credential on two connections
  *   wireprobe tamper HOST:PORT JSON     one character of the credential changed
- *   wireprobe expired HOST:PORT JSON    a credential with a 1 s TTL, sent after 2 s
+ *   wireprobe expired HOST:PORT JSON    a credential with a 1 s TTL, sent after 3 s
+ *   wireprobe payload HOST:PORT TEXT    a valid credential around any TEXT
+ *   wireprobe forged HOST:PORT JSON     a credential of the munged at $WIREPROBE_FORGE_SOCKET
+ *                                       (another key); the reply is checked with ours
  *   wireprobe raw HOST:PORT TEXT        TEXT as the frame's credential (not munge)
  *   wireprobe unsigned HOST:PORT JSON   JSON as the frame's payload, no credential
  *   wireprobe huge HOST:PORT            a frame header announcing 2 GiB
@@ -56,13 +59,13 @@ static void print_reply(int fd)
 	fflush(stdout);
 }
 
-static char *encode(const char *payload, int ttl)
+static char *encode(const char *payload, int ttl, const char *sock)
 {
 	munge_ctx_t ctx = munge_ctx_create();
 	char *cred = NULL;
 
-	if (getenv("VHPC_MUNGE_SOCKET"))
-		munge_ctx_set(ctx, MUNGE_OPT_SOCKET, getenv("VHPC_MUNGE_SOCKET"));
+	if (sock)
+		munge_ctx_set(ctx, MUNGE_OPT_SOCKET, sock);
 	if (ttl)
 		munge_ctx_set(ctx, MUNGE_OPT_TTL, ttl);
 	if (munge_encode(&cred, ctx, payload, (int)strlen(payload)) != EMUNGE_SUCCESS) {
@@ -109,8 +112,10 @@ int main(int argc, char **argv)
 		print_reply(fd);
 		close(fd);
 		json_object_put(o);
-	} else if (!strcmp(cmd, "replay") || !strcmp(cmd, "tamper") || !strcmp(cmd, "expired")) {
-		char *cred = encode(arg, !strcmp(cmd, "expired") ? 1 : 0);
+	} else if (!strcmp(cmd, "replay") || !strcmp(cmd, "tamper") || !strcmp(cmd, "expired") ||
+		   !strcmp(cmd, "payload") || !strcmp(cmd, "forged")) {
+		char *cred = encode(arg, !strcmp(cmd, "expired") ? 1 : 0,
+				    getenv(!strcmp(cmd, "forged") ? "WIREPROBE_FORGE_SOCKET" : "VHPC_MUNGE_SOCKET"));
 		int times = !strcmp(cmd, "replay") ? 2 : 1;
 
 		if (!strcmp(cmd, "tamper"))
