@@ -203,6 +203,8 @@ void nodes_usage(struct sched_node *sn);
 /* ------------------------------------------------------------- threads */
 
 void ctld_kick(void);                      /* holds g.mu */
+/* The prefix of a job's subnet: the cluster's, or shorter for big jobs. */
+int job_prefix_for(int nguests);
 void *ctld_sched_thread(void *arg);
 /* Worker threads; they take g.mu themselves.  Callers hold g.mu and set
  * the job's worker/stopping flag through these. */

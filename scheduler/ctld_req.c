@@ -73,6 +73,14 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 		json_object_put(spec);
 		return err_reply("internal", "out of memory");
 	}
+	if ((1ull << (32 - job_prefix_for((int)m->spec.guests))) < (uint64_t)m->spec.guests + 3) {
+		char a[20];
+
+		json_object_put(spec);
+		free(j);
+		return err_reply("invalid", "%lld guests need more addresses than the job network pool %s/%d holds",
+				 m->spec.guests, ipv4_format(g.cl.job_pool.addr, a, sizeof(a)), g.cl.job_pool.prefix);
+	}
 	/* Durable before the reply: the id is the row's. */
 	if (store_job_add(g.st, uid, m->spec.name ? m->spec.name : "job", text, wall_s(), &id, &e) < 0) {
 		json_object_put(spec);

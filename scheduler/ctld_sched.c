@@ -88,13 +88,23 @@ static uint32_t pick_vni(const struct cjob *j)
 /* Each job's network is an L2 of its own (its VNI) in namespaces of its
  * own, so subnets of concurrent jobs may repeat; they are spread over the
  * pool only so that addresses in logs tell jobs apart. */
+int job_prefix_for(int nguests)
+{
+	int prefix = (int)g.cl.job_prefix;
+
+	/* guests from .2 on, and the broadcast address */
+	while (prefix > g.cl.job_pool.prefix && (1ull << (32 - prefix)) < (uint64_t)nguests + 3)
+		prefix--;
+	return prefix;
+}
+
 static struct ipv4net pick_subnet(const struct cjob *j)
 {
-	uint64_t count = 1ull << (g.cl.job_prefix - g.cl.job_pool.prefix);
+	int prefix = job_prefix_for(j->nguests);
+	uint64_t count = 1ull << (prefix - g.cl.job_pool.prefix);
 	uint64_t k = (uint64_t)j->id % count;
 
-	return (struct ipv4net){ g.cl.job_pool.addr + (uint32_t)(k << (32 - g.cl.job_prefix)),
-				 (int)g.cl.job_prefix };
+	return (struct ipv4net){ g.cl.job_pool.addr + (uint32_t)(k << (32 - prefix)), prefix };
 }
 
 static void start(struct cjob *j, const struct sched_alloc *a)
