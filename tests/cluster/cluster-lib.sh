@@ -107,7 +107,9 @@ cl_node_up() {
 		--listen "198.18.0.$((10 + i)):6818" --log "$CL_DIR/n$i.log" --cpus $(((i - 1) % $(nproc))) "$@" &
 	pid=$!
 	eval "NODE_PID_$i=$pid"
-	at_exit "kill -9 $pid 2>/dev/null; VHPC_RUN_DIR='$CL_DIR/run-n$i' '$BIN/vhpc-na' cleanup >/dev/null 2>&1"
+	# Its job dirs' locks go when it is really gone: wait, then sweep
+	# what it may have been tearing down.
+	at_exit "kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; VHPC_RUN_DIR='$CL_DIR/run-n$i' '$BIN/vhpc-na' cleanup >/dev/null 2>&1"
 	wait_log "$CL_DIR/n$i.log" "node n$i ready" 20 "$from"
 }
 
