@@ -148,8 +148,91 @@ static void nodes_upsert(void **state)
 	assert_false(v[0].up);
 	assert_int_equal(v[0].last_seen, 9);
 	assert_string_equal(v[0].info_json, "{\"cores\":8}");
+	/* A node's number stays what it got first: local job ids use it. */
+	{
+		int64_t id1, id2;
+
+		assert_int_equal(store_node_id(s, "n1", &id1, &err), 0);
+		assert_int_equal(id1, v[0].id);
+		snprintf(n.name, sizeof(n.name), "n2");
+		assert_int_equal(store_node_put(s, &n, &err), 0);
+		assert_int_equal(store_node_id(s, "n2", &id2, &err), 0);
+		assert_int_not_equal(id1, id2);
+		snprintf(n.name, sizeof(n.name), "n1");
+		n.up = true;
+		assert_int_equal(store_node_put(s, &n, &err), 0);
+		assert_int_equal(store_node_id(s, "n1", &id2, &err), 0);
+		assert_int_equal(id1, id2);
+		assert_int_equal(store_node_id(s, "ghost", &id2, &err), -1);
+	}
 	node_rows_free(v, cnt);
 	store_close(s);
+}
+
+static void cleanup_and_attempts_round_trip(void **state)
+{
+	struct store *s;
+	struct verr err;
+	struct job_row j;
+	int64_t id;
+
+	(void)state;
+	assert_int_equal(store_open(&s, path, &err), 0);
+	assert_int_equal(store_job_add(s, 0, "c", "{}", 1, &id, &err), 0);
+	assert_int_equal(store_job_get(s, id, &j, &err), 0);
+	assert_null(j.cleanup_json);
+	assert_int_equal(j.attempts, 0);
+	j.state = JOB_CANCELLED;
+	j.attempts = 2;
+	j.cleanup_json = strdup("[\"n1\",\"n2\"]");
+	assert_int_equal(store_job_update(s, &j, &err), 0);
+	job_row_free(&j);
+	/* NULL keeps what is there; "[]" clears it */
+	assert_int_equal(store_job_get(s, id, &j, &err), 0);
+	free(j.cleanup_json);
+	j.cleanup_json = NULL;
+	assert_int_equal(store_job_update(s, &j, &err), 0);
+	job_row_free(&j);
+	assert_int_equal(store_job_get(s, id, &j, &err), 0);
+	assert_string_equal(j.cleanup_json, "[\"n1\",\"n2\"]");
+	assert_int_equal(j.attempts, 2);
+	free(j.cleanup_json);
+	j.cleanup_json = strdup("[]");
+	assert_int_equal(store_job_update(s, &j, &err), 0);
+	job_row_free(&j);
+	assert_int_equal(store_job_get(s, id, &j, &err), 0);
+	assert_string_equal(j.cleanup_json, "[]");
+	job_row_free(&j);
+	store_close(s);
+}
+
+/* A state file of schema 1 (before the cleanup and attempts columns)
+ * opens and gains them. */
+static void schema_1_is_migrated(void **state)
+{
+	char cmd[1024], old[600];
+	struct store *s;
+	struct verr err;
+	struct job_row j;
+
+	(void)state;
+	snprintf(old, sizeof(old), "%s.v1", path);
+	snprintf(cmd, sizeof(cmd),
+		 "sqlite3 '%s' \"CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL,"
+		 " name TEXT NOT NULL, state INTEGER NOT NULL, spec TEXT NOT NULL, alloc TEXT, net TEXT,"
+		 " submitted INTEGER NOT NULL, started INTEGER, ended INTEGER, exit_status INTEGER, reason TEXT);"
+		 " CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('schema','1');"
+		 " INSERT INTO jobs (uid, name, state, spec, submitted) VALUES (0, 'old', 0, '{}', 1);\"", old);
+	if (system("command -v sqlite3 >/dev/null") != 0)
+		skip();
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(store_open(&s, old, &err), 0);
+	assert_int_equal(store_job_get(s, 1, &j, &err), 0);
+	assert_string_equal(j.name, "old");
+	assert_int_equal(j.attempts, 0);
+	job_row_free(&j);
+	store_close(s);
+	unlink(old);
 }
 
 static void unusable_path_is_named(void **state)
@@ -168,6 +251,8 @@ int main(void)
 		cmocka_unit_test(jobs_round_trip),
 		cmocka_unit_test(committed_jobs_survive_sigkill),
 		cmocka_unit_test(nodes_upsert),
+		cmocka_unit_test(cleanup_and_attempts_round_trip),
+		cmocka_unit_test(schema_1_is_migrated),
 		cmocka_unit_test(unusable_path_is_named),
 	};
 	return cmocka_run_group_tests_name("store", tests, setup, teardown);
