@@ -12,6 +12,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_cleanup(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 /* Prints "vhpc <cmd>: <message>" and returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

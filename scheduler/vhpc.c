@@ -14,6 +14,7 @@ static void usage(FILE *f)
 		"  image list [--json]           list stored images\n"
 		"  image verify NAME|ID          recompute an image's content hash\n"
 		"  cleanup                       remove what crashed jobs left behind\n"
+		"  bench [--suite S] | compare A B   a benchmark natively and in guests, side by side\n"
 		"  version                       print the version\n"
 		"\n"
 		"`vhpc COMMAND --help` describes a command.\n");
@@ -42,6 +43,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "image"))
 		return cmd_image(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "bench"))
+		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "cleanup"))
 		return cmd_cleanup(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
