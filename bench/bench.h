@@ -182,6 +182,7 @@ struct bench_opts {
 	const char *msglog;      /* mpi, net: "[MIN:]MAX" as IMB's -msglog */
 	double seconds;          /* net, sys: seconds per test; 0: the suite's default */
 	bool no_vmshm;           /* guests talk TCP (vhpc run --no-vmshm) */
+	const char *native_btl;  /* mpi, net: Open MPI BTLs of the native ranks; NULL: self,vader,tcp */
 	int timeout_s;           /* per run; 0: 600 */
 	const char *out;         /* results folder; NULL: <state dir>/bench/<time>-<suite> */
 	int argc;                /* the command line, kept with the results */

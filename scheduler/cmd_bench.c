@@ -36,6 +36,8 @@ static void bench_usage(void)
 	       "      --msglog [MIN:]MAX  mpi, net: sizes 2^MIN..2^MAX (mpi default 0:22, with 0)\n"
 	       "      --time SECONDS net, sys: seconds per test (default 1)\n"
 	       "      --no-vmshm     guests talk TCP to each other (vhpc run --no-vmshm)\n"
+	       "      --native-btl L mpi: the native ranks' Open MPI BTLs (default self,vader,tcp;\n"
+	       "                     self,tcp: loopback TCP, apart from what shared memory saves)\n"
 	       "      --timeout T    limit per run: seconds, or 30s, 10m (default 10m)\n"
 	       "      --out DIR      results folder (default: $VHPC_STATE_DIR/bench/TIME-SUITE)\n"
 	       "\n"
@@ -88,7 +90,7 @@ static int cmd_compare(int argc, char **argv)
 }
 
 enum { O_SUITE = 256, O_DRIVER, O_IMAGE, O_IMB, O_REPS, O_SIZES, O_MSGLOG, O_TIME, O_NOVMSHM,
-       O_TIMEOUT, O_OUT, O_HELP };
+       O_TIMEOUT, O_OUT, O_NATIVE_BTL, O_HELP };
 
 int cmd_bench(int argc, char **argv)
 {
@@ -106,6 +108,7 @@ int cmd_bench(int argc, char **argv)
 		{ "no-vmshm", no_argument, NULL, O_NOVMSHM },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "out", required_argument, NULL, O_OUT },
+		{ "native-btl", required_argument, NULL, O_NATIVE_BTL },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 }
 	};
@@ -184,6 +187,9 @@ int cmd_bench(int argc, char **argv)
 			if (!*optarg)
 				return usage_error("bench", "--out: empty folder name");
 			o.out = optarg;
+			break;
+		case O_NATIVE_BTL:
+			o.native_btl = optarg;
 			break;
 		case O_HELP:
 		case 'h':

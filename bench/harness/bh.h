@@ -153,8 +153,11 @@ struct bh_suite {
 	const char *msglog_default;  /* a --msglog range, or NULL */
 	bool msglog_zero;            /* --msglog includes size 0, as IMB's does */
 	long long size_min, size_max;
-	/* Checks the options for this suite and adds the runs. */
+	/* Checks the options for this suite and adds the runs (nothing on
+	 * disk yet: bad options leave nothing behind). */
 	int (*plan)(struct bh_ctx *c, struct verr *err);
+	/* Files the runs need, once the results folder exists; may be NULL. */
+	int (*prepare)(struct bh_ctx *c, struct verr *err);
 	/* One run's output into metrics; t0/t1: CLOCK_MONOTONIC ns around it. */
 	int (*parse)(struct bh_ctx *c, const struct bh_run *run, size_t rep, const char *path,
 		     const char *out, size_t len, uint64_t t0, uint64_t t1, struct verr *err);
@@ -193,6 +196,8 @@ void bh_argv_free(char **argv);
 /* `mpirun` for native ranks, pinned like the guests' ranks (cores while
  * they go round, else shared and yielding). */
 char **bh_native_mpirun(const struct bh_ctx *c, int ranks);
+/* --native-btl, or self,vader,tcp. */
+const char *bh_native_btl(const struct bh_ctx *c);
 /* `<self>/vhpc run -N guests -n ranks [--vcpus V] [--mem M] [--driver ..]
  * [--image ..] ... --`; vcpus 0 and mem NULL leave vhpc run's defaults. */
 char **bh_vhpc_run(const struct bh_ctx *c, int guests, int ranks, int vcpus, const char *mem);

@@ -83,7 +83,9 @@ static int resolve_sizes(struct bh_ctx *c, struct verr *err)
 	return 0;
 }
 
-static int make_dir(struct bh_ctx *c, struct verr *err)
+/* Where the results go; nothing is created yet, so bad options leave
+ * nothing behind. */
+static int choose_dir(struct bh_ctx *c, struct verr *err)
 {
 	char path[PATH_MAX + 16];
 	struct stat st;
@@ -119,6 +121,13 @@ static int make_dir(struct bh_ctx *c, struct verr *err)
 	/* gnuplot is given these paths inside quotes. */
 	if (strpbrk(c->dir, "'\"\\\n`"))
 		return verr_set(err, "results folder '%s': quotes, backslashes and newlines are not allowed", c->dir);
+	return 0;
+}
+
+static int create_dir(struct bh_ctx *c, struct verr *err)
+{
+	char path[PATH_MAX + 16];
+
 	snprintf(path, sizeof(path), "%s/raw", c->dir);
 	if (mkdir_p(path, 0755, err) < 0)
 		return verr_wrap(err, "results folder");
@@ -230,6 +239,7 @@ static struct json_object *config_json(const struct bh_ctx *c)
 	json_object_object_add(o, "sizes", sz);
 	json_object_object_add(o, "seconds", c->seconds > 0 ? json_object_new_double(c->seconds) : NULL);
 	json_object_object_add(o, "no_vmshm", json_object_new_boolean(c->o->no_vmshm));
+	json_object_object_add(o, "native_btl", jstr_or_null(c->o->native_btl));
 	json_object_object_add(o, "timeout_s", json_object_new_int(c->o->timeout_s > 0 ? c->o->timeout_s : 600));
 	return o;
 }
@@ -323,6 +333,12 @@ static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
 		if (strpbrk(c->imb, " \t\n'\"\\$`;&|<>*?()"))
 			return verr_set(err, "--imb %s: a path without spaces or shell characters, please", c->imb);
 	}
+	if (o->native_btl) {
+		if (strcmp(c->s->name, "mpi"))
+			return verr_set(err, "--native-btl: only the mpi suite's native ranks talk MPI");
+		if (!*o->native_btl || strspn(o->native_btl, "abcdefghijklmnopqrstuvwxyz0123456789_,^") != strlen(o->native_btl))
+			return verr_set(err, "--native-btl: expected Open MPI BTL names such as self,tcp, got '%s'", o->native_btl);
+	}
 	snprintf(c->driver, sizeof(c->driver), "%s", o->driver_used ? o->driver_used : "container");
 	snprintf(c->driver_why, sizeof(c->driver_why), "%s", o->driver_why ? o->driver_why : "");
 	if (o->image) {
@@ -354,11 +370,15 @@ int bench_run(const struct bench_opts *o)
 	int rc = EXIT_BADOPT;
 
 	memset(&c, 0, sizeof(c));
-	if (setup(&c, o, &err) < 0 || make_dir(&c, &err) < 0 || c.s->plan(&c, &err) < 0) {
+	if (setup(&c, o, &err) < 0 || choose_dir(&c, &err) < 0 || c.s->plan(&c, &err) < 0) {
 		say("%s", err.msg);
 		goto out;
 	}
 	rc = EXIT_FAILED;
+	if (create_dir(&c, &err) < 0 || (c.s->prepare && c.s->prepare(&c, &err) < 0)) {
+		say("%s", err.msg);
+		goto out;
+	}
 	utc_now(c.started, sizeof(c.started));
 	if (c.imb[0] && bh_imb_image(&c, &err) < 0) {
 		say("%s", err.msg);

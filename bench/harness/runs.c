@@ -66,20 +66,24 @@ const char *bh_prog(const struct bh_ctx *c, const char *name, char *buf, size_t 
 	return buf;
 }
 
+const char *bh_native_btl(const struct bh_ctx *c)
+{
+	return c->o->native_btl ? c->o->native_btl : "self,vader,tcp";
+}
+
 char **bh_native_mpirun(const struct bh_ctx *c, int ranks)
 {
 	char np[16];
+	const char *btl = bh_native_btl(c);
 
 	snprintf(np, sizeof(np), "%d", ranks);
 	/* As vhpc run pins guests' ranks: a core each while there are cores,
 	 * else shared, yielding so they do not spin each other out. */
 	if (ranks <= c->ncores)
 		return bh_argv("mpirun", "--allow-run-as-root", "-np", np, "--map-by", "core",
-			       "--bind-to", "core", "--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp",
-			       NULL);
+			       "--bind-to", "core", "--mca", "pml", "ob1", "--mca", "btl", btl, NULL);
 	return bh_argv("mpirun", "--allow-run-as-root", "-np", np, "--oversubscribe", "--bind-to", "none",
-		       "--mca", "mpi_yield_when_idle", "1", "--mca", "pml", "ob1", "--mca", "btl",
-		       "self,vader,tcp", NULL);
+		       "--mca", "mpi_yield_when_idle", "1", "--mca", "pml", "ob1", "--mca", "btl", btl, NULL);
 }
 
 char **bh_vhpc_run(const struct bh_ctx *c, int guests, int ranks, int vcpus, const char *mem)

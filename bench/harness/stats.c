@@ -51,7 +51,10 @@ void bh_ratio_compute(const double *native, const double *guest, size_t reps,
 {
 	memset(r, 0, sizeof(*r));
 	r->median = r->best = r->pair_min = r->pair_max = NAN;
-	if (ns->n == 0 || gs->n == 0 || ns->median <= 0 || bh_stat_best(ns, b) <= 0)
+	/* A side that measured 0 (below the printed resolution, such as a
+	 * 0-byte Allreduce) has no meaningful ratio. */
+	if (ns->n == 0 || gs->n == 0 || ns->median <= 0 || gs->median <= 0 || bh_stat_best(ns, b) <= 0 ||
+	    bh_stat_best(gs, b) <= 0)
 		return;
 	r->ok = true;
 	r->median = gs->median / ns->median;
@@ -59,7 +62,7 @@ void bh_ratio_compute(const double *native, const double *guest, size_t reps,
 	for (size_t i = 0; i < reps; i++) {
 		double q;
 
-		if (isnan(native[i]) || isnan(guest[i]) || native[i] <= 0)
+		if (isnan(native[i]) || isnan(guest[i]) || native[i] <= 0 || guest[i] <= 0)
 			continue;
 		q = guest[i] / native[i];
 		if (r->pairs == 0 || q < r->pair_min)

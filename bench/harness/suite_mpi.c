@@ -7,14 +7,43 @@
 
 static const char *const benches[] = { "PingPong", "Sendrecv", "Exchange", "Allreduce", NULL };
 
+/* IMB's -msglen file: one length per line; "sep" between them. */
+static char *lengths(const struct bh_ctx *c, char sep)
+{
+	size_t cap = c->nsizes * 24 + 1, o = 0;
+	char *list = malloc(cap);
+
+	if (!list)
+		return NULL;
+	list[0] = 0;
+	for (size_t i = 0; i < c->nsizes; i++)
+		o += (size_t)snprintf(list + o, cap - o, "%lld%c", c->sizes[i], sep);
+	return list;
+}
+
+static void msglen_path(const struct bh_ctx *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/msglen.txt", c->dir);
+}
+
+static int mpi_prepare(struct bh_ctx *c, struct verr *err)
+{
+	char path[PATH_MAX + 32], *list = lengths(c, '\n');
+	int rc;
+
+	if (!list)
+		return verr_set(err, "out of memory");
+	msglen_path(c, path, sizeof(path));
+	rc = write_file(path, list, strlen(list), 0644, err);
+	free(list);
+	return rc;
+}
+
 static int mpi_plan(struct bh_ctx *c, struct verr *err)
 {
 	char np[16], prog[PATH_MAX], path[PATH_MAX + 32], *list, *script;
 	const char *bin;
-	size_t cap, o = 0;
 	char **native, **guest, **cmd;
-	struct verr werr;
-	int rc;
 
 	if (c->ranks < 2)
 		return verr_set(err, "--ranks %d: the mpi suite needs at least 2 ranks (PingPong)", c->ranks);
@@ -24,31 +53,15 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 	snprintf(np, sizeof(np), "%d", c->ranks);
 	bin = c->imb[0] ? c->imb : bh_prog(c, "vhpc-mpibench", prog, sizeof(prog));
 
-	/* One length per line, as IMB's -msglen reads them. */
-	cap = c->nsizes * 24 + 1;
-	if (!(list = malloc(cap)))
-		return verr_set(err, "out of memory");
-	list[0] = 0;
-	for (size_t i = 0; i < c->nsizes; i++)
-		o += (size_t)snprintf(list + o, cap - o, "%lld\n", c->sizes[i]);
-	snprintf(path, sizeof(path), "%s/msglen.txt", c->dir);
-	rc = write_file(path, list, strlen(list), 0644, &werr);
-	if (rc < 0) {
-		free(list);
-		return verr_set(err, "%s", werr.msg);
-	}
-
+	msglen_path(c, path, sizeof(path));
 	native = bh_native_mpirun(c, c->ranks);
 	cmd = bh_argv(bin, "-msglen", path, "-npmin", np, benches[0], benches[1], benches[2], benches[3], NULL);
-	if (bh_add_run(c, BH_NATIVE, bh_argv_cat(native, cmd), "", -1, err) < 0) {
-		free(list);
+	if (bh_add_run(c, BH_NATIVE, bh_argv_cat(native, cmd), "", -1, err) < 0)
 		return -1;
-	}
 	/* Guests do not see the host's files: each rank writes its own
 	 * lengths file inside its guest first. */
-	for (char *p = list; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
+	if (!(list = lengths(c, ' ')))
+		return verr_set(err, "out of memory");
 	if (asprintf(&script, "f=/tmp/vhpc-bench-msglen.$$; for s in %s; do echo $s; done >$f && "
 		     "exec %s -msglen $f -npmin %s %s %s %s %s",
 		     list, c->imb[0] ? c->imb : "vhpc-mpibench", np, benches[0], benches[1], benches[2],
@@ -62,8 +75,8 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 	free(script);
 	if (bh_add_run(c, BH_GUEST, bh_argv_cat(guest, cmd), "", -1, err) < 0)
 		return -1;
-	snprintf(c->native_how, sizeof(c->native_how), "mpirun -np %d on this host (btl self,vader,tcp)%s",
-		 c->ranks, c->ranks <= c->ncores ? ", a core each" : ", sharing cores");
+	snprintf(c->native_how, sizeof(c->native_how), "mpirun -np %d on this host (btl %s)%s", c->ranks,
+		 bh_native_btl(c), c->ranks <= c->ncores ? ", a core each" : ", sharing cores");
 	snprintf(c->guest_how, sizeof(c->guest_how), "vhpc run -N %d -n %d (%s guests%s)", c->guests,
 		 c->ranks, c->driver, c->o->no_vmshm ? ", --no-vmshm" : "");
 	return 0;
@@ -130,6 +143,7 @@ const struct bh_suite bh_suite_mpi = {
 	.size_min = 0,
 	.size_max = 1LL << 30,
 	.plan = mpi_plan,
+	.prepare = mpi_prepare,
 	.parse = mpi_parse,
 	.panels = mpi_panels,
 };

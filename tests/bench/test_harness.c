@@ -78,6 +78,9 @@ static void test_ratio(void **state)
 	bh_stat_compute(g2, 2, &gs);
 	bh_ratio_compute(z, g2, 2, &ns, &gs, BH_LOWER, &r);
 	assert_false(r.ok);
+	/* ... and so has a guest side of zero. */
+	bh_ratio_compute(g2, z, 2, &gs, &ns, BH_LOWER, &r);
+	assert_false(r.ok);
 }
 
 /* --------------------------------------------------------------- metrics */
