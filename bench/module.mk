@@ -53,3 +53,6 @@ $(B)/bin/vhpc: $(patsubst %.c,$(B)/obj/%.o,$(BENCH_HARNESS_SRCS) $(BENCH_LIB_SRC
 
 $(eval $(call unit_test,unit-bench-harness,tests/bench/test_harness.c $(BENCH_HARNESS_CORE) \
 	bench/harness/compare.c bench/harness/table.c $(BENCH_LIB_SRCS),,-Ibench))
+$(eval $(call fuzzer,fuzz-bench-results,tests/bench/fuzz_bench_results.c $(BENCH_HARNESS_CORE) \
+	bench/harness/runs.c bench/harness/suite_mpi.c bench/harness/suite_net.c bench/harness/suite_mem.c \
+	bench/harness/suite_sys.c $(BENCH_LIB_SRCS),,-Ibench))
