@@ -56,9 +56,11 @@ static int scalar(yaml_document_t *d, const char *s)
 	return yaml_document_add_scalar(d, NULL, (yaml_char_t *)s, (int)strlen(s), YAML_ANY_SCALAR_STYLE);
 }
 
-/* base's mapping with name replaced and imb appended to files. */
+/* base's mapping with name replaced and imb appended to files; without
+ * the kvm: section unless the guests are kvm's (building its kernel parts
+ * needs a kernel package that container guests do not). */
 static int derive(yaml_document_t *base, yaml_document_t *out, const char *name, const char *imb,
-		  struct verr *err)
+		  bool kvm, struct verr *err)
 {
 	yaml_node_t *root = yaml_document_get_root_node(base);
 	int nroot, files = 0;
@@ -71,6 +73,8 @@ static int derive(yaml_document_t *base, yaml_document_t *out, const char *name,
 	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; nroot && p < root->data.mapping.pairs.top; p++) {
 		int k, v;
 
+		if (!kvm && scalar_is(base, p->key, "kvm"))
+			continue;
 		if (scalar_is(base, p->key, "name")) {
 			k = scalar(out, "name");
 			v = scalar(out, name);
@@ -179,7 +183,7 @@ int bh_imb_image(struct bh_ctx *c, struct verr *err)
 	snprintf(base_yaml, sizeof(base_yaml), "%s/images/%s.yaml", vhpc_config_dir(), base);
 	rc = load_yaml(base_yaml, &bd, err);
 	if (rc == 0) {
-		rc = derive(&bd, &nd, name, c->imb, err);
+		rc = derive(&bd, &nd, name, c->imb, !strcmp(c->driver, "kvm"), err);
 		yaml_document_delete(&bd);
 	}
 	if (cl.name || cl.default_image)
