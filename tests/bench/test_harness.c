@@ -192,6 +192,28 @@ static void test_from_imb_sample(void **state)
 	imb_output_free(&o);
 }
 
+/* IMB 3.2 (Mbytes/sec in 2^20 bytes, as printed): PingPong at 2 of 8
+ * processes, Sendrecv at 8. */
+static void test_from_imb_v3(void **state)
+{
+	struct imb_output o;
+	struct bh_results r;
+	struct verr err;
+	const struct bh_metric *m;
+
+	(void)state;
+	assert_int_equal(imb_parse_file(data_path("imb-v3-sample.txt"), &o, &err), 0);
+	bh_results_init(&r, 1);
+	assert_int_equal(bh_from_imb(&r, BH_NATIVE, 0, &o, &err), 0);
+	assert_int_equal(r.n, 94);   /* 48 rows, 46 with bytes > 0 */
+	m = bh_metric_find(&r, "PingPong np=2/bw/1024");
+	assert_true(m && m->v[BH_NATIVE][0] == 489.22);
+	m = bh_metric_find(&r, "Sendrecv np=8/t/1024");
+	assert_true(m && m->v[BH_NATIVE][0] == 3.32);
+	bh_results_free(&r);
+	imb_output_free(&o);
+}
+
 static void test_from_imb_failed_sample(void **state)
 {
 	static const char text[] =
@@ -545,6 +567,7 @@ int main(void)
 		cmocka_unit_test(test_add_rules),
 		cmocka_unit_test(test_fmt_x),
 		cmocka_unit_test(test_from_imb_sample),
+		cmocka_unit_test(test_from_imb_v3),
 		cmocka_unit_test(test_from_imb_failed_sample),
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_json_roundtrip),
