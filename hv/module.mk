@@ -9,7 +9,7 @@ $(eval $(call program,vhpc-hvctl,hv/ctl/hvctl.c))
 include tests/hv/module.mk
 
 # Unit tests of the pieces that need no KVM.
-HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/acpi.c hv/boot.c
+HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/devopt.c hv/acpi.c hv/boot.c
 $(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS),,-Ihv))
 
 # Fuzzer: kernel files, device port I/O and control requests (tests/hv/fuzz_hv.c).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # timeout: 120
 # Boot information a PVH test guest receives: memory map equal to the
-# configured layout (low RAM, the 32-bit hole, RAM above 4 GiB), the command
+# configured layout (low RAM, the 32-bit hole with the PCI ECAM area
+# reserved, RAM above 4 GiB), the command
 # line, and an initrd that arrives intact (CRC32 checked in the guest).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/hvlib.sh"
@@ -11,10 +12,11 @@ e820() { grep '^E820 ' "$OUT" | sed 's/^E820 //'; }
 # 64 MiB: everything below the hole.
 run_guest bootinfo --vcpus 1 --mem 64M --cmdline "marker=abc quiet x=1"
 guest_ok "bootinfo guest, 64M"
-check_eq "e820 for 64M: low RAM, EBDA/BIOS reserved, RAM from 1 MiB" \
+check_eq "e820 for 64M: low RAM, EBDA/BIOS reserved, RAM from 1 MiB, ECAM reserved" \
 	"0x0 0x9fc00 1
 0x9fc00 0x60400 2
-0x100000 0x3f00000 1" "$(e820)"
+0x100000 0x3f00000 1
+0xe0000000 0x10000000 2" "$(e820)"
 check_eq "guest saw our command line" "CMDLINE marker=abc quiet x=1" "$(grep '^CMDLINE' "$OUT")"
 
 # 3.5 GiB: 3 GiB below the hole, 512 MiB above 4 GiB (not prefaulted: the
@@ -25,6 +27,7 @@ check_eq "e820 for 3584M: hole from 3 GiB to 4 GiB, 512 MiB above 4 GiB" \
 	"0x0 0x9fc00 1
 0x9fc00 0x60400 2
 0x100000 0xbff00000 1
+0xe0000000 0x10000000 2
 0x100000000 0x20000000 1" "$(e820)"
 
 # initrd: random bytes; gzip's trailer carries their CRC32.
