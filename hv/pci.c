@@ -149,8 +149,13 @@ static void msix_fire(struct pci_dev *d, struct msix_vec *v)
 	 * write to memory, which this bus does not do. */
 	if ((addr >> 20) != (GPA_LAPIC >> 20))
 		return;
-	if (v->gsi == -1 && irq_msi_gsi(vm, &v->gsi, &v->irqfd) < 0)
-		v->gsi = -2;               /* no irqfd: KVM_SIGNAL_MSI from now on */
+	if (v->gsi == -1) {
+		if (irq_msi_gsi(vm, &v->gsi, &v->irqfd) < 0)
+			v->gsi = -2;       /* no irqfd: KVM_SIGNAL_MSI from now on */
+		else
+			log_debug("%s: MSI-X vector %u through irqfd (GSI %d)", d->name,
+				  (unsigned)(v - d->msix.v), v->gsi);
+	}
 	if (v->irqfd >= 0) {
 		if (!v->routed || v->r_addr != addr || v->r_data != v->data) {
 			if (irq_msi_route(vm, v->gsi, addr, v->data) < 0) {

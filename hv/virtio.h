@@ -90,6 +90,7 @@ struct virtio_dev {
 	bool notify_mapped;
 	uint64_t notify_addr;
 	bool ioeventfds;           /* registered with KVM */
+	unsigned long exit_notify; /* notifications that took a vCPU exit */
 };
 
 /* Sets up the PCI function, BAR, capabilities, MSI-X, kick eventfds and

@@ -251,7 +251,12 @@ static void bar_rw(struct virtio_dev *v, uint64_t off, uint8_t *data, unsigned l
 		uint64_t one = 1;
 		int qi = (int)((off - VIRTIO_BAR_NOTIFY) / VIRTIO_NOTIFY_MULT);
 
-		if (wr && write(v->qr[qi].kick_fd, &one, sizeof(one)) < 0) {
+		if (!wr)
+			return;
+		if (!v->exit_notify++)
+			log_debug("%s: queue %d notified through a vCPU exit (no ioeventfd for this access)",
+				  v->name, qi);
+		if (write(v->qr[qi].kick_fd, &one, sizeof(one)) < 0) {
 			/* counter overflow is impossible with single increments */
 		}
 	}
