@@ -72,6 +72,11 @@ bool vq_has_avail(struct virtq *q)
 	return q->ready && !q->broken && ld16(AVAIL_IDX(q)) != q->last_avail;
 }
 
+bool vq_full(struct virtq *q)
+{
+	return q->ready && (uint16_t)(ld16(AVAIL_IDX(q)) - q->used_idx) >= q->size;
+}
+
 /* Walks one chain into c; false if it is malformed. */
 static bool walk(struct virtq *q, uint16_t head, struct vq_chain *c)
 {

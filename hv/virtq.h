@@ -80,6 +80,8 @@ bool vq_should_notify(struct virtq *q);
 void vq_disable_kicks(struct virtq *q);
 bool vq_enable_kicks(struct virtq *q);
 bool vq_has_avail(struct virtq *q);
+/* Whether every entry of the ring is the device's (the driver cannot add). */
+bool vq_full(struct virtq *q);
 
 /* Copies between a chain's buffers and plain memory, from byte `skip` of
  * the readable (out) or writable (in) part; returns bytes copied. */

@@ -2,6 +2,14 @@
  *
  *   hvt pattern FILE SIZE SEED           write SIZE bytes of test pattern
  *   hvt checkpat FILE OFF LEN SEED       exit 0 if FILE[OFF, OFF+LEN) holds it
+ *   hvt tapsend IFACE DSTMAC ETHERTYPE TEXT [LEN]
+ *                                        send one Ethernet frame out of IFACE
+ *                                        (into the tap's guest): TEXT, then
+ *                                        pattern bytes (seed 3) up to LEN
+ *   hvt taprecv IFACE ETHERTYPE MS N     print up to N frames of ETHERTYPE
+ *                                        arriving from IFACE (sent by the
+ *                                        guest): "SRC DST LEN TEXT", within MS
+ *   hvt udprecv ADDR PORT MS N           print up to N UDP payloads received
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <linux/if_packet.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
 
 /* The same formula as tests/hv/kit/virtio.h. */
 static uint8_t pattern_byte(uint64_t o, unsigned seed)
@@ -66,12 +81,143 @@ static int cmd_checkpat(char **a)
 	return 0;
 }
 
+static int parse_mac(const char *s, uint8_t m[6])
+{
+	unsigned v[6];
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		m[i] = (uint8_t)v[i];
+	return 0;
+}
+
+static int packet_socket(const char *ifname, struct sockaddr_ll *sa)
+{
+	int fd = socket(AF_PACKET, SOCK_RAW, htons(0x0003 /* ETH_P_ALL */));
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sll_family = AF_PACKET;
+	sa->sll_protocol = htons(0x0003);
+	sa->sll_ifindex = (int)if_nametoindex(ifname);
+	if (fd < 0 || !sa->sll_ifindex || bind(fd, (struct sockaddr *)sa, sizeof(*sa)) < 0)
+		return -1;
+	return fd;
+}
+
+static int cmd_tapsend(int argc, char **a)
+{
+	struct sockaddr_ll sa;
+	uint8_t f[9216];
+	size_t tl = strlen(a[3]), len = argc > 4 ? strtoul(a[4], NULL, 0) : 14 + tl;
+	int fd = packet_socket(a[0], &sa);
+	char path[128];
+	FILE *mf;
+	unsigned et = (unsigned)strtoul(a[2], NULL, 0);
+
+	if (fd < 0)
+		return die(a[0]);
+	if (len < 14 + tl || len > sizeof(f) || parse_mac(a[1], f) < 0) {
+		fprintf(stderr, "hvt: tapsend: bad length or MAC\n");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", a[0]);
+	if (!(mf = fopen(path, "r")))
+		return die(path);
+	if (!fgets(path, sizeof(path), mf) || parse_mac(path, f + 6) < 0)
+		return die("interface MAC");
+	fclose(mf);
+	f[12] = (uint8_t)(et >> 8);
+	f[13] = (uint8_t)et;
+	memcpy(f + 14, a[3], tl);
+	for (size_t i = 14 + tl; i < len; i++)
+		f[i] = pattern_byte(i, 3);
+	sa.sll_halen = 6;
+	memcpy(sa.sll_addr, f, 6);
+	if (sendto(fd, f, len, 0, (struct sockaddr *)&sa, sizeof(sa)) != (ssize_t)len)
+		return die("sendto");
+	return 0;
+}
+
+static long long ms_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int cmd_taprecv(char **a)
+{
+	struct sockaddr_ll sa;
+	unsigned et = (unsigned)strtoul(a[1], NULL, 0);
+	long long end = ms_now() + strtoll(a[2], NULL, 0);
+	int want = atoi(a[3]), got = 0, fd = packet_socket(a[0], &sa);
+
+	if (fd < 0)
+		return die(a[0]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	while (got < want && ms_now() < end) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		uint8_t f[70000];
+		socklen_t sl = sizeof(sa);
+		ssize_t n;
+
+		if (poll(&p, 1, (int)(end - ms_now())) <= 0)
+			continue;
+		n = recvfrom(fd, f, sizeof(f), 0, (struct sockaddr *)&sa, &sl);
+		if (n < 14 || sa.sll_pkttype == PACKET_OUTGOING || (unsigned)(f[12] << 8 | f[13]) != et)
+			continue;
+		printf("%02x:%02x:%02x:%02x:%02x:%02x %02x:%02x:%02x:%02x:%02x:%02x %zd ", f[6], f[7], f[8], f[9],
+		       f[10], f[11], f[0], f[1], f[2], f[3], f[4], f[5], n);
+		for (ssize_t i = 14; i < n && f[i] >= 0x20 && f[i] < 0x7f; i++)
+			putchar(f[i]);
+		putchar('\n');
+		got++;
+	}
+	return got == want ? 0 : 1;
+}
+
+static int cmd_udprecv(char **a)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(a[1])) };
+	long long end = ms_now() + strtoll(a[2], NULL, 0);
+	int want = atoi(a[3]), got = 0, fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	if (fd < 0 || inet_pton(AF_INET, a[0], &sin.sin_addr) != 1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+		return die("udp socket");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("listening\n");
+	while (got < want && ms_now() < end) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		char b[2048];
+		ssize_t n;
+
+		if (poll(&p, 1, (int)(end - ms_now())) <= 0)
+			continue;
+		n = recv(fd, b, sizeof(b) - 1, 0);
+		if (n < 0)
+			continue;
+		b[n] = 0;
+		printf("%s\n", b);
+		got++;
+	}
+	return got == want ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "tapsend"))
+		return cmd_tapsend(argc - 2, argv + 2);
+	if (argc == 6 && !strcmp(argv[1], "taprecv"))
+		return cmd_taprecv(argv + 2);
+	if (argc == 6 && !strcmp(argv[1], "udprecv"))
+		return cmd_udprecv(argv + 2);
 	if (argc == 5 && !strcmp(argv[1], "pattern"))
 		return cmd_pattern(argv + 2);
 	if (argc == 6 && !strcmp(argv[1], "checkpat"))
 		return cmd_checkpat(argv + 2);
-	fprintf(stderr, "usage: hvt pattern FILE SIZE SEED | checkpat FILE OFF LEN SEED\n");
+	fprintf(stderr, "usage: hvt pattern|checkpat|tapsend|taprecv|udprecv ... (see tests/hv/tools/hvt.c)\n");
 	return 2;
 }
