@@ -10,6 +10,13 @@
  *                                        arriving from IFACE (sent by the
  *                                        guest): "SRC DST LEN TEXT", within MS
  *   hvt udprecv ADDR PORT MS N           print up to N UDP payloads received
+ *   hvt uds-serve PATH MS                a guest-initiated vsock peer: take
+ *                                        "hello host X\n" + 64 KiB (seed 5),
+ *                                        answer "re: hello host X\n", wait EOF
+ *   hvt uds-connect PATH PORT MS         a host-initiated vsock peer: send
+ *                                        "CONNECT PORT\n"; on "OK n" send
+ *                                        "ping\n" + 64 KiB (seed 6), print
+ *                                        the answer line; else "refused"
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +31,7 @@
 #include <linux/if_packet.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 
 /* The same formula as tests/hv/kit/virtio.h. */
@@ -206,8 +214,172 @@ static int cmd_udprecv(char **a)
 	return got == want ? 0 : 1;
 }
 
+static int uds_addr(const char *path, struct sockaddr_un *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(a->sun_path))
+		return -1;
+	strcpy(a->sun_path, path);
+	return 0;
+}
+
+/* Reads one line (without the newline) within the deadline. */
+static int read_line_fd(int fd, char *buf, size_t cap, long long end)
+{
+	size_t n = 0;
+
+	while (n + 1 < cap && ms_now() < end) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		ssize_t r;
+
+		if (poll(&p, 1, (int)(end - ms_now())) <= 0)
+			continue;
+		r = read(fd, buf + n, 1);
+		if (r <= 0)
+			return -1;
+		if (buf[n] == '\n') {
+			buf[n] = 0;
+			return 0;
+		}
+		n++;
+	}
+	return -1;
+}
+
+static int read_exact(int fd, uint8_t *b, size_t len, long long end)
+{
+	size_t n = 0;
+
+	while (n < len && ms_now() < end) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		ssize_t r;
+
+		if (poll(&p, 1, (int)(end - ms_now())) <= 0)
+			continue;
+		r = read(fd, b + n, len - n);
+		if (r <= 0)
+			return -1;
+		n += (size_t)r;
+	}
+	return n == len ? 0 : -1;
+}
+
+static int cmd_uds_serve(char **a)
+{
+	struct sockaddr_un sa;
+	long long end = ms_now() + strtoll(a[1], NULL, 0);
+	int l = socket(AF_UNIX, SOCK_STREAM, 0), c, bad = 0;
+	char line[128], reply[160];
+	static uint8_t bulk[65536];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (l < 0 || uds_addr(a[0], &sa) < 0)
+		return die(a[0]);
+	unlink(a[0]);
+	if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 4) < 0)
+		return die(a[0]);
+	printf("listening\n");
+	{
+		struct pollfd p = { l, POLLIN, 0 };
+
+		if (poll(&p, 1, (int)(end - ms_now())) <= 0 || (c = accept(l, NULL, NULL)) < 0) {
+			printf("no connection\n");
+			return 1;
+		}
+	}
+	if (read_line_fd(c, line, sizeof(line), end) < 0) {
+		printf("no line\n");
+		return 1;
+	}
+	printf("line: %s\n", line);
+	if (read_exact(c, bulk, sizeof(bulk), end) < 0) {
+		printf("bulk: short\n");
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(bulk); i++)
+		bad += bulk[i] != pattern_byte(i, 5);
+	printf("bulk: %s\n", bad ? "bad" : "ok");
+	snprintf(reply, sizeof(reply), "re: %s\n", line);
+	if (write(c, reply, strlen(reply)) < 0)
+		return die("write");
+	/* Until the guest closes: EOF. */
+	while (ms_now() < end) {
+		struct pollfd p = { c, POLLIN, 0 };
+
+		if (poll(&p, 1, (int)(end - ms_now())) > 0) {
+			char x;
+
+			if (read(c, &x, 1) <= 0) {
+				printf("eof\n");
+				unlink(a[0]);
+				return bad ? 1 : 0;
+			}
+		}
+	}
+	printf("no eof\n");
+	unlink(a[0]);
+	return 1;
+}
+
+static int cmd_uds_connect(char **a)
+{
+	struct sockaddr_un sa;
+	long long end = ms_now() + strtoll(a[2], NULL, 0);
+	char line[128];
+	int fd = -1;
+	static uint8_t bulk[5 + 65536];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (uds_addr(a[0], &sa) < 0)
+		return die(a[0]);
+	while (ms_now() < end) {
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		close(fd);
+		fd = -1;
+		usleep(20000);
+	}
+	if (fd < 0) {
+		printf("cannot connect\n");
+		return 1;
+	}
+	snprintf(line, sizeof(line), "CONNECT %s\n", a[1]);
+	if (write(fd, line, strlen(line)) < 0)
+		return die("write");
+	if (read_line_fd(fd, line, sizeof(line), end) < 0) {
+		printf("refused\n");
+		return 0;
+	}
+	printf("%.2s\n", line);
+	if (strncmp(line, "OK ", 3))
+		return 1;
+	memcpy(bulk, "ping\n", 5);
+	for (size_t i = 0; i < 65536; i++)
+		bulk[5 + i] = pattern_byte(i, 6);
+	for (size_t off = 0; off < sizeof(bulk);) {
+		ssize_t w = write(fd, bulk + off, sizeof(bulk) - off);
+
+		if (w <= 0)
+			return die("write");
+		off += (size_t)w;
+	}
+	if (read_line_fd(fd, line, sizeof(line), end) < 0) {
+		printf("no answer\n");
+		return 1;
+	}
+	printf("%s\n", line);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "uds-serve"))
+		return cmd_uds_serve(argv + 2);
+	if (argc == 5 && !strcmp(argv[1], "uds-connect"))
+		return cmd_uds_connect(argv + 2);
 	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "tapsend"))
 		return cmd_tapsend(argc - 2, argv + 2);
 	if (argc == 6 && !strcmp(argv[1], "taprecv"))
