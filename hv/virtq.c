@@ -51,6 +51,8 @@ int vq_setup(struct virtq *q, const struct guest_mem *mem, uint16_t size, uint64
 	 * device started late stays in step. */
 	q->used_idx = ld16(USED_IDX(q));
 	q->last_avail = q->used_idx;
+	q->signalled_used = q->used_idx;
+	q->signalled_valid = true;
 	q->ready = true;
 	return 0;
 }
@@ -204,8 +206,10 @@ bool vq_should_notify(struct virtq *q)
 	v = q->signalled_valid;
 	q->signalled_used = new_idx;
 	q->signalled_valid = true;
+	if (new_idx == old && v)
+		return false;              /* nothing completed since the last interrupt */
 	if (!q->event_idx)
-		return !(ld16(AVAIL_FLAGS(q)) & VRING_AVAIL_F_NO_INTERRUPT) && (!v || new_idx != old);
+		return !(ld16(AVAIL_FLAGS(q)) & VRING_AVAIL_F_NO_INTERRUPT);
 	if (!v)
 		return true;
 	ev = ld16(USED_EVENT(q));
