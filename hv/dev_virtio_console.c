@@ -97,7 +97,6 @@ static void rx(struct vcons *c)
 {
 	struct virtq *q = &c->v.vq[Q_RX];
 	struct vq_chain ch = { 0 };
-	bool pushed = false;
 
 	if (!c->in_watched)
 		return;
@@ -117,7 +116,6 @@ static void rx(struct vcons *c)
 		}
 		if (!ch.nin) {
 			vq_push(q, ch.head, 0);
-			pushed = true;
 			continue;
 		}
 		n = readv(c->in_fd, ch.iov + ch.nout, (int)(ch.nin > 1024 ? 1024 : ch.nin));
@@ -133,10 +131,8 @@ static void rx(struct vcons *c)
 			break;
 		}
 		vq_push(q, ch.head, (uint32_t)n);
-		pushed = true;
 	}
-	if (pushed)
-		virtio_notify(&c->v, Q_RX);
+	virtio_notify(&c->v, Q_RX);        /* also publishes chains vq_pop refused */
 }
 
 static void in_ready(void *opaque, uint32_t events)

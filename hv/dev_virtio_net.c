@@ -168,9 +168,9 @@ static void set_tx_wait(struct vnet *n, int i, bool on)
 
 /* Room for one frame: a chain (or, with mergeable buffers, several) of
  * device-writable buffers.  Returns the number of chains popped; *cap is
- * their total size.  With mergeable buffers it waits (returns 0) while the
- * ring has less room than the largest frame, unless the driver cannot add
- * more (ring full, or more buffers than we take at once). */
+ * their total size.  0: the ring is empty; -1: with mergeable buffers, the
+ * ring holds less than the largest frame and the driver can still add
+ * more (not full, fewer buffers than we take at once): wait for them. */
 static int rx_gather(struct vnet *n, struct virtq *q, unsigned *niov, uint64_t *cap)
 {
 	int k = 0, r = 1;
@@ -202,7 +202,7 @@ static int rx_gather(struct vnet *n, struct virtq *q, unsigned *niov, uint64_t *
 	*niov = used;
 	if (k && n->mrg && *cap < n->need && r == 0 && !vq_full(q)) {
 		vq_unpop(q, (uint16_t)k);
-		return 0;
+		return -1;
 	}
 	return k;
 }
@@ -211,7 +211,6 @@ static void rx(struct vnet *n, int i)
 {
 	struct virtq *q = &n->v.vq[2 * i];
 	struct pair *p = &n->p[i];
-	bool pushed = false;
 
 	if (!q->ready || i >= n->active)
 		return;
@@ -221,10 +220,10 @@ static void rx(struct vnet *n, int i)
 		int k = rx_gather(n, q, &niov, &cap), nb = 0;
 		ssize_t len;
 
-		if (!k) {
+		if (k <= 0) {
 			/* Wait for buffers: the next one the driver adds kicks us. */
 			set_rx(n, i, false);
-			if (vq_enable_kicks(q) && budget < RX_BUDGET - 1)
+			if ((k == 0 ? vq_enable_kicks(q) : vq_kick_on_more(q)) && budget < RX_BUDGET - 1)
 				continue;
 			break;
 		}
@@ -267,12 +266,10 @@ static void rx(struct vnet *n, int i)
 			left -= l;
 		}
 		n->rx_frames++;
-		pushed = true;
 		if (budget == RX_BUDGET - 1)
 			set_rx(n, i, true);    /* more may wait: epoll brings us back */
 	}
-	if (pushed)
-		virtio_notify(&n->v, 2 * i);
+	virtio_notify(&n->v, 2 * i);       /* also publishes chains vq_pop refused */
 }
 
 /* ------------------------------------------------------------------ TX */

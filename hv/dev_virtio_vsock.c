@@ -356,7 +356,6 @@ static bool next_packet(struct vvsock *s, struct vq_chain *ch)
 static void rx_pump(struct vvsock *s)
 {
 	struct virtq *q = &s->v.vq[Q_RX];
-	bool pushed = false;
 
 	if (!s->v.running || !q->ready)
 		return;
@@ -375,17 +374,14 @@ static void rx_pump(struct vvsock *s)
 		}
 		if (ch.nout || ch.in_len < HDR) {
 			vq_push(q, ch.head, 0);
-			pushed = true;
 			continue;
 		}
 		if (!next_packet(s, &ch)) {
 			vq_unpop(q, 1);
 			break;
 		}
-		pushed = true;
 	}
-	if (pushed)
-		virtio_notify(&s->v, Q_RX);
+	virtio_notify(&s->v, Q_RX);        /* also publishes chains vq_pop refused */
 }
 
 /* ------------------------------------------------------------ from guest */

@@ -186,9 +186,14 @@ void vq_push(struct virtq *q, uint16_t head, uint32_t len)
 	__atomic_store_n(&e->id, head, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->len, len, __ATOMIC_RELAXED);
 	q->used_idx++;
-	/* Release: the element (and the data written before) are visible
+}
+
+void vq_publish(struct virtq *q)
+{
+	/* Release: the elements (and the data written before) are visible
 	 * before the index moves. */
-	st16(USED_IDX(q), q->used_idx);
+	if (q->ready)
+		st16(USED_IDX(q), q->used_idx);
 }
 
 bool vq_should_notify(struct virtq *q)
@@ -198,6 +203,7 @@ bool vq_should_notify(struct virtq *q)
 
 	if (!q->ready)
 		return false;
+	vq_publish(q);
 	/* The used index store must be ordered before reading the driver's
 	 * suppression fields. */
 	mb();
@@ -236,6 +242,21 @@ bool vq_enable_kicks(struct virtq *q)
 	 * store above would be lost. */
 	mb();
 	return ld16(AVAIL_IDX(q)) != q->last_avail;
+}
+
+bool vq_kick_on_more(struct virtq *q)
+{
+	uint16_t idx;
+
+	if (!q->ready || q->broken)
+		return false;
+	idx = ld16(AVAIL_IDX(q));
+	if (q->event_idx)
+		st16(AVAIL_EVENT(q), idx);
+	else
+		st16(USED_FLAGS(q), 0);
+	mb();
+	return ld16(AVAIL_IDX(q)) != idx;
 }
 
 static size_t copy_iov(const struct vq_chain *c, bool in, size_t skip, void *buf, size_t len, bool to_chain)

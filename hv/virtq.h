@@ -70,8 +70,11 @@ bool vq_addrs_ok(const struct guest_mem *mem, uint16_t size, uint64_t desc, uint
 int vq_pop(struct virtq *q, struct vq_chain *c);
 /* Gives back the last n popped chains (not yet pushed). */
 void vq_unpop(struct virtq *q, uint16_t n);
-/* Completes a chain: len bytes were written into its writable part. */
+/* Completes a chain: len bytes were written into its writable part.  The
+ * driver sees completions once vq_publish (or virtio_notify) runs, so a
+ * batch costs one index update. */
 void vq_push(struct virtq *q, uint16_t head, uint32_t len);
+void vq_publish(struct virtq *q);
 /* Whether the driver wants an interrupt for what was pushed since the last
  * call (event index or NO_INTERRUPT). */
 bool vq_should_notify(struct virtq *q);
@@ -79,6 +82,10 @@ bool vq_should_notify(struct virtq *q);
  * returns true when more buffers arrived meanwhile (process them). */
 void vq_disable_kicks(struct virtq *q);
 bool vq_enable_kicks(struct virtq *q);
+/* Asks for a kick when the driver adds anything beyond what is available
+ * now (the device holds buffers back and waits for more); returns true if
+ * more arrived meanwhile. */
+bool vq_kick_on_more(struct virtq *q);
 bool vq_has_avail(struct virtq *q);
 /* Whether every entry of the ring is the device's (the driver cannot add). */
 bool vq_full(struct virtq *q);

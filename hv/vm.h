@@ -196,6 +196,10 @@ struct hv_device {
 
 int devices_create(struct vm *vm, struct verr *err);
 void devices_destroy(struct vm *vm);
+/* RAM and devices from a vhpc-hv command line, without KVM (nokvm.c). */
+int vm_nokvm_init(struct vm *vm, struct hv_config *cfg, struct hv_plan *plan, int argc, char **argv,
+		  bool manual_loops, struct verr *err);
+void vm_nokvm_free(struct vm *vm, struct hv_config *cfg);
 
 /* Power button press (control "poweroff"). */
 void ged_power_button(struct vm *vm);
