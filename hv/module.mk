@@ -11,6 +11,7 @@ include tests/hv/module.mk
 # Unit tests of the pieces that need no KVM.
 HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/devopt.c hv/acpi.c hv/boot.c
 $(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS),,-Ihv))
+$(eval $(call unit_test,unit-hv-virtq,tests/hv/unit_virtq.c hv/virtq.c hv/mem.c,,-Ihv))
 
 # Fuzzers: kernel files, device port I/O and control requests
 # (tests/hv/fuzz_hv.c); PCI and the virtio device models against hostile
