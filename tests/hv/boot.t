@@ -41,4 +41,21 @@ check_match "initrd placed at the top of low RAM" '^INITRD 0x3ff[0-9a-f]{4} 1234
 # A corrupted initrd must be noticed by the same guest (the check can fail).
 run_guest bootinfo --vcpus 1 --mem 64M --initrd "$T/initrd" --cmdline "marker=rd initrd_size=12345 initrd_crc=0x12345678"
 check "a wrong CRC makes the guest fail" [ "$RC" = 65 ]
+
+# The same guest as a bzImage (a real setup header around it): the Linux
+# 64-bit boot protocol path, zero page checked in milliseconds (linux.t
+# boots a real kernel the same way, in minutes).
+OUT=$T/bz.out ERR=$T/bz.err
+timeout -k 5 60 "$HV" --kernel "$GUESTS/bootinfo.bz" --debug-exit --vcpus 1 --mem 64M --initrd "$T/initrd" \
+	--cmdline "marker=bz initrd_size=12345 initrd_crc=0x$crc" >"$OUT" 2>"$ERR" </dev/null
+RC=$?
+guest_ok "bootinfo as a bzImage"
+guest_results "bzImage"
+check_match "loaded through the 64-bit boot protocol" "bzImage: boot protocol 2.15" "$(cat "$ERR")"
+check_eq "bzImage: e820 in the zero page equals the layout" \
+	"0x0 0x9fc00 1
+0x9fc00 0x60400 2
+0x100000 0x3f00000 1
+0xe0000000 0x10000000 2" "$(e820)"
+check_eq "bzImage: command line" "CMDLINE marker=bz initrd_size=12345 initrd_crc=0x$crc" "$(grep '^CMDLINE' "$OUT")"
 done_testing

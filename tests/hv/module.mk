@@ -19,6 +19,16 @@ $(B)/hv-guests/%.elf: $(HVG_DIR)/guests/%.c $(HVG_DEPS)
 
 EXTRA_ALL += $(patsubst %,$(B)/hv-guests/%.elf,$(HVG_NAMES))
 
+# The bootinfo guest as a bzImage too (Linux 64-bit boot protocol): the
+# flat image wrapped in a real setup header; init_size covers the bss.
+$(B)/hv-guests/%.bz: $(B)/hv-guests/%.elf $(B)/hv-tools/hvt
+	$(call say,BZIMAGE,$@)
+	$(Q)objcopy -O binary $< $@.flat
+	$(Q)$(B)/hv-tools/hvt bzimage $@.flat $$(( 0x$$(nm $< | awk '$$3 == "_end" { print $$1 }') - 0x100000 )) $@
+	$(Q)rm -f $@.flat
+
+EXTRA_ALL += $(B)/hv-guests/bootinfo.bz
+
 # hvt: the host side of the device tests (patterns, tap frames, vsock
 # peers), kept out of $(B)/bin since it is no product.
 $(B)/hv-tools/hvt: $(HVG_DIR)/tools/hvt.c
