@@ -313,27 +313,43 @@ int hwvirt_detect(struct hwvirt *h);
  * an authenticated channel (per-job key), "hello" reports the guest's state
  * and "exec" runs a command with stdin from /dev/null, relaying stdout,
  * stderr and the exit status.  Used by the node agent (control socket) and by
- * vhpc-rsh (TCP on the job network).
+ * vhpc-rsh (TCP on the job network).  One request at a time per channel;
+ * a channel can carry several requests in turn.
  */
 #define GUEST_PORT_DEFAULT 7707
+/* Where guests find the job key (vhpc-guestd --key, vhpc-rsh $VHPC_JOB_KEY). */
+#define GUEST_KEY_PATH_DEFAULT "/vhpc/job.key"
 
+/* Connect (each address getaddrinfo gives, in turn, within timeout_ms) and
+ * run the channel handshake.  Errors say which host/address and why. */
 int gexec_connect_tcp(struct chan *c, const char *host, int port,
 		      const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
 int gexec_connect_unix(struct chan *c, const char *path,
 		       const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
-/* The guest's report as JSON text (malloc'd): hostname, ready, cpus, ... */
+/* The guest's report as JSON text (malloc'd): name, hostname, pid, pidns,
+ * netns (inode numbers), cpus, mems, cpuset_mems, addrs, uptime, ready... */
 int gexec_hello(struct chan *c, char **info_json, int timeout_ms, struct verr *err);
 
 struct gexec_req {
-	const char *const *argv;   /* run as given (no shell) */
+	const char *const *argv;   /* run as given (no shell), PATH searched */
 	const char *const *env;    /* NAME=VALUE added to the guest's environment */
-	const char *cwd;           /* NULL = / */
-	int out_fd, err_fd;        /* where the command's output goes */
-	int timeout_ms;            /* 0 = none; on expiry the command is killed */
-	volatile int *cancel;      /* set to a signal number to forward it */
+	const char *cwd;           /* NULL = the guest's $HOME if it is a directory, else / */
+	int out_fd, err_fd;        /* where the command's output goes (-1: discard);
+	                              a closed pipe raises SIGPIPE unless the caller
+	                              ignores it (then gexec_run fails with EPIPE) */
+	int timeout_ms;            /* 0 = none; on expiry the guest stops the command
+	                              (SIGTERM to its process group, SIGKILL after grace) */
+	volatile int *cancel;      /* set to a signal number (e.g. from a signal
+	                              handler) to forward it to the command's process
+	                              group; gexec_run resets it to 0 once sent */
 };
-/* *status: exit status, or 128 + signal number when killed by a signal. */
+#define GEXEC_TIMEOUT 1
+/* Returns 0 when the command ended, GEXEC_TIMEOUT when it was stopped
+ * because timeout_ms expired, -1 when it could not be run or the channel
+ * failed (wrong key, guest gone; the error says which).
+ * *status: exit status, or 128 + signal number when killed by a signal. */
 int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct verr *err);
+/* Asks guestd to stop (it stops every running command first). */
 int gexec_shutdown(struct chan *c, struct verr *err);
 
 /* ------------------------------------------------------------------- util */
@@ -389,6 +405,11 @@ int hex_decode(const char *hex, void *buf, size_t len);
  * read_full returns 0 on success, 1 on EOF before any byte, -1 otherwise. */
 int read_full(int fd, void *buf, size_t len);
 int write_full(int fd, const void *buf, size_t len);
+/* write_full for sockets: a peer that hung up costs EPIPE, not SIGPIPE. */
+int send_full(int fd, const void *buf, size_t len);
+/* read_full bounded by a CLOCK_MONOTONIC deadline in ns (0 = none);
+ * ETIMEDOUT when it passes; *eof_at_start when the peer closed cleanly. */
+int read_full_deadline(int fd, void *buf, size_t len, uint64_t deadline, bool *eof_at_start);
 /* Waits until fd is readable; 0 ready, 1 timeout, -1 error. */
 int wait_readable(int fd, int timeout_ms);
 

@@ -2,7 +2,8 @@
 # the vhpcd daemon: every nodeagent/*.c but the main_*.c of its programs.
 # A program using it: sources $(NODEAGENT_SRCS), libraries $(NODEAGENT_LIBS),
 # include "nodeagent/vhpcd.h".
-NODEAGENT_SRCS := $(sort $(filter-out nodeagent/main_%.c,$(wildcard nodeagent/*.c)))
+NODEAGENT_SRCS := $(sort $(filter-out nodeagent/main_%.c,$(wildcard nodeagent/*.c))) \
+                  mpi-plugins/btl_vmshm/vmshm_region.c mpi-plugins/btl_vmshm/vmshm_ring.c
 NODEAGENT_LIBS := -lhwloc -lnl-route-3 -lnl-3
 
 # vhpc-na: the agent's pieces from the command line (admins, tests).

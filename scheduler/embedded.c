@@ -18,18 +18,49 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define GUEST_BIN      "/usr/local/bin"
+#define VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
 #define READY_TIMEOUT_S 60
 
-static volatile int cancel_sig;
+/* forward_sig is consumed by gexec_run when it passes the signal on to the
+ * job; interrupted stays set, so the end of the run knows why it ended. */
+static volatile int forward_sig, interrupted;
+
+/* Where a guest finds the job's vmshm region. */
+#define VMSHM_GUEST_PATH "/run/vhpc-vmshm"
+
+/* Names this physical host for the vmshm BTL: the kernel's boot id is the
+ * same for every guest here and differs from any other host. */
+static const char *host_id(void)
+{
+	static char id[64];
+
+	if (!id[0]) {
+		char *buf = NULL;
+		size_t len;
+		struct verr e;
+
+		if (read_file("/proc/sys/kernel/random/boot_id", &buf, &len, 64, &e) == 0) {
+			buf[strcspn(buf, "\n")] = 0;
+			snprintf(id, sizeof(id), "%s", buf);
+		} else {
+			gethostname(id, sizeof(id) - 1);
+		}
+		free(buf);
+	}
+	return id;
+}
 
 static void on_signal(int sig)
 {
-	if (!cancel_sig)
-		cancel_sig = sig;
+	forward_sig = sig;
+	if (!interrupted)
+		interrupted = sig;
 }
 
 struct run {
@@ -51,15 +82,16 @@ struct run {
 	bool *gdir_mounted;
 	uint8_t key[CHAN_KEY_LEN];
 	char shared[PATH_MAX];
+	char vmshm[128];          /* the job's vmshm region on the host, or "" */
 	long long timeout;
 	uint64_t mem;
 };
 
 static int cancelled(struct verr *err)
 {
-	if (!cancel_sig)
+	if (!interrupted)
 		return 0;
-	return verr_set(err, "interrupted by signal %d; removing the job", cancel_sig);
+	return verr_set(err, "interrupted by signal %d; removing the job", interrupted);
 }
 
 static void guest_dir(const struct run *r, int i, char *buf, size_t len)
@@ -136,12 +168,16 @@ static int start_guest(struct run *r, int i, struct verr *err)
 		GUEST_BIN "/vhpc-guestd", "--init", "--name", name, "--listen", listen,
 		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key", NULL
 	};
-	char jobenv[32], idxenv[32];
+	char jobenv[32], idxenv[32], hostenv[96], slotsenv[48];
+	/* The vmshm BTL's settings travel in the init's environment, so
+	 * orted and the ranks it starts inherit them. */
 	const char *env[] = {
 		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
-		"VHPC_JOB_KEY=/vhpc/job.key", jobenv, idxenv, NULL
+		"VHPC_JOB_KEY=/vhpc/job.key", jobenv, idxenv,
+		/* without a vmshm region the list ends here */
+		r->vmshm[0] ? hostenv : NULL, "VHPC_VMSHM_PATH=" VMSHM_GUEST_PATH, slotsenv, NULL
 	};
-	struct na_bind binds[3];
+	struct na_bind binds[4];
 	struct na_ctr_spec s = { 0 };
 
 	snprintf(name, sizeof(name), "g%d", i);
@@ -149,6 +185,8 @@ static int start_guest(struct run *r, int i, struct verr *err)
 		 ipv4_format(r->net.guest_addr[i], ip, sizeof(ip)), r->cl.guest_port);
 	snprintf(jobenv, sizeof(jobenv), "VHPC_JOB=%s", r->jd.job);
 	snprintf(idxenv, sizeof(idxenv), "VHPC_GUEST_INDEX=%d", i);
+	snprintf(hostenv, sizeof(hostenv), "VHPC_HOST_ID=%s", host_id());
+	snprintf(slotsenv, sizeof(slotsenv), "VHPC_VMSHM_SLOTS=%lld", r->j->ranks);
 	guest_dir(r, i, gdir, sizeof(gdir));
 	snprintf(hosts, sizeof(hosts), "%s/hosts", r->shared);
 	snprintf(logp, sizeof(logp), "%s/g%d.log", r->jd.path, i);
@@ -163,6 +201,8 @@ static int start_guest(struct run *r, int i, struct verr *err)
 	s.env = env;
 	s.binds = binds;
 	s.nbinds = 3;
+	if (r->vmshm[0])
+		binds[s.nbinds++] = (struct na_bind){ r->vmshm, VMSHM_GUEST_PATH, false };
 	s.netns = r->net.guest_netns[i];
 	s.place = &r->place[i];
 	s.mem_limit = r->mem;
@@ -304,14 +344,14 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 	req.out_fd = STDOUT_FILENO;
 	req.err_fd = STDERR_FILENO;
 	req.timeout_ms = (int)(r->timeout > 2000000 ? 2000000000 : r->timeout * 1000);
-	req.cancel = &cancel_sig;
+	req.cancel = &forward_sig;
 	t0 = now_s();
 	rc = gexec_run(&c, &req, status, err);
 	chan_close(&c);
 	launch_free_argv(argv);
 	if (rc < 0)
 		return -1;
-	if (now_s() - t0 >= (double)r->timeout) {
+	if (rc == GEXEC_TIMEOUT || now_s() - t0 >= (double)r->timeout) {
 		log_err("the job ran out of its %lld s time limit and was stopped", r->timeout);
 		*status = EXIT_TIMEOUT;
 	}
@@ -341,6 +381,10 @@ static void teardown(struct run *r)
 	}
 	if (r->ctr && na_ctr_stop_all(r->ctr, r->nguests, 3000, &e) < 0)
 		log_warn("stopping guests: %s", e.msg);
+	/* Guest inits were reparented to us (child subreaper): reap them, so
+	 * no zombie outlives the job. */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
 	for (int i = 0; r->gdir_mounted && i < r->nguests; i++) {
 		char dir[PATH_MAX];
 
@@ -350,6 +394,8 @@ static void teardown(struct run *r)
 		if (umount2(dir, MNT_DETACH) < 0)
 			log_warn("cannot unmount %s: %s", dir, strerror(errno));
 	}
+	if (r->vmshm[0] && na_vmshm_remove(r->jd.job, &e) < 0)
+		log_warn("%s", e.msg);
 	if (r->have_net && na_net_destroy(&r->net, &e) < 0)
 		log_warn("job network: %s", e.msg);
 	if (r->have_jd && na_jobdir_remove(&r->jd, &e) < 0)
@@ -393,6 +439,9 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	char job[16], rnd[4], net[32], whybuf[256];
 
 	install_signals();
+	/* Orphans of the job (container inits, once runc exits) come to us
+	 * rather than to the host's init, which may be slow to reap them. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (cluster_load(NULL, &r.cl, err) < 0)
 		return -1;
 	driver = na_driver_resolve(j->driver >= 0 ? j->driver : r.cl.default_driver, &why);
@@ -412,7 +461,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	if (tuning_load(j->tuning ? j->tuning : r.cl.default_tuning, &r.tun, err) < 0)
 		goto out;
 	r.have_tun = true;
-	if (image_ensure(j->image ? j->image : r.cl.default_image, &r.img, err) < 0)
+	if (image_ensure(j->image ? j->image : r.cl.default_image, 0, &r.img, err) < 0)
 		goto out;
 	r.nguests = (int)j->guests;
 	r.mem = j->mem ? j->mem : r.cl.default_mem;
@@ -470,7 +519,18 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	lp.rsh_path = GUEST_BIN "/vhpc-rsh";
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
-	lp.vmshm = false;
+	/* Co-located guests of one job talk through shared memory, not TCP. */
+	lp.vmshm = j->vmshm && r.nguests > 1 && j->ranks >= 2;
+	lp.vmshm_component_dir = VMSHM_COMPONENT_DIR;
+	if (lp.vmshm) {
+		uint64_t size;
+		char sz[32];
+
+		if (na_vmshm_create(&r.jd, (int)j->ranks, r.vmshm, sizeof(r.vmshm), &size, err) < 0)
+			goto out;
+		log_info("job %s: vmshm region %s (%s) for %lld ranks", job, r.vmshm,
+			 fmt_size(size, sz, sizeof(sz)), j->ranks);
+	}
 	if (write_shared(&r, &lp, err) < 0)
 		goto out;
 	for (int i = 0; i < r.nguests; i++)
@@ -489,10 +549,10 @@ out:
 	free_run(&r);
 	/* Interrupted by the user: say so in the status, as shells do, even if
 	 * the job's own exit status came back after the signal reached it. */
-	if (cancel_sig) {
+	if (interrupted) {
 		if (status < 0)
 			log_err("%s", err->msg);
-		status = 128 + cancel_sig;
+		status = 128 + interrupted;
 	}
 	return status;
 }

@@ -125,6 +125,16 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 	push(&a, "--mca");
 	push(&a, "plm_rsh_no_tree_spawn");
 	push(&a, "1");
+	/* ob1 always: the BTL choice is then the only transport difference
+	 * between runs with and without vmshm (a UCX PML would bypass BTLs). */
+	push(&a, "--mca");
+	push(&a, "pml");
+	push(&a, "ob1");
+	/* osc rdma fails MPI_Win_create when a peer lacks RDMA BTLs (tcp too);
+	 * pt2pt over ob1 works everywhere. */
+	push(&a, "--mca");
+	push(&a, "osc");
+	push(&a, "^rdma");
 	snprintf(btl, sizeof(btl), "self,vader,%stcp", p->vmshm ? "vmshm," : "");
 	push(&a, "--mca");
 	push(&a, "btl");

@@ -13,6 +13,7 @@ static void usage(FILE *f)
 		"  image build FILE [--force]    build a node image from its YAML\n"
 		"  image list [--json]           list stored images\n"
 		"  image verify NAME|ID          recompute an image's content hash\n"
+		"  image fetch-kernel PACKAGE    download a Debian kernel package for kvm images\n"
 		"  cleanup                       remove what crashed jobs left behind\n"
 		"  version                       print the version\n"
 		"\n"

@@ -7,14 +7,24 @@ export PATH=$BIN:$PATH
 T=$(mktemp -d /tmp/vhpc-t.XXXXXX)
 at_exit "rm -rf '$T'"
 
+# Live processes in job cgroups.  Zombies do not count: a guest init whose
+# owner was SIGKILLed is the host init's to reap, and it may take its time.
+live_job_procs() {
+	local f p
+	for f in $(grep -l ':/vhpc/' /proc/[0-9]*/cgroup 2>/dev/null); do
+		p=${f%/cgroup}
+		[ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || echo "${p#/proc/}"
+	done
+}
+
 # Counts of everything a job may create, one per line, for before/after diffs.
 resource_counts() {
 	echo "netns $(ip netns list 2>/dev/null | grep -c '^vhpc-')"
 	echo "links $(ip -o link show | wc -l)"
 	echo "cgroups $(find /sys/fs/cgroup -maxdepth 3 -type d -path '*/vhpc/*' 2>/dev/null | wc -l)"
-	echo "mounts $(grep -c . /proc/self/mountinfo) ($(grep -c -e "$VHPC_RUN_DIR" -e /run/netns/vhpc- /proc/self/mountinfo) of vhpc)"
+	echo "mounts $(grep -c -e "$VHPC_RUN_DIR" -e /run/netns/vhpc- /proc/self/mountinfo)"
 	echo "shm $(ls /dev/shm 2>/dev/null | grep -c '^vhpc-')"
 	# Processes in job cgroups, and runc working for this run dir.
-	echo "procs $(grep -l ':/vhpc/' /proc/[0-9]*/cgroup 2>/dev/null | wc -l) $(pgrep -c -f "runc --root $VHPC_RUN_DIR" || true)"
+	echo "procs $(live_job_procs | wc -l) $(pgrep -c -f "runc --root $VHPC_RUN_DIR" || true)"
 	echo "jobdirs $(ls "$VHPC_RUN_DIR/jobs" 2>/dev/null | wc -l)"
 }

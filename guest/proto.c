@@ -1,0 +1,369 @@
+/*
+ * Requests as they arrive from a client that holds the job key.  Holding
+ * the key does not make a request well-formed, so everything is checked
+ * here and every rejection names the field and what was expected.
+ */
+#include "internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static const char *const op_names[] = {
+	[GREQ_HELLO] = "hello", [GREQ_EXEC] = "exec",
+	[GREQ_SIGNAL] = "signal", [GREQ_SHUTDOWN] = "shutdown",
+};
+
+const char *greq_op_name(enum greq_op op)
+{
+	return op >= GREQ_HELLO && op <= GREQ_SHUTDOWN ? op_names[op] : "?";
+}
+
+void greq_free(struct greq *r)
+{
+	if (r->argv)
+		for (size_t i = 0; i < r->argc; i++)
+			free(r->argv[i]);
+	if (r->env)
+		for (size_t i = 0; i < r->envc; i++)
+			free(r->env[i]);
+	free(r->argv);
+	free(r->env);
+	free(r->cwd);
+	memset(r, 0, sizeof(*r));
+}
+
+/* A JSON string without embedded NULs, as a C string. */
+static const char *get_cstr(struct json_object *v, const char *what, struct verr *err)
+{
+	const char *s;
+
+	if (!json_object_is_type(v, json_type_string)) {
+		verr_set(err, "%s: expected a string", what);
+		return NULL;
+	}
+	s = json_object_get_string(v);
+	if ((size_t)json_object_get_string_len(v) != strlen(s)) {
+		verr_set(err, "%s: contains a NUL character", what);
+		return NULL;
+	}
+	return s;
+}
+
+static int get_int(struct json_object *v, const char *what, long long min, long long max,
+		   long long *out, struct verr *err)
+{
+	int64_t n;
+
+	if (!json_object_is_type(v, json_type_int))
+		return verr_set(err, "%s: expected an integer", what);
+	n = json_object_get_int64(v);
+	/* json-c saturates out-of-range numbers to INT64_MIN/MAX; the bounds
+	 * below are far inside, so saturation is rejected too. */
+	if (n < min || n > max)
+		return verr_set(err, "%s: %lld is outside %lld..%lld", what, (long long)n, min, max);
+	*out = n;
+	return 0;
+}
+
+/* Copies a JSON array of strings into a NULL-terminated vector. */
+static int get_strv(struct json_object *v, const char *what, bool need_one, bool is_env,
+		    char ***out, size_t *n, size_t *bytes, struct verr *err)
+{
+	size_t len;
+	char **vec;
+
+	if (!json_object_is_type(v, json_type_array))
+		return verr_set(err, "%s: expected an array of strings", what);
+	len = json_object_array_length(v);
+	if (need_one && len == 0)
+		return verr_set(err, "%s: must not be empty", what);
+	if (len > GD_MAX_ARGS)
+		return verr_set(err, "%s: %zu entries exceed the limit of %d", what, len, GD_MAX_ARGS);
+	vec = calloc(len + 1, sizeof(*vec));
+	if (!vec)
+		return verr_set(err, "out of memory");
+	*out = vec;
+	for (size_t i = 0; i < len; i++) {
+		char name[32];
+		const char *s;
+
+		snprintf(name, sizeof(name), "%s[%zu]", what, i);
+		s = get_cstr(json_object_array_get_idx(v, i), name, err);
+		if (!s)
+			return -1;
+		*bytes += strlen(s) + 1;
+		if (*bytes > GD_MAX_ARG_BYTES)
+			return verr_set(err, "%s: argv, env and cwd together exceed %u bytes", name,
+					GD_MAX_ARG_BYTES);
+		if (is_env) {
+			const char *eq = strchr(s, '=');
+
+			if (!eq || eq == s)
+				return verr_set(err, "%s: expected NAME=VALUE, got '%.60s'", name, s);
+		}
+		if (need_one && i == 0 && !*s)
+			return verr_set(err, "%s: the program name is empty", name);
+		vec[i] = strdup(s);
+		if (!vec[i])
+			return verr_set(err, "out of memory");
+		*n = i + 1;
+	}
+	return 0;
+}
+
+static bool key_allowed(enum greq_op op, const char *key)
+{
+	static const char *const common[] = { "v", "op", NULL };
+	static const char *const exec[] = { "argv", "env", "cwd", "timeout_ms", NULL };
+	static const char *const sig[] = { "signal", NULL };
+	const char *const *extra = op == GREQ_EXEC ? exec : op == GREQ_SIGNAL ? sig : NULL;
+
+	for (const char *const *k = common; *k; k++)
+		if (!strcmp(*k, key))
+			return true;
+	for (const char *const *k = extra; k && *k; k++)
+		if (!strcmp(*k, key))
+			return true;
+	return false;
+}
+
+static int parse_exec(struct json_object *obj, struct greq *r, struct verr *err)
+{
+	struct json_object *v;
+	size_t bytes = 0;
+
+	if (!json_object_object_get_ex(obj, "argv", &v))
+		return verr_set(err, "exec: missing \"argv\" (an array of strings)");
+	if (get_strv(v, "argv", true, false, &r->argv, &r->argc, &bytes, err) < 0)
+		return -1;
+	if (json_object_object_get_ex(obj, "env", &v) &&
+	    get_strv(v, "env", false, true, &r->env, &r->envc, &bytes, err) < 0)
+		return -1;
+	if (json_object_object_get_ex(obj, "cwd", &v)) {
+		const char *cwd = get_cstr(v, "cwd", err);
+
+		if (!cwd)
+			return -1;
+		if (cwd[0] != '/')
+			return verr_set(err, "cwd: '%.60s' is not an absolute path", cwd);
+		if (strlen(cwd) >= PATH_MAX)
+			return verr_set(err, "cwd: longer than %d bytes", PATH_MAX - 1);
+		bytes += strlen(cwd);
+		if (bytes > GD_MAX_ARG_BYTES)
+			return verr_set(err, "cwd: argv, env and cwd together exceed %u bytes", GD_MAX_ARG_BYTES);
+		r->cwd = strdup(cwd);
+		if (!r->cwd)
+			return verr_set(err, "out of memory");
+	}
+	if (json_object_object_get_ex(obj, "timeout_ms", &v) &&
+	    get_int(v, "timeout_ms", 0, GD_MAX_TIMEOUT_MS, &r->timeout_ms, err) < 0)
+		return -1;
+	return 0;
+}
+
+static int parse_obj(struct json_object *obj, struct greq *r, struct verr *err)
+{
+	struct json_object *v;
+	long long ver, n;
+	const char *op;
+
+	if (!json_object_is_type(obj, json_type_object))
+		return verr_set(err, "request: expected a JSON object");
+	if (!json_object_object_get_ex(obj, "v", &v))
+		return verr_set(err, "request: missing \"v\" (the protocol version, %d)", GD_PROTO_VERSION);
+	if (get_int(v, "v", 0, INT32_MAX, &ver, err) < 0)
+		return -1;
+	if (ver != GD_PROTO_VERSION)
+		return verr_set(err, "request: protocol version %lld is not supported (this guestd speaks %d)",
+				ver, GD_PROTO_VERSION);
+	if (!json_object_object_get_ex(obj, "op", &v))
+		return verr_set(err, "request: missing \"op\" (hello, exec, signal or shutdown)");
+	op = get_cstr(v, "op", err);
+	if (!op)
+		return -1;
+	for (int i = GREQ_HELLO; i <= GREQ_SHUTDOWN; i++)
+		if (!strcmp(op, op_names[i]))
+			r->op = i;
+	if (!r->op)
+		return verr_set(err, "op: unknown operation '%.40s' (expected hello, exec, signal or shutdown)", op);
+	json_object_object_foreach(obj, key, val) {
+		(void)val;
+		if (!key_allowed(r->op, key))
+			return verr_set(err, "%s: unknown field \"%.40s\"", op, key);
+	}
+	switch (r->op) {
+	case GREQ_EXEC:
+		return parse_exec(obj, r, err);
+	case GREQ_SIGNAL:
+		if (!json_object_object_get_ex(obj, "signal", &v))
+			return verr_set(err, "signal: missing \"signal\" (a signal number)");
+		if (get_int(v, "signal", 1, SIGRTMAX, &n, err) < 0)
+			return -1;
+		r->sig = (int)n;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int greq_parse(const char *buf, size_t len, struct greq *r, struct verr *err)
+{
+	struct json_tokener *tok;
+	struct json_object *obj;
+	enum json_tokener_error jerr;
+	size_t end;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (len > GD_MAX_REQUEST)
+		return verr_set(err, "request of %zu bytes exceeds the %u-byte limit", len, GD_MAX_REQUEST);
+	if (memchr(buf, 0, len))
+		return verr_set(err, "request is not valid JSON: it contains a NUL byte");
+	tok = json_tokener_new_ex(GD_JSON_DEPTH);
+	if (!tok)
+		return verr_set(err, "out of memory");
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	obj = json_tokener_parse_ex(tok, buf, (int)len);
+	jerr = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (!obj || jerr != json_tokener_success) {
+		json_object_put(obj);
+		if (jerr == json_tokener_success)   /* the JSON value null */
+			return verr_set(err, "request: expected a JSON object");
+		if (jerr == json_tokener_continue)
+			return verr_set(err, "request is not valid JSON: it ends early (%zu bytes)", len);
+		return verr_set(err, "request is not valid JSON: %s at byte %zu",
+				json_tokener_error_desc(jerr), end);
+	}
+	for (size_t i = end; i < len; i++)
+		if (!strchr(" \t\r\n", buf[i])) {
+			json_object_put(obj);
+			return verr_set(err, "request is not valid JSON: unexpected data after the object at byte %zu", i);
+		}
+	ret = parse_obj(obj, r, err);
+	json_object_put(obj);
+	if (ret < 0)
+		greq_free(r);
+	return ret;
+}
+
+static char *finish(struct json_object *o)
+{
+	char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+
+	json_object_put(o);
+	return s;
+}
+
+static struct json_object *reply_base(const char *op, bool ok)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "v", json_object_new_int(GD_PROTO_VERSION));
+	if (op)
+		json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "ok", json_object_new_boolean(ok));
+	return o;
+}
+
+char *gd_reply_error(const char *op, const char *msg)
+{
+	struct json_object *o = reply_base(op, false);
+
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	return finish(o);
+}
+
+char *gd_reply_ok(const char *op, struct json_object *extra)
+{
+	struct json_object *o = reply_base(op, true);
+
+	if (extra) {
+		json_object_object_foreach(extra, k, v)
+			json_object_object_add(o, k, json_object_get(v));
+		json_object_put(extra);
+	}
+	return finish(o);
+}
+
+char *gd_exit_json(int wstatus, bool timed_out)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (WIFSIGNALED(wstatus)) {
+		json_object_object_add(o, "signal", json_object_new_int(WTERMSIG(wstatus)));
+		if (WCOREDUMP(wstatus))
+			json_object_object_add(o, "core", json_object_new_boolean(true));
+	} else {
+		json_object_object_add(o, "status", json_object_new_int(WEXITSTATUS(wstatus)));
+	}
+	if (timed_out)
+		json_object_object_add(o, "timeout", json_object_new_boolean(true));
+	return finish(o);
+}
+
+static void reject(struct gd_step *out, const char *op, const struct verr *why)
+{
+	out->act = GD_ACT_REPLY;
+	out->why = *why;
+	out->reply = gd_reply_error(op, why->msg);
+}
+
+void gd_dispatch(enum gd_state st, uint8_t type, const char *buf, size_t len,
+		 struct gd_step *out)
+{
+	struct verr e;
+
+	memset(out, 0, sizeof(*out));
+	if (type == CHAN_STDIN) {
+		verr_set(&e, "stdin frames are not accepted: a command's stdin is /dev/null");
+		reject(out, NULL, &e);
+		return;
+	}
+	if (type != CHAN_JSON) {
+		verr_set(&e, "unexpected frame type %u from a client (only requests, type %d, are accepted)",
+			 type, CHAN_JSON);
+		reject(out, NULL, &e);
+		return;
+	}
+	if (greq_parse(buf, len, &out->req, &e) < 0) {
+		reject(out, NULL, &e);
+		return;
+	}
+	switch (out->req.op) {
+	case GREQ_HELLO:
+		out->act = GD_ACT_HELLO;
+		return;
+	case GREQ_SHUTDOWN:
+		out->act = GD_ACT_SHUTDOWN;
+		return;
+	case GREQ_EXEC:
+		if (st == GD_RUNNING) {
+			greq_free(&out->req);
+			verr_set(&e, "exec: a command is already running on this connection");
+			reject(out, "exec", &e);
+			return;
+		}
+		out->act = GD_ACT_EXEC;
+		return;
+	case GREQ_SIGNAL:
+		if (st != GD_RUNNING) {
+			greq_free(&out->req);
+			verr_set(&e, "signal: no command is running on this connection");
+			reject(out, "signal", &e);
+			return;
+		}
+		out->act = GD_ACT_SIGNAL;
+		return;
+	}
+}
+
+void gd_step_free(struct gd_step *s)
+{
+	free(s->reply);
+	greq_free(&s->req);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,184 @@
+/*
+ * Starting a command for a session.  The command leads a new session (so
+ * its process group can be signalled and killed as a whole, and it has no
+ * controlling terminal), reads /dev/null, writes to two pipes, and inherits
+ * nothing of guestd: signal mask, dispositions and descriptors are reset.
+ * A failed chdir or exec is reported through a close-on-exec pipe, so the
+ * client gets "cannot execute X: why" instead of a bare 127.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static size_t name_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+char **gd_merge_env(char *const *base, char *const *add)
+{
+	size_t nb = 0, na = 0, n = 0;
+	char **out;
+
+	while (base && base[nb])
+		nb++;
+	while (add && add[na])
+		na++;
+	out = calloc(nb + na + 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < nb; i++) {
+		size_t l = name_len(base[i]);
+		bool replaced = false;
+
+		for (size_t j = 0; j < na && !replaced; j++)
+			replaced = name_len(add[j]) == l && !memcmp(add[j], base[i], l);
+		if (!replaced)
+			out[n++] = base[i];
+	}
+	/* Later duplicates in add win, as with env(1). */
+	for (size_t j = 0; j < na; j++) {
+		size_t l = name_len(add[j]);
+		bool later = false;
+
+		for (size_t k = j + 1; k < na && !later; k++)
+			later = name_len(add[k]) == l && !memcmp(add[k], add[j], l);
+		if (!later)
+			out[n++] = add[j];
+	}
+	return out;
+}
+
+/* The directory a command starts in when the request names none: $HOME
+ * when it is a directory (as ssh does), else /. */
+static const char *default_cwd(char *const *env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], "HOME=", 5) && env[i][5] == '/') {
+			const char *home = env[i] + 5;
+
+			if (access(home, X_OK) == 0)
+				return home;
+		}
+	return "/";
+}
+
+struct exec_failure {
+	int err;
+	char stage[8];    /* "chdir", "exec", "setup" */
+};
+
+static void __attribute__((noreturn)) child(const struct greq *r, char **envp, int out_w,
+					     int err_w, int report_w)
+{
+	struct exec_failure f = { 0, "setup" };
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	const char *cwd = r->cwd ? r->cwd : default_cwd(envp);
+	int null_fd;
+
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (setsid() < 0)
+		goto fail;
+	null_fd = open("/dev/null", O_RDONLY);
+	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+		goto fail;
+	/* Everything else closes at exec; the report pipe stays open until then. */
+	if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) < 0) {
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != report_w)
+				close(fd);
+	}
+	snprintf(f.stage, sizeof(f.stage), "chdir");
+	if (chdir(cwd) < 0)
+		goto fail;
+	snprintf(f.stage, sizeof(f.stage), "exec");
+	/* execvp looks PATH up in environ, so the request's PATH counts. */
+	environ = envp;
+	execvp(r->argv[0], r->argv);
+fail:
+	f.err = errno;
+	if (write(report_w, &f, sizeof(f)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
+{
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	struct exec_failure f;
+	char **envp;
+	ssize_t n;
+	pid_t pid;
+
+	envp = gd_merge_env(environ, r->env);
+	if (!envp)
+		return verr_set(err, "out of memory");
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+		verr_errno(err, "pipe");
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		verr_errno(err, "fork");
+		goto fail;
+	}
+	if (pid == 0)
+		child(r, envp, out[1], errp[1], rep[1]);
+	free(envp);
+	envp = NULL;
+	close(out[1]);
+	close(errp[1]);
+	close(rep[1]);
+	out[1] = errp[1] = rep[1] = -1;
+	do
+		n = read(rep[0], &f, sizeof(f));
+	while (n < 0 && errno == EINTR);
+	close(rep[0]);
+	rep[0] = -1;
+	if (n == (ssize_t)sizeof(f)) {
+		int st;
+
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (!strcmp(f.stage, "chdir"))
+			verr_set(err, "exec: cannot change to directory '%s': %s",
+				 r->cwd ? r->cwd : "$HOME", strerror(f.err));
+		else if (!strcmp(f.stage, "exec"))
+			verr_set(err, "exec: cannot execute '%s': %s", r->argv[0], strerror(f.err));
+		else
+			verr_set(err, "exec: setting up the command failed: %s", strerror(f.err));
+		goto fail;
+	}
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	c->pid = pid;
+	c->out_fd = out[0];
+	c->err_fd = errp[0];
+	return 0;
+fail:
+	free(envp);
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+		if (rep[i] >= 0)
+			close(rep[i]);
+	}
+	return -1;
+}

@@ -1,0 +1,443 @@
+/*
+ * Client of vhpc-guestd (guest/PROTOCOL.md).  Everything the guest sends is
+ * checked: a guest is hostile until proven otherwise, even one that holds
+ * the job key.
+ */
+#include "vhpc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define GEXEC_PROTO 1
+/* Once a frame's first byte arrived, the rest must follow within this. */
+#define FRAME_TIMEOUT_MS 30000
+/* After the guest's own timeout handling should have ended a command, how
+ * long the client still waits before it gives up on the guest. */
+#define BACKSTOP_MS 60000
+
+static int remaining_ms(uint64_t deadline)
+{
+	uint64_t now = now_ns();
+
+	if (!deadline)
+		return 0;
+	if (now >= deadline)
+		return -1;
+	return (int)((deadline - now + 999999) / 1000000);
+}
+
+/* connect() bounded by a deadline (0 = none). */
+static int connect_deadline(int fd, const struct sockaddr *sa, socklen_t len, uint64_t deadline)
+{
+	int fl = fcntl(fd, F_GETFL), soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	if (!deadline)
+		return connect(fd, sa, len);
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	if (connect(fd, sa, len) < 0) {
+		if (errno != EINPROGRESS && errno != EAGAIN)
+			return -1;
+		for (;;) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+			int ms = remaining_ms(deadline), r;
+
+			if (ms < 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			r = poll(&p, 1, ms);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				return -1;
+			if (r == 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			break;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+			return -1;
+		if (soerr) {
+			errno = soerr;
+			return -1;
+		}
+	}
+	fcntl(fd, F_SETFL, fl);
+	return 0;
+}
+
+static int handshake(struct chan *c, int fd, const uint8_t key[CHAN_KEY_LEN],
+		     uint64_t deadline, const char *what, struct verr *err)
+{
+	int ms = remaining_ms(deadline);
+
+	if (ms < 0) {
+		close(fd);
+		return verr_set(err, "%s: timed out before the handshake", what);
+	}
+	if (chan_client(c, fd, key, ms, err) < 0) {
+		close(fd);
+		return verr_wrap(err, "%s", what);
+	}
+	return 0;
+}
+
+int gexec_connect_tcp(struct chan *c, const char *host, int port,
+		      const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res, *ai;
+	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	char portstr[8];
+	int r;
+
+	if (port <= 0 || port > 65535)
+		return verr_set(err, "guest port %d is outside 1..65535", port);
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	r = getaddrinfo(host, portstr, &hints, &res);
+	if (r)
+		return verr_set(err, "cannot resolve guest '%s': %s", host,
+				r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
+	verr_set(err, "cannot reach %s:%d: no address", host, port);
+	for (ai = res; ai; ai = ai->ai_next) {
+		char addr[NI_MAXHOST] = "?", what[NI_MAXHOST + 300];
+		int fd, one = 1;
+
+		getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof(addr), NULL, 0, NI_NUMERICHOST);
+		snprintf(what, sizeof(what), "guest %s:%d (%s)", host, port, addr);
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+		if (fd < 0) {
+			verr_errno(err, "%s: socket", what);
+			continue;
+		}
+		if (connect_deadline(fd, ai->ai_addr, ai->ai_addrlen, deadline) < 0) {
+			verr_errno(err, "cannot connect to %s", what);
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		if (handshake(c, fd, key, deadline, what, err) == 0) {
+			freeaddrinfo(res);
+			return 0;
+		}
+	}
+	freeaddrinfo(res);
+	return -1;
+}
+
+int gexec_connect_unix(struct chan *c, const char *path,
+		       const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	char what[160];
+	struct stat st;
+	int fd, pfd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return verr_set(err, "guest socket path '%s' is too long", path);
+	snprintf(what, sizeof(what), "guest socket %s", path);
+	/* The socket sits in a directory the guest can write: it could put a
+	 * symlink there that points at any socket of the host.  Open the final
+	 * name without following links, check it is a socket, and connect
+	 * through the descriptor rather than the name. */
+	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return verr_errno(err, "cannot connect to %s", what);
+	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		close(pfd);
+		return verr_set(err, "cannot connect to %s: not a socket (a symlink or file in its place)", what);
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pfd);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		close(pfd);
+		return verr_errno(err, "%s: socket", what);
+	}
+	if (connect_deadline(fd, (struct sockaddr *)&sa, sizeof(sa), deadline) < 0) {
+		verr_errno(err, "cannot connect to %s", what);
+		close(fd);
+		close(pfd);
+		return -1;
+	}
+	close(pfd);
+	return handshake(c, fd, key, deadline, what, err);
+}
+
+static int send_obj(struct chan *c, struct json_object *o, struct verr *err)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	int r = chan_send(c, CHAN_JSON, s, strlen(s), err);
+
+	json_object_put(o);
+	return r;
+}
+
+static struct json_object *new_req(const char *op)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "v", json_object_new_int(GEXEC_PROTO));
+	json_object_object_add(o, "op", json_object_new_string(op));
+	return o;
+}
+
+/* A JSON object from the guest, or NULL with err set. */
+static struct json_object *parse_obj(const char *buf, size_t len, const char *what, struct verr *err)
+{
+	struct json_tokener *tok = json_tokener_new_ex(16);
+	struct json_object *o;
+
+	if (!tok) {
+		verr_set(err, "out of memory");
+		return NULL;
+	}
+	o = json_tokener_parse_ex(tok, buf, (int)len);
+	if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+	    !json_object_is_type(o, json_type_object)) {
+		verr_set(err, "the guest sent a malformed %s (%zu bytes of JSON)", what, len);
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+static bool obj_ok(struct json_object *o)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, "ok", &v) && json_object_is_type(v, json_type_boolean) &&
+	       json_object_get_boolean(v);
+}
+
+static const char *obj_error(struct json_object *o)
+{
+	struct json_object *v;
+
+	if (json_object_object_get_ex(o, "error", &v) && json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return "(no reason given)";
+}
+
+static int closed_error(bool replied, struct verr *err)
+{
+	if (!replied)
+		return verr_set(err, "the guest closed the connection without replying "
+				"(wrong job key, or guestd refused the connection)");
+	return verr_set(err, "the guest closed the connection before the command finished");
+}
+
+/* Receives the reply to a simple request (no output frames expected). */
+static int simple_reply(struct chan *c, const char *op, int timeout_ms, char **text,
+			struct verr *err)
+{
+	uint8_t type;
+	char *buf;
+	size_t len;
+	struct json_object *o;
+	int r = chan_recv(c, &type, &buf, &len, timeout_ms, err);
+
+	if (r == 1)
+		return closed_error(false, err);
+	if (r < 0)
+		return verr_wrap(err, "%s", op);
+	if (type != CHAN_JSON) {
+		free(buf);
+		return verr_set(err, "%s: the guest answered with a frame of type %u instead of a reply", op, type);
+	}
+	o = parse_obj(buf, len, "reply", err);
+	if (!o) {
+		free(buf);
+		return -1;
+	}
+	if (!obj_ok(o)) {
+		verr_set(err, "%s: the guest refused: %s", op, obj_error(o));
+		json_object_put(o);
+		free(buf);
+		return -1;
+	}
+	json_object_put(o);
+	if (text)
+		*text = buf;
+	else
+		free(buf);
+	return 0;
+}
+
+int gexec_hello(struct chan *c, char **info_json, int timeout_ms, struct verr *err)
+{
+	if (send_obj(c, new_req("hello"), err) < 0)
+		return verr_wrap(err, "hello");
+	return simple_reply(c, "hello", timeout_ms, info_json, err);
+}
+
+int gexec_shutdown(struct chan *c, struct verr *err)
+{
+	if (send_obj(c, new_req("shutdown"), err) < 0)
+		return verr_wrap(err, "shutdown");
+	return simple_reply(c, "shutdown", 10000, NULL, err);
+}
+
+static struct json_object *strv(const char *const *v)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (size_t i = 0; v && v[i]; i++)
+		json_object_array_add(a, json_object_new_string(v[i]));
+	return a;
+}
+
+/* Status from a CHAN_EXIT payload: {"status":N} or {"signal":N}. */
+static int exit_status(const char *buf, size_t len, int *status, bool *timed_out, struct verr *err)
+{
+	struct json_object *o = parse_obj(buf, len, "exit status", err), *v;
+	int ret = 0;
+
+	if (!o)
+		return -1;
+	*timed_out = json_object_object_get_ex(o, "timeout", &v) && json_object_get_boolean(v);
+	if (json_object_object_get_ex(o, "status", &v) && json_object_is_type(v, json_type_int) &&
+	    json_object_get_int64(v) >= 0 && json_object_get_int64(v) <= 255)
+		*status = (int)json_object_get_int64(v);
+	else if (json_object_object_get_ex(o, "signal", &v) && json_object_is_type(v, json_type_int) &&
+		 json_object_get_int64(v) >= 1 && json_object_get_int64(v) <= 127)
+		*status = 128 + (int)json_object_get_int64(v);
+	else
+		ret = verr_set(err, "the guest sent an exit report without a valid status or signal");
+	json_object_put(o);
+	return ret;
+}
+
+static int write_out(int fd, const char *buf, size_t len, const char *which, struct verr *err)
+{
+	if (fd < 0 || len == 0)
+		return 0;
+	if (write_full(fd, buf, len) < 0)
+		return verr_errno(err, "writing the command's %s", which);
+	return 0;
+}
+
+static int send_signal(struct chan *c, int sig, struct verr *err)
+{
+	struct json_object *o = new_req("signal");
+
+	json_object_object_add(o, "signal", json_object_new_int(sig));
+	return send_obj(c, o, err);
+}
+
+int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct verr *err)
+{
+	struct json_object *o = new_req("exec");
+	uint64_t backstop = 0;
+	bool started = false;
+
+	if (!r->argv || !r->argv[0])
+		return verr_set(err, "exec: empty command");
+	json_object_object_add(o, "argv", strv(r->argv));
+	if (r->env && r->env[0])
+		json_object_object_add(o, "env", strv(r->env));
+	if (r->cwd)
+		json_object_object_add(o, "cwd", json_object_new_string(r->cwd));
+	if (r->timeout_ms > 0) {
+		json_object_object_add(o, "timeout_ms", json_object_new_int(r->timeout_ms));
+		backstop = now_ns() + ((uint64_t)r->timeout_ms + BACKSTOP_MS) * 1000000ull;
+	}
+	if (send_obj(c, o, err) < 0)
+		return verr_wrap(err, "exec");
+	for (;;) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		uint8_t type;
+		char *buf;
+		size_t len;
+		int rc, ms = remaining_ms(backstop);
+
+		if (started && r->cancel && *r->cancel) {
+			int sig = *r->cancel;
+
+			*r->cancel = 0;
+			if (send_signal(c, sig, err) < 0)
+				return verr_wrap(err, "forwarding signal %d", sig);
+		}
+		if (ms < 0)
+			return verr_set(err, "the guest did not end the command %d s after its timeout",
+					BACKSTOP_MS / 1000);
+		/* The tick bounds how late a cancel set by a signal handler
+		 * between the check above and poll() is noticed. */
+		rc = poll(&p, 1, ms == 0 || ms > 100 ? 100 : ms);
+		if (rc < 0 && errno != EINTR)
+			return verr_errno(err, "exec: poll");
+		if (rc <= 0)
+			continue;
+		rc = chan_recv(c, &type, &buf, &len, FRAME_TIMEOUT_MS, err);
+		if (rc == 1)
+			return closed_error(started, err);
+		if (rc < 0)
+			return -1;
+		switch (type) {
+		case CHAN_JSON: {
+			struct json_object *rep = parse_obj(buf, len, "reply", err);
+
+			if (!rep) {
+				free(buf);
+				return -1;
+			}
+			if (!started && !obj_ok(rep)) {
+				verr_set(err, "the guest refused to run '%s': %s", r->argv[0], obj_error(rep));
+				json_object_put(rep);
+				free(buf);
+				return -1;
+			}
+			if (started && !obj_ok(rep))
+				log_warn("guest: %s", obj_error(rep));
+			started = true;
+			json_object_put(rep);
+			break;
+		}
+		case CHAN_STDOUT:
+		case CHAN_STDERR:
+			if (!started) {
+				free(buf);
+				return verr_set(err, "the guest sent output before accepting the command");
+			}
+			if (write_out(type == CHAN_STDOUT ? r->out_fd : r->err_fd, buf, len,
+				      type == CHAN_STDOUT ? "stdout" : "stderr", err) < 0) {
+				free(buf);
+				return -1;
+			}
+			break;
+		case CHAN_EOF:
+			break;
+		case CHAN_EXIT: {
+			bool timed_out = false;
+			int ret = started ? exit_status(buf, len, status, &timed_out, err)
+					  : verr_set(err, "the guest sent an exit status before accepting the command");
+
+			free(buf);
+			if (ret < 0)
+				return -1;
+			return timed_out ? GEXEC_TIMEOUT : 0;
+		}
+		default:
+			free(buf);
+			return verr_set(err, "the guest sent a frame of unknown type %u", type);
+		}
+		free(buf);
+	}
+}

@@ -1,0 +1,444 @@
+/*
+ * vmshm region and ring, without Open MPI: formatting and validating the
+ * region, slots, records through many wraps, a full ring, and the damage
+ * a hostile guest can do (which must end in an error, never a bad read:
+ * the rings here are malloc'ed to their exact size, under ASan).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "vmshm_region.h"
+#include "vmshm_ring.h"
+
+/* ------------------------------------------------------------- region */
+
+static void *zeroed(size_t n)
+{
+	void *p = calloc(1, n);
+	assert_non_null(p);
+	return p;
+}
+
+static void plan_fits_slots_and_shrinks_rings_for_the_platform(void **state)
+{
+	struct vmshm_geom g;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(vmshm_geom_plan(vmshm_region_size_for(4, 1 << 20), 1 << 20, 0, &g,
+					 err, sizeof(err)), 0);
+	assert_int_equal(g.nslots, 4);
+	assert_int_equal(g.ring_size, 1 << 20);
+	assert_int_equal(g.ring_shift, 20);
+	/* 8 ranks asked for in room for 4 with 1 MiB rings: 4 times as many
+	 * rings, each with its 4 KiB control page: 128 KiB rings. */
+	assert_int_equal(vmshm_geom_plan(vmshm_region_size_for(4, 1 << 20), 1 << 20, 8, &g,
+					 err, sizeof(err)), 0);
+	assert_int_equal(g.nslots, 8);
+	assert_int_equal(g.ring_size, 128 << 10);
+	assert_int_equal(vmshm_geom_plan(1 << 20, 1 << 20, 0, &g, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "too small"));
+	assert_int_equal(vmshm_geom_plan(64 << 20, 3000, 0, &g, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "power of two"));
+	assert_int_equal(vmshm_geom_plan(64 << 20, 1 << 20, 300, &g, err, sizeof(err)), -1);
+	assert_int_equal(vmshm_geom_plan(64 << 20, 1 << 20, 200, &g, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "too small for 200 slots"));
+}
+
+#define RSIZE (vmshm_region_size_for(4, 4096))
+
+static void attach_formats_once_then_validates(void **state)
+{
+	struct vmshm_attach_opts o = { .ring_size = 4096, .timeout_ms = 100 };
+	struct vmshm_geom g1, g2;
+	char err[256];
+	void *base = zeroed(RSIZE);
+
+	(void)state;
+	assert_int_equal(vmshm_region_attach(base, RSIZE, &o, &g1, err, sizeof(err)), 0);
+	assert_int_equal(g1.nslots, 4);
+	/* A second attacher with other wishes adopts the region as it is. */
+	o.ring_size = 1 << 20;
+	assert_int_equal(vmshm_region_attach(base, RSIZE, &o, &g2, err, sizeof(err)), 0);
+	assert_memory_equal(&g1, &g2, sizeof(g1));
+	/* The uuid is random: two regions never look like one. */
+	void *other = zeroed(RSIZE);
+	o.ring_size = 4096;
+	assert_int_equal(vmshm_region_attach(other, RSIZE, &o, &g2, err, sizeof(err)), 0);
+	assert_memory_not_equal(g1.uuid, g2.uuid, sizeof(g1.uuid));
+	free(other);
+	free(base);
+}
+
+static void attach_rejects_every_bad_header_field(void **state)
+{
+	struct vmshm_attach_opts o = { .ring_size = 4096, .timeout_ms = 100 };
+	struct vmshm_geom g;
+	char err[256];
+	void *base = zeroed(RSIZE);
+	struct vmshm_region_hdr *h = base, good;
+	static const struct {
+		size_t off;
+		uint64_t val;
+		int width;
+		const char *msg;
+	} bad[] = {
+		{ offsetof(struct vmshm_region_hdr, magic), 0x1234, 8, "not a vmshm region" },
+		{ offsetof(struct vmshm_region_hdr, version), 2, 4, "layout version" },
+		{ offsetof(struct vmshm_region_hdr, hdr_size), 8192, 4, "header size" },
+		{ offsetof(struct vmshm_region_hdr, region_size), 1ull << 40, 8, "are mapped" },
+		{ offsetof(struct vmshm_region_hdr, nslots), 1, 4, "slot count" },
+		{ offsetof(struct vmshm_region_hdr, nslots), 5, 4, "need" },
+		{ offsetof(struct vmshm_region_hdr, nslots), 100000, 4, "slot count" },
+		{ offsetof(struct vmshm_region_hdr, ring_size), 6000, 4, "power of two" },
+		{ offsetof(struct vmshm_region_hdr, ring_size), 1024, 4, "power of two" },
+		{ offsetof(struct vmshm_region_hdr, ring_size), 1u << 31, 4, "power of two" },
+		{ offsetof(struct vmshm_region_hdr, slots_off), 0, 8, "table offsets" },
+		{ offsetof(struct vmshm_region_hdr, rings_off), 1ull << 50, 8, "table offsets" },
+		{ offsetof(struct vmshm_region_hdr, ring_stride), 4096, 8, "ring stride" },
+	};
+
+	(void)state;
+	assert_int_equal(vmshm_region_attach(base, RSIZE, &o, &g, err, sizeof(err)), 0);
+	good = *h;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		*h = good;
+		memcpy((uint8_t *)h + bad[i].off, &bad[i].val, (size_t)bad[i].width);
+		err[0] = 0;
+		assert_int_equal(vmshm_region_attach(base, RSIZE, &o, &g, err, sizeof(err)), -1);
+		if (!strstr(err, bad[i].msg))
+			fail_msg("case %zu: '%s' does not mention '%s'", i, err, bad[i].msg);
+	}
+	/* Too small to hold even the tables. */
+	assert_int_equal(vmshm_region_attach(base, 4096, &o, &g, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "smaller than its tables"));
+	free(base);
+}
+
+static void attach_gives_up_on_a_formatter_that_died(void **state)
+{
+	struct vmshm_attach_opts o = { .ring_size = 4096, .timeout_ms = 50 };
+	struct vmshm_geom g;
+	char err[256];
+	void *base = zeroed(RSIZE);
+
+	(void)state;
+	((struct vmshm_region_hdr *)base)->magic = VMSHM_FORMATTING;
+	assert_int_equal(vmshm_region_attach(base, RSIZE, &o, &g, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "still being formatted"));
+	free(base);
+}
+
+static void slots_are_unique_released_and_reset(void **state)
+{
+	struct vmshm_attach_opts o = { .ring_size = 4096, .timeout_ms = 100 };
+	struct vmshm_geom g;
+	char err[256];
+	void *base = zeroed(RSIZE);
+	uint32_t s[5], e[5];
+
+	(void)state;
+	assert_int_equal(vmshm_region_attach(base, RSIZE, &o, &g, err, sizeof(err)), 0);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(vmshm_slot_claim(base, &g, 100 + (uint64_t)i, &s[i], &e[i]), 0);
+		assert_int_equal(e[i], 1);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(s[i], s[j]);
+	}
+	assert_int_equal(vmshm_slot_claim(base, &g, 200, &s[4], &e[4]), -1);
+	assert_int_equal(vmshm_slot_claim(base, &g, 0, &s[4], &e[4]), -1);
+
+	/* A producer announces itself and leaves a tail behind. */
+	vmshm_slot_mark_active(base, s[1], s[0]);
+	assert_int_equal(vmshm_slot_active_word(base, &g, s[1], 0), 1ull << s[0]);
+	assert_int_equal(vmshm_slot_active_word(base, &g, s[1], 1), 0);
+	*(uint64_t *)vmshm_ring_ctrl(base, &g, s[0], s[1]) = 12345;
+
+	/* Only the holder gives a slot back; the next claimer starts clean. */
+	vmshm_slot_release(base, &g, s[1], 999);
+	assert_int_equal(vmshm_slot_claim(base, &g, 300, &s[4], &e[4]), -1);
+	vmshm_slot_release(base, &g, s[1], 101);
+	assert_int_equal(vmshm_slot_claim(base, &g, 300, &s[4], &e[4]), 0);
+	assert_int_equal(s[4], s[1]);
+	assert_int_equal(e[4], 2);
+	assert_int_equal(vmshm_slot_active_word(base, &g, s[4], 0), 0);
+	assert_int_equal(*(uint64_t *)vmshm_ring_ctrl(base, &g, s[0], s[4]), 0);
+	free(base);
+}
+
+static void active_words_ignore_bits_beyond_the_slots(void **state)
+{
+	struct vmshm_geom g = { .nslots = 70 };
+	void *base = zeroed(VMSHM_RINGS_OFF);
+
+	(void)state;
+	vmshm_slot_at(base, 0)->active[1] = ~0ull;
+	vmshm_slot_at(base, 0)->active[2] = ~0ull;
+	assert_int_equal(vmshm_slot_active_word(base, &g, 0, 1), (1ull << 6) - 1);
+	assert_int_equal(vmshm_slot_active_word(base, &g, 0, 2), 0);
+	assert_int_equal(vmshm_slot_active_word_mask(&g, 0), ~0ull);
+	free(base);
+}
+
+/* --------------------------------------------------------------- ring */
+
+struct ring {
+	uint64_t tail;
+	uint8_t *data;
+	uint32_t size, shift;
+	struct vmshm_prod p;
+	struct vmshm_cons c;
+};
+
+static void ring_open(struct ring *r, uint32_t size, uint64_t key)
+{
+	memset(r, 0, sizeof(*r));
+	r->size = size;
+	while ((1u << r->shift) < size)
+		r->shift++;
+	r->data = malloc(size);
+	assert_non_null(r->data);
+	/* Leftovers of an earlier life must never read as records. */
+	memset(r->data, 0xa5, size);
+	vmshm_ring_reset(&r->tail);
+	vmshm_prod_init(&r->p, &r->tail, r->data, size, r->shift, key);
+	vmshm_cons_init(&r->c, &r->tail, r->data, size, r->shift, key);
+}
+
+static void fillpat(uint8_t *b, uint32_t n, uint64_t seq)
+{
+	for (uint32_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 7 + seq * 13);
+}
+
+static void records_arrive_in_order_through_many_wraps(void **state)
+{
+	struct ring r;
+	char err[256];
+	uint64_t sent = 0, got = 0;
+	unsigned rnd = 1;
+
+	(void)state;
+	ring_open(&r, 4096, 0x1234);
+	while (got < 20000) {
+		/* Produce until full, consume a random share: wraps at every offset. */
+		for (;;) {
+			uint32_t len = (sent * 37) % (vmshm_ring_max_payload(4096) + 1);
+			void *dst;
+			int rc = vmshm_prod_reserve(&r.p, len, &dst);
+			if (rc == -EAGAIN)
+				break;
+			assert_int_equal(rc, 0);
+			fillpat(dst, len, sent);
+			vmshm_prod_commit(&r.p, len, (uint8_t)sent);
+			sent++;
+		}
+		rnd = rnd * 1103515245 + 12345;
+		unsigned take = 1 + (rnd >> 16) % 8;
+		for (unsigned k = 0; k < take; k++) {
+			struct vmshm_msg m;
+			int rc = vmshm_cons_peek(&r.c, &m, err, sizeof(err));
+			if (rc == 0)
+				break;
+			assert_int_equal(rc, 1);
+			assert_int_equal(m.len, (got * 37) % (vmshm_ring_max_payload(4096) + 1));
+			assert_int_equal(m.tag, (uint8_t)got);
+			uint8_t want[4096];
+			fillpat(want, m.len, got);
+			assert_memory_equal(m.payload, want, m.len);
+			vmshm_cons_pop(&r.c);
+			got++;
+		}
+		vmshm_cons_publish(&r.c);
+	}
+	assert_true(r.c.tail > 100ull * 4096);
+	free(r.data);
+}
+
+static void full_ring_waits_and_oversize_is_refused(void **state)
+{
+	struct ring r;
+	char err[256];
+	void *dst;
+	struct vmshm_msg m;
+	int n = 0;
+
+	(void)state;
+	ring_open(&r, 4096, 7);
+	assert_int_equal(vmshm_prod_reserve(&r.p, vmshm_ring_max_payload(4096) + 1, &dst),
+			 -EMSGSIZE);
+	while (vmshm_prod_reserve(&r.p, 100, &dst) == 0) {
+		vmshm_prod_commit(&r.p, 100, 1);
+		n++;
+	}
+	assert_int_equal(n, 4096 / 128);
+	/* Consumed but not published: the producer still sees a full ring. */
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	vmshm_cons_pop(&r.c);
+	assert_int_equal(vmshm_prod_reserve(&r.p, 100, &dst), -EAGAIN);
+	vmshm_cons_publish(&r.c);
+	assert_int_equal(vmshm_prod_reserve(&r.p, 100, &dst), 0);
+	free(r.data);
+}
+
+static void a_consumer_that_keeps_up_stays_in_the_hot_window(void **state)
+{
+	struct ring r;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+	uint64_t maxpos = 0;
+
+	(void)state;
+	ring_open(&r, 1 << 20, 42);
+	for (int i = 0; i < 5000; i++) {
+		assert_int_equal(vmshm_prod_reserve(&r.p, 100, &dst), 0);
+		fillpat(dst, 100, (uint64_t)i);
+		vmshm_prod_commit(&r.p, 100, 1);
+		if ((r.p.res & ((1 << 20) - 1)) > maxpos)
+			maxpos = r.p.res & ((1 << 20) - 1);
+		assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+		uint8_t want[100];
+		fillpat(want, 100, (uint64_t)i);
+		assert_memory_equal(m.payload, want, 100);
+		vmshm_cons_pop(&r.c);
+		vmshm_cons_publish(&r.c);
+	}
+	assert_true(maxpos < VMSHM_HOT_WINDOW + 128);
+	assert_true(r.c.tail > 4ull << 20);   /* it did go round, by rewinding */
+	/* Large records (a rendezvous fragment among small ones) keep their
+	 * lap from rewinding: they would rewrite lines just read. */
+	maxpos = 0;
+	for (int i = 0; i < 200; i++) {
+		uint32_t len = i % 2 ? 100 : 16000;
+		assert_int_equal(vmshm_prod_reserve(&r.p, len, &dst), 0);
+		vmshm_prod_commit(&r.p, len, 1);
+		if ((r.p.res & ((1 << 20) - 1)) > maxpos)
+			maxpos = r.p.res & ((1 << 20) - 1);
+		assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+		assert_int_equal(m.len, len);
+		vmshm_cons_pop(&r.c);
+		vmshm_cons_publish(&r.c);
+	}
+	assert_true(maxpos > (1u << 20) / 2);
+	/* A consumer that falls behind gets the whole ring. */
+	int n = 0;
+	while (vmshm_prod_reserve(&r.p, 100, &dst) == 0) {
+		vmshm_prod_commit(&r.p, 100, 1);
+		n++;
+	}
+	assert_true(n > (1 << 20) / 128 - 2);
+	free(r.data);
+}
+
+static void wrong_key_or_stale_lap_is_not_a_record(void **state)
+{
+	struct ring r, other;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+
+	(void)state;
+	ring_open(&r, 4096, 1);
+	ring_open(&other, 4096, 2);
+	/* A record stamped for another consumer key. */
+	assert_int_equal(vmshm_prod_reserve(&other.p, 10, &dst), 0);
+	vmshm_prod_commit(&other.p, 10, 3);
+	memcpy(r.data, other.data, 4096);
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 0);
+	/* A whole lap later, yesterday's record at offset 0 is not today's. */
+	assert_int_equal(vmshm_prod_reserve(&r.p, 10, &dst), 0);
+	vmshm_prod_commit(&r.p, 10, 3);
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	vmshm_cons_pop(&r.c);
+	r.c.tail = 4096;   /* as if the consumer were one lap further */
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 0);
+	free(r.data);
+	free(other.data);
+}
+
+/* Overwrites the header the consumer will read next, keeping its stamp. */
+static struct vmshm_rec *next_rec(struct ring *r)
+{
+	return (struct vmshm_rec *)(r->data + (r->c.tail & (r->size - 1)));
+}
+
+static void damaged_records_are_errors_not_reads(void **state)
+{
+	struct ring r;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+
+	(void)state;
+	ring_open(&r, 4096, 99);
+	assert_int_equal(vmshm_prod_reserve(&r.p, 10, &dst), 0);
+	vmshm_prod_commit(&r.p, 10, 3);
+	next_rec(&r)->len = 4096 - 16 + 1;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "past the end"));
+	next_rec(&r)->len = 0xffffffffu;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	next_rec(&r)->len = 10;
+	next_rec(&r)->type = 0x77;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "unknown type 0x77"));
+	/* A pad that does not end where the ring ends. */
+	next_rec(&r)->type = VMSHM_REC_PAD;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "pad record"));
+	/* A record that fits exactly at the end is fine: the bound is exact. */
+	next_rec(&r)->type = VMSHM_REC_DATA;
+	next_rec(&r)->len = 4096 - 16;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	assert_int_equal(m.len, 4096 - 16);
+	free(r.data);
+}
+
+static void impossible_tail_is_an_error_for_the_producer(void **state)
+{
+	struct ring r;
+	void *dst;
+
+	(void)state;
+	ring_open(&r, 4096, 5);
+	while (vmshm_prod_reserve(&r.p, 1000, &dst) == 0)
+		vmshm_prod_commit(&r.p, 1000, 1);
+	r.tail = r.p.head + 64;                 /* ahead of the producer */
+	assert_int_equal(vmshm_prod_reserve(&r.p, 1000, &dst), -EPROTO);
+	r.tail = 0;                             /* fine: nothing consumed */
+	assert_int_equal(vmshm_prod_reserve(&r.p, 1000, &dst), -EAGAIN);
+	r.tail = r.p.head;                      /* all consumed */
+	assert_int_equal(vmshm_prod_reserve(&r.p, 1000, &dst), 0);
+	vmshm_prod_commit(&r.p, 1000, 1);
+	/* Went backwards from what the producer saw last. */
+	r.p.tail_seen = r.p.head - 4096 + 64;
+	r.tail = r.p.tail_seen - 64;
+	assert_int_equal(vmshm_prod_reserve(&r.p, 1000, &dst), -EPROTO);
+	free(r.data);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(plan_fits_slots_and_shrinks_rings_for_the_platform),
+		cmocka_unit_test(attach_formats_once_then_validates),
+		cmocka_unit_test(attach_rejects_every_bad_header_field),
+		cmocka_unit_test(attach_gives_up_on_a_formatter_that_died),
+		cmocka_unit_test(slots_are_unique_released_and_reset),
+		cmocka_unit_test(active_words_ignore_bits_beyond_the_slots),
+		cmocka_unit_test(records_arrive_in_order_through_many_wraps),
+		cmocka_unit_test(full_ring_waits_and_oversize_is_refused),
+		cmocka_unit_test(a_consumer_that_keeps_up_stays_in_the_hot_window),
+		cmocka_unit_test(wrong_key_or_stale_lap_is_not_a_record),
+		cmocka_unit_test(damaged_records_are_errors_not_reads),
+		cmocka_unit_test(impossible_tail_is_an_error_for_the_producer),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

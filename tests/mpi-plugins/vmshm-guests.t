@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# timeout: 300
+# The vmshm BTL across two real container guests of one `vhpc run` job:
+# data verified for 0..4 MiB, many-to-one, ring wrap-around, 4 ranks in 2
+# guests where vader carries same-guest pairs and vmshm cross-guest pairs
+# (the component's counters and Open MPI's bml output prove which), a peer
+# killed mid-message ends the job without a hang, --no-vmshm falls back to
+# TCP, and the region file is gone after every job.
+. "$(dirname "$0")/../integration/common.sh"
+need_root
+for f in "$BIN/vhpc" "$BIN/vhpc-guestd" "$VHPC_TOP/$B/vmshm/bin/vmshm-test" "$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so"; do
+	[ -e "$f" ] || skip_all "$f is not built"
+done
+# A test image: the default one plus the BTL's test program.
+mkdir -p "$T/conf/images"
+cp -r "$VHPC_TOP/configs/tuning" "$VHPC_TOP/configs/cluster.yaml" "$T/conf/"
+sed -e 's/^name: default/name: vmshm-test/' \
+    -e 's|^build_files:|build_files:\n  /usr/local/bin/vmshm-test: vmshm/bin/vmshm-test|' \
+    "$VHPC_TOP/configs/images/default.yaml" >"$T/conf/images/vmshm-test.yaml"
+export VHPC_CONFIG_DIR=$T/conf
+
+job() {  # NAME VHPC-RUN-ARGS... -- COMMAND...
+	local name=$1; shift
+	timeout -k 5 120 vhpc run --image vmshm-test --timeout 90 -x OMPI_MCA_btl_vmshm_stats=1 "$@" \
+		>"$T/$name.out" 2>"$T/$name.err"
+	rc=$?
+	leftover=$(ls /dev/shm | grep -c '^vhpc-.*-vmshm$')
+}
+show() { diag "exit $rc; stderr:"; tail -25 "$T/$1.err" | while IFS= read -r l; do diag "$l"; done; }
+counter() {  # NAME RANK PEER FIELD
+	sed -n "s/.*rank $2\] vmshm-stats: peer $3 slot [0-9]* .*$4 \([0-9]*\).*/\1/p" "$T/$1.out" "$T/$1.err" | head -1
+}
+
+job sizes -N 2 -n 2 -- vmshm-test sizes
+if [ $rc = 0 ] && grep -q '^OK sizes' "$T/sizes.out"; then ok "0..4 MiB across two guests, every byte verified"; else fail "sizes"; show sizes; fi
+tx=$(counter sizes 0 1 tx_bytes); rx=$(counter sizes 1 0 rx_bytes)
+check "rank 0 in g0 sent to rank 1 in g1 through vmshm (${tx:-0} bytes)" test "${tx:-0}" -gt 8000000
+check_eq "and rank 1 received exactly that" "$tx" "$rx"
+check_eq "the region file is removed after the job" 0 "$leftover"
+
+job many2one -N 2 -n 4 -- vmshm-test many2one
+if [ $rc = 0 ] && grep -q '^OK many2one' "$T/many2one.out"; then ok "many-to-one, 4 ranks in 2 guests"; else fail "many2one"; show many2one; fi
+
+job wrap -N 2 -n 2 -x OMPI_MCA_btl_vmshm_ring_size=16384 -x VHPC_VMSHM_SLOTS=2 -- vmshm-test wrap 20000
+full=$(counter wrap 0 1 ring_full); rx=$(counter wrap 1 0 rx_bytes)
+if [ $rc = 0 ] && grep -q '^OK wrap' "$T/wrap.out"; then ok "20000 messages wrap the rings, in order and intact"; else fail "wrap"; show wrap; fi
+diag "receiver got ${rx:-?} bytes; sender found its ring full ${full:-?} times"
+
+# map-by node: ranks 0,2 in g0 and 1,3 in g1.
+job mix -N 2 -n 4 -x OMPI_MCA_btl_base_verbose=1 -- vmshm-test alltoall
+if [ $rc = 0 ] && grep -q '^OK alltoall' "$T/mix.out"; then ok "all-to-all, 4 ranks in 2 guests"; else fail "alltoall"; show mix; fi
+all=$(cat "$T/mix.out" "$T/mix.err")
+check "rank 0 reaches rank 2 (same guest) with vader" grep -qE 'Using vader btl for send to \[\[[0-9]+,1\],2\]' <<<"$all"
+check "rank 0 reaches ranks 1 and 3 (other guest) with vmshm" \
+	grep -qE 'Using vmshm btl for send to \[\[[0-9]+,1\],[13]\]' <<<"$all"
+check "no vmshm counters between ranks of one guest" test -z "$(counter mix 0 2 tx_bytes)"
+check "vmshm counters between the guests" test "$(counter mix 0 1 tx_bytes)" -gt 0 -a "$(counter mix 2 3 tx_bytes)" -gt 0
+check "no pair used tcp" sh -c "! grep -q 'Using tcp btl' '$T/mix.out' '$T/mix.err'"
+
+t0=$SECONDS
+job killmid -N 2 -n 2 -- vmshm-test killmid
+dt=$((SECONDS - t0))
+check "a rank killed mid-message ends the job with an error ($rc) and no hang (${dt}s)" test "$rc" != 0 -a "$dt" -lt 60
+check_eq "and its region is removed" 0 "$leftover"
+
+job novmshm -N 2 -n 2 --no-vmshm -x OMPI_MCA_btl_base_verbose=1 -- vmshm-test sizes
+if [ $rc = 0 ] && grep -q '^OK sizes' "$T/novmshm.out"; then ok "--no-vmshm: the same job over TCP"; else fail "--no-vmshm"; show novmshm; fi
+check "--no-vmshm really used tcp and no vmshm" sh -c "grep -q 'Using tcp btl' '$T/novmshm.out' '$T/novmshm.err' && ! grep -q 'vmshm-stats' '$T/novmshm.out' '$T/novmshm.err'"
+check "--no-vmshm creates no region" sh -c "! grep -q 'vmshm region' '$T/novmshm.err'"
+done_testing
