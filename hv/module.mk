@@ -4,9 +4,8 @@ HV_SRCS := $(sort $(wildcard hv/*.c))
 $(eval $(call program,vhpc-hv,$(HV_SRCS)))
 $(eval $(call program,vhpc-hvctl,hv/ctl/hvctl.c))
 
-# The test guests and their kit live in tests/hv/ (only top-level module.mk
-# files are picked up by the Makefile).
-include tests/hv/module.mk
+# The test guests, their kit and hvt live in tests/hv/module.mk (the
+# Makefile picks up */*/module.mk too).
 
 # Unit tests of the pieces that need no KVM.
 HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/devopt.c hv/acpi.c hv/boot.c
