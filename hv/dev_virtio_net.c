@@ -393,7 +393,9 @@ static void attach(struct vnet *n, int i, bool on)
 		n->p[i].attached = on;
 }
 
-static void set_pairs(struct vnet *n, int pairs)
+/* Attaches the tap queues of the first `pairs` pairs and detaches the
+ * rest; a running device then looks for frames on the new ones. */
+static void set_pairs(struct vnet *n, int pairs, bool poll)
 {
 	for (int i = 0; i < n->npairs; i++)
 		if (i < pairs)
@@ -403,9 +405,8 @@ static void set_pairs(struct vnet *n, int pairs)
 		attach(n, i, false);
 	}
 	n->active = pairs;
-	for (int i = 0; i < pairs; i++)
-		if (n->v.running)
-			rx(n, i);
+	for (int i = 0; poll && i < pairs; i++)
+		rx(n, i);
 }
 
 static uint8_t ctrl_cmd(struct vnet *n, const struct vq_chain *c)
@@ -424,7 +425,7 @@ static uint8_t ctrl_cmd(struct vnet *n, const struct vq_chain *c)
 			return 1;
 		if (le16_get(data) < 1 || le16_get(data) > n->npairs)
 			return 1;
-		set_pairs(n, le16_get(data));
+		set_pairs(n, le16_get(data), true);
 		return 0;
 	default:
 		return 1;
@@ -508,7 +509,7 @@ static int net_start(struct virtio_dev *v)
 	}
 	n->mrg = virtio_has(v, F_MRG_RXBUF);
 	n->need = HDR_LEN + ((fl & (TUN_F_TSO4 | TUN_F_TSO6)) ? MAX_FRAME : (size_t)mtu + 18);
-	set_pairs(n, 1);
+	set_pairs(n, 1, true);
 	set_rx(n, 0, true);
 	return 0;
 }
@@ -522,7 +523,7 @@ static void net_stop(struct virtio_dev *v)
 		set_tx_wait(n, i, false);
 	}
 	offloads(n, 0);
-	set_pairs(n, 1);
+	set_pairs(n, 1, false);            /* a stopping device touches no queue */
 }
 
 static const struct virtio_ops net_ops = {

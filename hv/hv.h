@@ -34,7 +34,8 @@
  *
  * Devices (PCI bus 0, slots from 00:01.0 in this order: shm, blk, console,
  * net, vsock; each kind in the order given).  Values are key=value pairs
- * separated by commas; a bare key sets a flag, a bare word the first key.
+ * separated by commas; a bare key sets a flag (ro), a bare word the main
+ * key (tap=, path=, to=).
  * In YAML each is a mapping (or a list of them), or the same string:
  *
  *   --net tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N]         up to 8
