@@ -33,6 +33,14 @@ static int net_peer = -1, vsock_client = -1, vsock_listen = -1, vsock_peer[8];
 static char dir[64], uds[96];
 static uint64_t bar0[PCI_MAX_SLOTS];
 
+/* libFuzzer ends with exit(): the sockets' directory goes then. */
+static void cleanup(void)
+{
+	struct verr e;
+
+	rm_rf(dir, &e);
+}
+
 static void setup(void)
 {
 	struct verr err;
@@ -45,6 +53,7 @@ static void setup(void)
 	snprintf(dir, sizeof(dir), "/tmp/fuzz-virtio.XXXXXX");
 	if (!mkdtemp(dir) || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sp) < 0)
 		abort();
+	atexit(cleanup);
 	net_peer = sp[1];
 	img = memfd_create("fuzz-img", 0);
 	shm = memfd_create("fuzz-shm", 0);
