@@ -249,12 +249,16 @@ static void rx(struct vnet *n, int i)
 			left -= l;
 			nb++;
 		}
-		if (n->mrg) {
-			uint8_t num[2] = { (uint8_t)nb, (uint8_t)(nb >> 8) };
+		{
+			/* num_buffers (1 without mergeable buffers), and no
+			 * checksum flags for a driver that did not ask for them. */
+			uint8_t num[2] = { (uint8_t)nb, (uint8_t)(nb >> 8) }, zero = 0;
 			struct vq_chain c0 = { .head = n->rx_bufs[0].head, .nin = n->rx_bufs[0].n,
 					       .iov = n->rx_iov, .in_len = n->rx_bufs[0].cap };
 
 			vq_copy_to(&c0, 10, num, 2);
+			if (!virtio_has(&n->v, F_GUEST_CSUM))
+				vq_copy_to(&c0, 0, &zero, 1);
 		}
 		/* Unused chains go back; the used ones complete in order. */
 		vq_unpop(q, (uint16_t)(k - nb));
