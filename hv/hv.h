@@ -65,8 +65,11 @@
 " and gets "OK <host port>
 " once the
  *        guest accepted (the connection is closed if it refused); then
- *        the socket is the stream.  A guest connection to CID 2 port P
- *        is connected to the unix socket "PATH_P" (reset if none).
+ *        the socket is the stream.  A CONNECT made before the guest's
+ *        driver is up waits for it; vhpc-hv does not time out an unanswered
+ *        CONNECT (the caller should).  A guest reset closes every stream.
+ *        A guest connection to CID 2 port P is connected to the unix
+ *        socket "PATH_P" (reset if none).
  *                                 vsock: {cid: 3, uds: /run/vhpc/g1.vsock}
  *   --shm path=FILE[,size=SIZE]                              up to 4
  *        shared memory compatible with QEMU's ivshmem-plain (PCI 1af4:1110,
