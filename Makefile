@@ -17,7 +17,8 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	libyaml-dev libjson-c-dev libsodium-dev libhwloc-dev hwloc \
 	libopenmpi-dev openmpi-bin libibverbs-dev munge libmunge-dev \
 	runc libcmocka-dev libsqlite3-dev libnl-3-dev libnl-route-3-dev \
-	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4
+	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
+	kmod cpio gnuplot-nox jq
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
@@ -41,7 +42,7 @@ UNIT_TESTS :=
 FUZZERS    :=
 EXTRA_ALL  :=
 
-.PHONY: all deps check demo fuzz clean install
+.PHONY: all deps check demo fuzz clean install kernels
 all: deps programs
 
 # -- Debian packages ------------------------------------------------------
@@ -110,8 +111,15 @@ programs: $(PROGRAMS) $(EXTRA_ALL)
 tests: $(UNIT_TESTS) $(EXTRA_TESTS)
 fuzzers: $(FUZZERS)
 
-check: all tests fuzzers
+check: all tests fuzzers kernels
 	@B=$(B) tests/run
+
+# The Debian kernel kvm images and the hv smoke tests boot, fetched during
+# set-up like a package (tests never download).  Offline, those tests skip.
+KERNEL_PACKAGE := linux-image-cloud-amd64
+kernels: programs
+	@VHPC_KERNEL_CACHE=$(CURDIR)/$(B)/kernels $(B)/bin/vhpc image fetch-kernel $(KERNEL_PACKAGE) >/dev/null || \
+		echo "warning: could not fetch $(KERNEL_PACKAGE); kvm image and kernel boot tests will be skipped"
 
 demo: all
 	$(B)/bin/vhpc run -N 2 -n 4 -- vhpc-mpibench PingPong Sendrecv
@@ -120,8 +128,10 @@ fuzz: fuzzers
 	@B=$(B) FUZZ_SECONDS=$${FUZZ_SECONDS:-300} tests/fuzz/run-all
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/vhpc
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/vhpc $(DESTDIR)$(PREFIX)/lib/openmpi $(DESTDIR)/etc/vhpc
 	install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	cp -r $(B)/share/vhpc/. $(DESTDIR)$(PREFIX)/share/vhpc/
+	cp -r $(B)/lib/openmpi/. $(DESTDIR)$(PREFIX)/lib/openmpi/
 	cp -r configs/. $(DESTDIR)/etc/vhpc/
 
 clean:

@@ -162,4 +162,36 @@ size_t imb_check_table(const struct imb_table *t, const struct imb_check_opts *o
 size_t imb_check(const struct imb_output *out, const struct imb_check_opts *o,
 		 imb_report_fn report, void *ctx);
 
+/* ------------------------------------------------------------- vhpc bench */
+
+/*
+ * `vhpc bench`: a suite natively and in guests in one invocation, with the
+ * repetitions interleaved; results (JSON, table, plot, machine description,
+ * every run's raw output) in a folder.  The harness lives in bench/harness/.
+ */
+struct bench_opts {
+	const char *suite;       /* mpi (default), net, mem, sys */
+	int guests, ranks;       /* 0: the suite's default */
+	const char *driver;      /* auto, container, kvm (passed to vhpc run); NULL: auto */
+	const char *driver_used; /* what that resolves to here, and why (for the record) */
+	const char *driver_why;
+	const char *image;       /* guests' node image; NULL: vhpc run's default */
+	const char *imb;         /* mpi: a real IMB-MPI1 binary instead of vhpc-mpibench */
+	int reps;                /* repetitions of each side; 0: 5 */
+	const char *sizes;       /* "1,64K,4M": message (mpi, net) or memory (mem) sizes */
+	const char *msglog;      /* mpi, net: "[MIN:]MAX" as IMB's -msglog */
+	double seconds;          /* net, sys: seconds per test; 0: the suite's default */
+	bool no_vmshm;           /* guests talk TCP (vhpc run --no-vmshm) */
+	const char *native_btl;  /* mpi, net: Open MPI BTLs of the native ranks; NULL: self,vader,tcp */
+	int timeout_s;           /* per run; 0: 600 */
+	const char *out;         /* results folder; NULL: <state dir>/bench/<time>-<suite> */
+	int argc;                /* the command line, kept with the results */
+	char **argv;
+};
+/* Runs it; errors are printed.  Returns the exit status: 0, 1 (a run
+ * failed), 2 (bad options), 128+N (interrupted by signal N). */
+int bench_run(const struct bench_opts *o);
+/* `vhpc bench compare A B`: per metric B/A with the noise range. */
+int bench_compare(const char *a, const char *b, bool json);
+
 #endif

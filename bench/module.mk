@@ -31,3 +31,28 @@ $(B)/bin/vhpc-imbcheck: $(BENCH_LIB)
 $(eval $(call unit_test,unit-bench-imb,tests/bench/test_imb.c $(BENCH_LIB_SRCS),,-Ibench))
 $(eval $(call unit_test,unit-bench-opts,tests/bench/test_mpibench_opts.c bench/mpibench/opts.c bench/mpibench/pattern.c bench/imb_rules.c,,-Ibench -Ibench/mpibench))
 $(eval $(call fuzzer,fuzz-imb-parse,tests/bench/fuzz_imb_parse.c $(BENCH_LIB_SRCS),,-Ibench))
+
+# The native sides of `vhpc bench`'s suites, also in the default guest image:
+# vhpc-sysbench (UnixBench-style loops and a memory touch; no MPI) and
+# vhpc-netbench (TCP stream and request/response between two MPI ranks).
+$(eval $(call program,vhpc-sysbench,bench/loops/sysbench.c))
+$(eval $(call program,vhpc-netbench,bench/netbench/netbench.c,$$(MPI_LIBS)))
+$(B)/obj/bench/netbench/netbench.o: EXTRA_OBJ_CFLAGS = $(MPI_CFLAGS)
+
+# The harness behind `vhpc bench` (scheduler/cmd_bench.c calls bench_run and
+# bench_compare from bench/bench.h).  The program template links every object
+# that $(B)/bin/vhpc depends on, so naming them here links them into vhpc
+# without touching the scheduler's module.mk.
+BENCH_HARNESS_CORE := bench/harness/stats.c bench/harness/metrics.c bench/harness/parse.c \
+	bench/harness/sizes.c
+BENCH_HARNESS_SRCS := $(BENCH_HARNESS_CORE) bench/harness/proc.c bench/harness/runs.c \
+	bench/harness/run.c bench/harness/suite_mpi.c bench/harness/suite_net.c \
+	bench/harness/suite_mem.c bench/harness/suite_sys.c bench/harness/machine.c \
+	bench/harness/table.c bench/harness/plot.c bench/harness/compare.c bench/harness/image.c
+$(B)/bin/vhpc: $(patsubst %.c,$(B)/obj/%.o,$(BENCH_HARNESS_SRCS) $(BENCH_LIB_SRCS))
+
+$(eval $(call unit_test,unit-bench-harness,tests/bench/test_harness.c $(BENCH_HARNESS_CORE) \
+	bench/harness/compare.c bench/harness/table.c $(BENCH_LIB_SRCS),,-Ibench))
+$(eval $(call fuzzer,fuzz-bench-results,tests/bench/fuzz_bench_results.c $(BENCH_HARNESS_CORE) \
+	bench/harness/runs.c bench/harness/suite_mpi.c bench/harness/suite_net.c bench/harness/suite_mem.c \
+	bench/harness/suite_sys.c $(BENCH_LIB_SRCS),,-Ibench))

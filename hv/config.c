@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,17 +50,50 @@ static const struct cf_field hv_fields[] = {
 	{ .key = "cpuid_hide", .kind = CF_STR, .off = OFF(cpuid_hide) },
 	{ 0 }
 };
-const struct cf_schema hv_config_schema = { "vhpc-hv", sizeof(struct hv_config), hv_fields };
+
+/* The fixed keys plus one CF_CUSTOM key per registered device option;
+ * built once, since the registry is fixed at link time. */
+#define NBASE (sizeof(hv_fields) / sizeof(hv_fields[0]) - 1)
+static struct cf_field all_fields[NBASE + HV_MAX_DEVOPTS + 1];
+static struct cf_schema all_schema;
+static pthread_once_t schema_once = PTHREAD_ONCE_INIT;
+
+static void build_schema(void)
+{
+	const struct hv_devopt *const *opts;
+	int n = hv_devopts(&opts);
+
+	memcpy(all_fields, hv_fields, NBASE * sizeof(hv_fields[0]));
+	for (int i = 0; i < n; i++)
+		all_fields[NBASE + (size_t)i] = (struct cf_field){
+			.key = opts[i]->name, .kind = CF_CUSTOM,
+			.off = offsetof(struct hv_config, dev) + (size_t)i * sizeof(struct hv_devset),
+			.parse = hv_devset_yaml, .what = opts[i]->usage };
+	all_schema = (struct cf_schema){ "vhpc-hv", sizeof(struct hv_config), all_fields };
+}
+
+const struct cf_schema *hv_config_schema(void)
+{
+	pthread_once(&schema_once, build_schema);
+	return &all_schema;
+}
 
 void hv_config_defaults(struct hv_config *c)
 {
+	const struct hv_devopt *const *opts;
+
 	memset(c, 0, sizeof(*c));
 	c->prefault = true;
+	c->ndevopts = hv_devopts(&opts);
+	for (int i = 0; i < c->ndevopts; i++)
+		c->dev[i].opt = opts[i];
 }
 
 void hv_config_free(struct hv_config *c)
 {
-	cf_release(&hv_config_schema, c);
+	cf_release(hv_config_schema(), c);
+	for (int i = 0; i < c->ndevopts; i++)
+		hv_devset_free(&c->dev[i]);
 }
 
 void hv_usage(FILE *f)
@@ -70,8 +104,16 @@ void hv_usage(FILE *f)
 		"               [--cpu-affinity LIST] [--topology SxCxT] [--hugepages[=2M|1G]]\n"
 		"               [--prefault-threads N] [--no-prefault] [--serial stdio|none|file:PATH]\n"
 		"               [--control PATH] [--require-hw] [--debug-exit] [--cpuid-hide LIST]\n"
-		"               [--config FILE] [-v] [-q]\n"
-		"Runs one KVM guest; exits 0 when the guest powers off (see hv/hv.h).\n");
+		"               [--config FILE] [-v] [-q]\n");
+	{
+		const struct hv_devopt *const *opts;
+		int n = hv_devopts(&opts);
+
+		for (int i = 0; i < n; i++)
+			fprintf(f, "               [--%s %s]%s\n", opts[i]->name, opts[i]->usage,
+				opts[i]->max > 1 ? "..." : "");
+	}
+	fprintf(f, "Runs one KVM guest; exits 0 when the guest powers off (see hv/hv.h).\n");
 }
 
 static int set_str(char **dst, const char *v)
@@ -142,7 +184,15 @@ enum {
 	O_DEBUGEXIT, O_CPUIDHIDE, O_CONFIG, O_HELP,
 };
 
-static const struct option long_opts[] = {
+/* Releases only the numa list (the command line replaces the file's). */
+static const struct cf_field numa_only_fields[] = {
+	{ .key = "numa", .kind = CF_LIST, .off = OFF(numa), .sub = &numa_schema },
+	{ 0 }
+};
+static const struct cf_schema numa_only_schema = { "numa", sizeof(struct hv_config), numa_only_fields };
+
+#define O_DEVOPT 1000     /* + index of the device option */
+static const struct option base_opts[] = {
 	{ "kernel", required_argument, 0, O_KERNEL },
 	{ "initrd", required_argument, 0, O_INITRD },
 	{ "cmdline", required_argument, 0, O_CMDLINE },
@@ -162,14 +212,22 @@ static const struct option long_opts[] = {
 	{ "cpuid-hide", required_argument, 0, O_CPUIDHIDE },
 	{ "config", required_argument, 0, O_CONFIG },
 	{ "help", no_argument, 0, O_HELP },
-	{ 0 }
 };
+#define NBASE_OPTS (sizeof(base_opts) / sizeof(base_opts[0]))
 
 int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err)
 {
 	bool numa_from_cli = false;
 	long long v;
 	int o;
+	struct option long_opts[NBASE_OPTS + HV_MAX_DEVOPTS + 1];
+
+	memcpy(long_opts, base_opts, sizeof(base_opts));
+	for (int i = 0; i < c->ndevopts; i++)
+		long_opts[NBASE_OPTS + (size_t)i] = (struct option){
+			c->dev[i].opt->name, c->dev[i].opt->arg_optional ? optional_argument : required_argument,
+			0, O_DEVOPT + i };
+	memset(&long_opts[NBASE_OPTS + (size_t)c->ndevopts], 0, sizeof(long_opts[0]));
 
 	/* The file first, so that the command line overrides it. */
 	for (int i = 1; i < argc; i++) {
@@ -179,7 +237,7 @@ int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err
 			f = argv[i + 1];
 		else if (!strncmp(argv[i], "--config=", 9))
 			f = argv[i] + 9;
-		if (f && cf_bind_file(f, &hv_config_schema, c, err) < 0)
+		if (f && cf_bind_file(f, hv_config_schema(), c, err) < 0)
 			return -1;
 	}
 	optind = 1;
@@ -201,7 +259,7 @@ int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err
 			struct hv_numa_cfg n, *nv;
 
 			if (!numa_from_cli) {   /* the command line replaces the file's list */
-				cf_release(&hv_config_schema, &(struct hv_config){ .numa = c->numa });
+				cf_release(&numa_only_schema, &(struct hv_config){ .numa = c->numa });
 				c->numa.v = NULL;
 				c->numa.n = 0;
 				numa_from_cli = true;
@@ -242,6 +300,17 @@ int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err
 		case 'v': vlog_set_level(VLOG_DEBUG); break;
 		case 'q': vlog_set_level(VLOG_WARN); break;
 		case O_HELP: return 1;
+		case O_DEVOPT ... O_DEVOPT + HV_MAX_DEVOPTS - 1: {
+			struct hv_devset *ds = &c->dev[o - O_DEVOPT];
+			const char *arg = optarg;
+
+			/* `--console file:x` as well as `--console=file:x`. */
+			if (!arg && ds->opt->arg_optional && optind < argc && argv[optind][0] != '-')
+				arg = argv[optind++];
+			if (hv_devset_add_cli(ds, arg, err) < 0)
+				return -1;
+			break;
+		}
 		case ':': return verr_set(err, "%s needs a value", argv[optind - 1]);
 		default: return verr_set(err, "unknown option '%s'", argv[optind - 1]);
 		}
@@ -254,7 +323,7 @@ int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err
 		return verr_set(err, "--vcpus is required");
 	if (!c->mem && !c->numa.n)
 		return verr_set(err, "--mem is required");
-	return 0;
+	return hv_devsets_check(c, err);
 }
 
 /* Like a cpulist, but in the given order and with repeats allowed, because

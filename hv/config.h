@@ -19,6 +19,52 @@ struct hv_numa_cfg {
 	struct opt_node host_node;
 };
 
+/* ------------------------------------------------------ device options
+ *
+ * Each device file declares its option with HV_DEVICE_OPTION: the same
+ * cf_schema binds the YAML key (a mapping, a list of mappings, or a string
+ * in the command-line form) and the command line `--NAME k=v[,k=v...]`
+ * (a bare `k` sets a boolean; a bare word is the positional key's value).
+ * check() validates one instance and fills what it derives. */
+#define HV_MAX_DEVOPTS 16
+
+struct hv_config;
+
+struct hv_devopt {
+	const char *name;              /* --NAME and the YAML key NAME */
+	const char *usage;             /* "tap=NAME[,mac=MAC]..." */
+	const struct cf_schema *schema;
+	int max;                       /* instances allowed */
+	const char *positional;        /* key a bare word sets, or NULL */
+	bool arg_optional;             /* `--NAME` alone is allowed */
+	int (*check)(void *inst, const char *where, struct verr *err);
+};
+
+struct hv_devset {
+	const struct hv_devopt *opt;
+	void **item;                   /* schema->size bytes each */
+	char **where;                  /* "--net tap=.." or "file:line:col" */
+	size_t n;
+	bool from_cli;
+};
+
+#define HV_DEVICE_OPTION(var)                                                  \
+	static const struct hv_devopt *const hv_devopt_ptr_##var               \
+		__attribute__((used, section("hv_devopts"), aligned(8))) = &var
+
+/* The registered options, in link order. */
+int hv_devopts(const struct hv_devopt *const **list);
+/* Instances of opt in c (0 when none given). */
+size_t hv_dev_count(const struct hv_config *c, const struct hv_devopt *opt);
+void *hv_dev_get(const struct hv_config *c, const struct hv_devopt *opt, size_t i);
+const char *hv_dev_where(const struct hv_config *c, const struct hv_devopt *opt, size_t i);
+
+/* Used by config.c: one command-line occurrence, a YAML node, freeing. */
+int hv_devset_add_cli(struct hv_devset *s, const char *arg, struct verr *err);
+int hv_devset_yaml(const cf_doc *d, const cf_node *n, void *dst, struct verr *err);
+void hv_devset_free(struct hv_devset *s);
+int hv_devsets_check(struct hv_config *c, struct verr *err);
+
 struct hv_config {
 	char *kernel, *initrd, *cmdline;
 	long long vcpus;
@@ -35,6 +81,8 @@ struct hv_config {
 	bool require_hw;
 	bool debug_exit;
 	char *cpuid_hide;
+	struct hv_devset dev[HV_MAX_DEVOPTS];   /* one per registered option */
+	int ndevopts;
 };
 
 /* The checked plan derived from the config. */
@@ -61,7 +109,8 @@ struct hv_plan {
 	int hide_ebx7;                    /* CPUID.7.0 EBX bits to clear */
 };
 
-extern const struct cf_schema hv_config_schema;
+/* The YAML schema: the fixed keys plus one per device option. */
+const struct cf_schema *hv_config_schema(void);
 
 void hv_config_defaults(struct hv_config *c);
 /* Parses argv; --config FILE is read first, other options override it.

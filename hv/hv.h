@@ -32,6 +32,54 @@
  *   --config FILE        YAML file with the keys above
  *   -v / -q              more / less logging (also $VHPC_LOG)
  *
+ * Devices (PCI bus 0, slots from 00:01.0 in this order: shm, blk, console,
+ * net, vsock; each kind in the order given).  Values are key=value pairs
+ * separated by commas; a bare key sets a flag (ro), a bare word the main
+ * key (tap=, path=, to=).
+ * In YAML each is a mapping (or a list of them), or the same string:
+ *
+ *   --net tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N]         up to 8
+ *        virtio-net over a tap (vnet header, checksum/TSO offloads,
+ *        mergeable RX buffers).  tap=NAME creates the tap (it goes away
+ *        with vhpc-hv) or attaches to a persistent one created with the
+ *        same flags: IFF_TAP|IFF_NO_PI|IFF_VNET_HDR, plus IFF_MULTI_QUEUE
+ *        when queues>1 (queues=N: N queue pairs, N tap queues, 1..8).
+ *        fd=N: an open tap fd (single queue).  mac= defaults to a random
+ *        locally administered address; mtu= (68..65535) goes to the guest
+ *        (VIRTIO_NET_F_MTU) and to the tap.
+ *                                 net: [{tap: t0, mac: "52:54:00:00:00:01", mtu: 9000, queues: 4}]
+ *   --blk path=FILE[,ro][,serial=STR]                        up to 8
+ *        virtio-blk on a raw image or block device: read, write, flush,
+ *        get-id (serial, at most 20 characters); ro refuses writes.  The
+ *        image is flock'ed (shared for ro, exclusive otherwise).
+ *                                 blk: [{path: /img/root.raw, ro: true}]
+ *   --console [stdio|none|file:PATH]                         one
+ *        virtio-console (the guest's hvc0).  stdio: output to stdout,
+ *        input from stdin unless COM1 (--serial) is on stdio too.
+ *                                 console: "file:/run/vhpc/g1.console"
+ *   --vsock cid=N,uds=PATH                                   one
+ *        virtio-vsock (streams), guest CID N (3..2^32-2), bridged to unix
+ *        sockets as Firecracker's hybrid vsock: vhpc-hv listens on PATH
+ *        (mode 0600, root or our uid only); a host process connects,
+ *        writes "CONNECT <port>
+" and gets "OK <host port>
+" once the
+ *        guest accepted (the connection is closed if it refused); then
+ *        the socket is the stream.  A CONNECT made before the guest's
+ *        driver is up waits for it; vhpc-hv does not time out an unanswered
+ *        CONNECT (the caller should).  A guest reset closes every stream.
+ *        A guest connection to CID 2 port P is connected to the unix
+ *        socket "PATH_P" (reset if none).
+ *                                 vsock: {cid: 3, uds: /run/vhpc/g1.vsock}
+ *   --shm path=FILE[,size=SIZE]                              up to 4
+ *        shared memory compatible with QEMU's ivshmem-plain (PCI 1af4:1110,
+ *        BAR2 = the region, 64-bit prefetchable, above RAM).  FILE in
+ *        /dev/shm or on hugetlbfs, mapped shared by every vhpc-hv given
+ *        it; created (0600) if missing and size= is given; never removed
+ *        by vhpc-hv.  The size is a power of two.  How a guest maps it
+ *        write-back: hv/README.md, "Shared memory".
+ *                                 shm: [{path: /dev/shm/vhpc-job7, size: 1G}]
+ *
  * Control socket: one JSON object per line in each direction.  Only root
  * or the uid that runs vhpc-hv may connect (SO_PEERCRED).  Requests:
  *   {"cmd":"status"}   -> {"ok":true,"state":"running"|"paused"|"stopping",

@@ -1,6 +1,6 @@
 /* Port I/O and MMIO dispatch: devices register address ranges; vCPU exits
- * find the range by binary search under a read lock, so devices (PCI BARs in
- * the next issue) may move while the guest runs. */
+ * find the range by binary search under a read lock, so devices (PCI BARs)
+ * may move while the guest runs. */
 #include "vm.h"
 
 #include <stdlib.h>
@@ -81,35 +81,40 @@ bool io_dispatch(struct io_bus *b, uint64_t addr, void *data, unsigned len, bool
 {
 	size_t lo = 0, hi;
 	bool found = false;
+	struct io_region r = { 0 };
 
 	pthread_rwlock_rdlock(&b->lock);
 	hi = b->n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct io_region *r = &b->r[mid];
+		const struct io_region *m = &b->r[mid];
 
-		if (addr < r->base) {
+		if (addr < m->base) {
 			hi = mid;
-		} else if (addr - r->base >= r->len) {
+		} else if (addr - m->base >= m->len) {
 			lo = mid + 1;
 		} else {
 			/* An access that runs past the region's end is not the device's. */
-			if (len <= r->len - (addr - r->base)) {
-				if (write) {
-					if (r->ops->write)
-						r->ops->write(r->opaque, addr - r->base, data, len);
-				} else if (r->ops->read) {
-					r->ops->read(r->opaque, addr - r->base, data, len);
-				} else {
-					memset(data, 0xff, len);
-				}
+			if (len <= m->len - (addr - m->base)) {
+				r = *m;
 				found = true;
 			}
 			break;
 		}
 	}
 	pthread_rwlock_unlock(&b->lock);
-	if (!found) {
+	/* The handler runs without the lock: a PCI config write may move BARs
+	 * (io_register on this bus).  Region owners outlive their regions. */
+	if (found) {
+		if (write) {
+			if (r.ops->write)
+				r.ops->write(r.opaque, addr - r.base, data, len);
+		} else if (r.ops->read) {
+			r.ops->read(r.opaque, addr - r.base, data, len);
+		} else {
+			memset(data, 0xff, len);
+		}
+	} else {
 		if (!write)
 			memset(data, 0xff, len);
 		atomic_fetch_add(&b->unhandled, 1);

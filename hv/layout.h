@@ -13,6 +13,7 @@
  *   ...          RAM up to min(mem, 3 GiB)
  *   0xc000_0000  32-bit hole: PCI MMIO window, ECAM, IOAPIC, LAPIC
  *   0x1_0000_0000 RAM above 4 GiB (what did not fit below the hole)
+ *   RAM end rounded up to 64 GiB: 64-bit PCI window (shared-memory BARs)
  */
 #ifndef HV_LAYOUT_H
 #define HV_LAYOUT_H
@@ -38,10 +39,13 @@
 
 #define GPA_HOLE_START     0xc0000000ull  /* 3 GiB */
 #define GPA_4G             0x100000000ull
-#define GPA_PCI_MMIO       0xc0000000ull  /* next issue: BARs */
+#define GPA_PCI_MMIO       0xc0000000ull  /* 32-bit BARs */
 #define PCI_MMIO_SIZE      0x20000000ull
-#define GPA_ECAM           0xe0000000ull  /* next issue: PCIe ECAM */
+#define GPA_ECAM           0xe0000000ull  /* PCIe ECAM, buses 0-255 (MCFG) */
 #define ECAM_SIZE          0x10000000ull
+/* 64-bit BARs (ivshmem regions) go above RAM: the window starts at RAM's
+ * end rounded up to PCI_MMIO64_ALIGN and is that large. */
+#define PCI_MMIO64_ALIGN   (64ull << 30)
 #define GPA_IOAPIC         0xfec00000ull
 #define GPA_LAPIC          0xfee00000ull
 
@@ -51,6 +55,7 @@
 /* I/O ports. */
 #define PORT_I8042_DATA    0x60
 #define PORT_I8042_CMD     0x64
+#define PORT_PCI_CONFIG    0xcf8      /* 0xcf8 address, 0xcfc data, 0xcf9 reset */
 #define PORT_COM1          0x3f8
 #define IRQ_COM1           4
 #define PORT_ACPI_SLEEP_CTL 0x600   /* FADT sleep control register */

@@ -181,6 +181,7 @@ int main(int argc, char **argv)
 	atomic_store(&vm.exit_status, -1);
 	pthread_mutex_init(&vm.lock, NULL);
 	pthread_cond_init(&vm.cond, NULL);
+	pthread_mutex_init(&vm.loops_lock, NULL);
 	io_bus_init(&vm.pio);
 	io_bus_init(&vm.mmio);
 	vm.stop_efd = eventfd(0, EFD_CLOEXEC);

@@ -148,6 +148,17 @@ struct vm {
 	struct ged *ged;
 	uint64_t acpi_rsdp;
 	struct uart *uart;
+
+	/* PCI and virtio (pci.c, irq.c, evloop.c). */
+	struct pci_bus *pci;        /* created by the first PCI device */
+	struct irq_routes *irqr;    /* GSI routing for MSI(-X) through irqfd */
+	int next_slot;              /* next free KVM memory slot (RAM uses 0, 1) */
+	/* Set by the fuzzer and the net benchmark: device event loops start no
+	 * thread and run only when evloop_run_all() is called. */
+	bool manual_loops;
+	pthread_mutex_t loops_lock;
+	struct evloop *loops;
+	atomic_ulong msi_sent;      /* MSIs delivered (irqfd or KVM_SIGNAL_MSI) */
 };
 
 /* First caller wins; wakes the main loop, which stops every vCPU. */
@@ -185,9 +196,48 @@ struct hv_device {
 
 int devices_create(struct vm *vm, struct verr *err);
 void devices_destroy(struct vm *vm);
+/* RAM and devices from a vhpc-hv command line, without KVM (nokvm.c). */
+int vm_nokvm_init(struct vm *vm, struct hv_config *cfg, struct hv_plan *plan, int argc, char **argv,
+		  bool manual_loops, struct verr *err);
+void vm_nokvm_free(struct vm *vm, struct hv_config *cfg);
 
 /* Power button press (control "poweroff"). */
 void ged_power_button(struct vm *vm);
+
+/* ------------------------------------------------------- device threads */
+
+/* An epoll thread per device: fds (ioeventfds, taps, sockets) with
+ * callbacks, and synchronous calls into the thread so that a device's state
+ * is only ever touched by its own thread. */
+struct evloop;
+typedef void (*ev_cb)(void *opaque, uint32_t events);
+struct evloop *evloop_new(struct vm *vm, const char *name, struct verr *err);
+/* Watches fd for events (EPOLLIN/EPOLLOUT); events 0 keeps the fd quiet. */
+int evloop_add(struct evloop *l, int fd, uint32_t events, ev_cb cb, void *opaque);
+int evloop_mod(struct evloop *l, int fd, uint32_t events);
+/* After this returns no callback for fd runs any more (unless called from
+ * another thread while that callback runs: use evloop_call for teardown). */
+void evloop_del(struct evloop *l, int fd);
+/* Runs fn(arg) in the loop's thread and waits for it; runs it directly when
+ * called from that thread or when the loop has no thread. */
+void evloop_call(struct evloop *l, void (*fn)(void *), void *arg);
+int evloop_start(struct evloop *l, struct verr *err);
+/* Dispatches what is ready now (manual loops); returns events handled. */
+int evloop_run_once(struct evloop *l, int timeout_ms);
+int evloop_run_all(struct vm *vm);
+void evloop_free(struct evloop *l);
+
+/* --------------------------------------------------------------- interrupts */
+
+/* MSI delivery.  irq_msi_gsi() gives an irqfd bound to a fresh GSI;
+ * irq_msi_route() points that GSI at (addr, data).  Without KVM (fuzzer,
+ * benchmark) these fail and irq_msi_signal() only counts. */
+int irq_msi_gsi(struct vm *vm, int *gsi, int *irqfd);
+int irq_msi_route(struct vm *vm, int gsi, uint64_t addr, uint32_t data);
+int irq_msi_signal(struct vm *vm, uint64_t addr, uint32_t data);
+void irq_routes_free(struct vm *vm);
+/* A KVM memory slot number for device memory (ivshmem). */
+int vm_alloc_slot(struct vm *vm);
 
 /* -------------------------------------------------------------- vCPUs, boot */
 

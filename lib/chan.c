@@ -22,71 +22,6 @@
 
 static const char magic[8] = "VHPCCH1";
 
-/* Reads len bytes before the deadline (0 = none). */
-static int read_deadline(int fd, void *buf, size_t len, uint64_t deadline,
-			 bool *eof_at_start)
-{
-	size_t off = 0;
-
-	*eof_at_start = false;
-	while (off < len) {
-		ssize_t r;
-
-		if (deadline) {
-			uint64_t now = now_ns();
-			struct pollfd p = { .fd = fd, .events = POLLIN };
-			int pr;
-
-			if (now >= deadline) {
-				errno = ETIMEDOUT;
-				return -1;
-			}
-			pr = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
-			if (pr < 0 && errno == EINTR)
-				continue;
-			if (pr < 0)
-				return -1;
-			if (pr == 0) {
-				errno = ETIMEDOUT;
-				return -1;
-			}
-		}
-		r = read(fd, (char *)buf + off, len - off);
-		if (r < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -1;
-		}
-		if (r == 0) {
-			*eof_at_start = off == 0;
-			errno = EPIPE;
-			return -1;
-		}
-		off += r;
-	}
-	return 0;
-}
-
-/* A peer that hangs up must cost an error, not a SIGPIPE to the process. */
-static int send_full(int fd, const void *buf, size_t len)
-{
-	size_t off = 0;
-
-	while (off < len) {
-		ssize_t r = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
-
-		if (r < 0 && errno == ENOTSOCK)
-			return write_full(fd, (const char *)buf + off, len - off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		off += r;
-	}
-	return 0;
-}
-
 static uint64_t deadline_of(int timeout_ms)
 {
 	return timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
@@ -151,7 +86,7 @@ static int handshake(struct chan *c, int timeout_ms, struct verr *err)
 	randombytes_buf(mine + 8, 8);
 	if (send_full(c->fd, mine, sizeof(mine)) < 0)
 		return verr_errno(err, "channel handshake: send");
-	if (read_deadline(c->fd, theirs, sizeof(theirs), deadline, &eof) < 0)
+	if (read_full_deadline(c->fd, theirs, sizeof(theirs), deadline, &eof) < 0)
 		return verr_errno(err, "channel handshake: receive");
 	if (memcmp(theirs, magic, 8))
 		return verr_set(err, "channel handshake: the peer does not speak the vhpc channel protocol");
@@ -218,7 +153,7 @@ int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 	char *b;
 	bool eof;
 
-	if (read_deadline(c->fd, hdr, 5, deadline, &eof) < 0) {
+	if (read_full_deadline(c->fd, hdr, 5, deadline, &eof) < 0) {
 		if (eof)
 			return 1;
 		return verr_errno(err, "channel receive");
@@ -231,8 +166,8 @@ int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 	b = malloc((size_t)nlen + 1);
 	if (!b)
 		return verr_set(err, "out of memory");
-	if ((nlen && read_deadline(c->fd, b, nlen, deadline, &eof) < 0) ||
-	    read_deadline(c->fd, mac, sizeof(mac), deadline, &eof) < 0) {
+	if ((nlen && read_full_deadline(c->fd, b, nlen, deadline, &eof) < 0) ||
+	    read_full_deadline(c->fd, mac, sizeof(mac), deadline, &eof) < 0) {
 		free(b);
 		return verr_errno(err, "channel receive: truncated frame");
 	}

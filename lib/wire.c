@@ -36,25 +36,6 @@ static munge_ctx_t make_ctx(struct verr *err)
 	return ctx;
 }
 
-static int send_all(int fd, const void *buf, size_t len)
-{
-	size_t off = 0;
-
-	while (off < len) {
-		ssize_t r = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL);
-
-		if (r < 0 && errno == ENOTSOCK)
-			return write_full(fd, (const char *)buf + off, len - off);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		off += r;
-	}
-	return 0;
-}
-
 int wire_send(int fd, struct json_object *msg, struct verr *err)
 {
 	const char *payload;
@@ -84,52 +65,11 @@ int wire_send(int fd, struct json_object *msg, struct verr *err)
 	munge_ctx_destroy(ctx);
 	clen = strlen(cred);
 	nlen = htonl((uint32_t)clen);
-	if (send_all(fd, &nlen, 4) < 0 || send_all(fd, cred, clen) < 0) {
+	if (send_full(fd, &nlen, 4) < 0 || send_full(fd, cred, clen) < 0) {
 		free(cred);
 		return verr_errno(err, "sending a message");
 	}
 	free(cred);
-	return 0;
-}
-
-static int recv_deadline(int fd, void *buf, size_t len, uint64_t deadline, bool *eof)
-{
-	size_t off = 0;
-
-	*eof = false;
-	while (off < len) {
-		ssize_t r;
-
-		if (deadline) {
-			uint64_t now = now_ns();
-			struct pollfd p = { .fd = fd, .events = POLLIN };
-			int pr;
-
-			if (now >= deadline) {
-				errno = ETIMEDOUT;
-				return -1;
-			}
-			pr = poll(&p, 1, (int)((deadline - now) / 1000000) + 1);
-			if (pr < 0 && errno == EINTR)
-				continue;
-			if (pr <= 0) {
-				errno = pr == 0 ? ETIMEDOUT : errno;
-				return -1;
-			}
-		}
-		r = read(fd, (char *)buf + off, len - off);
-		if (r < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return -1;
-		}
-		if (r == 0) {
-			*eof = off == 0;
-			errno = EPIPE;
-			return -1;
-		}
-		off += r;
-	}
 	return 0;
 }
 
@@ -197,7 +137,7 @@ int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer, int time
 	bool eof;
 	int r;
 
-	if (recv_deadline(fd, &nlen, 4, deadline, &eof) < 0) {
+	if (read_full_deadline(fd, &nlen, 4, deadline, &eof) < 0) {
 		if (eof)
 			return 1;
 		return verr_errno(err, "receiving a message");
@@ -208,7 +148,7 @@ int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer, int time
 	cred = malloc(nlen + 1);
 	if (!cred)
 		return verr_set(err, "out of memory");
-	if (recv_deadline(fd, cred, nlen, deadline, &eof) < 0) {
+	if (read_full_deadline(fd, cred, nlen, deadline, &eof) < 0) {
 		free(cred);
 		return verr_errno(err, "receiving a message: truncated");
 	}

@@ -4,6 +4,17 @@
 
 #include "nodeagent/vhpcd.h"
 
+/* What a kvm guest boots: a kernel (a Debian package fetched with apt-get
+ * download, or a file on this host), the modules its initramfs loads. */
+struct image_kvm {
+	char *kernel_package;
+	char *kernel;                 /* bzImage on this host */
+	char *release;                /* its release, when its name does not say */
+	char *modules_root;           /* where lib/modules/<release> is; default / */
+	struct cf_strlist modules;
+	uint64_t rootfs_size;         /* 0 = from the content */
+};
+
 struct image_spec {
 	char *name;
 	char *description;
@@ -13,7 +24,13 @@ struct image_spec {
 	struct cf_strlist programs;   /* vhpc programs -> /usr/local/bin */
 	struct cf_strmap build_files; /* image path -> path under the build dir */
 	bool busybox;                 /* applets for what packages lack */
+	struct image_kvm kvm;
 };
+
+static inline bool image_spec_has_kvm(const struct image_spec *s)
+{
+	return s->kvm.kernel_package || s->kvm.kernel;
+}
 extern const struct cf_schema image_spec_schema;
 
 int image_spec_load(const char *path, struct image_spec *s, struct verr *err);
@@ -22,8 +39,14 @@ int image_fingerprint(const char *yaml_path, const struct image_spec *s, char ou
 		      struct verr *err);
 /* Fills an empty directory with the rootfs the spec describes. */
 int image_stage_rootfs(const struct image_spec *s, const char *root, struct verr *err);
-/* The manifest of a rootfs (malloc'd text) and its sha256 (the image id). */
+/* The manifest of a tree (malloc'd text) and its sha256.  At the top level,
+ * "manifest", "info.json" and names starting with '.' are left out: the
+ * image dir's own bookkeeping is not content. */
 int image_manifest(const char *root, char **text, size_t *len, char id[65],
 		   uint64_t *bytes, long *files, struct verr *err);
+/* Makes <stage>/kvm/ (kernel, vmlinux, initramfs, rootfs.ext4) from the
+ * spec and <stage>/rootfs; rootfs_id seeds the ext4 uuid. */
+int image_kvm_stage(const struct image_spec *s, const char *stage, const char *rootfs_id,
+		    struct verr *err);
 
 #endif

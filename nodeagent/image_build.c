@@ -20,6 +20,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#define K(f) offsetof(struct image_kvm, f)
+static const struct cf_field kvm_fields[] = {
+	{ .key = "kernel_package", .kind = CF_STR, .off = K(kernel_package) },
+	{ .key = "kernel", .kind = CF_STR, .off = K(kernel) },
+	{ .key = "release", .kind = CF_STR, .off = K(release) },
+	{ .key = "modules_root", .kind = CF_STR, .off = K(modules_root) },
+	{ .key = "modules", .kind = CF_STRLIST, .off = K(modules) },
+	{ .key = "rootfs_size", .kind = CF_SIZE, .off = K(rootfs_size), .min = 16 << 20, .max = 1ll << 40 },
+	{ 0 }
+};
+static const struct cf_schema kvm_schema = { "kvm", sizeof(struct image_kvm), kvm_fields };
+
 #define S(f) offsetof(struct image_spec, f)
 static const struct cf_field spec_fields[] = {
 	{ .key = "name", .kind = CF_STR, .off = S(name), .flags = CF_REQUIRED },
@@ -30,6 +42,7 @@ static const struct cf_field spec_fields[] = {
 	{ .key = "programs", .kind = CF_STRLIST, .off = S(programs) },
 	{ .key = "build_files", .kind = CF_STRMAP, .off = S(build_files) },
 	{ .key = "busybox", .kind = CF_BOOL, .off = S(busybox) },
+	{ .key = "kvm", .kind = CF_STRUCT, .off = S(kvm), .sub = &kvm_schema },
 	{ 0 }
 };
 const struct cf_schema image_spec_schema = { "image", sizeof(struct image_spec), spec_fields };
@@ -77,6 +90,27 @@ int image_spec_load(const char *path, struct image_spec *s, struct verr *err)
 				 path, s->build_files.key[i], s->build_files.val[i]);
 			goto fail;
 		}
+	if (s->kvm.kernel_package && s->kvm.kernel) {
+		verr_set(err, "%s: kvm: give kernel_package or kernel, not both", path);
+		goto fail;
+	}
+	if (s->kvm.kernel_package && (!ident_ok(s->kvm.kernel_package, 128) || strncmp(s->kvm.kernel_package, "linux-image-", 12))) {
+		verr_set(err, "%s: kvm.kernel_package '%s' is not a linux-image-* package name", path, s->kvm.kernel_package);
+		goto fail;
+	}
+	if ((s->kvm.kernel && !abs_path_ok(s->kvm.kernel)) || (s->kvm.modules_root && !abs_path_ok(s->kvm.modules_root))) {
+		verr_set(err, "%s: kvm.kernel and kvm.modules_root must be plain absolute paths", path);
+		goto fail;
+	}
+	for (size_t i = 0; i < s->kvm.modules.n; i++)
+		if (!ident_ok(s->kvm.modules.v[i], 64)) {
+			verr_set(err, "%s: kvm.modules[%zu] '%s' is not a module name", path, i, s->kvm.modules.v[i]);
+			goto fail;
+		}
+	if (s->kvm.modules.n && !image_spec_has_kvm(s)) {
+		verr_set(err, "%s: kvm.modules without kvm.kernel_package or kvm.kernel", path);
+		goto fail;
+	}
 	return 0;
 fail:
 	image_spec_free(s);
@@ -562,6 +596,10 @@ int image_fingerprint(const char *yaml_path, const struct image_spec *s, char ou
 		snprintf(path, sizeof(path), "%s/../%s", self_dir(), s->build_files.val[i]);
 		fp_stat(&h, path);
 	}
+	if (s->kvm.kernel)
+		fp_stat(&h, s->kvm.kernel);
+	snprintf(path, sizeof(path), "%s/../share/vhpc/initramfs-init", self_dir());
+	fp_stat(&h, path);
 	crypto_hash_sha256_final(&h, d);
 	hex_encode(d, 32, out);
 	return 0;

@@ -91,6 +91,8 @@ static int walk(struct mf *m, int dirfd, const char *rel, int depth, struct verr
 
 		if (r < 0 || !strcmp(name, ".") || !strcmp(name, ".."))
 			goto next;
+		if (depth == 0 && (!strcmp(name, "manifest") || !strcmp(name, "info.json") || name[0] == '.'))
+			goto next;
 		snprintf(path, sizeof(path), "%s/%s", rel, name);
 		if (strchr(name, '\n') || strchr(name, ' ')) {
 			r = verr_set(err, "%s: names with spaces or newlines are not allowed in images", path);

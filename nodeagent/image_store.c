@@ -105,6 +105,17 @@ static int load_info(const char *id, struct image_info *out, struct verr *err)
 	out->bytes = jint(o, "bytes");
 	out->files = jint(o, "files");
 	out->built = jint(o, "built");
+	{
+		const char *rel = jstr(o, "kernel_release");
+		struct json_object *k;
+
+		out->kvm = json_object_object_get_ex(o, "kvm", &k) && json_object_get_boolean(k);
+		snprintf(out->kernel_release, sizeof(out->kernel_release), "%s", rel ? rel : "");
+	}
+	snprintf(out->kernel, sizeof(out->kernel), "%s/%s/kvm/vmlinuz", dir, id);
+	snprintf(out->vmlinux, sizeof(out->vmlinux), "%s/%s/kvm/vmlinux", dir, id);
+	snprintf(out->initrd, sizeof(out->initrd), "%s/%s/kvm/initramfs.img", dir, id);
+	snprintf(out->disk, sizeof(out->disk), "%s/%s/kvm/rootfs.ext4", dir, id);
 	json_object_put(o);
 	if (stat(out->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
 		return verr_set(err, "image %s has no rootfs at %s", id, out->rootfs);
@@ -165,12 +176,24 @@ static int write_json(const char *path, struct json_object *o, struct verr *err)
 	return write_file_atomic(path, s, strlen(s), 0644, err);
 }
 
-int image_build(const char *yaml_path, bool force, struct image_info *out,
-		struct verr *err)
+int image_spec_wants_kvm(const char *yaml_path, bool *yes, struct verr *err)
 {
 	struct image_spec s;
+
+	if (image_spec_load(yaml_path, &s, err) < 0)
+		return -1;
+	*yes = image_spec_has_kvm(&s);
+	image_spec_free(&s);
+	return 0;
+}
+
+int image_build(const char *yaml_path, unsigned flags, struct image_info *out,
+		struct verr *err)
+{
+	bool force = flags & IMAGE_FORCE, want_kvm = flags & IMAGE_KVM;
+	struct image_spec s;
 	char dir[PATH_MAX], stage[PATH_MAX + 64], root[PATH_MAX + 80], path[PATH_MAX + 80];
-	char fp[65], id[65], rnd[9], *manifest = NULL;
+	char fp[65], id[65], rnd[9], *manifest = NULL, kernel_release[128] = "";
 	uint64_t bytes;
 	size_t mlen;
 	long files;
@@ -195,7 +218,7 @@ int image_build(const char *yaml_path, bool force, struct image_info *out,
 			const char *old_fp = jstr(o, "fingerprint"), *old_id = jstr(o, "id");
 
 			if (old_fp && old_id && !strcmp(old_fp, fp) && is_id(old_id) &&
-			    load_info(old_id, out, &ignore) == 0) {
+			    load_info(old_id, out, &ignore) == 0 && (!want_kvm || out->kvm)) {
 				json_object_put(o);
 				r = 0;
 				goto out_lock;
@@ -208,8 +231,35 @@ int image_build(const char *yaml_path, bool force, struct image_info *out,
 	hex_encode(rnd, 4, rnd);
 	snprintf(stage, sizeof(stage), "%s/.build-%d-%s", dir, (int)getpid(), rnd);
 	snprintf(root, sizeof(root), "%s/rootfs", stage);
-	if (mkdir_p(root, 0755, err) < 0 || image_stage_rootfs(&s, root, err) < 0 ||
-	    image_manifest(root, &manifest, &mlen, id, &bytes, &files, err) < 0)
+	if (want_kvm && !image_spec_has_kvm(&s)) {
+		verr_set(err, "%s has no kvm: section (kernel and modules for kvm guests)", yaml_path);
+		goto out_stage;
+	}
+	if (mkdir_p(root, 0755, err) < 0 || image_stage_rootfs(&s, root, err) < 0)
+		goto out_stage;
+	if (want_kvm) {
+		char rid[65];
+
+		/* The rootfs's own hash seeds the ext4 uuid: same content, same bytes. */
+		if (image_manifest(root, &manifest, &mlen, rid, NULL, NULL, err) < 0 ||
+		    image_kvm_stage(&s, stage, rid, err) < 0)
+			goto out_stage;
+		free(manifest);
+		manifest = NULL;
+		snprintf(path, sizeof(path), "%s/kvm/kernel.version", stage);
+		{
+			char *v;
+			size_t vl;
+
+			if (read_file(path, &v, &vl, 127, err) < 0)
+				goto out_stage;
+			v[strcspn(v, "\n")] = 0;
+			snprintf(kernel_release, sizeof(kernel_release), "%s", v);
+			free(v);
+		}
+	}
+	/* The id covers everything the image holds: rootfs/ and kvm/. */
+	if (image_manifest(stage, &manifest, &mlen, id, &bytes, &files, err) < 0)
 		goto out_stage;
 	snprintf(path, sizeof(path), "%s/manifest", stage);
 	if (write_file(path, manifest, mlen, 0644, err) < 0)
@@ -223,6 +273,9 @@ int image_build(const char *yaml_path, bool force, struct image_info *out,
 		json_object_object_add(info, "built", json_object_new_int64(time(NULL)));
 		json_object_object_add(info, "bytes", json_object_new_int64(bytes));
 		json_object_object_add(info, "files", json_object_new_int64(files));
+		json_object_object_add(info, "kvm", json_object_new_boolean(want_kvm));
+		if (want_kvm)
+			json_object_object_add(info, "kernel_release", json_object_new_string(kernel_release));
 		snprintf(path, sizeof(path), "%s/info.json", stage);
 		r = write_json(path, info, err);
 		json_object_put(info);
@@ -272,7 +325,7 @@ out_spec:
 	return r;
 }
 
-int image_ensure(const char *name, struct image_info *out, struct verr *err)
+int image_ensure(const char *name, unsigned flags, struct image_info *out, struct verr *err)
 {
 	char path[PATH_MAX];
 
@@ -280,8 +333,12 @@ int image_ensure(const char *name, struct image_info *out, struct verr *err)
 		return verr_set(err, "image name '%s' is not a plain name", name);
 	snprintf(path, sizeof(path), "%s/images/%s.yaml", vhpc_config_dir(), name);
 	if (access(path, F_OK) == 0)
-		return image_build(path, false, out, err);
-	return image_lookup(name, out, err);
+		return image_build(path, flags & ~IMAGE_FORCE, out, err);
+	if (image_lookup(name, out, err) < 0)
+		return -1;
+	if ((flags & IMAGE_KVM) && !out->kvm)
+		return verr_set(err, "image '%s' has no kvm parts and no %s to build them from", name, path);
+	return 0;
 }
 
 static int by_built(const void *a, const void *b)
@@ -334,7 +391,7 @@ int image_verify(const struct image_info *img, struct verr *err)
 	char *text, id[65];
 	size_t len;
 
-	if (image_manifest(img->rootfs, &text, &len, id, NULL, NULL, err) < 0)
+	if (image_manifest(img->dir, &text, &len, id, NULL, NULL, err) < 0)
 		return -1;
 	free(text);
 	if (strcmp(id, img->id))

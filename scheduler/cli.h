@@ -12,6 +12,7 @@
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_cleanup(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 /* The cluster (vhpc-ctld, scheduler/PROTOCOL.md). */
 int cmd_submit(int argc, char **argv);
 int cmd_queue(int argc, char **argv);

@@ -13,8 +13,9 @@ static void print_image(const struct image_info *img)
 	time_t t = img->built;
 
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime(&t));
-	printf("%-16s %.12s  %6ld files  %10s  %s\n", img->name, img->id, img->files,
-	       fmt_size(img->bytes, sz, sizeof(sz)), when);
+	printf("%-16s %.12s  %6ld files  %10s  %s%s%s\n", img->name, img->id, img->files,
+	       fmt_size(img->bytes, sz, sizeof(sz)), when, img->kvm ? "  kvm: Linux " : "",
+	       img->kvm ? img->kernel_release : "");
 }
 
 int cmd_image(int argc, char **argv)
@@ -23,7 +24,7 @@ int cmd_image(int argc, char **argv)
 	struct verr err;
 
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: vhpc image build FILE [--force] | list [--json] | verify NAME|ID\n");
+		printf("usage: vhpc image build FILE [--force] | list [--json] | verify NAME|ID | fetch-kernel PACKAGE\n");
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	if (!strcmp(argv[1], "build")) {
@@ -42,7 +43,11 @@ int cmd_image(int argc, char **argv)
 		}
 		if (!file)
 			return usage_error("image build", "which image file? (e.g. configs/images/default.yaml)");
-		if (image_build(file, force, &img, &err) < 0) {
+		bool kvm = false;
+
+		/* An admin's build makes everything the file describes. */
+		if (image_spec_wants_kvm(file, &kvm, &err) < 0 ||
+		    image_build(file, (force ? IMAGE_FORCE : 0) | (kvm ? IMAGE_KVM : 0), &img, &err) < 0) {
 			log_err("%s", err.msg);
 			return 1;
 		}
@@ -72,6 +77,14 @@ int cmd_image(int argc, char **argv)
 				json_object_object_add(o, "bytes", json_object_new_int64(v[i].bytes));
 				json_object_object_add(o, "built", json_object_new_int64(v[i].built));
 				json_object_object_add(o, "rootfs", json_object_new_string(v[i].rootfs));
+				json_object_object_add(o, "kvm", json_object_new_boolean(v[i].kvm));
+				if (v[i].kvm) {
+					json_object_object_add(o, "kernel", json_object_new_string(v[i].kernel));
+					json_object_object_add(o, "vmlinux", json_object_new_string(v[i].vmlinux));
+					json_object_object_add(o, "initrd", json_object_new_string(v[i].initrd));
+					json_object_object_add(o, "disk", json_object_new_string(v[i].disk));
+					json_object_object_add(o, "kernel_release", json_object_new_string(v[i].kernel_release));
+				}
 				json_object_array_add(a, o);
 			}
 			printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY));
@@ -84,6 +97,18 @@ int cmd_image(int argc, char **argv)
 		free(v);
 		return 0;
 	}
+	if (!strcmp(argv[1], "fetch-kernel")) {
+		char tree[4096];
+
+		if (argc != 3)
+			return usage_error("image fetch-kernel", "give one linux-image-* package name");
+		if (image_fetch_kernel(argv[2], tree, sizeof(tree), &err) < 0) {
+			log_err("%s", err.msg);
+			return 1;
+		}
+		printf("%s\n", tree);
+		return 0;
+	}
 	if (!strcmp(argv[1], "verify")) {
 		if (argc != 3)
 			return usage_error("image verify", "give one image name or id");
@@ -94,5 +119,5 @@ int cmd_image(int argc, char **argv)
 		printf("image %s (%.12s): content matches its id\n", img.name, img.id);
 		return 0;
 	}
-	return usage_error("image", "unknown subcommand '%s' (build, list, verify)", argv[1]);
+	return usage_error("image", "unknown subcommand '%s' (build, list, verify, fetch-kernel)", argv[1]);
 }

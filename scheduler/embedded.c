@@ -461,7 +461,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	if (tuning_load(j->tuning ? j->tuning : r.cl.default_tuning, &r.tun, err) < 0)
 		goto out;
 	r.have_tun = true;
-	if (image_ensure(j->image ? j->image : r.cl.default_image, &r.img, err) < 0)
+	if (image_ensure(j->image ? j->image : r.cl.default_image, 0, &r.img, err) < 0)
 		goto out;
 	r.nguests = (int)j->guests;
 	r.mem = j->mem ? j->mem : r.cl.default_mem;

@@ -20,7 +20,9 @@ static void usage(FILE *f)
 		"  image build FILE [--force]    build a node image from its YAML\n"
 		"  image list [--json]           list stored images\n"
 		"  image verify NAME|ID          recompute an image's content hash\n"
+		"  image fetch-kernel PACKAGE    download a Debian kernel package for kvm images\n"
 		"  cleanup                       remove what crashed jobs left behind\n"
+		"  bench [--suite S] | compare A B   a benchmark natively and in guests, side by side\n"
 		"  version                       print the version\n"
 		"\n"
 		"`vhpc COMMAND --help` describes a command.\n");
@@ -49,6 +51,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "image"))
 		return cmd_image(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "bench"))
+		return cmd_bench(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "cleanup"))
 		return cmd_cleanup(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "submit"))

@@ -11,7 +11,7 @@ lines() { grep "^$1 " "$OUT" | sed "s/^$1 //"; }
 run_guest acpi --vcpus 2 --mem 64M
 guest_ok "acpi guest, 1 node, 2 vCPUs"
 guest_results "1 node"
-check_eq "tables without NUMA: FADT and MADT only" "FACP APIC" "$(lines TABLE | awk "{print \$1}" | tr "\n" " " | sed "s/ $//")"
+check_eq "tables without NUMA: FADT, MADT and MCFG (PCI ECAM)" "FACP APIC MCFG" "$(lines TABLE | awk "{print \$1}" | tr "\n" " " | sed "s/ $//")"
 check_eq "MADT CPUs are APIC IDs 0 1" "0 1" "$(lines MADT_CPU | tr '\n' ' ' | sed 's/ $//')"
 
 # Two guest nodes (both bound to host node 0: this machine has one node),
@@ -19,7 +19,7 @@ check_eq "MADT CPUs are APIC IDs 0 1" "0 1" "$(lines MADT_CPU | tr '\n' ' ' | se
 run_guest acpi --vcpus 6 --mem 96M --topology 2x3x1 \
 	--numa mem=32M,cpus=0-2,host-node=0 --numa mem=64M,cpus=3-5,host-node=0
 guest_ok "acpi guest, 2 nodes, 2x3x1"
-check_eq "tables with NUMA add SRAT and SLIT" "FACP APIC SRAT SLIT" "$(lines TABLE | awk "{print \$1}" | tr "\n" " " | sed "s/ $//")"
+check_eq "tables with NUMA add SRAT and SLIT" "FACP APIC SRAT SLIT MCFG" "$(lines TABLE | awk "{print \$1}" | tr "\n" " " | sed "s/ $//")"
 check_eq "MADT APIC IDs follow the topology" "0 1 2 4 5 6" "$(lines MADT_CPU | tr '\n' ' ' | sed 's/ $//')"
 check_eq "SRAT CPU affinity: socket 0 in node 0, socket 1 in node 1" \
 	"0 0

@@ -1,26 +1,19 @@
 #!/usr/bin/env bash
-# Fetches Debian's linux-image-cloud-amd64 kernel into DIR (never into the
-# repository) and extracts, next to the bzImage, the ELF vmlinux inside it
-# for PVH boots.  Prints "BZIMAGE VMLINUX" paths, or a reason on stderr and
-# exits 1.  Cached: a second call does no download.
+# Takes Debian's linux-image-cloud-amd64 kernel from the cache `make kernels`
+# fills during set-up ($B/kernels; tests never download) into DIR and
+# extracts, next to the bzImage, the ELF vmlinux inside it for PVH boots.
+# Prints "BZIMAGE VMLINUX" paths, or a reason on stderr and exits 1.
 set -u
 dir=$1
+cache=${VHPC_KERNEL_CACHE:-$(cd "$(dirname "$0")/../.." && pwd)/${B:-build}/kernels}
 mkdir -p "$dir" && cd "$dir" || exit 1
 if [ ! -s vmlinuz ]; then
-	rm -rf x ./*.deb
-	if ! timeout 120 apt-get download linux-image-cloud-amd64 >apt.log 2>&1; then
-		echo "apt-get download linux-image-cloud-amd64 failed: $(tail -n 1 apt.log)" >&2
+	src=$(ls "$cache"/linux-image-cloud-amd64/x/boot/vmlinuz-* 2>/dev/null | head -n 1)
+	if [ -z "$src" ]; then
+		echo "no kernel in $cache (make kernels fetches linux-image-cloud-amd64 during set-up)" >&2
 		exit 1
 	fi
-	dep=$(dpkg-deb -f linux-image-cloud-amd64_*.deb Depends | sed 's/[ ,(].*//')
-	case $dep in linux-image-*) ;; *) echo "unexpected dependency '$dep' of linux-image-cloud-amd64" >&2; exit 1 ;; esac
-	if ! timeout 300 apt-get download "$dep" >>apt.log 2>&1; then
-		echo "apt-get download $dep failed: $(tail -n 1 apt.log)" >&2
-		exit 1
-	fi
-	dpkg-deb -x "$dep"_*.deb x || { echo "dpkg-deb -x failed" >&2; exit 1; }
-	cp x/boot/vmlinuz-* vmlinuz.tmp && mv vmlinuz.tmp vmlinuz
-	rm -rf x ./*.deb
+	cp "$src" vmlinuz.tmp && mv vmlinuz.tmp vmlinuz
 fi
 if [ ! -s vmlinux ]; then
 	# The compressed ELF sits at payload_offset after the setup sectors.

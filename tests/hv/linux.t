@@ -3,10 +3,11 @@
 # Linux smoke test: Debian's cloud kernel, booted as a bzImage (64-bit boot
 # protocol) and as a PVH vmlinux, side by side.  On this software KVM it
 # stops at an instruction the emulator lacks, after its early console has
-# shown what we check: version, our command line, e820 equal to our map,
-# the ACPI tables, and "Allowing N CPUs".  CX16 and XSAVE are hidden from
-# CPUID here only, so the kernel gets that far.  Skips when the kernel
-# package cannot be fetched.
+# shown what we check: version, our command line, e820 equal to our map
+# (with the PCI ECAM area reserved), the ACPI tables (MCFG too), and
+# "Allowing N CPUs".  CX16 and XSAVE are hidden from CPUID here only, so
+# the kernel gets that far.  Skips when the kernel package cannot be
+# fetched.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/hvlib.sh"
 
@@ -42,10 +43,11 @@ for k in bz pvh; do
 	check_eq "$k: e820 equals our map" \
 "BIOS-e820: [mem 0x0000000000000000-0x000000000009fbff] usable
 BIOS-e820: [mem 0x000000000009fc00-0x00000000000fffff] reserved
-BIOS-e820: [mem 0x0000000000100000-0x000000000fffffff] usable" \
+BIOS-e820: [mem 0x0000000000100000-0x000000000fffffff] usable
+BIOS-e820: [mem 0x00000000e0000000-0x00000000efffffff] reserved" \
 		"$(printf '%s\n' "$o" | grep -o 'BIOS-e820: .*')"
 	check_match "$k: RSDP found at our address" 'ACPI: RSDP 0x00000000000E0000 000024 \(v02 VHPC' "$o"
-	for t in XSDT FACP DSDT APIC; do
+	for t in XSDT FACP DSDT APIC MCFG; do
 		check_match "$k: ACPI $t found" "ACPI: $t 0x00000000000E0[0-9A-F]{3} [0-9A-F]{6} \(v0[0-9] VHPC   VHPC-HV" "$o"
 	done
 	check_match "$k: IOAPIC and override from the MADT" 'INT_SRC_OVR \(bus 0 bus_irq 0 global_irq 2' "$o"

@@ -3,8 +3,8 @@
 # (EXTRA_ALL) into $(B)/hv-guests/, outside $(B)/tests/ so the test runner
 # does not try to execute them.
 HVG_DIR   := tests/hv
-HVG_KIT   := $(HVG_DIR)/kit/start.S $(HVG_DIR)/kit/kit.c
-HVG_DEPS  := $(HVG_KIT) $(HVG_DIR)/kit/kit.h $(HVG_DIR)/kit/link.ld
+HVG_KIT   := $(HVG_DIR)/kit/start.S $(HVG_DIR)/kit/kit.c $(HVG_DIR)/kit/virtio.c
+HVG_DEPS  := $(HVG_KIT) $(HVG_DIR)/kit/kit.h $(HVG_DIR)/kit/virtio.h $(HVG_DIR)/kit/link.ld
 HVG_NAMES := $(patsubst $(HVG_DIR)/guests/%.c,%,$(sort $(wildcard $(HVG_DIR)/guests/*.c)))
 HVG_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -ffreestanding -fno-pic -fno-pie \
 	-fno-stack-protector -fno-asynchronous-unwind-tables -mno-red-zone -mgeneral-regs-only \
@@ -18,3 +18,22 @@ $(B)/hv-guests/%.elf: $(HVG_DIR)/guests/%.c $(HVG_DEPS)
 	$(Q)$(CC) $(HVG_CFLAGS) $(HVG_LDFLAGS) -o $@ $(HVG_KIT) $<
 
 EXTRA_ALL += $(patsubst %,$(B)/hv-guests/%.elf,$(HVG_NAMES))
+
+# The bootinfo guest as a bzImage too (Linux 64-bit boot protocol): the
+# flat image wrapped in a real setup header; init_size covers the bss.
+$(B)/hv-guests/%.bz: $(B)/hv-guests/%.elf $(B)/hv-tools/hvt
+	$(call say,BZIMAGE,$@)
+	$(Q)objcopy -O binary $< $@.flat
+	$(Q)$(B)/hv-tools/hvt bzimage $@.flat $$(( 0x$$(nm $< | awk '$$3 == "_end" { print $$1 }') - 0x100000 )) $@
+	$(Q)rm -f $@.flat
+
+EXTRA_ALL += $(B)/hv-guests/bootinfo.bz
+
+# hvt: the host side of the device tests (patterns, tap frames, vsock
+# peers), kept out of $(B)/bin since it is no product.
+$(B)/hv-tools/hvt: $(HVG_DIR)/tools/hvt.c
+	@mkdir -p $(@D)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
+EXTRA_ALL += $(B)/hv-tools/hvt

@@ -426,6 +426,44 @@ void isr_dispatch(uint64_t vec, uint64_t *frame)
 	}
 }
 
+/* Linux 64-bit boot protocol: the zero page becomes a start_info, so the
+ * rest of the kit (and the test) works the same either way. */
+const uint8_t *zero_page;
+static struct hvm_start_info bz_si;
+static struct hvm_memmap_entry bz_map[128];
+static struct hvm_modlist_entry bz_mod;
+
+void kmain_bz(uint64_t zp);
+void kmain_bz(uint64_t zp)
+{
+	const uint8_t *z = (const uint8_t *)zp;
+	uint32_t v;
+	int n = z[0x1e8];
+
+	zero_page = z;
+	bz_si.magic = 0x336ec578;
+	bz_si.version = 1;
+	memcpy(&v, z + 0x228, 4);
+	bz_si.cmdline_paddr = v;
+	memcpy(&bz_si.rsdp_paddr, z + 0x70, 8);
+	for (int i = 0; i < n && i < 128; i++) {
+		memcpy(&bz_map[i].addr, z + 0x2d0 + 20 * i, 8);
+		memcpy(&bz_map[i].size, z + 0x2d0 + 20 * i + 8, 8);
+		memcpy(&bz_map[i].type, z + 0x2d0 + 20 * i + 16, 4);
+	}
+	bz_si.memmap_paddr = (uint64_t)bz_map;
+	bz_si.memmap_entries = (uint32_t)n;
+	memcpy(&v, z + 0x21c, 4);
+	if (v) {
+		bz_mod.size = v;
+		memcpy(&v, z + 0x218, 4);
+		bz_mod.paddr = v;
+		bz_si.modlist_paddr = (uint64_t)&bz_mod;
+		bz_si.nr_modules = 1;
+	}
+	kmain((uint32_t)(uint64_t)&bz_si);
+}
+
 void kmain(uint32_t si)
 {
 	start_info = (struct hvm_start_info *)(uint64_t)si;

@@ -58,6 +58,8 @@ void check(bool cond, const char *fmt, ...) __attribute__((format(__printf__, 2,
 void finish(void) __attribute__((noreturn));   /* exit 0 if all checks passed */
 
 extern struct hvm_start_info *start_info;
+/* Set when booted as a bzImage (Linux 64-bit boot protocol). */
+extern const uint8_t *zero_page;
 extern const char *cmdline;
 
 uint8_t acpi_sum(const void *p, size_t n);

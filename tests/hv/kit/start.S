@@ -1,5 +1,8 @@
 /* Test-guest entry: PVH (32-bit flat, paging off, EBX = hvm_start_info),
  * then long mode with an identity map of the first 4 GiB, then C.
+ * The same image wrapped in a bzImage setup header (hvt bzimage) enters
+ * at 1 MiB + 0x200 through the Linux 64-bit boot protocol: long mode
+ * already, the loader's identity map, RSI = the zero page.
  * APs come in through a real-mode trampoline copied to 0x8000 (SIPI vector
  * 8) and take the same 32-bit path. */
 #define XEN_ELFNOTE_PHYS32_ENTRY 18
@@ -11,6 +14,31 @@
 	.long 4, 4, XEN_ELFNOTE_PHYS32_ENTRY
 	.asciz "Xen"
 	.long pvh_start32
+
+	/* Linux 64-bit boot protocol entry: load our GDT and selectors, keep
+	 * the loader's page tables, and let kmain_bz make a start_info from
+	 * the zero page. */
+	.section .text.bzentry, "ax"
+	.code64
+	.globl bz_entry64
+bz_entry64:
+	cli
+	lgdt gdt_ptr64(%rip)
+	leaq bsp_stack_top(%rip), %rsp
+	pushq $0x18
+	leaq 1f(%rip), %rax
+	pushq %rax
+	lretq
+1:	movw $0x10, %ax
+	movw %ax, %ds
+	movw %ax, %es
+	movw %ax, %ss
+	xorl %eax, %eax
+	movw %ax, %fs
+	movw %ax, %gs
+	movq %rsi, %rdi
+	call kmain_bz
+	jmp halt_forever
 
 	.section .text.entry, "ax"
 	.code32
@@ -179,6 +207,10 @@ gdt_end:
 gdt_ptr:
 	.word gdt_end - gdt - 1
 	.long gdt
+	.align 8
+gdt_ptr64:
+	.word gdt_end - gdt - 1
+	.quad gdt
 	.globl start_info_pa, ap_mode, ap_count
 start_info_pa: .long 0
 ap_mode: .long 0

@@ -1,0 +1,149 @@
+/* mpi: vhpc-mpibench (or a real IMB-MPI1, --imb) PingPong, Sendrecv,
+ * Exchange and Allreduce; native mpirun against vhpc run. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/harness/bh.h"
+
+static const char *const benches[] = { "PingPong", "Sendrecv", "Exchange", "Allreduce", NULL };
+
+/* IMB's -msglen file: one length per line; "sep" between them. */
+static char *lengths(const struct bh_ctx *c, char sep)
+{
+	size_t cap = c->nsizes * 24 + 1, o = 0;
+	char *list = malloc(cap);
+
+	if (!list)
+		return NULL;
+	list[0] = 0;
+	for (size_t i = 0; i < c->nsizes; i++)
+		o += (size_t)snprintf(list + o, cap - o, "%lld%c", c->sizes[i], sep);
+	return list;
+}
+
+static void msglen_path(const struct bh_ctx *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/msglen.txt", c->dir);
+}
+
+static int mpi_prepare(struct bh_ctx *c, struct verr *err)
+{
+	char path[PATH_MAX + 32], *list = lengths(c, '\n');
+	int rc;
+
+	if (!list)
+		return verr_set(err, "out of memory");
+	msglen_path(c, path, sizeof(path));
+	rc = write_file(path, list, strlen(list), 0644, err);
+	free(list);
+	return rc;
+}
+
+static int mpi_plan(struct bh_ctx *c, struct verr *err)
+{
+	char np[16], prog[PATH_MAX], path[PATH_MAX + 32], *list, *script;
+	const char *bin;
+	char **native, **guest, **cmd;
+
+	if (c->ranks < 2)
+		return verr_set(err, "--ranks %d: the mpi suite needs at least 2 ranks (PingPong)", c->ranks);
+	if (c->guests > c->ranks)
+		return verr_set(err, "--guests %d is more than --ranks %d: every guest needs a rank",
+				c->guests, c->ranks);
+	snprintf(np, sizeof(np), "%d", c->ranks);
+	bin = c->imb[0] ? c->imb : bh_prog(c, "vhpc-mpibench", prog, sizeof(prog));
+
+	msglen_path(c, path, sizeof(path));
+	native = bh_native_mpirun(c, c->ranks);
+	cmd = bh_argv(bin, "-msglen", path, "-npmin", np, benches[0], benches[1], benches[2], benches[3], NULL);
+	if (bh_add_run(c, BH_NATIVE, bh_argv_cat(native, cmd), "", -1, err) < 0)
+		return -1;
+	/* Guests do not see the host's files: each rank writes its own
+	 * lengths file inside its guest first. */
+	if (!(list = lengths(c, ' ')))
+		return verr_set(err, "out of memory");
+	if (asprintf(&script, "f=/tmp/vhpc-bench-msglen.$$; for s in %s; do echo $s; done >$f && "
+		     "exec %s -msglen $f -npmin %s %s %s %s %s",
+		     list, c->imb[0] ? c->imb : "vhpc-mpibench", np, benches[0], benches[1], benches[2],
+		     benches[3]) < 0) {
+		free(list);
+		return verr_set(err, "out of memory");
+	}
+	free(list);
+	guest = bh_vhpc_run(c, c->guests, c->ranks, 0, NULL);
+	cmd = bh_argv("sh", "-c", script, NULL);
+	free(script);
+	if (bh_add_run(c, BH_GUEST, bh_argv_cat(guest, cmd), "", -1, err) < 0)
+		return -1;
+	snprintf(c->native_how, sizeof(c->native_how), "mpirun -np %d on this host (btl %s)%s", c->ranks,
+		 bh_native_btl(c), c->ranks <= c->ncores ? ", a core each" : ", sharing cores");
+	snprintf(c->guest_how, sizeof(c->guest_how), "vhpc run -N %d -n %d (%s guests%s)", c->guests,
+		 c->ranks, c->driver, c->o->no_vmshm ? ", --no-vmshm" : "");
+	return 0;
+}
+
+static void warn_violation(void *ctx, const struct imb_table *t, const struct imb_row *r,
+			   const char *msg)
+{
+	size_t *n = ctx;
+
+	/* Nothing to time at 0 bytes: vhpc-mpibench's Allreduce prints 0.00. */
+	if (r && imb_row_bytes(t, r) == 0)
+		return;
+	if ((*n)++ < 3)
+		log_warn("%s line %d: %s", t->name, r ? r->line : t->line, msg);
+}
+
+static int mpi_parse(struct bh_ctx *c, const struct bh_run *run, size_t rep, const char *path,
+		     const char *out, size_t len, uint64_t t0, uint64_t t1, struct verr *err)
+{
+	struct imb_output o;
+	struct imb_check_opts co;
+	size_t bad = 0;
+
+	(void)t0;
+	(void)t1;
+	if (imb_parse(path, out, len, &o, err) < 0)
+		return -1;
+	for (int i = 0; benches[i]; i++) {
+		int np = imb_is_pair(benches[i]) ? 2 : c->ranks;
+
+		if (!imb_find(&o, benches[i], np)) {
+			imb_output_free(&o);
+			return verr_set(err, "%s: no %s table at %d processes", path, benches[i], np);
+		}
+	}
+	/* Odd numbers are worth a warning, not a lost run: real IMB may cut
+	 * repetitions (-time) and round differently. */
+	imb_check_defaults(&co);
+	co.mbyte = imb_guess_mbyte(&o);
+	co.fewer_reps_ok = true;
+	imb_check(&o, &co, warn_violation, &bad);
+	if (bad > 0)
+		log_warn("%s: %zu IMB sanity violation%s (vhpc-imbcheck %s lists them)", path, bad,
+			 bad == 1 ? "" : "s", path);
+	if (bh_from_imb(&c->res, run->side, rep, &o, err) < 0) {
+		imb_output_free(&o);
+		return -1;
+	}
+	imb_output_free(&o);
+	return 0;
+}
+
+static const char *const mpi_panels[] = { "latency", "bandwidth", NULL };
+
+const struct bh_suite bh_suite_mpi = {
+	.name = "mpi",
+	.def_guests = 2,
+	.def_ranks = 2,
+	.has_sizes = true,
+	.has_msglog = true,
+	.msglog_default = "0:22",
+	.msglog_zero = true,
+	.size_min = 0,
+	.size_max = 1LL << 30,
+	.plan = mpi_plan,
+	.prepare = mpi_prepare,
+	.parse = mpi_parse,
+	.panels = mpi_panels,
+};

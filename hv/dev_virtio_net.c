@@ -1,0 +1,682 @@
+/* virtio-net over a tap device.  The tap carries the same 12-byte vnet
+ * header as virtio 1.x (IFF_VNET_HDR), so frames go between guest buffers
+ * and the tap with readv/writev and no copy: checksum and TSO offloads
+ * pass through (TUNSETOFFLOAD follows what the driver accepted), received
+ * frames may span several buffers (mergeable RX buffers), and with
+ * queues=N the tap is opened multi-queue and queue pair i serves tap queue
+ * i (pairs the driver has not enabled are detached from the tap).  A
+ * control queue takes RX-mode, MAC-table and queue-pair commands.
+ *
+ * Received frames are read only when the ring holds room for the largest
+ * frame the tap may deliver; a too-big frame (or a ring that can never
+ * hold one) costs that frame, never memory outside the buffers.
+ *
+ *   --net tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N]
+ *   YAML: net: [{tap: NAME, mac: MAC, mtu: N, queues: N}] */
+#include "virtio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define NET_MAX 8
+#define MAX_PAIRS 8
+#define HDR_LEN 12                  /* struct virtio_net_hdr_mrg_rxbuf */
+#define MAX_FRAME 65550             /* 64 KiB of GSO payload + Ethernet header */
+#define RX_BUDGET 64
+#define TX_BUDGET 256
+#define RX_MAX_BUFS 64
+
+#define F_CSUM 0
+#define F_GUEST_CSUM 1
+#define F_MTU 3
+#define F_MAC 5
+#define F_GUEST_TSO4 7
+#define F_GUEST_TSO6 8
+#define F_GUEST_ECN 9
+#define F_HOST_TSO4 11
+#define F_HOST_TSO6 12
+#define F_HOST_ECN 13
+#define F_MRG_RXBUF 15
+#define F_STATUS 16
+#define F_CTRL_VQ 17
+#define F_CTRL_RX 18
+#define F_MQ 22
+
+#define HDR_F_NEEDS_CSUM 1
+#define GSO_NONE 0
+#define GSO_TCPV4 1
+#define GSO_UDP 3
+#define GSO_TCPV6 4
+#define GSO_ECN 0x80
+
+struct net_cfg {
+	char *tap, *mac;
+	long long fd, mtu, queues;
+	uint8_t macb[6];
+};
+
+static const struct cf_field net_fields[] = {
+	{ .key = "tap", .kind = CF_STR, .off = offsetof(struct net_cfg, tap) },
+	{ .key = "fd", .kind = CF_INT, .off = offsetof(struct net_cfg, fd), .min = 3, .max = 65535 },
+	{ .key = "mac", .kind = CF_STR, .off = offsetof(struct net_cfg, mac) },
+	{ .key = "mtu", .kind = CF_INT, .off = offsetof(struct net_cfg, mtu), .min = 68, .max = 65535 },
+	{ .key = "queues", .kind = CF_INT, .off = offsetof(struct net_cfg, queues), .min = 1, .max = MAX_PAIRS },
+	{ 0 }
+};
+static const struct cf_schema net_schema = { "net", sizeof(struct net_cfg), net_fields };
+
+static int net_check(void *inst, const char *where, struct verr *err)
+{
+	struct net_cfg *c = inst;
+	unsigned m[6];
+	char tail;
+
+	if (!c->tap == !c->fd)
+		return verr_set(err, "%s: give tap=NAME or fd=N (an open tap), not both or neither", where);
+	if (c->tap && (!c->tap[0] || strlen(c->tap) >= IFNAMSIZ || strchr(c->tap, '/')))
+		return verr_set(err, "%s: tap=%s is not an interface name (1-%d characters)", where, c->tap,
+				IFNAMSIZ - 1);
+	if (!c->queues)
+		c->queues = 1;
+	if (c->fd && c->queues > 1)
+		return verr_set(err, "%s: queues=%lld needs tap=NAME (one fd is one queue)", where, c->queues);
+	if (c->mac) {
+		if (sscanf(c->mac, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
+			   &tail) != 6)
+			return verr_set(err, "%s: mac=%s is not a MAC address (xx:xx:xx:xx:xx:xx)", where, c->mac);
+		for (int i = 0; i < 6; i++)
+			c->macb[i] = (uint8_t)m[i];
+		if (c->macb[0] & 1)
+			return verr_set(err, "%s: mac=%s is a multicast address", where, c->mac);
+	} else {
+		/* Locally administered, random: unique enough on one job network. */
+		random_bytes(c->macb, 6);
+		c->macb[0] = (uint8_t)((c->macb[0] & 0xfc) | 0x02);
+	}
+	return 0;
+}
+
+static const struct hv_devopt net_opt = {
+	.name = "net", .usage = "tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N]", .schema = &net_schema,
+	.max = NET_MAX, .positional = "tap", .check = net_check,
+};
+HV_DEVICE_OPTION(net_opt);
+
+struct vnet;
+struct pair {
+	struct vnet *n;
+	int idx;
+	int fd;
+	bool attached, rx_on, tx_wait;
+};
+
+struct vnet {
+	struct virtio_dev v;
+	char name[16];
+	const struct net_cfg *cfg;
+	bool is_tap;
+	char ifname[IFNAMSIZ];
+	int npairs, active;
+	struct pair p[MAX_PAIRS];
+	uint8_t config[12];
+	bool mrg;
+	size_t need;               /* room a received frame may need */
+	struct iovec rx_iov[VQ_MAX_CHAIN];
+	struct { uint16_t head; unsigned first, n; uint64_t cap; } rx_bufs[RX_MAX_BUFS];
+	unsigned long rx_frames, tx_frames, rx_drops, tx_drops;
+};
+
+static struct vnet *nets[NET_MAX];
+
+static void net_cfg_read(struct virtio_dev *v, unsigned off, void *data, unsigned len)
+{
+	struct vnet *n = v->opaque;
+
+	cfg_copy_out(n->config, sizeof(n->config), off, data, len);
+}
+
+static void set_rx(struct vnet *n, int i, bool on)
+{
+	struct pair *p = &n->p[i];
+
+	if (p->rx_on == on)
+		return;
+	if (evloop_mod(n->v.loop, p->fd, (on ? EPOLLIN : 0) | (p->tx_wait ? EPOLLOUT : 0)) == 0)
+		p->rx_on = on;
+}
+
+static void set_tx_wait(struct vnet *n, int i, bool on)
+{
+	struct pair *p = &n->p[i];
+
+	if (p->tx_wait == on)
+		return;
+	if (evloop_mod(n->v.loop, p->fd, (p->rx_on ? EPOLLIN : 0) | (on ? EPOLLOUT : 0)) == 0)
+		p->tx_wait = on;
+}
+
+/* ------------------------------------------------------------------ RX */
+
+/* Room for one frame: a chain (or, with mergeable buffers, several) of
+ * device-writable buffers.  Returns the number of chains popped; *cap is
+ * their total size.  0: the ring is empty; -1: with mergeable buffers, the
+ * ring holds less than the largest frame and the driver can still add
+ * more (not full, fewer buffers than we take at once): wait for them. */
+static int rx_gather(struct vnet *n, struct virtq *q, unsigned *niov, uint64_t *cap)
+{
+	int k = 0, r = 1;
+	unsigned used = 0;
+
+	*cap = 0;
+	while (k < RX_MAX_BUFS && used < VQ_MAX_CHAIN && (*cap < n->need || !k) && (n->mrg || !k)) {
+		struct vq_chain c = { .iov = n->rx_iov + used, .max = VQ_MAX_CHAIN - used };
+
+		r = vq_pop(q, &c);
+		if (r <= 0) {
+			if (r < 0)
+				virtio_fail(&n->v, "receive queue index out of range");
+			break;
+		}
+		/* Receive buffers are device-writable, with room for the header. */
+		if (c.nout || c.in_len < HDR_LEN) {
+			vq_push(q, c.head, 0);
+			continue;
+		}
+		n->rx_bufs[k].head = c.head;
+		n->rx_bufs[k].first = used;
+		n->rx_bufs[k].n = c.nin;
+		n->rx_bufs[k].cap = c.in_len;
+		used += c.nin;
+		*cap += c.in_len;
+		k++;
+	}
+	*niov = used;
+	if (k && n->mrg && *cap < n->need && r == 0 && !vq_full(q)) {
+		vq_unpop(q, (uint16_t)k);
+		return -1;
+	}
+	return k;
+}
+
+static void rx(struct vnet *n, int i)
+{
+	struct virtq *q = &n->v.vq[2 * i];
+	struct pair *p = &n->p[i];
+
+	if (!q->ready || i >= n->active)
+		return;
+	for (int budget = 0; budget < RX_BUDGET; budget++) {
+		unsigned niov;
+		uint64_t cap, left;
+		int k = rx_gather(n, q, &niov, &cap), nb = 0;
+		ssize_t len;
+
+		if (k <= 0) {
+			/* Wait for buffers: the next one the driver adds kicks us. */
+			set_rx(n, i, false);
+			if ((k == 0 ? vq_enable_kicks(q) : vq_kick_on_more(q)) && budget < RX_BUDGET - 1)
+				continue;
+			break;
+		}
+		len = readv(p->fd, n->rx_iov, (int)niov);
+		if (len < 0 && (errno == EAGAIN || errno == EINTR)) {
+			vq_unpop(q, (uint16_t)k);
+			set_rx(n, i, true);
+			break;
+		}
+		if (len < HDR_LEN || (uint64_t)len > cap) {
+			/* Truncated (frame larger than the buffers) or an error:
+			 * the frame is lost, the buffers stay the guest's. */
+			vq_unpop(q, (uint16_t)k);
+			n->rx_drops++;
+			if (len < 0 && errno != EAGAIN)
+				log_debug("%s: tap read: %s", n->name, strerror(errno));
+			continue;
+		}
+		left = (uint64_t)len;
+		while (left && nb < k) {
+			uint64_t l = left < n->rx_bufs[nb].cap ? left : n->rx_bufs[nb].cap;
+
+			left -= l;
+			nb++;
+		}
+		{
+			/* num_buffers (1 without mergeable buffers), and no
+			 * checksum flags for a driver that did not ask for them. */
+			uint8_t num[2] = { (uint8_t)nb, (uint8_t)(nb >> 8) }, zero = 0;
+			struct vq_chain c0 = { .head = n->rx_bufs[0].head, .nin = n->rx_bufs[0].n,
+					       .iov = n->rx_iov, .in_len = n->rx_bufs[0].cap };
+
+			vq_copy_to(&c0, 10, num, 2);
+			if (!virtio_has(&n->v, F_GUEST_CSUM))
+				vq_copy_to(&c0, 0, &zero, 1);
+		}
+		/* Unused chains go back; the used ones complete in order. */
+		vq_unpop(q, (uint16_t)(k - nb));
+		left = (uint64_t)len;
+		for (int b = 0; b < nb; b++) {
+			uint64_t l = left < n->rx_bufs[b].cap ? left : n->rx_bufs[b].cap;
+
+			vq_push(q, n->rx_bufs[b].head, (uint32_t)l);
+			left -= l;
+		}
+		n->rx_frames++;
+		if (budget == RX_BUDGET - 1)
+			set_rx(n, i, true);    /* more may wait: epoll brings us back */
+	}
+	virtio_notify(&n->v, 2 * i);       /* also publishes chains vq_pop refused */
+}
+
+/* ------------------------------------------------------------------ TX */
+
+/* The guest's header, copied and checked before the tap sees it. */
+static bool hdr_ok(struct vnet *n, const uint8_t *h, uint64_t frame)
+{
+	uint8_t flags = h[0], gso = h[1] & (uint8_t)~GSO_ECN;
+	uint16_t gso_size = le16_get(h + 4), cstart = le16_get(h + 6), coff = le16_get(h + 8);
+
+	if (flags & ~HDR_F_NEEDS_CSUM)
+		return false;
+	if ((flags & HDR_F_NEEDS_CSUM) &&
+	    (!virtio_has(&n->v, F_CSUM) || (uint64_t)cstart + coff + 2 > frame))
+		return false;
+	if (gso == GSO_NONE)
+		return !(h[1] & GSO_ECN);
+	if ((h[1] & GSO_ECN) && !virtio_has(&n->v, F_HOST_ECN))
+		return false;
+	if (!gso_size || !(flags & HDR_F_NEEDS_CSUM))
+		return false;
+	return (gso == GSO_TCPV4 && virtio_has(&n->v, F_HOST_TSO4)) ||
+	       (gso == GSO_TCPV6 && virtio_has(&n->v, F_HOST_TSO6));
+}
+
+static void tx(struct vnet *n, int i)
+{
+	struct virtq *q = &n->v.vq[2 * i + 1];
+	struct pair *p = &n->p[i];
+	struct vq_chain c = { 0 };
+	struct iovec iov[VQ_MAX_CHAIN];
+	uint8_t hdr[HDR_LEN];
+	int r = 0, done = 0;
+
+	if (!q->ready)
+		return;
+	do {
+		vq_disable_kicks(q);
+		while (done < TX_BUDGET && (r = vq_pop(q, &c)) > 0) {
+			uint64_t frame = c.out_len - HDR_LEN;
+			unsigned k;
+			ssize_t w;
+
+			done++;
+			if (c.out_len < HDR_LEN + 14 || frame > MAX_FRAME ||
+			    vq_copy_from(&c, 0, hdr, HDR_LEN) != HDR_LEN || !hdr_ok(n, hdr, frame)) {
+				n->tx_drops++;
+				vq_push(q, c.head, 0);
+				continue;
+			}
+			iov[0].iov_base = hdr;
+			iov[0].iov_len = HDR_LEN;
+			k = 1 + vq_iov_slice(&c, false, HDR_LEN, frame, iov + 1, VQ_MAX_CHAIN - 1);
+			w = writev(p->fd, iov, (int)k);
+			if (w < 0 && errno == EAGAIN) {
+				/* The tap's queue is full: retry when it drains. */
+				vq_unpop(q, 1);
+				set_tx_wait(n, i, true);
+				virtio_notify(&n->v, 2 * i + 1);
+				return;
+			}
+			if (w < 0) {
+				n->tx_drops++;
+				if (n->tx_drops < 10 || !(n->tx_drops & 1023))
+					log_debug("%s: tap write: %s (%lu dropped)", n->name, strerror(errno),
+						  n->tx_drops);
+			} else {
+				n->tx_frames++;
+			}
+			vq_push(q, c.head, 0);
+		}
+		virtio_notify(&n->v, 2 * i + 1);
+		if (r < 0) {
+			virtio_fail(&n->v, "transmit queue index out of range");
+			return;
+		}
+		if (done >= TX_BUDGET) {
+			/* Let the receive side and other queues run; come back. */
+			uint64_t one = 1;
+
+			if (write(n->v.qr[2 * i + 1].kick_fd, &one, sizeof(one)) < 0) {
+				/* cannot overflow */
+			}
+			return;
+		}
+	} while (vq_enable_kicks(q));
+}
+
+static void tap_ready(void *opaque, uint32_t events)
+{
+	struct pair *p = opaque;
+	struct vnet *n = p->n;
+	int i = p->idx;
+
+	if (!n->v.running) {
+		set_rx(n, i, false);
+		set_tx_wait(n, i, false);
+		return;
+	}
+	if (events & EPOLLOUT) {
+		set_tx_wait(n, i, false);
+		tx(n, i);
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		rx(n, i);
+}
+
+/* ------------------------------------------------------------- control */
+
+static void attach(struct vnet *n, int i, bool on)
+{
+	struct ifreq ifr;
+
+	if (!n->is_tap || n->npairs == 1 || n->p[i].attached == on)
+		return;
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = on ? IFF_ATTACH_QUEUE : IFF_DETACH_QUEUE;
+	if (ioctl(n->p[i].fd, TUNSETQUEUE, &ifr) < 0)
+		log_warn("%s: %s tap queue %d: %s", n->name, on ? "attaching" : "detaching", i, strerror(errno));
+	else
+		n->p[i].attached = on;
+}
+
+/* Attaches the tap queues of the first `pairs` pairs and detaches the
+ * rest; a running device then looks for frames on the new ones. */
+static void set_pairs(struct vnet *n, int pairs, bool poll)
+{
+	for (int i = 0; i < n->npairs; i++)
+		if (i < pairs)
+			attach(n, i, true);
+	for (int i = pairs; i < n->npairs; i++) {
+		set_rx(n, i, false);
+		attach(n, i, false);
+	}
+	n->active = pairs;
+	for (int i = 0; poll && i < pairs; i++)
+		rx(n, i);
+}
+
+static uint8_t ctrl_cmd(struct vnet *n, const struct vq_chain *c)
+{
+	uint8_t cmd[2], data[2];
+
+	if (vq_copy_from(c, 0, cmd, 2) != 2)
+		return 1;
+	switch (cmd[0]) {
+	case 0:                        /* RX mode: a tap sees every frame anyway */
+		return cmd[1] <= 5 && c->out_len >= 3 ? 0 : 1;
+	case 1:                        /* MAC table: accepted, no filtering */
+		return cmd[1] == 0 ? 0 : 1;
+	case 4:                        /* MQ: VQ_PAIRS_SET */
+		if (cmd[1] != 0 || !virtio_has(&n->v, F_MQ) || vq_copy_from(c, 2, data, 2) != 2)
+			return 1;
+		if (le16_get(data) < 1 || le16_get(data) > n->npairs)
+			return 1;
+		set_pairs(n, le16_get(data), true);
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void ctrl(struct vnet *n)
+{
+	int qi = 2 * n->npairs;
+	struct virtq *q = &n->v.vq[qi];
+	struct vq_chain c = { 0 };
+	int r;
+
+	do {
+		while ((r = vq_pop(q, &c)) > 0) {
+			uint8_t ack;
+
+			if (!c.nin) {
+				vq_push(q, c.head, 0);
+				continue;
+			}
+			ack = ctrl_cmd(n, &c);
+			vq_copy_to(&c, c.in_len - 1, &ack, 1);
+			vq_push(q, c.head, 1);
+		}
+		virtio_notify(&n->v, qi);
+		if (r < 0) {
+			virtio_fail(&n->v, "control queue index out of range");
+			return;
+		}
+	} while (vq_enable_kicks(q));
+}
+
+static void net_kick(struct virtio_dev *v, int q)
+{
+	struct vnet *n = v->opaque;
+
+	if (q == 2 * n->npairs)
+		ctrl(n);
+	else if (q & 1)
+		tx(n, q / 2);
+	else
+		rx(n, q / 2);
+}
+
+/* ----------------------------------------------------------- start, stop */
+
+static void offloads(struct vnet *n, unsigned flags)
+{
+	for (int i = 0; n->is_tap && i < n->npairs; i++)
+		if (ioctl(n->p[i].fd, TUNSETOFFLOAD, flags) < 0)
+			log_warn("%s: TUNSETOFFLOAD 0x%x: %s", n->name, flags, strerror(errno));
+}
+
+static int net_start(struct virtio_dev *v)
+{
+	struct vnet *n = v->opaque;
+	unsigned fl = 0;
+	int mtu = n->cfg->mtu ? (int)n->cfg->mtu : 1500;
+
+	if (virtio_has(v, F_GUEST_CSUM)) {
+		fl |= TUN_F_CSUM;
+		if (virtio_has(v, F_GUEST_TSO4))
+			fl |= TUN_F_TSO4;
+		if (virtio_has(v, F_GUEST_TSO6))
+			fl |= TUN_F_TSO6;
+		if ((fl & (TUN_F_TSO4 | TUN_F_TSO6)) && virtio_has(v, F_GUEST_ECN))
+			fl |= TUN_F_TSO_ECN;
+	}
+	offloads(n, fl);
+	if (n->is_tap) {
+		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct ifreq ifr;
+
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", n->ifname);
+		if (s >= 0 && ioctl(s, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > mtu)
+			mtu = ifr.ifr_mtu;
+		if (s >= 0)
+			close(s);
+	}
+	n->mrg = virtio_has(v, F_MRG_RXBUF);
+	n->need = HDR_LEN + ((fl & (TUN_F_TSO4 | TUN_F_TSO6)) ? MAX_FRAME : (size_t)mtu + 18);
+	set_pairs(n, 1, true);
+	set_rx(n, 0, true);
+	return 0;
+}
+
+static void net_stop(struct virtio_dev *v)
+{
+	struct vnet *n = v->opaque;
+
+	for (int i = 0; i < n->npairs; i++) {
+		set_rx(n, i, false);
+		set_tx_wait(n, i, false);
+	}
+	offloads(n, 0);
+	set_pairs(n, 1, false);            /* a stopping device touches no queue */
+}
+
+static const struct virtio_ops net_ops = {
+	.cfg_read = net_cfg_read, .start = net_start, .stop = net_stop, .kick = net_kick,
+};
+
+/* ------------------------------------------------------------- set-up */
+
+static int open_tap(struct vnet *n, const struct net_cfg *c, const char *where, struct verr *err)
+{
+	unsigned feat = 0;
+
+	for (int i = 0; i < n->npairs; i++) {
+		struct ifreq ifr;
+		int hs = HDR_LEN;
+		int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+
+		if (fd < 0)
+			return verr_errno(err, "%s: opening /dev/net/tun", where);
+		n->p[i].fd = fd;
+		if (i == 0 && ioctl(fd, TUNGETFEATURES, &feat) == 0 &&
+		    (!(feat & IFF_VNET_HDR) || (n->npairs > 1 && !(feat & IFF_MULTI_QUEUE))))
+			return verr_set(err, "%s: this kernel's tap lacks vnet headers or multiqueue", where);
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", c->tap);
+		ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (n->npairs > 1 ? IFF_MULTI_QUEUE : 0);
+		if (ioctl(fd, TUNSETIFF, &ifr) < 0)
+			return verr_errno(err, "%s: attaching to tap %s%s", where, c->tap,
+					  n->npairs > 1 ? " (queue flags must match a persistent tap's)" : "");
+		if (ioctl(fd, TUNSETVNETHDRSZ, &hs) < 0)
+			return verr_errno(err, "%s: TUNSETVNETHDRSZ", where);
+		snprintf(n->ifname, sizeof(n->ifname), "%s", ifr.ifr_name);
+		n->p[i].attached = true;
+	}
+	n->is_tap = true;
+	if (c->mtu) {
+		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct ifreq ifr;
+
+		memset(&ifr, 0, sizeof(ifr));
+		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", n->ifname);
+		ifr.ifr_mtu = (int)c->mtu;
+		if (s < 0 || ioctl(s, SIOCSIFMTU, &ifr) < 0)
+			log_warn("%s: setting the MTU of %s to %lld: %s", where, n->ifname, c->mtu, strerror(errno));
+		if (s >= 0)
+			close(s);
+	}
+	return 0;
+}
+
+/* fd=N: an open tap (vnet header size is set here), or any socket that
+ * carries one frame with its 12-byte vnet header per message (tests). */
+static int use_fd(struct vnet *n, const struct net_cfg *c, const char *where, struct verr *err)
+{
+	struct ifreq ifr;
+	int hs = HDR_LEN, fd = fcntl((int)c->fd, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0)
+		return verr_errno(err, "%s: fd %lld", where, c->fd);
+	n->p[0].fd = fd;
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
+		return verr_errno(err, "%s: fd %lld", where, c->fd);
+	memset(&ifr, 0, sizeof(ifr));
+	if (ioctl(fd, TUNGETIFF, &ifr) == 0) {
+		if (!(ifr.ifr_flags & IFF_VNET_HDR) || !(ifr.ifr_flags & IFF_TAP))
+			return verr_set(err, "%s: fd %lld is a tun device without IFF_TAP|IFF_VNET_HDR", where, c->fd);
+		if (ioctl(fd, TUNSETVNETHDRSZ, &hs) < 0)
+			return verr_errno(err, "%s: TUNSETVNETHDRSZ", where);
+		snprintf(n->ifname, sizeof(n->ifname), "%s", ifr.ifr_name);
+		n->is_tap = true;
+	}
+	n->p[0].attached = true;
+	return 0;
+}
+
+static int net_create(struct vm *vm, struct verr *err)
+{
+	size_t cnt = hv_dev_count(vm->cfg, &net_opt);
+
+	for (size_t k = 0; k < cnt; k++) {
+		const struct net_cfg *c = hv_dev_get(vm->cfg, &net_opt, k);
+		const char *where = hv_dev_where(vm->cfg, &net_opt, k);
+		struct vnet *n = calloc(1, sizeof(*n));
+		uint16_t qmax[2 * MAX_PAIRS + 1];
+		uint64_t f;
+		int nq;
+
+		if (!n)
+			return verr_set(err, "out of memory");
+		nets[k] = n;
+		n->cfg = c;
+		n->npairs = (int)c->queues;
+		for (int i = 0; i < MAX_PAIRS; i++) {
+			n->p[i].fd = -1;
+			n->p[i].n = n;
+			n->p[i].idx = i;
+		}
+		snprintf(n->name, sizeof(n->name), "vnet%zu", k);
+		if ((c->tap ? open_tap(n, c, where, err) : use_fd(n, c, where, err)) < 0)
+			return -1;
+		memcpy(n->config, c->macb, 6);
+		le16_put(n->config + 6, 1);             /* link up */
+		le16_put(n->config + 8, (uint16_t)n->npairs);
+		le16_put(n->config + 10, (uint16_t)(c->mtu ? c->mtu : 1500));
+		f = VIRTIO_BIT(F_MAC) | VIRTIO_BIT(F_STATUS) | VIRTIO_BIT(F_MRG_RXBUF) | VIRTIO_BIT(F_CTRL_VQ) |
+		    VIRTIO_BIT(F_CTRL_RX) | VIRTIO_BIT(F_CSUM) | VIRTIO_BIT(F_HOST_TSO4) |
+		    VIRTIO_BIT(F_HOST_TSO6) | VIRTIO_BIT(F_HOST_ECN);
+		if (n->is_tap)             /* the tap can hand us offloaded frames */
+			f |= VIRTIO_BIT(F_GUEST_CSUM) | VIRTIO_BIT(F_GUEST_TSO4) | VIRTIO_BIT(F_GUEST_TSO6) |
+			     VIRTIO_BIT(F_GUEST_ECN);
+		if (c->mtu)
+			f |= VIRTIO_BIT(F_MTU);
+		if (n->npairs > 1)
+			f |= VIRTIO_BIT(F_MQ);
+		nq = 2 * n->npairs + 1;
+		for (int i = 0; i < nq; i++)
+			qmax[i] = i == nq - 1 ? 64 : 1024;
+		if (virtio_init(&n->v, vm, n->name, VIRTIO_ID_NET, nq, qmax, sizeof(n->config), f, 0x020000,
+				&net_ops, n, err) < 0)
+			return verr_wrap(err, "%s", where);
+		for (int i = 0; i < n->npairs; i++)
+			if (evloop_add(n->v.loop, n->p[i].fd, 0, tap_ready, &n->p[i]) < 0)
+				return verr_errno(err, "%s: epoll on the tap", where);
+		if (virtio_start_thread(&n->v, err) < 0)
+			return -1;
+		log_info("%s: %s%s, MAC %02x:%02x:%02x:%02x:%02x:%02x, %d queue pair(s)%s", n->name,
+			 n->is_tap ? "tap " : "fd ", n->is_tap ? n->ifname : "", c->macb[0], c->macb[1],
+			 c->macb[2], c->macb[3], c->macb[4], c->macb[5], n->npairs, c->mtu ? ", MTU set" : "");
+	}
+	return 0;
+}
+
+static void net_destroy(struct vm *vm)
+{
+	(void)vm;
+	for (int k = 0; k < NET_MAX; k++) {
+		struct vnet *n = nets[k];
+
+		if (!n)
+			continue;
+		virtio_free(&n->v);
+		log_debug("%s: %lu frames received (%lu dropped), %lu sent (%lu dropped)", n->name, n->rx_frames,
+			  n->rx_drops, n->tx_frames, n->tx_drops);
+		for (int i = 0; i < MAX_PAIRS; i++)
+			if (n->p[i].fd >= 0)
+				close(n->p[i].fd);
+		free(n);
+		nets[k] = NULL;
+	}
+}
+
+HV_DEVICE(virtio_net, net_create, net_destroy);

@@ -1,0 +1,581 @@
+/* vhpc bench's harness without running anything: statistics and ratios,
+ * metrics from IMB output and from result lines (guest output: hostile),
+ * JSON out and back in, size options, and comparing two runs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <cmocka.h>
+#include <json-c/json.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/harness/bh.h"
+
+static char *data_path(const char *name)
+{
+	static char buf[4096];
+	const char *top = getenv("VHPC_TOP");
+
+	snprintf(buf, sizeof(buf), "%s/tests/bench/data/%s", top ? top : ".", name);
+	return buf;
+}
+
+#define NA NAN
+
+/* ------------------------------------------------------------ statistics */
+
+static void test_stat_odd_even_nan(void **state)
+{
+	double odd[] = { 5, 1, 3 }, even[] = { 4, 1, 3, 2 }, gaps[] = { NA, 7, NA, 1, 4 }, none[] = { NA, NA };
+	struct bh_stat s;
+
+	(void)state;
+	assert_int_equal(bh_stat_compute(odd, 3, &s), 0);
+	assert_int_equal(s.n, 3);
+	assert_true(s.min == 1 && s.median == 3 && s.max == 5);
+	assert_int_equal(bh_stat_compute(even, 4, &s), 0);
+	assert_true(s.median == 2.5 && s.min == 1 && s.max == 4);
+	/* Missing repetitions do not count. */
+	assert_int_equal(bh_stat_compute(gaps, 5, &s), 0);
+	assert_int_equal(s.n, 3);
+	assert_true(s.min == 1 && s.median == 4 && s.max == 7);
+	assert_int_equal(bh_stat_compute(none, 2, &s), -1);
+	assert_int_equal(s.n, 0);
+	assert_true(isnan(s.median));
+	assert_true(bh_stat_best(&(struct bh_stat){ 3, 1, 2, 9 }, BH_LOWER) == 1);
+	assert_true(bh_stat_best(&(struct bh_stat){ 3, 1, 2, 9 }, BH_HIGHER) == 9);
+}
+
+static void test_ratio(void **state)
+{
+	/* Times (lower is better): guest about 1.5x native. */
+	double nat[] = { 2, 4, 3, NA }, gst[] = { 3, 5, 6, 9 };
+	struct bh_stat ns, gs;
+	struct bh_ratio r;
+
+	(void)state;
+	bh_stat_compute(nat, 4, &ns);
+	bh_stat_compute(gst, 4, &gs);
+	bh_ratio_compute(nat, gst, 4, &ns, &gs, BH_LOWER, &r);
+	assert_true(r.ok);
+	assert_true(fabs(r.median - 5.5 / 3.0) < 1e-12);  /* medians 3 and 5.5 */
+	assert_true(fabs(r.best - 3.0 / 2.0) < 1e-12);    /* minima 2 and 3 */
+	assert_int_equal(r.pairs, 3);                      /* rep 4 has no native */
+	assert_true(fabs(r.pair_min - 1.25) < 1e-12);      /* 5/4 */
+	assert_true(fabs(r.pair_max - 2.0) < 1e-12);       /* 6/3 */
+	/* Rates (higher is better): best is the maximum. */
+	bh_ratio_compute(nat, gst, 4, &ns, &gs, BH_HIGHER, &r);
+	assert_true(fabs(r.best - 9.0 / 4.0) < 1e-12);
+	/* A native side of zero has no ratio. */
+	double z[] = { 0, 0 }, g2[] = { 1, 1 };
+
+	bh_stat_compute(z, 2, &ns);
+	bh_stat_compute(g2, 2, &gs);
+	bh_ratio_compute(z, g2, 2, &ns, &gs, BH_LOWER, &r);
+	assert_false(r.ok);
+	/* ... and so has a guest side of zero. */
+	bh_ratio_compute(g2, z, 2, &gs, &ns, BH_LOWER, &r);
+	assert_false(r.ok);
+}
+
+/* --------------------------------------------------------------- metrics */
+
+static const struct bh_desc pp_t = { "PingPong np=2", "t", "usec", "latency", BH_LOWER, 1024 };
+
+static void test_add_rules(void **state)
+{
+	struct bh_results r;
+	struct verr err;
+	struct bh_desc d = pp_t;
+
+	(void)state;
+	bh_results_init(&r, 2);
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 0, 1.5, &err), 0);
+	assert_int_equal(bh_add(&r, &d, BH_GUEST, 0, 2.0, &err), 0);
+	/* Once per side and repetition. */
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 0, 1.6, &err), -1);
+	assert_non_null(strstr(err.msg, "measured twice"));
+	/* Repetitions and sides outside the run. */
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 2, 1.0, &err), -1);
+	assert_int_equal(bh_add(&r, &d, (enum bh_side)7, 0, 1.0, &err), -1);
+	/* Values a guest could send to poison tables. */
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, NAN, &err), -1);
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, INFINITY, &err), -1);
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, -1, &err), -1);
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, 1e30, &err), -1);
+	/* The same metric with another unit or direction contradicts itself. */
+	d.unit = "msec";
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, 1, &err), -1);
+	assert_non_null(strstr(err.msg, "measured as usec"));
+	d = pp_t;
+	d.better = BH_HIGHER;
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, 1, &err), -1);
+	/* Names that would break tables, JSON or gnuplot strings. */
+	d = pp_t;
+	d.group = "Ping\"Pong";
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, 1, &err), -1);
+	d.group = "Ping\nPong";
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, 1, &err), -1);
+	d.group = "";
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, 1, &err), -1);
+	d.group = "A-very-long-benchmark-name-that-does-not-fit-in-the-group-field-at-all";
+	assert_int_equal(bh_add(&r, &d, BH_NATIVE, 1, 1, &err), -1);
+	assert_int_equal(r.n, 1);
+	const struct bh_metric *m = bh_metric_find(&r, "PingPong np=2/t/1024");
+
+	assert_non_null(m);
+	assert_string_equal(m->label, "PingPong np=2 t 1K");
+	assert_true(m->v[BH_NATIVE][0] == 1.5 && isnan(m->v[BH_NATIVE][1]));
+	bh_results_free(&r);
+}
+
+static void test_fmt_x(void **state)
+{
+	char b[32];
+
+	(void)state;
+	assert_string_equal(bh_fmt_x(0, b, sizeof(b)), "0");
+	assert_string_equal(bh_fmt_x(512, b, sizeof(b)), "512");
+	assert_string_equal(bh_fmt_x(1000, b, sizeof(b)), "1000");
+	assert_string_equal(bh_fmt_x(1024, b, sizeof(b)), "1K");
+	assert_string_equal(bh_fmt_x(65536, b, sizeof(b)), "64K");
+	assert_string_equal(bh_fmt_x(4194304, b, sizeof(b)), "4M");
+	assert_string_equal(bh_fmt_x(1536.0 * 1048576, b, sizeof(b)), "1.5G");
+	assert_string_equal(bh_fmt_x(1ull << 30, b, sizeof(b)), "1G");
+	assert_string_equal(bh_fmt_x(-1, b, sizeof(b)), "-");
+}
+
+/* ------------------------------------------------------------ IMB output */
+
+static void test_from_imb_sample(void **state)
+{
+	struct imb_output o;
+	struct bh_results r;
+	struct verr err;
+	const struct bh_metric *m;
+
+	(void)state;
+	assert_int_equal(imb_parse_file(data_path("imb-sample.txt"), &o, &err), 0);
+	bh_results_init(&r, 3);
+	assert_int_equal(bh_from_imb(&r, BH_GUEST, 2, &o, &err), 0);
+	/* 238 rows, 138 of them with bytes > 0 and Mbytes/sec (counted with
+	 * vhpc-imbcheck -dump and awk). */
+	assert_int_equal(r.n, 376);
+	m = bh_metric_find(&r, "PingPong np=2/t/4194304");
+	assert_non_null(m);
+	assert_true(m->v[BH_GUEST][2] == 471.02 && isnan(m->v[BH_GUEST][0]) && isnan(m->v[BH_NATIVE][2]));
+	m = bh_metric_find(&r, "PingPong np=2/bw/4194304");
+	assert_non_null(m);
+	assert_true(m->v[BH_GUEST][2] == 8904.66);
+	assert_int_equal(m->better, BH_HIGHER);
+	assert_string_equal(m->panel, "bandwidth");
+	/* t_max of a three-time table; bandwidth from its column. */
+	m = bh_metric_find(&r, "Sendrecv np=2/t/1024");
+	assert_true(m && m->v[BH_GUEST][2] == 0.69);
+	m = bh_metric_find(&r, "Sendrecv np=4/bw/1024");
+	assert_non_null(m);
+	/* No bandwidth at 0 bytes or for collectives; Barrier has no size. */
+	assert_null(bh_metric_find(&r, "PingPong np=2/bw/0"));
+	assert_non_null(bh_metric_find(&r, "PingPong np=2/t/0"));
+	assert_null(bh_metric_find(&r, "Allreduce np=4/bw/1024"));
+	m = bh_metric_find(&r, "Barrier np=4/t/-");
+	assert_true(m && m->v[BH_GUEST][2] == 1.55 && m->x < 0);
+	/* The same output twice in one repetition is refused. */
+	assert_int_equal(bh_from_imb(&r, BH_GUEST, 2, &o, &err), -1);
+	assert_non_null(strstr(err.msg, "measured twice"));
+	bh_results_free(&r);
+	imb_output_free(&o);
+}
+
+/* IMB 3.2 (Mbytes/sec in 2^20 bytes, as printed): PingPong at 2 of 8
+ * processes, Sendrecv at 8. */
+static void test_from_imb_v3(void **state)
+{
+	struct imb_output o;
+	struct bh_results r;
+	struct verr err;
+	const struct bh_metric *m;
+
+	(void)state;
+	assert_int_equal(imb_parse_file(data_path("imb-v3-sample.txt"), &o, &err), 0);
+	bh_results_init(&r, 1);
+	assert_int_equal(bh_from_imb(&r, BH_NATIVE, 0, &o, &err), 0);
+	assert_int_equal(r.n, 94);   /* 48 rows, 46 with bytes > 0 */
+	m = bh_metric_find(&r, "PingPong np=2/bw/1024");
+	assert_true(m && m->v[BH_NATIVE][0] == 489.22);
+	m = bh_metric_find(&r, "Sendrecv np=8/t/1024");
+	assert_true(m && m->v[BH_NATIVE][0] == 3.32);
+	bh_results_free(&r);
+	imb_output_free(&o);
+}
+
+static void test_from_imb_failed_sample(void **state)
+{
+	static const char text[] =
+		"#---------------------------------------------------\n"
+		"# Benchmarking PingPong \n"
+		"# #processes = 2 \n"
+		"#---------------------------------------------------\n"
+		"       #bytes #repetitions      t[usec]   Mbytes/sec\n"
+		"            0         1000         0.42         0.00\n"
+		"      4194304 time-out.; Time limit (secs_per_sample * msg_sizes_list_len) is over;\n";
+	struct imb_output o;
+	struct bh_results r;
+	struct verr err;
+
+	(void)state;
+	assert_int_equal(imb_parse("x", text, strlen(text), &o, &err), 0);
+	bh_results_init(&r, 1);
+	assert_int_equal(bh_from_imb(&r, BH_NATIVE, 0, &o, &err), 0);
+	assert_int_equal(r.n, 1);
+	assert_null(bh_metric_find(&r, "PingPong np=2/t/4194304"));
+	bh_results_free(&r);
+	imb_output_free(&o);
+}
+
+/* --------------------------------------------------------- result lines */
+
+struct collected {
+	int n;
+	double v[8];
+};
+
+static int collect(void *ctx, struct json_object *o, struct verr *err)
+{
+	static const char *const tests[] = { "stream", "rr", NULL };
+	struct collected *c = ctx;
+	double v;
+
+	if (bh_json_enum(o, "test", tests, err) < 0 || bh_json_num(o, "value", 0, 1e9, &v, err) < 0)
+		return -1;
+	c->v[c->n++] = v;
+	return 0;
+}
+
+static void test_lines(void **state)
+{
+	static const char good[] =
+		"# vhpc-netbench: rank 1 -> rank 0\n"
+		"noise from a launcher\n"
+		"vhpc-bench {\"test\":\"stream\",\"size\":1,\"value\":8.5}\n"
+		"  vhpc-bench {\"test\":\"nope\"}   (not at the start: not ours)\n"
+		"vhpc-bench {\"test\":\"rr\",\"value\":85}";   /* no final newline */
+	struct collected c = { 0 };
+	struct verr err;
+	char big[6000];
+
+	(void)state;
+	assert_int_equal(bh_each_line("o", good, strlen(good), collect, &c, &err), 2);
+	assert_true(c.n == 2 && c.v[0] == 8.5 && c.v[1] == 85);
+
+#define BAD(text, what)                                                                         \
+	do {                                                                                    \
+		c.n = 0;                                                                        \
+		assert_int_equal(bh_each_line("o", text, sizeof(text) - 1, collect, &c, &err), -1); \
+		assert_non_null(strstr(err.msg, what));                                         \
+	} while (0)
+	BAD("vhpc-bench {\"test\":\"stream\",\"value\":1\n", "o:1: result line is not a JSON object");
+	BAD("x\nvhpc-bench [1,2]\n", "o:2: result line is not a JSON object");
+	BAD("vhpc-bench {\"test\":\"udp\",\"value\":1}\n", "unexpected value 'udp'");
+	BAD("vhpc-bench {\"test\":\"rr\",\"value\":\"fast\"}\n", "\"value\" is missing or not a number");
+	BAD("vhpc-bench {\"test\":\"rr\",\"value\":-3}\n", "outside");
+	BAD("vhpc-bench {\"test\":\"rr\",\"value\":1e300}\n", "outside");
+	BAD("vhpc-bench {\"test\":\"rr\"}\n", "\"value\" is missing");
+	BAD("vhpc-bench {\"test\":\"rr\",\"value\":1\0}\n", "NUL byte");
+	memset(big, ' ', sizeof(big));
+	memcpy(big, "vhpc-bench {", 12);
+	big[sizeof(big) - 2] = '}';
+	big[sizeof(big) - 1] = '\n';
+	assert_int_equal(bh_each_line("o", big, sizeof(big), collect, &c, &err), -1);
+	assert_non_null(strstr(err.msg, "longer than"));
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+static void fill(struct bh_results *r)
+{
+	struct verr err;
+	struct bh_desc bw = { "PingPong np=2", "bw", "Mbytes/sec", "bandwidth", BH_HIGHER, 65536 };
+	struct bh_desc wall = { "whole run", "wall", "s", "", BH_LOWER, -1 };
+
+	bh_results_init(r, 3);
+	for (size_t k = 0; k < 3; k++) {
+		assert_int_equal(bh_add(r, &pp_t, BH_NATIVE, k, 1.0 + (double)k, &err), 0);
+		assert_int_equal(bh_add(r, &pp_t, BH_GUEST, k, 2.0 + 2.0 * (double)k, &err), 0);
+		assert_int_equal(bh_add(r, &bw, BH_NATIVE, k, 1000 + (double)k, &err), 0);
+		if (k != 1)
+			assert_int_equal(bh_add(r, &bw, BH_GUEST, k, 900, &err), 0);
+	}
+	assert_int_equal(bh_add(r, &wall, BH_NATIVE, 0, 0.25, &err), 0);
+	bh_results_finish(r);
+}
+
+static void test_json_roundtrip(void **state)
+{
+	struct bh_results r, back;
+	struct json_object *j, *again;
+	struct verr err;
+	const char *text;
+
+	(void)state;
+	fill(&r);
+	j = bh_results_to_json(&r);
+	text = json_object_to_json_string(j);
+	again = json_tokener_parse(text);
+	assert_non_null(again);
+	assert_int_equal(bh_results_from_json(again, 3, "t.json", &back, &err), 0);
+	assert_int_equal(back.n, r.n);
+	for (size_t i = 0; i < r.n; i++) {
+		const struct bh_metric *a = &r.m[i], *b = bh_metric_find(&back, a->key);
+
+		assert_non_null(b);
+		assert_string_equal(a->label, b->label);
+		for (int s = 0; s < BH_NSIDES; s++)
+			for (size_t k = 0; k < 3; k++)
+				assert_true((isnan(a->v[s][k]) && isnan(b->v[s][k])) || a->v[s][k] == b->v[s][k]);
+		assert_int_equal(a->ratio.ok, b->ratio.ok);
+		if (a->ratio.ok)
+			assert_true(a->ratio.median == b->ratio.median && a->ratio.pairs == b->ratio.pairs);
+	}
+	/* What the file says about the metrics. */
+	const struct bh_metric *t = bh_metric_find(&back, "PingPong np=2/t/1024");
+
+	assert_true(t->st[BH_NATIVE].median == 2 && t->st[BH_GUEST].median == 4 && t->ratio.median == 2);
+	const struct bh_metric *bw = bh_metric_find(&back, "PingPong np=2/bw/65536");
+
+	assert_int_equal(bw->st[BH_GUEST].n, 2);
+	assert_int_equal(bw->ratio.pairs, 2);
+	assert_true(fabs(bw->ratio.best - 900.0 / 1002.0) < 1e-12);
+	const struct bh_metric *w = bh_metric_find(&back, "whole run/wall/-");
+
+	assert_false(w->ratio.ok);
+	struct json_object *m0 = json_object_array_get_idx(j, 0), *ro, *x;
+
+	assert_true(json_object_object_get_ex(m0, "ratio", &ro));
+	assert_true(json_object_object_get_ex(ro, "median", &x));
+	assert_true(json_object_get_double(x) == 2);
+	bh_results_free(&back);
+	json_object_put(again);
+	json_object_put(j);
+	bh_results_free(&r);
+}
+
+static void test_json_rejects(void **state)
+{
+	static const struct { const char *json, *what; } bad[] = {
+		{ "{}", "is not an array" },
+		{ "[1]", "not a metric" },
+		{ "[{\"key\":\"a/b/-\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\"}]", "needs strings" },
+		{ "[{\"key\":\"a/b/-\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"more\"}]", "expected lower or higher" },
+		{ "[{\"key\":\"a/b/7\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"lower\","
+		  "\"native\":{\"values\":[1]},\"guest\":{\"values\":[1]}}]", "does not match its fields" },
+		{ "[{\"key\":\"a/b/-\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"lower\","
+		  "\"native\":{\"values\":[1,2]},\"guest\":{\"values\":[1]}}]", "2 native values for 1 repetitions" },
+		{ "[{\"key\":\"a/b/-\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"lower\","
+		  "\"native\":{\"values\":[-1]},\"guest\":{\"values\":[1]}}]", "not a number >= 0" },
+		{ "[{\"key\":\"a/b/-\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"lower\","
+		  "\"native\":{\"values\":[\"x\"]},\"guest\":{\"values\":[1]}}]", "not a metric" },
+		{ "[{\"key\":\"a/b/-\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"lower\","
+		  "\"native\":{\"values\":[1]}}]", "no guest.values" },
+		{ "[{\"key\":\"a/b/-\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"lower\","
+		  "\"native\":{\"values\":[1]},\"guest\":{\"values\":[null]}},"
+		  "{\"key\":\"a/b/-\",\"group\":\"a\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"lower\","
+		  "\"native\":{\"values\":[1]},\"guest\":{\"values\":[1]}}]", "appears twice" },
+		{ "[{\"key\":\"a/b/-\",\"group\":\"a\\\"\",\"name\":\"b\",\"unit\":\"s\",\"better\":\"lower\","
+		  "\"native\":{\"values\":[1]},\"guest\":{\"values\":[1]}}]", "not printable" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct json_object *j = json_tokener_parse(bad[i].json);
+		struct bh_results r;
+		struct verr err = { "" };
+
+		assert_non_null(j);
+		if (bh_results_from_json(j, 1, "f.json", &r, &err) != -1 || !strstr(err.msg, bad[i].what))
+			fail_msg("case %zu: expected '%s', got '%s'", i, bad[i].what, err.msg);
+		assert_non_null(strstr(err.msg, "f.json: "));
+		json_object_put(j);
+	}
+}
+
+/* ----------------------------------------------------------------- sizes */
+
+static void test_sizes(void **state)
+{
+	long long *v;
+	size_t n;
+	int lo, hi;
+	struct verr err;
+
+	(void)state;
+	assert_int_equal(bh_parse_sizes("--sizes", "64K,1,4M", 0, 1 << 30, &v, &n, &err), 0);
+	assert_true(n == 3 && v[0] == 1 && v[1] == 65536 && v[2] == 4194304);
+	free(v);
+	assert_int_equal(bh_parse_sizes("--sizes", "1,2,1", 0, 100, &v, &n, &err), -1);
+	assert_non_null(strstr(err.msg, "given twice"));
+	assert_int_equal(bh_parse_sizes("--sizes", "1,2G", 0, 1 << 30, &v, &n, &err), -1);
+	assert_non_null(strstr(err.msg, "expected sizes from 0 to 1G"));
+	assert_int_equal(bh_parse_sizes("--sizes", ",,", 0, 100, &v, &n, &err), -1);
+	assert_int_equal(bh_parse_sizes("--sizes", "x", 0, 100, &v, &n, &err), -1);
+	assert_int_equal(bh_parse_msglog("3:10", 30, &lo, &hi, &err), 0);
+	assert_true(lo == 3 && hi == 10);
+	assert_int_equal(bh_parse_msglog("22", 30, &lo, &hi, &err), 0);
+	assert_true(lo == 0 && hi == 22);
+	assert_int_equal(bh_parse_msglog("10:3", 30, &lo, &hi, &err), -1);
+	assert_int_equal(bh_parse_msglog("40", 30, &lo, &hi, &err), -1);
+	assert_int_equal(bh_parse_msglog("a:b", 30, &lo, &hi, &err), -1);
+}
+
+/* --------------------------------------------------------------- compare */
+
+static void doc_from(struct bh_doc *d, const char *dir, double scale, double spread)
+{
+	struct bh_results r;
+	struct verr err;
+	struct json_object *root = json_object_new_object();
+	struct bh_desc bw = { "TCP stream", "throughput", "Mbit/s", "bandwidth", BH_HIGHER, 1024 };
+
+	bh_results_init(&r, 2);
+	for (size_t k = 0; k < 2; k++) {
+		double s = k ? 1 + spread : 1 - spread;
+
+		assert_int_equal(bh_add(&r, &pp_t, BH_NATIVE, k, 10 * s, &err), 0);
+		assert_int_equal(bh_add(&r, &pp_t, BH_GUEST, k, 20 * scale * s, &err), 0);
+		assert_int_equal(bh_add(&r, &bw, BH_NATIVE, k, 100 * s, &err), 0);
+		assert_int_equal(bh_add(&r, &bw, BH_GUEST, k, 50 * scale * s, &err), 0);
+	}
+	bh_results_finish(&r);
+	json_object_object_add(root, "metrics", bh_results_to_json(&r));
+	bh_results_free(&r);
+	memset(d, 0, sizeof(*d));
+	snprintf(d->dir, sizeof(d->dir), "%s", dir);
+	snprintf(d->suite, sizeof(d->suite), "net");
+	d->reps = 2;
+	d->root = root;
+	struct json_object *m;
+
+	json_object_object_get_ex(root, "metrics", &m);
+	assert_int_equal(bh_results_from_json(m, 2, dir, &d->res, &err), 0);
+}
+
+static void test_compare(void **state)
+{
+	struct bh_doc a, b;
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	struct verr err;
+	struct json_object *j, *ms, *m, *side, *x;
+
+	(void)state;
+	/* B's guests take 1.5x the time and give 1.5x the rate; 1% noise on
+	 * native (the same in both), so native is "same", guest past noise. */
+	doc_from(&a, "A", 1.0, 0.01);
+	doc_from(&b, "B", 1.5, 0.01);
+	assert_int_equal(bh_compare(f, &a, &b, true, &err), 0);
+	fclose(f);
+	j = json_tokener_parse(buf);
+	assert_non_null(j);
+	assert_true(json_object_object_get_ex(j, "metrics", &ms));
+	assert_int_equal(json_object_array_length(ms), 2);
+	m = json_object_array_get_idx(ms, 0);
+	json_object_object_get_ex(m, "native", &side);
+	json_object_object_get_ex(side, "ratio", &x);
+	assert_true(fabs(json_object_get_double(x) - 1.0) < 1e-12);
+	json_object_object_get_ex(side, "lo", &x);
+	assert_true(fabs(json_object_get_double(x) - 0.99 / 1.01) < 1e-12);
+	json_object_object_get_ex(side, "change", &x);
+	assert_string_equal(json_object_get_string(x), "same");
+	json_object_object_get_ex(m, "guest", &side);
+	json_object_object_get_ex(side, "ratio", &x);
+	assert_true(fabs(json_object_get_double(x) - 1.5) < 1e-12);
+	json_object_object_get_ex(side, "change", &x);
+	assert_string_equal(json_object_get_string(x), "worse");     /* a time went up */
+	m = json_object_array_get_idx(ms, 1);
+	json_object_object_get_ex(m, "guest", &side);
+	json_object_object_get_ex(side, "change", &x);
+	assert_string_equal(json_object_get_string(x), "better");    /* a rate went up */
+	json_object_object_get_ex(m, "ratio_b", &x);
+	assert_true(fabs(json_object_get_double(x) - 0.75) < 1e-12);
+	json_object_put(j);
+	free(buf);
+
+	/* A different suite is refused. */
+	snprintf(b.suite, sizeof(b.suite), "mpi");
+	f = open_memstream(&buf, &len);
+	assert_int_equal(bh_compare(f, &a, &b, false, &err), -1);
+	fclose(f);
+	free(buf);
+	assert_non_null(strstr(err.msg, "nothing to compare"));
+	bh_doc_free(&a);
+	bh_doc_free(&b);
+}
+
+static void test_doc_load_errors(void **state)
+{
+	char dir[] = "/tmp/vhpc-bench-unit.XXXXXX", path[256];
+	struct bh_doc d;
+	struct verr err;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(bh_doc_load("/nonexistent/vhpc-bench", &d, &err), -1);
+	assert_non_null(strstr(err.msg, "No such file"));
+	assert_int_equal(bh_doc_load(dir, &d, &err), -1);
+	assert_non_null(strstr(err.msg, "no results.json here"));
+	snprintf(path, sizeof(path), "%s/results.json", dir);
+#define LOAD_BAD(text, what)                                                   \
+	do {                                                                   \
+		assert_int_equal(write_file(path, text, strlen(text), 0644, &err), 0); \
+		assert_int_equal(bh_doc_load(dir, &d, &err), -1);              \
+		if (!strstr(err.msg, what))                                    \
+			fail_msg("expected '%s', got '%s'", what, err.msg);    \
+	} while (0)
+	LOAD_BAD("{\"format\":", "not JSON");
+	LOAD_BAD("[]", "not a vhpc bench results file");
+	LOAD_BAD("{\"format\":\"other/1\"}", "not a vhpc bench results file");
+	LOAD_BAD("{\"format\":\"vhpc-bench/1\",\"suite\":\"gpu\"}", "\"suite\" is missing or unknown");
+	LOAD_BAD("{\"format\":\"vhpc-bench/1\",\"suite\":\"net\",\"config\":{\"reps\":0}}", "config.reps");
+	LOAD_BAD("{\"format\":\"vhpc-bench/1\",\"suite\":\"net\",\"config\":{\"reps\":1}}", "no \"metrics\"");
+	LOAD_BAD("{\"format\":\"vhpc-bench/1\",\"suite\":\"net\",\"config\":{\"reps\":1},\"metrics\":[7]}",
+		 "metrics[0]: not a metric");
+	/* Well-formed, without metrics: it loads. */
+	{
+		const char *ok = "{\"format\":\"vhpc-bench/1\",\"suite\":\"net\",\"config\":{\"reps\":1},\"metrics\":[]}";
+
+		assert_int_equal(write_file(path, ok, strlen(ok), 0644, &err), 0);
+		assert_int_equal(bh_doc_load(dir, &d, &err), 0);
+		assert_string_equal(d.suite, "net");
+		assert_int_equal(d.reps, 1);
+		bh_doc_free(&d);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stat_odd_even_nan),
+		cmocka_unit_test(test_ratio),
+		cmocka_unit_test(test_add_rules),
+		cmocka_unit_test(test_fmt_x),
+		cmocka_unit_test(test_from_imb_sample),
+		cmocka_unit_test(test_from_imb_v3),
+		cmocka_unit_test(test_from_imb_failed_sample),
+		cmocka_unit_test(test_lines),
+		cmocka_unit_test(test_json_roundtrip),
+		cmocka_unit_test(test_json_rejects),
+		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_compare),
+		cmocka_unit_test(test_doc_load_errors),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# timeout: 60
+# ivshmem-plain: two vhpc-hv processes map one file in /dev/shm as BAR2 of
+# their guests; each guest sees the other's writes, and the host sees both
+# in the file.  BAR2 moved by the guest keeps the memory.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/hvlib.sh"
+SHM=/dev/shm/vhpc-hvt-shm-$$
+at_exit rm -f "$SHM"
+nonce=s$$
+
+for r in a b; do
+	"$HV" --kernel "$GUESTS/shm.elf" --debug-exit --vcpus 1 --mem 32M --shm "path=$SHM,size=2M" \
+		--cmdline "role=$r size=2097152 nonce=$nonce" >"$T/$r.out" 2>"$T/$r.err" </dev/null &
+	eval "pid_$r=$!"
+	at_exit kill -9 $!
+done
+for r in a b; do
+	eval "p=\$pid_$r"
+	timeout 60 tail --pid=$p -f /dev/null
+	wait $p
+	RC=$?
+	OUT=$T/$r.out ERR=$T/$r.err
+	guest_ok "guest $r"
+	guest_results "$r"
+done
+check "the file is 2 MiB" [ "$(stat -c %s "$SHM")" = 2097152 ]
+check "the host sees guest a's text in the file" grep -qa "A:$nonce" "$SHM"
+check "the host sees guest b's text in the file" grep -qa "B:$nonce" "$SHM"
+check "the file's mode is 0600" [ "$(stat -c %a "$SHM")" = 600 ]
+
+run_guest shm --vcpus 1 --mem 32M --shm "path=$SHM,size=4M"
+check_match "a size other than the file's is refused" "is 2097152 bytes, not size=4194304" "$(cat "$ERR")"
+run_guest shm --vcpus 1 --mem 32M --shm "path=$SHM-none"
+check_match "a missing file without size= is refused" "does not exist; give size= to create it" "$(cat "$ERR")"
+run_guest shm --vcpus 1 --mem 32M --shm "path=$SHM-x,size=3M"
+check_match "a size that is no power of two is refused" "size=3145728 is not a power of two" "$(cat "$ERR")"
+check "... and creates nothing" [ ! -e "$SHM-x" ]
+done_testing
