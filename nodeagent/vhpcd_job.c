@@ -303,7 +303,7 @@ int vjob_prepare(struct vjob *j, struct verr *err)
 	if (tuning_load(j->p.tuning, &j->tun, err) < 0)
 		return -1;
 	j->have_tun = true;
-	if (stop_requested(j, err) < 0 || image_ensure(j->p.image, &j->img, err) < 0)
+	if (stop_requested(j, err) < 0 || image_ensure(j->p.image, 0, &j->img, err) < 0)
 		return -1;
 	{
 		struct na_place_req req = { .nguests = j->p.nhere, .vcpus = j->p.vcpus, .mem = j->p.mem,
