@@ -136,7 +136,8 @@ static void schedule(void)
 	struct sched_running *run = NULL;
 	struct sched_pending *q = NULL;
 	struct cjob **qj = NULL;
-	int nrun = 0, nq = 0, up = 0, started;
+	struct sched_guest **owned = NULL;
+	int nrun = 0, nq = 0, up = 0, started, nowned = 0;
 	int64_t now = wall_s(), head = -1;
 	uint64_t t0 = now_ns();
 
@@ -148,20 +149,36 @@ static void schedule(void)
 	}
 	nodes_usage(sn);
 	run = calloc(g.njobs ? g.njobs : 1, sizeof(*run));
+	owned = calloc(g.njobs ? g.njobs : 1, sizeof(*owned));
 	q = calloc(g.sched_depth, sizeof(*q));
 	qj = calloc(g.sched_depth, sizeof(*qj));
-	if (!run || !q || !qj)
+	if (!run || !q || !qj || !owned)
 		goto out;
 	for (int i = 0; i < g.njobs; i++) {
 		struct cjob *j = g.jobs[i];
 
-		/* Jobs being torn down hold only part of their allocation
-		 * (nodes_usage counts that part) and free it any moment: they
-		 * do not count as running for the backfill estimate. */
 		if (job_active(j)) {
 			run[nrun].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
 			run[nrun].alloc = (struct sched_alloc){ j->nalloc, j->alloc };
 			run[nrun].end = j->state == JOB_RUNNING ? j->started + j->limit : now + j->limit;
+			nrun++;
+		} else if (j->ncleanup && j->nalloc) {
+			/* Being torn down: it holds its guests on the nodes that
+			 * still owe a job_stop (what nodes_usage counted), until
+			 * about now.  Left out, the head would seem unable to start
+			 * ever, and the next job would take its place. */
+			struct sched_guest *part = calloc(j->nalloc, sizeof(*part));
+			int np = 0;
+
+			if (!part)
+				goto out;
+			for (int k = 0; k < j->nalloc; k++)
+				if (job_owes_stop(j, j->alloc[k].node))
+					part[np++] = j->alloc[k];
+			run[nrun].req = (struct sched_req){ np, j->vcpus, j->mem };
+			run[nrun].alloc = (struct sched_alloc){ np, part };
+			run[nrun].end = now;
+			owned[nowned++] = part;
 			nrun++;
 		}
 		/* A job whose last attempt is still being torn down waits. */
@@ -207,6 +224,9 @@ static void schedule(void)
 		log_info("scheduling pass: %d of %d queued job%s started (%d nodes, %.2f ms)", started, nq,
 			 nq == 1 ? "" : "s", g.nnodes, (now_ns() - t0) / 1e6);
 out:
+	for (int i = 0; i < nowned; i++)
+		free(owned[i]);
+	free(owned);
 	for (int i = 0; q && i < nq; i++)
 		free(q[i].alloc.g);
 	free(q);

@@ -44,6 +44,16 @@ wait_output() {  # ID: until some output arrived
 	return 1
 }
 
+# -- kill -9 of the controller right after it accepted jobs (queued or
+#    starting): a job it answered for is never lost
+A=$(sub -N 2 --vcpus 1 -- sh -c 'echo accepted-then-crash')
+B=$(sub -N 1 --vcpus 1 -- sh -c 'echo second')
+cl_ctld_kill KILL
+cl_ctld_up
+check "jobs accepted just before a kill -9 are there after the restart" test -n "$(job_state "$A")" -a -n "$(job_state "$B")"
+check "... and complete" wait_state "$A" COMPLETED 30 && wait_state "$B" COMPLETED 30
+check_match "... with their output" 'accepted-then-crash.*accepted-then-crash' "$(vc output "$A" | tr '\n' ' ')"
+
 # -- kill -9 of the controller mid-job
 J=$(sub -N 2 --vcpus 1 --timeout 120 -- sh -c "$TICKS")
 check "job $J runs" wait_state "$J" RUNNING 30
@@ -56,7 +66,7 @@ check "vhpc-ctld is gone (kill -9)" test ! -d /proc/$CTLD_PID
 sleep 1
 check_eq "the guests run on without it" "$pids" "$(for p in $pids; do [ -d /proc/$p ] && echo -n "$p "; done)"
 cl_ctld_up
-check "vhpc-ctld restarts on the same state" grep -q "recovered 3 nodes and 2 jobs" "$CL_DIR/ctld.log"
+check "vhpc-ctld restarts on the same state" grep -q "recovered 3 nodes and 4 jobs" "$CL_DIR/ctld.log"
 check_match "it re-attaches to the running job" "job $J: was running; re-attaching" "$(cat "$CL_DIR/ctld.log")"
 check_eq "the job is still RUNNING" RUNNING "$(job_state "$J")"
 check_eq "the queued job is still queued" PENDING "$(job_state "$P")"
