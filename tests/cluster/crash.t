@@ -107,7 +107,7 @@ cl_node_kill "$dead" KILL
 ip netns del "$CL-n$dead"
 t0=$(date +%s%N)
 check "the job ends NODE_FAIL" wait_state "$J" NODE_FAIL 20
-diag "NODE_FAIL after $(( ($(date +%s%N) - t0) / 1000000 )) ms (heartbeats every 500 ms, 3 may be missed)"
+diag "NODE_FAIL after $(( ($(date +%s%N) - t0) / 1000000 )) ms (heartbeats every 500 ms, 6 may be missed)"
 check_match "the reason names the node and the missed heartbeats" "node n$dead failed: no heartbeat" "$(job_json "$J")"
 vc wait "$J" 2>/dev/null
 check_eq "vhpc wait says it failed (125)" 125 "$?"
