@@ -112,7 +112,8 @@ static int job_setup(void *arg, struct verr *err)
 	rc = -1;
 	if ((brx = link_index(sk, BRIDGE, err)) < 0 || link_set(sk, BRIDGE, c->mtu, -1, err) < 0)
 		goto out;
-	for (int i = 0; i < c->r->nguests; i++) {
+	/* kvm guests bring their own port: a tap each (kvm_tap.c). */
+	for (int i = 0; i < c->r->nguests && !c->r->no_guest_netns; i++) {
 		char ns[PATH_MAX], host[IFNAMSIZ];
 		struct rtnl_link *veth = rtnl_link_veth_alloc(), *peer;
 		int fd, e;
@@ -278,19 +279,20 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 	out->mtu = jc.mtu;
 	out->nguests = r->nguests;
 	for (i = 0; i < r->nguests; i++) {
-		snprintf(out->guest_netns[i], sizeof(out->guest_netns[i]), "vhpc-%s-%d", r->job, i);
+		if (!r->no_guest_netns)
+			snprintf(out->guest_netns[i], sizeof(out->guest_netns[i]), "vhpc-%s-%d", r->job, i);
 		out->guest_addr[i] = r->subnet.addr + 2 + (uint32_t)i;
 	}
 
 	if (na_netns_add(out->job_netns, err) < 0)
 		goto fail;
 	job_ns = true;
-	for (created = 0; created < r->nguests; created++)
+	for (created = 0; created < r->nguests && !r->no_guest_netns; created++)
 		if (na_netns_add(out->guest_netns[created], err) < 0)
 			goto fail;
 	if (na_netns_run(out->job_netns, job_setup, &jc, err) < 0)
 		goto fail;
-	for (i = 0; i < r->nguests; i++) {
+	for (i = 0; i < r->nguests && !r->no_guest_netns; i++) {
 		struct guest_ctx g = { .r = r, .index = i, .mtu = jc.mtu,
 				       .addr = out->guest_addr[i], .prefix = r->subnet.prefix };
 

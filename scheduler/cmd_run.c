@@ -24,6 +24,9 @@ static void run_usage(void)
 	       "      --image NAME      node image (default: default; built if missing)\n"
 	       "      --tuning NAME     network tuning profile in configs/tuning (default: hpc)\n"
 	       "      --driver D        auto, container or kvm (default: auto)\n"
+	       "      --allow-emulated-kvm  with --driver kvm on a host whose KVM lacks\n"
+	       "                        hardware virtualization: start the guests anyway\n"
+	       "                        (they will not finish booting; for tests)\n"
 	       "      --timeout T       job time limit: seconds, or 30s, 10m, 2h (default 1h)\n"
 	       "      --oversubscribe   let guests share host cores\n"
 	       "      --map-by node|slot  consecutive ranks in different guests (node, default)\n"
@@ -82,7 +85,7 @@ static int add_env(struct job_spec *j, const char *kv)
 }
 
 enum { O_VCPUS = 256, O_MEM, O_IMAGE, O_TUNING, O_DRIVER, O_TIMEOUT, O_OVERSUB, O_MAPBY,
-       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP };
+       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP, O_EMUKVM };
 
 int cmd_run(int argc, char **argv)
 {
@@ -100,6 +103,7 @@ int cmd_run(int argc, char **argv)
 		{ "no-vmshm", no_argument, NULL, O_NOVMSHM },
 		{ "job", required_argument, NULL, O_JOB },
 		{ "topology", required_argument, NULL, O_TOPOLOGY },
+		{ "allow-emulated-kvm", no_argument, NULL, O_EMUKVM },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 }
 	};
@@ -204,6 +208,9 @@ int cmd_run(int argc, char **argv)
 		case O_TOPOLOGY:
 			eo.topology = optarg;
 			break;
+		case O_EMUKVM:
+			eo.allow_emulated_kvm = true;
+			break;
 		case O_HELP:
 		case 'h':
 			run_usage();
@@ -229,6 +236,10 @@ int cmd_run(int argc, char **argv)
 	if (!j.command.n) {
 		job_spec_free(&j);
 		return usage_error("run", "no command: vhpc run [OPTIONS] -- COMMAND [ARGS...]");
+	}
+	if (eo.allow_emulated_kvm && j.driver >= 0 && j.driver != DRIVER_KVM) {
+		job_spec_free(&j);
+		return usage_error("run", "--allow-emulated-kvm applies to --driver kvm only");
 	}
 	if (!have_ranks)
 		j.ranks = j.guests * (j.vcpus ? j.vcpus : 1);

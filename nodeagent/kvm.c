@@ -1,0 +1,436 @@
+/*
+ * The kvm driver's lifecycle: one vhpc-hv child per guest.  Start makes the
+ * tap and cgroups, execs vhpc-hv with its own session (a Ctrl-C on the
+ * terminal reaches the agent, which then stops the guests in order, not
+ * vhpc-hv directly), and checks through vhpc-hv's control socket that every
+ * vCPU thread is pinned where placement put it.  Stop asks politely
+ * (SIGTERM: HV_EXIT_KILLED), kills after a grace period, and removes the
+ * guest's cgroups; whatever a dead agent left is found by name by the sweep.
+ */
+#include "kvm.h"
+#include "topo.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_CG 8
+
+int na_kvm_cpu_nodes(const struct na_topo *t, const struct na_placement *p, int *out,
+		     struct verr *err)
+{
+	for (int k = 0; k < p->ncpus; k++) {
+		out[k] = -1;
+		for (int c = 0; c < t->ncores && out[k] < 0; c++)
+			for (int u = 0; u < t->cores[c].npu; u++)
+				if (t->pus[t->cores[c].first_pu + u] == p->cpus[k])
+					out[k] = t->nodes[t->cores[c].node].os_index;
+		if (out[k] < 0)
+			return verr_set(err, "CPU %d of the placement is not in the topology", p->cpus[k]);
+	}
+	return 0;
+}
+
+int na_kvm_vmshm_fit(const char *path, uint64_t *size, struct verr *err)
+{
+	struct stat st;
+	uint64_t want = 4096;
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return verr_errno(err, "vmshm region %s", path);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return verr_errno(err, "vmshm region %s", path);
+	}
+	while (want < (uint64_t)st.st_size)
+		want <<= 1;
+	if (want != (uint64_t)st.st_size && ftruncate(fd, (off_t)want) < 0) {
+		close(fd);
+		return verr_errno(err, "vmshm region %s: cannot grow it to %llu bytes (a power of two, as a PCI BAR)",
+				  path, (unsigned long long)want);
+	}
+	close(fd);
+	*size = want;
+	return 0;
+}
+
+int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms, struct verr *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	size_t cap = 4096, n = 0;
+	char *buf;
+	int fd;
+
+	*reply = NULL;
+	if (strlen(sock) >= sizeof(sa.sun_path))
+		return verr_set(err, "control socket %s: path too long", sock);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return verr_errno(err, "control socket %s", sock);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    send_full(fd, req, strlen(req)) < 0 || send_full(fd, "\n", 1) < 0) {
+		verr_errno(err, "control socket %s", sock);
+		close(fd);
+		return -1;
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return verr_set(err, "out of memory");
+	}
+	for (;;) {
+		bool eof;
+
+		if (n + 1 == cap) {
+			char *nb = cap < (1u << 20) ? realloc(buf, cap * 2) : NULL;
+
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return verr_set(err, "control socket %s: reply too long", sock);
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		if (read_full_deadline(fd, buf + n, 1, deadline, &eof) < 0) {
+			free(buf);
+			close(fd);
+			return verr_set(err, "control socket %s: %s", sock,
+					eof ? "closed without a reply" : strerror(errno));
+		}
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	close(fd);
+	*reply = buf;
+	return 0;
+}
+
+/* Every vCPU thread's affinity is its placed CPU, as vhpc-hv reports it. */
+static int check_pinning(const struct na_kvm *k, const struct na_placement *p, struct verr *err)
+{
+	char *reply;
+	struct json_object *o, *vcpus, *v;
+	int rc = 0;
+	size_t n;
+
+	if (kvm_control(k->ctl, "{\"cmd\":\"status\"}", &reply, 5000, err) < 0)
+		return -1;
+	o = json_tokener_parse(reply);
+	if (!o || !json_object_object_get_ex(o, "vcpus", &vcpus) ||
+	    !json_object_is_type(vcpus, json_type_array)) {
+		rc = verr_set(err, "vhpc-hv's status has no vCPU list: %.200s", reply);
+		goto out;
+	}
+	n = json_object_array_length(vcpus);
+	if (n != (size_t)p->ncpus) {
+		rc = verr_set(err, "vhpc-hv reports %zu vCPUs, placement gave %d", n, p->ncpus);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char want[16];
+		const char *got = "?";
+
+		snprintf(want, sizeof(want), "%d", p->cpus[i]);
+		if (json_object_object_get_ex(json_object_array_get_idx(vcpus, i), "affinity", &v))
+			got = json_object_get_string(v);
+		if (strcmp(got, want)) {
+			rc = verr_set(err, "vCPU %zu runs on CPUs %s, placement pinned it to %s", i, got, want);
+			goto out;
+		}
+	}
+out:
+	json_object_put(o);
+	free(reply);
+	return rc;
+}
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Reaps k when it has exited (or within timeout_ms). */
+static bool reap(struct na_kvm *k, int timeout_ms)
+{
+	int st;
+	pid_t r;
+
+	if (k->exited)
+		return true;
+	if (timeout_ms > 0 && k->pidfd >= 0) {
+		struct pollfd p = { .fd = k->pidfd, .events = POLLIN };
+
+		while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR)
+			;
+	}
+	r = waitpid(k->pid, &st, WNOHANG);
+	if (r == k->pid || (r < 0 && errno == ECHILD)) {
+		k->exited = true;
+		k->wstatus = r == k->pid ? st : -1;
+	}
+	return k->exited;
+}
+
+bool na_kvm_running(struct na_kvm *k, char *why, size_t len)
+{
+	if (!reap(k, 0))
+		return true;
+	if (why) {
+		if (k->wstatus == -1)
+			snprintf(why, len, "vhpc-hv (pid %d) has exited", (int)k->pid);
+		else
+			na_kvm_exit_words(k->wstatus, why, len);
+	}
+	return false;
+}
+
+pid_t na_kvm_pid(const struct na_kvm *k)
+{
+	return k->exited ? -1 : k->pid;
+}
+
+const char *na_kvm_serial(const struct na_kvm *k)
+{
+	return k->serial;
+}
+
+const char *na_kvm_hvlog(const struct na_kvm *k)
+{
+	return k->hvlog;
+}
+
+int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
+		   int timeout_ms, struct verr *err)
+{
+	return gexec_connect_vsock(c, k->vsock, k->port, key, timeout_ms, err);
+}
+
+/* The last bytes of a log, for an error message. */
+static void tail_of(const char *path, char *buf, size_t len)
+{
+	char *text = NULL;
+	size_t n;
+	struct verr e;
+
+	buf[0] = 0;
+	if (read_file(path, &text, &n, NA_KVM_LOG_MAX, &e) < 0)
+		return;
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+		text[--n] = 0;
+	snprintf(buf, len, "%s", n > len - 1 ? text + n - (len - 1) : text);
+	free(text);
+}
+
+static void child(char **argv, int tap_fd, const int *cg, int ncg, int logfd)
+{
+	struct rlimit rl = { NA_KVM_LOG_MAX, NA_KVM_LOG_MAX };
+	sigset_t none;
+	int null = open("/dev/null", O_RDONLY);
+
+	setsid();
+	for (int i = 0; i < ncg; i++)
+		if (write(cg[i], "0", 1) != 1) {
+			dprintf(logfd, "vhpc: cannot join the guest's cgroup: %s\n", strerror(errno));
+			_exit(126);
+		}
+	/* A guest writes its console without limit; the logs are capped, and
+	 * the write that would pass the cap fails instead of killing vhpc-hv. */
+	signal(SIGXFSZ, SIG_IGN);
+	setrlimit(RLIMIT_FSIZE, &rl);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+		_exit(126);
+	/* The tap is the one descriptor vhpc-hv inherits (--net fd=N). */
+	if (fcntl(tap_fd, F_SETFD, 0) < 0)
+		_exit(126);
+	execv(argv[0], argv);
+	dprintf(2, "vhpc: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Until vhpc-hv listens on both sockets, or exits. */
+static int wait_up(struct na_kvm *k, int timeout_ms, struct verr *err)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	for (;;) {
+		struct stat a, b;
+		char why[160], tail[1200];
+
+		if (stat(k->ctl, &a) == 0 && S_ISSOCK(a.st_mode) && stat(k->vsock, &b) == 0 && S_ISSOCK(b.st_mode))
+			return 0;
+		if (!na_kvm_running(k, why, sizeof(why))) {
+			tail_of(k->hvlog, tail, sizeof(tail));
+			return verr_set(err, "%s before the guest started:\n%s", why, tail);
+		}
+		if (now_ns() > end)
+			return verr_set(err, "vhpc-hv did not open its control and vsock sockets within %d ms", timeout_ms);
+		usleep(5000);
+	}
+}
+
+static void kill_and_reap(struct na_kvm *k)
+{
+	if (!k->exited) {
+		kill(k->pid, SIGKILL);
+		reap(k, 10000);
+	}
+}
+
+int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err)
+{
+	struct na_kvm *k;
+	char dir[PATH_MAX], **argv = NULL;
+	int tap = -1, cg[MAX_CG], ncg = 0, logfd = -1, rc = -1;
+	double t0 = now_s();
+
+	*out = NULL;
+	if (na_job_check(s->job, err) < 0)
+		return -1;
+	if (!na_jobdir_alive(s->job))
+		return verr_set(err, "job %s guest %d: the job dir is not held by a live owner (na_jobdir_create first)",
+				s->job, s->index);
+	na_job_path(s->job, dir, sizeof(dir));
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return verr_set(err, "out of memory");
+	k->pidfd = -1;
+	k->pid = -1;
+	snprintf(k->job, sizeof(k->job), "%s", s->job);
+	k->index = s->index;
+	snprintf(k->name, sizeof(k->name), "%s", s->name ? s->name : "?");
+	k->port = (unsigned)s->guest_port;
+	snprintf(k->vsock, sizeof(k->vsock), "%s/g%d.vsock", dir, s->index);
+	snprintf(k->ctl, sizeof(k->ctl), "%s/g%d.ctl", dir, s->index);
+	snprintf(k->serial, sizeof(k->serial), "%s/g%d.serial", dir, s->index);
+	snprintf(k->hvlog, sizeof(k->hvlog), "%s/g%d.hv.log", dir, s->index);
+
+	/* argv first: it checks the spec before anything is made. */
+	if (na_kvm_argv(s, dir, 1000, &argv, err) < 0)
+		goto fail;
+	na_kvm_argv_free(argv);
+	argv = NULL;
+	if (kvm_tap_open(s->job, s->index, s->mtu, &tap, err) < 0)
+		goto fail;
+	if (na_kvm_argv(s, dir, tap, &argv, err) < 0 ||
+	    kvm_cgroups_prepare(s->job, s->index, s->place, cg, MAX_CG, &ncg, err) < 0)
+		goto fail;
+	unlink(k->vsock);
+	unlink(k->ctl);
+	logfd = open(k->hvlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (logfd < 0) {
+		verr_errno(err, "%s", k->hvlog);
+		goto fail;
+	}
+	k->pid = fork();
+	if (k->pid < 0) {
+		verr_errno(err, "fork");
+		goto fail;
+	}
+	if (k->pid == 0)
+		child(argv, tap, cg, ncg, logfd);
+	k->started = t0;
+	k->pidfd = pidfd_open_(k->pid);
+	/* The tap is vhpc-hv's alone from here: it goes when vhpc-hv goes. */
+	close(tap);
+	tap = -1;
+	/* Prefaulting RAM is what takes time before vhpc-hv listens. */
+	if (wait_up(k, 20000 + (int)(s->mem >> 20) * 10, err) < 0 || check_pinning(k, s->place, err) < 0) {
+		kill_and_reap(k);
+		goto fail;
+	}
+	log_info("guest %s: vhpc-hv pid %d up in %.0f ms (%s%s, %d vCPU%s, %llu MiB%s)", k->name, (int)k->pid,
+		 (now_s() - t0) * 1000, kvm_kernel_path(s->img) == s->img->vmlinux ? "PVH vmlinux" : "bzImage",
+		 s->emulated ? " under emulation" : "", s->place->ncpus, s->place->ncpus == 1 ? "" : "s",
+		 (unsigned long long)(s->mem >> 20), s->hugepages ? " in 2 MiB pages" : "");
+	*out = k;
+	rc = 0;
+	goto done;
+fail:
+	verr_wrap(err, "guest %s", k->name);
+	if (k->pidfd >= 0)
+		close(k->pidfd);
+	unlink(k->vsock);
+	unlink(k->ctl);
+	{
+		char rel[64];
+		int n = 0;
+		struct verr e;
+
+		snprintf(rel, sizeof(rel), "vhpc/%s/%d", s->job, s->index);
+		na_cgroup_remove(rel, true, &n, &e);
+		kvm_cgroup_rmdir_job(s->job);
+	}
+	free(k);
+done:
+	if (tap >= 0)
+		close(tap);
+	if (logfd >= 0)
+		close(logfd);
+	for (int i = 0; i < ncg; i++)
+		close(cg[i]);
+	na_kvm_argv_free(argv);
+	return rc;
+}
+
+int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
+{
+	uint64_t end = now_ns() + (uint64_t)(grace_ms > 0 ? grace_ms : 0) * 1000000ull;
+	int rc = 0;
+
+	/* Everyone at once, so a job stops in one grace period. */
+	for (int i = 0; i < n; i++)
+		if (ks[i] && grace_ms > 0 && !reap(ks[i], 0))
+			kill(ks[i]->pid, SIGTERM);
+	for (int i = 0; i < n; i++) {
+		uint64_t now = now_ns();
+
+		if (!ks[i] || reap(ks[i], grace_ms > 0 && now < end ? (int)((end - now) / 1000000) : 0))
+			continue;
+		if (grace_ms > 0)
+			log_info("guest %s: vhpc-hv still running %d ms after SIGTERM; killing it", ks[i]->name, grace_ms);
+		kill_and_reap(ks[i]);
+	}
+	for (int i = 0; i < n; i++) {
+		char rel[64];
+		int removed = 0;
+		struct verr e;
+
+		if (!ks[i])
+			continue;
+		if (!ks[i]->exited && rc == 0)
+			rc = verr_set(err, "guest %s: vhpc-hv (pid %d) survives SIGKILL", ks[i]->name, (int)ks[i]->pid);
+		snprintf(rel, sizeof(rel), "vhpc/%s/%d", ks[i]->job, ks[i]->index);
+		if (na_cgroup_remove(rel, true, &removed, &e) < 0 && rc == 0) {
+			*err = e;
+			rc = -1;
+		}
+		unlink(ks[i]->vsock);
+		unlink(ks[i]->ctl);
+		kvm_cgroup_rmdir_job(ks[i]->job);
+		if (ks[i]->pidfd >= 0)
+			close(ks[i]->pidfd);
+		free(ks[i]);
+		ks[i] = NULL;
+	}
+	return rc;
+}
