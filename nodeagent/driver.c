@@ -31,8 +31,8 @@ enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why)
 		snprintf(buf, sizeof(buf), "auto picked container: %s", h.why);
 		return DRIVER_CONTAINER;
 	case DRIVER_KVM:
-		if (!kvm_unusable(&h, buf, sizeof(buf)))
-			snprintf(buf, sizeof(buf), "kvm, as asked: %s", h.why);
+		/* Whether it may run here is na_driver_check's to say. */
+		snprintf(buf, sizeof(buf), "kvm, as asked: %s", h.why);
 		return DRIVER_KVM;
 	case DRIVER_CONTAINER:
 	default:
@@ -76,8 +76,8 @@ int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err)
 	if (!kvm_unusable(&h, buf, sizeof(buf)))
 		return 0;
 	if (!allow_emulated)
-		return verr_set(err, "driver kvm: %s; guests would not finish booting "
-				"(--allow-emulated-kvm starts them anyway, for tests)", buf);
+		return verr_set(err, "driver kvm: %s, so guests would not finish booting; use --driver container "
+				"(or auto), or --allow-emulated-kvm to start them anyway (tests)", h.why);
 	*emulated = true;
 	return 0;
 }

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -241,7 +241,6 @@ static void tail_of(const char *path, char *buf, size_t len)
 
 static void child(char **argv, int tap_fd, const int *cg, int ncg, int logfd)
 {
-	struct rlimit rl = { NA_KVM_LOG_MAX, NA_KVM_LOG_MAX };
 	sigset_t none;
 	int null = open("/dev/null", O_RDONLY);
 
@@ -251,10 +250,6 @@ static void child(char **argv, int tap_fd, const int *cg, int ncg, int logfd)
 			dprintf(logfd, "vhpc: cannot join the guest's cgroup: %s\n", strerror(errno));
 			_exit(126);
 		}
-	/* A guest writes its console without limit; the logs are capped, and
-	 * the write that would pass the cap fails instead of killing vhpc-hv. */
-	signal(SIGXFSZ, SIG_IGN);
-	setrlimit(RLIMIT_FSIZE, &rl);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
@@ -288,6 +283,33 @@ static int wait_up(struct na_kvm *k, int timeout_ms, struct verr *err)
 	}
 }
 
+/* The guest's own small tmpfs: its sockets and logs, and a guest that
+ * floods its console fills that and nothing else. */
+static int make_gdir(struct na_kvm *k, struct verr *err)
+{
+	char opts[64], src[32];
+
+	if (mkdir(k->dir, 0700) < 0)
+		return verr_errno(err, "%s", k->dir);
+	snprintf(src, sizeof(src), "vhpc-%s", k->job);
+	snprintf(opts, sizeof(opts), "size=%u,mode=0700", NA_KVM_LOG_MAX);
+	if (mount(src, k->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
+		verr_errno(err, "cannot mount a tmpfs on %s", k->dir);
+		rmdir(k->dir);
+		return -1;
+	}
+	k->mounted = true;
+	return 0;
+}
+
+static void remove_gdir(struct na_kvm *k)
+{
+	if (k->mounted && umount2(k->dir, MNT_DETACH) < 0)
+		log_warn("cannot unmount %s: %s", k->dir, strerror(errno));
+	k->mounted = false;
+	rmdir(k->dir);
+}
+
 static void kill_and_reap(struct na_kvm *k)
 {
 	if (!k->exited) {
@@ -319,23 +341,22 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	k->index = s->index;
 	snprintf(k->name, sizeof(k->name), "%s", s->name ? s->name : "?");
 	k->port = (unsigned)s->guest_port;
-	snprintf(k->vsock, sizeof(k->vsock), "%s/g%d.vsock", dir, s->index);
-	snprintf(k->ctl, sizeof(k->ctl), "%s/g%d.ctl", dir, s->index);
-	snprintf(k->serial, sizeof(k->serial), "%s/g%d.serial", dir, s->index);
-	snprintf(k->hvlog, sizeof(k->hvlog), "%s/g%d.hv.log", dir, s->index);
+	snprintf(k->dir, sizeof(k->dir), "%s/kvm%d", dir, s->index);
+	snprintf(k->vsock, sizeof(k->vsock), "%.90s/vsock", k->dir);
+	snprintf(k->ctl, sizeof(k->ctl), "%.90s/ctl", k->dir);
+	snprintf(k->serial, sizeof(k->serial), "%s/serial", k->dir);
+	snprintf(k->hvlog, sizeof(k->hvlog), "%s/hv.log", k->dir);
 
 	/* argv first: it checks the spec before anything is made. */
-	if (na_kvm_argv(s, dir, 1000, &argv, err) < 0)
+	if (na_kvm_argv(s, k->dir, 1000, &argv, err) < 0)
 		goto fail;
 	na_kvm_argv_free(argv);
 	argv = NULL;
-	if (kvm_tap_open(s->job, s->index, s->mtu, &tap, err) < 0)
+	if (make_gdir(k, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &tap, err) < 0)
 		goto fail;
-	if (na_kvm_argv(s, dir, tap, &argv, err) < 0 ||
+	if (na_kvm_argv(s, k->dir, tap, &argv, err) < 0 ||
 	    kvm_cgroups_prepare(s->job, s->index, s->place, cg, MAX_CG, &ncg, err) < 0)
 		goto fail;
-	unlink(k->vsock);
-	unlink(k->ctl);
 	logfd = open(k->hvlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (logfd < 0) {
 		verr_errno(err, "%s", k->hvlog);
@@ -369,8 +390,7 @@ fail:
 	verr_wrap(err, "guest %s", k->name);
 	if (k->pidfd >= 0)
 		close(k->pidfd);
-	unlink(k->vsock);
-	unlink(k->ctl);
+	remove_gdir(k);
 	{
 		char rel[64];
 		int n = 0;
@@ -424,8 +444,7 @@ int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
 			*err = e;
 			rc = -1;
 		}
-		unlink(ks[i]->vsock);
-		unlink(ks[i]->ctl);
+		remove_gdir(ks[i]);
 		kvm_cgroup_rmdir_job(ks[i]->job);
 		if (ks[i]->pidfd >= 0)
 			close(ks[i]->pidfd);

@@ -53,6 +53,8 @@ struct na_kvm {
 	int wstatus;
 	unsigned port;
 	double started;
+	bool mounted;          /* dir is our tmpfs */
+	char dir[PATH_MAX];    /* <job dir>/kvm<i> */
 	char vsock[108];
 	char ctl[108];
 	char serial[PATH_MAX];

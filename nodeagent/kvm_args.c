@@ -221,12 +221,12 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 	kernel = kvm_kernel_path(s->img);
 	if (path_ok("kernel", kernel, err) < 0 || path_ok("initramfs", s->img->initrd, err) < 0 ||
 	    path_ok("root disk", s->img->disk, err) < 0 || path_ok("config disk", s->config_disk, err) < 0 ||
-	    path_ok("job dir", dir, err) < 0 || (s->vmshm && path_ok("vmshm region", s->vmshm, err) < 0))
+	    path_ok("guest dir", dir, err) < 0 || (s->vmshm && path_ok("vmshm region", s->vmshm, err) < 0))
 		return -1;
-	/* vhpc-hv binds <dir>/g<i>.vsock and, for connections the guest
-	 * makes, connects to <dir>/g<i>.vsock_<port>. */
-	if (strlen(dir) + sizeof("/g255.vsock_4294967295") > 108)
-		return verr_set(err, "job dir %s: too long for the guest's vsock socket names (unix sockets take 107 bytes)", dir);
+	/* vhpc-hv binds <dir>/vsock and, for connections the guest makes,
+	 * connects to <dir>/vsock_<port>. */
+	if (strlen(dir) + sizeof("/vsock_4294967295") > 108)
+		return verr_set(err, "guest dir %s: too long for the guest's vsock socket names (unix sockets take 107 bytes)", dir);
 	if (tap_fd < 0)
 		return verr_set(err, "guest %s: no tap", s->name);
 	n = kvm_mem_split(s->place, s->cpu_node, s->mem, gn, KVM_MAX_GNODES, err);
@@ -271,9 +271,9 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 		add(&a, "--require-hw");
 	}
 	add(&a, "--serial");
-	add(&a, "file:%s/g%d.serial", dir, s->index);
+	add(&a, "file:%s/serial", dir);
 	add(&a, "--control");
-	add(&a, "%s/g%d.ctl", dir, s->index);
+	add(&a, "%s/ctl", dir);
 	if (s->vmshm) {
 		add(&a, "--shm");
 		add(&a, "path=%s", s->vmshm);
@@ -287,7 +287,7 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 	add(&a, "fd=%d,mac=52:54:%02x:%02x:%02x:%02x,mtu=%d", tap_fd, s->addr >> 24, (s->addr >> 16) & 0xff,
 	    (s->addr >> 8) & 0xff, s->addr & 0xff, s->mtu);
 	add(&a, "--vsock");
-	add(&a, "cid=%d,uds=%s/g%d.vsock", 3 + s->index, dir, s->index);
+	add(&a, "cid=%d,uds=%s/vsock", 3 + s->index, dir);
 	if (a.oom) {
 		na_kvm_argv_free(a.v);
 		return verr_set(err, "out of memory");

@@ -15,9 +15,10 @@
  *   shm files         /dev/shm/vhpc-<job>-*
  *   kvm guests        vhpc-hv processes in the cgroups above (cpuset and
  *                     cgroup2); tap t<guest index> on the bridge of the job
- *                     netns; in the job dir: config.ext4 (config disk),
- *                     g<i>.vsock (+ g<i>.vsock_<port>), g<i>.ctl (vhpc-hv
- *                     control), g<i>.serial (console log), g<i>.hv.log
+ *                     netns; <job dir>/config.ext4 (config disk); per guest
+ *                     a small tmpfs <job dir>/kvm<i>/ holding vsock (and
+ *                     vsock_<port>), ctl (vhpc-hv's control socket), serial
+ *                     (console log) and hv.log
  * A job id is 1..12 characters [a-z0-9].
  *
  * Build into a program with $(NODEAGENT_SRCS) and $(NODEAGENT_LIBS)
@@ -294,22 +295,24 @@ int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err);
  *     every host user can read);
  *   - a tap t<i> on the job bridge, made in the job netns and handed over as
  *     an open fd, so vhpc-hv itself runs in the host's namespace;
- *   - vsock (cid 3+i) bridged to <job dir>/g<i>.vsock; vhpc-guestd listens
+ *   - vsock (cid 3+i) bridged to <job dir>/kvm<i>/vsock; vhpc-guestd listens
  *     on vsock port guest_port and the agent reaches it with
  *     gexec_connect_vsock;
  *   - the job's vmshm region as an ivshmem BAR (the region's size must be a
  *     power of two: na_kvm_vmshm_fit);
  *   - a kernel command line with its identity: vhpc.name, vhpc.job,
  *     vhpc.index, vhpc.addr, vhpc.mtu, vhpc.listen (vsock and TCP);
- *   - its serial console in <job dir>/g<i>.serial (vhpc-hv's own log in
- *     g<i>.hv.log), both capped at NA_KVM_LOG_MAX bytes.
+ *   - its serial console in <job dir>/kvm<i>/serial (vhpc-hv's own log in
+ *     hv.log there): that dir is a tmpfs of NA_KVM_LOG_MAX bytes, so a guest
+ *     that floods its console fills only its own log (vhpc-hv then drops
+ *     further output).
  */
 #define NA_KVM_LOG_MAX (16u << 20)
 #define NA_KVM_MIN_MEM (128ull << 20)
 
 struct na_kvm_spec {
 	const char *job;
-	int index;                     /* guest index: tap t<i>, cgroup, files g<i>.* */
+	int index;                     /* guest index: tap t<i>, cgroup, <job dir>/kvm<i>/ */
 	const char *name;              /* hostname and vhpc.name */
 	const struct image_info *img;  /* kernel (vmlinux preferred), initrd, disk */
 	const struct na_placement *place;
@@ -339,7 +342,7 @@ void na_kvm_plan_hugepages(const struct na_numa_info *nodes, int nnodes,
 /* The guest kernel's command line (pure; unit-tested). */
 int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct verr *err);
 /* vhpc-hv's argv for a guest whose tap is open as tap_fd and whose files
- * live in dir (pure; unit-tested).  *argv is NULL-terminated; free it with
+ * (sockets, logs) live in dir (pure; unit-tested).  *argv is NULL-terminated; free it with
  * na_kvm_argv_free. */
 int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char ***argv,
 		struct verr *err);

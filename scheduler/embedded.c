@@ -624,7 +624,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 		for (int i = 0; i < r.nguests; i++)
 			if (cancelled(err) || start_guest_kvm(&r, i, err) < 0)
 				goto out;
-		log_info("job %s: guest consoles in %s/g*.serial", job, r.jd.path);
+		log_info("job %s: guest consoles in %s/kvm*/serial", job, r.jd.path);
 	} else {
 		for (int i = 0; i < r.nguests; i++)
 			if (cancelled(err) || make_guest_dir(&r, i, err) < 0 || start_guest(&r, i, err) < 0)

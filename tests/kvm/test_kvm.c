@@ -102,18 +102,18 @@ static void argv_from_placement_and_image(void **state)
 	(void)state;
 	s.hugepages = true;
 	s.vmshm = "/dev/shm/vhpc-ab12-vmshm";
-	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12", 5, &argv, &e), 0);
+	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", 5, &argv, &e), 0);
 	assert_string_equal(joined(argv),
 		"/usr/bin/vhpc-hv|--kernel|/img/kvm/vmlinuz|--initrd|/img/kvm/initramfs.img|"
 		"--cmdline|console=ttyS0 panic=-1 vhpc.name=g1 vhpc.job=ab12 vhpc.index=1 vhpc.addr=10.213.0.3/24 "
 		"vhpc.mtu=9000 vhpc.listen=vsock:7707 vhpc.listen=10.213.0.3:7707|"
 		"--vcpus|2|--mem|512M|--cpu-affinity|3,1|--host-node|1|--hugepages=2M|--require-hw|"
-		"--serial|file:/run/vhpc/jobs/ab12/g1.serial|--control|/run/vhpc/jobs/ab12/g1.ctl|"
+		"--serial|file:/run/vhpc/jobs/ab12/kvm1/serial|--control|/run/vhpc/jobs/ab12/kvm1/ctl|"
 		"--shm|path=/dev/shm/vhpc-ab12-vmshm|"
 		"--blk|path=/img/kvm/rootfs.ext4,ro,serial=vhpc-root|"
 		"--blk|path=/run/vhpc/jobs/ab12/config.ext4,ro,serial=vhpc-config|"
 		"--net|fd=5,mac=52:54:0a:d5:00:03,mtu=9000|"
-		"--vsock|cid=4,uds=/run/vhpc/jobs/ab12/g1.vsock");
+		"--vsock|cid=4,uds=/run/vhpc/jobs/ab12/kvm1/vsock");
 	na_kvm_argv_free(argv);
 
 	/* Emulated: no --require-hw, CPUID features the emulator lacks hidden. */
