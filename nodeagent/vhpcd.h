@@ -262,14 +262,13 @@ int image_verify(const struct image_info *img, struct verr *err);
 
 /* ------------------------------------------------------------- drivers */
 
-/* `auto` resolves to kvm only with hardware virtualization (and a built kvm
- * driver), else container; *why says which and why, in words for users
- * (thread-local, valid until the next call).  A driver asked for by name is
- * returned as asked: na_driver_check says whether it can run here. */
+/* `auto` resolves to kvm only with hardware virtualization, else container;
+ * *why says which and why, in words for users (thread-local, valid until
+ * the next call).  A driver asked for by name is returned as asked:
+ * na_driver_check says whether it can run here. */
 enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
 /* 0 when driver d can run on this host, else -1 with the reason (kvm
- * without hardware virtualization or before the kvm driver exists;
- * container without runc). */
+ * without hardware virtualization; container without runc). */
 int na_driver_check(enum vhpc_driver d, struct verr *err);
 
 /* The checks of na_driver_check, except that kvm on a software-only KVM
