@@ -62,7 +62,8 @@ rm -f /tmp/vhpc-init-pwned
 export VHPC_STATE_DIR=$VHPC_TOP/$B/state VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
 if [ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] && [ -x "$BIN/vhpc" ]; then
 	"$BIN/vhpc" image build "$VHPC_TOP/configs/images/default.yaml" >"$T/build" 2>&1
-	ird=$("$BIN/vhpc" image list --json | jq -r '.[] | select(.name == "default") | .initrd')
+	id=$(jq -r .id "$VHPC_STATE_DIR/images/refs/default.json")
+	ird=$VHPC_STATE_DIR/images/$id/kvm/initramfs.img
 	mkdir -p "$T/ird" && (cd "$T/ird" && zcat "$ird" | cpio -id --quiet init 2>/dev/null)
 	check "the image's initramfs holds guest/initramfs/init" cmp -s "$T/ird/init" "$INIT"
 else
