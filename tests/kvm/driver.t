@@ -8,8 +8,9 @@
 # boots the PVH vmlinux, has its tap on the job bridge, its vsock socket,
 # the config disk (the job key on no command line) and the vmshm region.
 # Ctrl-C tears everything down; after a SIGKILLed `vhpc run`, `vhpc cleanup`
-# does.  (With hardware virtualization the same checks hold: the guests
-# then boot for real and run the job's `sleep`.)
+# does, and hugepages a guest took are back in the pool.  (With hardware
+# virtualization the same checks hold: the guests then boot for real and
+# run the job's `sleep`.)
 . "$(dirname "$0")/../integration/common.sh"
 need_root
 [ -x "$BIN/vhpc" ] && [ -x "$BIN/vhpc-hv" ] || skip_all "vhpc is not built"
@@ -112,13 +113,32 @@ check_eq "Ctrl-C: vhpc run exits 130" 130 "$?"
 check_eq "after Ctrl-C nothing of the job is left (processes, taps, netns, cgroups, shm, mounts, sockets, config disk)" \
 	"" "$(leftovers "$job")"
 
-# SIGKILL: the guests outlive vhpc run until `vhpc cleanup`.
-vhpc run --driver kvm --allow-emulated-kvm -N 1 --mem 256M --timeout 180 -- sleep 100 \
+# SIGKILL: the guest outlives vhpc run until `vhpc cleanup`.  With 64 more
+# pages in the 2 MiB pool, its 128 MiB come from hugepages, and go back.
+hp=/sys/kernel/mm/hugepages/hugepages-2048kB
+huge=0
+if [ -w $hp/nr_hugepages ]; then
+	nr=$(cat $hp/nr_hugepages)
+	at_exit "echo $nr >$hp/nr_hugepages"
+	echo $((nr + 64)) >$hp/nr_hugepages
+	free0=$(cat $hp/free_hugepages)
+	[ "$free0" -ge 64 ] && huge=1
+fi
+vhpc run --driver kvm --allow-emulated-kvm -N 1 --mem 128M --timeout 180 -- sleep 100 \
 	>"$T/k.out" 2>"$T/k.err" &
 kpid=$!
 at_exit "kill -9 $kpid"
 if wait_log "$T/k.err" 'guest consoles in' 60; then
 	kjob=$(job_of "$T/k.err")
+	if [ $huge = 1 ]; then
+		check_match "the pool holds the guest: it gets hugepages" "g0: cpus [0-9]+, memory on node [0-9]+ in hugepages" "$(cat "$T/k.err")"
+		check_match "vhpc-hv is asked for them" "--hugepages=2M" "$(tr '\0' ' ' <"/proc/$(hv_pids "$kjob" | head -n 1)/cmdline")"
+		check_eq "and takes 64 pages from the pool" $((free0 - 64)) "$(cat $hp/free_hugepages)"
+	else
+		skip "hugepages: cannot add 64 pages to the 2 MiB pool here"
+		skip "hugepages: cannot add 64 pages to the 2 MiB pool here"
+		skip "hugepages: cannot add 64 pages to the 2 MiB pool here"
+	fi
 	kill -KILL $kpid
 	wait $kpid 2>/dev/null
 	sleep 0.3
@@ -127,6 +147,7 @@ if wait_log "$T/k.err" 'guest consoles in' 60; then
 	vhpc cleanup >"$T/c.out" 2>&1
 	check_match "vhpc cleanup says what it removed" "removed [1-9][0-9]* leftover" "$(cat "$T/c.out")"
 	check_eq "after cleanup nothing of the killed job is left" "" "$(leftovers "$kjob")"
+	[ $huge = 1 ] && check_eq "its hugepages are back in the pool" "$free0" "$(cat $hp/free_hugepages)"
 else
 	fail "a second job starts"
 	diag "$(tail -n 20 "$T/k.err")"
