@@ -8,159 +8,21 @@
  * guest's cgroups; whatever a dead agent left is found by name by the sweep.
  */
 #include "kvm.h"
-#include "topo.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_CG 8
-
-int na_kvm_cpu_nodes(const struct na_topo *t, const struct na_placement *p, int *out,
-		     struct verr *err)
-{
-	for (int k = 0; k < p->ncpus; k++) {
-		out[k] = -1;
-		for (int c = 0; c < t->ncores && out[k] < 0; c++)
-			for (int u = 0; u < t->cores[c].npu; u++)
-				if (t->pus[t->cores[c].first_pu + u] == p->cpus[k])
-					out[k] = t->nodes[t->cores[c].node].os_index;
-		if (out[k] < 0)
-			return verr_set(err, "CPU %d of the placement is not in the topology", p->cpus[k]);
-	}
-	return 0;
-}
-
-int na_kvm_vmshm_fit(const char *path, uint64_t *size, struct verr *err)
-{
-	struct stat st;
-	uint64_t want = 4096;
-	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0)
-		return verr_errno(err, "vmshm region %s", path);
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return verr_errno(err, "vmshm region %s", path);
-	}
-	while (want < (uint64_t)st.st_size)
-		want <<= 1;
-	if (want != (uint64_t)st.st_size && ftruncate(fd, (off_t)want) < 0) {
-		close(fd);
-		return verr_errno(err, "vmshm region %s: cannot grow it to %llu bytes (a power of two, as a PCI BAR)",
-				  path, (unsigned long long)want);
-	}
-	close(fd);
-	*size = want;
-	return 0;
-}
-
-int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms, struct verr *err)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
-	size_t cap = 4096, n = 0;
-	char *buf;
-	int fd;
-
-	*reply = NULL;
-	if (strlen(sock) >= sizeof(sa.sun_path))
-		return verr_set(err, "control socket %s: path too long", sock);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return verr_errno(err, "control socket %s", sock);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    send_full(fd, req, strlen(req)) < 0 || send_full(fd, "\n", 1) < 0) {
-		verr_errno(err, "control socket %s", sock);
-		close(fd);
-		return -1;
-	}
-	buf = malloc(cap);
-	if (!buf) {
-		close(fd);
-		return verr_set(err, "out of memory");
-	}
-	for (;;) {
-		bool eof;
-
-		if (n + 1 == cap) {
-			char *nb = cap < (1u << 20) ? realloc(buf, cap * 2) : NULL;
-
-			if (!nb) {
-				free(buf);
-				close(fd);
-				return verr_set(err, "control socket %s: reply too long", sock);
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		if (read_full_deadline(fd, buf + n, 1, deadline, &eof) < 0) {
-			free(buf);
-			close(fd);
-			return verr_set(err, "control socket %s: %s", sock,
-					eof ? "closed without a reply" : strerror(errno));
-		}
-		if (buf[n] == '\n')
-			break;
-		n++;
-	}
-	buf[n] = 0;
-	close(fd);
-	*reply = buf;
-	return 0;
-}
-
-/* Every vCPU thread's affinity is its placed CPU, as vhpc-hv reports it. */
-static int check_pinning(const struct na_kvm *k, const struct na_placement *p, struct verr *err)
-{
-	char *reply;
-	struct json_object *o, *vcpus, *v;
-	int rc = 0;
-	size_t n;
-
-	if (kvm_control(k->ctl, "{\"cmd\":\"status\"}", &reply, 5000, err) < 0)
-		return -1;
-	o = json_tokener_parse(reply);
-	if (!o || !json_object_object_get_ex(o, "vcpus", &vcpus) ||
-	    !json_object_is_type(vcpus, json_type_array)) {
-		rc = verr_set(err, "vhpc-hv's status has no vCPU list: %.200s", reply);
-		goto out;
-	}
-	n = json_object_array_length(vcpus);
-	if (n != (size_t)p->ncpus) {
-		rc = verr_set(err, "vhpc-hv reports %zu vCPUs, placement gave %d", n, p->ncpus);
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		char want[16];
-		const char *got = "?";
-
-		snprintf(want, sizeof(want), "%d", p->cpus[i]);
-		if (json_object_object_get_ex(json_object_array_get_idx(vcpus, i), "affinity", &v))
-			got = json_object_get_string(v);
-		if (strcmp(got, want)) {
-			rc = verr_set(err, "vCPU %zu runs on CPUs %s, placement pinned it to %s", i, got, want);
-			goto out;
-		}
-	}
-out:
-	json_object_put(o);
-	free(reply);
-	return rc;
-}
 
 static int pidfd_open_(pid_t pid)
 {
@@ -375,7 +237,7 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	close(tap);
 	tap = -1;
 	/* Prefaulting RAM is what takes time before vhpc-hv listens. */
-	if (wait_up(k, 20000 + (int)(s->mem >> 20) * 10, err) < 0 || check_pinning(k, s->place, err) < 0) {
+	if (wait_up(k, 20000 + (int)(s->mem >> 20) * 10, err) < 0 || kvm_check_pinning(k->ctl, s->place, err) < 0) {
 		kill_and_reap(k);
 		goto fail;
 	}

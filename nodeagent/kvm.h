@@ -63,5 +63,8 @@ struct na_kvm {
 
 /* vhpc-hv's control socket: one request, one JSON reply line (malloc'd). */
 int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms, struct verr *err);
+/* Every vCPU thread's affinity, as vhpc-hv's status reports it, is the
+ * CPU placement gave that vCPU. */
+int kvm_check_pinning(const char *ctl, const struct na_placement *p, struct verr *err);
 
 #endif

@@ -4,6 +4,7 @@
  * of side effects so the unit tests can pin down every option.
  */
 #include "kvm.h"
+#include "topo.h"
 #include "hv/hv.h"
 
 #include <signal.h>
@@ -17,6 +18,21 @@
 /* Guest RAM per guest node is split in these units: a 2 MiB hugepage, and
  * a whole number of 4 KiB pages either way. */
 #define SPLIT_UNIT (2ull << 20)
+
+int na_kvm_cpu_nodes(const struct na_topo *t, const struct na_placement *p, int *out,
+		     struct verr *err)
+{
+	for (int k = 0; k < p->ncpus; k++) {
+		out[k] = -1;
+		for (int c = 0; c < t->ncores && out[k] < 0; c++)
+			for (int u = 0; u < t->cores[c].npu; u++)
+				if (t->pus[t->cores[c].first_pu + u] == p->cpus[k])
+					out[k] = t->nodes[t->cores[c].node].os_index;
+		if (out[k] < 0)
+			return verr_set(err, "CPU %d of the placement is not in the topology", p->cpus[k]);
+	}
+	return 0;
+}
 
 int kvm_mem_split(const struct na_placement *p, const int *cpu_node, uint64_t mem,
 		  struct kvm_gnode *g, int max, struct verr *err)

@@ -1,10 +1,14 @@
 /*
- * The job's config disk for kvm guests: what container guests get as a
- * read-only bind mount at /vhpc (the job key, hosts, hostfile), plus the
- * environment vhpc-guestd starts with and the tuning profile's sysctls, as
- * a small ext4 image made by mke2fs -d (no loop mount).  A disk, not the
- * kernel command line: the command line is in every host user's view of
- * the process list, and the key must never be.
+ * The files a kvm job gives its guests as disks and BARs.
+ *
+ * The config disk: what container guests get as a read-only bind mount at
+ * /vhpc (the job key, hosts, hostfile), plus the environment vhpc-guestd
+ * starts with and the tuning profile's sysctls, as a small ext4 image made
+ * by mke2fs -d (no loop mount).  A disk, not the kernel command line: the
+ * command line is in every host user's view of the process list, and the
+ * key must never be.
+ *
+ * The vmshm region: grown to the power of two a PCI BAR must be.
  */
 #include "kvm.h"
 
@@ -98,5 +102,29 @@ int na_kvm_config_disk(const struct na_jobdir *jd, const char *src_dir,
 		unlink(path);
 		return verr_wrap(err, "making the config disk %s", path);
 	}
+	return 0;
+}
+
+int na_kvm_vmshm_fit(const char *path, uint64_t *size, struct verr *err)
+{
+	struct stat st;
+	uint64_t want = 4096;
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return verr_errno(err, "vmshm region %s", path);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return verr_errno(err, "vmshm region %s", path);
+	}
+	while (want < (uint64_t)st.st_size)
+		want <<= 1;
+	if (want != (uint64_t)st.st_size && ftruncate(fd, (off_t)want) < 0) {
+		close(fd);
+		return verr_errno(err, "vmshm region %s: cannot grow it to %llu bytes (a power of two, as a PCI BAR)",
+				  path, (unsigned long long)want);
+	}
+	close(fd);
+	*size = want;
 	return 0;
 }
