@@ -117,6 +117,18 @@ int gd_listen_parse(const char *spec, struct gd_listen *l, struct verr *err)
 	return 0;
 }
 
+/* vhpc.* words the kvm guest's initramfs /init acts on before guestd starts
+ * (guest/initramfs/init): known, so not errors, and not guestd's. */
+static const char *const init_keys[] = { "addr", "mtu", "job", "index", NULL };
+
+static bool init_key(const char *name, size_t len)
+{
+	for (const char *const *k = init_keys; *k; k++)
+		if (strlen(*k) == len && !memcmp(*k, name, len))
+			return true;
+	return false;
+}
+
 static const struct opt *find_opt(const char *name, size_t len)
 {
 	for (const struct opt *p = opts; p->name; p++)
@@ -273,6 +285,8 @@ int gd_opts_apply_cmdline(struct gd_opts *o, const char *text, const char *where
 		key = word + 5;
 		eq = strchr(key, '=');
 		p = find_opt(key, eq ? (size_t)(eq - key) : strlen(key));
+		if (!p && init_key(key, eq ? (size_t)(eq - key) : strlen(key)))
+			continue;
 		if (!p)
 			return verr_set(err, "%s: unknown setting '%s'", where, word);
 		if (p->has_arg && !eq)

@@ -141,22 +141,18 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
 	return -1;
 }
 
-int gexec_connect_unix(struct chan *c, const char *path,
-		       const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err)
+/* Connects to the unix socket at path without following a symlink there:
+ * the socket may sit in a directory the guest can write, where it could plant
+ * a link to any socket of the host.  The final name is opened O_PATH and
+ * checked to be a socket; the connect goes through the descriptor. */
+static int open_unix(const char *path, uint64_t deadline, const char *what, struct verr *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
-	char what[160];
 	struct stat st;
 	int fd, pfd;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
-		return verr_set(err, "guest socket path '%s' is too long", path);
-	snprintf(what, sizeof(what), "guest socket %s", path);
-	/* The socket sits in a directory the guest can write: it could put a
-	 * symlink there that points at any socket of the host.  Open the final
-	 * name without following links, check it is a socket, and connect
-	 * through the descriptor rather than the name. */
+		return verr_set(err, "%s: the path is too long", what);
 	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0)
 		return verr_errno(err, "cannot connect to %s", what);
@@ -177,6 +173,82 @@ int gexec_connect_unix(struct chan *c, const char *path,
 		return -1;
 	}
 	close(pfd);
+	return fd;
+}
+
+int gexec_connect_unix(struct chan *c, const char *path,
+		       const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err)
+{
+	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	char what[160];
+	int fd;
+
+	snprintf(what, sizeof(what), "guest socket %s", path);
+	fd = open_unix(path, deadline, what, err);
+	if (fd < 0)
+		return -1;
+	return handshake(c, fd, key, deadline, what, err);
+}
+
+/* The VMM's answer to "CONNECT <port>\n": "OK <host port>\n".  Read a byte
+ * at a time: the guest's first channel bytes may follow in the same
+ * segment and belong to the handshake. */
+static int vsock_answer(int fd, uint64_t deadline, const char *what, struct verr *err)
+{
+	char line[64];
+	size_t n = 0;
+	long long hp;
+
+	for (;;) {
+		bool eof = false;
+
+		if (n == sizeof(line) - 1)
+			return verr_set(err, "%s: the VMM's answer to CONNECT is longer than %zu bytes", what, n);
+		if (read_full_deadline(fd, line + n, 1, deadline, &eof) < 0) {
+			if (eof)
+				return verr_set(err, "%s: refused (nothing listens on that vsock port in the guest yet, "
+						"or the guest reset the connection)", what);
+			if (errno == ETIMEDOUT)
+				return verr_set(err, "%s: no answer to CONNECT in time (the guest's vsock driver is not up yet?)", what);
+			return verr_errno(err, "%s: reading the answer to CONNECT", what);
+		}
+		if (line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = 0;
+	if (strncmp(line, "OK ", 3) || parse_ll(line + 3, 0, 0xffffffffLL, &hp) < 0) {
+		for (char *p = line; *p; p++)
+			if (*p < ' ' || *p > '~')
+				*p = '?';
+		return verr_set(err, "%s: unexpected answer to CONNECT: '%s'", what, line);
+	}
+	return 0;
+}
+
+int gexec_connect_vsock(struct chan *c, const char *uds, unsigned port,
+			const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err)
+{
+	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	char what[200], req[32];
+	int fd;
+
+	snprintf(what, sizeof(what), "guest vsock port %u through %s", port, uds);
+	if (port < 1 || port > 0xfffffffeu)
+		return verr_set(err, "%s: the port must be 1..4294967294", what);
+	fd = open_unix(uds, deadline, what, err);
+	if (fd < 0)
+		return -1;
+	snprintf(req, sizeof(req), "CONNECT %u\n", port);
+	if (send_full(fd, req, strlen(req)) < 0) {
+		verr_errno(err, "%s: sending CONNECT", what);
+		close(fd);
+		return -1;
+	}
+	if (vsock_answer(fd, deadline, what, err) < 0) {
+		close(fd);
+		return -1;
+	}
 	return handshake(c, fd, key, deadline, what, err);
 }
 

@@ -326,6 +326,13 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
 		      const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
 int gexec_connect_unix(struct chan *c, const char *path,
 		       const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
+/* Through a VMM's vsock bridge (Firecracker-style hybrid vsock, hv/hv.h):
+ * connects to the unix socket uds, asks for the guest's vsock port with
+ * "CONNECT <port>\n", expects "OK <host port>\n", then runs the handshake.
+ * A refused port (nothing listening in the guest yet) and a VMM that does not
+ * answer within timeout_ms are errors that say so; callers retry. */
+int gexec_connect_vsock(struct chan *c, const char *uds, unsigned port,
+			const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
 /* The guest's report as JSON text (malloc'd): name, hostname, pid, pidns,
  * netns (inode numbers), cpus, mems, cpuset_mems, addrs, uptime, ready... */
 int gexec_hello(struct chan *c, char **info_json, int timeout_ms, struct verr *err);

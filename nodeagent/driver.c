@@ -2,19 +2,14 @@
 #include "na.h"
 
 #include <stdio.h>
-
-/* The kvm driver (vhpc-hv under the agent) arrives in a later issue. */
-static const bool kvm_driver_built = false;
+#include <stdlib.h>
+#include <string.h>
 
 /* Why kvm cannot run here, or NULL when it can. */
 static const char *kvm_unusable(const struct hwvirt *h, char *buf, size_t len)
 {
 	if (!h->hw) {
 		snprintf(buf, len, "%s; use --driver container (or auto)", h->why);
-		return buf;
-	}
-	if (!kvm_driver_built) {
-		snprintf(buf, len, "%s, but the kvm driver is not built yet; use --driver container (or auto)", h->why);
 		return buf;
 	}
 	return NULL;
@@ -33,14 +28,11 @@ enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why)
 			snprintf(buf, sizeof(buf), "auto picked kvm: %s", h.why);
 			return DRIVER_KVM;
 		}
-		if (h.hw)
-			snprintf(buf, sizeof(buf), "auto picked container: %s, but the kvm driver is not built yet", h.why);
-		else
-			snprintf(buf, sizeof(buf), "auto picked container: %s", h.why);
+		snprintf(buf, sizeof(buf), "auto picked container: %s", h.why);
 		return DRIVER_CONTAINER;
 	case DRIVER_KVM:
-		if (!kvm_unusable(&h, buf, sizeof(buf)))
-			snprintf(buf, sizeof(buf), "kvm, as asked: %s", h.why);
+		/* Whether it may run here is na_driver_check's to say. */
+		snprintf(buf, sizeof(buf), "kvm, as asked: %s", h.why);
 		return DRIVER_KVM;
 	case DRIVER_CONTAINER:
 	default:
@@ -51,8 +43,7 @@ enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why)
 
 int na_driver_check(enum vhpc_driver d, struct verr *err)
 {
-	struct hwvirt h;
-	char buf[512];
+	bool emulated;
 
 	switch (d) {
 	case DRIVER_CONTAINER:
@@ -60,11 +51,33 @@ int na_driver_check(enum vhpc_driver d, struct verr *err)
 			return verr_set(err, "driver container: runc not found ($VHPC_RUNC, /usr/sbin/runc, PATH): install the Debian package runc");
 		return 0;
 	case DRIVER_KVM:
-		hwvirt_detect(&h);
-		if (kvm_unusable(&h, buf, sizeof(buf)))
-			return verr_set(err, "driver kvm: %s", buf);
-		return 0;
+		return na_driver_check_kvm(false, &emulated, err);
 	default:
 		return verr_set(err, "driver %d: resolve 'auto' first (na_driver_resolve)", (int)d);
 	}
+}
+
+int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err)
+{
+	const char *env = getenv("VHPC_KVM_ALLOW_EMULATION");
+	struct hwvirt h;
+	char buf[512];
+
+	*emulated = false;
+	if (env && *env) {
+		if (!strcmp(env, "1"))
+			allow_emulated = true;
+		else if (strcmp(env, "0"))
+			return verr_set(err, "VHPC_KVM_ALLOW_EMULATION='%.40s': expected 0 or 1", env);
+	}
+	hwvirt_detect(&h);
+	if (!h.kvm)
+		return verr_set(err, "driver kvm: %s; use --driver container (or auto)", h.why);
+	if (!kvm_unusable(&h, buf, sizeof(buf)))
+		return 0;
+	if (!allow_emulated)
+		return verr_set(err, "driver kvm: %s, so guests would not finish booting; use --driver container "
+				"(or auto), or --allow-emulated-kvm to start them anyway (tests)", h.why);
+	*emulated = true;
+	return 0;
 }

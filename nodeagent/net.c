@@ -116,7 +116,8 @@ static int job_setup(void *arg, struct verr *err)
 	rc = -1;
 	if ((brx = link_index(sk, BRIDGE, err)) < 0 || link_set(sk, BRIDGE, c->mtu, -1, err) < 0)
 		goto out;
-	for (int i = 0; i < c->r->nguests; i++) {
+	/* kvm guests bring their own port: a tap each (kvm_tap.c). */
+	for (int i = 0; i < c->r->nguests && !c->r->no_guest_netns; i++) {
 		char ns[PATH_MAX], host[IFNAMSIZ];
 		struct rtnl_link *veth = rtnl_link_veth_alloc(), *peer;
 		int fd, e;
@@ -421,14 +422,15 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 	out->vni = r->vni;
 	for (i = 0; i < r->nguests; i++) {
 		out->index[i] = r->index ? r->index[i] : i;
-		snprintf(out->guest_netns[i], sizeof(out->guest_netns[i]), "vhpc-%s-%d", r->job, out->index[i]);
+		if (!r->no_guest_netns)
+			snprintf(out->guest_netns[i], sizeof(out->guest_netns[i]), "vhpc-%s-%d", r->job, out->index[i]);
 		out->guest_addr[i] = r->subnet.addr + 2 + (uint32_t)out->index[i];
 	}
 
 	if (na_netns_add(out->job_netns, err) < 0)
 		goto fail;
 	job_ns = true;
-	for (created = 0; created < r->nguests; created++)
+	for (created = 0; created < r->nguests && !r->no_guest_netns; created++)
 		if (na_netns_add(out->guest_netns[created], err) < 0)
 			goto fail;
 	if (na_netns_run(out->job_netns, job_setup, &jc, err) < 0)
@@ -436,7 +438,7 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 	if (r->vni && (vxlan_create(r, out->job_netns, jc.mtu, err) < 0 ||
 		       na_netns_run(out->job_netns, vxlan_setup, &jc, err) < 0))
 		goto fail;
-	for (i = 0; i < r->nguests; i++) {
+	for (i = 0; i < r->nguests && !r->no_guest_netns; i++) {
 		struct guest_ctx g = { .r = r, .index = i, .mtu = jc.mtu,
 				       .addr = out->guest_addr[i], .prefix = r->subnet.prefix };
 

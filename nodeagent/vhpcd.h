@@ -15,6 +15,12 @@
  *   shm files         /dev/shm/vhpc-<job>-*
  *   VXLAN (cluster)   vxlan0 inside the job netns; its UDP socket lives in
  *                     the namespace of the vhpcd that made it
+ *   kvm guests        vhpc-hv processes in the cgroups above (cpuset and
+ *                     cgroup2); tap t<guest index> on the bridge of the job
+ *                     netns; <job dir>/config.ext4 (config disk); per guest
+ *                     a small tmpfs <job dir>/kvm<i>/ holding vsock (and
+ *                     vsock_<port>), ctl (vhpc-hv's control socket), serial
+ *                     (console log) and hv.log
  * A job id is 1..12 characters [a-z0-9].
  *
  * Several node agents may share one machine (test clusters: one network
@@ -159,6 +165,8 @@ struct na_net_req {
 	uint32_t underlay;       /* this node's address the VXLAN runs over */
 	const uint32_t *peers;   /* the job's other nodes' underlay addresses */
 	int npeers;
+	bool no_guest_netns;     /* kvm: the guests are VMs, each with a tap on the
+	                          * bridge (na_kvm_start), so no guest netns/veth */
 };
 
 struct na_net {
@@ -292,14 +300,149 @@ int image_verify(const struct image_info *img, struct verr *err);
 
 /* ------------------------------------------------------------- drivers */
 
-/* `auto` resolves to kvm only with hardware virtualization (and a built kvm
- * driver), else container; *why says which and why, in words for users
- * (thread-local, valid until the next call).  A driver asked for by name is
- * returned as asked: na_driver_check says whether it can run here. */
+/* `auto` resolves to kvm only with hardware virtualization, else container;
+ * *why says which and why, in words for users (thread-local, valid until
+ * the next call).  A driver asked for by name is returned as asked:
+ * na_driver_check says whether it can run here. */
 enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
 /* 0 when driver d can run on this host, else -1 with the reason (kvm
- * without hardware virtualization or before the kvm driver exists;
- * container without runc). */
+ * without hardware virtualization; container without runc). */
 int na_driver_check(enum vhpc_driver d, struct verr *err);
+
+/* The checks of na_driver_check, except that kvm on a software-only KVM
+ * (no VT-x/AMD-V) passes when allow_emulated is set: guests then start but
+ * do not finish booting (tests of the driver, experts).  *emulated says
+ * whether that is the case.  $VHPC_KVM_ALLOW_EMULATION=1 sets allow_emulated
+ * too; another value than 0 or 1 there is an error. */
+int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err);
+
+/* ----------------------------------------------------------- kvm guests */
+
+/*
+ * The kvm driver: one vhpc-hv process per guest (hv/hv.h), started by the
+ * agent and watched as its child.  What a guest gets:
+ *   - its vCPUs pinned 1:1 to the placed host CPUs (--cpu-affinity), RAM
+ *     bound to the placed NUMA node(s) (--host-node, or --numa per host node
+ *     for a split guest), hugepages when the pool has them; the process in
+ *     the cgroups vhpc/<job>/<i> (cpuset = the placed CPUs and nodes);
+ *   - the image's kernel (the PVH vmlinux when there is one: no decompressor
+ *     to run) and initramfs, its ext4 root read-only (virtio-blk, serial
+ *     "vhpc-root") and the job's config disk read-only ("vhpc-config": key,
+ *     hosts, hostfile, env, sysctl.conf; never the kernel command line, which
+ *     every host user can read);
+ *   - a tap t<i> on the job bridge, made in the job netns and handed over as
+ *     an open fd, so vhpc-hv itself runs in the host's namespace;
+ *   - vsock (cid 3+i) bridged to <job dir>/kvm<i>/vsock; vhpc-guestd listens
+ *     on vsock port guest_port and the agent reaches it with
+ *     gexec_connect_vsock;
+ *   - the job's vmshm region as an ivshmem BAR (the region's size must be a
+ *     power of two: na_kvm_vmshm_fit);
+ *   - a kernel command line with its identity: vhpc.name, vhpc.job,
+ *     vhpc.index, vhpc.addr, vhpc.mtu, vhpc.listen (vsock and TCP);
+ *   - its serial console in <job dir>/kvm<i>/serial (vhpc-hv's own log in
+ *     hv.log there): that dir is a tmpfs of NA_KVM_LOG_MAX bytes, so a guest
+ *     that floods its console fills only its own log (vhpc-hv then drops
+ *     further output).
+ */
+#define NA_KVM_LOG_MAX (16u << 20)
+#define NA_KVM_MIN_MEM (128ull << 20)
+
+struct na_kvm_spec {
+	const char *job;
+	int index;                     /* guest index: tap t<i>, cgroup, <job dir>/kvm<i>/ */
+	const char *name;              /* hostname and vhpc.name */
+	const struct image_info *img;  /* kernel (vmlinux preferred), initrd, disk */
+	const struct na_placement *place;
+	const int *cpu_node;           /* host NUMA node of place->cpus[k]; NULL = all
+	                                * on place->mems[0] (na_kvm_cpu_nodes fills it) */
+	uint64_t mem;                  /* whole MiB, at least NA_KVM_MIN_MEM */
+	bool hugepages;                /* back RAM with 2 MiB pages (na_kvm_plan_hugepages) */
+	uint32_t addr;                 /* on the job network, host byte order */
+	int prefix, mtu;
+	int guest_port;                /* guestd: TCP on the job network, and vsock */
+	const char *config_disk;       /* na_kvm_config_disk */
+	const char *vmshm;             /* region file (power-of-two size) or NULL */
+	bool emulated;                 /* software KVM: earlyprintk, and CPUID features
+	                                * the instruction emulator lacks are hidden */
+	const char *hv_path;           /* NULL: vhpc-hv next to this program */
+};
+
+struct na_kvm;
+
+/* The host NUMA node of each CPU of a placement (out[k] for p->cpus[k]). */
+int na_kvm_cpu_nodes(const struct na_topo *t, const struct na_placement *p, int *out,
+		     struct verr *err);
+/* Which guests get hugepages: use[i] when the 2 MiB pool of guest i's
+ * node(s) still holds its memory after the guests before it. */
+void na_kvm_plan_hugepages(const struct na_numa_info *nodes, int nnodes,
+			   const struct na_placement *p, int nguests, uint64_t mem, bool *use);
+/* The guest kernel's command line (pure; unit-tested). */
+int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct verr *err);
+/* vhpc-hv's argv for a guest whose tap is open as tap_fd and whose files
+ * (sockets, logs) live in dir (pure; unit-tested).  *argv is NULL-terminated; free it with
+ * na_kvm_argv_free. */
+int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char ***argv,
+		struct verr *err);
+void na_kvm_argv_free(char **argv);
+/* Words for a vhpc-hv wait status ("exited with status 4: triple fault or
+ * KVM internal error"). */
+const char *na_kvm_exit_words(int wstatus, char *buf, size_t len);
+
+/* Grows the job's vmshm region file to the next power of two (a PCI BAR's
+ * size); the new bytes are zero like the rest. */
+int na_kvm_vmshm_fit(const char *path, uint64_t *size, struct verr *err);
+/* The job's config disk, <job dir>/config.ext4 (mode 0600, made by
+ * mke2fs -d, read-only in every guest at /vhpc): the files of src_dir as
+ * they are (job.key, hosts, hostfile), plus "env" (the NAME=VALUE lines
+ * vhpc-guestd starts with) and "sysctl.conf" (the tuning profile's net.*
+ * sysctls), which it writes into src_dir first. */
+int na_kvm_config_disk(const struct na_jobdir *jd, const char *src_dir,
+		       const char *const *env, const struct tuning *tuning,
+		       char *path, size_t len, struct verr *err);
+/* The text of "env" and "sysctl.conf" (malloc'd; pure). */
+int na_kvm_env_text(const char *const *env, char **out, struct verr *err);
+int na_kvm_sysctl_text(const struct tuning *t, char **out, struct verr *err);
+
+/* Needs the job dir held and the job network made with no_guest_netns.
+ * Makes the tap, starts vhpc-hv, and returns once its control and vsock
+ * sockets are there and each vCPU thread's affinity is the placed CPU
+ * (asked over the control socket); a vhpc-hv that exits first is an error
+ * that quotes its log. */
+int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err);
+pid_t na_kvm_pid(const struct na_kvm *k);
+/* Whether vhpc-hv still runs; once it has exited, *why (if given) says how. */
+bool na_kvm_running(struct na_kvm *k, char *why, size_t len);
+const char *na_kvm_serial(const struct na_kvm *k);   /* console log path */
+const char *na_kvm_hvlog(const struct na_kvm *k);    /* vhpc-hv's own log */
+/* An authenticated channel to the guest's vhpc-guestd over vsock. */
+int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
+		   int timeout_ms, struct verr *err);
+/* SIGTERM to every vhpc-hv at once, SIGKILL after grace_ms, then the
+ * guests' cgroups and sockets go; frees each and sets it to NULL. */
+int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err);
+
+/* ----------------------------------------------- guests of either driver */
+
+/* What the embedded scheduler (and vhpcd) hold per guest, whatever the
+ * driver: a container with guestd's control socket, or a kvm guest. */
+struct na_guest {
+	enum vhpc_driver driver;
+	struct na_ctr *ctr;
+	char ctl_sock[256];            /* container: guestd's control socket */
+	char log[256];                 /* container: guestd's output (the caller's log_path) */
+	struct na_kvm *kvm;
+};
+
+bool na_guest_started(const struct na_guest *g);
+/* Whether the guest still runs; when not, *why says how it ended. */
+bool na_guest_running(struct na_guest *g, char *why, size_t len);
+/* An authenticated channel to the guest's vhpc-guestd. */
+int na_guest_connect(struct na_guest *g, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
+		     int timeout_ms, struct verr *err);
+/* The log that says why a guest failed (container: guestd's output; kvm:
+ * the serial console, where the kernel, the init and guestd write). */
+const char *na_guest_log(const struct na_guest *g);
+/* Stops every started guest (one grace period in all), per driver. */
+int na_guest_stop_all(struct na_guest *gs, int n, int grace_ms, struct verr *err);
 
 #endif

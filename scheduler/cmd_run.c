@@ -31,6 +31,9 @@ static void run_usage(void)
 	       "      --image NAME      node image (default: default; built if missing)\n"
 	       "      --tuning NAME     network tuning profile in configs/tuning (default: hpc)\n"
 	       "      --driver D        auto, container or kvm (default: auto)\n"
+	       "      --allow-emulated-kvm  with --driver kvm on a host whose KVM lacks\n"
+	       "                        hardware virtualization: start the guests anyway\n"
+	       "                        (they will not finish booting; for tests)\n"
 	       "      --timeout T       job time limit: seconds, or 30s, 10m, 2h (default 1h)\n"
 	       "      --oversubscribe   let guests share host cores\n"
 	       "      --map-by node|slot  consecutive ranks in different guests (node, default)\n"
@@ -61,9 +64,10 @@ int cmd_run(int argc, char **argv)
 	}
 	if (r > 0) {
 		/* A cluster is configured: the job goes through vhpc-ctld. */
-		if (eo.topology) {
+		if (eo.topology || eo.allow_emulated_kvm) {
 			job_spec_free(&j);
-			return usage_error("run", "--topology places guests on this machine only; not with a cluster (controller %s)", ctl);
+			return usage_error("run", "%s is for this machine only; not with a cluster (controller %s)",
+					   eo.topology ? "--topology" : "--allow-emulated-kvm", ctl);
 		}
 		status = cluster_run(ctl, &j);
 		job_spec_free(&j);

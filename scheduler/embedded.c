@@ -78,8 +78,13 @@ struct run {
 	struct ipv4net subnet;
 	struct na_net net;
 	bool have_net;
-	struct na_ctr **ctr;
+	enum vhpc_driver driver;
+	bool emulated;             /* kvm on a software-only KVM (--allow-emulated-kvm) */
+	struct na_guest *g;
 	bool *gdir_mounted;
+	int *cpu_node;             /* kvm: host node of each placed CPU, NA_MAX_VCPUS per guest */
+	bool *huge;                /* kvm: guest i's RAM in hugepages */
+	char config_disk[PATH_MAX];
 	uint8_t key[CHAN_KEY_LEN];
 	char shared[PATH_MAX];
 	char vmshm[128];          /* the job's vmshm region on the host, or "" */
@@ -208,35 +213,90 @@ static int start_guest(struct run *r, int i, struct verr *err)
 	s.mem_limit = r->mem;
 	s.tmpfs_size = r->mem / 4;
 	s.log_path = logp;
-	if (na_ctr_start(&s, &r->ctr[i], err) < 0)
+	r->g[i].driver = DRIVER_CONTAINER;
+	snprintf(r->g[i].ctl_sock, sizeof(r->g[i].ctl_sock), "%s/ctl.sock", gdir);
+	snprintf(r->g[i].log, sizeof(r->g[i].log), "%s", logp);
+	if (na_ctr_start(&s, &r->g[i].ctr, err) < 0)
 		return verr_wrap(err, "starting guest %s", name);
 	return 0;
 }
 
-/* A guest is ready when its agent answers hello on the control socket. */
+/* What vhpc-guestd starts with in a kvm guest (the config disk's env; the
+ * guest's init adds VHPC_GUEST_INDEX from vhpc.index). */
+static int kvm_config_disk(struct run *r, struct verr *err)
+{
+	char jobenv[32], hostenv[96], slotsenv[48];
+	const char *env[] = {
+		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
+		"VHPC_JOB_KEY=/vhpc/job.key", jobenv,
+		r->vmshm[0] ? hostenv : NULL, "VHPC_VMSHM_PATH=" VMSHM_GUEST_PATH, slotsenv, NULL
+	};
+
+	snprintf(jobenv, sizeof(jobenv), "VHPC_JOB=%s", r->jd.job);
+	snprintf(hostenv, sizeof(hostenv), "VHPC_HOST_ID=%s", host_id());
+	snprintf(slotsenv, sizeof(slotsenv), "VHPC_VMSHM_SLOTS=%lld", r->j->ranks);
+	return na_kvm_config_disk(&r->jd, r->shared, env, &r->tun, r->config_disk,
+				  sizeof(r->config_disk), err);
+}
+
+static int start_guest_kvm(struct run *r, int i, struct verr *err)
+{
+	char name[16];
+	struct na_kvm_spec s = {
+		.job = r->jd.job, .index = i, .name = name, .img = &r->img, .place = &r->place[i],
+		.cpu_node = r->cpu_node + (size_t)i * NA_MAX_VCPUS, .mem = r->mem, .hugepages = r->huge[i],
+		.addr = r->net.guest_addr[i], .prefix = r->net.prefix, .mtu = r->net.mtu,
+		.guest_port = (int)r->cl.guest_port, .config_disk = r->config_disk,
+		.vmshm = r->vmshm[0] ? r->vmshm : NULL, .emulated = r->emulated,
+	};
+
+	snprintf(name, sizeof(name), "g%d", i);
+	r->g[i].driver = DRIVER_KVM;
+	if (na_kvm_start(&s, &r->g[i].kvm, err) < 0)
+		return verr_wrap(err, "starting guest %s", name);
+	return 0;
+}
+
+/* kvm: each placed CPU's NUMA node (a split guest gets a guest node per
+ * host node) and which guests fit in the hugepage pool. */
+static int plan_kvm(struct run *r, struct verr *err)
+{
+	struct na_numa_info nodes[NA_MAX_NODES];
+	int nn = na_topo_numa(r->topo, nodes, NA_MAX_NODES);
+
+	for (int i = 0; i < r->nguests; i++)
+		if (na_kvm_cpu_nodes(r->topo, &r->place[i], r->cpu_node + (size_t)i * NA_MAX_VCPUS, err) < 0)
+			return -1;
+	na_kvm_plan_hugepages(nodes, nn < NA_MAX_NODES ? nn : NA_MAX_NODES, r->place, r->nguests, r->mem, r->huge);
+	return 0;
+}
+
+/* A guest is ready when its agent answers hello on its control channel.
+ * Under emulation a kvm guest never gets there: it is left to run until it
+ * stops or the job's time is up, so its console can be watched. */
 static int wait_ready(struct run *r, struct verr *err)
 {
-	double deadline = now_s() + READY_TIMEOUT_S;
+	int limit = r->emulated ? (int)r->timeout : READY_TIMEOUT_S;
+	double deadline = now_s() + limit;
 
 	for (int i = 0; i < r->nguests; i++) {
-		char sock[PATH_MAX + 16], logp[PATH_MAX + 16];
+		const char *logp = na_guest_log(&r->g[i]);
 
-		guest_dir(r, i, sock, sizeof(sock));
-		strcat(sock, "/ctl.sock");
-		snprintf(logp, sizeof(logp), "%s/g%d.log", r->jd.path, i);
 		for (;;) {
 			struct chan c;
 			struct verr e;
-			char *info = NULL;
+			char *info = NULL, why[256];
 
 			if (cancelled(err))
 				return -1;
-			if (!na_ctr_running(r->ctr[i])) {
-				log_tail(logp, "the guest's agent log");
-				return verr_set(err, "guest g%d stopped before it was ready", i);
+			if (!na_guest_running(&r->g[i], why, sizeof(why))) {
+				log_tail(logp, r->driver == DRIVER_KVM ? "the guest's console" : "the guest's agent log");
+				if (r->driver == DRIVER_KVM)
+					log_tail(na_kvm_hvlog(r->g[i].kvm), "vhpc-hv's log");
+				return verr_set(err, "guest g%d stopped before it was ready: %s", i, why);
 			}
-			if (access(sock, F_OK) == 0 &&
-			    gexec_connect_unix(&c, sock, r->key, 2000, &e) == 0) {
+			if ((r->driver == DRIVER_KVM || access(r->g[i].ctl_sock, F_OK) == 0) &&
+			    na_guest_connect(&r->g[i], &c, r->key, r->driver == DRIVER_KVM ? 1000 : 2000, &e) == 0) {
 				int hr = gexec_hello(&c, &info, 5000, &e);
 
 				chan_close(&c);
@@ -256,8 +316,8 @@ static int wait_ready(struct run *r, struct verr *err)
 				}
 			}
 			if (now_s() > deadline) {
-				log_tail(logp, "the guest's agent log");
-				return verr_set(err, "guest g%d did not report ready within %d s", i, READY_TIMEOUT_S);
+				log_tail(logp, r->driver == DRIVER_KVM ? "the guest's console" : "the guest's agent log");
+				return verr_set(err, "guest g%d did not report ready within %d s", i, limit);
 			}
 			usleep(20000);
 		}
@@ -313,7 +373,7 @@ static int place_guests(struct run *r, const struct embedded_opts *o, struct ver
 
 static int run_job(struct run *r, const struct launch_plan *lp, int *status, struct verr *err)
 {
-	char sock[PATH_MAX + 16], **argv = launch_mpirun_argv(lp);
+	char **argv = launch_mpirun_argv(lp);
 	const char *env[] = {
 		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
 		"VHPC_JOB_KEY=/vhpc/job.key", NULL
@@ -332,9 +392,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", p == argv ? "" : " ", *p);
 		log_debug("guest g0 runs: %s", line);
 	}
-	guest_dir(r, 0, sock, sizeof(sock));
-	strcat(sock, "/ctl.sock");
-	if (gexec_connect_unix(&c, sock, r->key, 5000, err) < 0) {
+	if (na_guest_connect(&r->g[0], &c, r->key, 5000, err) < 0) {
 		launch_free_argv(argv);
 		return verr_wrap(err, "guest g0");
 	}
@@ -364,22 +422,21 @@ static void teardown(struct run *r)
 {
 	struct verr e;
 
-	for (int i = 0; r->ctr && i < r->nguests; i++) {
-		char sock[PATH_MAX + 16];
+	for (int i = 0; r->g && i < r->nguests; i++) {
 		struct chan c;
 
-		if (!r->ctr[i])
+		if (!na_guest_started(&r->g[i]))
 			continue;
-		guest_dir(r, i, sock, sizeof(sock));
-		strcat(sock, "/ctl.sock");
-		/* Asking first lets the guest agent end its sessions cleanly. */
-		if (na_ctr_running(r->ctr[i]) && access(sock, F_OK) == 0 &&
-		    gexec_connect_unix(&c, sock, r->key, 1000, &e) == 0) {
+		/* Asking first lets the guest agent end its sessions cleanly
+		 * (a kvm guest then powers off). */
+		if (!r->emulated && na_guest_running(&r->g[i], NULL, 0) &&
+		    (r->driver == DRIVER_KVM || access(r->g[i].ctl_sock, F_OK) == 0) &&
+		    na_guest_connect(&r->g[i], &c, r->key, 1000, &e) == 0) {
 			gexec_shutdown(&c, &e);
 			chan_close(&c);
 		}
 	}
-	if (r->ctr && na_ctr_stop_all(r->ctr, r->nguests, 3000, &e) < 0)
+	if (r->g && na_guest_stop_all(r->g, r->nguests, 3000, &e) < 0)
 		log_warn("stopping guests: %s", e.msg);
 	/* Guest inits were reparented to us (child subreaper): reap them, so
 	 * no zombie outlives the job. */
@@ -412,8 +469,10 @@ static void free_run(struct run *r)
 	cluster_free(&r->cl);
 	free(r->ranks_per_guest);
 	free(r->place);
-	free(r->ctr);
+	free(r->g);
 	free(r->gdir_mounted);
+	free(r->cpu_node);
+	free(r->huge);
 }
 
 static void install_signals(void)
@@ -447,10 +506,17 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	driver = na_driver_resolve(j->driver >= 0 ? j->driver : r.cl.default_driver, &why);
 	snprintf(whybuf, sizeof(whybuf), "%s", why);
 	why = whybuf;
-	if (na_driver_check(driver, err) < 0)
+	r.driver = driver;
+	if (driver == DRIVER_KVM) {
+		if (na_driver_check_kvm(o->allow_emulated_kvm, &r.emulated, err) < 0)
+			goto out;
+		if (r.emulated)
+			log_warn("driver kvm on a software-only KVM (--allow-emulated-kvm): the guests start, "
+				 "but under instruction emulation they will not finish booting; their consoles show how far they get");
+	} else if (o->allow_emulated_kvm) {
+		verr_set(err, "--allow-emulated-kvm applies to --driver kvm only (%s)", why);
 		goto out;
-	if (driver != DRIVER_CONTAINER) {
-		verr_set(err, "driver %s: not available yet", vhpc_driver_names[driver]);
+	} else if (na_driver_check(driver, err) < 0) {
 		goto out;
 	}
 	if (na_cleanup_stale(&removed, err) < 0)
@@ -461,17 +527,29 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	if (tuning_load(j->tuning ? j->tuning : r.cl.default_tuning, &r.tun, err) < 0)
 		goto out;
 	r.have_tun = true;
-	if (image_ensure(j->image ? j->image : r.cl.default_image, 0, &r.img, err) < 0)
-		goto out;
-	r.nguests = (int)j->guests;
 	r.mem = j->mem ? j->mem : r.cl.default_mem;
+	if (driver == DRIVER_KVM && (r.mem < NA_KVM_MIN_MEM || r.mem % (1u << 20))) {
+		verr_set(err, "--mem %llu MiB: a kvm guest needs whole MiB, at least %llu MiB (kernel, initramfs, tmpfs)",
+			 (unsigned long long)(r.mem >> 20), (unsigned long long)(NA_KVM_MIN_MEM >> 20));
+		goto out;
+	}
+	if (image_ensure(j->image ? j->image : r.cl.default_image, driver == DRIVER_KVM ? IMAGE_KVM : 0,
+			 &r.img, err) < 0)
+		goto out;
+	if (driver == DRIVER_KVM && !r.img.kvm) {
+		verr_set(err, "image %s has no kvm parts (kernel, initramfs, ext4 root): give its YAML a kvm: section", r.img.name);
+		goto out;
+	}
+	r.nguests = (int)j->guests;
 	r.timeout = j->timeout ? j->timeout : r.cl.default_timeout;
 	r.ranks_per_guest = calloc(r.nguests, sizeof(int));
 	r.place = calloc(r.nguests, sizeof(*r.place));
-	r.ctr = calloc(r.nguests, sizeof(*r.ctr));
+	r.g = calloc(r.nguests, sizeof(*r.g));
 	r.gdir_mounted = calloc(r.nguests, sizeof(bool));
+	r.cpu_node = calloc((size_t)r.nguests * NA_MAX_VCPUS, sizeof(int));
+	r.huge = calloc(r.nguests, sizeof(bool));
 	lg = calloc(r.nguests, sizeof(*lg));
-	if (!r.ranks_per_guest || !r.place || !r.ctr || !r.gdir_mounted || !lg) {
+	if (!r.ranks_per_guest || !r.place || !r.g || !r.gdir_mounted || !r.cpu_node || !r.huge || !lg) {
 		verr_set(err, "out of memory");
 		goto out;
 	}
@@ -488,8 +566,11 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	r.have_jd = true;
 	if (cancelled(err) || place_guests(&r, o, err) < 0 || cancelled(err))
 		goto out;
+	if (driver == DRIVER_KVM && plan_kvm(&r, err) < 0)
+		goto out;
 	{
-		struct na_net_req nr = { .job = job, .nguests = r.nguests, .tuning = &r.tun };
+		struct na_net_req nr = { .job = job, .nguests = r.nguests, .tuning = &r.tun,
+					 .no_guest_netns = driver == DRIVER_KVM };
 
 		if (na_subnet_alloc(&r.cl, &r.jd, &nr.subnet, err) < 0)
 			goto out;
@@ -509,9 +590,10 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 		lg[i].addr = r.net.guest_addr[i];
 		lg[i].vcpus = r.vcpus;
 		lg[i].ranks = r.ranks_per_guest[i];
-		log_info("  g%d: cpus %s, memory on node %d, %d rank%s", i,
+		log_info("  g%d: cpus %s, memory on node %d%s, %d rank%s", i,
 			 cpulist_format(r.place[i].cpus, r.place[i].ncpus, cpus, sizeof(cpus)),
-			 r.place[i].nmems ? r.place[i].mems[0] : 0, lg[i].ranks, lg[i].ranks == 1 ? "" : "s");
+			 r.place[i].nmems ? r.place[i].mems[0] : 0, r.huge[i] ? " in hugepages" : "",
+			 lg[i].ranks, lg[i].ranks == 1 ? "" : "s");
 	}
 	lp.spec = j;
 	lp.nguests = r.nguests;
@@ -528,14 +610,26 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 
 		if (na_vmshm_create(&r.jd, (int)j->ranks, r.vmshm, sizeof(r.vmshm), &size, err) < 0)
 			goto out;
+		/* A kvm guest sees it as a PCI BAR: a power of two. */
+		if (driver == DRIVER_KVM && na_kvm_vmshm_fit(r.vmshm, &size, err) < 0)
+			goto out;
 		log_info("job %s: vmshm region %s (%s) for %lld ranks", job, r.vmshm,
 			 fmt_size(size, sz, sizeof(sz)), j->ranks);
 	}
 	if (write_shared(&r, &lp, err) < 0)
 		goto out;
-	for (int i = 0; i < r.nguests; i++)
-		if (cancelled(err) || make_guest_dir(&r, i, err) < 0 || start_guest(&r, i, err) < 0)
+	if (driver == DRIVER_KVM) {
+		if (kvm_config_disk(&r, err) < 0)
 			goto out;
+		for (int i = 0; i < r.nguests; i++)
+			if (cancelled(err) || start_guest_kvm(&r, i, err) < 0)
+				goto out;
+		log_info("job %s: guest consoles in %s/kvm*/serial", job, r.jd.path);
+	} else {
+		for (int i = 0; i < r.nguests; i++)
+			if (cancelled(err) || make_guest_dir(&r, i, err) < 0 || start_guest(&r, i, err) < 0)
+				goto out;
+	}
 	if (wait_ready(&r, err) < 0)
 		goto out;
 	log_info("job %s: %d guest%s ready in %.2f s", job, r.nguests, r.nguests == 1 ? "" : "s", now_s() - t0);

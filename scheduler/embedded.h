@@ -6,6 +6,7 @@
 
 struct embedded_opts {
 	const char *topology;   /* hwloc spec for placement tests; NULL = this machine */
+	bool allow_emulated_kvm; /* --driver kvm on a software-only KVM: start anyway */
 };
 
 /* Runs the job to completion and removes everything it made.  Returns the

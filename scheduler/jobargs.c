@@ -55,7 +55,7 @@ static int add_env(struct job_spec *j, const char *kv)
 }
 
 enum { O_VCPUS = 256, O_MEM, O_IMAGE, O_TUNING, O_DRIVER, O_TIMEOUT, O_OVERSUB, O_MAPBY,
-       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP };
+       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP, O_EMUKVM };
 
 int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		   struct embedded_opts *eo_out, void (*help)(void))
@@ -74,6 +74,7 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		{ "no-vmshm", no_argument, NULL, O_NOVMSHM },
 		{ "job", required_argument, NULL, O_JOB },
 		{ "topology", required_argument, NULL, O_TOPOLOGY },
+		{ "allow-emulated-kvm", no_argument, NULL, O_EMUKVM },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 }
 	};
@@ -178,6 +179,9 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		case O_TOPOLOGY:
 			eo.topology = optarg;
 			break;
+		case O_EMUKVM:
+			eo.allow_emulated_kvm = true;
+			break;
 		case O_HELP:
 		case 'h':
 			help();
@@ -203,6 +207,10 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 	if (!j.command.n) {
 		job_spec_free(&j);
 		return usage_error(cmd, "no command: vhpc %s [OPTIONS] -- COMMAND [ARGS...]", cmd);
+	}
+	if (eo.allow_emulated_kvm && j.driver >= 0 && j.driver != DRIVER_KVM) {
+		job_spec_free(&j);
+		return usage_error(cmd, "--allow-emulated-kvm applies to --driver kvm only");
 	}
 	if (!have_ranks)
 		j.ranks = j.guests * (j.vcpus ? j.vcpus : 1);

@@ -28,3 +28,21 @@ resource_counts() {
 	echo "procs $(live_job_procs | wc -l) $(pgrep -c -f "runc --root $VHPC_RUN_DIR" || true)"
 	echo "jobdirs $(ls "$VHPC_RUN_DIR/jobs" 2>/dev/null | wc -l)"
 }
+
+# Everything that still exists of one job, by its id (netns, cgroups, live
+# processes in them, mounts, shm files, runc state, its job dir); empty when
+# the job left nothing.  Unlike host-wide counts, this ignores whatever
+# other tests on the machine are doing.
+job_leftovers() {
+	local j=$1 f
+	ip netns list 2>/dev/null | grep -E "^vhpc-$j(-| |\$)" | sed 's/^/netns /'
+	find /sys/fs/cgroup -maxdepth 4 -type d -path "*/vhpc/$j*" 2>/dev/null | sed 's/^/cgroup /'
+	for f in $(grep -l ":/vhpc/$j/" /proc/[0-9]*/cgroup 2>/dev/null); do
+		[ "$(awk '{print $3}' "${f%/cgroup}/stat" 2>/dev/null)" = Z ] || echo "process ${f#/proc/}"
+	done
+	grep -e "/$j/" -e "vhpc-$j" /proc/self/mountinfo | awk '{print "mount " $5}'
+	ls /dev/shm 2>/dev/null | grep "^vhpc-$j-" | sed 's/^/shm /'
+	ls -d "$VHPC_RUN_DIR"/runc/"$j"-* "$VHPC_RUN_DIR/jobs/$j" 2>/dev/null | sed 's/^/state /'
+}
+# The job id a `vhpc run` printed on stderr (file).
+job_id_of() { sed -n 's/^vhpc: job \([0-9a-z]*\):.*/\1/p' "$1" | head -1; }

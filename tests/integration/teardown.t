@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # timeout: 240
-# Nothing leaks: namespaces, links, cgroups, mounts, shm files, processes and
-# job dirs are the same after a job as before; after `vhpc run` is killed
+# Nothing leaks: nothing of a job (netns, cgroups, processes, mounts, shm
+# files, runc state, job dir) is left after it, and host-wide counts of
+# namespaces, links, cgroups, mounts, shm files, processes and job dirs are
+# the same after a job as before (those can move if other tests run on the
+# machine at the same time; CI runs the suite alone); after `vhpc run` is killed
 # with SIGKILL, `vhpc cleanup` (or the next run) removes what it left; Ctrl-C
 # tears a job down.
 . "$(dirname "$0")/common.sh"
@@ -12,6 +15,9 @@ before=$(resource_counts)
 
 vhpc run -N 2 -n 2 -- true >/dev/null 2>"$T/err"
 check_eq "a job runs" 0 "$?"
+j=$(job_id_of "$T/err")
+check "its id is reported" test -n "$j"
+check_eq "after a job nothing of it is left" "" "$(job_leftovers "$j")"
 check_eq "after a job every count is back" "$before" "$(resource_counts)"
 
 start_and_wait() {  # starts a 2-guest job in the background, waits for ready
@@ -22,24 +28,29 @@ start_and_wait() {  # starts a 2-guest job in the background, waits for ready
 }
 
 check "a job starts" start_and_wait
-during=$(resource_counts)
+j=$(job_id_of "$T/k.err")
 kill -KILL $kpid; wait $kpid 2>/dev/null
 sleep 0.5
-check "SIGKILL leaves resources behind (before the sweep)" test "$during" != "$before"
+check "SIGKILL leaves the job's resources behind (before the sweep)" test -n "$(job_leftovers "$j")"
 vhpc cleanup >"$T/c.out" 2>&1
 check_match "vhpc cleanup says what it removed" "removed [1-9][0-9]* leftover" "$(cat "$T/c.out")"
+check_eq "after cleanup nothing of the killed job is left" "" "$(job_leftovers "$j")"
 check_eq "after cleanup every count is back" "$before" "$(resource_counts)"
 [ "$before" = "$(resource_counts)" ] || diag "before:" "$before" "after:" "$(resource_counts)"
 
 check "another job starts" start_and_wait
+j=$(job_id_of "$T/k.err")
 kill -KILL $kpid; wait $kpid 2>/dev/null
 vhpc run -N 1 -- true >/dev/null 2>"$T/n.err"
 check_eq "the next run works" 0 "$?"
 check_match "and removed what the killed one left" "removed [1-9][0-9]* resources that earlier jobs left" "$(cat "$T/n.err")"
+check_eq "nothing of the killed job is left" "" "$(job_leftovers "$j")"
 check_eq "after that run every count is back" "$before" "$(resource_counts)"
 
 check "a third job starts" start_and_wait
+j=$(job_id_of "$T/k.err")
 kill -INT $kpid; wait $kpid
 check_eq "Ctrl-C: the run exits 130" 130 "$?"
+check_eq "after Ctrl-C nothing of the job is left" "" "$(job_leftovers "$j")"
 check_eq "after Ctrl-C every count is back" "$before" "$(resource_counts)"
 done_testing

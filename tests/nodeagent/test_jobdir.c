@@ -265,17 +265,36 @@ static void driver_choice_says_why(void **state)
 	const char *why;
 	struct verr e;
 	struct hwvirt h;
+	bool emulated;
 
 	(void)state;
 	hwvirt_detect(&h);
-	assert_int_equal(na_driver_resolve(DRIVER_AUTO, &why), DRIVER_CONTAINER);   /* no kvm driver yet */
-	assert_non_null(strstr(why, "auto picked container"));
+	assert_int_equal(na_driver_resolve(DRIVER_AUTO, &why), h.hw ? DRIVER_KVM : DRIVER_CONTAINER);
+	assert_non_null(strstr(why, h.hw ? "auto picked kvm" : "auto picked container"));
 	assert_non_null(strstr(why, h.why));
 	assert_int_equal(na_driver_resolve(DRIVER_CONTAINER, &why), DRIVER_CONTAINER);
 	assert_int_equal(na_driver_resolve(DRIVER_KVM, &why), DRIVER_KVM);
-	assert_non_null(strstr(why, h.hw ? "not built yet" : h.why));
-	assert_int_equal(na_driver_check(DRIVER_KVM, &e), -1);
-	assert_non_null(strstr(e.msg, h.hw ? "not built yet" : h.why));
+	assert_non_null(strstr(why, h.why));
+	unsetenv("VHPC_KVM_ALLOW_EMULATION");
+	if (h.hw) {
+		assert_int_equal(na_driver_check(DRIVER_KVM, &e), 0);
+	} else {
+		assert_int_equal(na_driver_check(DRIVER_KVM, &e), -1);
+		assert_non_null(strstr(e.msg, h.why));
+		if (h.kvm) {
+			assert_non_null(strstr(e.msg, "--allow-emulated-kvm"));
+			/* The override starts guests anyway, and says they are emulated. */
+			assert_int_equal(na_driver_check_kvm(true, &emulated, &e), 0);
+			assert_true(emulated);
+			setenv("VHPC_KVM_ALLOW_EMULATION", "1", 1);
+			assert_int_equal(na_driver_check_kvm(false, &emulated, &e), 0);
+			assert_true(emulated);
+		}
+	}
+	setenv("VHPC_KVM_ALLOW_EMULATION", "yes please", 1);
+	assert_int_equal(na_driver_check_kvm(false, &emulated, &e), -1);
+	assert_non_null(strstr(e.msg, "VHPC_KVM_ALLOW_EMULATION='yes please': expected 0 or 1"));
+	unsetenv("VHPC_KVM_ALLOW_EMULATION");
 	setenv("VHPC_RUNC", "/nonexistent/runc", 1);
 	assert_int_equal(na_driver_check(DRIVER_CONTAINER, &e), -1);
 	assert_non_null(strstr(e.msg, "runc not found"));

@@ -1,0 +1,317 @@
+/*
+ * The kvm driver's lifecycle: one vhpc-hv child per guest.  Start makes the
+ * tap and cgroups, execs vhpc-hv with its own session (a Ctrl-C on the
+ * terminal reaches the agent, which then stops the guests in order, not
+ * vhpc-hv directly), and checks through vhpc-hv's control socket that every
+ * vCPU thread is pinned where placement put it.  Stop asks politely
+ * (SIGTERM: HV_EXIT_KILLED), kills after a grace period, and removes the
+ * guest's cgroups; whatever a dead agent left is found by name by the sweep.
+ */
+#include "kvm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_CG 8
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Reaps k when it has exited (or within timeout_ms). */
+static bool reap(struct na_kvm *k, int timeout_ms)
+{
+	int st;
+	pid_t r;
+
+	if (k->exited)
+		return true;
+	if (timeout_ms > 0 && k->pidfd >= 0) {
+		struct pollfd p = { .fd = k->pidfd, .events = POLLIN };
+
+		while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR)
+			;
+	}
+	r = waitpid(k->pid, &st, WNOHANG);
+	if (r == k->pid || (r < 0 && errno == ECHILD)) {
+		k->exited = true;
+		k->wstatus = r == k->pid ? st : -1;
+	}
+	return k->exited;
+}
+
+bool na_kvm_running(struct na_kvm *k, char *why, size_t len)
+{
+	if (!reap(k, 0))
+		return true;
+	if (why) {
+		if (k->wstatus == -1)
+			snprintf(why, len, "vhpc-hv (pid %d) has exited", (int)k->pid);
+		else
+			na_kvm_exit_words(k->wstatus, why, len);
+	}
+	return false;
+}
+
+pid_t na_kvm_pid(const struct na_kvm *k)
+{
+	return k->exited ? -1 : k->pid;
+}
+
+const char *na_kvm_serial(const struct na_kvm *k)
+{
+	return k->serial;
+}
+
+const char *na_kvm_hvlog(const struct na_kvm *k)
+{
+	return k->hvlog;
+}
+
+int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
+		   int timeout_ms, struct verr *err)
+{
+	return gexec_connect_vsock(c, k->vsock, k->port, key, timeout_ms, err);
+}
+
+/* The last bytes of a log, for an error message. */
+static void tail_of(const char *path, char *buf, size_t len)
+{
+	char *text = NULL;
+	size_t n;
+	struct verr e;
+
+	buf[0] = 0;
+	if (read_file(path, &text, &n, NA_KVM_LOG_MAX, &e) < 0)
+		return;
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+		text[--n] = 0;
+	snprintf(buf, len, "%s", n > len - 1 ? text + n - (len - 1) : text);
+	free(text);
+}
+
+static void child(char **argv, int tap_fd, const int *cg, int ncg, int logfd)
+{
+	sigset_t none;
+	int null = open("/dev/null", O_RDONLY);
+
+	setsid();
+	for (int i = 0; i < ncg; i++)
+		if (write(cg[i], "0", 1) != 1) {
+			dprintf(logfd, "vhpc: cannot join the guest's cgroup: %s\n", strerror(errno));
+			_exit(126);
+		}
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+		_exit(126);
+	/* The tap is the one descriptor vhpc-hv inherits (--net fd=N). */
+	if (fcntl(tap_fd, F_SETFD, 0) < 0)
+		_exit(126);
+	execv(argv[0], argv);
+	dprintf(2, "vhpc: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Until vhpc-hv listens on both sockets, or exits. */
+static int wait_up(struct na_kvm *k, int timeout_ms, struct verr *err)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	for (;;) {
+		struct stat a, b;
+		char why[160], tail[1200];
+
+		if (stat(k->ctl, &a) == 0 && S_ISSOCK(a.st_mode) && stat(k->vsock, &b) == 0 && S_ISSOCK(b.st_mode))
+			return 0;
+		if (!na_kvm_running(k, why, sizeof(why))) {
+			tail_of(k->hvlog, tail, sizeof(tail));
+			return verr_set(err, "%s before the guest started:\n%s", why, tail);
+		}
+		if (now_ns() > end)
+			return verr_set(err, "vhpc-hv did not open its control and vsock sockets within %d ms", timeout_ms);
+		usleep(5000);
+	}
+}
+
+/* The guest's own small tmpfs: its sockets and logs, and a guest that
+ * floods its console fills that and nothing else. */
+static int make_gdir(struct na_kvm *k, struct verr *err)
+{
+	char opts[64], src[32];
+
+	if (mkdir(k->dir, 0700) < 0)
+		return verr_errno(err, "%s", k->dir);
+	snprintf(src, sizeof(src), "vhpc-%s", k->job);
+	snprintf(opts, sizeof(opts), "size=%u,mode=0700", NA_KVM_LOG_MAX);
+	if (mount(src, k->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
+		verr_errno(err, "cannot mount a tmpfs on %s", k->dir);
+		rmdir(k->dir);
+		return -1;
+	}
+	k->mounted = true;
+	return 0;
+}
+
+static void remove_gdir(struct na_kvm *k)
+{
+	if (k->mounted && umount2(k->dir, MNT_DETACH) < 0)
+		log_warn("cannot unmount %s: %s", k->dir, strerror(errno));
+	k->mounted = false;
+	rmdir(k->dir);
+}
+
+static void kill_and_reap(struct na_kvm *k)
+{
+	if (!k->exited) {
+		kill(k->pid, SIGKILL);
+		reap(k, 10000);
+	}
+}
+
+int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err)
+{
+	struct na_kvm *k;
+	char dir[PATH_MAX], **argv = NULL;
+	int tap = -1, cg[MAX_CG], ncg = 0, logfd = -1, rc = -1;
+	double t0 = now_s();
+
+	*out = NULL;
+	if (na_job_check(s->job, err) < 0)
+		return -1;
+	if (!na_jobdir_alive(s->job))
+		return verr_set(err, "job %s guest %d: the job dir is not held by a live owner (na_jobdir_create first)",
+				s->job, s->index);
+	na_job_path(s->job, dir, sizeof(dir));
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return verr_set(err, "out of memory");
+	k->pidfd = -1;
+	k->pid = -1;
+	snprintf(k->job, sizeof(k->job), "%s", s->job);
+	k->index = s->index;
+	snprintf(k->name, sizeof(k->name), "%s", s->name ? s->name : "?");
+	k->port = (unsigned)s->guest_port;
+	snprintf(k->dir, sizeof(k->dir), "%s/kvm%d", dir, s->index);
+	snprintf(k->vsock, sizeof(k->vsock), "%.90s/vsock", k->dir);
+	snprintf(k->ctl, sizeof(k->ctl), "%.90s/ctl", k->dir);
+	snprintf(k->serial, sizeof(k->serial), "%s/serial", k->dir);
+	snprintf(k->hvlog, sizeof(k->hvlog), "%s/hv.log", k->dir);
+
+	/* argv first: it checks the spec before anything is made. */
+	if (na_kvm_argv(s, k->dir, 1000, &argv, err) < 0)
+		goto fail;
+	na_kvm_argv_free(argv);
+	argv = NULL;
+	if (make_gdir(k, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &tap, err) < 0)
+		goto fail;
+	if (na_kvm_argv(s, k->dir, tap, &argv, err) < 0 ||
+	    kvm_cgroups_prepare(s->job, s->index, s->place, cg, MAX_CG, &ncg, err) < 0)
+		goto fail;
+	logfd = open(k->hvlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (logfd < 0) {
+		verr_errno(err, "%s", k->hvlog);
+		goto fail;
+	}
+	k->pid = fork();
+	if (k->pid < 0) {
+		verr_errno(err, "fork");
+		goto fail;
+	}
+	if (k->pid == 0)
+		child(argv, tap, cg, ncg, logfd);
+	k->started = t0;
+	k->pidfd = pidfd_open_(k->pid);
+	/* The tap is vhpc-hv's alone from here: it goes when vhpc-hv goes. */
+	close(tap);
+	tap = -1;
+	/* Prefaulting RAM is what takes time before vhpc-hv listens. */
+	if (wait_up(k, 20000 + (int)(s->mem >> 20) * 2, err) < 0 || kvm_check_pinning(k->ctl, s->place, err) < 0) {
+		kill_and_reap(k);
+		goto fail;
+	}
+	log_info("guest %s: vhpc-hv pid %d up in %.0f ms (%s%s, %d vCPU%s, %llu MiB%s)", k->name, (int)k->pid,
+		 (now_s() - t0) * 1000, kvm_kernel_path(s->img) == s->img->vmlinux ? "PVH vmlinux" : "bzImage",
+		 s->emulated ? " under emulation" : "", s->place->ncpus, s->place->ncpus == 1 ? "" : "s",
+		 (unsigned long long)(s->mem >> 20), s->hugepages ? " in 2 MiB pages" : "");
+	*out = k;
+	rc = 0;
+	goto done;
+fail:
+	verr_wrap(err, "guest %s", k->name);
+	if (k->pidfd >= 0)
+		close(k->pidfd);
+	remove_gdir(k);
+	{
+		char rel[64];
+		int n = 0;
+		struct verr e;
+
+		snprintf(rel, sizeof(rel), "vhpc/%s/%d", s->job, s->index);
+		na_cgroup_remove(rel, true, &n, &e);
+		kvm_cgroup_rmdir_job(s->job);
+	}
+	free(k);
+done:
+	if (tap >= 0)
+		close(tap);
+	if (logfd >= 0)
+		close(logfd);
+	for (int i = 0; i < ncg; i++)
+		close(cg[i]);
+	na_kvm_argv_free(argv);
+	return rc;
+}
+
+int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
+{
+	uint64_t end = now_ns() + (uint64_t)(grace_ms > 0 ? grace_ms : 0) * 1000000ull;
+	int rc = 0;
+
+	/* Everyone at once, so a job stops in one grace period. */
+	for (int i = 0; i < n; i++)
+		if (ks[i] && grace_ms > 0 && !reap(ks[i], 0))
+			kill(ks[i]->pid, SIGTERM);
+	for (int i = 0; i < n; i++) {
+		uint64_t now = now_ns();
+
+		if (!ks[i] || reap(ks[i], grace_ms > 0 && now < end ? (int)((end - now) / 1000000) : 0))
+			continue;
+		if (grace_ms > 0)
+			log_info("guest %s: vhpc-hv still running %d ms after SIGTERM; killing it", ks[i]->name, grace_ms);
+		kill_and_reap(ks[i]);
+	}
+	for (int i = 0; i < n; i++) {
+		char rel[64];
+		int removed = 0;
+		struct verr e;
+
+		if (!ks[i])
+			continue;
+		if (!ks[i]->exited && rc == 0)
+			rc = verr_set(err, "guest %s: vhpc-hv (pid %d) survives SIGKILL", ks[i]->name, (int)ks[i]->pid);
+		snprintf(rel, sizeof(rel), "vhpc/%s/%d", ks[i]->job, ks[i]->index);
+		if (na_cgroup_remove(rel, true, &removed, &e) < 0 && rc == 0) {
+			*err = e;
+			rc = -1;
+		}
+		remove_gdir(ks[i]);
+		kvm_cgroup_rmdir_job(ks[i]->job);
+		if (ks[i]->pidfd >= 0)
+			close(ks[i]->pidfd);
+		free(ks[i]);
+		ks[i] = NULL;
+	}
+	return rc;
+}
