@@ -23,6 +23,7 @@ struct image_spec {
 	struct cf_strlist exclude;    /* path prefixes left out */
 	struct cf_strlist programs;   /* vhpc programs -> /usr/local/bin */
 	struct cf_strmap build_files; /* image path -> path under the build dir */
+	struct cf_strmap copy;        /* image path -> host path (a program of the user's) */
 	bool busybox;                 /* applets for what packages lack */
 	struct image_kvm kvm;
 };

@@ -41,6 +41,7 @@ static const struct cf_field spec_fields[] = {
 	{ .key = "exclude", .kind = CF_STRLIST, .off = S(exclude) },
 	{ .key = "programs", .kind = CF_STRLIST, .off = S(programs) },
 	{ .key = "build_files", .kind = CF_STRMAP, .off = S(build_files) },
+	{ .key = "copy", .kind = CF_STRMAP, .off = S(copy) },
 	{ .key = "busybox", .kind = CF_BOOL, .off = S(busybox) },
 	{ .key = "kvm", .kind = CF_STRUCT, .off = S(kvm), .sub = &kvm_schema },
 	{ 0 }
@@ -88,6 +89,12 @@ int image_spec_load(const char *path, struct image_spec *s, struct verr *err)
 		    strstr(s->build_files.val[i], "..")) {
 			verr_set(err, "%s: build_files: '%s: %s' needs an absolute image path and a path inside the build directory",
 				 path, s->build_files.key[i], s->build_files.val[i]);
+			goto fail;
+		}
+	for (size_t i = 0; i < s->copy.n; i++)
+		if (!abs_path_ok(s->copy.key[i]) || !abs_path_ok(s->copy.val[i])) {
+			verr_set(err, "%s: copy: '%s: %s' needs an absolute image path and an absolute host path",
+				 path, s->copy.key[i], s->copy.val[i]);
 			goto fail;
 		}
 	if (s->kvm.kernel_package && s->kvm.kernel) {
@@ -441,6 +448,18 @@ static int add_programs(struct fileset *fs, const struct image_spec *s, struct v
 		    add_elf(fs, src, err) < 0)
 			return -1;
 	}
+	/* Host files put where the image wants them: under /tmp or /run they
+	 * would be hidden by the guests' tmpfs. */
+	for (size_t i = 0; i < s->copy.n; i++) {
+		struct stat st;
+
+		if (stat(s->copy.val[i], &st) < 0 || !S_ISREG(st.st_mode))
+			return verr_errno(err, "copy: %s", s->copy.val[i]);
+		if (add_ent(fs, s->copy.key[i], ENT_COPY, s->copy.val[i], st.st_mode & 0755, err) < 0)
+			return -1;
+		if (is_elf(s->copy.val[i]) && add_elf(fs, s->copy.val[i], err) < 0)
+			return -1;
+	}
 	for (size_t i = 0; i < s->build_files.n; i++) {
 		struct stat st;
 
@@ -596,6 +615,8 @@ int image_fingerprint(const char *yaml_path, const struct image_spec *s, char ou
 		snprintf(path, sizeof(path), "%s/../%s", self_dir(), s->build_files.val[i]);
 		fp_stat(&h, path);
 	}
+	for (size_t i = 0; i < s->copy.n; i++)
+		fp_stat(&h, s->copy.val[i]);
 	if (s->kvm.kernel)
 		fp_stat(&h, s->kvm.kernel);
 	snprintf(path, sizeof(path), "%s/../share/vhpc/initramfs-init", self_dir());

@@ -32,6 +32,8 @@ enum bh_better { BH_LOWER = 0, BH_HIGHER };
 
 #define BH_MAX_REPS    1000
 #define BH_MAX_METRICS 20000
+/* Where --imb puts the IMB binary in the guests' image. */
+#define BH_IMB_GUEST_PATH "/usr/local/bin/IMB-MPI1"
 
 /* ------------------------------------------------------------- statistics */
 

@@ -56,14 +56,14 @@ static int scalar(yaml_document_t *d, const char *s)
 	return yaml_document_add_scalar(d, NULL, (yaml_char_t *)s, (int)strlen(s), YAML_ANY_SCALAR_STYLE);
 }
 
-/* base's mapping with name replaced and imb appended to files; without
+/* base's mapping with name replaced and imb copied to BH_IMB_GUEST_PATH; without
  * the kvm: section unless the guests are kvm's (building its kernel parts
  * needs a kernel package that container guests do not). */
 static int derive(yaml_document_t *base, yaml_document_t *out, const char *name, const char *imb,
 		  bool kvm, struct verr *err)
 {
 	yaml_node_t *root = yaml_document_get_root_node(base);
-	int nroot, files = 0;
+	int nroot;
 
 	if (!root || root->type != YAML_MAPPING_NODE)
 		return verr_set(err, "the image YAML is not a mapping");
@@ -79,28 +79,24 @@ static int derive(yaml_document_t *base, yaml_document_t *out, const char *name,
 			k = scalar(out, "name");
 			v = scalar(out, name);
 		} else {
+			if (scalar_is(base, p->key, "copy")) {
+				yaml_document_delete(out);
+				return verr_set(err, "the image YAML has its own copy: section");
+			}
 			k = copy_node(base, p->key, out, 0);
 			v = copy_node(base, p->value, out, 0);
-			if (scalar_is(base, p->key, "files"))
-				files = v;
 		}
 		if (!k || !v || !yaml_document_append_mapping_pair(out, nroot, k, v))
 			goto oom;
 	}
-	if (!files) {
-		int k = scalar(out, "files");
-
-		files = yaml_document_add_sequence(out, NULL, YAML_BLOCK_SEQUENCE_STYLE);
-		if (!k || !files || !yaml_document_append_mapping_pair(out, nroot, k, files))
-			goto oom;
-	} else if (yaml_document_get_node(out, files)->type != YAML_SEQUENCE_NODE) {
-		yaml_document_delete(out);
-		return verr_set(err, "the image YAML's files is not a list");
-	}
 	{
-		int f = scalar(out, imb);
+		/* copy: puts it at a fixed path: its own may be under /tmp,
+		 * which guests have a tmpfs on. */
+		int k = scalar(out, "copy"), m = yaml_document_add_mapping(out, NULL, YAML_BLOCK_MAPPING_STYLE);
+		int dk = scalar(out, BH_IMB_GUEST_PATH), dv = scalar(out, imb);
 
-		if (!f || !yaml_document_append_sequence_item(out, files, f))
+		if (!k || !m || !dk || !dv || !yaml_document_append_mapping_pair(out, m, dk, dv) ||
+		    !yaml_document_append_mapping_pair(out, nroot, k, m))
 			goto oom;
 	}
 	return 0;

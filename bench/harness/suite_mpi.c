@@ -64,7 +64,7 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 		return verr_set(err, "out of memory");
 	if (asprintf(&script, "f=/tmp/vhpc-bench-msglen.$$; for s in %s; do echo $s; done >$f && "
 		     "exec %s -msglen $f -npmin %s %s %s %s %s",
-		     list, c->imb[0] ? c->imb : "vhpc-mpibench", np, benches[0], benches[1], benches[2],
+		     list, c->imb[0] ? BH_IMB_GUEST_PATH : "vhpc-mpibench", np, benches[0], benches[1], benches[2],
 		     benches[3]) < 0) {
 		free(list);
 		return verr_set(err, "out of memory");
