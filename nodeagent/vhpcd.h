@@ -445,4 +445,46 @@ const char *na_guest_log(const struct na_guest *g);
 /* Stops every started guest (one grace period in all), per driver. */
 int na_guest_stop_all(struct na_guest *gs, int n, int grace_ms, struct verr *err);
 
+/* Where images keep vhpc's programs, and where a guest finds the job's
+ * vmshm region. */
+#define NA_GUEST_BIN        "/usr/local/bin"
+#define NA_VMSHM_GUEST_PATH "/run/vhpc-vmshm"
+
+/* The environment vhpc-guestd starts with, which orted and the ranks
+ * inherit: PATH, HOME, the job key's path, the job, the guest's index
+ * (index < 0: left out), and the vmshm BTL's settings when host_id is given
+ * (VHPC_HOST_ID, VHPC_VMSHM_PATH, VHPC_VMSHM_SLOTS).  e->v is
+ * NULL-terminated and lives as long as e. */
+struct na_guest_env {
+	char job[80], index[32], host[192], slots[48];
+	const char *v[12];
+};
+const char *const *na_guest_env(struct na_guest_env *e, const char *job, int index,
+				const char *host_id, int vmshm_slots);
+
+/* This machine's boot id: the same for every guest here, different on any
+ * other host (the vmshm BTL's idea of "same host"). */
+const char *na_boot_id(void);
+
+/* A job's container guest running vhpc-guestd as its init, laid out as both
+ * schedulers want it: the job's shared dir (key, hosts, hostfile) read-only
+ * at /vhpc, its own control dir at /vhpc/run (guestd's socket), /etc/hosts
+ * from the shared dir, the spool of detached commands at /vhpc/spool when
+ * spool_dir is set, and the vmshm region when vmshm is set. */
+struct na_job_guest {
+	const char *job;            /* local job id: resource names */
+	const char *job_label;      /* VHPC_JOB inside the guest */
+	int index;                  /* job-wide guest index: hostname g<index> */
+	uint32_t addr;              /* on the job network */
+	int port;                   /* guestd's TCP port there */
+	const char *shared_dir, *ctl_dir, *spool_dir, *vmshm;
+	const char *host_id;        /* with vmshm */
+	int vmshm_slots;
+	const char *rootfs, *netns;
+	const struct na_placement *place;
+	uint64_t mem;
+	const char *log_path;
+};
+int na_job_guest_start(const struct na_job_guest *jg, struct na_guest *g, struct verr *err);
+
 #endif

@@ -24,8 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define GUEST_BIN "/usr/local/bin"
-#define VMSHM_GUEST_PATH "/run/vhpc-vmshm"
 #define READY_TIMEOUT_S 60
 
 void vjob_ctl_sock(const struct vjob *j, int gi, char *buf, size_t len)
@@ -53,17 +51,7 @@ static bool is_launcher(const struct vjob *j)
  * not believe they do. */
 static const char *host_id(char *buf, size_t len)
 {
-	char *b = NULL;
-	size_t n;
-	struct verr e;
-
-	if (read_file("/proc/sys/kernel/random/boot_id", &b, &n, 64, &e) == 0) {
-		b[strcspn(b, "\n")] = 0;
-		snprintf(buf, len, "%s:%s", b, vd.name);
-	} else {
-		snprintf(buf, len, "%s", vd.name);
-	}
-	free(b);
+	snprintf(buf, len, "%s:%s", na_boot_id(), vd.name);
 	return buf;
 }
 
@@ -138,58 +126,28 @@ out:
 static int start_guest(struct vjob *j, int k, struct verr *err)
 {
 	int gi = j->p.here[k];
-	char name[16], listen[48], ip[20], gdir[600], hosts[600], logp[600], spool[600];
-	const char *argv[16] = {
-		GUEST_BIN "/vhpc-guestd", "--init", "--name", name, "--listen", listen,
-		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key", NULL
+	char gdir[600], logp[600], spool[600], label[32], hid[128];
+	struct na_guest g;
+	struct na_job_guest jg = {
+		.job = j->local, .job_label = label, .index = gi,
+		.addr = j->net.guest_addr[k], .port = j->p.guest_port,
+		.shared_dir = j->shared, .ctl_dir = gdir, .vmshm = j->vmshm,
+		.host_id = host_id(hid, sizeof(hid)), .vmshm_slots = j->p.nranks_total,
+		.rootfs = j->img.rootfs, .netns = j->net.guest_netns[k], .place = &j->place[k],
+		.mem = j->p.mem, .log_path = logp,
 	};
-	char jobenv[32], idxenv[32], hostenv[160], slotsenv[48], hid[128];
-	const char *env[] = {
-		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
-		"VHPC_JOB_KEY=/vhpc/job.key", jobenv, idxenv,
-		j->vmshm[0] ? hostenv : NULL, "VHPC_VMSHM_PATH=" VMSHM_GUEST_PATH, slotsenv, NULL
-	};
-	struct na_bind binds[5];
-	struct na_ctr_spec s = { 0 };
 
-	snprintf(name, sizeof(name), "g%d", gi);
-	snprintf(listen, sizeof(listen), "%s:%d",
-		 ipv4_format(j->net.guest_addr[k], ip, sizeof(ip)), j->p.guest_port);
-	snprintf(jobenv, sizeof(jobenv), "VHPC_JOB=%lld", (long long)j->id);
-	snprintf(idxenv, sizeof(idxenv), "VHPC_GUEST_INDEX=%d", gi);
-	snprintf(hostenv, sizeof(hostenv), "VHPC_HOST_ID=%s", host_id(hid, sizeof(hid)));
-	snprintf(slotsenv, sizeof(slotsenv), "VHPC_VMSHM_SLOTS=%d", j->p.nranks_total);
+	snprintf(label, sizeof(label), "%lld", (long long)j->id);
 	guest_dir(j, gi, gdir, sizeof(gdir));
-	snprintf(hosts, sizeof(hosts), "%s/hosts", j->shared);
 	snprintf(logp, sizeof(logp), "%s/g%d.log", j->jd.path, gi);
-	binds[0] = (struct na_bind){ j->shared, "/vhpc", true };
-	binds[1] = (struct na_bind){ gdir, "/vhpc/run", false };
-	binds[2] = (struct na_bind){ hosts, "/etc/hosts", true };
-	s.nbinds = 3;
 	if (gi == 0) {
 		/* Guest 0 runs mpirun detached; its output lands in the spool. */
 		spool_dir(j, spool, sizeof(spool));
-		binds[s.nbinds++] = (struct na_bind){ spool, "/vhpc/spool", false };
-		argv[10] = "--spool";
-		argv[11] = "/vhpc/spool";
-		argv[12] = NULL;
+		jg.spool_dir = spool;
 	}
-	if (j->vmshm[0])
-		binds[s.nbinds++] = (struct na_bind){ j->vmshm, VMSHM_GUEST_PATH, false };
-	s.job = j->local;
-	s.index = gi;
-	s.hostname = name;
-	s.rootfs = j->img.rootfs;
-	s.argv = argv;
-	s.env = env;
-	s.binds = binds;
-	s.netns = j->net.guest_netns[k];
-	s.place = &j->place[k];
-	s.mem_limit = j->p.mem;
-	s.tmpfs_size = j->p.mem / 4;
-	s.log_path = logp;
-	if (na_ctr_start(&s, &j->ctr[k], err) < 0)
-		return verr_wrap(err, "starting guest %s", name);
+	if (na_job_guest_start(&jg, &g, err) < 0)
+		return -1;
+	j->ctr[k] = g.ctr;
 	return 0;
 }
 

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define GUEST_BIN "/usr/local/bin"
 #define VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
 #define FANOUT_THREADS 32
 
@@ -186,10 +185,7 @@ static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
 	struct launch_plan lp = { 0 };
 	struct launch_guest *lg = calloc(j->nguests, sizeof(*lg));
 	int *rpg = calloc(j->nguests, sizeof(int));
-	static const char *const env[] = {
-		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
-		"VHPC_JOB_KEY=/vhpc/job.key", NULL
-	};
+	const char *const *env = launch_env;
 	struct json_object *o = NULL, *argv, *ev;
 	char **av;
 
@@ -207,7 +203,7 @@ static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
 	lp.spec = &j->spec;
 	lp.nguests = j->nguests;
 	lp.guests = lg;
-	lp.rsh_path = GUEST_BIN "/vhpc-rsh";
+	lp.rsh_path = LAUNCH_RSH;
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
 	lp.vmshm = job_vmshm(j);

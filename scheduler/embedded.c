@@ -23,38 +23,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define GUEST_BIN      "/usr/local/bin"
 #define VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
 #define READY_TIMEOUT_S 60
 
 /* forward_sig is consumed by gexec_run when it passes the signal on to the
  * job; interrupted stays set, so the end of the run knows why it ended. */
 static volatile int forward_sig, interrupted;
-
-/* Where a guest finds the job's vmshm region. */
-#define VMSHM_GUEST_PATH "/run/vhpc-vmshm"
-
-/* Names this physical host for the vmshm BTL: the kernel's boot id is the
- * same for every guest here and differs from any other host. */
-static const char *host_id(void)
-{
-	static char id[64];
-
-	if (!id[0]) {
-		char *buf = NULL;
-		size_t len;
-		struct verr e;
-
-		if (read_file("/proc/sys/kernel/random/boot_id", &buf, &len, 64, &e) == 0) {
-			buf[strcspn(buf, "\n")] = 0;
-			snprintf(id, sizeof(id), "%s", buf);
-		} else {
-			gethostname(id, sizeof(id) - 1);
-		}
-		free(buf);
-	}
-	return id;
-}
 
 static void on_signal(int sig)
 {
@@ -168,75 +142,31 @@ static void log_tail(const char *path, const char *what)
 
 static int start_guest(struct run *r, int i, struct verr *err)
 {
-	char name[16], listen[48], ip[32], gdir[PATH_MAX], hosts[PATH_MAX + 16], logp[PATH_MAX + 16];
-	const char *argv[] = {
-		GUEST_BIN "/vhpc-guestd", "--init", "--name", name, "--listen", listen,
-		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key", NULL
+	char gdir[PATH_MAX], logp[PATH_MAX + 16];
+	struct na_job_guest jg = {
+		.job = r->jd.job, .job_label = r->jd.job, .index = i,
+		.addr = r->net.guest_addr[i], .port = (int)r->cl.guest_port,
+		.shared_dir = r->shared, .ctl_dir = gdir, .vmshm = r->vmshm,
+		.host_id = na_boot_id(), .vmshm_slots = (int)r->j->ranks,
+		.rootfs = r->img.rootfs, .netns = r->net.guest_netns[i], .place = &r->place[i],
+		.mem = r->mem, .log_path = logp,
 	};
-	char jobenv[32], idxenv[32], hostenv[96], slotsenv[48];
-	/* The vmshm BTL's settings travel in the init's environment, so
-	 * orted and the ranks it starts inherit them. */
-	const char *env[] = {
-		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
-		"VHPC_JOB_KEY=/vhpc/job.key", jobenv, idxenv,
-		/* without a vmshm region the list ends here */
-		r->vmshm[0] ? hostenv : NULL, "VHPC_VMSHM_PATH=" VMSHM_GUEST_PATH, slotsenv, NULL
-	};
-	struct na_bind binds[4];
-	struct na_ctr_spec s = { 0 };
 
-	snprintf(name, sizeof(name), "g%d", i);
-	snprintf(listen, sizeof(listen), "%s:%lld",
-		 ipv4_format(r->net.guest_addr[i], ip, sizeof(ip)), r->cl.guest_port);
-	snprintf(jobenv, sizeof(jobenv), "VHPC_JOB=%s", r->jd.job);
-	snprintf(idxenv, sizeof(idxenv), "VHPC_GUEST_INDEX=%d", i);
-	snprintf(hostenv, sizeof(hostenv), "VHPC_HOST_ID=%s", host_id());
-	snprintf(slotsenv, sizeof(slotsenv), "VHPC_VMSHM_SLOTS=%lld", r->j->ranks);
 	guest_dir(r, i, gdir, sizeof(gdir));
-	snprintf(hosts, sizeof(hosts), "%s/hosts", r->shared);
 	snprintf(logp, sizeof(logp), "%s/g%d.log", r->jd.path, i);
-	binds[0] = (struct na_bind){ r->shared, "/vhpc", true };
-	binds[1] = (struct na_bind){ gdir, "/vhpc/run", false };
-	binds[2] = (struct na_bind){ hosts, "/etc/hosts", true };
-	s.job = r->jd.job;
-	s.index = i;
-	s.hostname = name;
-	s.rootfs = r->img.rootfs;
-	s.argv = argv;
-	s.env = env;
-	s.binds = binds;
-	s.nbinds = 3;
-	if (r->vmshm[0])
-		binds[s.nbinds++] = (struct na_bind){ r->vmshm, VMSHM_GUEST_PATH, false };
-	s.netns = r->net.guest_netns[i];
-	s.place = &r->place[i];
-	s.mem_limit = r->mem;
-	s.tmpfs_size = r->mem / 4;
-	s.log_path = logp;
-	r->g[i].driver = DRIVER_CONTAINER;
-	snprintf(r->g[i].ctl_sock, sizeof(r->g[i].ctl_sock), "%s/ctl.sock", gdir);
-	snprintf(r->g[i].log, sizeof(r->g[i].log), "%s", logp);
-	if (na_ctr_start(&s, &r->g[i].ctr, err) < 0)
-		return verr_wrap(err, "starting guest %s", name);
-	return 0;
+	return na_job_guest_start(&jg, &r->g[i], err);
 }
 
 /* What vhpc-guestd starts with in a kvm guest (the config disk's env; the
  * guest's init adds VHPC_GUEST_INDEX from vhpc.index). */
 static int kvm_config_disk(struct run *r, struct verr *err)
 {
-	char jobenv[32], hostenv[96], slotsenv[48];
-	const char *env[] = {
-		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
-		"VHPC_JOB_KEY=/vhpc/job.key", jobenv,
-		r->vmshm[0] ? hostenv : NULL, "VHPC_VMSHM_PATH=" VMSHM_GUEST_PATH, slotsenv, NULL
-	};
+	struct na_guest_env env;
 
-	snprintf(jobenv, sizeof(jobenv), "VHPC_JOB=%s", r->jd.job);
-	snprintf(hostenv, sizeof(hostenv), "VHPC_HOST_ID=%s", host_id());
-	snprintf(slotsenv, sizeof(slotsenv), "VHPC_VMSHM_SLOTS=%lld", r->j->ranks);
-	return na_kvm_config_disk(&r->jd, r->shared, env, &r->tun, r->config_disk,
-				  sizeof(r->config_disk), err);
+	return na_kvm_config_disk(&r->jd, r->shared,
+				  na_guest_env(&env, r->jd.job, -1, r->vmshm[0] ? na_boot_id() : NULL,
+					       (int)r->j->ranks),
+				  &r->tun, r->config_disk, sizeof(r->config_disk), err);
 }
 
 static int start_guest_kvm(struct run *r, int i, struct verr *err)
@@ -374,10 +304,6 @@ static int place_guests(struct run *r, const struct embedded_opts *o, struct ver
 static int run_job(struct run *r, const struct launch_plan *lp, int *status, struct verr *err)
 {
 	char **argv = launch_mpirun_argv(lp);
-	const char *env[] = {
-		"PATH=" GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
-		"VHPC_JOB_KEY=/vhpc/job.key", NULL
-	};
 	struct gexec_req req = { 0 };
 	struct chan c;
 	double t0;
@@ -397,7 +323,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 		return verr_wrap(err, "guest g0");
 	}
 	req.argv = (const char *const *)argv;
-	req.env = env;
+	req.env = launch_env;
 	req.cwd = "/tmp";
 	req.out_fd = STDOUT_FILENO;
 	req.err_fd = STDERR_FILENO;
@@ -598,7 +524,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	lp.spec = j;
 	lp.nguests = r.nguests;
 	lp.guests = lg;
-	lp.rsh_path = GUEST_BIN "/vhpc-rsh";
+	lp.rsh_path = LAUNCH_RSH;
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
 	/* Co-located guests of one job talk through shared memory, not TCP. */

@@ -4,6 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const launch_env[] = {
+	"PATH=" NA_GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
+	"VHPC_JOB_KEY=/vhpc/job.key", NULL
+};
+
 void launch_split_ranks(int ranks, int nguests, int *out)
 {
 	for (int i = 0; i < nguests; i++)
