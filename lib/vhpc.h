@@ -291,6 +291,8 @@ int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer,
 int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *peer,
 		struct verr *err);
 const char *wire_type(struct json_object *msg);
+/* Sends r, frees it, and logs (naming peer) when the peer is gone. */
+void wire_reply(int fd, struct json_object *r, const char *peer);
 /* {"type":"error","error":"..."} */
 struct json_object *wire_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -182,3 +182,12 @@ struct json_object *wire_error(const char *fmt, ...)
 	json_object_object_add(o, "error", json_object_new_string(buf));
 	return o;
 }
+
+void wire_reply(int fd, struct json_object *r, const char *peer)
+{
+	struct verr e;
+
+	if (wire_send(fd, r, &e) < 0)
+		log_info("%s: reply: %s", peer, e.msg);
+	json_object_put(r);
+}

@@ -167,3 +167,22 @@ int na_cgroup_remove(const char *rel, bool kill_them, int *removed, struct verr 
 	na_cgroup_mounts_free(mnts, n);
 	return rc;
 }
+
+/* A job's parent cgroup goes with its last guest: rmdir fails while other
+ * guests of the job are still in it, and that is the point. */
+void na_cgroup_rmdir_job(const char *job)
+{
+	char **mnts;
+	int n;
+	struct verr e;
+
+	if (na_cgroup_mounts(&mnts, &n, &e) < 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s/vhpc/%s", mnts[i], job);
+		rmdir(dir);
+	}
+	na_cgroup_mounts_free(mnts, n);
+}

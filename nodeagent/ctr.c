@@ -140,24 +140,6 @@ static void unmount_rootfs(const char *bundle)
 		log_warn("unmount %s: %s", mp, strerror(errno));
 }
 
-/* The job's parent cgroup goes with its last guest. */
-static void rmdir_job_cgroup(const char *job)
-{
-	char **mnts;
-	int n;
-	struct verr e;
-
-	if (na_cgroup_mounts(&mnts, &n, &e) < 0)
-		return;
-	for (int i = 0; i < n; i++) {
-		char dir[PATH_MAX];
-
-		snprintf(dir, sizeof(dir), "%s/vhpc/%s", mnts[i], job);
-		rmdir(dir);
-	}
-	na_cgroup_mounts_free(mnts, n);
-}
-
 int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err)
 {
 	char jobdir[PATH_MAX], mp[PATH_MAX + 16], cfg[PATH_MAX + 16], pidf[PATH_MAX + 16], rlog[PATH_MAX + 16];
@@ -252,7 +234,7 @@ fail:
 		if (started && na_cgroup_remove(rel, true, &removed, &e) < 0)
 			log_warn("guest %s: %s", c->id, e.msg);
 		if (started)
-			rmdir_job_cgroup(c->job);
+			na_cgroup_rmdir_job(c->job);
 		if (mounted)
 			unmount_rootfs(c->bundle);
 		if (rm_rf(c->bundle, &e) < 0)
@@ -342,7 +324,7 @@ static int ctr_remove(struct na_ctr *c, struct verr *err)
 	snprintf(rel, sizeof(rel), "vhpc/%s/%d", c->job, c->index);
 	if (na_cgroup_remove(rel, true, &removed, &e) < 0 && rc == 0)
 		rc = verr_set(err, "guest %s: %s", c->id, e.msg);
-	rmdir_job_cgroup(c->job);
+	na_cgroup_rmdir_job(c->job);
 	unmount_rootfs(c->bundle);
 	if (rm_rf(c->bundle, &e) < 0 && rc == 0)
 		rc = verr_set(err, "guest %s: %s", c->id, e.msg);

@@ -260,7 +260,7 @@ fail:
 
 		snprintf(rel, sizeof(rel), "vhpc/%s/%d", s->job, s->index);
 		na_cgroup_remove(rel, true, &n, &e);
-		kvm_cgroup_rmdir_job(s->job);
+		na_cgroup_rmdir_job(s->job);
 	}
 	free(k);
 done:
@@ -307,7 +307,7 @@ int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
 			rc = -1;
 		}
 		remove_gdir(ks[i]);
-		kvm_cgroup_rmdir_job(ks[i]->job);
+		na_cgroup_rmdir_job(ks[i]->job);
 		if (ks[i]->pidfd >= 0)
 			close(ks[i]->pidfd);
 		free(ks[i]);

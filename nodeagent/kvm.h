@@ -41,7 +41,6 @@ int kvm_cgroups_prepare(const char *job, int index, const struct na_placement *p
 			int *fds, int max, int *n, struct verr *err);
 
 /* Removes vhpc/<job> in every hierarchy where it is empty. */
-void kvm_cgroup_rmdir_job(const char *job);
 
 struct na_kvm {
 	char job[16];

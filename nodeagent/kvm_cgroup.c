@@ -143,20 +143,3 @@ int kvm_cgroups_prepare(const char *job, int index, const struct na_placement *p
 	return rc;
 }
 
-void kvm_cgroup_rmdir_job(const char *job)
-{
-	char **mnts;
-	int n;
-	struct verr e;
-
-	if (na_cgroup_mounts(&mnts, &n, &e) < 0)
-		return;
-	for (int i = 0; i < n; i++) {
-		char dir[PATH_MAX];
-
-		/* Only when empty: other guests of the job may still be there. */
-		snprintf(dir, sizeof(dir), "%s/vhpc/%s", mnts[i], job);
-		rmdir(dir);
-	}
-	na_cgroup_mounts_free(mnts, n);
-}

@@ -60,6 +60,7 @@ int na_each_mount(int (*fn)(const char *mnt, const char *fstype, void *arg),
 /* Mount points of every cgroup v1 hierarchy and the cgroup2 one. */
 int na_cgroup_mounts(char ***mnts, int *n, struct verr *err);
 void na_cgroup_mounts_free(char **mnts, int n);
+void na_cgroup_rmdir_job(const char *job);
 /* Removes <every hierarchy>/<rel> and all below it, leaves first; kills
  * (SIGKILL) processes still inside when kill is set.  Counts removed dirs. */
 int na_cgroup_remove(const char *rel, bool kill, int *removed, struct verr *err);

@@ -184,15 +184,6 @@ struct json_object *vd_handle(const struct vmsg *m)
 	return wire_error("unhandled message");
 }
 
-static void send_reply(int fd, struct json_object *r, const char *who)
-{
-	struct verr e;
-
-	if (wire_send(fd, r, &e) < 0)
-		log_info("%s: reply: %s", who, e.msg);
-	json_object_put(r);
-}
-
 static void *conn_thread(void *arg)
 {
 	int fd = (int)(intptr_t)arg, rc;
@@ -212,23 +203,23 @@ static void *conn_thread(void *arg)
 		goto out;
 	if (rc < 0) {
 		log_warn("%s: %s", who, e.msg);
-		send_reply(fd, wire_error("%s", e.msg), who);
+		wire_reply(fd, wire_error("%s", e.msg), who);
 		goto out;
 	}
 	if (peer.uid != 0) {
 		log_warn("%s: rejected '%s' from uid %u: only the controller (root) talks to vhpcd", who,
 			 wire_type(msg), (unsigned)peer.uid);
-		send_reply(fd, wire_error("permission denied: vhpcd takes messages from root only"), who);
+		wire_reply(fd, wire_error("permission denied: vhpcd takes messages from root only"), who);
 		goto out;
 	}
 	if (vmsg_parse(msg, &m, &e) < 0) {
 		log_warn("%s: rejected message: %s", who, e.msg);
-		send_reply(fd, wire_error("%s", e.msg), who);
+		wire_reply(fd, wire_error("%s", e.msg), who);
 		goto out;
 	}
 	if (strcmp(m.node, vd.name) && !vd.simulate) {
 		log_warn("%s: rejected '%s' for node %s: this is %s", who, wire_type(msg), m.node, vd.name);
-		send_reply(fd, wire_error("this is node %s, not %s", vd.name, m.node), who);
+		wire_reply(fd, wire_error("this is node %s, not %s", vd.name, m.node), who);
 		vmsg_free(&m);
 		goto out;
 	}
@@ -240,7 +231,7 @@ static void *conn_thread(void *arg)
 		r = prepare(&m, json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
 	else
 		r = vd_handle(&m);
-	send_reply(fd, r ? r : wire_error("unhandled message"), who);
+	wire_reply(fd, r ? r : wire_error("unhandled message"), who);
 	vmsg_free(&m);
 out:
 	json_object_put(msg);

@@ -54,15 +54,6 @@ static void peer_str(int fd, char *buf, size_t len)
 	snprintf(buf, len, "%s:%u", a, ntohs(sa.sin_port));
 }
 
-static void send_reply(int fd, struct json_object *r, const char *peer)
-{
-	struct verr e;
-
-	if (wire_send(fd, r, &e) < 0)
-		log_info("%s: reply: %s", peer, e.msg);
-	json_object_put(r);
-}
-
 static void *conn_thread(void *arg)
 {
 	int fd = (int)(intptr_t)arg, rc;
@@ -81,7 +72,7 @@ static void *conn_thread(void *arg)
 
 		log_warn("%s: %s", who, e.msg);
 		json_object_object_add(r, "code", json_object_new_string("rejected"));
-		send_reply(fd, r, who);
+		wire_reply(fd, r, who);
 		goto out;
 	}
 	if (cmsg_parse(msg, &m, &e) < 0) {
@@ -89,7 +80,7 @@ static void *conn_thread(void *arg)
 
 		log_warn("%s (uid %u): rejected message: %s", who, (unsigned)peer.uid, e.msg);
 		json_object_object_add(r, "code", json_object_new_string("invalid"));
-		send_reply(fd, r, who);
+		wire_reply(fd, r, who);
 		goto out;
 	}
 	if (cmsg_node_only(m.type) && peer.uid != 0) {
@@ -98,12 +89,12 @@ static void *conn_thread(void *arg)
 
 		log_warn("%s (uid %u): rejected '%s': not root", who, (unsigned)peer.uid, wire_type(msg));
 		json_object_object_add(r, "code", json_object_new_string("denied"));
-		send_reply(fd, r, who);
+		wire_reply(fd, r, who);
 		cmsg_free(&m);
 		goto out;
 	}
 	log_debug("%s (uid %u): %s", who, (unsigned)peer.uid, wire_type(msg));
-	send_reply(fd, ctld_handle(&m, &peer), who);
+	wire_reply(fd, ctld_handle(&m, &peer), who);
 	cmsg_free(&m);
 out:
 	json_object_put(msg);
