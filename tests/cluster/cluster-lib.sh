@@ -15,6 +15,13 @@ export VHPC_STATE_DIR=${VHPC_TEST_STATE_DIR:-$VHPC_TOP/$B/state}
 export VHPC_CONTROLLER=$CL_CTL
 export PATH=$BIN:$PATH
 at_exit "rm -rf '$CL_DIR'"
+# A failed test keeps the daemons' logs next to its own (runs before the rm).
+CL_KEEP=$VHPC_TOP/$B/test-logs/$(basename "$(dirname "$0")")_$(basename "$0").daemons
+at_exit 'cl_keep_logs'
+cl_keep_logs() {
+	[ "$T_FAILED" -gt 0 ] || return 0
+	mkdir -p "$CL_KEEP" && cp "$CL_DIR"/*.log "$CL_KEEP"/ 2>/dev/null
+}
 
 cl_in() { local ns=$1; shift; nsenter --net=/run/netns/"$ns" -- "$@"; }
 # vc ARGS: the vhpc CLI, in the hub (where the controller is)
@@ -27,7 +34,10 @@ cl_net_up() {  # N
 	at_exit cl_net_down
 	ip netns add "$CL_HUB" || return 1
 	ip -n "$CL_HUB" link set lo up
-	ip -n "$CL_HUB" link add name hub0 mtu 9000 type bridge
+	# A MAC of its own: a bridge without one takes its lowest port's, and
+	# a node killed with its port would change it under every node's ARP
+	# cache (all heartbeats then time out for seconds).
+	ip -n "$CL_HUB" link add name hub0 address 02:00:c6:12:00:01 mtu 9000 type bridge
 	ip -n "$CL_HUB" addr add 198.18.0.1/24 dev hub0
 	ip -n "$CL_HUB" link set hub0 up
 	CL_NODES=$1

@@ -47,11 +47,11 @@ wait_output() {  # ID: until some output arrived
 # -- kill -9 of the controller right after it accepted jobs (queued or
 #    starting): a job it answered for is never lost
 A=$(sub -N 2 --vcpus 1 -- sh -c 'echo accepted-then-crash')
-B=$(sub -N 1 --vcpus 1 -- sh -c 'echo second')
+JB=$(sub -N 1 --vcpus 1 -- sh -c 'echo second')
 cl_ctld_kill KILL
 cl_ctld_up
-check "jobs accepted just before a kill -9 are there after the restart" test -n "$(job_state "$A")" -a -n "$(job_state "$B")"
-check "... and complete" wait_state "$A" COMPLETED 30 && wait_state "$B" COMPLETED 30
+check "jobs accepted just before a kill -9 are there after the restart" test -n "$(job_state "$A")" -a -n "$(job_state "$JB")"
+check "... and complete" wait_state "$A" COMPLETED 30 && wait_state "$JB" COMPLETED 30
 check_match "... with their output" 'accepted-then-crash.*accepted-then-crash' "$(vc output "$A" | tr '\n' ' ')"
 
 # -- kill -9 of the controller mid-job
@@ -101,7 +101,7 @@ check "its output is whole: every line of both guests, each once" ticks_ok "$T/j
 J=$(sub -N 2 --vcpus 1 --timeout 120 -- sleep 100)
 check "job $J runs" wait_state "$J" RUNNING 30
 nodes=$(job_json "$J" | grep -o '"guest":[01],"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/' | tr '\n' ' ')
-dead=${nodes##* }; dead=${nodes% *}; dead=$(echo $nodes | cut -d' ' -f2); live=$(echo $nodes | cut -d' ' -f1)
+live=$(echo $nodes | cut -d' ' -f1); dead=$(echo $nodes | cut -d' ' -f2)
 diag "job $J on nodes $nodes; killing node $dead"
 cl_node_kill "$dead" KILL
 ip netns del "$CL-n$dead"

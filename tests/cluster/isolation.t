@@ -25,11 +25,11 @@ check "three nodes register" cl_wait_nodes_up 3
 
 sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
 A=$(sub -N 3 -n 3 --vcpus 1 --oversubscribe -- sleep 60)
-B=$(sub -N 3 -n 3 --vcpus 1 --oversubscribe -- sleep 60)
+JB=$(sub -N 3 -n 3 --vcpus 1 --oversubscribe -- sleep 60)
 check "job A runs" wait_state "$A" RUNNING 30
-check "job B runs beside it" wait_state "$B" RUNNING 30
+check "job B runs beside it" wait_state "$JB" RUNNING 30
 qa=$(job_json "$A")
-qb=$(job_json "$B")
+qb=$(job_json "$JB")
 na=$(echo "$qa" | sed -n 's/.*"nodes":\[\([^]]*\)\].*/\1/p' | tr -d '"')
 nb=$(echo "$qb" | sed -n 's/.*"nodes":\[\([^]]*\)\].*/\1/p' | tr -d '"')
 shared=$(comm -12 <(echo "$na" | tr , '\n' | sort) <(echo "$nb" | tr , '\n' | sort))
@@ -50,33 +50,33 @@ pick() {  # JOB QA VAR-PREFIX: index of a guest on the shared node, and one not 
 	local g
 	for g in 0 1 2; do eval "[ \"\$$3$g\" = \"$shared\" ] && echo $g && break"; done
 }
-a_sh=$(pick "$A" "$qa" na); b_sh=$(pick "$B" "$qb" nb)
+a_sh=$(pick "$A" "$qa" na); b_sh=$(pick "$JB" "$qb" nb)
 for g in 0 1 2; do eval "[ \"\$na$g\" != \"$shared\" ] && a_far=$g"; eval "[ \"\$nb$g\" != \"$shared\" ] && b_far=$g"; done
 diag "A: g$a_sh on $shared, g$a_far elsewhere; B: g$b_sh on $shared, g$b_far elsewhere"
-nsa=$(gns "$A" "$a_sh") nsb=$(gns "$B" "$b_sh")
+nsa=$(gns "$A" "$a_sh") nsb=$(gns "$JB" "$b_sh")
 check "A's guest on $shared reaches A's guest on another node" quiet ip netns exec "$nsa" ping -c 1 -W 2 "$(addr "$A" "$a_far")"
-check "B's guest on $shared reaches B's guest on another node" quiet ip netns exec "$nsb" ping -c 1 -W 2 "$(addr "$B" "$b_far")"
-check "A cannot reach B's guest on the same node" fails ip netns exec "$nsa" ping -c 1 -W 1 "$(addr "$B" "$b_sh")"
-check "A cannot reach B's guest on another node" fails ip netns exec "$nsa" ping -c 1 -W 1 "$(addr "$B" "$b_far")"
+check "B's guest on $shared reaches B's guest on another node" quiet ip netns exec "$nsb" ping -c 1 -W 2 "$(addr "$JB" "$b_far")"
+check "A cannot reach B's guest on the same node" fails ip netns exec "$nsa" ping -c 1 -W 1 "$(addr "$JB" "$b_sh")"
+check "A cannot reach B's guest on another node" fails ip netns exec "$nsa" ping -c 1 -W 1 "$(addr "$JB" "$b_far")"
 check "B cannot reach A's guests" fails ip netns exec "$nsb" ping -c 1 -W 1 "$(addr "$A" "$a_far")"
 bsub=$(echo "$qb" | sed -n 's/.*"subnet":"\([0-9.]*\)\.0\/24".*/\1/p')
 ip -n "$nsa" addr add "$bsub.250/24" dev eth0
 check "an address of B's subnet on A's guest reaches nothing of B, same node or not" \
-	fails ip netns exec "$nsa" ping -c 1 -W 1 -I "$bsub.250" "$(addr "$B" "$b_sh")"
-check "... nor does its ARP learn B's guest" test -z "$(ip -n "$nsa" neigh show "$(addr "$B" "$b_sh")" | grep lladdr)"
+	fails ip netns exec "$nsa" ping -c 1 -W 1 -I "$bsub.250" "$(addr "$JB" "$b_sh")"
+check "... nor does its ARP learn B's guest" test -z "$(ip -n "$nsa" neigh show "$(addr "$JB" "$b_sh")" | grep lladdr)"
 vc cancel "$A" >/dev/null
-vc cancel "$B" >/dev/null
-check "both end CANCELLED" wait_state "$A" CANCELLED 20 && wait_state "$B" CANCELLED 20
+vc cancel "$JB" >/dev/null
+check "both end CANCELLED" wait_state "$A" CANCELLED 20 && wait_state "$JB" CANCELLED 20
 
 # Two MPI jobs at once on the shared nodes, both correct.
 # (--oversubscribe: ranks yield, six of them share this machine's two cores)
 A=$(sub -N 3 -n 3 --vcpus 1 --oversubscribe -- vhpc-mpibench -msglog 0:12 -npmin 3 Sendrecv Exchange)
-B=$(sub -N 3 -n 3 --vcpus 1 --oversubscribe -- vhpc-mpibench -msglog 0:12 -npmin 3 Sendrecv Exchange)
+JB=$(sub -N 3 -n 3 --vcpus 1 --oversubscribe -- vhpc-mpibench -msglog 0:12 -npmin 3 Sendrecv Exchange)
 vc wait "$A"; ra=$?
-vc wait "$B"; rb=$?
+vc wait "$JB"; rb=$?
 check_eq "both benchmarks complete (exit 0 and 0)" "0 0" "$ra $rb"
 vc output "$A" >"$T/a.out"
-vc output "$B" >"$T/b.out"
+vc output "$JB" >"$T/b.out"
 check "A's IMB tables are sane" vhpc-imbcheck -expect Sendrecv@3 -expect Exchange@3 "$T/a.out"
 check "B's IMB tables are sane" vhpc-imbcheck -expect Sendrecv@3 -expect Exchange@3 "$T/b.out"
 
