@@ -295,6 +295,14 @@ const char *wire_type(struct json_object *msg);
 void wire_reply(int fd, struct json_object *r, const char *peer);
 /* {"type":"error","error":"..."} */
 struct json_object *wire_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A daemon's accept loop (never returns): each connection gets a thread
+ * that receives one message, calls the handler, and sends what it returns
+ * (NULL: "unhandled message").  A message that fails to decode gets an error
+ * with "code":"rejected" and no handler call.  who names the peer for logs;
+ * stack 0 keeps the default thread stack size. */
+typedef struct json_object *(*wire_handler)(struct json_object *msg, const struct wire_peer *peer,
+					    const char *who);
+void wire_serve(int lfd, size_t stack, wire_handler handle) __attribute__((noreturn));
 
 /* ------------------------------------------------------------ hardware */
 

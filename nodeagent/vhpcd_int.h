@@ -154,7 +154,7 @@ void vd_stop_job(int64_t id);
 int vd_call(struct json_object *req, struct json_object **reply, int timeout_ms, struct verr *err);
 
 /* vhpcd_srv.c */
-int vd_serve(int lfd);
+void vd_serve(int lfd) __attribute__((noreturn));
 /* Answers a validated job_launch or job_stop. */
 struct json_object *vd_handle(const struct vmsg *m);
 

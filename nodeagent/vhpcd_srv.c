@@ -16,8 +16,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define RECV_TIMEOUT_MS 10000
-
 struct vd vd = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.cv = PTHREAD_COND_INITIALIZER,
@@ -184,80 +182,41 @@ struct json_object *vd_handle(const struct vmsg *m)
 	return wire_error("unhandled message");
 }
 
-static void *conn_thread(void *arg)
+/* One message from the controller: root only, and for this node. */
+static struct json_object *handle(struct json_object *msg, const struct wire_peer *peer,
+				  const char *who)
 {
-	int fd = (int)(intptr_t)arg, rc;
-	struct json_object *msg = NULL, *r;
-	struct wire_peer peer;
-	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
+	struct json_object *r;
 	struct vmsg m;
 	struct verr e;
-	char who[64], a[INET_ADDRSTRLEN] = "?";
 
-	if (getpeername(fd, (struct sockaddr *)&sa, &sl) == 0)
-		inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a));
-	snprintf(who, sizeof(who), "%s:%u", a, ntohs(sa.sin_port));
-	rc = wire_recv(fd, &msg, &peer, RECV_TIMEOUT_MS, &e);
-	if (rc == 1)
-		goto out;
-	if (rc < 0) {
-		log_warn("%s: %s", who, e.msg);
-		wire_reply(fd, wire_error("%s", e.msg), who);
-		goto out;
-	}
-	if (peer.uid != 0) {
+	if (peer->uid != 0) {
 		log_warn("%s: rejected '%s' from uid %u: only the controller (root) talks to vhpcd", who,
-			 wire_type(msg), (unsigned)peer.uid);
-		wire_reply(fd, wire_error("permission denied: vhpcd takes messages from root only"), who);
-		goto out;
+			 wire_type(msg), (unsigned)peer->uid);
+		return wire_error("permission denied: vhpcd takes messages from root only");
 	}
 	if (vmsg_parse(msg, &m, &e) < 0) {
 		log_warn("%s: rejected message: %s", who, e.msg);
-		wire_reply(fd, wire_error("%s", e.msg), who);
-		goto out;
+		return wire_error("%s", e.msg);
 	}
 	if (strcmp(m.node, vd.name) && !vd.simulate) {
 		log_warn("%s: rejected '%s' for node %s: this is %s", who, wire_type(msg), m.node, vd.name);
-		wire_reply(fd, wire_error("this is node %s, not %s", vd.name, m.node), who);
-		vmsg_free(&m);
-		goto out;
+		r = wire_error("this is node %s, not %s", vd.name, m.node);
+	} else {
+		log_debug("%s: %s job %lld", who, wire_type(msg), (long long)m.job);
+		if (vd.simulate)
+			r = vd_sim_handle(&m);
+		else if (m.type == VM_PREPARE)
+			/* Stored as the job's job.json: the whole message. */
+			r = prepare(&m, json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
+		else
+			r = vd_handle(&m);
 	}
-	log_debug("%s: %s job %lld", who, wire_type(msg), (long long)m.job);
-	if (vd.simulate)
-		r = vd_sim_handle(&m);
-	else if (m.type == VM_PREPARE)
-		/* Stored as the job's job.json: the whole message. */
-		r = prepare(&m, json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN));
-	else
-		r = vd_handle(&m);
-	wire_reply(fd, r ? r : wire_error("unhandled message"), who);
 	vmsg_free(&m);
-out:
-	json_object_put(msg);
-	close(fd);
-	return NULL;
+	return r;
 }
 
-int vd_serve(int lfd)
+void vd_serve(int lfd)
 {
-	pthread_attr_t a;
-
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		pthread_t th;
-
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
-				usleep(100000);
-			continue;
-		}
-		if (pthread_create(&th, &a, conn_thread, (void *)(intptr_t)fd) != 0) {
-			log_warn("no thread for a connection: %s", strerror(errno));
-			close(fd);
-		}
-	}
-	return 0;
+	wire_serve(lfd, 0, handle);
 }

@@ -24,8 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define RECV_TIMEOUT_MS 10000
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -43,88 +41,37 @@ static void usage(FILE *f)
 		"  --help, --version\n");
 }
 
-static void peer_str(int fd, char *buf, size_t len)
+/* One message from a CLI, a node agent or a peer: what it may send decides
+ * whether it is handled. */
+static struct json_object *handle(struct json_object *msg, const struct wire_peer *peer,
+				  const char *who)
 {
-	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
-	char a[INET_ADDRSTRLEN] = "?";
-
-	if (getpeername(fd, (struct sockaddr *)&sa, &sl) == 0)
-		inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a));
-	snprintf(buf, len, "%s:%u", a, ntohs(sa.sin_port));
-}
-
-static void *conn_thread(void *arg)
-{
-	int fd = (int)(intptr_t)arg, rc;
-	struct json_object *msg = NULL;
-	struct wire_peer peer;
+	struct json_object *r;
 	struct cmsg m;
 	struct verr e;
-	char who[64];
 
-	peer_str(fd, who, sizeof(who));
-	rc = wire_recv(fd, &msg, &peer, RECV_TIMEOUT_MS, &e);
-	if (rc == 1)
-		goto out;
-	if (rc < 0) {
-		struct json_object *r = wire_error("%s", e.msg);
-
-		log_warn("%s: %s", who, e.msg);
-		json_object_object_add(r, "code", json_object_new_string("rejected"));
-		wire_reply(fd, r, who);
-		goto out;
-	}
 	if (cmsg_parse(msg, &m, &e) < 0) {
-		struct json_object *r = wire_error("%s", e.msg);
-
-		log_warn("%s (uid %u): rejected message: %s", who, (unsigned)peer.uid, e.msg);
+		log_warn("%s (uid %u): rejected message: %s", who, (unsigned)peer->uid, e.msg);
+		r = wire_error("%s", e.msg);
 		json_object_object_add(r, "code", json_object_new_string("invalid"));
-		wire_reply(fd, r, who);
-		goto out;
+		return r;
 	}
-	if (cmsg_node_only(m.type) && peer.uid != 0) {
-		struct json_object *r = wire_error("'%s' is a node agent's message: only root may send it",
-						   wire_type(msg));
-
-		log_warn("%s (uid %u): rejected '%s': not root", who, (unsigned)peer.uid, wire_type(msg));
+	if (cmsg_node_only(m.type) && peer->uid != 0) {
+		log_warn("%s (uid %u): rejected '%s': not root", who, (unsigned)peer->uid, wire_type(msg));
+		r = wire_error("'%s' is a node agent's message: only root may send it", wire_type(msg));
 		json_object_object_add(r, "code", json_object_new_string("denied"));
-		wire_reply(fd, r, who);
-		cmsg_free(&m);
-		goto out;
+	} else {
+		log_debug("%s (uid %u): %s", who, (unsigned)peer->uid, wire_type(msg));
+		r = ctld_handle(&m, peer);
 	}
-	log_debug("%s (uid %u): %s", who, (unsigned)peer.uid, wire_type(msg));
-	wire_reply(fd, ctld_handle(&m, &peer), who);
 	cmsg_free(&m);
-out:
-	json_object_put(msg);
-	close(fd);
-	return NULL;
+	return r;
 }
 
 static void *accept_thread(void *arg)
 {
-	int lfd = (int)(intptr_t)arg;
-	pthread_attr_t a;
-
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, 256 * 1024);
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		pthread_t th;
-
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
-				usleep(100000);
-			continue;
-		}
-		if (pthread_create(&th, &a, conn_thread, (void *)(intptr_t)fd) != 0) {
-			log_warn("no thread for a connection: %s", strerror(errno));
-			close(fd);
-		}
-	}
-	return NULL;
+	/* Small stacks: a thousand nodes may heartbeat at once. */
+	wire_serve((int)(intptr_t)arg, 256 * 1024, handle);
 }
 
 static int setup_log(const char *path, struct verr *err)
