@@ -66,15 +66,8 @@ static void header(struct tbuf *t, const char *sig, uint8_t rev)
 {
 	uint8_t *h = tb_put(t, 36);
 
-	if (!h)
-		return;
-	memcpy(h, sig, 4);
-	h[8] = rev;
-	memcpy(h + 10, OEM_ID, 6);
-	memcpy(h + 16, OEM_TABLE, 8);
-	w32(h + 24, 1);
-	memcpy(h + 28, "VHPC", 4);
-	w32(h + 32, 1);
+	if (h)
+		acpi_table_header(h, sig, rev);
 }
 
 static void finish(struct tbuf *t)

@@ -36,6 +36,23 @@ int client_controller(char *buf, size_t len, struct verr *err)
 	return rc;
 }
 
+int client_need_controller(const char *cmd, char *buf, size_t len)
+{
+	struct verr e;
+	int r = client_controller(buf, len, &e);
+
+	if (r < 0) {
+		fprintf(stderr, "vhpc %s: %s\n", cmd, e.msg);
+		return EXIT_USAGE;
+	}
+	if (r == 0) {
+		fprintf(stderr, "vhpc %s: no cluster is configured: set `controller: HOST:PORT` in the cluster file "
+			"(%s/cluster.yaml or $VHPC_CLUSTER) or $VHPC_CONTROLLER\n", cmd, vhpc_config_dir());
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int client_call(const char *ctl, struct json_object *req, struct json_object **reply,
 		int timeout_ms, struct verr *err)
 {

@@ -10,6 +10,9 @@
  * the address in buf, 0 when no cluster is configured (embedded mode), -1
  * when the setting is malformed. */
 int client_controller(char *buf, size_t len, struct verr *err);
+/* The same for commands that need a cluster: 0, or EXIT_USAGE after
+ * saying on stderr why there is no controller to ask. */
+int client_need_controller(const char *cmd, char *buf, size_t len);
 /* One request; *reply is the controller's answer (an error reply becomes
  * rc -1 with its text in err, and *reply NULL).  The reply must come from
  * root: a controller runs as root. */

@@ -42,19 +42,6 @@ static int parse(const char *cmd, int argc, char **argv, struct args *a, const c
 	return 0;
 }
 
-static int controller(const char *cmd, char *ctl, size_t len)
-{
-	struct verr e;
-	int r = client_controller(ctl, len, &e);
-
-	if (r <= 0) {
-		fprintf(stderr, "vhpc %s: %s\n", cmd, r < 0 ? e.msg :
-			"no cluster is configured (`controller:` in the cluster file, or $VHPC_CONTROLLER)");
-		return EXIT_USAGE;
-	}
-	return 0;
-}
-
 static struct json_object *req_for(const char *type, int64_t id)
 {
 	struct json_object *o = json_object_new_object();
@@ -77,7 +64,7 @@ int cmd_cancel(int argc, char **argv)
 		       "Cancels a job: queued, it leaves the queue; running, its guests are stopped.\n"
 		       "Users may cancel their own jobs, root any.\n")))
 		return r == 1 ? 0 : r;
-	if ((r = client_job_id("cancel", a.id, &id)) || (r = controller("cancel", ctl, sizeof(ctl))))
+	if ((r = client_job_id("cancel", a.id, &id)) || (r = client_need_controller("cancel", ctl, sizeof(ctl))))
 		return r;
 	req = req_for("cancel", id);
 	r = client_call(ctl, req, &rep, 30000, &e);
@@ -111,7 +98,7 @@ int cmd_wait(int argc, char **argv)
 		       "the controller restarts, it keeps asking.  --timeout: give up after SECONDS\n"
 		       "(exit 124 and the job goes on).  --json prints the job record.\n")))
 		return r == 1 ? 0 : r;
-	if ((r = client_job_id("wait", a.id, &id)) || (r = controller("wait", ctl, sizeof(ctl))))
+	if ((r = client_job_id("wait", a.id, &id)) || (r = client_need_controller("wait", ctl, sizeof(ctl))))
 		return r;
 	deadline = a.timeout_s ? now_s() + (double)a.timeout_s : 0;
 	for (;;) {
@@ -175,7 +162,7 @@ int cmd_output(int argc, char **argv)
 		       "Prints what a job wrote (stdout and stderr together) so far; --follow keeps\n"
 		       "printing until the job has ended.  --json: {\"id\",\"state\",\"size\",\"output\"}.\n")))
 		return r == 1 ? 0 : r;
-	if ((r = client_job_id("output", a.id, &id)) || (r = controller("output", ctl, sizeof(ctl))))
+	if ((r = client_job_id("output", a.id, &id)) || (r = client_need_controller("output", ctl, sizeof(ctl))))
 		return r;
 	if (a.json) {
 		fd = mkstemp(tmpl);

@@ -29,19 +29,6 @@ static int flags(const char *cmd, int argc, char **argv, bool *json, bool *all,
 	return 0;
 }
 
-static int controller(const char *cmd, char *ctl, size_t len)
-{
-	struct verr e;
-	int r = client_controller(ctl, len, &e);
-
-	if (r <= 0) {
-		fprintf(stderr, "vhpc %s: %s\n", cmd, r < 0 ? e.msg :
-			"no cluster is configured (`controller:` in the cluster file, or $VHPC_CONTROLLER)");
-		return EXIT_USAGE;
-	}
-	return 0;
-}
-
 static int ask(const char *cmd, const char *ctl, struct json_object *req, struct json_object **rep)
 {
 	struct verr e;
@@ -83,7 +70,7 @@ int cmd_queue(int argc, char **argv)
 
 	if ((r = flags("queue", argc, argv, &json, &all, queue_help, &helped)) || helped)
 		return r;
-	if ((r = controller("queue", ctl, sizeof(ctl))))
+	if ((r = client_need_controller("queue", ctl, sizeof(ctl))))
 		return r;
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("queue"));
@@ -143,7 +130,7 @@ int cmd_nodes(int argc, char **argv)
 
 	if ((r = flags("nodes", argc, argv, &json, NULL, nodes_help, &helped)) || helped)
 		return r;
-	if ((r = controller("nodes", ctl, sizeof(ctl))))
+	if ((r = client_need_controller("nodes", ctl, sizeof(ctl))))
 		return r;
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("nodes"));

@@ -24,23 +24,6 @@ static void submit_usage(void)
 	       "Then: vhpc queue, vhpc wait ID, vhpc output ID, vhpc cancel ID.\n");
 }
 
-static int need_controller(const char *cmd, char *ctl, size_t len)
-{
-	struct verr e;
-	int r = client_controller(ctl, len, &e);
-
-	if (r < 0) {
-		fprintf(stderr, "vhpc %s: %s\n", cmd, e.msg);
-		return EXIT_USAGE;
-	}
-	if (r == 0) {
-		fprintf(stderr, "vhpc %s: no cluster is configured: set `controller: HOST:PORT` in the cluster file "
-			"(%s/cluster.yaml or $VHPC_CLUSTER) or $VHPC_CONTROLLER\n", cmd, vhpc_config_dir());
-		return EXIT_USAGE;
-	}
-	return 0;
-}
-
 static int submit(const char *ctl, const struct job_spec *j, int64_t *id, struct verr *err)
 {
 	struct json_object *req = json_object_new_object(), *rep;
@@ -95,7 +78,7 @@ int cmd_submit(int argc, char **argv)
 		job_spec_free(&j);
 		return usage_error("submit", "--topology is for vhpc run on this machine only");
 	}
-	if ((r = need_controller("submit", ctl, sizeof(ctl)))) {
+	if ((r = client_need_controller("submit", ctl, sizeof(ctl)))) {
 		job_spec_free(&j);
 		return r;
 	}

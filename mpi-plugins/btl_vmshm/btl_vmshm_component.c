@@ -254,6 +254,18 @@ static int map_region(char *err, size_t errlen)
 	return 0;
 }
 
+/* Gives back what vmshm_init took after it claimed a slot; vmshm stays off. */
+static mca_btl_base_module_t **init_failed(void)
+{
+	free(C->in);
+	free(C->active);
+	C->in = NULL;
+	C->active = NULL;
+	vmshm_slot_release(C->base, &C->geom, C->my_slot, C->my_owner);
+	unmap_region();
+	return NULL;
+}
+
 static void clamp_sizes(void)
 {
 	/* Eight fragments fit in a ring, so copying in and copying out overlap. */
@@ -315,14 +327,8 @@ static mca_btl_base_module_t **vmshm_init(int *num_btls, bool progress_threads,
 	C->active = calloc(C->geom.nslots, sizeof(*C->active));
 	mods = malloc(sizeof(*mods));
 	if (!C->in || !C->active || !mods) {
-		free(C->in);
-		free(C->active);
 		free(mods);
-		C->in = NULL;
-		C->active = NULL;
-		vmshm_slot_release(C->base, &C->geom, C->my_slot, C->my_owner);
-		unmap_region();
-		return NULL;
+		return init_failed();
 	}
 	clamp_sizes();
 
@@ -337,14 +343,8 @@ static mca_btl_base_module_t **vmshm_init(int *num_btls, bool progress_threads,
 	OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &C->super.btl_version, &mx, sizeof(mx));
 	if (rc != OPAL_SUCCESS) {
 		vmshm_log("modex send failed (%d): vmshm disabled", rc);
-		free(C->in);
-		free(C->active);
 		free(mods);
-		C->in = NULL;
-		C->active = NULL;
-		vmshm_slot_release(C->base, &C->geom, C->my_slot, C->my_owner);
-		unmap_region();
-		return NULL;
+		return init_failed();
 	}
 	C->rx_desc.des_segments = &C->rx_seg;
 	C->rx_desc.des_segment_count = 1;
