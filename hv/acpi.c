@@ -36,6 +36,23 @@ static uint8_t *tb_put(struct tbuf *t, size_t n)
 	return r;
 }
 
+/* Appends table s at the next 8-byte boundary (where the XSDT points) and
+ * frees it; returns its offset. */
+static size_t tb_append8(struct tbuf *t, struct tbuf *s)
+{
+	size_t at;
+	uint8_t *dst;
+
+	while (t->len % 8 && tb_put(t, 1))
+		;
+	at = t->len;
+	dst = tb_put(t, s->len);
+	if (dst)
+		memcpy(dst, s->p, s->len);
+	free(s->p);
+	return at;
+}
+
 static void w16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void w32(uint8_t *p, uint32_t v) { w16(p, (uint16_t)v); w16(p + 2, (uint16_t)(v >> 16)); }
 static void w64(uint8_t *p, uint64_t v) { w32(p, (uint32_t)v); w32(p + 4, (uint32_t)(v >> 32)); }
@@ -371,13 +388,7 @@ int acpi_build(struct vm *vm, struct verr *err)
 			free(t.p);
 			return verr_set(err, "out of memory building %s", names[k]);
 		}
-		while (t.len % 8)
-			tb_put(&t, 1);
-		off[ntab++] = t.len;
-		uint8_t *dst = tb_put(&t, s.len);
-		if (dst)
-			memcpy(dst, s.p, s.len);
-		free(s.p);
+		off[ntab++] = tb_append8(&t, &s);
 	}
 	/* Tables of other files (MCFG, ...). */
 	for (int k = 0; k < vm->ntables && ntab < 16; k++) {
@@ -396,16 +407,10 @@ int acpi_build(struct vm *vm, struct verr *err)
 		}
 		s.len = n;
 		finish(&s);
-		while (t.len % 8)
-			tb_put(&t, 1);
-		off[ntab++] = t.len;
-		uint8_t *dst = tb_put(&t, s.len);
-		if (dst)
-			memcpy(dst, s.p, s.len);
-		free(s.p);
+		off[ntab++] = tb_append8(&t, &s);
 	}
-	while (t.len % 8)
-		tb_put(&t, 1);
+	while (t.len % 8 && tb_put(&t, 1))
+		;
 	xsdt_off = t.len;
 	{
 		struct tbuf x = { 0 };
