@@ -443,6 +443,30 @@ static void ecam_write(void *opaque, uint64_t off, const void *data, unsigned le
 
 static const struct io_ops ecam_ops = { .read = ecam_read, .write = ecam_write };
 
+/* The address latch: vCPUs write it and read through it concurrently. */
+static uint32_t cf8_latch(struct pci_bus *b)
+{
+	uint32_t a;
+
+	pthread_mutex_lock(&b->lock);
+	a = b->cf8;
+	pthread_mutex_unlock(&b->lock);
+	return a;
+}
+
+/* 0xcfc-0xcff (off 4-7 of the port range): the register the latch points
+ * at, when its enable bit is set. */
+static void cfc_access(struct pci_bus *b, uint64_t off, void *data, unsigned len, bool write)
+{
+	uint32_t a;
+
+	if (off < 4 || off - 4 + len > 4)
+		return;
+	a = cf8_latch(b);
+	if (a & 0x80000000u)
+		pci_cfg_access(b->vm, (a >> 8) & 0xffff, (a & 0xfc) + (unsigned)(off - 4), data, len, write);
+}
+
 /* 0xcf8: address (dword only); 0xcf9: reset control (byte); 0xcfc-0xcff: data. */
 static void cf8_read(void *opaque, uint64_t off, void *data, unsigned len)
 {
@@ -451,19 +475,11 @@ static void cf8_read(void *opaque, uint64_t off, void *data, unsigned len)
 
 	memset(data, 0xff, len);
 	if (off == 0 && len == 4) {
-		pthread_mutex_lock(&b->lock);
-		a = b->cf8;
-		pthread_mutex_unlock(&b->lock);
+		a = cf8_latch(b);
 		memcpy(data, &a, 4);
 		return;
 	}
-	if (off < 4 || off - 4 + len > 4)
-		return;
-	pthread_mutex_lock(&b->lock);
-	a = b->cf8;
-	pthread_mutex_unlock(&b->lock);
-	if (a & 0x80000000u)
-		pci_cfg_access(b->vm, (a >> 8) & 0xffff, (a & 0xfc) + (unsigned)(off - 4), data, len, false);
+	cfc_access(b, off, data, len, false);
 }
 
 static void cf8_write(void *opaque, uint64_t off, const void *data, unsigned len)
@@ -483,14 +499,7 @@ static void cf8_write(void *opaque, uint64_t off, const void *data, unsigned len
 			vm_request_exit(b->vm, HV_EXIT_RESET, "guest requested a reset (0xcf9)");
 		return;
 	}
-	if (off < 4 || off - 4 + len > 4)
-		return;
-	pthread_mutex_lock(&b->lock);
-	a = b->cf8;
-	pthread_mutex_unlock(&b->lock);
-	if (a & 0x80000000u)
-		pci_cfg_access(b->vm, (a >> 8) & 0xffff, (a & 0xfc) + (unsigned)(off - 4), (void *)(uintptr_t)data,
-			       len, true);
+	cfc_access(b, off, (void *)(uintptr_t)data, len, true);
 }
 
 static const struct io_ops cf8_ops = { .read = cf8_read, .write = cf8_write };
