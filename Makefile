@@ -18,7 +18,7 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	libopenmpi-dev openmpi-bin libibverbs-dev munge libmunge-dev \
 	runc libcmocka-dev libsqlite3-dev libnl-3-dev libnl-route-3-dev \
 	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
-	kmod cpio sqlite3 gnuplot-nox jq
+	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
@@ -46,10 +46,13 @@ EXTRA_ALL  :=
 all: deps programs
 
 # -- Debian packages ------------------------------------------------------
-# A stamp keeps `make` quiet once everything is there; editing this file
-# re-runs the check.
-deps: $(B)/.deps
-$(B)/.deps: Makefile
+# The stamp is an included makefile on purpose: make builds it (installing
+# what is missing) before anything else and then re-reads this file, so the
+# $(shell pkg-config ...) and mpicc queries below run after the packages are
+# there.  On a fresh machine they would otherwise see nothing and the first
+# build would fail on a missing header.  Editing this file re-runs the check.
+deps: $(B)/deps.mk
+$(B)/deps.mk: Makefile
 	@missing=$$(for p in $(DEB_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; \
 	done); \
@@ -59,7 +62,10 @@ $(B)/.deps: Makefile
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing || exit 1; \
 	fi
-	@mkdir -p $(@D) && touch $@
+	@mkdir -p $(@D) && echo '# packages checked; see the deps rule in Makefile' >$@
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+-include $(B)/deps.mk
+endif
 
 # -- templates ------------------------------------------------------------
 # $(call program,NAME,SOURCES,LIBS[,CFLAGS])
