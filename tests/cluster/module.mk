@@ -3,7 +3,7 @@
 # messages.
 CLUSTER_MSG_SRCS := scheduler/ctld_msg.c scheduler/jobjson.c nodeagent/vhpcd_msg.c $(NODEAGENT_SRCS)
 $(eval $(call unit_test,unit-cluster-msg,tests/cluster/test_cluster_msg.c $(CLUSTER_MSG_SRCS),$(NODEAGENT_LIBS)))
-$(eval $(call fuzzer,fuzz-cluster-msg,tests/cluster/fuzz_cluster_msg.c $(CLUSTER_MSG_SRCS),$(NODEAGENT_LIBS),$(shell pkg-config --cflags libnl-route-3.0)))
+$(eval $(call fuzzer,fuzz-cluster-msg,tests/cluster/fuzz_cluster_msg.c $(CLUSTER_MSG_SRCS),$(NODEAGENT_LIBS),$(shell pkg-config --cflags libnl-route-3.0 2>/dev/null)))
 
 $(B)/testbin/wireprobe: $(B)/obj/tests/cluster/wireprobe.o $(B)/lib/libvhpc.a
 	@mkdir -p $(@D)
