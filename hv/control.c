@@ -298,33 +298,12 @@ static void accept_ready(struct vm *vm, int fd, void *opaque)
 
 int control_start(struct vm *vm, const char *path, struct verr *err)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct stat st;
-	mode_t old;
-
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		ctl.cl[i].fd = -1;
-	if (strlen(path) >= sizeof(a.sun_path))
-		return verr_set(err, "control socket path %s is too long", path);
-	/* A socket left by a dead vhpc-hv may be replaced; anything else not. */
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return verr_set(err, "control socket path %s exists and is not a socket", path);
-		unlink(path);
-	}
-	ctl.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ctl.lfd = uds_listen(path, SOCK_STREAM, 8, err);
 	if (ctl.lfd < 0)
-		return verr_errno(err, "control socket");
-	strcpy(a.sun_path, path);
-	old = umask(0177);
-	if (bind(ctl.lfd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		umask(old);
-		return verr_errno(err, "binding control socket %s", path);
-	}
-	umask(old);
+		return verr_wrap(err, "control socket");
 	snprintf(ctl.path, sizeof(ctl.path), "%s", path);
-	if (chmod(path, 0600) < 0 || listen(ctl.lfd, 8) < 0)
-		return verr_errno(err, "control socket %s", path);
 	if (vm_watch_fd(vm, ctl.lfd, accept_ready, NULL) < 0)
 		return verr_set(err, "control socket: too many watched fds");
 	return 0;

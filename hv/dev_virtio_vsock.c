@@ -767,21 +767,8 @@ static const struct virtio_ops vs_ops = {
 
 static int listen_uds(struct vvsock *s, const char *where, struct verr *err)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	struct stat st;
-
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", s->uds);
-	if (lstat(s->uds, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return verr_set(err, "%s: %s exists and is not a socket", where, s->uds);
-		unlink(s->uds);            /* a stale socket of an earlier run */
-	}
-	s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		return verr_errno(err, "%s: binding %s", where, s->uds);
-	if (chmod(s->uds, 0600) < 0 || listen(s->lfd, 64) < 0)
-		return verr_errno(err, "%s: listening on %s", where, s->uds);
-	return 0;
+	s->lfd = uds_listen(s->uds, SOCK_STREAM | SOCK_NONBLOCK, 64, err);
+	return s->lfd < 0 ? verr_wrap(err, "%s", where) : 0;
 }
 
 static int vs_create(struct vm *vm, struct verr *err)

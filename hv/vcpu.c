@@ -190,7 +190,6 @@ static void *vcpu_thread(void *arg)
 	sigset_t set;
 	char regs[200];
 
-	atomic_store(&c->tid, (int)syscall(SYS_gettid));
 	if (c->host_cpu >= 0) {
 		cpu_set_t cs;
 
@@ -199,9 +198,13 @@ static void *vcpu_thread(void *arg)
 		if (sched_setaffinity(0, sizeof(cs), &cs) < 0) {
 			vm_request_exit(vm, HV_EXIT_ERROR, "pinning vCPU %d to host CPU %d: %s",
 					c->idx, c->host_cpu, strerror(errno));
+			atomic_store(&c->tid, -1);
 			return NULL;
 		}
 	}
+	/* Published once pinned: a status request never sees the thread on
+	 * the CPUs it inherited. */
+	atomic_store(&c->tid, (int)syscall(SYS_gettid));
 	sigemptyset(&set);
 	sigaddset(&set, SIG_KICK);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
@@ -309,6 +312,11 @@ int vcpus_start(struct vm *vm, struct verr *err)
 			pthread_setname_np(vm->vcpu[i].thread, name);
 		}
 	}
+	/* Started means running where it was pinned: whoever reads the status
+	 * next (the node agent checks pinning) sees every vCPU thread. */
+	for (int i = 0; i < vm->nvcpus; i++)
+		while (atomic_load(&vm->vcpu[i].tid) == 0 && atomic_load(&vm->exit_status) < 0)
+			usleep(1000);
 	return 0;
 }
 

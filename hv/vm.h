@@ -165,6 +165,8 @@ struct vm {
 void vm_request_exit(struct vm *vm, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int vm_watch_fd(struct vm *vm, int fd, fd_cb cb, void *opaque);
+/* A listening unix socket at path, there only once it accepts (hv/uds.c). */
+int uds_listen(const char *path, int type, int backlog, struct verr *err);
 void vm_unwatch_fd(struct vm *vm, int fd);
 /* Level-triggered GSI (IOAPIC pin / PIC line) through the in-kernel irqchip. */
 void vm_set_irq(struct vm *vm, int gsi, int level);

@@ -237,7 +237,7 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	close(tap);
 	tap = -1;
 	/* Prefaulting RAM is what takes time before vhpc-hv listens. */
-	if (wait_up(k, 20000 + (int)(s->mem >> 20) * 2, err) < 0 || kvm_check_pinning(k->ctl, s->place, err) < 0) {
+	if (wait_up(k, (int)((20000 + (int)(s->mem >> 20) * 2) * na_kvm_time_scale()), err) < 0 || kvm_check_pinning(k->ctl, s->place, err) < 0) {
 		kill_and_reap(k);
 		goto fail;
 	}

@@ -285,6 +285,17 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 	} else {
 		/* A guest must never silently run 1000x slower. */
 		add(&a, "--require-hw");
+		/* CPU features a host's virtualization cannot give guests
+		 * although it reports them: under the nested lab (QEMU TCG
+		 * emulating AMD-V) a guest's XSETBV does not reach KVM, the
+		 * kernel finds XSAVE inconsistent and AVX code gets #UD.
+		 * vhpc-hv checks the names. */
+		const char *hide = getenv("VHPC_KVM_CPUID_HIDE");
+
+		if (hide && *hide) {
+			add(&a, "--cpuid-hide");
+			add(&a, "%s", hide);
+		}
 	}
 	add(&a, "--serial");
 	add(&a, "file:%s/serial", dir);

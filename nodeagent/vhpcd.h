@@ -409,6 +409,10 @@ int na_kvm_sysctl_text(const struct tuning *t, char **out, struct verr *err);
  * (asked over the control socket); a vhpc-hv that exits first is an error
  * that quotes its log. */
 int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err);
+/* How many times longer than on hardware starting and booting a VM takes
+ * on this machine (>= 1, measured once; VHPC_KVM_TIME_SCALE overrides):
+ * every kvm deadline is multiplied by it. */
+double na_kvm_time_scale(void);
 pid_t na_kvm_pid(const struct na_kvm *k);
 /* Whether vhpc-hv still runs; once it has exited, *why (if given) says how. */
 bool na_kvm_running(struct na_kvm *k, char *why, size_t len);

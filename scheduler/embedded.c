@@ -206,7 +206,8 @@ static int plan_kvm(struct run *r, struct verr *err)
  * stops or the job's time is up, so its console can be watched. */
 static int wait_ready(struct run *r, struct verr *err)
 {
-	int limit = r->emulated ? (int)r->timeout : READY_TIMEOUT_S;
+	int limit = r->emulated ? (int)r->timeout :
+		    r->driver == DRIVER_KVM ? (int)(READY_TIMEOUT_S * na_kvm_time_scale()) : READY_TIMEOUT_S;
 	double deadline = now_s() + limit;
 
 	for (int i = 0; i < r->nguests; i++) {
