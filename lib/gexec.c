@@ -26,6 +26,7 @@
 /* After the guest's own timeout handling should have ended a command, how
  * long the client still waits before it gives up on the guest. */
 #define BACKSTOP_MS 60000
+#define GONE_GRACE_TICKS 100   /* x 100 ms: a guest resetting under the nested lab took seconds */
 
 static int remaining_ms(uint64_t deadline)
 {
@@ -419,6 +420,7 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 	struct json_object *o = new_req("exec");
 	uint64_t backstop = 0;
 	bool started = false;
+	char why[512];
 
 	if (!r->argv || !r->argv[0])
 		return verr_set(err, "exec: empty command");
@@ -447,6 +449,8 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 			if (send_signal(c, sig, err) < 0)
 				return verr_wrap(err, "forwarding signal %d", sig);
 		}
+		if (r->gone && r->gone(r->gone_arg, why, sizeof(why)))
+			return verr_set(err, "%s", why);
 		if (ms < 0)
 			return verr_set(err, "the guest did not end the command %d s after its timeout",
 					BACKSTOP_MS / 1000);
@@ -458,6 +462,13 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 		if (rc <= 0)
 			continue;
 		rc = chan_recv(c, &type, &buf, &len, FRAME_TIMEOUT_MS, err);
+		/* A guest that ended closes the channel a moment before its end
+		 * can be seen: the reason beats "closed". */
+		for (int i = 0; rc != 0 && r->gone && i < GONE_GRACE_TICKS; i++) {
+			if (r->gone(r->gone_arg, why, sizeof(why)))
+				return verr_set(err, "%s", why);
+			usleep(100000);
+		}
 		if (rc == 1)
 			return closed_error(started, err);
 		if (rc < 0)

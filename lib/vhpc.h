@@ -359,6 +359,10 @@ struct gexec_req {
 	volatile int *cancel;      /* set to a signal number (e.g. from a signal
 	                              handler) to forward it to the command's process
 	                              group; gexec_run resets it to 0 once sent */
+	/* Asked every 100 ms, and when the channel closes: true ends the wait
+	 * with *why as the error (a guest the command needs has stopped). */
+	bool (*gone)(void *arg, char *why, size_t len);
+	void *gone_arg;
 };
 #define GEXEC_TIMEOUT 1
 /* Returns 0 when the command ended, GEXEC_TIMEOUT when it was stopped

@@ -8,6 +8,7 @@
  * guest's cgroups; whatever a dead agent left is found by name by the sweep.
  */
 #include "kvm.h"
+#include "hv/hv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,13 +52,71 @@ static bool reap(struct na_kvm *k, int timeout_ms)
 	return k->exited;
 }
 
+#define PANIC_MARK "Kernel panic - not syncing"
+
+/* Searches the console output written since the last call for the guest
+ * kernel's panic line.  A panicking guest should reset (panic=-1), but
+ * under the nested lab it was seen to hang after the panic instead, and a
+ * hung guest would hold the job until its time limit. */
+static bool saw_panic(struct na_kvm *k)
+{
+	char buf[65536 + 1], *p;
+	ssize_t n;
+	int fd;
+
+	if (k->panic[0])
+		return true;
+	fd = open(k->serial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	/* A mark split across two reads is found from the overlap. */
+	n = pread(fd, buf, sizeof(buf) - 1, k->serial_seen);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	p = strstr(buf, PANIC_MARK);
+	if (p) {
+		char *end = strpbrk(p, "\r\n");
+
+		if (!end && n == (ssize_t)sizeof(buf) - 1)
+			end = buf + n;
+		if (end) {
+			snprintf(k->panic, sizeof(k->panic), "%.*s", (int)(end - p), p);
+			return true;
+		}
+		/* The rest of the line is not written yet: read it next time. */
+		k->serial_seen += p - buf;
+		return false;
+	}
+	k->serial_seen += n > (ssize_t)sizeof(PANIC_MARK) ? n - (ssize_t)sizeof(PANIC_MARK) : 0;
+	return false;
+}
+
 bool na_kvm_running(struct na_kvm *k, char *why, size_t len)
 {
-	if (!reap(k, 0))
-		return true;
+	if (!reap(k, 0)) {
+		if (!saw_panic(k))
+			return true;
+		/* Give a guest that resets after its panic a moment, then stop it. */
+		if (!reap(k, 2000)) {
+			kill(k->pid, SIGKILL);
+			reap(k, 10000);
+		}
+	}
 	if (why) {
-		if (k->wstatus == -1)
+		if (!k->panic[0])
+			saw_panic(k);
+		if (k->panic[0])
+			snprintf(why, len, "the guest's kernel panicked (%s); its console is %s", k->panic, k->serial);
+		else if (k->wstatus == -1)
 			snprintf(why, len, "vhpc-hv (pid %d) has exited", (int)k->pid);
+		else if (WIFEXITED(k->wstatus) && WEXITSTATUS(k->wstatus) == HV_EXIT_RESET)
+			snprintf(why, len, "the guest rebooted (vhpc-hv exited with status %d: a guest reset ends it)",
+				 HV_EXIT_RESET);
 		else
 			na_kvm_exit_words(k->wstatus, why, len);
 	}

@@ -58,6 +58,8 @@ struct na_kvm {
 	char ctl[108];
 	char serial[PATH_MAX];
 	char hvlog[PATH_MAX];
+	off_t serial_seen;     /* console bytes already searched for a panic */
+	char panic[200];       /* the guest kernel's panic line, once seen */
 };
 
 /* vhpc-hv's control socket: one request, one JSON reply line (malloc'd). */

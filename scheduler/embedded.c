@@ -206,8 +206,16 @@ static int plan_kvm(struct run *r, struct verr *err)
  * stops or the job's time is up, so its console can be watched. */
 static int wait_ready(struct run *r, struct verr *err)
 {
-	int limit = r->emulated ? (int)r->timeout :
-		    r->driver == DRIVER_KVM ? (int)(READY_TIMEOUT_S * na_kvm_time_scale()) : READY_TIMEOUT_S;
+	const char *rt = getenv("VHPC_READY_TIMEOUT");
+	long long base = READY_TIMEOUT_S;
+	int limit;
+
+	/* The seconds a guest may take to become ready on hardware; the kvm
+	 * driver scales them to this machine. */
+	if (rt && *rt && parse_ll(rt, 1, 3600, &base) < 0)
+		return verr_set(err, "VHPC_READY_TIMEOUT='%s': give whole seconds from 1 to 3600", rt);
+	limit = r->emulated ? (int)r->timeout :
+		r->driver == DRIVER_KVM ? (int)((double)base * na_kvm_time_scale()) : (int)base;
 	double deadline = now_s() + limit;
 
 	for (int i = 0; i < r->nguests; i++) {
@@ -302,6 +310,24 @@ static int place_guests(struct run *r, const struct embedded_opts *o, struct ver
 	return na_place_job(r->topo, &req, &r->jd, r->place, err);
 }
 
+/* A guest of the job that stopped while mpirun runs ends the job: its
+ * ranks are gone, and mpirun may not notice for a long time (a VM that
+ * vanishes sends no TCP reset). */
+static bool guest_gone(void *arg, char *why, size_t len)
+{
+	struct run *r = arg;
+
+	for (int i = 0; i < r->nguests; i++) {
+		char how[400];
+
+		if (!na_guest_running(&r->g[i], how, sizeof(how))) {
+			snprintf(why, len, "guest g%d stopped while the job ran: %s", i, how);
+			return true;
+		}
+	}
+	return false;
+}
+
 static int run_job(struct run *r, const struct launch_plan *lp, int *status, struct verr *err)
 {
 	char **argv = launch_mpirun_argv(lp);
@@ -330,6 +356,8 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 	req.err_fd = STDERR_FILENO;
 	req.timeout_ms = (int)(r->timeout > 2000000 ? 2000000000 : r->timeout * 1000);
 	req.cancel = &forward_sig;
+	req.gone = guest_gone;
+	req.gone_arg = r;
 	t0 = now_s();
 	rc = gexec_run(&c, &req, status, err);
 	chan_close(&c);
@@ -573,6 +601,9 @@ out:
 	if (interrupted) {
 		if (status < 0)
 			log_err("%s", err->msg);
+		else
+			log_err("job %s: interrupted by signal %d (%s); it was stopped and everything of it removed",
+				job, interrupted, strsignal(interrupted));
 		status = 128 + interrupted;
 	}
 	return status;

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# timeout: 240
+# The virtualization lab itself: a command runs in an L1 VM with AMD-V, in
+# the caller's directory and environment, on the host's files; its output
+# streams back, its status is the lab's; a crashed L1 and a command over
+# its time are lab failures (125) that say so; bad options start nothing;
+# and after every run no QEMU, virtiofsd or scratch folder is left.
+. "$(dirname "$0")/../lib.sh"
+need_root
+LAB=$VHPC_TOP/tests/lab/vhpc-lab
+command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86 is not installed (make deps installs it)"
+ls "$VHPC_TOP/$B"/kernels/linux-image-cloud-amd64/x/boot/vmlinuz-* >/dev/null 2>&1 ||
+	skip_all "no kernel package in $B/kernels (make kernels fetches it during set-up)"
+
+# The scratch folders are under /var/tmp, shared with L1; L1's /tmp is its own.
+W=$(mktemp -d /var/tmp/vhpc-labtest.XXXXXX)
+at_exit "rm -rf '$W'"
+leftovers() {
+	pgrep -af 'qemu-system-x86_64 -name vhpc-lab|virtiofsd --socket-path=/var/tmp/vhpc-lab\.' | sed 's/^/process /'
+	comm -13 "$W/dirs.before" <(ls -d /var/tmp/vhpc-lab.* 2>/dev/null | sort) | sed 's/^/folder /'
+}
+ls -d /var/tmp/vhpc-lab.* 2>/dev/null | sort >"$W/dirs.before"
+
+cat >"$W/cmd" <<'EOF'
+#!/bin/bash
+echo "cwd=$PWD"
+echo "env=$LABTEST_VALUE"
+echo "to stderr" >&2
+grep -qw svm /proc/cpuinfo && echo "cpu has svm"
+[ -c /dev/kvm ] && [ -d /sys/module/kvm_amd ] && echo "kvm_amd is loaded"
+echo "written in L1" >"$LABTEST_DIR/from-l1"
+hostname
+exit 7
+EOF
+chmod +x "$W/cmd"
+mkdir -p "$W/cwd"
+t0=$(date +%s.%N)
+(cd "$W/cwd" && LABTEST_VALUE='a b  c' LABTEST_DIR=$W "$LAB" -- "$W/cmd") >"$W/out" 2>"$W/err"
+rc=$?
+diag "one lab run: $(echo "$(date +%s.%N) - $t0" | bc) s wall"
+check_eq "the command's exit status is the lab's" 7 "$rc"
+check_match "it ran in the caller's directory" "cwd=$W/cwd" "$(cat "$W/out")"
+check_match "with the caller's environment, as it was" "env=a b  c" "$(cat "$W/out")"
+check_match "its stderr streams back too" "to stderr" "$(cat "$W/out")"
+check_match "L1's CPU has AMD-V" "cpu has svm" "$(cat "$W/out")"
+check_match "kvm_amd is loaded in L1 and /dev/kvm is there" "kvm_amd is loaded" "$(cat "$W/out")"
+check_match "L1 has a name of its own" "^vhpc-lab$" "$(cat "$W/out")"
+check_eq "a file written in L1 is on the host" "written in L1" "$(cat "$W/from-l1" 2>/dev/null)"
+check_eq "nothing is left after a run" "" "$(leftovers)"
+
+# L1's kernel crashing is the lab's failure, not the command's.
+"$LAB" -- sh -c 'echo c >/proc/sysrq-trigger; sleep 60' >"$W/out" 2>"$W/err"
+rc=$?
+check_eq "a crashed L1 ends the lab with 125" 125 "$rc"
+check_match "and it says L1's kernel crashed" "lab failure: L1's kernel crashed" "$(cat "$W/err")"
+check_eq "nothing is left after a crash" "" "$(leftovers)"
+
+"$LAB" --timeout 25 -- sleep 600 >"$W/out" 2>"$W/err"
+rc=$?
+check_eq "a command over its time ends the lab with 125" 125 "$rc"
+check_match "and it says the command did not finish" "lab failure: the command did not finish within 25s" "$(cat "$W/err")"
+check_eq "nothing is left after a time-out" "" "$(leftovers)"
+
+for bad in "--smp x -- true" "--mem 4 -- true" "--timeout -1 -- true" "--frobnicate -- true" "--"; do
+	# shellcheck disable=SC2086
+	"$LAB" $bad >"$W/out" 2>"$W/err"
+	rc=$?
+	check_eq "vhpc-lab $bad: refused with 2" 2 "$rc"
+	check_match "vhpc-lab $bad: says what is wrong" "vhpc-lab: (--smp needs|--mem needs|--timeout needs|unknown option|no command)" "$(cat "$W/err")"
+done
+check_eq "bad options started nothing" "" "$(leftovers)"
+done_testing
