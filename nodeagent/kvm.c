@@ -53,6 +53,8 @@ static bool reap(struct na_kvm *k, int timeout_ms)
 }
 
 #define PANIC_MARK "Kernel panic - not syncing"
+/* The kernel's last word before a reset; in the lab the reset then hangs. */
+#define RESTART_MARK "reboot: Restarting system"
 
 /* Searches the console output written since the last call for the guest
  * kernel's panic line.  A panicking guest should reset (panic=-1), but
@@ -79,6 +81,8 @@ static bool saw_panic(struct na_kvm *k)
 		if (!buf[i])
 			buf[i] = ' ';
 	p = strstr(buf, PANIC_MARK);
+	if (!p)
+		p = strstr(buf, RESTART_MARK);
 	if (p) {
 		char *end = strpbrk(p, "\r\n");
 
@@ -110,7 +114,9 @@ bool na_kvm_running(struct na_kvm *k, char *why, size_t len)
 	if (why) {
 		if (!k->panic[0])
 			saw_panic(k);
-		if (k->panic[0])
+		if (k->panic[0] && strstr(k->panic, RESTART_MARK) == k->panic)
+			snprintf(why, len, "the guest rebooted (its console: %s)", k->panic);
+		else if (k->panic[0])
 			snprintf(why, len, "the guest's kernel panicked (%s); its console is %s", k->panic, k->serial);
 		else if (k->wstatus == -1)
 			snprintf(why, len, "vhpc-hv (pid %d) has exited", (int)k->pid);
