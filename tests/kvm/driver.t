@@ -11,17 +11,9 @@
 # does, and hugepages a guest took are back in the pool.  (With hardware
 # virtualization the same checks hold: the guests then boot for real and
 # run the job's `sleep`.)
-. "$(dirname "$0")/../integration/common.sh"
-need_root
-[ -x "$BIN/vhpc" ] && [ -x "$BIN/vhpc-hv" ] || skip_all "vhpc is not built"
+. "$(dirname "$0")/kvmlib.sh"
+kvm_setup kvmt
 [ -c /dev/kvm ] || skip_all "no /dev/kvm on this host"
-export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
-[ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
-	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
-# A run dir of our own: nothing here sees or sweeps another test's jobs.
-export VHPC_RUN_DIR=/run/vhpc-kvmt-$$
-at_exit "rm -rf '$VHPC_RUN_DIR'"
-at_exit "VHPC_RUN_DIR='$VHPC_RUN_DIR' '$BIN/vhpc' cleanup"
 
 job_of() { sed -n 's/^vhpc: job \([a-z0-9]*\): .*/\1/p' "$1" | head -n 1; }
 hv_pids() { pgrep -f "vhpc-hv .*$VHPC_RUN_DIR/jobs/$1/" || true; }

@@ -6,15 +6,8 @@
 # inside a guest, a guest that never becomes ready.  Real guests booting
 # the image's kernel: tests/run runs this in the virtualization lab where
 # the host has no VT-x/AMD-V.
-. "$(dirname "$0")/../integration/common.sh"
-need_root
-[ -x "$BIN/vhpc" ] && [ -x "$BIN/vhpc-hv" ] || skip_all "vhpc is not built"
-export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
-[ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
-	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
-export VHPC_RUN_DIR=/run/vhpc-kvmx-$$
-at_exit "rm -rf '$VHPC_RUN_DIR'"
-at_exit "VHPC_RUN_DIR='$VHPC_RUN_DIR' '$BIN/vhpc' cleanup"
+. "$(dirname "$0")/kvmlib.sh"
+kvm_setup kvmx
 unset VHPC_KVM_ALLOW_EMULATION
 RUN=(vhpc run --driver kvm --mem 384M --timeout 300)
 
@@ -98,4 +91,5 @@ nothing_left "not ready"
 VHPC_READY_TIMEOUT=soon "${RUN[@]}" -N 1 -- true >"$T/bad.out" 2>"$T/bad.err"
 check_eq "a bad VHPC_READY_TIMEOUT is refused with 125" 125 "$?"
 check_match "and named" "VHPC_READY_TIMEOUT='soon': give whole seconds" "$(cat "$T/bad.err")"
+lab_check "$T"/*
 done_testing

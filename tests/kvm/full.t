@@ -8,15 +8,8 @@
 # through ivshmem) prints its IMB table; then nothing is left.  Needs KVM
 # with hardware virtualization: tests/run runs it in the virtualization lab
 # where the host has none.
-. "$(dirname "$0")/../integration/common.sh"
-need_root
-[ -x "$BIN/vhpc" ] && [ -x "$BIN/vhpc-hv" ] || skip_all "vhpc is not built"
-export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
-[ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
-	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
-export VHPC_RUN_DIR=/run/vhpc-kvmf-$$
-at_exit "rm -rf '$VHPC_RUN_DIR'"
-at_exit "VHPC_RUN_DIR='$VHPC_RUN_DIR' '$BIN/vhpc' cleanup"
+. "$(dirname "$0")/kvmlib.sh"
+kvm_setup kvmf
 unset VHPC_KVM_ALLOW_EMULATION
 
 
@@ -37,4 +30,5 @@ check "the IMB table parses (PingPong at 2 ranks)" vhpc-imbcheck -expect PingPon
 check_match "the guests talked through vmshm (ivshmem), not TCP" "Using vmshm btl" "$(cat "$T/out" "$T/err")"
 check_eq "nothing of the job is left" "" \
 	"$(ip netns list | grep "^vhpc-$job"; ls /dev/shm | grep "^vhpc-$job-"; ls "$VHPC_RUN_DIR/jobs" 2>/dev/null; pgrep -f "vhpc-hv .*/jobs/$job/")"
+lab_check "$T"/*
 done_testing
