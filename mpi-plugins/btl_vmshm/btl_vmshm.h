@@ -76,6 +76,7 @@ typedef struct {
 	char *guest_id;
 	bool create;
 	size_t region_size;
+	char *region_offset;           /* a device file: where the region starts in it */
 	unsigned int ring_size;
 	unsigned int max_slots;
 	unsigned int hot_window;

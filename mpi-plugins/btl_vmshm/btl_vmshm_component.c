@@ -98,6 +98,10 @@ static int vmshm_register(void)
 	reg_string("region", "Path of the shared-memory region: a file on tmpfs/hugetlbfs "
 		   "or an ivshmem BAR resource file (default: $VHPC_VMSHM_PATH)",
 		   &C->region_path, "VHPC_VMSHM_PATH");
+	reg_string("region_offset", "Where the region starts when the region path is a device "
+		   "(/dev/mem in a kvm guest: the ivshmem BAR's physical address; the mapped "
+		   "length is btl_vmshm_region_size) (default: $VHPC_VMSHM_OFFSET)",
+		   &C->region_offset, "VHPC_VMSHM_OFFSET");
 	reg_string("guest_id", "Guest this rank runs in; peers with the same guest id "
 		   "are left to vader when vader is selected (default: $VHPC_GUEST_ID; "
 		   "empty: guest = Open MPI node)", &C->guest_id, "VHPC_GUEST_ID");
@@ -237,20 +241,39 @@ static int map_region(char *err, size_t errlen)
 			return -1;
 		}
 	}
-	if (st.st_size <= 0) {
+	off_t off = 0;
+	size_t len = (size_t)st.st_size;
+
+	/* A kvm guest maps the ivshmem BAR through /dev/mem (opened without
+	 * O_SYNC): the kernel then maps it write-back, where the BAR's sysfs
+	 * resource file would be uncached (UC-), and on AMD hosts KVM keeps
+	 * the guest's memory type. */
+	if (S_ISCHR(st.st_mode)) {
+		char *end = NULL;
+		unsigned long long o = C->region_offset ? strtoull(C->region_offset, &end, 0) : 0;
+
+		if (!C->region_offset || !*C->region_offset || *end || (o & 4095)) {
+			snprintf(err, errlen, "a device region needs a page-aligned btl_vmshm_region_offset "
+				 "(VHPC_VMSHM_OFFSET), got '%s'", C->region_offset ? C->region_offset : "");
+			close(fd);
+			return -1;
+		}
+		off = (off_t)o;
+		len = C->region_size;
+	} else if (st.st_size <= 0) {
 		snprintf(err, errlen, "region is empty (the platform sizes it before the job)");
 		close(fd);
 		return -1;
 	}
-	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off);
 	close(fd);
 	if (p == MAP_FAILED) {
-		snprintf(err, errlen, "mmap of %lld bytes: %s", (long long)st.st_size,
+		snprintf(err, errlen, "mmap of %zu bytes at %lld: %s", len, (long long)off,
 			 strerror(errno));
 		return -1;
 	}
 	C->base = p;
-	C->size = (uint64_t)st.st_size;
+	C->size = (uint64_t)len;
 	return 0;
 }
 

@@ -40,6 +40,16 @@ check_eq "the ivshmem device (1af4:1110)" 0000:00:03.0 "$(lib "find_ivshmem '$T/
 rm -r "$T/pci/0000:00:03.0"
 check_not "no ivshmem device: none found" lib "find_ivshmem '$T/pci'"
 
+# An ivshmem device's sysfs resource file: BAR0 registers, BAR1 unset, BAR2
+# the 8 MiB region in the 64-bit window.
+printf '%s\n' '0x00000000c0000000 0x00000000c00000ff 0x0000000000040200' \
+	'0x0000000000000000 0x0000000000000000 0x0000000000000000' \
+	'0x0000001000000000 0x00000010007fffff 0x000000000014220c' >"$T/resource"
+check_eq "BAR2's physical address and size, for /dev/mem" "0x1000000000 8388608" "$(lib "bar_range '$T/resource' 2")"
+check_eq "BAR0's" "0xc0000000 256" "$(lib "bar_range '$T/resource' 0")"
+check_not "an unassigned BAR is no range" lib "bar_range '$T/resource' 1"
+check_not "a BAR the file does not have is no range" lib "bar_range '$T/resource' 5"
+
 cat >"$T/env" <<'E'
 PATH=/usr/local/bin:/usr/bin:/bin
 VHPC_JOB=ab12
