@@ -158,6 +158,23 @@ int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct ve
 		     ip, s->prefix, s->mtu, s->guest_port, ip, s->guest_port);
 	if (n < 0 || (size_t)n >= len)
 		return verr_set(err, "guest %s: kernel command line longer than %zu bytes", s->name, len - 1);
+	/* Kernel parameters a site (or the nested lab) adds for every guest;
+	 * they may not touch vhpc's own words. */
+	const char *extra = getenv("VHPC_KVM_APPEND");
+
+	if (extra && *extra) {
+		for (const char *p = extra; *p; p++)
+			if (*p < 0x20 || *p > 0x7e)
+				return verr_set(err, "VHPC_KVM_APPEND: character 0x%02x at offset %td is not printable ASCII",
+						(unsigned char)*p, p - extra);
+		for (const char *w = extra; (w = strstr(w, "vhpc.")); w++)
+			if (w == extra || w[-1] == ' ')
+				return verr_set(err, "VHPC_KVM_APPEND: '%.40s' would override vhpc's own kernel parameters", w);
+		if ((size_t)n + 1 + strlen(extra) >= len)
+			return verr_set(err, "guest %s: kernel command line with VHPC_KVM_APPEND longer than %zu bytes",
+					s->name, len - 1);
+		snprintf(buf + n, len - (size_t)n, " %s", extra);
+	}
 	return 0;
 }
 
@@ -315,6 +332,11 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 	    (s->addr >> 8) & 0xff, s->addr & 0xff, s->mtu);
 	add(&a, "--vsock");
 	add(&a, "cid=%d,uds=%s/vsock", 3 + s->index, dir);
+	/* virtio-console (hvc0): the guest's fast console, beside the UART the
+	 * kernel logs to from its first instruction; both land in the guest's
+	 * own tmpfs. */
+	add(&a, "--console");
+	add(&a, "file:%s/console", dir);
 	if (a.oom) {
 		na_kvm_argv_free(a.v);
 		return verr_set(err, "out of memory");

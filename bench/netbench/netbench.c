@@ -224,11 +224,26 @@ static int own_addrs(uint32_t *out, int max)
 	return n;
 }
 
-static uint64_t netns_inode(void)
+/* Which network namespace this rank is in, across machines: the
+ * namespace's inode number alone repeats between kernels (two VMs' initial
+ * namespaces have the same one), so the kernel's boot id goes into it. */
+static uint64_t netns_id(void)
 {
 	struct stat st;
+	char boot[64] = "";
+	uint64_t h = 1469598103934665603ull;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
 
-	return stat("/proc/self/ns/net", &st) == 0 ? (uint64_t)st.st_ino : 0;
+	if (f) {
+		if (!fgets(boot, sizeof(boot), f))
+			boot[0] = 0;
+		fclose(f);
+	}
+	for (const char *p = boot; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	if (stat("/proc/self/ns/net", &st) < 0)
+		return 0;
+	return (h ^ (uint64_t)st.st_ino) | 1;
 }
 
 /* ------------------------------------------------------------------ tests */
@@ -401,7 +416,7 @@ int main(int argc, char **argv)
 		MPI_Finalize();
 		return 2;
 	}
-	me = netns_inode();
+	me = netns_id();
 	MPI_Allgather(&me, 1, MPI_UINT64_T, ns, 1, MPI_UINT64_T, MPI_COMM_WORLD);
 	bool same_ns = ns[0] == ns[1] && ns[0] != 0;
 

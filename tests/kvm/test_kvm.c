@@ -90,6 +90,19 @@ static void cmdline_carries_identity_and_guestd_takes_it(void **state)
 	assert_non_null(strstr(cl, "console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 "));
 	assert_int_equal(na_kvm_cmdline(&s, cl, 40, &e), -1);
 	assert_non_null(strstr(e.msg, "longer than 39 bytes"));
+
+	/* A site's extra kernel parameters go last, never over vhpc's. */
+	s.emulated = false;
+	setenv("VHPC_KVM_APPEND", "lapic=notscdeadline nokaslr", 1);
+	assert_int_equal(na_kvm_cmdline(&s, cl, sizeof(cl), &e), 0);
+	assert_non_null(strstr(cl, "vhpc.listen=10.213.0.3:7707 lapic=notscdeadline nokaslr"));
+	setenv("VHPC_KVM_APPEND", "quiet vhpc.name=evil", 1);
+	assert_int_equal(na_kvm_cmdline(&s, cl, sizeof(cl), &e), -1);
+	assert_non_null(strstr(e.msg, "would override vhpc's own kernel parameters"));
+	setenv("VHPC_KVM_APPEND", "a\nb", 1);
+	assert_int_equal(na_kvm_cmdline(&s, cl, sizeof(cl), &e), -1);
+	assert_non_null(strstr(e.msg, "0x0a at offset 1 is not printable"));
+	unsetenv("VHPC_KVM_APPEND");
 }
 
 static void argv_from_placement_and_image(void **state)
@@ -113,7 +126,8 @@ static void argv_from_placement_and_image(void **state)
 		"--blk|path=/img/kvm/rootfs.ext4,ro,serial=vhpc-root|"
 		"--blk|path=/run/vhpc/jobs/ab12/config.ext4,ro,serial=vhpc-config|"
 		"--net|fd=5,mac=52:54:0a:d5:00:03,mtu=9000|"
-		"--vsock|cid=4,uds=/run/vhpc/jobs/ab12/kvm1/vsock");
+		"--vsock|cid=4,uds=/run/vhpc/jobs/ab12/kvm1/vsock|"
+		"--console|file:/run/vhpc/jobs/ab12/kvm1/console");
 	na_kvm_argv_free(argv);
 
 	/* Emulated: no --require-hw, CPUID features the emulator lacks hidden. */

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# timeout: 420
+# needs: hardware-virtualization
+# vhpc-hv's devices under the guests' real Linux drivers, in 2-guest kvm
+# jobs:
+# - virtio-net: checksum and TSO offloads negotiated and on, the tuning
+#   profile's MTU, a TCP stream between the VMs (vhpc-netbench);
+# - virtio-blk: the image's ext4 root and the config disk;
+# - virtio-console: hvc0 reaches the guest's console file on the host;
+# - vsock: the guest agent (every job needs it);
+# - ivshmem: the vmshm region mapped write-back in the guest, read from the
+#   guest kernel's PAT memtype list while the BTL has it mapped;
+# - --no-vmshm: the same ranks over TCP.
+# Speeds here are nested/TCG: they prove nothing about hardware.
+. "$(dirname "$0")/kvmlib.sh"
+kvm_setup kvmd
+unset VHPC_KVM_ALLOW_EMULATION
+RUN=(vhpc run --driver kvm -N 2 -n 2 --mem 384M --timeout 240)
+# The cluster file's default profile (configs/cluster.yaml: tuning: hpc).
+mtu=$(sed -n 's/^mtu: *\([0-9][0-9]*\).*/\1/p' "$VHPC_TOP/configs/tuning/hpc.yaml" | head -n 1)
+[ -n "$mtu" ] || { fail "no mtu in configs/tuning/hpc.yaml"; done_testing; exit 0; }
+
+# -- a TCP stream between the VMs -----------------------------------------
+"${RUN[@]}" -- vhpc-netbench -sizes 64K -time 2 stream >"$T/nb.out" 2>"$T/nb.err"
+check_eq "a vhpc-netbench stream between two kvm guests exits 0" 0 "$?"
+mbit=$(sed -n 's/^vhpc-bench {"test":"stream","size":65536,"value":\([0-9.]*\),.*/\1/p' "$T/nb.out" | head -n 1)
+check_match "it measured the stream" '^[0-9]+\.[0-9]+$' "$mbit"
+diag "VM-to-VM TCP stream, 64 KiB writes: ${mbit:-?} Mbit/s (nested/TCG)"
+
+# -- the devices, seen from inside ----------------------------------------
+# Each rank describes its guest and writes a marker to hvc0; rank 0 reads
+# the memory type of the ivshmem BAR while the benchmark it becomes has
+# the region mapped.
+probe='r=$OMPI_COMM_WORLD_RANK
+echo "rank=$r host=$(hostname) mtu=$(cat /sys/class/net/eth0/mtu)"
+ethtool -k eth0 | grep -E "^(rx-checksumming|tx-checksumming|tcp-segmentation-offload):" | sed "s/^/rank=$r offload /"
+for d in /sys/bus/virtio/devices/*; do
+	echo "rank=$r virtio $(cat $d/device) $(basename "$(readlink $d/driver)") $(cat $d/features)"
+done
+grep -E " / | /vhpc " /proc/mounts | sed "s/^/rank=$r mount /"
+echo "vhpc-devices-t hvc0 of rank $r" >/dev/hvc0
+if [ "$r" = 0 ]; then
+	bar=$(readlink /run/vhpc-vmshm)
+	echo "rank=0 region-link $bar offset=$VHPC_VMSHM_OFFSET size=$VHPC_VMSHM_SIZE"
+	# Polled: the entry is there from the BTL mapping the region in
+	# MPI_Init until it unmaps it in MPI_Finalize.
+	(mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	 a=$(printf "%016x" "$VHPC_VMSHM_OFFSET")
+	 for i in $(seq 120); do
+		m=$(grep -i "$a" /sys/kernel/debug/x86/pat_memtype_list) && { echo "rank=0 memtype $m"; break; }
+		sleep 0.25
+	 done) &
+fi
+exec vhpc-mpibench -msglog 0:20 -iter 200 PingPong'
+"${RUN[@]}" -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$probe" >"$T/p.out" 2>"$T/p.err" &
+pid=$!
+hvc=
+for _ in $(seq 900); do
+	hvc=$(cat "$VHPC_RUN_DIR"/jobs/*/kvm[01]/console 2>/dev/null | grep -c 'vhpc-devices-t hvc0 of rank')
+	[ "$hvc" = 2 ] && break
+	kill -0 $pid 2>/dev/null || break
+	sleep 0.2
+done
+wait $pid
+check_eq "the probe job exits 0" 0 "$?"
+check_eq "virtio-console: each guest's hvc0 reached its console file on the host" 2 "${hvc:-0}"
+p=$(cat "$T/p.out" "$T/p.err")
+for r in 0 1; do
+	check_match "g$r: eth0 has the tuning profile's MTU ($mtu)" "rank=$r host=g$r mtu=$mtu\$" "$p"
+	for o in tx-checksumming rx-checksumming tcp-segmentation-offload; do
+		check_match "g$r: $o is on" "rank=$r offload $o: on" "$p"
+	done
+	# Bits 0 (CSUM), 1 (GUEST_CSUM), 3 (MTU) and 11 (HOST_TSO4) of what
+	# the virtio-net driver negotiated.
+	nf=$(sed -n "s/^rank=$r virtio 0x0001 virtio_net \([01]*\)$/\1/p" <<<"$p" | head -n 1)
+	check_eq "g$r: virtio-net negotiated CSUM, GUEST_CSUM, MTU and HOST_TSO4" 1111 \
+		"${nf:0:1}${nf:1:1}${nf:3:1}${nf:11:1}"
+	check_match "g$r: both disks under virtio_blk" "rank=$r virtio 0x0002 virtio_blk .*rank=$r virtio 0x0002 virtio_blk" \
+		"$(tr '\n' ' ' <<<"$p")"
+	check_match "g$r: vsock under its virtio transport" "rank=$r virtio 0x0013 vmw_vsock_virtio_transport" "$p"
+	check_match "g$r: hvc0 under virtio_console" "rank=$r virtio 0x0003 virtio_console" "$p"
+	check_match "g$r: the root is the image's ext4 disk, read-only" "rank=$r mount /dev/vd[a-z] / ext4 ro" "$p"
+	check_match "g$r: the config disk is at /vhpc, read-only" "rank=$r mount /dev/vd[a-z] /vhpc ext4 ro" "$p"
+done
+check_match "the ranks used vmshm over ivshmem" "Using vmshm btl" "$p"
+check_match "the region is mapped through /dev/mem at the BAR's address" \
+	"rank=0 region-link /dev/mem offset=0x[0-9a-f]+ size=[0-9]+" "$p"
+check_match "the guest kernel maps the vmshm BAR write-back" "rank=0 memtype .*write-back" "$p"
+diag "$(grep -E 'rank=0 (memtype|region-link)' <<<"$p")"
+
+# -- the same job over TCP ------------------------------------------------
+"${RUN[@]}" --no-vmshm -x OMPI_MCA_btl_base_verbose=1 -- vhpc-mpibench -msglog 0:10 PingPong >"$T/t.out" 2>"$T/t.err"
+check_eq "--no-vmshm: the job exits 0" 0 "$?"
+check "--no-vmshm: the IMB table parses" vhpc-imbcheck -expect PingPong@2 "$T/t.out"
+check_match "--no-vmshm: the ranks talk TCP" "Using tcp btl" "$(cat "$T/t.out" "$T/t.err")"
+check_eq "--no-vmshm: and never vmshm" 0 "$(cat "$T/t.out" "$T/t.err" | grep -c 'Using vmshm btl')"
+lab_check "$T"/*
+done_testing
