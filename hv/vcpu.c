@@ -161,9 +161,12 @@ static void report_regs(struct vcpu *c, char *buf, size_t len)
 
 	buf[0] = 0;
 	if (ioctl(c->fd, KVM_GET_REGS, &r) == 0 && ioctl(c->fd, KVM_GET_SREGS, &s) == 0)
-		snprintf(buf, len, " (RIP 0x%llx, RSP 0x%llx, CR0 0x%llx, CR3 0x%llx, EFER 0x%llx)",
+		snprintf(buf, len, " (RIP 0x%llx, RSP 0x%llx, CR0 0x%llx, CR3 0x%llx, EFER 0x%llx%s)",
 			 (unsigned long long)r.rip, (unsigned long long)r.rsp, (unsigned long long)s.cr0,
-			 (unsigned long long)s.cr3, (unsigned long long)s.efer);
+			 (unsigned long long)s.cr3, (unsigned long long)s.efer,
+			 /* KVM on AMD reinitialises the VMCB on a shutdown intercept. */
+			 r.rip == 0xfff0 && s.cr0 == 0x10 ?
+			 ": the reset state, as KVM on AMD leaves a vCPU that shut down, not where it faulted" : "");
 }
 
 static void handle_io(struct vcpu *c)
