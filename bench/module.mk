@@ -34,9 +34,10 @@ $(eval $(call fuzzer,fuzz-imb-parse,tests/bench/fuzz_imb_parse.c $(BENCH_LIB_SRC
 
 # The native sides of `vhpc bench`'s suites, also in the default guest image:
 # vhpc-sysbench (UnixBench-style loops and a memory touch; no MPI) and
-# vhpc-netbench (TCP stream and request/response between two MPI ranks).
+# vhpc-netbench (TCP stream, maerts and request/response between two MPI
+# ranks, or without MPI between a server and a client: a guest and the host).
 $(eval $(call program,vhpc-sysbench,bench/loops/sysbench.c))
-$(eval $(call program,vhpc-netbench,bench/netbench/netbench.c,$$(MPI_LIBS)))
+$(eval $(call program,vhpc-netbench,bench/netbench/netbench.c bench/netbench/peer.c bench/netbench/tcp.c,$$(MPI_LIBS)))
 $(B)/obj/bench/netbench/netbench.o: EXTRA_OBJ_CFLAGS = $(MPI_CFLAGS)
 
 # The harness behind `vhpc bench` (scheduler/cmd_bench.c calls bench_run and

@@ -1,67 +1,61 @@
 /*
- * vhpc-netbench: TCP between two MPI ranks, in the spirit of netperf's
- * TCP_STREAM (throughput for a send size) and TCP_RR (request/response
- * round trips of a message size).  MPI is only the rendezvous: the ranks
- * exchange an address and port and agree on each test, then talk over a
- * plain TCP connection, a new one per test as netperf does.
+ * vhpc-netbench: TCP in the spirit of netperf's TCP_STREAM, TCP_MAERTS and
+ * TCP_RR (tcp.c), between two MPI ranks or, in peer mode (peer.c), between
+ * a server and a client that need no MPI: a guest and the host.  In MPI
+ * mode MPI is only the rendezvous: the ranks exchange an address and port
+ * and agree on each test, then talk over a plain TCP connection, a new one
+ * per test as netperf does.
  *
  * Two ranks in one network namespace (native: the host) use loopback; in
  * different namespaces (guests) rank 1 connects to rank 0's own addresses.
  *
- *   mpirun -np 2 vhpc-netbench [-sizes LIST] [-time SECONDS] [-addr A] [stream] [rr]
+ *   mpirun -np 2 vhpc-netbench [-sizes LIST] [-time SECONDS] [-addr A] [stream] [maerts] [rr]
+ *   vhpc-netbench -serve ADDR:PORT [-idle SECONDS]
+ *   vhpc-netbench -connect ADDR:PORT [-wait SECONDS] [-stop] [-sizes ...] [-time ...] [TEST...]
  *
- * Rank 0 prints one line per measurement (parsed by vhpc bench):
+ * Rank 0 (in peer mode the client) prints one line per measurement, parsed
+ * by vhpc bench:
  *   vhpc-bench {"test":"stream","size":N,"value":MBIT_S,"unit":"Mbit/s","bytes":B,"seconds":S}
  *   vhpc-bench {"test":"rr","size":N,"value":USEC,"unit":"usec","transactions":T,"seconds":S}
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
 #include <mpi.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vhpc.h"
+#include "netbench.h"
 
 #define ME "vhpc-netbench"
-#define MAX_SIZES 64
-#define MAX_MSG (16u << 20)
 #define MAX_ADDRS 16
-#define IO_TIMEOUT_MS 30000
-#define HDR_MAGIC 0x76686e62u   /* "vhnb" */
-
-enum { TEST_STREAM = 1, TEST_RR = 2 };
-
-struct opts {
-	long long sizes[MAX_SIZES];
-	int nsizes;
-	double seconds;
-	bool stream, rr;
-	const char *addr;
-};
-
-struct hdr { uint32_t magic, test; uint64_t size; };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: mpirun -np 2 " ME " [-sizes LIST] [-time SECONDS] [-addr ADDRESS] [stream] [rr]\n"
-		"  stream  rank 1 sends SIZE-byte writes to rank 0 for SECONDS: Mbit/s\n"
+		"usage: mpirun -np 2 " ME " [-sizes LIST] [-time SECONDS] [-addr ADDRESS] [TEST...]\n"
+		"       " ME " -serve ADDR:PORT [-idle SECONDS]\n"
+		"       " ME " -connect ADDR:PORT [-wait SECONDS] [-stop] [-sizes LIST] [-time SECONDS] [TEST...]\n"
+		"tests (default stream rr):\n"
+		"  stream  rank 1 (the client) sends SIZE-byte writes for SECONDS: Mbit/s\n"
+		"  maerts  the other way: rank 0 (the server) sends: Mbit/s\n"
 		"  rr      SIZE-byte request and SIZE-byte response: round trip in usec\n"
 		"  -sizes  comma-separated sizes, K/M suffixes (default 1,64,1K,16K,64K)\n"
 		"  -time   seconds per test and size (default 1)\n"
 		"  -addr   rank 0's IPv4 address for rank 1 (default: loopback within one\n"
-		"          network namespace, else rank 0's own addresses in turn)\n");
+		"          network namespace, else rank 0's own addresses in turn)\n"
+		"peer mode, without MPI:\n"
+		"  -serve    serve tests on ADDR:PORT (0.0.0.0 for every address; port 0: any,\n"
+		"            printed), one connection at a time, until a client sends -stop\n"
+		"  -idle     the server ends after SECONDS without a connection (default: never)\n"
+		"  -connect  run the tests against a server; the client prints the figures\n"
+		"  -wait     keep trying to connect for SECONDS, for a server still starting (default 30)\n"
+		"  -stop     tell the server to end after the tests\n");
 }
 
 static bool rank0_by_env(void)
@@ -71,25 +65,53 @@ static bool rank0_by_env(void)
 	return !v || !strcmp(v, "0");
 }
 
-static int parse_args(int argc, char **argv, struct opts *o, struct verr *err)
+static int parse_addrport(const char *opt, const char *val, bool any_port, uint32_t *addr, uint16_t *port,
+			  struct verr *err)
+{
+	char host[64];
+	int p;
+
+	if (hostport_parse(val, any_port, host, sizeof(host), &p) < 0 || ipv4_parse(host, addr) < 0)
+		return verr_set(err, "%s: expected IPV4-ADDRESS:PORT (port %s..65535), got '%s'", opt,
+				any_port ? "0" : "1", val);
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int parse_seconds(const char *opt, const char *val, double min, double *out, struct verr *err)
+{
+	char *end;
+
+	*out = strtod(val, &end);
+	if (end == val || *end || !(*out >= min && *out <= 3600))
+		return verr_set(err, "%s: expected seconds from %g to 3600, got '%s'", opt, min, val);
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct nb_opts *o, struct verr *err)
 {
 	static const long long defaults[] = { 1, 64, 1024, 16384, 65536 };
+	bool idle = false, wait = false;
 
 	memset(o, 0, sizeof(*o));
 	o->seconds = 1.0;
+	o->wait = 30;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		int t;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			if (rank0_by_env())
 				usage(stdout);
 			exit(0);
-		} else if (!strcmp(a, "stream")) {
-			o->stream = true;
-		} else if (!strcmp(a, "rr")) {
-			o->rr = true;
+		} else if ((t = nb_test_parse(a)) > 0) {
+			if (o->ntests == NB_MAX_TESTS)
+				return verr_set(err, "at most %d tests", NB_MAX_TESTS);
+			o->tests[o->ntests++] = t;
 		} else if (a[0] != '-') {
-			return verr_set(err, "unknown test '%s' (stream, rr)", a);
+			return verr_set(err, "unknown test '%s' (stream, maerts, rr)", a);
+		} else if (!strcmp(a, "-stop")) {
+			o->stop = true;
 		} else if (!val) {
 			return verr_set(err, "%s needs a value", a);
 		} else if (!strcmp(a, "-sizes")) {
@@ -97,24 +119,28 @@ static int parse_args(int argc, char **argv, struct opts *o, struct verr *err)
 
 			i++;
 			snprintf(buf, sizeof(buf), "%s", val);
-			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				uint64_t s;
+			for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+				uint64_t v;
 
-				if (o->nsizes == MAX_SIZES)
-					return verr_set(err, "-sizes: at most %d sizes", MAX_SIZES);
-				if (parse_size(t, &s) < 0 || s < 1 || s > MAX_MSG)
-					return verr_set(err, "-sizes: expected sizes from 1 to 16M, got '%s'", t);
-				o->sizes[o->nsizes++] = (long long)s;
+				if (o->nsizes == NB_MAX_SIZES)
+					return verr_set(err, "-sizes: at most %d sizes", NB_MAX_SIZES);
+				if (parse_size(s, &v) < 0 || v < 1 || v > NB_MAX_MSG)
+					return verr_set(err, "-sizes: expected sizes from 1 to 16M, got '%s'", s);
+				o->sizes[o->nsizes++] = (long long)v;
 			}
 			if (!o->nsizes)
 				return verr_set(err, "-sizes: expected SIZE[,SIZE...], got '%s'", val);
 		} else if (!strcmp(a, "-time")) {
-			char *end;
-
-			i++;
-			o->seconds = strtod(val, &end);
-			if (end == val || *end || !(o->seconds >= 0.001 && o->seconds <= 3600))
-				return verr_set(err, "-time: expected seconds from 0.001 to 3600, got '%s'", val);
+			if (parse_seconds(a, argv[++i], 0.001, &o->seconds, err) < 0)
+				return -1;
+		} else if (!strcmp(a, "-idle")) {
+			if (parse_seconds(a, argv[++i], 1, &o->idle, err) < 0)
+				return -1;
+			idle = true;
+		} else if (!strcmp(a, "-wait")) {
+			if (parse_seconds(a, argv[++i], 0, &o->wait, err) < 0)
+				return -1;
+			wait = true;
 		} else if (!strcmp(a, "-addr")) {
 			struct in_addr in;
 
@@ -122,90 +148,37 @@ static int parse_args(int argc, char **argv, struct opts *o, struct verr *err)
 			if (inet_pton(AF_INET, val, &in) != 1)
 				return verr_set(err, "-addr: expected an IPv4 address, got '%s'", val);
 			o->addr = val;
+		} else if (!strcmp(a, "-serve")) {
+			if (parse_addrport(a, argv[++i], true, &o->serve_addr, &o->serve_port, err) < 0)
+				return -1;
+			o->serve = true;
+		} else if (!strcmp(a, "-connect")) {
+			if (parse_addrport(a, argv[++i], false, &o->connect_addr, &o->connect_port, err) < 0)
+				return -1;
+			o->connect = true;
 		} else {
 			return verr_set(err, "unknown option '%s'", a);
 		}
 	}
-	if (!o->stream && !o->rr)
-		o->stream = o->rr = true;
+	if (o->serve && o->connect)
+		return verr_set(err, "-serve and -connect: one program is either the server or the client");
+	if (o->serve && (o->ntests || o->nsizes || o->stop || wait))
+		return verr_set(err, "-serve: the client chooses the tests, sizes and -wait/-stop; give them to -connect");
+	if (!o->serve && idle)
+		return verr_set(err, "-idle is for -serve");
+	if (!o->connect && (o->stop || wait))
+		return verr_set(err, "-wait and -stop are for -connect");
+	if ((o->serve || o->connect) && o->addr)
+		return verr_set(err, "-addr is for MPI mode; in peer mode -connect names the server");
+	if (!o->ntests) {
+		o->tests[o->ntests++] = NB_STREAM;
+		o->tests[o->ntests++] = NB_RR;
+	}
 	if (!o->nsizes) {
 		memcpy(o->sizes, defaults, sizeof(defaults));
 		o->nsizes = sizeof(defaults) / sizeof(defaults[0]);
 	}
 	return 0;
-}
-
-/* ---------------------------------------------------------------- sockets */
-
-static void io_timeouts(int fd)
-{
-	struct timeval tv = { IO_TIMEOUT_MS / 1000, 0 };
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-static int listen_any(uint32_t bind_addr, uint16_t *port, struct verr *err)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(bind_addr) };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return verr_errno(err, "socket");
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
-		verr_errno(err, "listen");
-		close(fd);
-		return -1;
-	}
-	*port = ntohs(sa.sin_port);
-	return fd;
-}
-
-static int accept_timeout(int lfd, struct verr *err)
-{
-	struct pollfd p = { .fd = lfd, .events = POLLIN };
-	int r = poll(&p, 1, IO_TIMEOUT_MS), fd;
-
-	if (r <= 0)
-		return r == 0 ? verr_set(err, "rank 1 did not connect within %d s", IO_TIMEOUT_MS / 1000)
-			      : verr_errno(err, "poll");
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return verr_errno(err, "accept");
-	io_timeouts(fd);
-	return fd;
-}
-
-static int connect_timeout(uint32_t addr, uint16_t port, int timeout_ms, struct verr *err)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(addr) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), soerr = 0;
-	socklen_t sl = sizeof(soerr);
-	char ip[32];
-
-	if (fd < 0)
-		return verr_errno(err, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS)
-		goto fail;
-	struct pollfd p = { .fd = fd, .events = POLLOUT };
-
-	if (poll(&p, 1, timeout_ms) != 1) {
-		errno = ETIMEDOUT;
-		goto fail;
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
-		errno = soerr ? soerr : errno;
-		goto fail;
-	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	io_timeouts(fd);
-	return fd;
-fail:
-	verr_errno(err, "connect to %s:%u", ipv4_format(addr, ip, sizeof(ip)), port);
-	close(fd);
-	return -1;
 }
 
 /* Rank 0's IPv4 addresses apart from loopback, for rank 1 to try. */
@@ -246,132 +219,27 @@ static uint64_t netns_id(void)
 	return (h ^ (uint64_t)st.st_ino) | 1;
 }
 
-/* ------------------------------------------------------------------ tests */
-
-/* Rank 0: receives until EOF and reports the byte count. */
-static int stream_server(int fd, struct verr *err)
-{
-	static char buf[1 << 18];
-	uint64_t total = 0;
-	ssize_t r;
-
-	while ((r = read(fd, buf, sizeof(buf))) != 0) {
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return verr_errno(err, "stream: read");
-		}
-		total += (uint64_t)r;
-	}
-	if (write_full(fd, &total, sizeof(total)) < 0)
-		return verr_errno(err, "stream: reply");
-	return 0;
-}
-
-/* Rank 1: writes for `seconds`, then waits for rank 0's count, so the time
- * covers every byte arriving. */
-static int stream_client(int fd, long long size, double seconds, double res[3], struct verr *err)
-{
-	char *buf = calloc(1, (size_t)size);
-	uint64_t t0 = now_ns(), end = t0 + (uint64_t)(seconds * 1e9), got = 0;
-	unsigned long n = 0;
-
-	if (!buf)
-		return verr_set(err, "stream: out of memory");
-	do {
-		if (write_full(fd, buf, (size_t)size) < 0) {
-			free(buf);
-			return verr_errno(err, "stream: write");
-		}
-		n++;
-	} while (now_ns() < end);
-	free(buf);
-	shutdown(fd, SHUT_WR);
-	if (read_full(fd, &got, sizeof(got)) != 0)
-		return verr_errno(err, "stream: no count from rank 0");
-	double s = (now_ns() - t0) / 1e9;
-
-	if (got != (uint64_t)n * (uint64_t)size)
-		return verr_set(err, "stream: rank 0 received %llu bytes of %llu sent",
-				(unsigned long long)got, (unsigned long long)n * (unsigned long long)size);
-	res[0] = got * 8.0 / s / 1e6;
-	res[1] = (double)got;
-	res[2] = s;
-	return 0;
-}
-
-static int rr_server(int fd, long long size, struct verr *err)
-{
-	char *buf = malloc((size_t)size);
-	int r;
-
-	if (!buf)
-		return verr_set(err, "rr: out of memory");
-	while ((r = read_full(fd, buf, (size_t)size)) == 0)
-		if (write_full(fd, buf, (size_t)size) < 0)
-			break;
-	free(buf);
-	return r == 1 ? 0 : verr_errno(err, "rr: server");
-}
-
-static int rr_client(int fd, long long size, double seconds, double res[3], struct verr *err)
-{
-	char *buf = calloc(1, (size_t)size);
-	uint64_t t0 = now_ns(), end = t0 + (uint64_t)(seconds * 1e9), t1;
-	unsigned long n = 0;
-
-	if (!buf)
-		return verr_set(err, "rr: out of memory");
-	do {
-		if (write_full(fd, buf, (size_t)size) < 0 || read_full(fd, buf, (size_t)size) != 0) {
-			free(buf);
-			return verr_errno(err, "rr: transaction %lu", n + 1);
-		}
-		n++;
-	} while ((t1 = now_ns()) < end);
-	free(buf);
-	res[0] = (t1 - t0) / 1e3 / (double)n;
-	res[1] = (double)n;
-	res[2] = (t1 - t0) / 1e9;
-	return 0;
-}
-
-static void nodelay(int fd)
-{
-	int one = 1;
-
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-}
-
-/* One test at one size on a fresh connection; rank 0 gets the numbers. */
+/* One test at one size on a fresh connection; rank 1, the client, gets
+ * the figures. */
 static int one_test(int rank, int lfd, uint32_t addr, uint16_t port, int test, long long size,
 		    double seconds, double res[3], struct verr *err)
 {
-	struct hdr h = { HDR_MAGIC, (uint32_t)test, (uint64_t)size };
-	int fd, rc = 0;
+	struct nb_hdr h;
+	int fd, rc;
 
 	if (rank == 0) {
-		struct hdr got;
-
-		if ((fd = accept_timeout(lfd, err)) < 0)
+		if ((fd = nb_accept(lfd, NB_IO_TIMEOUT_MS, err)) < 0)
 			return -1;
-		if (read_full(fd, &got, sizeof(got)) != 0 || memcmp(&got, &h, sizeof(h))) {
-			close(fd);
-			return verr_set(err, "connection without the expected test header");
-		}
-		if (test == TEST_RR)
-			nodelay(fd);
-		rc = test == TEST_STREAM ? stream_server(fd, err) : rr_server(fd, size, err);
+		rc = nb_read_hdr(fd, &h, err);
+		if (rc == 0 && (h.test != (uint32_t)test || h.size != (uint64_t)size))
+			rc = verr_set(err, "rank 1 asked for %s %llu, not %s %lld", nb_test_name((int)h.test) ?: "?",
+				      (unsigned long long)h.size, nb_test_name(test), size);
+		if (rc == 0)
+			rc = nb_serve(fd, &h, err);
 	} else {
-		if ((fd = connect_timeout(addr, port, IO_TIMEOUT_MS, err)) < 0)
+		if ((fd = nb_connect(addr, port, NB_IO_TIMEOUT_MS, err)) < 0)
 			return -1;
-		if (test == TEST_RR)
-			nodelay(fd);
-		if (write_full(fd, &h, sizeof(h)) < 0)
-			rc = verr_errno(err, "header");
-		else
-			rc = test == TEST_STREAM ? stream_client(fd, size, seconds, res, err)
-						 : rr_client(fd, size, seconds, res, err);
+		rc = nb_run(fd, test, size, seconds, res, err);
 	}
 	close(fd);
 	return rc;
@@ -391,7 +259,7 @@ static bool all_ok(int rc, int rank, const struct verr *err)
 
 int main(int argc, char **argv)
 {
-	struct opts o;
+	struct nb_opts o;
 	struct verr err = { "" };
 	int rank, size, lfd = -1, rc = 0;
 	uint64_t ns[2], me;
@@ -407,6 +275,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (o.serve)
+		return nb_peer_serve(&o);
+	if (o.connect)
+		return nb_peer_connect(&o);
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -434,7 +306,7 @@ int main(int argc, char **argv)
 		} else {
 			naddrs = own_addrs(addrs, MAX_ADDRS);
 		}
-		lfd = listen_any(same_ns && !o.addr ? INADDR_LOOPBACK : INADDR_ANY, &port, &err);
+		lfd = nb_listen(same_ns && !o.addr ? INADDR_LOOPBACK : INADDR_ANY, 0, &port, &err);
 		if (lfd < 0)
 			rc = -1;
 		else if (naddrs == 0)
@@ -453,14 +325,14 @@ int main(int argc, char **argv)
 		int fd = -1;
 
 		for (int i = 0; i < naddrs && fd < 0; i++)
-			if ((fd = connect_timeout(addrs[i], port, 2000, &err)) >= 0)
+			if ((fd = nb_connect(addrs[i], port, 2000, &err)) >= 0)
 				addr = addrs[i];
 		if (fd < 0)
 			rc = -1;
 		else
 			close(fd);
 	} else {
-		int fd = accept_timeout(lfd, &err);
+		int fd = nb_accept(lfd, NB_IO_TIMEOUT_MS, &err);
 
 		if (fd < 0)
 			rc = -1;
@@ -481,30 +353,20 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 
-	for (int test = TEST_STREAM; test <= TEST_RR; test++) {
-		if ((test == TEST_STREAM && !o.stream) || (test == TEST_RR && !o.rr))
-			continue;
+	for (int t = 0; t < o.ntests; t++)
 		for (int i = 0; i < o.nsizes; i++) {
 			double res[3] = { 0, 0, 0 };
 
 			MPI_Barrier(MPI_COMM_WORLD);
-			rc = one_test(rank, lfd, addr, port, test, o.sizes[i], o.seconds, res, &err);
+			rc = one_test(rank, lfd, addr, port, o.tests[t], o.sizes[i], o.seconds, res, &err);
 			if (!all_ok(rc, rank, &err)) {
 				rc = -1;
 				goto out;
 			}
 			MPI_Bcast(res, 3, MPI_DOUBLE, 1, MPI_COMM_WORLD);
-			if (rank == 0) {
-				if (test == TEST_STREAM)
-					printf("vhpc-bench {\"test\":\"stream\",\"size\":%lld,\"value\":%.4f,\"unit\":\"Mbit/s\","
-					       "\"bytes\":%.0f,\"seconds\":%.6f}\n", o.sizes[i], res[0], res[1], res[2]);
-				else
-					printf("vhpc-bench {\"test\":\"rr\",\"size\":%lld,\"value\":%.4f,\"unit\":\"usec\","
-					       "\"transactions\":%.0f,\"seconds\":%.6f}\n", o.sizes[i], res[0], res[1], res[2]);
-				fflush(stdout);
-			}
+			if (rank == 0)
+				nb_print(o.tests[t], o.sizes[i], res);
 		}
-	}
 	rc = 0;
 out:
 	if (lfd >= 0)
