@@ -15,14 +15,35 @@ kvm_setup() {
 	at_exit "VHPC_RUN_DIR='$VHPC_RUN_DIR' '$BIN/vhpc' cleanup"
 }
 
-# lab_check FILE...: inside the virtualization lab, a guest that crashed in
-# a way only TCG's SVM emulation causes (a triple fault in early boot, a
-# stack guard page hit) is the lab's failure, not the test's: say so, and
-# tests/run runs the test again in a fresh lab (tests/lab/vhpc-lab).
-lab_check() {
-	local hit
-	[ -n "${VHPC_IN_LAB-}" ] || return 0
-	hit=$(grep -h -m 1 -aE 'triple fault or KVM internal error|guest triple fault|stack guard page was hit|Fatal exception in interrupt|corrupted stack end' "$@" 2>/dev/null | head -n 1)
-	[ -n "$hit" ] && echo "# lab failure: an L2 guest crashed: $hit"
-	return 0
+
+# The failure tests' steps (tests/kvm/failures*.t), with RUN set to the
+# vhpc run command line.
+# start_job NAME ARGS...: "${RUN[@]}" ARGS in the background; sets pid, waits until
+# every guest is ready (or vhpc ended), sets job.
+start_job() {
+	local name=$1; shift
+	"${RUN[@]}" "$@" >"$T/$name.out" 2>"$T/$name.err" &
+	pid=$!
+	for _ in $(seq 600); do
+		grep -q 'guests\? ready in' "$T/$name.err" && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.2
+	done
+	job=$(job_id_of "$T/$name.err")
 }
+# ends_within SECONDS: vhpc ($pid) ends in time; sets rc.
+ends_within() {
+	local i
+	for i in $(seq $(($1 * 5))); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+	if kill -0 $pid 2>/dev/null; then
+		diag "still running after $1 s; the guests' consoles:" "$(tail -n 30 "$VHPC_RUN_DIR"/jobs/*/kvm*/serial 2>/dev/null)"
+		kill -9 $pid; wait $pid; rc=timeout
+	else
+		wait $pid; rc=$?
+	fi
+}
+nothing_left() {   # NAME
+	check_eq "$1: nothing of the job is left" "" \
+		"$(job_leftovers "$job"; pgrep -f "vhpc-hv .*/jobs/$job/")"
+}
+
