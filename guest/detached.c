@@ -27,6 +27,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sodium.h>
 #include <unistd.h>
 
 #define STATE_MAX 4096
@@ -425,4 +426,55 @@ void gd_detached_stop_all(const struct gd_opts *o)
 	}
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
+}
+
+int gd_detached_output(const struct gd_opts *o, const char *id, long long offset, size_t max,
+		       struct json_object **reply, struct verr *err)
+{
+	char path[512], *b64;
+	unsigned char *buf;
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (need_spool(o, "output", err) < 0)
+		return -1;
+	spool_path(o, id, "out", path, sizeof(path));
+	/* The command writes this file: opened without following a link it
+	 * may have put there, and only if it is a plain file. */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? verr_set(err, "output: no detached command '%s'", id)
+				       : verr_errno(err, "output: %s", path);
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return verr_set(err, "output: the output of '%s' is not a plain file", id);
+	}
+	buf = malloc(max ? max : 1);
+	b64 = malloc(sodium_base64_ENCODED_LEN(max, sodium_base64_VARIANT_ORIGINAL));
+	if (!buf || !b64) {
+		free(buf);
+		free(b64);
+		close(fd);
+		return verr_set(err, "output: out of memory");
+	}
+	do
+		n = pread(fd, buf, max, (off_t)offset);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		free(b64);
+		return verr_errno(err, "output: reading %s", path);
+	}
+	sodium_bin2base64(b64, sodium_base64_ENCODED_LEN(max, sodium_base64_VARIANT_ORIGINAL), buf, (size_t)n,
+			  sodium_base64_VARIANT_ORIGINAL);
+	*reply = json_object_new_object();
+	json_object_object_add(*reply, "id", json_object_new_string(id));
+	json_object_object_add(*reply, "offset", json_object_new_int64(offset));
+	json_object_object_add(*reply, "size", json_object_new_int64((int64_t)sb.st_size));
+	json_object_object_add(*reply, "data", json_object_new_string(b64));
+	free(buf);
+	free(b64);
+	return 0;
 }

@@ -75,11 +75,13 @@ void gd_usage(FILE *f);
 
 enum greq_op { GREQ_HELLO = 1, GREQ_EXEC, GREQ_SIGNAL, GREQ_SHUTDOWN,
 	       /* detached commands (detached.c) */
-	       GREQ_SPAWN, GREQ_STATUS, GREQ_WAIT, GREQ_KILL, GREQ_MAX = GREQ_KILL };
+	       GREQ_SPAWN, GREQ_STATUS, GREQ_WAIT, GREQ_KILL, GREQ_OUTPUT, GREQ_MAX = GREQ_OUTPUT };
 /* A detached command's id: a file name in the spool dir. */
 #define GD_ID_MAX          32
 /* The longest a wait request may block. */
 #define GD_MAX_WAIT_MS     60000
+/* The most an output request returns at once (base64 in one frame). */
+#define GD_MAX_OUTPUT      GEXEC_MAX_OUTPUT
 
 struct greq {
 	enum greq_op op;
@@ -90,8 +92,9 @@ struct greq {
 	char *cwd;                /* NULL = $HOME, else / */
 	long long timeout_ms;     /* 0 = none */
 	int sig;
-	char id[GD_ID_MAX + 1];   /* spawn, status, wait, kill */
+	char id[GD_ID_MAX + 1];   /* spawn, status, wait, kill, output */
 	long long wait_ms;        /* wait */
+	long long offset, max;    /* output */
 };
 
 const char *greq_op_name(enum greq_op op);
@@ -164,6 +167,10 @@ int gd_detached_spawn(const struct gd_opts *o, const struct greq *r,
 int gd_detached_status(const struct gd_opts *o, const char *id, long long wait_ms,
 		       volatile sig_atomic_t *stop, struct json_object **reply, struct verr *err);
 int gd_detached_kill(const struct gd_opts *o, const char *id, int sig, struct verr *err);
+/* Up to max bytes of its output from offset on, as reply members: "offset",
+ * "data" (base64; empty at the end so far), "size" (the output's bytes now). */
+int gd_detached_output(const struct gd_opts *o, const char *id, long long offset, size_t max,
+		       struct json_object **reply, struct verr *err);
 /* guestd is stopping: every keeper stops its command (TERM, grace, KILL);
  * waits for them, with a hard limit. */
 void gd_detached_stop_all(const struct gd_opts *o);

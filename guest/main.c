@@ -344,6 +344,12 @@ int main(int argc, char **argv)
 		log_err("%s", err.msg);
 		return 1;
 	}
+	/* A kvm guest's spool lives in its own /run, made here; a container's
+	 * is a folder of the host's bound there. */
+	if (o.spool[0] && mkdir_p(o.spool, 0700, &err) < 0) {
+		log_err("--spool: %s", err.msg);
+		return 1;
+	}
 	sessions = calloc((size_t)o.max_sessions, sizeof(*sessions));
 	if (!sessions) {
 		log_err("out of memory");

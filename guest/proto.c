@@ -14,9 +14,9 @@ static const char *const op_names[] = {
 	[GREQ_HELLO] = "hello", [GREQ_EXEC] = "exec",
 	[GREQ_SIGNAL] = "signal", [GREQ_SHUTDOWN] = "shutdown",
 	[GREQ_SPAWN] = "spawn", [GREQ_STATUS] = "status", [GREQ_WAIT] = "wait",
-	[GREQ_KILL] = "kill",
+	[GREQ_KILL] = "kill", [GREQ_OUTPUT] = "output",
 };
-#define OP_LIST "hello, exec, signal, shutdown, spawn, status, wait or kill"
+#define OP_LIST "hello, exec, signal, shutdown, spawn, status, wait, kill or output"
 
 const char *greq_op_name(enum greq_op op)
 {
@@ -125,9 +125,10 @@ static bool key_allowed(enum greq_op op, const char *key)
 	static const char *const status[] = { "id", NULL };
 	static const char *const wait[] = { "id", "timeout_ms", NULL };
 	static const char *const kill[] = { "id", "signal", NULL };
+	static const char *const output[] = { "id", "offset", "max", NULL };
 	const char *const *extra = op == GREQ_EXEC ? exec : op == GREQ_SIGNAL ? sig :
 		op == GREQ_SPAWN ? spawn : op == GREQ_STATUS ? status : op == GREQ_WAIT ? wait :
-		op == GREQ_KILL ? kill : NULL;
+		op == GREQ_KILL ? kill : op == GREQ_OUTPUT ? output : NULL;
 
 	for (const char *const *k = common; *k; k++)
 		if (!strcmp(*k, key))
@@ -252,6 +253,16 @@ static int parse_obj(struct json_object *obj, struct greq *r, struct verr *err)
 			return -1;
 		r->sig = (int)n;
 		return 0;
+	case GREQ_OUTPUT:
+		if (parse_id(obj, op, r, err) < 0)
+			return -1;
+		if (!json_object_object_get_ex(obj, "offset", &v))
+			return verr_set(err, "output: missing \"offset\" (the byte to start from)");
+		if (get_int(v, "offset", 0, INT64_MAX / 2, &r->offset, err) < 0)
+			return -1;
+		if (!json_object_object_get_ex(obj, "max", &v))
+			return verr_set(err, "output: missing \"max\" (bytes to return, 1..%u)", GD_MAX_OUTPUT);
+		return get_int(v, "max", 1, GD_MAX_OUTPUT, &r->max, err);
 	default:
 		return 0;
 	}
@@ -411,6 +422,7 @@ void gd_dispatch(enum gd_state st, uint8_t type, const char *buf, size_t len,
 	case GREQ_STATUS:
 	case GREQ_WAIT:
 	case GREQ_KILL:
+	case GREQ_OUTPUT:
 		/* One request at a time: an exec's output owns the connection
 		 * until it ends. */
 		if (st == GD_RUNNING) {

@@ -203,6 +203,9 @@ static int detached(struct sess *S, const struct greq *req)
 		if (r == 0)
 			log_info("%s: signal %d to detached %s", S->ctx->peer, req->sig, req->id);
 		break;
+	case GREQ_OUTPUT:
+		r = gd_detached_output(S->ctx->o, req->id, req->offset, (size_t)req->max, &extra, &e);
+		break;
 	default:
 		r = gd_detached_status(S->ctx->o, req->id, req->op == GREQ_WAIT ? req->wait_ms : 0,
 				       &g_term, &extra, &e);

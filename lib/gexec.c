@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -619,4 +620,52 @@ int gexec_kill(struct chan *c, const char *id, int sig, struct verr *err)
 	if (send_obj(c, o, err) < 0)
 		return verr_wrap(err, "kill");
 	return simple_reply(c, "kill", 10000, NULL, err);
+}
+
+int gexec_output(struct chan *c, const char *id, long long offset, size_t max, void *buf, size_t *n,
+		 long long *size, struct verr *err)
+{
+	struct json_object *o = new_req("output"), *rep, *v;
+	const char *b64;
+	char *text;
+	size_t got = 0;
+	int ret = 0;
+
+	*n = 0;
+	*size = 0;
+	if (max > GEXEC_MAX_OUTPUT)
+		max = GEXEC_MAX_OUTPUT;
+	json_object_object_add(o, "id", json_object_new_string(id));
+	json_object_object_add(o, "offset", json_object_new_int64(offset));
+	json_object_object_add(o, "max", json_object_new_int64((int64_t)max));
+	if (send_obj(c, o, err) < 0)
+		return verr_wrap(err, "output");
+	if (simple_reply(c, "output", 30000, &text, err) < 0)
+		return -1;
+	rep = parse_obj(text, strlen(text), "reply", err);
+	free(text);
+	if (!rep)
+		return -1;
+	/* The guest is not trusted: what it sends back must be what was
+	 * asked for, and no more. */
+	if (!json_object_object_get_ex(rep, "offset", &v) || !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) != offset)
+		ret = verr_set(err, "output: the guest's reply is for another offset");
+	else if (!json_object_object_get_ex(rep, "size", &v) || !json_object_is_type(v, json_type_int) ||
+		 json_object_get_int64(v) < 0)
+		ret = verr_set(err, "output: the guest's reply has no size");
+	else if (!json_object_object_get_ex(rep, "data", &v) || !json_object_is_type(v, json_type_string))
+		ret = verr_set(err, "output: the guest's reply has no data");
+	if (ret == 0) {
+		json_object_object_get_ex(rep, "size", &v);
+		*size = json_object_get_int64(v);
+		json_object_object_get_ex(rep, "data", &v);
+		b64 = json_object_get_string(v);
+		if (sodium_base642bin(buf, max, b64, strlen(b64), NULL, &got, NULL, sodium_base64_VARIANT_ORIGINAL) < 0)
+			ret = verr_set(err, "output: the guest sent more than %zu bytes, or not base64", max);
+		else
+			*n = got;
+	}
+	json_object_put(rep);
+	return ret;
 }

@@ -238,16 +238,24 @@ struct job_spec {
 	bool oversubscribe;      /* guests may share host cores */
 	int map_by;              /* enum vhpc_map_by: rank order across guests */
 	bool vmshm;              /* shared-memory BTL between co-located guests */
+	uint64_t scratch;        /* per guest: an empty writable /scratch of this size; 0 = none */
 	struct cf_strlist command;
 	struct cf_strmap env;
 };
 extern const struct cf_schema job_spec_schema;
+#define JOB_SCRATCH_MIN (16ull << 20)
+#define JOB_SCRATCH_MAX (1ull << 46)
 /* Fills the defaults that the cluster file does not override. */
 void job_spec_defaults(struct job_spec *j);
 int job_spec_load(const char *path, struct job_spec *j, struct verr *err);
 /* Checks relations between fields (ranks >= guests, ...). */
 int job_spec_check(const struct job_spec *j, struct verr *err);
 void job_spec_free(struct job_spec *j);
+/* The /etc/hosts (guest i named g<i> at addrs[i], after localhost) and the
+ * Open MPI hostfile (g<i> slots=ranks[i] max_slots=ranks[i]) of a job's n
+ * guests; malloc'd, NULL when out of memory. */
+char *job_hosts_text(const uint32_t *addrs, int n);
+char *job_hostfile_text(const int *ranks, int n);
 
 /* The cluster (configs/cluster.yaml). */
 struct cluster_cfg {
@@ -398,6 +406,13 @@ int gexec_spawn(struct chan *c, const struct gexec_req *r, const char *id, pid_t
 int gexec_state(struct chan *c, const char *id, int wait_ms, struct gexec_state *st,
 		struct verr *err);
 int gexec_kill(struct chan *c, const char *id, int sig, struct verr *err);
+/* Up to max bytes (at most GEXEC_MAX_OUTPUT) of detached command id's
+ * output from offset on into buf; *n gets how many (0: none past offset
+ * yet), *size the output's length in the guest now.  The output never
+ * needs a folder the host can read, so every driver's guests serve it. */
+#define GEXEC_MAX_OUTPUT (256u << 10)
+int gexec_output(struct chan *c, const char *id, long long offset, size_t max, void *buf, size_t *n,
+		 long long *size, struct verr *err);
 
 /* ------------------------------------------------ cluster messages (TCP) */
 

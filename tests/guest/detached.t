@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 60
-# Detached commands of vhpc-guestd (spawn, status, wait, kill): they outlive
+# Detached commands of vhpc-guestd (spawn, status, wait, kill, output): they outlive
 # the connection that started them, write their output to the spool, record
 # their exit status, honour timeouts and signals, stop what they left in
 # their process group, and stop with guestd.  Bad requests are refused.
@@ -78,6 +78,20 @@ check_match "wait needs its timeout" 'missing \\"timeout_ms\\"' "$(r '{"v":1,"op
 check_match "wait is bounded" 'timeout_ms: 600001 is outside 0..60000' "$(r '{"v":1,"op":"wait","id":"job","timeout_ms":600001}')"
 check_match "kill of an ended command" "'job' is not running" "$(r '{"v":1,"op":"kill","id":"job","signal":9}')"
 check_match "unknown fields are refused" 'status: unknown field \\"argv\\"' "$(r '{"v":1,"op":"status","id":"job","argv":[]}')"
+
+# -- output over the channel: what the spool holds, from any offset
+whole=$(cat "$tmp/spool/job.out")
+check_eq "output from 0 is the whole spool file" "$whole" "$("${P[@]}" output job 0 4096 2>/dev/null)"
+check_eq "output from an offset, at most max bytes" "${whole:8:6}" "$("${P[@]}" output job 8 6 2>/dev/null)"
+check_eq "it says how long the output is now" "size=$(stat -c %s "$tmp/spool/job.out")" "$("${P[@]}" output job 0 1 2>&1 >/dev/null)"
+check_eq "past the end: nothing (yet)" "" "$("${P[@]}" output job 100000 16 2>/dev/null)"
+check_match "output of an unknown id" "no detached command 'ghost'" "$(r '{"v":1,"op":"output","id":"ghost","offset":0,"max":16}')"
+check_match "output needs max" 'missing \\"max\\"' "$(r '{"v":1,"op":"output","id":"job","offset":0}')"
+check_match "output max is bounded" 'max: 262145 is outside 1..262144' "$(r '{"v":1,"op":"output","id":"job","offset":0,"max":262145}')"
+check_match "a negative offset is refused" 'offset: -1 is outside' "$(r '{"v":1,"op":"output","id":"job","offset":-1,"max":16}')"
+ln -s /etc/shadow "$tmp/spool/evil.out"
+check_match "an output file the command replaced by a link is refused" "output: .*evil" "$(r '{"v":1,"op":"output","id":"evil","offset":0,"max":16}')"
+rm -f "$tmp/spool/evil.out"
 
 # -- guestd stopping stops detached commands, and records it
 "${P[@]}" spawn last -- sh -c "trap 'echo got-term; exit 9' TERM; sleep 32$mark & wait" >/dev/null

@@ -372,6 +372,24 @@ static int cmd_state(const char *id, int wait_ms)
 	return 0;
 }
 
+/* output ID OFFSET MAX: the bytes on stdout, "size=N" on stderr. */
+static int cmd_output(const char *id, long long off, size_t max)
+{
+	static char buf[GEXEC_MAX_OUTPUT];
+	long long size;
+	struct verr e;
+	struct chan c;
+	size_t n;
+
+	open_chan(&c);
+	if (gexec_output(&c, id, off, max, buf, &n, &size, &e) < 0)
+		die("output", &e);
+	fwrite(buf, 1, n, stdout);
+	fprintf(stderr, "size=%lld\n", size);
+	chan_close(&c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *keyfile = NULL;
@@ -441,6 +459,8 @@ int main(int argc, char **argv)
 		return cmd_spawn(argc - i - 1, argv + i + 1);
 	if (!strcmp(argv[i], "state") && i + 1 < argc)
 		return cmd_state(argv[i + 1], i + 2 < argc ? atoi(argv[i + 2]) : 0);
+	if (!strcmp(argv[i], "output") && i + 3 < argc)
+		return cmd_output(argv[i + 1], atoll(argv[i + 2]), (size_t)atoll(argv[i + 3]));
 	if (!strcmp(argv[i], "kill") && i + 2 < argc) {
 		struct chan c;
 
