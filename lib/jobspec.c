@@ -24,6 +24,7 @@ static const struct cf_field job_fields[] = {
 	{ .key = "oversubscribe", .kind = CF_BOOL, .off = J(oversubscribe) },
 	{ .key = "map_by", .kind = CF_ENUM, .off = J(map_by), .names = vhpc_map_by_names },
 	{ .key = "vmshm", .kind = CF_BOOL, .off = J(vmshm) },
+	{ .key = "scratch", .kind = CF_SIZE, .off = J(scratch), .min = JOB_SCRATCH_MIN, .max = JOB_SCRATCH_MAX },
 	{ .key = "command", .kind = CF_STRLIST, .off = J(command), .flags = CF_REQUIRED },
 	{ .key = "env", .kind = CF_STRMAP, .off = J(env) },
 	{ 0 }

@@ -1,5 +1,6 @@
-/* Which guest driver a job gets (DESIGN.md "Guest drivers"). */
-#include "na.h"
+/* Which guest driver a job gets (DESIGN.md "Guest drivers"), and the
+ * table of drivers (drivers.h). */
+#include "drivers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,18 +44,12 @@ enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why)
 
 int na_driver_check(enum vhpc_driver d, struct verr *err)
 {
+	const struct na_driver *drv = na_driver_get(d);
 	bool emulated;
 
-	switch (d) {
-	case DRIVER_CONTAINER:
-		if (!na_runc_path())
-			return verr_set(err, "driver container: runc not found ($VHPC_RUNC, /usr/sbin/runc, PATH): install the Debian package runc");
-		return 0;
-	case DRIVER_KVM:
-		return na_driver_check_kvm(false, &emulated, err);
-	default:
+	if (!drv)
 		return verr_set(err, "driver %d: resolve 'auto' first (na_driver_resolve)", (int)d);
-	}
+	return drv->check(false, &emulated, err);
 }
 
 int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err)
@@ -80,4 +75,22 @@ int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err)
 				"(or auto), or --allow-emulated-kvm to start them anyway (tests)", h.why);
 	*emulated = true;
 	return 0;
+}
+
+/* Every driver, by its enum vhpc_driver: a new one is its file plus a line here. */
+static const struct na_driver *const drivers[] = {
+	[DRIVER_CONTAINER] = &na_driver_container,
+	[DRIVER_KVM] = &na_driver_kvm,
+};
+
+const struct na_driver *na_driver_get(enum vhpc_driver d)
+{
+	if ((int)d < 0 || (size_t)d >= sizeof(drivers) / sizeof(drivers[0]))
+		return NULL;
+	return drivers[d];
+}
+
+const char *na_driver_name(const struct na_driver *d)
+{
+	return d ? d->name : "?";
 }

@@ -522,7 +522,7 @@ static int stage(const struct fileset *fs, const char *root, struct verr *err)
 	static const char *const dirs[] = {
 		"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/local/bin", "/etc",
 		"/proc", "/sys", "/dev", "/tmp", "/run", "/var/tmp", "/root", "/home", "/vhpc",
-		"/dev/shm", "/mnt", NULL
+		"/dev/shm", "/mnt", "/scratch", NULL
 	};
 	static const char *const links[][2] = {
 		{ "/bin", "usr/bin" }, { "/sbin", "usr/sbin" }, { "/lib", "usr/lib" }, { "/lib64", "usr/lib64" },
@@ -535,6 +535,9 @@ static int stage(const struct fileset *fs, const char *root, struct verr *err)
 			return -1;
 	}
 	chmod(strcat(strcpy(path, root), "/tmp"), 01777);
+	/* runc gives a tmpfs the mode of the folder it covers, whatever the
+	 * mount's mode= option says. */
+	chmod(strcat(strcpy(path, root), "/scratch"), 01777);
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s", root, links[i][0]);
 		if (symlink(links[i][1], path) < 0)
@@ -587,6 +590,10 @@ static void fp_stat(crypto_hash_sha256_state *h, const char *path)
 	crypto_hash_sha256_update(h, (const unsigned char *)line, strlen(line));
 }
 
+/* What every image holds whatever its spec (stage()'s folders): a change
+ * there must rebuild images made before it.  3: /scratch, mode 1777. */
+#define IMAGE_LAYOUT "layout 3"
+
 /* What the build reads, cheaply: the spec, the package database (any
  * install or upgrade changes it), and every named file and program.  Equal
  * fingerprints mean a rebuild would produce the same image. */
@@ -602,6 +609,7 @@ int image_fingerprint(const char *yaml_path, const struct image_spec *s, char ou
 		return -1;
 	crypto_hash_sha256_init(&h);
 	crypto_hash_sha256_update(&h, (const unsigned char *)VHPC_VERSION, strlen(VHPC_VERSION));
+	crypto_hash_sha256_update(&h, (const unsigned char *)IMAGE_LAYOUT, strlen(IMAGE_LAYOUT));
 	crypto_hash_sha256_update(&h, (const unsigned char *)yaml, len);
 	free(yaml);
 	fp_stat(&h, "/var/lib/dpkg/status");

@@ -30,6 +30,16 @@ static int pidfd_open_(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+/* Through the pidfd where there is one: the pid may name another process
+ * once vhpc-hv has gone and nobody reaped it yet (an adopted one). */
+static void send_sig(struct na_kvm *k, int sig)
+{
+	if (k->pidfd >= 0 && syscall(SYS_pidfd_send_signal, k->pidfd, sig, NULL, 0) == 0)
+		return;
+	if (!k->adopted)
+		kill(k->pid, sig);
+}
+
 /* Reaps k when it has exited (or within timeout_ms). */
 static bool reap(struct na_kvm *k, int timeout_ms)
 {
@@ -38,6 +48,19 @@ static bool reap(struct na_kvm *k, int timeout_ms)
 
 	if (k->exited)
 		return true;
+	if (k->adopted) {
+		/* Another agent's child: no status to reap, only its end. */
+		struct pollfd p = { .fd = k->pidfd, .events = POLLIN };
+		int pr;
+
+		while ((pr = poll(&p, 1, timeout_ms > 0 ? timeout_ms : 0)) < 0 && errno == EINTR)
+			;
+		if (pr == 1) {
+			k->exited = true;
+			k->wstatus = -1;
+		}
+		return k->exited;
+	}
 	if (timeout_ms > 0 && k->pidfd >= 0) {
 		struct pollfd p = { .fd = k->pidfd, .events = POLLIN };
 
@@ -107,7 +130,7 @@ bool na_kvm_running(struct na_kvm *k, char *why, size_t len)
 			return true;
 		/* Give a guest that resets after its panic a moment, then stop it. */
 		if (!reap(k, 2000)) {
-			kill(k->pid, SIGKILL);
+			send_sig(k, SIGKILL);
 			reap(k, 10000);
 		}
 	}
@@ -240,7 +263,7 @@ static void remove_gdir(struct na_kvm *k)
 static void kill_and_reap(struct na_kvm *k)
 {
 	if (!k->exited) {
-		kill(k->pid, SIGKILL);
+		send_sig(k, SIGKILL);
 		reap(k, 10000);
 	}
 }
@@ -298,6 +321,16 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 		child(argv, tap, cg, ncg, logfd);
 	k->started = t0;
 	k->pidfd = pidfd_open_(k->pid);
+	{
+		/* For an agent that takes the guest over after a restart. */
+		char pidf[PATH_MAX + 8], txt[32];
+		struct verr e;
+
+		snprintf(pidf, sizeof(pidf), "%s/pid", k->dir);
+		snprintf(txt, sizeof(txt), "%d\n", (int)k->pid);
+		if (write_file(pidf, txt, strlen(txt), 0600, &e) < 0)
+			log_warn("guest %s: %s (a restarted agent could not take it over)", k->name, e.msg);
+	}
 	/* The tap is vhpc-hv's alone from here: it goes when vhpc-hv goes. */
 	close(tap);
 	tap = -1;
@@ -347,7 +380,7 @@ int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
 	/* Everyone at once, so a job stops in one grace period. */
 	for (int i = 0; i < n; i++)
 		if (ks[i] && grace_ms > 0 && !reap(ks[i], 0))
-			kill(ks[i]->pid, SIGTERM);
+			send_sig(ks[i], SIGTERM);
 	for (int i = 0; i < n; i++) {
 		uint64_t now = now_ns();
 
@@ -379,4 +412,71 @@ int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
 		ks[i] = NULL;
 	}
 	return rc;
+}
+
+/* Whether pid is the vhpc-hv of this guest: its command line names the
+ * guest's own control socket (a pid may have been reused since). */
+static bool is_our_hv(pid_t pid, const char *ctl)
+{
+	char path[64], *buf = NULL;
+	size_t len;
+	struct verr e;
+	bool ok = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if (read_file(path, &buf, &len, 1 << 16, &e) < 0)
+		return false;
+	for (size_t i = 0; i + 1 < len; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	ok = strstr(buf, "vhpc-hv") && strstr(buf, ctl);
+	free(buf);
+	return ok;
+}
+
+int na_kvm_adopt(const char *job, int index, const char *name, int guest_port, struct na_kvm **out,
+		 struct verr *err)
+{
+	struct na_kvm *k;
+	char dir[PATH_MAX], pidf[PATH_MAX + 8], *txt = NULL;
+	size_t len;
+	long long pid;
+
+	*out = NULL;
+	if (na_job_check(job, err) < 0)
+		return -1;
+	na_job_path(job, dir, sizeof(dir));
+	if (!(k = calloc(1, sizeof(*k))))
+		return verr_set(err, "out of memory");
+	snprintf(k->job, sizeof(k->job), "%s", job);
+	k->index = index;
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	k->port = (unsigned)guest_port;
+	snprintf(k->dir, sizeof(k->dir), "%s/kvm%d", dir, index);
+	snprintf(k->vsock, sizeof(k->vsock), "%.90s/vsock", k->dir);
+	snprintf(k->ctl, sizeof(k->ctl), "%.90s/ctl", k->dir);
+	snprintf(k->serial, sizeof(k->serial), "%s/serial", k->dir);
+	snprintf(k->hvlog, sizeof(k->hvlog), "%s/hv.log", k->dir);
+	k->mounted = true;
+	k->adopted = true;
+	k->pidfd = -1;
+	snprintf(pidf, sizeof(pidf), "%s/pid", k->dir);
+	if (read_file(pidf, &txt, &len, 32, err) < 0 || parse_ll(strtok(txt, "\n") ? txt : "", 2, INT32_MAX, &pid) < 0) {
+		free(txt);
+		free(k);
+		return verr_set(err, "guest %s: no vhpc-hv pid in %s", name, pidf);
+	}
+	free(txt);
+	k->pid = (pid_t)pid;
+	/* The pidfd first, then the check: a pid reused after the check could
+	 * not be mistaken for it. */
+	k->pidfd = pidfd_open_(k->pid);
+	if (k->pidfd < 0 || !is_our_hv(k->pid, k->ctl)) {
+		if (k->pidfd >= 0)
+			close(k->pidfd);
+		free(k);
+		return verr_set(err, "guest %s: vhpc-hv (pid %lld) is gone", name, pid);
+	}
+	*out = k;
+	return 0;
 }

@@ -53,6 +53,7 @@ struct na_kvm {
 	unsigned port;
 	double started;
 	bool mounted;          /* dir is our tmpfs */
+	bool adopted;          /* not our child: its end is seen on the pidfd */
 	char dir[PATH_MAX];    /* <job dir>/kvm<i> */
 	char vsock[108];
 	char ctl[108];

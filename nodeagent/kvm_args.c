@@ -156,6 +156,13 @@ int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct ve
 		     "vhpc.addr=%s/%d vhpc.mtu=%d vhpc.listen=vsock:%d vhpc.listen=%s:%d",
 		     s->emulated ? " earlyprintk=serial,ttyS0" : "", s->name, s->job, s->index,
 		     ip, s->prefix, s->mtu, s->guest_port, ip, s->guest_port);
+	if (n >= 0 && (size_t)n < len && s->scratch_disk)
+		n += snprintf(buf + n, len - (size_t)n, " vhpc.scratch=1");
+	if (n >= 0 && (size_t)n < len && s->spool) {
+		if (s->spool[0] != '/' || strpbrk(s->spool, " \t\"\\"))
+			return verr_set(err, "guest %s: spool '%.80s' is not an absolute path without blanks", s->name, s->spool);
+		n += snprintf(buf + n, len - (size_t)n, " vhpc.spool=%s", s->spool);
+	}
 	if (n < 0 || (size_t)n >= len)
 		return verr_set(err, "guest %s: kernel command line longer than %zu bytes", s->name, len - 1);
 	/* Kernel parameters a site (or the nested lab) adds for every guest;
@@ -254,6 +261,7 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 	kernel = kvm_kernel_path(s->img);
 	if (path_ok("kernel", kernel, err) < 0 || path_ok("initramfs", s->img->initrd, err) < 0 ||
 	    path_ok("root disk", s->img->disk, err) < 0 || path_ok("config disk", s->config_disk, err) < 0 ||
+	    (s->scratch_disk && path_ok("scratch disk", s->scratch_disk, err) < 0) ||
 	    path_ok("guest dir", dir, err) < 0 || (s->vmshm && path_ok("vmshm region", s->vmshm, err) < 0))
 		return -1;
 	/* vhpc-hv binds <dir>/vsock and, for connections the guest makes,
@@ -326,6 +334,10 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 	add(&a, "path=%s,ro,serial=vhpc-root", s->img->disk);
 	add(&a, "--blk");
 	add(&a, "path=%s,ro,serial=vhpc-config", s->config_disk);
+	if (s->scratch_disk) {
+		add(&a, "--blk");
+		add(&a, "path=%s,serial=vhpc-scratch", s->scratch_disk);
+	}
 	/* A MAC from the guest's address: stable, and unique on the bridge. */
 	add(&a, "--net");
 	add(&a, "fd=%d,mac=52:54:%02x:%02x:%02x:%02x,mtu=%d", tap_fd, s->addr >> 24, (s->addr >> 16) & 0xff,

@@ -8,6 +8,9 @@
  * command line is in every host user's view of the process list, and the
  * key must never be.
  *
+ * A scratch disk: an empty writable ext4 per guest, for jobs that want a
+ * node-local /scratch.
+ *
  * The vmshm region: grown to the power of two a PCI BAR must be.
  */
 #include "kvm.h"
@@ -101,6 +104,38 @@ int na_kvm_config_disk(const struct na_jobdir *jd, const char *src_dir,
 	if (run_capture(argv, NULL, NULL, 1 << 16, 60000, err) != 0) {
 		unlink(path);
 		return verr_wrap(err, "making the config disk %s", path);
+	}
+	return 0;
+}
+
+int na_kvm_scratch_disk(const struct na_jobdir *jd, int index, uint64_t size, char *path, size_t len,
+			struct verr *err)
+{
+	/* Lazy inode tables and journal: mke2fs writes a few MiB whatever the
+	 * size, and the guest kernel initialises the rest as it goes. */
+	const char *argv[] = {
+		"mke2fs", "-q", "-F", "-t", "ext4", "-L", "vhpc-scratch", "-m", "0",
+		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0", path, NULL
+	};
+	int fd;
+
+	if (size < JOB_SCRATCH_MIN || size > JOB_SCRATCH_MAX)
+		return verr_set(err, "scratch disk: %llu bytes is outside 16M..64T", (unsigned long long)size);
+	if ((size_t)snprintf(path, len, "%s/scratch%d.ext4", jd->path, index) >= len)
+		return verr_set(err, "scratch disk: path too long under %s", jd->path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return verr_errno(err, "scratch disk %s", path);
+	if (ftruncate(fd, (off_t)size) < 0) {
+		verr_errno(err, "scratch disk %s: cannot make it %llu bytes", path, (unsigned long long)size);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	close(fd);
+	if (run_capture(argv, NULL, NULL, 1 << 16, 120000, err) != 0) {
+		unlink(path);
+		return verr_wrap(err, "making the scratch disk %s", path);
 	}
 	return 0;
 }

@@ -156,6 +156,10 @@ static int check_spec(const struct na_ctr_spec *s, struct verr *err)
 			return verr_set(err, "bind mount %d: %s does not exist in the read-only rootfs; put it under /run, /tmp or /var/tmp",
 					i, b->dst);
 	}
+	snprintf(p, sizeof(p), "%s/scratch", s->rootfs);
+	if (s->scratch_size && (stat(p, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return verr_set(err, "a scratch space was asked for, but the image at %s has no /scratch: "
+				"rebuild it (vhpc image build)", s->rootfs);
 	return 0;
 }
 
@@ -226,6 +230,14 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 	add_mount(mounts, "/tmp", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", tmpsz, NULL });
 	add_mount(mounts, "/var/tmp", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", tmpsz, NULL });
 	add_mount(mounts, "/run", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=755", tmpsz, NULL });
+	if (s->scratch_size) {
+		char scr[40];
+
+		/* Memory-backed: a container guest's memory is the host's anyway,
+		 * and the size keeps one guest from filling the node's RAM. */
+		snprintf(scr, sizeof(scr), "size=%llu", (unsigned long long)s->scratch_size);
+		add_mount(mounts, "/scratch", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", scr, NULL });
+	}
 	for (int i = 0; i < s->nbinds; i++)
 		add_mount(mounts, s->binds[i].dst, "bind", s->binds[i].src,
 			  (const char *[]){ "rbind", "nosuid", "nodev", s->binds[i].ro ? "ro" : "rw", NULL });

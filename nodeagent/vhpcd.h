@@ -17,10 +17,12 @@
  *                     the namespace of the vhpcd that made it
  *   kvm guests        vhpc-hv processes in the cgroups above (cpuset and
  *                     cgroup2); tap t<guest index> on the bridge of the job
- *                     netns; <job dir>/config.ext4 (config disk); per guest
+ *                     netns; <job dir>/config.ext4 (config disk),
+ *                     <job dir>/scratch<i>.ext4 (--scratch); per guest
  *                     a small tmpfs <job dir>/kvm<i>/ holding vsock (and
  *                     vsock_<port>), ctl (vhpc-hv's control socket), serial
- *                     (console log) and hv.log
+ *                     (console log), hv.log and pid (vhpc-hv's, for an
+ *                     agent that takes the guest over)
  * A job id is 1..12 characters [a-z0-9].
  *
  * Several node agents may share one machine (test clusters: one network
@@ -218,6 +220,7 @@ struct na_ctr_spec {
 	const struct na_placement *place;
 	uint64_t mem_limit;        /* 0 = none */
 	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp, /dev/shm; 0 = 64 MiB each */
+	uint64_t scratch_size;     /* a tmpfs of this size on /scratch (the image has it); 0 = none */
 	const char *log_path;      /* the init's stdout+stderr go here */
 };
 
@@ -361,6 +364,9 @@ struct na_kvm_spec {
 	int prefix, mtu;
 	int guest_port;                /* guestd: TCP on the job network, and vsock */
 	const char *config_disk;       /* na_kvm_config_disk */
+	const char *scratch_disk;      /* na_kvm_scratch_disk, or NULL: the guest's /scratch */
+	const char *spool;             /* guestd's spool of detached commands, a path in
+	                                * the guest (vhpc.spool=), or NULL */
 	const char *vmshm;             /* region file (power-of-two size) or NULL */
 	bool emulated;                 /* software KVM: earlyprintk, and CPUID features
 	                                * the instruction emulator lacks are hidden */
@@ -399,6 +405,11 @@ int na_kvm_vmshm_fit(const char *path, uint64_t *size, struct verr *err);
 int na_kvm_config_disk(const struct na_jobdir *jd, const char *src_dir,
 		       const char *const *env, const struct tuning *tuning,
 		       char *path, size_t len, struct verr *err);
+/* Guest index's scratch disk, <job dir>/scratch<index>.ext4 (mode 0600):
+ * an empty ext4 file system of size bytes in a sparse file, so it costs
+ * only what the guest writes.  It goes with the job dir. */
+int na_kvm_scratch_disk(const struct na_jobdir *jd, int index, uint64_t size, char *path, size_t len,
+			struct verr *err);
 /* The text of "env" and "sysctl.conf" (malloc'd; pure). */
 int na_kvm_env_text(const char *const *env, char **out, struct verr *err);
 int na_kvm_sysctl_text(const struct tuning *t, char **out, struct verr *err);
@@ -409,6 +420,12 @@ int na_kvm_sysctl_text(const struct tuning *t, char **out, struct verr *err);
  * (asked over the control socket); a vhpc-hv that exits first is an error
  * that quotes its log. */
 int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err);
+/* Takes over the running vhpc-hv of guest index of a job whose dir this
+ * process holds after na_jobdir_adopt (a restarted vhpcd): found by the
+ * pid file its starter left, checked against its command line, watched
+ * through a pidfd.  Fails when it is gone. */
+int na_kvm_adopt(const char *job, int index, const char *name, int guest_port, struct na_kvm **out,
+		 struct verr *err);
 /* How many times longer than on hardware starting and booting a VM takes
  * on this machine (>= 1, measured once; VHPC_KVM_TIME_SCALE overrides):
  * every kvm deadline is multiplied by it. */
@@ -425,29 +442,115 @@ int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_
  * guests' cgroups and sockets go; frees each and sets it to NULL. */
 int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err);
 
-/* ----------------------------------------------- guests of either driver */
+/* ---------------------------------------- one job's part on this node */
 
-/* What the embedded scheduler (and vhpcd) hold per guest, whatever the
- * driver: a container with guestd's control socket, or a kvm guest. */
-struct na_guest {
-	enum vhpc_driver driver;
-	struct na_ctr *ctr;
-	char ctl_sock[256];            /* container: guestd's control socket */
-	char log[256];                 /* container: guestd's output (the caller's log_path) */
-	struct na_kvm *kvm;
+/*
+ * The lifecycle both schedulers use for the guests of a job on this node
+ * (`vhpc run`'s embedded agent for a whole job, vhpcd for its share of a
+ * cluster job): open the job dir, prepare (image, placement, network,
+ * vmshm region, the files every guest reads, then the driver's own steps
+ * and the guests), wait until every guest agent is ready, run, tear down;
+ * or adopt what a dead agent left running.  The guest driver is behind an
+ * ops table (nodeagent/drivers.h): nothing here or in the callers asks
+ * which driver it is.
+ */
+struct na_driver;
+
+/* The driver table's entry for a resolved driver (na_driver_resolve). */
+const struct na_driver *na_driver_get(enum vhpc_driver d);
+const char *na_driver_name(const struct na_driver *d);
+/* Whether this host can run it; allow_emulated (only for a driver with
+ * na_driver_emulation) lets it start where it cannot finish booting, and
+ * *emulated says so. */
+int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err);
+bool na_driver_emulation(const struct na_driver *d);
+
+struct na_job_spec {
+	const char *label;             /* VHPC_JOB inside the guests */
+	const struct na_driver *drv;   /* checked (na_driver_check_with) */
+	bool emulated;                 /* what that check said: kvm on a software-only KVM */
+	int nguests;                   /* guests on this node */
+	const int *index;              /* their job-wide indexes; NULL = 0..nguests-1 */
+	int ntotal;                    /* guests of the whole job */
+	const int *ranks;              /* ranks of every guest of the job [ntotal] */
+	struct ipv4net subnet;         /* guest i of the job is subnet + 2 + i, named g<i> */
+	int guest_port;
+	const char *image;
+	const struct tuning *tuning;
+	const struct na_topo *topo;
+	int vcpus;                     /* per guest */
+	uint64_t mem;                  /* per guest */
+	bool oversubscribe;
+	bool vmshm;                    /* a vmshm region for the guests here (2 or more) */
+	int vmshm_slots;               /* ranks of the whole job */
+	const char *host_id;           /* the vmshm BTL's "same host" */
+	uint64_t scratch;              /* each guest's /scratch; 0 = none */
+	uint8_t key[CHAN_KEY_LEN];     /* the job's guest channel key */
+	uint64_t spool_size;           /* > 0: guest 0 is here and runs detached
+	                                * commands (vhpcd's launcher) into a spool
+	                                * of this size (a host tmpfs the container
+	                                * driver binds; a kvm guest's own /run) */
+	/* A job across nodes (vhpcd): the VXLAN joining its bridges. */
+	uint32_t vni, underlay;
+	const uint32_t *peers;
+	int npeers;
+	int ready_timeout_s;           /* per guest, on hardware; the driver scales it */
+	long long job_timeout_s;       /* the job's limit: an emulated guest waits that long */
+	/* Polled while waiting: a job stopped or interrupted meanwhile. */
+	int (*cancelled)(void *arg, struct verr *err);
+	void *cancel_arg;
 };
 
-bool na_guest_started(const struct na_guest *g);
-/* Whether the guest still runs; when not, *why says how it ended. */
-bool na_guest_running(struct na_guest *g, char *why, size_t len);
-/* An authenticated channel to the guest's vhpc-guestd. */
-int na_guest_connect(struct na_guest *g, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
-		     int timeout_ms, struct verr *err);
-/* The log that says why a guest failed (container: guestd's output; kvm:
- * the serial console, where the kernel, the init and guestd write). */
-const char *na_guest_log(const struct na_guest *g);
-/* Stops every started guest (one grace period in all), per driver. */
-int na_guest_stop_all(struct na_guest *gs, int n, int grace_ms, struct verr *err);
+/* A started guest, whatever its driver; priv is the driver's. */
+struct na_guest {
+	const struct na_driver *drv;
+	int index;                     /* job-wide */
+	void *priv;
+};
+
+struct na_job {
+	struct na_job_spec s;
+	bool emulated;
+	struct na_jobdir jd;
+	bool have_jd;
+	struct image_info img;
+	struct na_placement *place;    /* [s.nguests] */
+	struct na_net net;
+	bool have_net;
+	char vmshm[128];               /* the job's region on the host, or "" */
+	uint64_t vmshm_size;
+	char shared[512];              /* <job dir>/shared: key, hosts, hostfile */
+	char spool[512];               /* <job dir>/spool when s.spool_size */
+	bool spool_mounted;
+	struct na_guest *g;            /* [s.nguests]; g[k].priv NULL until started */
+	void *drv_job;                 /* the driver's state for the job */
+};
+
+/* The job dir (and its lock) for local job id `job`: first, so that from
+ * here on a crash leaves something na_cleanup_stale or an adopter finds. */
+int na_job_open(struct na_job *j, const char *job, struct verr *err);
+/* Everything up to running guests; s is copied (what it points to must
+ * outlive j).  On failure what was made stays for na_job_teardown. */
+int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err);
+/* Until every guest's agent says ready; fails when one stops first (its
+ * log's last lines logged) or its time is up. */
+int na_job_wait_ready(struct na_job *j, struct verr *err);
+/* Whether a guest has stopped; *why says which and how. */
+bool na_job_guest_gone(struct na_job *j, char *why, size_t len);
+/* An authenticated channel to guest k's agent (k indexes this node's guests). */
+int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, struct verr *err);
+/* Asks each guest agent to shut down, stops the guests (one grace period
+ * in all), then removes the network, region, mounts and job dir: errors
+ * are logged, so one stuck piece leaves nothing else behind.  Frees j's
+ * arrays. */
+void na_job_teardown(struct na_job *j);
+/* Takes over the guests a dead agent left running in job dir `job`, as s
+ * describes the job (nothing is made or changed). */
+int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s, struct verr *err);
+/* Guest 0's spool (detached commands' output) as a host path, or NULL
+ * when its driver keeps it inside the guest; either way the output is read
+ * over the guest channel (gexec_output). */
+const char *na_job_spool(const struct na_job *j);
 
 /* Where images keep vhpc's programs, and where a guest finds the job's
  * vmshm region. */
@@ -469,26 +572,5 @@ const char *const *na_guest_env(struct na_guest_env *e, const char *job, int ind
 /* This machine's boot id: the same for every guest here, different on any
  * other host (the vmshm BTL's idea of "same host"). */
 const char *na_boot_id(void);
-
-/* A job's container guest running vhpc-guestd as its init, laid out as both
- * schedulers want it: the job's shared dir (key, hosts, hostfile) read-only
- * at /vhpc, its own control dir at /vhpc/run (guestd's socket), /etc/hosts
- * from the shared dir, the spool of detached commands at /vhpc/spool when
- * spool_dir is set, and the vmshm region when vmshm is set. */
-struct na_job_guest {
-	const char *job;            /* local job id: resource names */
-	const char *job_label;      /* VHPC_JOB inside the guest */
-	int index;                  /* job-wide guest index: hostname g<index> */
-	uint32_t addr;              /* on the job network */
-	int port;                   /* guestd's TCP port there */
-	const char *shared_dir, *ctl_dir, *spool_dir, *vmshm;
-	const char *host_id;        /* with vmshm */
-	int vmshm_slots;
-	const char *rootfs, *netns;
-	const struct na_placement *place;
-	uint64_t mem;
-	const char *log_path;
-};
-int na_job_guest_start(const struct na_job_guest *jg, struct na_guest *g, struct verr *err);
 
 #endif

@@ -37,12 +37,12 @@ static struct json_object *jobs_json(void)
 	for (int i = 0; i < vd.njobs; i++) {
 		struct vjob *j = vd.jobs[i];
 		struct json_object *o = json_object_new_object();
-		int dead;
+		char why[256];
 
 		if (!j->stopping && (j->state == VJ_READY || j->state == VJ_RUNNING) &&
-		    !vjob_guests_alive(j, &dead)) {
+		    !vjob_guests_alive(j, why, sizeof(why))) {
 			j->state = VJ_FAILED;
-			snprintf(j->error, sizeof(j->error), "guest g%d stopped", dead);
+			snprintf(j->error, sizeof(j->error), "%s", why);
 			log_warn("job %lld: %s", (long long)j->id, j->error);
 		}
 		json_object_object_add(o, "job", json_object_new_int64(j->id));

@@ -37,6 +37,7 @@ struct vprep {
 	int driver;
 	int vcpus;
 	uint64_t mem;
+	uint64_t scratch;          /* the job spec's /scratch size; 0 = none */
 	bool oversubscribe, vmshm;
 	int nhere;                 /* guests on this node */
 	int *here;                 /* their job-wide indexes (sorted, unique) */
@@ -77,21 +78,13 @@ struct vjob {
 	bool adopted;              /* taken over from a dead vhpcd */
 	struct vprep p;
 	char *prep_json;
-	/* resources */
-	struct na_jobdir jd;
-	bool have_jd;
+	/* resources: the node agent's job lifecycle */
+	struct na_job nj;
+	bool have_nj;
 	struct tuning tun;
 	bool have_tun;
-	struct image_info img;
-	struct na_placement *place;
-	struct na_net net;
-	bool have_net;
-	struct na_ctr **ctr;
-	bool *gdir_mounted;
-	bool spool_mounted;
-	uint8_t key[CHAN_KEY_LEN];
-	char shared[512];
-	char vmshm[128];
+	char label[32];            /* VHPC_JOB in the guests: the job number */
+	char host_id[160];         /* the vmshm BTL's "same host" */
 	/* running (launcher) */
 	bool launched;
 	pthread_t mon;
@@ -132,10 +125,9 @@ void vjob_teardown(struct vjob *j);
 /* Jobs a dead vhpcd left in the run dir: taken over (their guests keep
  * running) or, when that is not possible, removed. */
 int vd_adopt_all(struct verr *err);
-/* Whether all of the job's guests here still run; which one stopped. */
-bool vjob_guests_alive(struct vjob *j, int *dead);
-/* The control socket of the job's guest with job-wide index gi. */
-void vjob_ctl_sock(const struct vjob *j, int gi, char *buf, size_t len);
+/* Whether all of the job's guests here still run; when not, *why says
+ * which stopped and how. */
+bool vjob_guests_alive(struct vjob *j, char *why, size_t len);
 
 /* vhpcd_run.c */
 int vjob_launch(struct vjob *j, const struct vmsg *m, struct verr *err);

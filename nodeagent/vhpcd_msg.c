@@ -61,7 +61,7 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 {
 	static const char *const f[] = {
 		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "tuning", "driver",
-		"vcpus", "mem", "oversubscribe", "vmshm", "key", "timeout", "guests", "ranks", "peers", NULL
+		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers", NULL
 	};
 	const char *s;
 	long long v;
@@ -106,6 +106,10 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	if (jf_int(o, "mem", true, 64ll << 20, 1ll << 42, &v, err) < 0)
 		return -1;
 	p->mem = (uint64_t)v;
+	v = 0;
+	if (jf_int(o, "scratch", false, (long long)JOB_SCRATCH_MIN, (long long)JOB_SCRATCH_MAX, &v, err) < 0)
+		return -1;
+	p->scratch = (uint64_t)v;
 	if (jf_bool(o, "oversubscribe", true, &p->oversubscribe, err) < 0 ||
 	    jf_bool(o, "vmshm", true, &p->vmshm, err) < 0 ||
 	    jf_str(o, "key", true, 2 * CHAN_KEY_LEN, &s, err) < 0)

@@ -1,8 +1,9 @@
 /*
  * The launcher node's part of a running job: mpirun runs in guest 0 as a
  * detached command (guest/PROTOCOL.md, spawn), so it outlives this vhpcd;
- * a monitor thread ships its output to the controller in acknowledged
- * chunks (the controller says which offset it has, so nothing is lost or
+ * a monitor thread reads its output from guest 0's agent (guestd's output
+ * request, so no driver needs a folder shared with the host) and ships it
+ * to the controller in acknowledged chunks (the controller says which offset it has, so nothing is lost or
  * doubled across restarts of either side) and, once it has ended and all
  * of its output is there, its exit status.
  */
@@ -20,12 +21,10 @@
 
 #define DETACHED_ID "job"
 
+/* Guest 0 is the first of the launcher node's guests (indexes sorted). */
 static int g0_connect(struct vjob *j, struct chan *c, struct verr *err)
 {
-	char sock[700];
-
-	vjob_ctl_sock(j, 0, sock, sizeof(sock));
-	return gexec_connect_unix(c, sock, j->key, 5000, err);
+	return na_job_connect(&j->nj, 0, c, 5000, err);
 }
 
 static void *monitor(void *arg);
@@ -120,25 +119,6 @@ static void set_state(struct vjob *j, enum vjob_state st, const char *error)
 	pthread_mutex_unlock(&vd.mu);
 }
 
-/* The output file, opened without trusting it: the guest can write its
- * spool, so it could put a symlink or a FIFO there. */
-static int open_output(struct vjob *j)
-{
-	char path[700];
-	struct stat sb;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/spool/" DETACHED_ID ".out", j->jd.path);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* One job_output (n may be 0: asks where the controller is).  Returns the
  * offset the controller has, -1 when it could not be reached, -2 when it
  * takes no more output for the job. */
@@ -218,32 +198,50 @@ static void *monitor(void *arg)
 	struct chan c;
 	bool connected = false, exited = false, synced = false;
 	int64_t sent = 0;
-	int fd = -1, dead;
 
 	if (!buf) {
 		set_state(j, VJ_FAILED, "out of memory");
 		return NULL;
 	}
 	while (!should_stop(j)) {
-		struct stat sb;
-		int64_t size = 0;
-		bool pause = false;
+		bool pause = false, caught_up = false;
+		struct verr e;
 
-		if (fd < 0)
-			fd = open_output(j);
-		if (fd >= 0 && fstat(fd, &sb) == 0)
-			size = sb.st_size;
+		if (!connected) {
+			char why[256];
+
+			if (g0_connect(j, &c, &e) == 0) {
+				connected = true;
+			} else {
+				pthread_mutex_lock(&vd.mu);
+				if (!vjob_guests_alive(j, why, sizeof(why))) {
+					pthread_mutex_unlock(&vd.mu);
+					set_state(j, VJ_FAILED, why);
+					break;
+				}
+				pthread_mutex_unlock(&vd.mu);
+				usleep(500000);
+				continue;
+			}
+		}
 		/* Output first, in chunks, from where the controller is. */
-		while ((!synced || sent < size) && !should_stop(j)) {
+		while (!should_stop(j)) {
 			size_t n = 0;
+			long long size;
 			int64_t next;
 
 			if (synced) {
-				ssize_t r = pread(fd, buf, (size_t)(size - sent < VD_OUTPUT_CHUNK ? size - sent : VD_OUTPUT_CHUNK), sent);
-
-				if (r <= 0)
+				if (gexec_output(&c, DETACHED_ID, sent, VD_OUTPUT_CHUNK, buf, &n, &size, &e) < 0) {
+					log_debug("job %lld: g0: %s", (long long)j->id, e.msg);
+					chan_close(&c);
+					connected = false;
+					pause = true;
 					break;
-				n = (size_t)r;
+				}
+				if (n == 0) {
+					caught_up = true;
+					break;
+				}
 			}
 			next = ship(j, sent, buf, n);
 			if (next == -2)
@@ -259,13 +257,13 @@ static void *monitor(void *arg)
 			sleep(1);
 			continue;
 		}
-		if (exited && sent >= size) {
+		if (exited && caught_up) {
 			int64_t next = sent;
-			int r = report_exit(j, &st, size, &next);
+			int r = report_exit(j, &st, sent, &next);
 
 			if (r == 1) {
 				log_info("job %lld: mpirun ended (status %d%s), %lld bytes of output delivered",
-					 (long long)j->id, st.status, st.timed_out ? ", timed out" : "", (long long)size);
+					 (long long)j->id, st.status, st.timed_out ? ", timed out" : "", (long long)sent);
 				set_state(j, VJ_EXITED, NULL);
 				break;
 			}
@@ -279,48 +277,19 @@ static void *monitor(void *arg)
 		}
 		if (exited)
 			continue;
-		if (!connected) {
-			struct verr e;
-
-			if (g0_connect(j, &c, &e) == 0) {
-				connected = true;
-			} else {
-				pthread_mutex_lock(&vd.mu);
-				if (!vjob_guests_alive(j, &dead)) {
-					char why[64];
-
-					pthread_mutex_unlock(&vd.mu);
-					snprintf(why, sizeof(why), "guest g%d stopped", dead);
-					set_state(j, VJ_FAILED, why);
-					break;
-				}
-				pthread_mutex_unlock(&vd.mu);
-				usleep(500000);
-				continue;
-			}
+		if (gexec_state(&c, DETACHED_ID, 500, &st, &e) < 0) {
+			log_debug("job %lld: g0: %s", (long long)j->id, e.msg);
+			chan_close(&c);
+			connected = false;
+			usleep(200000);
+			continue;
 		}
-		{
-			struct verr e;
-
-			if (gexec_state(&c, DETACHED_ID, 500, &st, &e) < 0) {
-				log_debug("job %lld: g0: %s", (long long)j->id, e.msg);
-				chan_close(&c);
-				connected = false;
-				usleep(200000);
-				continue;
-			}
-			if (st.exited) {
-				exited = true;
-				chan_close(&c);
-				connected = false;
-			}
-		}
+		/* Exited: the next round drains what it wrote last, then reports. */
+		exited = st.exited;
 	}
 out:
 	if (connected)
 		chan_close(&c);
-	if (fd >= 0)
-		close(fd);
 	free(buf);
 	return NULL;
 }

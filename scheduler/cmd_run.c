@@ -39,6 +39,8 @@ static void run_usage(void)
 	       "      --map-by node|slot  consecutive ranks in different guests (node, default)\n"
 	       "                        or filling each guest first (slot)\n"
 	       "      --no-vmshm        TCP between guests on this host (for comparison)\n"
+	       "      --scratch SIZE    an empty writable /scratch of SIZE in each guest,\n"
+	       "                        removed with the job (kvm: a disk; container: tmpfs)\n"
 	       "      --job FILE        take the job from a YAML file; later flags override\n"
 	       "  -x NAME=VALUE         environment variable for the ranks (repeatable)\n"
 	       "      --topology SPEC   place on an hwloc topology instead of this machine's\n"

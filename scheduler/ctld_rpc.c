@@ -162,6 +162,8 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
 	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->spec.oversubscribe));
 	json_object_object_add(o, "vmshm", json_object_new_boolean(job_vmshm(j)));
+	if (j->spec.scratch)
+		json_object_object_add(o, "scratch", json_object_new_int64((int64_t)j->spec.scratch));
 	json_object_object_add(o, "key", json_object_new_string(j->key_hex));
 	json_object_object_add(o, "timeout", json_object_new_int64(j->limit));
 	for (int i = 0; i < j->nalloc; i++) {

@@ -55,7 +55,7 @@ static int add_env(struct job_spec *j, const char *kv)
 }
 
 enum { O_VCPUS = 256, O_MEM, O_IMAGE, O_TUNING, O_DRIVER, O_TIMEOUT, O_OVERSUB, O_MAPBY,
-       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP, O_EMUKVM };
+       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP, O_EMUKVM, O_SCRATCH };
 
 int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		   struct embedded_opts *eo_out, void (*help)(void))
@@ -72,6 +72,7 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		{ "oversubscribe", no_argument, NULL, O_OVERSUB },
 		{ "map-by", required_argument, NULL, O_MAPBY },
 		{ "no-vmshm", no_argument, NULL, O_NOVMSHM },
+		{ "scratch", required_argument, NULL, O_SCRATCH },
 		{ "job", required_argument, NULL, O_JOB },
 		{ "topology", required_argument, NULL, O_TOPOLOGY },
 		{ "allow-emulated-kvm", no_argument, NULL, O_EMUKVM },
@@ -154,6 +155,11 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 			break;
 		case O_NOVMSHM:
 			j.vmshm = false;
+			break;
+		case O_SCRATCH:
+			if (parse_size(optarg, &sz) < 0 || sz < JOB_SCRATCH_MIN || sz > JOB_SCRATCH_MAX)
+				return usage_error(cmd, "--scratch: expected a size from 16M to 64T such as 1G, got '%s'", optarg);
+			j.scratch = sz;
 			break;
 		case O_JOB: {
 			struct job_spec fj;

@@ -31,6 +31,8 @@ struct json_object *job_spec_to_json(const struct job_spec *j)
 	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->oversubscribe));
 	add_str(o, "map_by", vhpc_map_by_names[j->map_by == MAP_BY_SLOT ? MAP_BY_SLOT : MAP_BY_NODE]);
 	json_object_object_add(o, "vmshm", json_object_new_boolean(j->vmshm));
+	if (j->scratch)
+		json_object_object_add(o, "scratch", json_object_new_int64((int64_t)j->scratch));
 	for (size_t i = 0; i < j->command.n; i++)
 		json_object_array_add(cmd, json_object_new_string(j->command.v[i]));
 	json_object_object_add(o, "command", cmd);
@@ -76,10 +78,10 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 {
 	static const char *const fields[] = {
 		"name", "guests", "ranks", "vcpus", "mem", "image", "tuning", "driver", "timeout",
-		"oversubscribe", "map_by", "vmshm", "command", "env", NULL
+		"oversubscribe", "map_by", "vmshm", "scratch", "command", "env", NULL
 	};
 	struct json_object *env = NULL;
-	long long v, mem = 0;
+	long long v, mem = 0, scratch = 0;
 	size_t bytes = 0;
 
 	if (!json_object_is_type(o, json_type_object))
@@ -90,6 +92,7 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 	    jf_int(o, "vcpus", false, 1, 512, &j->vcpus, err) < 0 ||
 	    jf_int(o, "mem", false, 64ll << 20, 1ll << 42, &mem, err) < 0 ||
 	    jf_int(o, "timeout", false, 1, 366 * 86400, &j->timeout, err) < 0 ||
+	    jf_int(o, "scratch", false, (long long)JOB_SCRATCH_MIN, (long long)JOB_SCRATCH_MAX, &scratch, err) < 0 ||
 	    jf_bool(o, "oversubscribe", false, &j->oversubscribe, err) < 0 ||
 	    jf_bool(o, "vmshm", false, &j->vmshm, err) < 0 ||
 	    opt_name(o, "name", &j->name, err) < 0 || opt_name(o, "image", &j->image, err) < 0 ||
@@ -98,6 +101,7 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 	    enum_field(o, "map_by", vhpc_map_by_names, &j->map_by, err) < 0)
 		return -1;
 	j->mem = (uint64_t)mem;
+	j->scratch = (uint64_t)scratch;
 	if (jf_strv(o, "command", true, JOB_MAX_ARGS, JOB_MAX_ARG_BYTES, &j->command.v, &j->command.n, err) < 0)
 		return -1;
 	for (size_t i = 0; i < j->command.n; i++)

@@ -15,54 +15,6 @@ void launch_split_ranks(int ranks, int nguests, int *out)
 		out[i] = ranks / nguests + (i < ranks % nguests ? 1 : 0);
 }
 
-static char *append(char *buf, size_t *len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static char *append(char *buf, size_t *len, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-	char *nb;
-
-	if (!buf)
-		return NULL;
-	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	nb = realloc(buf, *len + n + 1);
-	if (!nb) {
-		free(buf);
-		return NULL;
-	}
-	va_start(ap, fmt);
-	vsnprintf(nb + *len, n + 1, fmt, ap);
-	va_end(ap);
-	*len += n;
-	return nb;
-}
-
-char *launch_hostfile(const struct launch_plan *p)
-{
-	size_t len = 0;
-	char *s = calloc(1, 1);
-
-	for (int i = 0; i < p->nguests; i++)
-		s = append(s, &len, "%s slots=%d max_slots=%d\n", p->guests[i].name,
-			   p->guests[i].ranks, p->guests[i].ranks);
-	return s;
-}
-
-char *launch_hosts(const struct launch_plan *p)
-{
-	size_t len = 0;
-	char *s = calloc(1, 1), ip[32];
-
-	s = append(s, &len, "127.0.0.1 localhost\n");
-	for (int i = 0; i < p->nguests; i++)
-		s = append(s, &len, "%s %s\n", ipv4_format(p->guests[i].addr, ip, sizeof(ip)),
-			   p->guests[i].name);
-	return s;
-}
-
 struct argv_b { char **v; size_t n, cap; bool oom; };
 
 static void push(struct argv_b *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

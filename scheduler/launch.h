@@ -1,5 +1,6 @@
-/* Turning a placed job into what runs inside guest 0: the hostfile, the
- * hosts file and mpirun's command line.  Pure functions, unit-tested. */
+/* Turning a placed job into what runs inside guest 0: mpirun's command
+ * line (the hostfile and hosts file it reads are lib/jobfiles.c's, written
+ * by the node agent).  Pure functions, unit-tested. */
 #ifndef VHPC_SCHED_LAUNCH_H
 #define VHPC_SCHED_LAUNCH_H
 
@@ -30,10 +31,6 @@ struct launch_plan {
 
 /* Ranks per guest: as even as possible, the first guests take the rest. */
 void launch_split_ranks(int ranks, int nguests, int *out);
-/* "g0 slots=2 max_slots=2\n..." */
-char *launch_hostfile(const struct launch_plan *p);
-/* "127.0.0.1 localhost\n10.213.0.2 g0\n..." */
-char *launch_hosts(const struct launch_plan *p);
 /* NULL-terminated argv for mpirun; free with launch_free_argv. */
 char **launch_mpirun_argv(const struct launch_plan *p);
 void launch_free_argv(char **argv);

@@ -174,3 +174,15 @@ cl_leftovers() {
 	echo "shm $(ls /dev/shm 2>/dev/null | grep -cE '^vhpc-[0-9a-z]+x[0-9a-z]+-')"
 	echo "procs $(for f in $(grep -lE ':/vhpc/[0-9a-z]+x[0-9a-z]+/' /proc/[0-9]*/cgroup 2>/dev/null); do p=${f%/cgroup}; [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || echo "$p"; done | wc -l)"
 }
+
+# cl_ticks_ok OUTPUT: a job's TICKS output (12 numbered lines per guest,
+# "<hostname> tick <i>") holds every line of g0 and g1 exactly once.
+cl_ticks_ok() {
+	local g i
+	for g in g0 g1; do
+		for i in $(seq 12); do
+			[ "$(grep -cx "$g tick $i" "$1")" = 1 ] || { echo "# $g tick $i: $(grep -cx "$g tick $i" "$1") times"; return 1; }
+		done
+	done
+	[ "$(grep -c ' tick ' "$1")" = 24 ]
+}

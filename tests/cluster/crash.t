@@ -28,15 +28,6 @@ check "three nodes register" cl_wait_nodes_up 3
 sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
 # A job that writes 12 numbered lines per guest, over about 6 s.
 TICKS='for i in $(seq 12); do echo "$(hostname) tick $i"; sleep 0.5; done'
-ticks_ok() {  # OUTPUT: 12 lines from each of g0 and g1, each exactly once
-	local g i
-	for g in g0 g1; do
-		for i in $(seq 12); do
-			[ "$(grep -cx "$g tick $i" "$1")" = 1 ] || { echo "# $g tick $i: $(grep -cx "$g tick $i" "$1") times"; return 1; }
-		done
-	done
-	[ "$(grep -c ' tick ' "$1")" = 24 ]
-}
 # guest init pids of a job, from the node agents' job dirs
 guest_pids() { for f in "$CL_DIR"/run-n*/jobs/"$1"x*/g*/pid; do [ -f "$f" ] && echo "$(cat "$f")"; done | sort | tr '\n' ' '; }
 wait_output() {  # ID: until some output arrived
@@ -75,7 +66,7 @@ check_eq "the same guest processes run (re-adopted, not restarted)" "$pids" "$(g
 vc wait "$J"
 check_eq "the job completes with exit status 0" 0 "$?"
 vc output "$J" >"$T/j1.out"
-check "its output is whole: every line of both guests, each once" ticks_ok "$T/j1.out"
+check "its output is whole: every line of both guests, each once" cl_ticks_ok "$T/j1.out"
 check "the job queued before the crash runs after it" wait_state "$P" COMPLETED 30
 check_match "... with its output" queued-before-the-crash "$(vc output "$P")"
 
@@ -95,7 +86,7 @@ check_eq "the same guest processes run" "$pids" "$(guest_pids "$J")"
 vc wait "$J"
 check_eq "the job completes with exit status 0" 0 "$?"
 vc output "$J" >"$T/j2.out"
-check "its output is whole: every line of both guests, each once" ticks_ok "$T/j2.out"
+check "its output is whole: every line of both guests, each once" cl_ticks_ok "$T/j2.out"
 
 # -- a node dies mid-job: its vhpcd and its namespace are gone
 J=$(sub -N 2 --vcpus 1 --timeout 120 -- sleep 100)

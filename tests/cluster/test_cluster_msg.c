@@ -167,6 +167,8 @@ static void controller_messages(void **state)
 	vrejects("guests", "[1,1]", "given twice");
 	vrejects("guests", "[]", "no guest for this node");
 	vrejects("key", "\"00\"", "hex digits");
+	vrejects("scratch", "1024", "\"scratch\"");
+	vrejects("scratch", "\"1G\"", "\"scratch\"");
 	vrejects("vni", "16777216", "\"vni\"");
 	vrejects("subnet", "\"10.213.9.1/24\"", "host bits zero");
 	vrejects("subnet", "\"10.213.9.0/31\"", "\"subnet\"");
@@ -220,6 +222,7 @@ static void job_spec_round_trip(void **state)
 	j.name = strdup("bench");
 	j.command.v = cmd;
 	j.command.n = 2;
+	j.scratch = 1ull << 30;
 	o = job_spec_to_json(&j);
 	assert_int_equal(job_spec_from_json(o, &back, &e), 0);
 	assert_int_equal(back.guests, 3);
@@ -229,7 +232,14 @@ static void job_spec_round_trip(void **state)
 	assert_string_equal(back.name, "bench");
 	assert_string_equal(back.command.v[1], "PingPong");
 	assert_true(back.vmshm);
+	assert_int_equal(back.scratch, 1ull << 30);
 	job_spec_free(&back);
+	json_object_put(o);
+	/* A scratch size from the wire is checked like one from the command line. */
+	o = job_spec_to_json(&j);
+	json_object_object_add(o, "scratch", json_object_new_int64(4096));
+	assert_int_equal(job_spec_from_json(o, &back, &e), -1);
+	assert_non_null(strstr(e.msg, "\"scratch\""));
 	json_object_put(o);
 	job_spec_free(&j);
 }

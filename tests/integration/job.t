@@ -35,6 +35,29 @@ check "the IMB tables parse and are sane (PingPong at 2, Sendrecv at 2 and 4)" \
 	vhpc-imbcheck -expect PingPong@2 -expect Sendrecv@2 -expect Sendrecv@4 "$T/out"
 check_match "ready time is reported" "2 guests ready in [0-9.]+ s" "$(cat "$T/err")"
 
+# --scratch: each container guest gets a private tmpfs of that size.
+vhpc run -N 2 -n 2 --scratch 32M -- sh -c 'r=$OMPI_COMM_WORLD_RANK
+echo "rank=$r mount $(grep " /scratch " /proc/mounts)"
+echo "rank=$r mode $(stat -c %a /scratch)"
+echo "data of $r" >/scratch/f$r && echo "rank=$r read $(cat /scratch/f$r)"
+sleep 1
+echo "rank=$r ls $(ls /scratch | tr "\n" " ")"
+dd if=/dev/zero of=/scratch/big bs=1M count=40 2>/dev/null; echo "rank=$r dd rc=$?"' >"$T/out" 2>"$T/err"
+check_eq "--scratch 32M: the job exits 0" 0 "$?"
+o=$(cat "$T/out")
+for r in 0 1; do
+	check_match "rank $r: /scratch is a 32 MiB tmpfs, nosuid and nodev" "rank=$r mount tmpfs /scratch tmpfs rw,nosuid,nodev,.*size=32768k" "$o"
+	check_match "rank $r: writable by every user, sticky" "rank=$r mode 1777" "$o"
+	check_match "rank $r: what it wrote reads back" "rank=$r read data of $r" "$o"
+	check_match "rank $r: its guest's /scratch holds its file only" "rank=$r ls (big )?f$r \$" "$o"
+	check_match "rank $r: 40 MiB do not fit" "rank=$r dd rc=1" "$o"
+done
+vhpc run -N 1 -- sh -c 'grep -c " /scratch " /proc/mounts' >"$T/out" 2>"$T/err"
+check_eq "without --scratch there is no /scratch mount" 0 "$(cat "$T/out")"
+vhpc run --scratch 4K -N 1 -- true >"$T/out" 2>"$T/err"
+check_eq "--scratch 4K is refused with 2" 2 "$?"
+check_match "and named" "--scratch: expected a size from 16M to 64T" "$(cat "$T/err")"
+
 vhpc run -N 2 -n 2 -- sh -c 'echo to-stderr >&2; exit 7' >"$T/out" 2>"$T/err"
 check_eq "a failing command's exit status is the job's" 7 "$?"
 check "its stderr reaches the user" grep -q to-stderr "$T/err"

@@ -4,8 +4,10 @@
 # vhpc-hv's devices under the guests' real Linux drivers, in 2-guest kvm
 # jobs:
 # - virtio-net: checksum and TSO offloads negotiated and on, the tuning
-#   profile's MTU, a TCP stream between the VMs (vhpc-netbench);
-# - virtio-blk: the image's ext4 root and the config disk;
+#   profile's MTU, TCP streams between the VMs and between a VM and the
+#   host, both ways (vhpc-netbench);
+# - virtio-blk: the image's ext4 root, the config disk, and a --scratch
+#   disk written, synced and read back from the disk;
 # - virtio-console: hvc0 reaches the guest's console file on the host;
 # - vsock: the guest agent (every job needs it);
 # - ivshmem: the vmshm region mapped write-back in the guest, read from the
@@ -20,12 +22,44 @@ RUN=(vhpc run --driver kvm -N 2 -n 2 --mem 384M --timeout 240)
 mtu=$(sed -n 's/^mtu: *\([0-9][0-9]*\).*/\1/p' "$VHPC_TOP/configs/tuning/hpc.yaml" | head -n 1)
 [ -n "$mtu" ] || { fail "no mtu in configs/tuning/hpc.yaml"; done_testing; exit 0; }
 
-# -- a TCP stream between the VMs -----------------------------------------
-"${RUN[@]}" -- vhpc-netbench -sizes 64K -time 2 stream >"$T/nb.out" 2>"$T/nb.err"
-check_eq "a vhpc-netbench stream between two kvm guests exits 0" 0 "$?"
-mbit=$(sed -n 's/^vhpc-bench {"test":"stream","size":65536,"value":\([0-9.]*\),.*/\1/p' "$T/nb.out" | head -n 1)
-check_match "it measured the stream" '^[0-9]+\.[0-9]+$' "$mbit"
-diag "VM-to-VM TCP stream, 64 KiB writes: ${mbit:-?} Mbit/s (nested/TCG)"
+# -- TCP streams between the VMs, and between a VM and the host ------------
+# The host's side of a job network is its namespace (vhpc-<job>), where
+# the bridge lives: the test gives br0 the subnet's last address there and
+# runs vhpc-netbench's client against rank 0, which serves once the
+# VM-to-VM stream is done.
+"${RUN[@]}" -- sh -c 'vhpc-netbench -sizes 64K -time 2 stream || exit
+[ "$OMPI_COMM_WORLD_RANK" = 0 ] || exit 0
+exec vhpc-netbench -serve 0.0.0.0:5201 -idle 180' >"$T/nb.out" 2>"$T/nb.err" &
+pid=$!
+job= g0=
+for _ in $(seq 1500); do
+	job=$(job_id_of "$T/nb.err")
+	[ -n "$job" ] && g0=$(pgrep -af "vhpc-hv .*/jobs/$job/kvm0/" | sed -n 's/.*vhpc\.addr=\([0-9.]*\/[0-9]*\).*/\1/p' | head -n 1)
+	[ -n "$g0" ] && break
+	kill -0 $pid 2>/dev/null || break
+	sleep 0.2
+done
+check_match "g0 has an address on the job network" '^[0-9.]+/[0-9]+$' "$g0"
+IFS=./ read -r a b c d plen <<<"${g0:-0.0.0.0/32}"
+ga=$(( (a << 24) | (b << 16) | (c << 8) | d ))
+h=$(( (ga | ((1 << (32 - plen)) - 1)) - 1 ))
+host="$((h >> 24 & 255)).$((h >> 16 & 255)).$((h >> 8 & 255)).$((h & 255))"
+ip -n "vhpc-$job" addr add "$host/$plen" dev br0 2>"$T/addr.err"
+check_eq "the test gives br0 $host/$plen in the job's namespace" "" "$(cat "$T/addr.err")"
+ip netns exec "vhpc-$job" vhpc-netbench -connect "${g0%/*}:5201" -wait 200 -sizes 64K -time 1 -stop \
+	stream maerts rr >"$T/vh.out" 2>"$T/vh.err"
+check_eq "host to VM: vhpc-netbench's client exits 0" 0 "$?"
+wait $pid
+check_eq "the job (VM-to-VM stream, then g0 serving the host) exits 0" 0 "$?"
+fig() { sed -n "s/^vhpc-bench {\"test\":\"$1\",\"size\":65536,\"value\":\([0-9.]*\),.*/\1/p" "$2" | head -n 1; }
+mbit=$(fig stream "$T/nb.out") h2v=$(fig stream "$T/vh.out") v2h=$(fig maerts "$T/vh.out") rr=$(fig rr "$T/vh.out")
+check_match "VM to VM: the stream was measured" '^[0-9]+\.[0-9]+$' "$mbit"
+check_match "host to VM: the stream was measured" '^[0-9]+\.[0-9]+$' "$h2v"
+check_match "VM to host: the stream was measured" '^[0-9]+\.[0-9]+$' "$v2h"
+check_match "host and VM: round trips were measured" '^[0-9]+\.[0-9]+$' "$rr"
+[ -n "$h2v" ] || diag "$(cat "$T/vh.err" "$T/nb.err" | tail -n 20)"
+diag "TCP, 64 KiB writes (nested/TCG): VM to VM ${mbit:-?} Mbit/s, host to VM ${h2v:-?} Mbit/s," \
+	"VM to host ${v2h:-?} Mbit/s; host-VM round trip of 64 KiB ${rr:-?} usec"
 
 # -- the devices, seen from inside ----------------------------------------
 # Each rank describes its guest and writes a marker to hvc0; rank 0 reads
@@ -37,7 +71,13 @@ ethtool -k eth0 | grep -E "^(rx-checksumming|tx-checksumming|tcp-segmentation-of
 for d in /sys/bus/virtio/devices/*; do
 	echo "rank=$r virtio $(cat $d/device) $(basename "$(readlink $d/driver)") $(cat $d/features)"
 done
-grep -E " / | /vhpc " /proc/mounts | sed "s/^/rank=$r mount /"
+grep -E " / | /vhpc | /scratch " /proc/mounts | sed "s/^/rank=$r mount /"
+# The scratch disk: written, synced, the page cache dropped, read back.
+if [ -w /scratch ] && dd if=/dev/urandom of=/scratch/f bs=1M count=4 2>/dev/null && sync; then
+	a=$(md5sum </scratch/f | cut -d" " -f1)
+	echo 3 >/proc/sys/vm/drop_caches
+	echo "rank=$r scratch wrote $a read $(md5sum </scratch/f | cut -d" " -f1) mode $(stat -c %a /scratch)"
+fi
 echo "vhpc-devices-t hvc0 of rank $r" >/dev/hvc0
 if [ "$r" = 0 ]; then
 	bar=$(readlink /run/vhpc-vmshm)
@@ -52,7 +92,7 @@ if [ "$r" = 0 ]; then
 	 done) &
 fi
 exec vhpc-mpibench -msglog 0:20 -iter 200 PingPong'
-"${RUN[@]}" -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$probe" >"$T/p.out" 2>"$T/p.err" &
+"${RUN[@]}" --scratch 64M -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$probe" >"$T/p.out" 2>"$T/p.err" &
 pid=$!
 hvc=
 for _ in $(seq 900); do
@@ -64,6 +104,7 @@ done
 wait $pid
 check_eq "the probe job exits 0" 0 "$?"
 check_eq "virtio-console: each guest's hvc0 reached its console file on the host" 2 "${hvc:-0}"
+check_eq "the scratch disks went with the job" "" "$(ls "$VHPC_RUN_DIR"/jobs/*/scratch*.ext4 2>/dev/null)"
 p=$(cat "$T/p.out" "$T/p.err")
 for r in 0 1; do
 	check_match "g$r: eth0 has the tuning profile's MTU ($mtu)" "rank=$r host=g$r mtu=$mtu\$" "$p"
@@ -75,12 +116,18 @@ for r in 0 1; do
 	nf=$(sed -n "s/^rank=$r virtio 0x0001 virtio_net \([01]*\)$/\1/p" <<<"$p" | head -n 1)
 	check_eq "g$r: virtio-net negotiated CSUM, GUEST_CSUM, MTU and HOST_TSO4" 1111 \
 		"${nf:0:1}${nf:1:1}${nf:3:1}${nf:11:1}"
-	check_match "g$r: both disks under virtio_blk" "rank=$r virtio 0x0002 virtio_blk .*rank=$r virtio 0x0002 virtio_blk" \
-		"$(tr '\n' ' ' <<<"$p")"
+	check_eq "g$r: three disks under virtio_blk (root, config, scratch)" 3 \
+		"$(grep -c "^rank=$r virtio 0x0002 virtio_blk " <<<"$p")"
 	check_match "g$r: vsock under its virtio transport" "rank=$r virtio 0x0013 vmw_vsock_virtio_transport" "$p"
 	check_match "g$r: hvc0 under virtio_console" "rank=$r virtio 0x0003 virtio_console" "$p"
 	check_match "g$r: the root is the image's ext4 disk, read-only" "rank=$r mount /dev/vd[a-z] / ext4 ro" "$p"
 	check_match "g$r: the config disk is at /vhpc, read-only" "rank=$r mount /dev/vd[a-z] /vhpc ext4 ro" "$p"
+	check_match "g$r: --scratch: an ext4 disk at /scratch, read-write" "rank=$r mount /dev/vd[a-z] /scratch ext4 rw,nosuid,nodev" "$p"
+	sw=$(sed -n "s/^rank=$r scratch wrote \([0-9a-f]*\) read \([0-9a-f]*\) mode \([0-7]*\)$/\1 \2 \3/p" <<<"$p")
+	read -r w rd md <<<"$sw"
+	check_match "g$r: 4 MiB written to /scratch and synced" '^[0-9a-f]{32}$' "$w"
+	check_eq "g$r: read back from the disk after dropping the page cache, the same bytes" "$w" "$rd"
+	check_eq "g$r: /scratch is writable by every user, sticky" 1777 "$md"
 done
 check_match "the ranks used vmshm over ivshmem" "Using vmshm btl" "$p"
 check_match "the region is mapped through /dev/mem at the BAR's address" \

@@ -19,6 +19,8 @@ check_not() { local d=$1; shift; if "$@" >/dev/null 2>&1; then fail "$d"; else o
 cl='console=ttyS0 earlyprintk=serial,ttyS0 panic=-1 vhpc.name=g1 vhpc.job=ab12 vhpc.index=1 vhpc.addr=10.213.0.3/24 vhpc.mtu=9000 vhpc.listen=vsock:7707 vhpc.listen=10.213.0.3:7707'
 check_eq "the driver's command line gives name, job, index, address, MTU" "g1|ab12|1|10.213.0.3/24|9000" \
 	"$(lib "parse_cmdline '$cl'; echo \"\$name|\$job|\$index|\$addr|\$mtu\"")"
+check_eq "vhpc.scratch=1: a scratch disk to mount" "1" "$(lib "parse_cmdline '$cl vhpc.scratch=1'; echo \"\$scratch\"")"
+check_eq "no vhpc.scratch: none" "" "$(lib "parse_cmdline '$cl'; echo \"\$scratch\"")"
 check_eq "words without vhpc. are left alone" "||||" \
 	"$(lib "parse_cmdline 'name=x addr=y BOOT_IMAGE=/vmlinuz'; echo \"\$name|\$job|\$index|\$addr|\$mtu\"")"
 

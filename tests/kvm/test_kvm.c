@@ -82,6 +82,14 @@ static void cmdline_carries_identity_and_guestd_takes_it(void **state)
 	assert_string_equal(o.listen[1].port, "7707");
 	/* A word neither the init nor guestd knows is still an error. */
 	assert_int_equal(gd_opts_apply_cmdline(&o, "vhpc.adr=1", "/proc/cmdline", &e), -1);
+	/* vhpc.scratch is the init's. */
+	s.scratch_disk = "/run/vhpc/jobs/ab12/scratch1.ext4";
+	assert_int_equal(na_kvm_cmdline(&s, cl, sizeof(cl), &e), 0);
+	assert_non_null(strstr(cl, "vhpc.listen=10.213.0.3:7707 vhpc.scratch=1"));
+	gd_opts_defaults(&o);
+	assert_int_equal(gd_opts_apply_cmdline(&o, cl, "/proc/cmdline", &e), 0);
+	s.scratch_disk = NULL;
+	assert_int_equal(na_kvm_cmdline(&s, cl, sizeof(cl), &e), 0);
 	/* Never the job key. */
 	assert_null(strstr(cl, "key"));
 
@@ -129,6 +137,18 @@ static void argv_from_placement_and_image(void **state)
 		"--vsock|cid=4,uds=/run/vhpc/jobs/ab12/kvm1/vsock|"
 		"--console|file:/run/vhpc/jobs/ab12/kvm1/console");
 	na_kvm_argv_free(argv);
+
+	/* A scratch disk: read-write, after the read-only ones, and the init
+	 * told to wait for it. */
+	s.scratch_disk = "/run/vhpc/jobs/ab12/scratch1.ext4";
+	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", 5, &argv, &e), 0);
+	assert_non_null(strstr(joined(argv), "serial=vhpc-config|--blk|path=/run/vhpc/jobs/ab12/scratch1.ext4,serial=vhpc-scratch|--net|"));
+	assert_non_null(strstr(joined(argv), " vhpc.listen=10.213.0.3:7707 vhpc.scratch=1|"));
+	na_kvm_argv_free(argv);
+	s.scratch_disk = "/run/a,ro/scratch1.ext4";
+	assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), -1);
+	assert_non_null(strstr(e.msg, "scratch disk"));
+	s.scratch_disk = NULL;
 
 	/* Emulated: no --require-hw, CPUID features the emulator lacks hidden. */
 	s.hugepages = false;
@@ -386,6 +406,40 @@ static void config_disk_holds_the_job_files(void **state)
 	unsetenv("VHPC_RUN_DIR");
 }
 
+static void scratch_disk_is_an_empty_sparse_ext4(void **state)
+{
+	char run[] = "/tmp/vhpc-kvmt-XXXXXX", path[512], cmd[1024];
+	struct na_jobdir jd;
+	struct stat st;
+	struct verr e;
+
+	(void)state;
+	assert_non_null(mkdtemp(run));
+	setenv("VHPC_RUN_DIR", run, 1);
+	assert_int_equal(na_jobdir_create(&jd, "kvmt2", &e), 0);
+	assert_int_equal(na_kvm_scratch_disk(&jd, 3, 1ull << 30, path, sizeof(path), &e), 0);
+	assert_non_null(strstr(path, "/scratch3.ext4"));
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_size, 1ll << 30);
+	/* Sparse: mke2fs wrote metadata only (well under 64 MiB of 1 GiB). */
+	assert_true((uint64_t)st.st_blocks * 512 < (64ull << 20));
+	snprintf(cmd, sizeof(cmd), "e2fsck -fn '%s' >/dev/null 2>&1 && echo clean", path);
+	assert_string_equal(sh(cmd), "clean\n");
+	snprintf(cmd, sizeof(cmd), "dumpe2fs -h '%s' 2>/dev/null | sed -n 's/^Filesystem volume name: *//p'", path);
+	assert_string_equal(sh(cmd), "vhpc-scratch\n");
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'ls -l /' '%s' 2>/dev/null | grep -c lost+found", path);
+	assert_string_equal(sh(cmd), "1\n");   /* empty apart from lost+found */
+	/* One per guest: a second for the same index is refused. */
+	assert_int_equal(na_kvm_scratch_disk(&jd, 3, 1ull << 30, path, sizeof(path), &e), -1);
+	assert_non_null(strstr(e.msg, "scratch3.ext4"));
+	assert_int_equal(na_kvm_scratch_disk(&jd, 4, 1u << 20, path, sizeof(path), &e), -1);
+	assert_non_null(strstr(e.msg, "outside 16M..64T"));
+	assert_int_equal(na_jobdir_remove(&jd, &e), 0);
+	assert_int_equal(rmdir(run) == 0 || rm_rf(run, &e) == 0, 1);
+	unsetenv("VHPC_RUN_DIR");
+}
+
 static void vmshm_region_grows_to_a_power_of_two(void **state)
 {
 	char path[] = "/tmp/vhpc-kvmt-shm-XXXXXX";
@@ -445,6 +499,7 @@ int main(void)
 		cmocka_unit_test(exit_statuses_in_words),
 		cmocka_unit_test(env_and_sysctl_files),
 		cmocka_unit_test(config_disk_holds_the_job_files),
+		cmocka_unit_test(scratch_disk_is_an_empty_sparse_ext4),
 		cmocka_unit_test(vmshm_region_grows_to_a_power_of_two),
 		cmocka_unit_test(cpu_nodes_from_the_topology),
 	};

@@ -21,7 +21,7 @@ static struct na_bind binds[2];
 
 static int setup(void **state)
 {
-	static const char *dirs[] = { "proc", "sys", "dev", "tmp", "run", "var", "var/tmp", "opt", NULL };
+	static const char *dirs[] = { "proc", "sys", "dev", "tmp", "run", "var", "var/tmp", "opt", "scratch", NULL };
 	char p[128];
 
 	(void)state;
@@ -145,6 +145,19 @@ static void config_isolates_and_applies_placement(void **state)
 	assert_true(array_has(get(m, "options"), "ro"));
 	m = mount_at(c, "/opt");
 	assert_true(array_has(get(m, "options"), "rw"));
+	assert_null(mount_at(c, "/scratch"));
+	json_object_put(c);
+
+	/* --scratch: a tmpfs of that size, nosuid and nodev, writable by all. */
+	s.scratch_size = 1ull << 30;
+	assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
+	m = mount_at(c, "/scratch");
+	assert_non_null(m);
+	assert_string_equal(json_object_get_string(get(m, "type")), "tmpfs");
+	assert_true(array_has(get(m, "options"), "size=1073741824"));
+	assert_true(array_has(get(m, "options"), "nosuid"));
+	assert_true(array_has(get(m, "options"), "nodev"));
+	assert_true(array_has(get(m, "options"), "mode=1777"));
 	json_object_put(c);
 }
 
@@ -182,6 +195,10 @@ static void bad_specs_are_refused_with_reasons(void **state)
 	s = spec(); binds[0].src = "/nonexistent"; expect_refused(&s, "source");
 	s = spec(); binds[0].dst = "/run/../etc";  expect_refused(&s, "destination");
 	s = spec(); binds[1].dst = "/usr/share";   expect_refused(&s, "does not exist in the read-only rootfs");
+	snprintf(p, sizeof(p), "%s/scratch", root);
+	assert_int_equal(rmdir(p), 0);
+	s = spec(); s.scratch_size = 1u << 30; expect_refused(&s, "has no /scratch: rebuild it");
+	assert_int_equal(mkdir(p, 0755), 0);
 
 	/* a target inside an earlier read-only bind must exist in its source;
 	 * inside a writable one runc can make it */

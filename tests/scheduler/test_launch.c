@@ -54,8 +54,9 @@ static struct launch_plan plan(void)
 
 static void hostfile_and_hosts_list_every_guest(void **state)
 {
-	struct launch_plan p = plan();
-	char *hf = launch_hostfile(&p), *hosts = launch_hosts(&p);
+	const int ranks[] = { 2, 2 };
+	const uint32_t addrs[] = { 0x0ad50302, 0x0ad50303 };
+	char *hf = job_hostfile_text(ranks, 2), *hosts = job_hosts_text(addrs, 2);
 
 	(void)state;
 	assert_string_equal(hf, "g0 slots=2 max_slots=2\ng1 slots=2 max_slots=2\n");

@@ -1,0 +1,387 @@
+/*
+ * One job's part on this node, the same for `vhpc run` (a whole job on one
+ * machine) and vhpcd (its share of a cluster job): the order in which its
+ * resources are made, waited for and removed.  Driver-specific steps are
+ * the driver's (drivers.h).
+ */
+#include "drivers.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void na_log_tail(const char *path, const char *what)
+{
+	char *buf;
+	size_t len;
+	struct verr e;
+
+	if (!path || !*path || read_file(path, &buf, &len, 1 << 20, &e) < 0)
+		return;
+	if (len)
+		log_err("last lines of %s:\n%s", what, len > 2000 ? buf + len - 2000 : buf);
+	free(buf);
+}
+
+void na_job_guest_path(const struct na_job *j, const char *name, int index, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s%d", j->jd.path, name, index);
+}
+
+int na_mount_small_tmpfs(const char *job, const char *dir, uint64_t size, struct verr *err)
+{
+	char src[64], opts[64];
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return verr_errno(err, "cannot create %s", dir);
+	snprintf(src, sizeof(src), "vhpc-%s", job);
+	snprintf(opts, sizeof(opts), "size=%llu,mode=0700", (unsigned long long)size);
+	if (mount(src, dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+		return verr_errno(err, "cannot mount a tmpfs on %s", dir);
+	return 0;
+}
+
+static int cancelled(const struct na_job *j, struct verr *err)
+{
+	return j->s.cancelled ? j->s.cancelled(j->s.cancel_arg, err) : 0;
+}
+
+static int guest_index(const struct na_job *j, int k)
+{
+	return j->s.index ? j->s.index[k] : k;
+}
+
+int na_job_open(struct na_job *j, const char *job, struct verr *err)
+{
+	memset(j, 0, sizeof(*j));
+	if (na_jobdir_create(&j->jd, job, err) < 0)
+		return -1;
+	j->have_jd = true;
+	return 0;
+}
+
+static int copy_spec(struct na_job *j, const struct na_job_spec *s, struct verr *err)
+{
+	if (!s->drv)
+		return verr_set(err, "no guest driver: resolve and check it first (na_driver_get)");
+	if (s->nguests < 1 || s->nguests > NA_MAX_GUESTS || s->ntotal < s->nguests || !s->ranks)
+		return verr_set(err, "%d guests here of %d: expected 1..%d here", s->nguests, s->ntotal, NA_MAX_GUESTS);
+	for (int k = 0; s->index && k < s->nguests; k++)
+		if (s->index[k] < 0 || s->index[k] >= s->ntotal)
+			return verr_set(err, "guest index %d outside the job's %d guests", s->index[k], s->ntotal);
+	j->s = *s;
+	j->place = calloc((size_t)s->nguests, sizeof(*j->place));
+	j->g = calloc((size_t)s->nguests, sizeof(*j->g));
+	if (!j->place || !j->g)
+		return verr_set(err, "out of memory");
+	for (int k = 0; k < s->nguests; k++) {
+		j->g[k].drv = s->drv;
+		j->g[k].index = guest_index(j, k);
+	}
+	return 0;
+}
+
+/* The job key, /etc/hosts and the Open MPI hostfile of the whole job, read
+ * by every guest at /vhpc; the key is the same on every node (guest 0's
+ * vhpc-rsh reaches every guest's agent with it). */
+static int write_shared(struct na_job *j, struct verr *err)
+{
+	char path[700], hex[2 * CHAN_KEY_LEN + 2], *hosts = NULL, *hostfile = NULL;
+	uint32_t *addrs = calloc((size_t)j->s.ntotal, sizeof(uint32_t));
+	int rc = -1;
+
+	if (!addrs)
+		return verr_set(err, "out of memory");
+	snprintf(j->shared, sizeof(j->shared), "%s/shared", j->jd.path);
+	/* Mount points of the guests' own binds below /vhpc (read-only there). */
+	snprintf(path, sizeof(path), "%s/run", j->shared);
+	if (mkdir_p(path, 0755, err) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/spool", j->shared);
+	if (mkdir_p(path, 0755, err) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/job.key", j->shared);
+	hex_encode(j->s.key, CHAN_KEY_LEN, hex);
+	strcat(hex, "\n");
+	if (write_file_atomic(path, hex, strlen(hex), 0600, err) < 0)
+		goto out;
+	for (int i = 0; i < j->s.ntotal; i++)
+		addrs[i] = j->s.subnet.addr + 2 + (uint32_t)i;
+	hosts = job_hosts_text(addrs, j->s.ntotal);
+	hostfile = job_hostfile_text(j->s.ranks, j->s.ntotal);
+	if (!hosts || !hostfile) {
+		verr_set(err, "out of memory");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s/hosts", j->shared);
+	if (write_file(path, hosts, strlen(hosts), 0644, err) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s/hostfile", j->shared);
+	rc = write_file(path, hostfile, strlen(hostfile), 0644, err);
+out:
+	memset(hex, 0, sizeof(hex));
+	free(addrs);
+	free(hosts);
+	free(hostfile);
+	return rc;
+}
+
+static int make_net(struct na_job *j, struct verr *err)
+{
+	struct na_net_req nr = {
+		.job = j->jd.job, .subnet = j->s.subnet, .nguests = j->s.nguests, .tuning = j->s.tuning,
+		.index = j->s.index, .vni = j->s.vni, .underlay = j->s.underlay,
+		.peers = j->s.peers, .npeers = j->s.npeers, .no_guest_netns = !j->s.drv->guest_netns,
+	};
+
+	if (na_net_create(&nr, &j->net, err) < 0)
+		return -1;
+	j->have_net = true;
+	return 0;
+}
+
+static void log_placement(const struct na_job *j)
+{
+	for (int k = 0; k < j->s.nguests; k++) {
+		char cpus[256];
+		int r = j->s.ranks[j->g[k].index];
+
+		log_info("  g%d: cpus %s, memory on node %d%s, %d rank%s", j->g[k].index,
+			 cpulist_format(j->place[k].cpus, j->place[k].ncpus, cpus, sizeof(cpus)),
+			 j->place[k].nmems ? j->place[k].mems[0] : 0,
+			 j->s.drv->placement_note ? j->s.drv->placement_note(j, k) : "", r, r == 1 ? "" : "s");
+	}
+}
+
+int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err)
+{
+	struct na_place_req req = { 0 };
+
+	if (!j->have_jd)
+		return verr_set(err, "the job dir is not open (na_job_open first)");
+	if (copy_spec(j, s, err) < 0 || (s->drv->check_job && s->drv->check_job(j, err) < 0))
+		return -1;
+	j->emulated = s->emulated;
+	if (cancelled(j, err) || image_ensure(s->image, s->drv->image_flags, &j->img, err) < 0)
+		return -1;
+	log_info("job %s: image %s (%.12s)", j->jd.job, j->img.name, j->img.id);
+	if ((s->drv->image_flags & IMAGE_KVM) && !j->img.kvm)
+		return verr_set(err, "image %s has no kvm parts (kernel, initramfs, ext4 root): give its YAML a kvm: section",
+				j->img.name);
+	req.nguests = s->nguests;
+	req.vcpus = s->vcpus;
+	req.mem = s->mem;
+	req.oversubscribe = s->oversubscribe;
+	/* Reads what other jobs hold, places and records under one lock. */
+	if (cancelled(j, err) || na_place_job(s->topo, &req, &j->jd, j->place, err) < 0)
+		return -1;
+	if (cancelled(j, err) || make_net(j, err) < 0)
+		return -1;
+	if (s->vmshm && s->nguests > 1 &&
+	    na_vmshm_create(&j->jd, s->vmshm_slots, j->vmshm, sizeof(j->vmshm), &j->vmshm_size, err) < 0)
+		return -1;
+	if (write_shared(j, err) < 0)
+		return -1;
+	if (s->spool_size && s->drv->host_spool) {
+		snprintf(j->spool, sizeof(j->spool), "%s/spool", j->jd.path);
+		if (na_mount_small_tmpfs(j->jd.job, j->spool, s->spool_size, err) < 0)
+			return -1;
+		j->spool_mounted = true;
+	}
+	if (s->drv->prepare && s->drv->prepare(j, err) < 0)
+		return -1;
+	log_placement(j);
+	if (j->vmshm[0]) {
+		char sz[32];
+
+		log_info("job %s: vmshm region %s (%s) for %d ranks", j->jd.job, j->vmshm,
+			 fmt_size(j->vmshm_size, sz, sizeof(sz)), s->vmshm_slots);
+	}
+	for (int k = 0; k < s->nguests; k++)
+		if (cancelled(j, err) || s->drv->start(j, k, err) < 0)
+			return -1;
+	if (s->drv->started)
+		s->drv->started(j);
+	return 0;
+}
+
+/* A guest is ready when its agent answers hello with ready: true. */
+static int hello_ready(struct na_job *j, int k, int timeout_ms)
+{
+	struct chan c;
+	struct verr e;
+	char *info = NULL;
+	int hr;
+
+	if (!j->s.drv->reachable(&j->g[k]) || j->s.drv->connect(&j->g[k], &c, j->s.key, timeout_ms, &e) < 0)
+		return 0;
+	hr = gexec_hello(&c, &info, 5000, &e);
+	chan_close(&c);
+	if (hr < 0) {
+		log_debug("guest g%d: hello: %s", j->g[k].index, e.msg);
+		return 0;
+	}
+	struct json_object *o = json_tokener_parse(info), *rd;
+	bool ready = o && json_object_object_get_ex(o, "ready", &rd) && json_object_get_boolean(rd);
+
+	log_debug("guest g%d: %s", j->g[k].index, info);
+	json_object_put(o);
+	free(info);
+	return ready;
+}
+
+int na_job_wait_ready(struct na_job *j, struct verr *err)
+{
+	/* Under emulation a kvm guest never gets there: it is left to run
+	 * until it stops or the job's time is up, so its console can be
+	 * watched. */
+	double limit = j->emulated ? (double)j->s.job_timeout_s
+				   : j->s.drv->ready_seconds(j, j->s.ready_timeout_s > 0 ? j->s.ready_timeout_s : 60);
+	double deadline = now_s() + limit;
+
+	for (int k = 0; k < j->s.nguests; k++)
+		for (;;) {
+			char why[256];
+
+			if (cancelled(j, err))
+				return -1;
+			if (!j->s.drv->running(&j->g[k], why, sizeof(why))) {
+				j->s.drv->log_tail(&j->g[k]);
+				return verr_set(err, "guest g%d stopped before it was ready: %s", j->g[k].index, why);
+			}
+			if (hello_ready(j, k, 1000))
+				break;
+			if (now_s() > deadline) {
+				j->s.drv->log_tail(&j->g[k]);
+				return verr_set(err, "guest g%d did not report ready within %.0f s", j->g[k].index, limit);
+			}
+			usleep(20000);
+		}
+	return 0;
+}
+
+bool na_job_guest_gone(struct na_job *j, char *why, size_t len)
+{
+	for (int k = 0; j->g && k < j->s.nguests; k++) {
+		char how[400];
+
+		if (!j->g[k].priv || !j->s.drv->running(&j->g[k], how, sizeof(how))) {
+			snprintf(why, len, "guest g%d stopped while the job ran: %s", j->g[k].index,
+				 j->g[k].priv ? how : "it was not taken over");
+			return true;
+		}
+	}
+	return false;
+}
+
+int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, struct verr *err)
+{
+	if (k < 0 || k >= j->s.nguests || !j->g || !j->g[k].priv)
+		return verr_set(err, "guest %d of this node was not started", k);
+	return j->s.drv->connect(&j->g[k], c, j->s.key, timeout_ms, err);
+}
+
+const char *na_job_spool(const struct na_job *j)
+{
+	return j->spool[0] ? j->spool : NULL;
+}
+
+void na_job_teardown(struct na_job *j)
+{
+	struct verr e;
+	bool any = false;
+
+	for (int k = 0; j->g && k < j->s.nguests; k++) {
+		struct chan c;
+
+		if (!j->g[k].priv)
+			continue;
+		any = true;
+		/* Asking first lets the agent end its sessions the orderly way
+		 * (a kvm guest then powers off). */
+		if (!j->emulated && j->s.drv->running(&j->g[k], NULL, 0) && j->s.drv->reachable(&j->g[k]) &&
+		    j->s.drv->connect(&j->g[k], &c, j->s.key, 1000, &e) == 0) {
+			gexec_shutdown(&c, &e);
+			chan_close(&c);
+		}
+	}
+	if (any && j->s.drv->stop_all(j, 3000, &e) < 0)
+		log_warn("job %s: stopping guests: %s", j->jd.job, e.msg);
+	if (j->s.drv && j->s.drv->release)
+		j->s.drv->release(j);
+	if (j->spool_mounted && umount2(j->spool, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		log_warn("cannot unmount %s: %s", j->spool, strerror(errno));
+	j->spool_mounted = false;
+	if (j->vmshm[0] && na_vmshm_remove(j->jd.job, &e) < 0)
+		log_warn("%s", e.msg);
+	j->vmshm[0] = 0;
+	if (j->have_net && na_net_destroy(&j->net, &e) < 0)
+		log_warn("job %s: network: %s", j->jd.job, e.msg);
+	j->have_net = false;
+	if (j->have_jd && na_jobdir_remove(&j->jd, &e) < 0)
+		log_warn("job %s: job dir: %s", j->jd.job, e.msg);
+	j->have_jd = false;
+	free(j->place);
+	free(j->g);
+	j->place = NULL;
+	j->g = NULL;
+}
+
+int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s, struct verr *err)
+{
+	memset(j, 0, sizeof(*j));
+	if (na_jobdir_adopt(&j->jd, job, err) < 0)
+		return -1;
+	j->have_jd = true;
+	if (copy_spec(j, s, err) < 0)
+		return -1;
+	j->emulated = s->emulated;
+	snprintf(j->shared, sizeof(j->shared), "%s/shared", j->jd.path);
+	/* What it made, by the naming rules: the teardown needs the names. */
+	snprintf(j->net.job, sizeof(j->net.job), "%s", job);
+	snprintf(j->net.job_netns, sizeof(j->net.job_netns), "vhpc-%s", job);
+	j->net.nguests = s->nguests;
+	for (int k = 0; k < s->nguests; k++) {
+		j->net.index[k] = j->g[k].index;
+		if (s->drv->guest_netns)
+			snprintf(j->net.guest_netns[k], sizeof(j->net.guest_netns[k]), "vhpc-%s-%d", job, j->g[k].index);
+		j->net.guest_addr[k] = s->subnet.addr + 2 + (uint32_t)j->g[k].index;
+	}
+	j->have_net = true;
+	if (s->spool_size && s->drv->host_spool) {
+		snprintf(j->spool, sizeof(j->spool), "%s/spool", j->jd.path);
+		j->spool_mounted = true;
+	}
+	if (s->vmshm && s->nguests > 1)
+		snprintf(j->vmshm, sizeof(j->vmshm), "/dev/shm/vhpc-%s-vmshm", job);
+	/* Every guest that can be taken over is, so the teardown stops it. */
+	int rc = 0;
+
+	for (int k = 0; k < s->nguests; k++) {
+		struct verr e;
+
+		if (s->drv->adopt(j, k, &e) < 0 && rc == 0) {
+			verr_set(err, "guest g%d: %s", j->g[k].index, e.msg);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
+bool na_driver_emulation(const struct na_driver *d)
+{
+	return d && d->emulation;
+}
+
+int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err)
+{
+	*emulated = false;
+	if (!d)
+		return verr_set(err, "no such guest driver");
+	return d->check(allow_emulated && d->emulation, emulated, err);
+}

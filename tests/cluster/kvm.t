@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# timeout: 480
+# needs: hardware-virtualization
+# A cluster job with kvm guests on a 2-node cluster (vhpcd in two network
+# namespaces; in the virtualization lab where the host has no VT-x/AMD-V):
+#  - the guests boot the image's kernel on both nodes and mpirun in g0
+#    starts g1's ranks across the VXLAN job network (TCP between nodes, no
+#    vmshm: the guests are on different nodes);
+#  - the detached mpirun's output comes back over the guest channel;
+#  - kill -9 of the vhpcd of guest 0's node, then a restart: it takes the
+#    VMs over (the same vhpc-hv processes) and the job completes with its
+#    output whole;
+#  - a node lost mid-job ends the job NODE_FAIL and the other node removes
+#    its part;
+#  - nothing of either job is left.
+# Times here are nested/TCG.
+. "$(dirname "$0")/../lib.sh"
+need_root
+for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na vhpc-hv; do
+	[ -x "$BIN/$p" ] || skip_all "$p is not built"
+done
+command -v munged >/dev/null || skip_all "munged is not installed"
+export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
+[ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
+	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
+CL=vck$$
+. "$(dirname "$0")/cluster-lib.sh"
+T=$CL_DIR
+unset VHPC_KVM_ALLOW_EMULATION
+
+cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
+before=$(cl_leftovers)
+for i in 1 2; do cl_node_up $i || fail "node $i starts"; done
+check "two nodes register" cl_wait_nodes_up 2
+
+sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
+KVM=(--driver kvm -N 2 -n 2 --vcpus 1 --mem 384M --timeout 600)
+# 12 numbered lines per guest, one a second: each guest's rank prints its
+# own; then a PingPong across the nodes.
+TICKS='for i in $(seq 12); do echo "$(hostname) tick $i"; sleep 1; done'
+hv_pids() { for f in "$CL_DIR"/run-n*/jobs/"$1"x*/kvm*/pid; do [ -f "$f" ] && echo "$(cat "$f")"; done | sort | tr '\n' ' '; }
+alive() { for p in $1; do [ -d /proc/$p ] && echo -n "$p "; done; }
+wait_output() {  # ID
+	for _ in $(seq 600); do [ "$(job_field "$1" output_bytes)" -gt 0 ] 2>/dev/null && return 0; sleep 0.2; done
+	return 1
+}
+
+# -- a kvm job across the two nodes, and a vhpcd restart under it --------
+t0=$(date +%s%N)
+J=$(sub "${KVM[@]}" -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$TICKS; exec vhpc-mpibench -msglog 0:10 PingPong")
+check_match "the job is accepted" '^[0-9]+$' "$J"
+check "job $J runs" wait_state "$J" RUNNING 300
+diag "submit to RUNNING: $(( ($(date +%s%N) - t0) / 1000000 )) ms (two VMs booting, nested/TCG)"
+check_eq "one guest on each node" "n1 n2" \
+	"$(job_json "$J" | grep -o '"guest":[01],"node":"n[0-9]"' | sed 's/.*"\(n[0-9]\)"/\1/' | sort | tr '\n' ' ' | sed 's/ $//')"
+check "some of its output has arrived" wait_output "$J"
+pids=$(hv_pids "$J")
+check_match "two vhpc-hv ($pids)" '^[0-9]+ [0-9]+ $' "$pids"
+n0=$(job_json "$J" | grep -o '"guest":0,"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/')
+cl_node_kill "$n0" KILL
+sleep 1
+check_eq "node $n0's vhpcd is dead (kill -9), the VMs run on" "$pids" "$(alive "$pids")"
+cl_node_up "$n0"
+log=$(cat "$CL_DIR/n$n0.log")
+check_match "the restarted vhpcd takes the VM over" "guest g0: vhpc-hv pid [0-9]+ taken over" "$log"
+check_match "... and the job" "job $J \([0-9a-z]+\): taken over after a restart: 1 guest, running" "$log"
+check_match "... and re-attaches to its mpirun" "job $J: re-attached to mpirun in g0" "$log"
+check_eq "the same vhpc-hv processes run" "$pids" "$(hv_pids "$J")"
+vc wait "$J"
+check_eq "the job completes with exit status 0" 0 "$?"
+vc output "$J" >"$T/j1.out"
+check "its output is whole: every line of both guests, each once" cl_ticks_ok "$T/j1.out"
+check "the PingPong across the nodes ran" vhpc-imbcheck -expect PingPong@2 "$T/j1.out"
+check_match "the ranks talk TCP between the nodes" "Using tcp btl" "$(cat "$T/j1.out")"
+check_eq "and never vmshm (no two guests share a node)" 0 "$(grep -c 'Using vmshm btl' "$T/j1.out")"
+for i in 1 2; do
+	for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
+done
+check_eq "no vhpc-hv of the job is left" "" "$(alive "$pids")"
+
+# -- a node lost mid-job ---------------------------------------------------
+J=$(sub "${KVM[@]}" -- sleep 600)
+check "job $J runs" wait_state "$J" RUNNING 300
+nodes=$(job_json "$J" | grep -o '"guest":[01],"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/' | tr '\n' ' ')
+live=$(echo $nodes | cut -d' ' -f1); dead=$(echo $nodes | cut -d' ' -f2)
+pids=$(hv_pids "$J")
+cl_node_kill "$dead" KILL
+ip netns del "$CL-n$dead"
+check "the job ends NODE_FAIL" wait_state "$J" NODE_FAIL 30
+check_match "the reason names the node" "node n$dead failed" "$(job_json "$J")"
+for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$live/jobs")" ] && break; sleep 0.1; done
+check_eq "the surviving node removed its part" "" "$(ls "$CL_DIR/run-n$live/jobs")"
+# The dead node's VM is still a process of this machine: what its reboot
+# would end, its cleanup ends here.
+VHPC_RUN_DIR=$CL_DIR/run-n$dead "$BIN/vhpc-na" cleanup >/dev/null 2>&1
+check_eq "no vhpc-hv of the job is left" "" "$(alive "$pids")"
+cl_node_net "$dead"
+check_eq "nothing is left of either job" "$before" "$(cl_leftovers)"
+lab_check "$CL_DIR"/*.log "$T"/*.out
+done_testing
