@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 480
+# timeout: 300
 # needs: hardware-virtualization
 # A cluster job with kvm guests on a 2-node cluster (vhpcd in two network
 # namespaces; in the virtualization lab where the host has no VT-x/AMD-V):
@@ -10,9 +10,9 @@
 #  - kill -9 of the vhpcd of guest 0's node, then a restart: it takes the
 #    VMs over (the same vhpc-hv processes) and the job completes with its
 #    output whole;
-#  - a node lost mid-job ends the job NODE_FAIL and the other node removes
-#    its part;
-#  - nothing of either job is left.
+#  - nothing of the job is left.
+# A node lost mid-job: kvm-nodefail.t (one lab VM per file, so a lab crash
+# costs one short retry).
 # Times here are nested/TCG.
 . "$(dirname "$0")/../lib.sh"
 need_root
@@ -78,23 +78,6 @@ for i in 1 2; do
 done
 check_eq "no vhpc-hv of the job is left" "" "$(alive "$pids")"
 
-# -- a node lost mid-job ---------------------------------------------------
-J=$(sub "${KVM[@]}" -- sleep 600)
-check "job $J runs" wait_state "$J" RUNNING 300
-nodes=$(job_json "$J" | grep -o '"guest":[01],"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/' | tr '\n' ' ')
-live=$(echo $nodes | cut -d' ' -f1); dead=$(echo $nodes | cut -d' ' -f2)
-pids=$(hv_pids "$J")
-cl_node_kill "$dead" KILL
-ip netns del "$CL-n$dead"
-check "the job ends NODE_FAIL" wait_state "$J" NODE_FAIL 30
-check_match "the reason names the node" "node n$dead failed" "$(job_json "$J")"
-for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$live/jobs")" ] && break; sleep 0.1; done
-check_eq "the surviving node removed its part" "" "$(ls "$CL_DIR/run-n$live/jobs")"
-# The dead node's VM is still a process of this machine: what its reboot
-# would end, its cleanup ends here.
-VHPC_RUN_DIR=$CL_DIR/run-n$dead "$BIN/vhpc-na" cleanup >/dev/null 2>&1
-check_eq "no vhpc-hv of the job is left" "" "$(alive "$pids")"
-cl_node_net "$dead"
-check_eq "nothing is left of either job" "$before" "$(cl_leftovers)"
+check_eq "nothing is left of the job" "$before" "$(cl_leftovers)"
 lab_check "$CL_DIR"/*.log "$T"/*.out
 done_testing

@@ -3,7 +3,8 @@
 # The virtualization lab itself: a command runs in an L1 VM with AMD-V, in
 # the caller's directory and environment, on the host's files; its output
 # streams back, its status is the lab's; a crashed L1 and a command over
-# its time are lab failures (125) that say so; bad options start nothing;
+# its time are lab failures (125) that say so, and so is a hung L1 (an RCU
+# stall report), at once; bad options start nothing;
 # and after every run no QEMU, virtiofsd or scratch folder is left.
 . "$(dirname "$0")/../lib.sh"
 need_root
@@ -54,6 +55,17 @@ rc=$?
 check_eq "a crashed L1 ends the lab with 125" 125 "$rc"
 check_match "and it says L1's kernel crashed" "lab failure: L1's kernel crashed" "$(cat "$W/err")"
 check_eq "nothing is left after a crash" "" "$(leftovers)"
+
+# A hung L1 CPU (RCU stall report on the console) ends the lab at once,
+# not at the time-out: here the report is written by hand, at error level.
+t0=$SECONDS
+"$LAB" --timeout 300 -- sh -c 'echo "<3>rcu: INFO: rcu_preempt detected stalls on CPUs/tasks: (written by lab.t)" >/dev/kmsg; sleep 280' \
+	>"$W/out" 2>"$W/err"
+rc=$?
+check_eq "a hung L1 ends the lab with 125" 125 "$rc"
+check_match "and it says L1 hung" "lab failure: L1 hung: .*rcu_preempt detected stalls" "$(cat "$W/err")"
+check "long before the time-out ($((SECONDS - t0)) s of 300)" test $((SECONDS - t0)) -lt 120
+check_eq "nothing is left after a hang" "" "$(leftovers)"
 
 "$LAB" --timeout 25 -- sleep 600 >"$W/out" 2>"$W/err"
 rc=$?

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# timeout: 240
+# needs: hardware-virtualization
+# A kvm cluster job that loses a node (see kvm.t): 2 nodes, vhpcd in two
+# network namespaces, in the virtualization lab where the host has no
+# VT-x/AMD-V:
+#  - the node of guest 1 dies mid-job (its vhpcd and namespace gone): the
+#    job ends NODE_FAIL, the other node removes its part, nothing is left.
+# Times here are nested/TCG.
+. "$(dirname "$0")/../lib.sh"
+need_root
+for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na vhpc-hv; do
+	[ -x "$BIN/$p" ] || skip_all "$p is not built"
+done
+command -v munged >/dev/null || skip_all "munged is not installed"
+export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
+[ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
+	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
+CL=vcf$$
+. "$(dirname "$0")/cluster-lib.sh"
+T=$CL_DIR
+unset VHPC_KVM_ALLOW_EMULATION
+
+cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
+before=$(cl_leftovers)
+for i in 1 2; do cl_node_up $i || fail "node $i starts"; done
+check "two nodes register" cl_wait_nodes_up 2
+
+sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
+KVM=(--driver kvm -N 2 -n 2 --vcpus 1 --mem 384M --timeout 600)
+hv_pids() { for f in "$CL_DIR"/run-n*/jobs/"$1"x*/kvm*/pid; do [ -f "$f" ] && echo "$(cat "$f")"; done | sort | tr '\n' ' '; }
+alive() { for p in $1; do [ -d /proc/$p ] && echo -n "$p "; done; }
+
+# -- a node lost mid-job ---------------------------------------------------
+J=$(sub "${KVM[@]}" -- sleep 600)
+check "job $J runs" wait_state "$J" RUNNING 300
+nodes=$(job_json "$J" | grep -o '"guest":[01],"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/' | tr '\n' ' ')
+live=$(echo $nodes | cut -d' ' -f1); dead=$(echo $nodes | cut -d' ' -f2)
+pids=$(hv_pids "$J")
+cl_node_kill "$dead" KILL
+ip netns del "$CL-n$dead"
+check "the job ends NODE_FAIL" wait_state "$J" NODE_FAIL 30
+check_match "the reason names the node" "node n$dead failed" "$(job_json "$J")"
+for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$live/jobs")" ] && break; sleep 0.1; done
+check_eq "the surviving node removed its part" "" "$(ls "$CL_DIR/run-n$live/jobs")"
+# The dead node's VM is still a process of this machine: what its reboot
+# would end, its cleanup ends here.
+VHPC_RUN_DIR=$CL_DIR/run-n$dead "$BIN/vhpc-na" cleanup >/dev/null 2>&1
+check_eq "no vhpc-hv of the job is left" "" "$(alive "$pids")"
+cl_node_net "$dead"
+check_eq "nothing is left of the job" "$before" "$(cl_leftovers)"
+lab_check "$CL_DIR"/*.log
+done_testing
