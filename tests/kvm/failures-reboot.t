@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 180
+# timeout: 300
 # needs: hardware-virtualization
 # A kvm job ends cleanly, says what happened and leaves nothing, after a
 # reboot inside a guest and after Ctrl-C (see failures.t).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 180
+# timeout: 300
 # needs: hardware-virtualization
 # A kvm job ends cleanly, says what happened and leaves nothing, when one
 # vhpc-hv is killed with SIGKILL mid-job and when a guest's kernel panics.

@@ -30,6 +30,10 @@ start_job() {
 		sleep 0.2
 	done
 	job=$(job_id_of "$T/$name.err")
+	# Not ready in time and still waiting: say where each guest got to.
+	grep -q 'guests\? ready in' "$T/$name.err" || ! kill -0 $pid 2>/dev/null ||
+		diag "$name: no guest ready after 120 s; the consoles' last lines:" \
+			"$(tail -n 15 "$VHPC_RUN_DIR"/jobs/*/kvm*/serial 2>/dev/null)"
 }
 # ends_within SECONDS: vhpc ($pid) ends in time; sets rc.
 ends_within() {
