@@ -15,31 +15,11 @@
 # costs one short retry).
 # Times here are nested/TCG.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na vhpc-hv; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
-export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
-[ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
-	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
 CL=vck$$
-. "$(dirname "$0")/cluster-lib.sh"
-T=$CL_DIR
-unset VHPC_KVM_ALLOW_EMULATION
-
-cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
-before=$(cl_leftovers)
-for i in 1 2; do cl_node_up $i || fail "node $i starts"; done
-check "two nodes register" cl_wait_nodes_up 2
-
-sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
-KVM=(--driver kvm -N 2 -n 2 --vcpus 1 --mem 384M --timeout 600)
+. "$(dirname "$0")/kvm-lib.sh"
 # 12 numbered lines per guest, one a second: each guest's rank prints its
 # own; then a PingPong across the nodes.
 TICKS='for i in $(seq 12); do echo "$(hostname) tick $i"; sleep 1; done'
-hv_pids() { for f in "$CL_DIR"/run-n*/jobs/"$1"x*/kvm*/pid; do [ -f "$f" ] && echo "$(cat "$f")"; done | sort | tr '\n' ' '; }
-alive() { for p in $1; do [ -d /proc/$p ] && echo -n "$p "; done; }
 wait_output() {  # ID
 	for _ in $(seq 600); do [ "$(job_field "$1" output_bytes)" -gt 0 ] 2>/dev/null && return 0; sleep 0.2; done
 	return 1
