@@ -22,7 +22,7 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
-CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I. -Ilib $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null) -fno-strict-aliasing \
+CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I. $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null) -fno-strict-aliasing \
             -fstack-protector-strong -MMD -MP $(EXTRA_CFLAGS)
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZFLAGS:= -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1
@@ -93,7 +93,7 @@ define fuzzer
 $(B)/fuzz/$(1): $(2) $(LIB_SRCS)
 	@mkdir -p $$(@D)
 	$$(call say,FUZZ,$$@)
-	$$(Q)$$(CLANG) $$(FUZZFLAGS) -std=gnu11 -D_GNU_SOURCE -DVHPC_FUZZING -I. -Ilib $(4) -o $$@ $(2) $(LIB_SRCS) $(3) $$(LIBVHPC_LIBS)
+	$$(Q)$$(CLANG) $$(FUZZFLAGS) -std=gnu11 -D_GNU_SOURCE -DVHPC_FUZZING -I. $(4) -o $$@ $(2) $(LIB_SRCS) $(3) $$(LIBVHPC_LIBS)
 FUZZERS += $(B)/fuzz/$(1)
 endef
 

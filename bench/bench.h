@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "vhpc.h"
+#include "lib/err.h"
 
 /* ------------------------------------------------------------------ rules */
 

@@ -3,6 +3,7 @@
  * IMB-MPI1 (or vhpc-mpibench), whatever the machine.  Printed numbers carry
  * two decimals, so every comparison allows the rounding of both sides.
  */
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -8,6 +8,9 @@
  * chatter), so lines that are plainly not IMB's are counted and skipped;
  * anything that claims to be part of a table must be well formed.
  */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include <stdarg.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>

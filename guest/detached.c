@@ -13,6 +13,10 @@
  * (JSON, replaced atomically).  Clients ask for that state (status, wait)
  * and signal the command (kill) from any later connection.
  */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include "internal.h"
 
 #include <dirent.h>

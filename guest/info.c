@@ -3,6 +3,11 @@
  * check that it is the guest they think (hostname, namespaces) and that it
  * got the placement it was given (CPUs, memory nodes), and addresses.
  */
+#include "lib/clock.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
 #include "internal.h"
 
 #include <arpa/inet.h>

@@ -16,7 +16,8 @@
 #include <signal.h>
 #include <stdio.h>
 
-#include "vhpc.h"
+#include "lib/err.h"
+#include "lib/gexec.h"
 
 #define GD_PROTO_VERSION   1
 #define GD_MAX_LISTEN      8

@@ -5,6 +5,11 @@
  * container's PID 1: it adopts and reaps orphans, and SIGTERM stops every
  * session's command (TERM, grace, KILL) before it exits 0.
  */
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include "internal.h"
 
 #include <arpa/inet.h>

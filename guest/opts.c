@@ -5,6 +5,11 @@
  * settings in /proc/cmdline: dotted words there are module parameters to
  * the kernel and never reach init's argv.
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/gexec.h"
+#include "lib/parse.h"
 #include "internal.h"
 
 #include <errno.h>

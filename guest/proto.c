@@ -3,6 +3,9 @@
  * the key does not make a request well-formed, so everything is checked
  * here and every rejection names the field and what was expected.
  */
+#include "lib/chan.h"
+#include "lib/err.h"
+#include "lib/parse.h"
 #include "internal.h"
 
 #include <limits.h>

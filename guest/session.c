@@ -15,6 +15,10 @@
  * timer) so that it happens even while the session is blocked sending to a
  * slow client.
  */
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
 #include "internal.h"
 
 #include <errno.h>

@@ -6,6 +6,7 @@
  * A failed chdir or exec is reported through a close-on-exec pipe, so the
  * client gets "cannot execute X: why" instead of a bare 127.
  */
+#include "lib/err.h"
 #include "internal.h"
 
 #include <errno.h>

@@ -2,6 +2,9 @@
  * SRAT/SLIT when the guest has more than one node.  They are written at
  * GPA_ACPI, inside the reserved e820 range below 1 MiB, so legacy RSDP
  * scans find them too. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include "vm.h"
 #include "aml.h"
 #include "layout.h"

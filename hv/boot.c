@@ -2,6 +2,9 @@
  * protocol (zero page, e820, cmdline, initrd, RSDP), or an ELF vmlinux
  * through PVH (hvm_start_info).  Every byte goes through the bounds-checked
  * guest-memory API, and every file offset is checked against the file. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include "vm.h"
 #include "layout.h"
 

@@ -1,7 +1,13 @@
 /* Command line and YAML settings of vhpc-hv, and the plan made from them:
  * guest nodes, which vCPU sits where, and the APIC IDs of the topology. */
+#include <stdint.h>
 #include "config.h"
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 
+#include <stddef.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -3,10 +3,12 @@
 #ifndef HV_CONFIG_H
 #define HV_CONFIG_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "hv.h"
-#include "vhpc.h"
+#include "lib/config.h"
+#include "lib/err.h"
 
 struct opt_node {              /* YAML: host_node may be absent */
 	long long v;

@@ -1,6 +1,12 @@
 /* The control socket: a unix stream socket (mode 0600, peers checked with
  * SO_PEERCRED) speaking one JSON object per line (hv/hv.h).  It lives in
  * the main loop, so requests are handled one at a time. */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 #include "vm.h"
 
 #include <errno.h>

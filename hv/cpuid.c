@@ -3,6 +3,7 @@
  * in every leaf a guest may read it from: 0x1, 0x4, 0xB, 0x1F, 0x80000008,
  * 0x8000001D and 0x8000001E.  The APIC IDs are the ones MADT and SRAT carry
  * (seed 001: a guest scheduler needs a topology it can trust). */
+#include "lib/err.h"
 #include "vm.h"
 
 #include <stdlib.h>

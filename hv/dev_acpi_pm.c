@@ -1,6 +1,8 @@
 /* Hardware-reduced ACPI power management: the FADT sleep control/status
  * registers (S5 = power off) and a Generic Event Device whose interrupt
  * carries power-button presses, plus their DSDT entries. */
+#include "lib/err.h"
+#include "lib/log.h"
 #include "vm.h"
 #include "aml.h"
 #include "layout.h"

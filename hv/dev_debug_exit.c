@@ -1,5 +1,6 @@
 /* The test-guest exit port (only with --debug-exit): a byte V written to
  * HV_DEBUG_EXIT_PORT ends vhpc-hv with HV_EXIT_DEBUG_BASE + (V & 63). */
+#include "lib/err.h"
 #include "vm.h"
 #include "layout.h"
 

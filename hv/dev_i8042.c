@@ -1,6 +1,7 @@
 /* The i8042 keyboard controller, only as far as resets go: the 0xfe pulse
  * command on port 0x64 (also the FADT reset register), and writing the
  * output port with the reset line low.  No keyboard is attached. */
+#include "lib/err.h"
 #include "vm.h"
 #include "layout.h"
 

@@ -13,6 +13,9 @@
  *   --shm path=FILE[,size=SIZE]          (YAML: shm: [{path:, size:}])
  *
  * Write-back caching in the guest: see hv/README.md ("Shared memory"). */
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/log.h"
 #include "pci.h"
 
 #include <errno.h>

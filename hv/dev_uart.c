@@ -2,6 +2,9 @@
  * (stdout, a file, or nowhere); input comes from stdin when the backend is
  * stdio.  Enough of the chip for Linux's 8250 driver to detect a 16550A
  * (FIFO bits in IIR, scratch register, loopback) and run it by interrupt. */
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/log.h"
 #include "vm.h"
 #include "layout.h"
 

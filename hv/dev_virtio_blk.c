@@ -6,6 +6,9 @@
  * locked (flock) so two guests cannot write one image by mistake.
  *
  *   --blk path=FILE[,ro][,serial=STR]      (YAML: blk: [{path:, ro:, serial:}]) */
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/log.h"
 #include "virtio.h"
 
 #include <errno.h>

@@ -4,6 +4,10 @@
  * through the config space are supported too.
  *
  *   --console [stdio|none|file:PATH]      (YAML: console: "file:/x" or {to: ...}) */
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/log.h"
 #include "virtio.h"
 
 #include <errno.h>

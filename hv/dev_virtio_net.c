@@ -13,6 +13,10 @@
  *
  *   --net tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N]
  *   YAML: net: [{tap: NAME, mac: MAC, mtu: N, queues: N}] */
+#include "lib/bytes.h"
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/log.h"
 #include "virtio.h"
 
 #include <errno.h>

@@ -12,6 +12,9 @@
  * receive buffers.  All state lives in the device thread.
  *
  *   --vsock cid=N,uds=PATH                (YAML: vsock: {cid: N, uds: PATH}) */
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/log.h"
 #include "virtio.h"
 
 #include <errno.h>

@@ -2,6 +2,9 @@
  * command-line form `--NAME k=v,k=v,flag,positional` bound through the same
  * cf_schema as the YAML form, and the per-instance checks. */
 #include "config.h"
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/parse.h"
 
 #include <stdlib.h>
 #include <string.h>

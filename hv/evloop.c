@@ -7,6 +7,7 @@
  *
  * With vm->manual_loops (fuzzer, benchmark) no thread is started: the
  * caller dispatches with evloop_run_once/evloop_run_all. */
+#include "lib/err.h"
 #include "vm.h"
 
 #include <errno.h>

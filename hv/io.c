@@ -1,6 +1,7 @@
 /* Port I/O and MMIO dispatch: devices register address ranges; vCPU exits
  * find the range by binary search under a read lock, so devices (PCI BARs)
  * may move while the guest runs. */
+#include "lib/err.h"
 #include "vm.h"
 
 #include <stdlib.h>

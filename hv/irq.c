@@ -5,6 +5,7 @@
  * KVM's default entries (PIC and IOAPIC pins) that the UART and the GED
  * use.  Without KVM everything here fails softly and MSIs are only
  * counted (fuzzer, benchmark). */
+#include "lib/log.h"
 #include "vm.h"
 #include "layout.h"
 

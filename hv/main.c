@@ -1,5 +1,9 @@
 /* vhpc-hv: set up one KVM guest, run it, and exit with a status that says
  * how it ended (hv/hv.h). */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/hwvirt.h"
+#include "lib/log.h"
 #include "vm.h"
 #include "layout.h"
 

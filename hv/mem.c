@@ -2,9 +2,14 @@
  * strictly to its host node with mbind, prefaulted by parallel threads with
  * MADV_POPULATE_WRITE so that a short hugepage pool is an error at start and
  * never a SIGBUS later (seed 002: allocation cost per GiB matters). */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
 #include "vm.h"
 #include "layout.h"
 
+#include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/memfd.h>

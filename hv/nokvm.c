@@ -3,6 +3,7 @@
  * (guest memory through gm_*, interrupts counted instead of injected);
  * with manual loops their threads are replaced by evloop_run_all().  Used
  * by the fuzzers and the virtio-net benchmark. */
+#include "lib/err.h"
 #include "vm.h"
 
 #include <string.h>

@@ -5,6 +5,8 @@
  * moves them, and MSI-X tables.  Everything a guest writes here is a
  * config register or a table entry: widths, offsets and BAR values are
  * masked, never trusted. */
+#include "lib/err.h"
+#include "lib/log.h"
 #include "pci.h"
 #include "aml.h"
 #include "layout.h"

@@ -5,6 +5,7 @@
 #ifndef HV_PCI_H
 #define HV_PCI_H
 
+#include "lib/err.h"
 #include "vm.h"
 
 #define PCI_CFG_SIZE      4096

@@ -8,6 +8,7 @@
  * place after listen() closes that window: rename is atomic, and a bound
  * socket keeps working under its new name.
  */
+#include "lib/err.h"
 #include "vm.h"
 
 #include <errno.h>

@@ -1,5 +1,8 @@
 /* vCPU threads: creation, boot registers and MSRs, pinning, the KVM_RUN
  * loop with its exits, and the kick/park machinery for pause and stop. */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
 #include "vm.h"
 #include "layout.h"
 

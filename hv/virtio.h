@@ -10,6 +10,7 @@
 #ifndef HV_VIRTIO_H
 #define HV_VIRTIO_H
 
+#include "lib/err.h"
 #include "pci.h"
 #include "virtq.h"
 

@@ -2,6 +2,8 @@
  * struct virtio_pci_common_cfg; every access width the guest may use is
  * handled by assembling the register block into bytes, applying the write,
  * and acting on the fields it touched. */
+#include "lib/err.h"
+#include "lib/log.h"
 #include "virtio.h"
 
 #include <errno.h>

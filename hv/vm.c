@@ -1,5 +1,7 @@
 /* VM-wide helpers shared by devices and vCPUs: the exit decision, main-loop
  * fd watches, interrupt lines, DSDT hooks and the device registry. */
+#include "lib/err.h"
+#include "lib/log.h"
 #include "vm.h"
 
 #include <stdarg.h>

@@ -3,6 +3,8 @@
 #ifndef HV_VM_H
 #define HV_VM_H
 
+#include "config.h"
+#include "lib/err.h"
 #include <linux/kvm.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,7 +12,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "config.h"
 
 /* ------------------------------------------------------------ guest memory */
 

@@ -7,7 +7,12 @@
  * u32 length || payload).  The session nonce is 16 random bytes from each
  * side, so neither end alone can make a session repeat an earlier one.
  */
-#include "vhpc.h"
+#include "lib/chan.h"
+#include "lib/bytes.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/fsutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

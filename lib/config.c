@@ -3,8 +3,12 @@
  * by schema tables.  The loader keeps every node's start mark, which is what
  * lets each error name file:line:column.
  */
-#include "vhpc.h"
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
-#include "vhpc.h"
+#include "lib/err.h"
 
+#include <stdarg.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,13 @@
  * checked: a guest is hostile until proven otherwise, even one that holds
  * the job key.
  */
-#include "vhpc.h"
+#include "lib/gexec.h"
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 
 #include <errno.h>
 #include <fcntl.h>

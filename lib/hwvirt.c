@@ -2,7 +2,9 @@
  * have a software KVM (kvm_pvm), under which ordinary guest code runs through
  * the instruction emulator; the kvm driver must know before it promises a
  * guest that boots in seconds. */
-#include "vhpc.h"
+#include "lib/hwvirt.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
 
 #include <fcntl.h>
 #include <linux/kvm.h>

@@ -1,6 +1,7 @@
 /* What every guest of a job reads about the others, formatted in one place
  * for whoever writes it (the node agent on each node, the launch plan). */
-#include "vhpc.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,12 @@
 /* Job specifications and the cluster file: the two configs every component
  * reads, so their schemas live here once. */
-#include "vhpc.h"
+#include "lib/jobspec.h"
+#include "lib/cluster.h"
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
 
 #include <limits.h>
 #include <stdio.h>

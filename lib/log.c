@@ -1,4 +1,4 @@
-#include "vhpc.h"
+#include "lib/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

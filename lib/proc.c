@@ -1,7 +1,10 @@
 /* Running helper programs (ldd, runc, dpkg) without a shell, so arguments
  * are never re-parsed, and with their output captured for error messages. */
-#include "vhpc.h"
+#include "lib/proc.h"
+#include "lib/clock.h"
+#include "lib/err.h"
 
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

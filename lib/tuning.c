@@ -1,6 +1,11 @@
 /* Tuning profiles: MTU, NIC offloads and per-netns sysctls for job networks
  * (seed 000: the guest network stack needs the same care as the host's). */
-#include "vhpc.h"
+#include "lib/tuning.h"
+#include "lib/config.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
 
 #include <limits.h>
 #include <stdio.h>

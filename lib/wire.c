@@ -6,7 +6,12 @@
  * Frame: u32 big-endian length | munge credential (ASCII).
  * Payload: {"v": WIRE_VERSION, "type": "...", ...}.
  */
-#include "vhpc.h"
+#include "lib/wire.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,7 +4,9 @@
  * message.  What is the same for vhpc-ctld and vhpcd lives here: naming the
  * peer, the receive deadline, rejecting what fails to decode, replying.
  */
-#include "vhpc.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -3,6 +3,9 @@
  * cgroup v1 hybrid (one mount per controller, plus name=systemd and the
  * cgroup2 "unified" mount), and runc creates its path in each of them.
  */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include "na.h"
 
 #include <dirent.h>

@@ -3,6 +3,12 @@
  * <job dir>/g<index>/ (config.json, and rootfs: a read-only bind of the
  * image's rootfs, so not even runc's set-up can write into a shared image).
  */
+#include "lib/clock.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 #include "na.h"
 
 #include <errno.h>
@@ -91,7 +97,7 @@ static int read_pid(const char *path, pid_t *pid, struct verr *err)
 static int verify_cpuset(const struct na_ctr_spec *s, struct verr *err)
 {
 	char **mnts, want[2048], *got;
-	int n, ids[NA_MAX_VCPUS], k = 0, checked = 0, rc = 0;
+	int n, ids[VHPC_MAX_VCPUS], k = 0, checked = 0, rc = 0;
 	size_t len;
 
 	for (int i = 0; i < s->place->ncpus; i++) {
@@ -152,8 +158,8 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 	*out = NULL;
 	if (na_job_check(s->job, err) < 0)
 		return -1;
-	if (s->index < 0 || s->index >= NA_MAX_GUESTS)
-		return verr_set(err, "guest index %d; 0..%d allowed", s->index, NA_MAX_GUESTS - 1);
+	if (s->index < 0 || s->index >= VHPC_MAX_GUESTS)
+		return verr_set(err, "guest index %d; 0..%d allowed", s->index, VHPC_MAX_GUESTS - 1);
 	na_job_path(s->job, jobdir, sizeof(jobdir));
 	if (!na_jobdir_alive(s->job))
 		return verr_set(err, "guest %s-%d: job dir %s is not held by a live owner (na_jobdir_create first)",
@@ -259,8 +265,8 @@ int na_ctr_adopt(const char *job, int index, struct na_ctr **out, struct verr *e
 	*out = NULL;
 	if (na_job_check(job, err) < 0)
 		return -1;
-	if (index < 0 || index >= NA_MAX_GUESTS)
-		return verr_set(err, "guest index %d; 0..%d allowed", index, NA_MAX_GUESTS - 1);
+	if (index < 0 || index >= VHPC_MAX_GUESTS)
+		return verr_set(err, "guest index %d; 0..%d allowed", index, VHPC_MAX_GUESTS - 1);
 	if (!na_jobdir_alive(job))
 		return verr_set(err, "guest %s-%d: hold the job dir first (na_jobdir_adopt)", job, index);
 	c = calloc(1, sizeof(*c));

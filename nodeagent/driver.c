@@ -1,5 +1,8 @@
 /* Which guest driver a job gets (DESIGN.md "Guest drivers"), and the
  * table of drivers (drivers.h). */
+#include "lib/err.h"
+#include "lib/hwvirt.h"
+#include "lib/jobspec.h"
 #include "drivers.h"
 
 #include <stdio.h>

@@ -8,6 +8,9 @@
 #ifndef VHPC_NA_DRIVERS_H
 #define VHPC_NA_DRIVERS_H
 
+#include "lib/chan.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
 #include "na.h"
 
 struct na_driver {

@@ -7,6 +7,13 @@
  * socket, /etc/hosts from the shared dir, guest 0's spool at /vhpc/spool
  * when the job has one, the vmshm region when there is one.
  */
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/gexec.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
 #include "drivers.h"
 
 #include <errno.h>
@@ -63,7 +70,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 	int gi = j->g[k].index;
 	char name[16], listen[48], ip[20], hosts[600];
 	const char *argv[14] = {
-		NA_GUEST_BIN "/vhpc-guestd", "--init", "--name", name, "--listen", listen,
+		VHPC_GUEST_BIN "/vhpc-guestd", "--init", "--name", name, "--listen", listen,
 		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key", NULL
 	};
 	struct na_guest_env env;
@@ -92,7 +99,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 		argv[12] = NULL;
 	}
 	if (vmshm)
-		binds[s.nbinds++] = (struct na_bind){ j->vmshm, NA_VMSHM_GUEST_PATH, false };
+		binds[s.nbinds++] = (struct na_bind){ j->vmshm, VHPC_VMSHM_GUEST_PATH, false };
 	s.job = j->jd.job;
 	s.index = gi;
 	s.hostname = name;

@@ -5,6 +5,11 @@
  * hugepage plan, the vmshm region as a power-of-two BAR, the job's config
  * disk, a scratch disk per guest.
  */
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
 #include "drivers.h"
 
 #include <limits.h>
@@ -16,7 +21,7 @@
 
 struct kvm_job {
 	char config_disk[PATH_MAX];
-	int *cpu_node;             /* host node of each placed CPU, NA_MAX_VCPUS per guest */
+	int *cpu_node;             /* host node of each placed CPU, VHPC_MAX_VCPUS per guest */
 	bool *huge;                /* guest k's RAM in hugepages */
 };
 
@@ -47,22 +52,22 @@ static double ready_seconds(const struct na_job *j, double on_hardware)
 
 static int prepare(struct na_job *j, struct verr *err)
 {
-	struct na_numa_info nodes[NA_MAX_NODES];
+	struct na_numa_info nodes[VHPC_MAX_NODES];
 	struct kvm_job *kj = calloc(1, sizeof(*kj));
 	struct na_guest_env env;
-	int nn = na_topo_numa(j->s.topo, nodes, NA_MAX_NODES);
+	int nn = na_topo_numa(j->s.topo, nodes, VHPC_MAX_NODES);
 
 	if (!kj)
 		return verr_set(err, "out of memory");
 	j->drv_job = kj;
-	kj->cpu_node = calloc((size_t)j->s.nguests * NA_MAX_VCPUS, sizeof(int));
+	kj->cpu_node = calloc((size_t)j->s.nguests * VHPC_MAX_VCPUS, sizeof(int));
 	kj->huge = calloc((size_t)j->s.nguests, sizeof(bool));
 	if (!kj->cpu_node || !kj->huge)
 		return verr_set(err, "out of memory");
 	for (int k = 0; k < j->s.nguests; k++)
-		if (na_kvm_cpu_nodes(j->s.topo, &j->place[k], kj->cpu_node + (size_t)k * NA_MAX_VCPUS, err) < 0)
+		if (na_kvm_cpu_nodes(j->s.topo, &j->place[k], kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, err) < 0)
 			return -1;
-	na_kvm_plan_hugepages(nodes, nn < NA_MAX_NODES ? nn : NA_MAX_NODES, j->place, j->s.nguests, j->s.mem, kj->huge);
+	na_kvm_plan_hugepages(nodes, nn < VHPC_MAX_NODES ? nn : VHPC_MAX_NODES, j->place, j->s.nguests, j->s.mem, kj->huge);
 	/* A VM sees the region as a PCI BAR: a power of two. */
 	if (j->vmshm[0] && na_kvm_vmshm_fit(j->vmshm, &j->vmshm_size, err) < 0)
 		return -1;
@@ -85,7 +90,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 	char name[16], scratch[PATH_MAX];
 	struct na_kvm_spec s = {
 		.job = j->jd.job, .index = j->g[k].index, .name = name, .img = &j->img, .place = &j->place[k],
-		.cpu_node = kj->cpu_node + (size_t)k * NA_MAX_VCPUS, .mem = j->s.mem, .hugepages = kj->huge[k],
+		.cpu_node = kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, .mem = j->s.mem, .hugepages = kj->huge[k],
 		.addr = j->net.guest_addr[k], .prefix = j->net.prefix, .mtu = j->net.mtu,
 		.guest_port = j->s.guest_port, .config_disk = kj->config_disk,
 		.vmshm = j->vmshm[0] ? j->vmshm : NULL, .emulated = j->emulated,

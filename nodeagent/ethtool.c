@@ -8,6 +8,8 @@
  * "tso: false" also turns off TSO variants newer than the legacy ioctls
  * know about (tx-tcp-accecn-segmentation).
  */
+#include "lib/err.h"
+#include "lib/tuning.h"
 #include "na.h"
 
 #include <errno.h>

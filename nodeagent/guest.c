@@ -2,6 +2,9 @@
  * What guests of every driver share: the environment vhpc-guestd starts
  * with, and the host's identity for the vmshm BTL.
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
 #include "na.h"
 
 #include <stdio.h>
@@ -34,7 +37,7 @@ const char *const *na_guest_env(struct na_guest_env *e, const char *job, int ind
 {
 	int n = 0;
 
-	e->v[n++] = "PATH=" NA_GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin";
+	e->v[n++] = "PATH=" VHPC_GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin";
 	e->v[n++] = "HOME=/tmp";
 	e->v[n++] = "TMPDIR=/tmp";
 	e->v[n++] = "VHPC_JOB_KEY=/vhpc/job.key";
@@ -48,7 +51,7 @@ const char *const *na_guest_env(struct na_guest_env *e, const char *job, int ind
 		snprintf(e->host, sizeof(e->host), "VHPC_HOST_ID=%s", host_id);
 		snprintf(e->slots, sizeof(e->slots), "VHPC_VMSHM_SLOTS=%d", vmshm_slots);
 		e->v[n++] = e->host;
-		e->v[n++] = "VHPC_VMSHM_PATH=" NA_VMSHM_GUEST_PATH;
+		e->v[n++] = "VHPC_VMSHM_PATH=" VHPC_VMSHM_GUEST_PATH;
 		e->v[n++] = e->slots;
 	}
 	e->v[n] = NULL;

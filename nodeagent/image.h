@@ -2,6 +2,8 @@
 #ifndef VHPC_NA_IMAGE_H
 #define VHPC_NA_IMAGE_H
 
+#include "lib/config.h"
+#include "lib/err.h"
 #include "nodeagent/vhpcd.h"
 
 /* What a kvm guest boots: a kernel (a Debian package fetched with apt-get

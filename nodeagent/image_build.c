@@ -4,6 +4,16 @@
  * needs.  The result is content-addressed (image_manifest.c) so identical
  * inputs give an identical id on every node.
  */
+#include "lib/bytes.h"
+#include "lib/config.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
+#include "lib/proc.h"
 #include "image.h"
 
 #include <dirent.h>

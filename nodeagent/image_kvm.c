@@ -14,6 +14,12 @@
  * from the content, sorted archives), so the image id stays the same when
  * the same inputs are built again.
  */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
+#include "lib/proc.h"
 #include "image.h"
 
 #include <dirent.h>

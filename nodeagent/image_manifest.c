@@ -2,6 +2,8 @@
  *   d MODE - - PATH | f MODE SIZE SHA256 PATH | l MODE - TARGET PATH
  * and the image id is the sha256 of that text.  Times and owners are left
  * out on purpose: they differ between builds of the same content. */
+#include "lib/bytes.h"
+#include "lib/err.h"
 #include "image.h"
 
 #include <dirent.h>

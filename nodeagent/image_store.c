@@ -1,6 +1,13 @@
 /* The image store: <state>/images/<id>/{rootfs,manifest,info.json} and
  * name references in <state>/images/refs/<name>.json.  Builds run under an
  * exclusive lock, so concurrent `vhpc run`s build an image once. */
+#include "lib/bytes.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
 #include "image.h"
 
 #include <dirent.h>

@@ -4,6 +4,16 @@
  * resources are made, waited for and removed.  Driver-specific steps are
  * the driver's (drivers.h).
  */
+#include "lib/bytes.h"
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/gexec.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 #include "drivers.h"
 
 #include <errno.h>
@@ -69,8 +79,8 @@ static int copy_spec(struct na_job *j, const struct na_job_spec *s, struct verr 
 {
 	if (!s->drv)
 		return verr_set(err, "no guest driver: resolve and check it first (na_driver_get)");
-	if (s->nguests < 1 || s->nguests > NA_MAX_GUESTS || s->ntotal < s->nguests || !s->ranks)
-		return verr_set(err, "%d guests here of %d: expected 1..%d here", s->nguests, s->ntotal, NA_MAX_GUESTS);
+	if (s->nguests < 1 || s->nguests > VHPC_MAX_GUESTS || s->ntotal < s->nguests || !s->ranks)
+		return verr_set(err, "%d guests here of %d: expected 1..%d here", s->nguests, s->ntotal, VHPC_MAX_GUESTS);
 	for (int k = 0; s->index && k < s->nguests; k++)
 		if (s->index[k] < 0 || s->index[k] >= s->ntotal)
 			return verr_set(err, "guest index %d outside the job's %d guests", s->index[k], s->ntotal);

@@ -9,6 +9,13 @@
  * process that opened the file separately, and are not dropped when some
  * unrelated fd of the same file is closed.
  */
+#include "lib/bytes.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
 #include "na.h"
 
 #include <dirent.h>
@@ -177,10 +184,10 @@ int na_jobdir_adopt(struct na_jobdir *jd, const char *job, struct verr *err)
 int na_jobdir_record_cpus(struct na_jobdir *jd, const struct na_placement *p,
 			  int n, struct verr *err)
 {
-	int *ids = malloc(sizeof(int) * (size_t)NA_MAX_VCPUS * (n > 0 ? n : 1));
+	int *ids = malloc(sizeof(int) * (size_t)VHPC_MAX_VCPUS * (n > 0 ? n : 1));
 	size_t k = 0;
 	char path[PATH_MAX], *list;
-	size_t cap = 16 * (size_t)NA_MAX_VCPUS * (n > 0 ? n : 1);
+	size_t cap = 16 * (size_t)VHPC_MAX_VCPUS * (n > 0 ? n : 1);
 	int rc;
 
 	list = malloc(cap);

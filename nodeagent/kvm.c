@@ -7,6 +7,13 @@
  * (SIGTERM: HV_EXIT_KILLED), kills after a grace period, and removes the
  * guest's cgroups; whatever a dead agent left is found by name by the sweep.
  */
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/gexec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 #include "kvm.h"
 #include "hv/hv.h"
 

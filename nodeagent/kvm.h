@@ -5,8 +5,11 @@
 #ifndef VHPC_NA_KVM_H
 #define VHPC_NA_KVM_H
 
+#include "lib/consts.h"
+#include "lib/err.h"
 #include "na.h"
 
+#include <sys/types.h>
 #include <limits.h>
 
 #define KVM_MAX_GNODES 8   /* HV_MAX_NODES */
@@ -16,7 +19,7 @@
 struct kvm_gnode {
 	int host_node;         /* -1: unbound */
 	int nvcpus;
-	int vcpus[NA_MAX_VCPUS];
+	int vcpus[VHPC_MAX_VCPUS];
 	uint64_t mem;
 };
 /* The guest nodes of a placement: one per host node its CPUs sit on, in the

@@ -3,6 +3,12 @@
  * vhpc-hv command line say, given the placement and the image.  Kept free
  * of side effects so the unit tests can pin down every option.
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
+#include "lib/tuning.h"
 #include "kvm.h"
 #include "topo.h"
 #include "hv/hv.h"
@@ -83,9 +89,9 @@ int kvm_mem_split(const struct na_placement *p, const int *cpu_node, uint64_t me
 void na_kvm_plan_hugepages(const struct na_numa_info *nodes, int nnodes,
 			   const struct na_placement *p, int nguests, uint64_t mem, bool *use)
 {
-	uint64_t left[NA_MAX_NODES];
+	uint64_t left[VHPC_MAX_NODES];
 
-	for (int i = 0; i < nnodes && i < NA_MAX_NODES; i++)
+	for (int i = 0; i < nnodes && i < VHPC_MAX_NODES; i++)
 		left[i] = nodes[i].hugepages_2m_free;
 	for (int g = 0; g < nguests; g++) {
 		struct kvm_gnode gn[KVM_MAX_GNODES];
@@ -98,7 +104,7 @@ void na_kvm_plan_hugepages(const struct na_numa_info *nodes, int nnodes,
 		for (int k = 0; fits && k < n; k++) {
 			int idx = -1;
 
-			for (int i = 0; i < nnodes && i < NA_MAX_NODES; i++)
+			for (int i = 0; i < nnodes && i < VHPC_MAX_NODES; i++)
 				if (nodes[i].os_index == gn[k].host_node)
 					idx = i;
 			fits = idx >= 0 && left[idx] >= gn[k].mem / SPLIT_UNIT;
@@ -106,7 +112,7 @@ void na_kvm_plan_hugepages(const struct na_numa_info *nodes, int nnodes,
 		if (n < 1 || !fits)
 			continue;
 		for (int k = 0; k < n; k++)
-			for (int i = 0; i < nnodes && i < NA_MAX_NODES; i++)
+			for (int i = 0; i < nnodes && i < VHPC_MAX_NODES; i++)
 				if (nodes[i].os_index == gn[k].host_node)
 					left[i] -= gn[k].mem / SPLIT_UNIT;
 		use[g] = true;
@@ -117,8 +123,8 @@ static int check_spec(const struct na_kvm_spec *s, struct verr *err)
 {
 	if (na_job_check(s->job, err) < 0)
 		return -1;
-	if (s->index < 0 || s->index >= NA_MAX_GUESTS)
-		return verr_set(err, "guest index %d: 0..%d", s->index, NA_MAX_GUESTS - 1);
+	if (s->index < 0 || s->index >= VHPC_MAX_GUESTS)
+		return verr_set(err, "guest index %d: 0..%d", s->index, VHPC_MAX_GUESTS - 1);
 	if (!s->name || !ident_ok(s->name, 63))
 		return verr_set(err, "guest %d: name '%s' is not a host name", s->index, s->name ? s->name : "");
 	if (!s->place || s->place->ncpus < 1 || s->place->ncpus > HV_MAX_VCPUS)

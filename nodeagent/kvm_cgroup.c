@@ -6,6 +6,10 @@
  * everything).  Other v1 hierarchies are left as they are: the process
  * keeps the memory and pids limits of whoever started it.
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
 #include "kvm.h"
 
 #include <errno.h>
@@ -40,10 +44,10 @@ static int cmp_int(const void *a, const void *b)
 /* cpulist_format wants sorted ids; a placement lists CPUs in vCPU order. */
 static const char *sorted_list(const int *ids, int n, char *buf, size_t len)
 {
-	int v[NA_MAX_VCPUS];
+	int v[VHPC_MAX_VCPUS];
 
-	if (n > NA_MAX_VCPUS)
-		n = NA_MAX_VCPUS;
+	if (n > VHPC_MAX_VCPUS)
+		n = VHPC_MAX_VCPUS;
 	memcpy(v, ids, sizeof(int) * (size_t)n);
 	qsort(v, (size_t)n, sizeof(int), cmp_int);
 	return cpulist_format(v, (size_t)n, buf, len);

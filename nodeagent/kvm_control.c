@@ -3,6 +3,9 @@
  * the driver asks for "status" once a guest starts and checks that every
  * vCPU thread runs where placement pinned it.
  */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
 #include "kvm.h"
 
 #include <errno.h>

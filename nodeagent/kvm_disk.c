@@ -13,6 +13,11 @@
  *
  * The vmshm region: grown to the power of two a PCI BAR must be.
  */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/jobspec.h"
+#include "lib/proc.h"
+#include "lib/tuning.h"
 #include "kvm.h"
 
 #include <dirent.h>

@@ -9,6 +9,8 @@
  * with what that takes on an ordinary x86 server.  VHPC_KVM_TIME_SCALE
  * overrides the measurement (a number >= 1).
  */
+#include "lib/clock.h"
+#include "lib/log.h"
 #include "kvm.h"
 
 #include <stdlib.h>

@@ -4,6 +4,7 @@
  * (--net fd=N), so vhpc-hv runs in the host's namespace and the tap lives
  * exactly as long as someone holds it: no persistent device to leak.
  */
+#include "lib/err.h"
 #include "kvm.h"
 
 #include <errno.h>

@@ -3,6 +3,15 @@
  * tests.  `up` holds a whole job (dir, placement, network, containers)
  * until SIGTERM/SIGINT, printing what it made and how long each step took.
  */
+#include "lib/clock.h"
+#include "lib/cluster.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/tuning.h"
 #include "nodeagent/vhpcd.h"
 
 #include <getopt.h>
@@ -47,7 +56,7 @@ static int bad_arg(const char *what, const char *val)
 static void print_place(int g, const struct na_placement *p)
 {
 	char cl[1024], ml[256];
-	int ids[NA_MAX_VCPUS];
+	int ids[VHPC_MAX_VCPUS];
 
 	memcpy(ids, p->cpus, sizeof(int) * p->ncpus);
 	/* cpus stay in vCPU order: vCPU i -> cpus[i] */
@@ -66,7 +75,7 @@ static int cmd_topo(int argc, char **argv)
 	static const struct option o[] = { { "topology", 1, 0, 't' }, { 0 } };
 	const char *spec = NULL;
 	struct na_topo *t;
-	struct na_numa_info info[NA_MAX_NODES];
+	struct na_numa_info info[VHPC_MAX_NODES];
 	struct verr e;
 	int c, n;
 
@@ -77,8 +86,8 @@ static int cmd_topo(int argc, char **argv)
 			return 2;
 	if (na_topo_load(&t, spec, &e) < 0)
 		return die(&e);
-	n = na_topo_numa(t, info, NA_MAX_NODES);
-	for (int i = 0; i < n && i < NA_MAX_NODES; i++) {
+	n = na_topo_numa(t, info, VHPC_MAX_NODES);
+	for (int i = 0; i < n && i < VHPC_MAX_NODES; i++) {
 		char sz[32];
 
 		printf("node %d cores %d mem %s hugepages_2m_free %llu\n", info[i].os_index, info[i].ncores,
@@ -101,8 +110,8 @@ static int parse_common(int c, struct job_opts *j)
 {
 	switch (c) {
 	case 't': j->topology = optarg; return 0;
-	case 'N': return parse_ll(optarg, 1, NA_MAX_GUESTS, &j->guests) < 0 ? bad_arg("-N", optarg) : 0;
-	case 'c': return parse_ll(optarg, 1, NA_MAX_VCPUS, &j->vcpus) < 0 ? bad_arg("--vcpus", optarg) : 0;
+	case 'N': return parse_ll(optarg, 1, VHPC_MAX_GUESTS, &j->guests) < 0 ? bad_arg("-N", optarg) : 0;
+	case 'c': return parse_ll(optarg, 1, VHPC_MAX_VCPUS, &j->vcpus) < 0 ? bad_arg("--vcpus", optarg) : 0;
 	case 'm': return parse_size(optarg, &j->mem) < 0 ? bad_arg("--mem", optarg) : 0;
 	case 'o': j->oversubscribe = true; return 0;
 	case 'b': return cpulist_parse(optarg, j->busy, 1024, &j->nbusy) < 0 ? bad_arg("--busy", optarg) : 0;
@@ -117,7 +126,7 @@ static int cmd_place(int argc, char **argv)
 		{ "topology", 1, 0, 't' }, { "vcpus", 1, 0, 'c' }, { "mem", 1, 0, 'm' },
 		{ "oversubscribe", 0, 0, 'o' }, { "busy", 1, 0, 'b' }, { 0 } };
 	struct job_opts j = { .guests = 1, .vcpus = 1 };
-	static struct na_placement p[NA_MAX_GUESTS];
+	static struct na_placement p[VHPC_MAX_GUESTS];
 	struct na_topo *t;
 	struct verr e;
 	int c, rc;
@@ -184,7 +193,7 @@ static int cmd_cleanup(int argc, char **argv)
 static int cmd_adopt(int argc, char **argv)
 {
 	static const struct option o[] = { { "job", 1, 0, 'j' }, { "grace", 1, 0, 'g' }, { 0 } };
-	static struct na_ctr *ctr[NA_MAX_GUESTS];
+	static struct na_ctr *ctr[VHPC_MAX_GUESTS];
 	const char *job = NULL;
 	struct na_jobdir jd;
 	struct verr e;
@@ -205,7 +214,7 @@ static int cmd_adopt(int argc, char **argv)
 	}
 	if (na_jobdir_adopt(&jd, job, &e) < 0)
 		return die(&e);
-	for (int g = 0; g < NA_MAX_GUESTS; g++) {
+	for (int g = 0; g < VHPC_MAX_GUESTS; g++) {
 		char b[4200];
 
 		snprintf(b, sizeof(b), "%s/g%d", jd.path, g);
@@ -246,7 +255,7 @@ struct up {
 	char **argv;
 	/* one node's part of a job across nodes */
 	long long first_index, vni;
-	uint32_t underlay, peers[NA_MAX_NODES];
+	uint32_t underlay, peers[VHPC_MAX_NODES];
 	int npeers;
 };
 
@@ -274,8 +283,8 @@ static int parse_bind(struct up *u, char *arg)
 
 static int up_run(struct up *u)
 {
-	static struct na_placement p[NA_MAX_GUESTS];
-	static struct na_ctr *ctr[NA_MAX_GUESTS];
+	static struct na_placement p[VHPC_MAX_GUESTS];
+	static struct na_ctr *ctr[VHPC_MAX_GUESTS];
 	static struct na_net net;
 	struct na_jobdir jd = { .lock_fd = -1 };
 	struct na_topo *t = NULL;
@@ -328,7 +337,7 @@ static int up_run(struct up *u)
 			if (na_subnet_alloc(&cl, &jd, &subnet, &e) < 0)
 				goto fail;
 		}
-		int index[NA_MAX_GUESTS];
+		int index[VHPC_MAX_GUESTS];
 
 		for (int g = 0; g < n; g++)
 			index[g] = (int)u->first_index + g;
@@ -456,7 +465,7 @@ static int cmd_up(int argc, char **argv)
 				return bad_arg("--first-index (0..4095)", optarg);
 			break;
 		case 'V':
-			if (parse_ll(optarg, 1, NA_VNI_MAX, &u.vni) < 0)
+			if (parse_ll(optarg, 1, VHPC_VNI_MAX, &u.vni) < 0)
 				return bad_arg("--vni (1..16777215)", optarg);
 			break;
 		case 'U':
@@ -465,7 +474,7 @@ static int cmd_up(int argc, char **argv)
 				return bad_arg(c == 'U' ? "--underlay (an IPv4 address)" : "--peer (an IPv4 address)", optarg);
 			if (c == 'U')
 				u.underlay = a;
-			else if (u.npeers < NA_MAX_NODES)
+			else if (u.npeers < VHPC_MAX_NODES)
 				u.peers[u.npeers++] = a;
 			else
 				return bad_arg("--peer (too many)", optarg);

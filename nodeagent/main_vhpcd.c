@@ -8,6 +8,13 @@
  * Crash-only: SIGTERM and kill -9 leave the same behind, running guests in
  * job dirs whose lock is free; a restarted vhpcd takes them over.
  */
+#include "lib/cluster.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
 #include "vhpcd_int.h"
 
 #include <fcntl.h>

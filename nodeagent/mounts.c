@@ -1,5 +1,8 @@
 /* Mount table walking: cgroup hierarchies, and what is mounted under a
  * job dir (read-only rootfs binds) that rm_rf must not descend into. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include "na.h"
 
 #include <errno.h>

@@ -5,6 +5,8 @@
 #ifndef VHPC_NA_PRIVATE_H
 #define VHPC_NA_PRIVATE_H
 
+#include "lib/err.h"
+#include "lib/tuning.h"
 #include "vhpcd.h"
 
 #include <stddef.h>

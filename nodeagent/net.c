@@ -5,6 +5,11 @@
  * two jobs' guests have no path to each other, and a job's addresses can
  * never collide with the host's.  Links are made over netlink (libnl-route).
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/log.h"
+#include "lib/tuning.h"
 #include "na.h"
 
 #include <arpa/inet.h>
@@ -371,8 +376,8 @@ static int check_req(const struct na_net_req *r, struct verr *err)
 	/* Only a held job dir makes a crash from here on recoverable. */
 	if (!na_jobdir_alive(r->job))
 		return verr_set(err, "job %s network: the job dir is not held by a live owner (na_jobdir_create first)", r->job);
-	if (r->nguests < 1 || r->nguests > NA_MAX_GUESTS)
-		return verr_set(err, "job %s network: %d guests; 1..%d allowed", r->job, r->nguests, NA_MAX_GUESTS);
+	if (r->nguests < 1 || r->nguests > VHPC_MAX_GUESTS)
+		return verr_set(err, "job %s network: %d guests; 1..%d allowed", r->job, r->nguests, VHPC_MAX_GUESTS);
 	if (r->subnet.prefix < 1 || r->subnet.prefix > 30)
 		return verr_set(err, "job %s network: subnet prefix /%d; /1../30 allowed", r->job, r->subnet.prefix);
 	if (r->subnet.addr & (~0u >> r->subnet.prefix))
@@ -389,8 +394,8 @@ static int check_req(const struct na_net_req *r, struct verr *err)
 			if (r->index[j] == idx)
 				return verr_set(err, "job %s network: guest %d given twice", r->job, idx);
 	}
-	if (r->vni > NA_VNI_MAX)
-		return verr_set(err, "job %s network: VNI %u is outside 1..%u", r->job, r->vni, NA_VNI_MAX);
+	if (r->vni > VHPC_VNI_MAX)
+		return verr_set(err, "job %s network: VNI %u is outside 1..%u", r->job, r->vni, VHPC_VNI_MAX);
 	if (r->vni && !r->underlay)
 		return verr_set(err, "job %s network: a VXLAN needs this node's underlay address", r->job);
 	if (r->npeers < 0 || (r->npeers > 0 && !r->peers))
@@ -503,7 +508,7 @@ int na_net_destroy(struct na_net *n, struct verr *err)
 		if (na_vxlan_del(n->job_netns, &e) < 0)
 			rc = verr_set(err, "job %s network: %s", n->job, e.msg);
 	}
-	for (int i = 0; i < n->nguests && i < NA_MAX_GUESTS; i++) {
+	for (int i = 0; i < n->nguests && i < VHPC_MAX_GUESTS; i++) {
 		struct verr e;
 
 		if (n->guest_netns[i][0] && na_netns_del(n->guest_netns[i], &e) < 0 && rc == 0)

@@ -4,6 +4,9 @@
  * /run/netns/<name>.  All namespace switching happens in short-lived
  * threads, so the caller's threads never leave their own namespace.
  */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
 #include "na.h"
 
 #include <errno.h>

@@ -8,6 +8,9 @@
  * IPC and cgroup namespaces; its network namespace is one the node agent
  * made.
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/parse.h"
 #include "na.h"
 
 #include <json-c/json.h>
@@ -100,8 +103,8 @@ static int check_spec(const struct na_ctr_spec *s, struct verr *err)
 
 	if (na_job_check(s->job, err) < 0)
 		return -1;
-	if (s->index < 0 || s->index >= NA_MAX_GUESTS)
-		return verr_set(err, "guest index %d; 0..%d allowed", s->index, NA_MAX_GUESTS - 1);
+	if (s->index < 0 || s->index >= VHPC_MAX_GUESTS)
+		return verr_set(err, "guest index %d; 0..%d allowed", s->index, VHPC_MAX_GUESTS - 1);
 	if (!hostname_ok(s->hostname))
 		return verr_set(err, "hostname '%.80s': expected 1-63 letters, digits and '-'", s->hostname ? s->hostname : "(null)");
 	if (!path_clean(s->rootfs) || stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -119,8 +122,8 @@ static int check_spec(const struct na_ctr_spec *s, struct verr *err)
 			return verr_set(err, "environment entry '%.80s' is not NAME=VALUE", s->env[i]);
 	if (!s->netns || !ident_ok(s->netns, 64))
 		return verr_set(err, "network namespace '%.80s' is not a plain name", s->netns ? s->netns : "(null)");
-	if (!s->place || s->place->ncpus < 1 || s->place->ncpus > NA_MAX_VCPUS ||
-	    s->place->nmems < 1 || s->place->nmems > NA_MAX_NODES)
+	if (!s->place || s->place->ncpus < 1 || s->place->ncpus > VHPC_MAX_VCPUS ||
+	    s->place->nmems < 1 || s->place->nmems > VHPC_MAX_NODES)
 		return verr_set(err, "guest %d has no placement (cpus and NUMA nodes)", s->index);
 	if (!path_clean(s->log_path))
 		return verr_set(err, "log path '%.200s' must be absolute", s->log_path ? s->log_path : "(null)");
@@ -168,7 +171,7 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 {
 	struct json_object *c, *proc, *user, *env, *capo, *rl, *rls, *devs, *root, *mounts, *lin, *ns, *res, *dev, *cpu;
 	char tmpsz[64], cg[128], list[2048], nspath[PATH_MAX];
-	int ids[NA_MAX_VCPUS];
+	int ids[VHPC_MAX_VCPUS];
 	bool have_path = false;
 	struct rlimit nofile;
 

@@ -15,6 +15,10 @@
  *     exclusive placement is still tried first, and only when it fails are
  *     vCPUs spread over the least loaded cores, with shared set.
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 #include "na.h"
 #include "topo.h"
 
@@ -73,7 +77,7 @@ static void add_mem_node(struct na_placement *p, int os_index)
 	for (int i = 0; i < p->nmems; i++)
 		if (p->mems[i] == os_index)
 			return;
-	if (p->nmems < NA_MAX_NODES)
+	if (p->nmems < VHPC_MAX_NODES)
 		p->mems[p->nmems++] = os_index;
 }
 
@@ -139,7 +143,7 @@ static bool split_mem(const struct na_topo *t, struct pstate *s,
 			for (int m = 0; m < p->nmems; m++)
 				mine |= p->mems[m] == t->nodes[n].os_index;
 			if (mine || (pass == 0) != (t->nodes[n].pkg == pkg) || !t->nodes[n].mem ||
-			    !s->memfree[n] || p->nmems >= NA_MAX_NODES)
+			    !s->memfree[n] || p->nmems >= VHPC_MAX_NODES)
 				continue;
 			got = left < s->memfree[n] ? left : s->memfree[n];
 			s->memfree[n] -= got;
@@ -181,7 +185,7 @@ static bool place_exclusive(const struct na_topo *t, struct pstate *s, int vcpus
 			    uint64_t mem, struct na_placement *p)
 {
 	int best = -1, best_free = 0, cores_only = -1, co_free = 0;
-	int npkg = 0, best_pkg = -2, best_pkg_free = 0, order[NA_MAX_NODES], norder = 0, left = vcpus;
+	int npkg = 0, best_pkg = -2, best_pkg_free = 0, order[VHPC_MAX_NODES], norder = 0, left = vcpus;
 	int *load = malloc(sizeof(int) * t->ncores);
 	uint64_t *mf = malloc(sizeof(uint64_t) * t->nnodes);
 	bool ok = false;
@@ -225,7 +229,7 @@ static bool place_exclusive(const struct na_topo *t, struct pstate *s, int vcpus
 				best_pkg_free = f;
 			}
 		}
-		for (int n = 0; n < t->nnodes && norder < NA_MAX_NODES; n++)
+		for (int n = 0; n < t->nnodes && norder < VHPC_MAX_NODES; n++)
 			if (best_pkg == -2 || t->nodes[n].pkg == best_pkg)
 				order[norder++] = n;
 		sort_by_free(t, s, order, norder);
@@ -345,12 +349,12 @@ static void describe_free(const struct na_topo *t, const struct pstate *s,
 	append(buf, len, &off, "%d of %d cores free", total, t->ncores);
 	for (int n = 0; n < t->nnodes; n++) {
 		const struct na_node *nd = &t->nodes[n];
-		int ids[NA_MAX_VCPUS], nfree = node_free_cores(t, s, n);
+		int ids[VHPC_MAX_VCPUS], nfree = node_free_cores(t, s, n);
 		size_t k = 0;
 		char cl[256], sz[32], sz2[32];
 
 		for (int c = nd->first_core; c < nd->first_core + nd->ncores; c++)
-			if (s->load[c] == 0 && k < NA_MAX_VCPUS)
+			if (s->load[c] == 0 && k < VHPC_MAX_VCPUS)
 				ids[k++] = t->pus[t->cores[c].first_pu];
 		qsort(ids, k, sizeof(int), cmp_int);
 		cpulist_format(ids, k, cl, sizeof(cl));
@@ -397,10 +401,10 @@ int na_place(const struct na_topo *t, const struct na_place_req *r,
 	char asked[160], sz[32], freebuf[700];
 	int g, rc = -1;
 
-	if (r->nguests < 1 || r->nguests > NA_MAX_GUESTS)
-		return verr_set(err, "placement: %d guests asked; 1..%d allowed", r->nguests, NA_MAX_GUESTS);
-	if (r->vcpus < 1 || r->vcpus > NA_MAX_VCPUS)
-		return verr_set(err, "placement: %d vCPUs per guest asked; 1..%d allowed", r->vcpus, NA_MAX_VCPUS);
+	if (r->nguests < 1 || r->nguests > VHPC_MAX_GUESTS)
+		return verr_set(err, "placement: %d guests asked; 1..%d allowed", r->nguests, VHPC_MAX_GUESTS);
+	if (r->vcpus < 1 || r->vcpus > VHPC_MAX_VCPUS)
+		return verr_set(err, "placement: %d vCPUs per guest asked; 1..%d allowed", r->vcpus, VHPC_MAX_VCPUS);
 	if (r->nbusy < 0 || (r->nbusy && !r->busy_cpus))
 		return verr_set(err, "placement: bad busy cpu list");
 	s.load = calloc(t->ncores, sizeof(int));

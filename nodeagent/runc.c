@@ -2,6 +2,9 @@
  * Running the OCI runtime.  runc from Debian: crun 1.8 refuses the hybrid
  * cgroup layout of the hosts here (DESIGN.md).
  */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
 #include "na.h"
 
 #include <errno.h>

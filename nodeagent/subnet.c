@@ -3,6 +3,10 @@
  * <job dir>/subnet, so it lives and dies with the job dir (a dead job's
  * subnet stays reserved until na_cleanup_stale sweeps the dir).
  */
+#include "lib/cluster.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/inet.h"
 #include "na.h"
 
 #include <dirent.h>

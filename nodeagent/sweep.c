@@ -7,6 +7,9 @@
  * the job's cgroups), because a live process keeps a network namespace and
  * a cgroup alive; then namespaces, cgroups, mounts, shm files.
  */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include "na.h"
 
 #include <dirent.h>

@@ -1,5 +1,8 @@
 /* Topology from hwloc (this machine, a synthetic description or an XML
  * export), flattened into the model placement needs. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
 #include "na.h"
 #include "topo.h"
 

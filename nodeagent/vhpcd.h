@@ -41,11 +41,14 @@
 #ifndef VHPC_NODEAGENT_H
 #define VHPC_NODEAGENT_H
 
-#include "vhpc.h"
-
-#define NA_MAX_GUESTS 256
-#define NA_MAX_VCPUS  256
-#define NA_MAX_NODES  64
+#include "lib/chan.h"
+#include "lib/cluster.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/tuning.h"
+#include <sys/types.h>
 
 /* ------------------------------------------------------------- topology */
 
@@ -83,9 +86,9 @@ struct na_place_req {
 
 struct na_placement {
 	int ncpus;
-	int cpus[NA_MAX_VCPUS];  /* host PU os index for vCPU i: 1:1 pinning */
+	int cpus[VHPC_MAX_VCPUS];  /* host PU os index for vCPU i: 1:1 pinning */
 	int nmems;
-	int mems[NA_MAX_NODES];  /* host NUMA nodes holding the guest's memory */
+	int mems[VHPC_MAX_NODES];  /* host NUMA nodes holding the guest's memory */
 	bool split;              /* did not fit on one NUMA node */
 	bool shared;             /* shares cores with another guest (oversubscribe) */
 };
@@ -151,7 +154,6 @@ int na_cleanup_stale(int *removed, struct verr *err);
 #define NA_VXLAN_PORT     4789
 /* Outer Ethernet (14) + IPv4 (20) + UDP (8) + VXLAN (8) headers. */
 #define NA_VXLAN_OVERHEAD 50
-#define NA_VNI_MAX        ((1u << 24) - 1)
 
 struct na_net_req {
 	const char *job;
@@ -163,7 +165,7 @@ struct na_net_req {
 	                            its address is subnet + 2 + index, its netns
 	                            vhpc-<job>-<index>, its veth on the bridge v<index> */
 	uint32_t vni;            /* VXLAN id joining the job's bridges on all its
-	                            nodes (1..NA_VNI_MAX; 0 = no VXLAN) */
+	                            nodes (1..VHPC_VNI_MAX; 0 = no VXLAN) */
 	uint32_t underlay;       /* this node's address the VXLAN runs over */
 	const uint32_t *peers;   /* the job's other nodes' underlay addresses */
 	int npeers;
@@ -175,9 +177,9 @@ struct na_net {
 	char job[16];
 	char job_netns[64];            /* netns holding the bridge */
 	int nguests;
-	char guest_netns[NA_MAX_GUESTS][64];  /* name under /run/netns */
-	uint32_t guest_addr[NA_MAX_GUESTS];   /* host byte order */
-	int index[NA_MAX_GUESTS];             /* job-wide guest index */
+	char guest_netns[VHPC_MAX_GUESTS][64];  /* name under /run/netns */
+	uint32_t guest_addr[VHPC_MAX_GUESTS];   /* host byte order */
+	int index[VHPC_MAX_GUESTS];             /* job-wide guest index */
 	int prefix;
 	int mtu;
 	uint32_t vni;                  /* 0 = none */
@@ -551,11 +553,6 @@ int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s,
  * when its driver keeps it inside the guest; either way the output is read
  * over the guest channel (gexec_output). */
 const char *na_job_spool(const struct na_job *j);
-
-/* Where images keep vhpc's programs, and where a guest finds the job's
- * vmshm region. */
-#define NA_GUEST_BIN        "/usr/local/bin"
-#define NA_VMSHM_GUEST_PATH "/run/vhpc-vmshm"
 
 /* The environment vhpc-guestd starts with, which orted and the ranks
  * inherit: PATH, HOME, the job key's path, the job, the guest's index

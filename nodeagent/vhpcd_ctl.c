@@ -3,6 +3,11 @@
  * devices, the jobs it holds) and heartbeats (the jobs again, with their
  * state: the controller reconciles, and its reply lists jobs to stop).
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/log.h"
+#include "lib/wire.h"
 #include "vhpcd_int.h"
 
 #include <json-c/json.h>
@@ -73,12 +78,12 @@ static void stop_listed(struct json_object *rep)
 int vd_register(struct verr *err)
 {
 	struct json_object *req = json_object_new_object(), *numa = json_object_new_array(), *rep, *v;
-	struct na_numa_info info[NA_MAX_NODES];
-	int n = na_topo_numa(vd.topo, info, NA_MAX_NODES);
+	struct na_numa_info info[VHPC_MAX_NODES];
+	int n = na_topo_numa(vd.topo, info, VHPC_MAX_NODES);
 	char a[20];
 	const char *e;
 
-	for (int i = 0; i < n && i < NA_MAX_NODES; i++) {
+	for (int i = 0; i < n && i < VHPC_MAX_NODES; i++) {
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "os_index", json_object_new_int(info[i].os_index));

@@ -13,9 +13,17 @@
 #ifndef VHPC_NODEAGENT_VHPCD_INT_H
 #define VHPC_NODEAGENT_VHPCD_INT_H
 
+#include "lib/chan.h"
+#include "lib/cluster.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/tuning.h"
+#include <sys/types.h>
 #include <pthread.h>
 
 #include "vhpcd.h"
+
+struct json_object;
 
 #define VD_MAX_JOB_GUESTS 4096     /* guests of one job, all nodes */
 #define VD_MAX_PEERS      4096

@@ -8,6 +8,14 @@
  * any resource exists), so a vhpcd that is killed and restarted can take
  * the job over again (vd_adopt_all) without disturbing its guests.
  */
+#include "lib/bytes.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/inet.h"
+#include "lib/log.h"
+#include "lib/paths.h"
+#include "lib/tuning.h"
 #include "vhpcd_int.h"
 #include "na.h"
 

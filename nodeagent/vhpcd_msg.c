@@ -3,6 +3,14 @@
  * checked field by field.  Pure: no state, no I/O (fuzzed with the
  * controller's own parser in tests/cluster/fuzz_cluster_msg.c).
  */
+#include "lib/bytes.h"
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jf.h"
+#include "lib/jobspec.h"
+#include "lib/wire.h"
 #include "vhpcd_int.h"
 #include "na.h"
 
@@ -77,7 +85,7 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	if (jf_int(o, "uid", true, 0, UINT32_MAX - 1, &v, err) < 0)
 		return -1;
 	p->uid = (uid_t)v;
-	if (jf_int(o, "vni", true, 1, NA_VNI_MAX, &v, err) < 0)
+	if (jf_int(o, "vni", true, 1, VHPC_VNI_MAX, &v, err) < 0)
 		return -1;
 	p->vni = (uint32_t)v;
 	if (jf_str(o, "subnet", true, 18, &s, err) < 0)
@@ -100,7 +108,7 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	if (!vhpc_driver_names[k])
 		return verr_set(err, "\"driver\": '%.16s' is not auto, container or kvm", s);
 	p->driver = k;
-	if (jf_int(o, "vcpus", true, 1, NA_MAX_VCPUS, &v, err) < 0)
+	if (jf_int(o, "vcpus", true, 1, VHPC_MAX_VCPUS, &v, err) < 0)
 		return -1;
 	p->vcpus = (int)v;
 	if (jf_int(o, "mem", true, 64ll << 20, 1ll << 42, &v, err) < 0)
@@ -132,7 +140,7 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 		return verr_set(err, "\"ranks\": %d guests do not fit the subnet /%d", p->ntotal, p->subnet.prefix);
 	for (int i = 0; i < p->ntotal; i++)
 		p->nranks_total += p->ranks[i];
-	if (int_array(o, "guests", NA_MAX_GUESTS, 0, p->ntotal - 1, &p->here, &p->nhere, err) < 0)
+	if (int_array(o, "guests", VHPC_MAX_GUESTS, 0, p->ntotal - 1, &p->here, &p->nhere, err) < 0)
 		return -1;
 	if (p->nhere < 1)
 		return verr_set(err, "\"guests\": no guest for this node");

@@ -1,5 +1,6 @@
 /* The node's RDMA devices, as libibverbs lists them, for registration (an
  * empty list where there are none, as on the development machines). */
+#include "lib/parse.h"
 #include "vhpcd_int.h"
 
 #include <endian.h>

@@ -7,6 +7,11 @@
  * doubled across restarts of either side) and, once it has ended and all
  * of its output is there, its exit status.
  */
+#include "lib/chan.h"
+#include "lib/err.h"
+#include "lib/gexec.h"
+#include "lib/log.h"
+#include "lib/wire.h"
 #include "vhpcd_int.h"
 
 #include <errno.h>

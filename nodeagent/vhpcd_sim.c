@@ -7,6 +7,13 @@
  * output.  The controller cannot tell it from real nodes: the same
  * messages, the same munge credentials.
  */
+#include "lib/clock.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/wire.h"
 #include "vhpcd_int.h"
 
 #include <json-c/json.h>
@@ -126,13 +133,13 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 static int sim_register(int i, struct verr *err)
 {
 	struct json_object *req = json_object_new_object(), *numa = json_object_new_array(), *rep, *v;
-	struct na_numa_info info[NA_MAX_NODES];
-	int n = na_topo_numa(vd.topo, info, NA_MAX_NODES), rc = 0;
+	struct na_numa_info info[VHPC_MAX_NODES];
+	int n = na_topo_numa(vd.topo, info, VHPC_MAX_NODES), rc = 0;
 	char name[96], a[20];
 	const char *e;
 
 	node_name(i, name, sizeof(name));
-	for (int k = 0; k < n && k < NA_MAX_NODES; k++) {
+	for (int k = 0; k < n && k < VHPC_MAX_NODES; k++) {
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "os_index", json_object_new_int(info[k].os_index));

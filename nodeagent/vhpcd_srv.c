@@ -4,6 +4,9 @@
  * each idempotent: a controller that restarted repeats what it did not see
  * answered.
  */
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/wire.h"
 #include "vhpcd_int.h"
 
 #include <arpa/inet.h>

@@ -2,6 +2,7 @@
  * host that every co-located guest maps (bind mount for containers, the
  * ivshmem BAR for kvm guests).  Named vhpc-<job>-vmshm so the crash sweep
  * finds it with the job's other shm files. */
+#include "lib/err.h"
 #include "na.h"
 #include "mpi-plugins/btl_vmshm/vmshm_region.h"
 

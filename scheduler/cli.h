@@ -2,7 +2,6 @@
 #ifndef VHPC_SCHED_CLI_H
 #define VHPC_SCHED_CLI_H
 
-#include "vhpc.h"
 
 /* Exit statuses of vhpc itself, apart from a job's own (as docker does). */
 #define EXIT_USAGE   2

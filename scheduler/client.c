@@ -1,3 +1,10 @@
+#include "lib/cluster.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/inet.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
+#include "lib/wire.h"
 #include "client.h"
 #include "cli.h"
 

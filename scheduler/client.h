@@ -3,7 +3,11 @@
 #ifndef VHPC_SCHED_CLIENT_H
 #define VHPC_SCHED_CLIENT_H
 
-#include "vhpc.h"
+#include "lib/err.h"
+#include <stdint.h>
+#include <stddef.h>
+
+struct json_object;
 
 /* HOST:PORT of vhpc-ctld: $VHPC_CONTROLLER, else `controller:` of the
  * cluster file ($VHPC_CLUSTER or configs/cluster.yaml).  Returns 1 with

@@ -1,5 +1,9 @@
 /* vhpc bench: a benchmark suite natively and in guests, side by side in
  * one run (bench/harness/); vhpc bench compare: two such runs. */
+#include "lib/cluster.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
+#include "lib/parse.h"
 #include "cli.h"
 #include "bench/bench.h"
 #include "nodeagent/vhpcd.h"

@@ -1,4 +1,6 @@
 /* vhpc cleanup: what a killed `vhpc run` or agent left behind. */
+#include "lib/err.h"
+#include "lib/log.h"
 #include "cli.h"
 #include "nodeagent/vhpcd.h"
 

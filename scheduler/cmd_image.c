@@ -1,4 +1,7 @@
 /* vhpc image build|list|verify */
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 #include "cli.h"
 #include "nodeagent/vhpcd.h"
 

@@ -1,4 +1,7 @@
 /* vhpc cancel, vhpc wait and vhpc output: one job of vhpc-ctld's. */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/parse.h"
 #include "cli.h"
 #include "client.h"
 

@@ -1,7 +1,9 @@
 /* vhpc queue and vhpc nodes: what vhpc-ctld knows, as tables or JSON. */
+#include "lib/err.h"
 #include "cli.h"
 #include "client.h"
 
+#include <stdbool.h>
 #include <json-c/json.h>
 #include <pwd.h>
 #include <stdio.h>

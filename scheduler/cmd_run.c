@@ -1,6 +1,9 @@
 /* vhpc run: flags (or a job file) to a job spec, then the embedded
  * scheduler runs it on this machine, or, when a cluster is configured,
  * vhpc-ctld runs it (cluster_run: submit, stream the output, wait). */
+#include "lib/err.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
 #include "cli.h"
 #include "client.h"
 #include "embedded.h"

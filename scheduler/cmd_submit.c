@@ -1,5 +1,9 @@
 /* vhpc submit: a job to vhpc-ctld (a job file, or the flags of vhpc run);
  * and cluster_run, which is `vhpc run` when a cluster is configured. */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
 #include "cli.h"
 #include "client.h"
 #include "jobargs.h"

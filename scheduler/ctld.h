@@ -19,7 +19,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vhpc.h"
+#include "lib/chan.h"
+#include "lib/cluster.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/wire.h"
 #include "sched.h"
 #include "store.h"
 

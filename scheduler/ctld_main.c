@@ -8,6 +8,15 @@
  * Crash-only: SIGTERM and kill -9 leave the same state behind, the store's,
  * and a restart resumes from it (ctld_state_load).
  */
+#include "lib/cluster.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/inet.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
+#include "lib/wire.h"
 #include "ctld.h"
 
 #include <arpa/inet.h>

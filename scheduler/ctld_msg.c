@@ -3,6 +3,11 @@
  * anything acts on it (scheduler/PROTOCOL.md).  Pure: no state, no I/O, so
  * it is unit-tested and fuzzed (tests/cluster/fuzz_cluster_msg.c).
  */
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jf.h"
+#include "lib/jobspec.h"
+#include "lib/wire.h"
 #include "ctld.h"
 #include "jobjson.h"
 

@@ -3,6 +3,10 @@
  * ctld_main.c checked that node messages come from root).  Users see and
  * act on their own jobs only; root on all.
  */
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/log.h"
+#include "lib/wire.h"
 #include "ctld.h"
 #include "jobjson.h"
 

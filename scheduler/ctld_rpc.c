@@ -5,6 +5,12 @@
  * call is idempotent on the vhpcd side, so a restarted ctld simply makes
  * them again.
  */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "lib/wire.h"
 #include "ctld.h"
 #include "launch.h"
 

@@ -5,6 +5,13 @@
  * FIFO with EASY backfill over the nodes' NUMA capacity) whose starts are
  * committed before their start threads run.
  */
+#include "lib/bytes.h"
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/log.h"
 #include "ctld.h"
 #include "nodeagent/vhpcd.h"
 
@@ -71,9 +78,9 @@ static void set_node(struct sched_node *sn, const struct cnode *n)
 
 static uint32_t pick_vni(const struct cjob *j)
 {
-	uint32_t span = NA_VNI_MAX - 4096, v = 4096 + (uint32_t)((uint64_t)j->id % span);
+	uint32_t span = VHPC_VNI_MAX - 4096, v = 4096 + (uint32_t)((uint64_t)j->id % span);
 
-	for (int tries = 0; tries < 1024; tries++, v = v + 1 > NA_VNI_MAX ? 4096 : v + 1) {
+	for (int tries = 0; tries < 1024; tries++, v = v + 1 > VHPC_VNI_MAX ? 4096 : v + 1) {
 		bool used = false;
 
 		for (int i = 0; i < g.njobs && !used; i++)

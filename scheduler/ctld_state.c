@@ -4,6 +4,12 @@
  * fails ends the daemon (the state on disk is then the truth a restart
  * recovers from, rather than a memory that disagrees with it).
  */
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
 #include "ctld.h"
 #include "jobjson.h"
 

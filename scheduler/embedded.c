@@ -4,6 +4,18 @@
  * agent's job lifecycle (nodeagent/vhpcd.h, na_job_*), runs mpirun in
  * guest 0 and has everything removed again, whatever happened in between.
  */
+#include "lib/bytes.h"
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/cluster.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/gexec.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/tuning.h"
 #include "embedded.h"
 #include "cli.h"
 #include "launch.h"
@@ -56,10 +68,10 @@ static int cancelled(void *arg, struct verr *err)
 static int choose_vcpus(struct run *r, struct verr *err)
 {
 	const struct job_spec *j = r->j;
-	struct na_numa_info nodes[NA_MAX_NODES];
-	int nn = na_topo_numa(r->topo, nodes, NA_MAX_NODES), cores = 0, *busy = NULL, nbusy = 0, maxr = 0;
+	struct na_numa_info nodes[VHPC_MAX_NODES];
+	int nn = na_topo_numa(r->topo, nodes, VHPC_MAX_NODES), cores = 0, *busy = NULL, nbusy = 0, maxr = 0;
 
-	for (int i = 0; i < nn && i < NA_MAX_NODES; i++)
+	for (int i = 0; i < nn && i < VHPC_MAX_NODES; i++)
 		cores += nodes[i].ncores;
 	for (int i = 0; i < r->nguests; i++)
 		if (r->ranks_per_guest[i] > maxr)
@@ -162,8 +174,8 @@ static int job_shape(struct run *r, const struct embedded_opts *o, struct verr *
 	r->mem = r->j->mem ? r->j->mem : r->cl.default_mem;
 	r->nguests = (int)r->j->guests;
 	r->timeout = r->j->timeout ? r->j->timeout : r->cl.default_timeout;
-	if (r->nguests > NA_MAX_GUESTS)
-		return verr_set(err, "%d guests: at most %d per machine", r->nguests, NA_MAX_GUESTS);
+	if (r->nguests > VHPC_MAX_GUESTS)
+		return verr_set(err, "%d guests: at most %d per machine", r->nguests, VHPC_MAX_GUESTS);
 	if (!(r->ranks_per_guest = calloc((size_t)r->nguests, sizeof(int))))
 		return verr_set(err, "out of memory");
 	launch_split_ranks((int)r->j->ranks, r->nguests, r->ranks_per_guest);

@@ -2,7 +2,8 @@
 #ifndef VHPC_SCHED_EMBEDDED_H
 #define VHPC_SCHED_EMBEDDED_H
 
-#include "vhpc.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
 
 struct embedded_opts {
 	const char *topology;   /* hwloc spec for placement tests; NULL = this machine */

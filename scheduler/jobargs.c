@@ -1,5 +1,9 @@
 /* The options of `vhpc run` and `vhpc submit`: flags (or a job file) to a
  * job spec. */
+#include "lib/err.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 #include "cli.h"
 #include "jobargs.h"
 

@@ -2,7 +2,7 @@
 #ifndef VHPC_SCHED_JOBARGS_H
 #define VHPC_SCHED_JOBARGS_H
 
-#include "vhpc.h"
+#include "lib/jobspec.h"
 #include "embedded.h"
 
 /* Options, then the command (or --job FILE), into *out (checked with

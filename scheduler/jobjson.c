@@ -1,3 +1,6 @@
+#include "lib/err.h"
+#include "lib/jf.h"
+#include "lib/jobspec.h"
 #include "jobjson.h"
 
 #include <json-c/json.h>

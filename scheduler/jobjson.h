@@ -3,7 +3,8 @@
 #ifndef VHPC_SCHED_JOBJSON_H
 #define VHPC_SCHED_JOBJSON_H
 
-#include "vhpc.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
 
 #define JOB_MAX_ARGS      4096
 #define JOB_MAX_ENV       1024

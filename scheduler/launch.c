@@ -1,11 +1,14 @@
+#include "lib/consts.h"
+#include "lib/jobspec.h"
 #include "launch.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const launch_env[] = {
-	"PATH=" NA_GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
+	"PATH=" VHPC_GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
 	"VHPC_JOB_KEY=/vhpc/job.key", NULL
 };
 

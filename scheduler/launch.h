@@ -4,12 +4,13 @@
 #ifndef VHPC_SCHED_LAUNCH_H
 #define VHPC_SCHED_LAUNCH_H
 
-#include "vhpc.h"
+#include "lib/consts.h"
+#include "lib/jobspec.h"
 #include "nodeagent/vhpcd.h"
 
 /* mpirun's environment in guest 0 and the launch agent it uses there. */
 extern const char *const launch_env[];
-#define LAUNCH_RSH NA_GUEST_BIN "/vhpc-rsh"
+#define LAUNCH_RSH VHPC_GUEST_BIN "/vhpc-rsh"
 
 struct launch_guest {
 	char name[64];       /* hostname inside the job */

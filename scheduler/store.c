@@ -1,5 +1,8 @@
+#include "lib/err.h"
 #include "store.h"
 
+#include <stddef.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>

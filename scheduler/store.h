@@ -6,7 +6,11 @@
 #ifndef VHPC_SCHED_STORE_H
 #define VHPC_SCHED_STORE_H
 
-#include "vhpc.h"
+#include "lib/err.h"
+#include <sys/types.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdbool.h>
 
 struct store;
 

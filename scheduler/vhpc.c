@@ -1,4 +1,6 @@
 /* vhpc: the user's and admin's command. */
+#include "lib/consts.h"
+#include "lib/log.h"
 #include "cli.h"
 
 #include <stdio.h>

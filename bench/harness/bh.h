@@ -17,6 +17,7 @@
 #ifndef VHPC_BENCH_HARNESS_H
 #define VHPC_BENCH_HARNESS_H
 
+#include "lib/err.h"
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>

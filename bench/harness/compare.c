@@ -1,5 +1,7 @@
 /* vhpc bench compare A B: two results folders, per metric and side the
  * ratio B/A of the medians with the noise range of the repetitions. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>

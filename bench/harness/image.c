@@ -2,6 +2,10 @@
  * into a node image of its own: the guests' usual image YAML with PATH
  * added to its files (the image build copies the shared libraries it
  * needs), built with `vhpc image build`. */
+#include "lib/bytes.h"
+#include "lib/cluster.h"
+#include "lib/err.h"
+#include "lib/paths.h"
 #include <sodium.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,11 @@
 /* What a run ran on, kept with its results so two runs can be compared. */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/hwvirt.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/proc.h"
 #include <hwloc.h>
 #include <json-c/json.h>
 #include <stdlib.h>

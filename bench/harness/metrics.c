@@ -1,4 +1,5 @@
 /* The metrics of one run: values per side and repetition, and JSON. */
+#include "lib/err.h"
 #include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,6 @@
 /* Benchmark output (from the host or from a guest: checked, never trusted)
  * into metrics. */
+#include "lib/err.h"
 #include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>

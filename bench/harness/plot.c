@@ -1,6 +1,8 @@
 /* plot.png with gnuplot: one panel per kind of number (latency,
  * bandwidth, ...), native (solid) and guest (dashed) on one chart; sizes
  * on a log axis, or bars where metrics have no size. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,7 @@
 /* One benchmark command: output into files, a time limit, signals for
  * vhpc bench passed on so `vhpc run` can remove its guests before we go. */
+#include "lib/clock.h"
+#include "lib/err.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

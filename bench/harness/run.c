@@ -1,5 +1,9 @@
 /* bench_run: a suite natively and in guests, repetitions interleaved, into
  * a results folder. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>

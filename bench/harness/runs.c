@@ -1,4 +1,5 @@
 /* The commands of a run: argv building, native mpirun, vhpc run. */
+#include "lib/err.h"
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>

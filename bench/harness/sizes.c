@@ -1,4 +1,6 @@
 /* Size lists: --sizes 1,64K,4M and --msglog [MIN:]MAX. */
+#include "lib/err.h"
+#include "lib/parse.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -4,6 +4,8 @@
  * the program running and to the memory touched.  (The kvm driver
  * prefaults guest RAM in vhpc-hv before boot, so there the start-up time
  * grows with --mem; vhpc-hv-bench measures that prefault alone.) */
+#include "lib/err.h"
+#include "lib/log.h"
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,8 @@
 /* mpi: vhpc-mpibench (or a real IMB-MPI1, --imb) PingPong, Sendrecv,
  * Exchange and Allreduce; native mpirun against vhpc run. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,6 @@
 /* net: TCP stream throughput and request/response round trips between two
  * ranks (vhpc-netbench): native over loopback, guests over the job network. */
+#include "lib/err.h"
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>

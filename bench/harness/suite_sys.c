@@ -1,5 +1,6 @@
 /* sys: UnixBench-style loops (vhpc-sysbench) with 1 and N copies, natively
  * on N host cores and in one guest with N vCPUs. */
+#include "lib/err.h"
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,9 @@
  * vhpc-imbcheck: parse IMB-MPI1 output (real IMB or vhpc-mpibench) and check
  * every table for sanity; one message per violation, exit status 1 if any.
  */
+#include "lib/err.h"
+#include "lib/parse.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

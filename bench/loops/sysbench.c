@@ -26,7 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vhpc.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/parse.h"
 
 #define ME "vhpc-sysbench"
 #define MAX_COPIES 1024

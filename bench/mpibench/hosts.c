@@ -4,6 +4,7 @@
  * of those), the CPU list shows the placement the rank got.  Printed as
  * comment lines so IMB parsers skip them.
  */
+#include "lib/parse.h"
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,6 +7,9 @@
  * read by rank 0 only and broadcast, because in a virtual cluster the other
  * ranks run in guests that may not see the file.
  */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,6 @@
 /* vhpc-mpibench command line, message sizes and process counts. */
+#include "lib/err.h"
+#include "lib/parse.h"
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>

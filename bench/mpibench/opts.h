@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "vhpc.h"
+#include "lib/err.h"
 
 /* Run order, as IMB-MPI1 runs them regardless of the command line order. */
 enum mb_bench {

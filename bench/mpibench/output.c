@@ -4,6 +4,7 @@
  * "# #processes = N", a rule, right-aligned 13-character columns, and
  * "%.2f" times in microseconds.
  */
+#include "lib/consts.h"
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>

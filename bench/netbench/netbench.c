@@ -18,6 +18,9 @@
  *   vhpc-bench {"test":"stream","size":N,"value":MBIT_S,"unit":"Mbit/s","bytes":B,"seconds":S}
  *   vhpc-bench {"test":"rr","size":N,"value":USEC,"unit":"usec","transactions":T,"seconds":S}
  */
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/parse.h"
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <mpi.h>

@@ -6,6 +6,9 @@
  * connection costs that connection only: what reaches a listening port is
  * not trusted.
  */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/inet.h"
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,7 @@
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/inet.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

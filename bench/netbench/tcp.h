@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "vhpc.h"
+#include "lib/err.h"
 
 #define NB_MAX_MSG (16u << 20)
 #define NB_IO_TIMEOUT_MS 30000

@@ -22,7 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vhpc.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/wire.h"
 
 static const char *ctl;
 static int njobs = 1000, nclients = 8;

@@ -6,6 +6,12 @@
  *   - vhpc-hv start to the first guest instruction (its own log lines),
  *     with a test guest.
  * Usage: vhpc-hv-bench [--size SIZE] [--repeat N] [--guest ELF] [--hv PATH] */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/paths.h"
 #include "../vm.h"
 
 #include <fcntl.h>

@@ -17,6 +17,9 @@
  * The tap lives in a private network namespace of this process.
  *
  * Usage: vhpc-hv-netbench [--seconds S] [--reps N] [--hv-log]   (root) */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/log.h"
 #include "../virtio.h"
 
 #include <errno.h>

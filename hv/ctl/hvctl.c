@@ -2,7 +2,8 @@
  * reply (one JSON line).  Exit status 0 when the reply says "ok":true.
  *   vhpc-hvctl SOCKET status|pause|resume|poweroff|kill
  *   vhpc-hvctl SOCKET --raw 'JSON'        (for tests of bad requests) */
-#include "vhpc.h"
+#include "lib/fdio.h"
+#include "lib/parse.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,6 +7,9 @@
  *     string is what the remote shell runs (so quoting is the caller's job,
  *     as with ssh).
  */
+#include "lib/err.h"
+#include "lib/gexec.h"
+#include "lib/parse.h"
 #include "args.h"
 
 #include <stdlib.h>

@@ -5,9 +5,10 @@
 #ifndef VHPC_RSH_ARGS_H
 #define VHPC_RSH_ARGS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
-#include "vhpc.h"
+#include "lib/err.h"
 
 struct rsh_args {
 	char host[256];           /* host name/address, or a unix socket path */

@@ -8,6 +8,12 @@
  * if vhpc-rsh itself dies, guestd sees the connection close and stops the
  * remote command's whole process group.
  */
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/gexec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 #include "args.h"
 
 #include <errno.h>

@@ -7,6 +7,8 @@
  * output is also tried after a valid result line of its suite, so the
  * fuzzer starts from accepted input without a seed corpus.
  */
+#include "lib/err.h"
+#include "lib/log.h"
 #include <json-c/json.h>
 #include <math.h>
 #include <stddef.h>

@@ -5,6 +5,7 @@
  * from the first run, without a seed corpus).  More seeds: the files in
  * tests/bench/data/.
  */
+#include "lib/err.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,8 @@
 /* vhpc bench's harness without running anything: statistics and ratios,
  * metrics from IMB output and from result lines (guest output: hostile),
  * JSON out and back in, size options, and comparing two runs. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,7 @@
 /* IMB tables: the repetition rule, parsing real IMB-MPI1 output (hand-written
  * samples of IMB 2021 and IMB 3.2 output, and vhpc-mpibench's own), what the
  * parser tolerates and rejects, the sanity checks, and JSON. */
+#include "lib/err.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,6 @@
 /* vhpc-mpibench without MPI: command line, message sizes, repetitions,
  * process counts, and the data-check patterns. */
+#include "lib/err.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -5,6 +5,9 @@
  * the input's own); the rest is the JSON payload.  Every accepted message
  * must satisfy the limits its parser promises; nothing may crash or leak.
  */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
 #include <json-c/json.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,8 +55,8 @@ static void check_vmsg(const struct vmsg *m)
 	if (m->type == VM_PREPARE) {
 		const struct vprep *p = &m->prep;
 
-		if (!na_job_ok(p->local) || p->nhere < 1 || p->nhere > NA_MAX_GUESTS || p->ntotal < 1 ||
-		    p->vcpus < 1 || p->vni < 1 || p->vni > NA_VNI_MAX || strlen(p->key_hex) != 64)
+		if (!na_job_ok(p->local) || p->nhere < 1 || p->nhere > VHPC_MAX_GUESTS || p->ntotal < 1 ||
+		    p->vcpus < 1 || p->vni < 1 || p->vni > VHPC_VNI_MAX || strlen(p->key_hex) != 64)
 			abort();
 		for (int i = 0; i < p->nhere; i++)
 			if (p->here[i] < 0 || p->here[i] >= p->ntotal || (i && p->here[i] <= p->here[i - 1]))

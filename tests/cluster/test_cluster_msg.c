@@ -1,5 +1,7 @@
 /* The cluster's messages as vhpc-ctld and vhpcd parse them: valid ones
  * come through with their values, every malformed field is named. */
+#include "lib/err.h"
+#include "lib/jobspec.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -25,7 +25,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vhpc.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/inet.h"
+#include "lib/wire.h"
 
 static const char *target;
 

@@ -3,7 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "vhpc.h"
+#include "lib/config.h"
+#include "lib/err.h"
 
 struct inner { char *s; long long i; struct cf_list kids; };
 static const struct cf_schema inner_schema;

@@ -7,6 +7,8 @@
  * Every reply must be valid JSON and every accepted request must satisfy
  * the limits the parser promises.
  */
+#include "lib/err.h"
+#include "lib/parse.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -36,7 +36,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "vhpc.h"
+#include "lib/bytes.h"
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/gexec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
 
 static const char *tcp_host, *unix_path;
 static int tcp_port;

@@ -1,6 +1,8 @@
 /* vhpc-guestd's pure parts: request parsing and validation, the per-frame
  * dispatcher, replies, options (command line and kernel command line),
  * environment merging. */
+#include "lib/chan.h"
+#include "lib/err.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

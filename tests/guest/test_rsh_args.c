@@ -1,6 +1,7 @@
 /* vhpc-rsh parses its arguments as ssh does: options before and after the
  * destination, bundled flags, attached values, and the command words
  * joined with single spaces, exactly. */
+#include "lib/err.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -5,6 +5,8 @@
  *      ACPI PM/GED, debug exit) through the I/O dispatch
  *   2: the input is control-socket request lines
  * No KVM is needed: the VM has RAM and devices but no vCPUs. */
+#include "lib/err.h"
+#include "lib/log.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -10,6 +10,9 @@
  *   connections and bytes, and running the device loops.
  * Anything outside guest RAM, a loop, or a crash is a bug; the sanitizers
  * and libFuzzer's timeout catch them. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>

@@ -1,6 +1,8 @@
 /* Unit tests of vhpc-hv pieces that need no KVM: the guest-memory bounds
  * checks, I/O dispatch, the AML writer, ACPI checksums and layout, e820,
  * kernel loading from hostile files, and the config plan (APIC IDs). */
+#include "lib/err.h"
+#include "lib/log.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -3,6 +3,8 @@
  * every hostile shape the issue names (loops, chains too long, buffers
  * outside RAM, nested or ragged indirect tables, ring indexes running
  * ahead), plus event-index notification and the copy helpers. */
+#include "lib/err.h"
+#include "lib/log.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -4,6 +4,11 @@
  * image, NUMA splits, the hugepage plan, exit words, the config disk's
  * files and the disk itself, the vmshm region's BAR size.
  */
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/tuning.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -469,7 +474,7 @@ static void cpu_nodes_from_the_topology(void **state)
 	struct na_topo *t;
 	struct na_place_req r = { .nguests = 2, .vcpus = 2, .mem = 1ull << 30 };
 	struct na_placement p[2];
-	int nodes[NA_MAX_VCPUS];
+	int nodes[VHPC_MAX_VCPUS];
 	struct verr e;
 
 	(void)state;

@@ -17,7 +17,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "vhpc.h"
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/gexec.h"
 
 enum mode { M_OK, M_REFUSE, M_GARBAGE, M_SILENT, M_LONG };
 

@@ -1,5 +1,12 @@
 /* Job runtime dirs, their locks, busy cpus, subnets and the stale sweep
  * of dirs (no network or containers: those are in the .t tests). */
+#include "lib/cluster.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/hwvirt.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

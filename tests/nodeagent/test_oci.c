@@ -1,4 +1,7 @@
 /* The OCI config of a container guest, and the specs it refuses. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,7 @@
 /* Placement on hwloc synthetic and hand-written XML topologies. */
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/log.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +18,7 @@
 #define GiB  (1ull << 30)
 #define MiB  (1ull << 20)
 
-static struct na_placement out[NA_MAX_GUESTS];
+static struct na_placement out[VHPC_MAX_GUESTS];
 
 static struct na_topo *load(const char *spec)
 {
@@ -387,8 +390,8 @@ static void bad_requests_and_topologies(void **state)
 	assert_non_null(strstr(e.msg, "0 guests"));
 	assert_int_equal(place(t, 1, 0, 0, false, NULL, 0, &e), -1);
 	assert_non_null(strstr(e.msg, "0 vCPUs"));
-	assert_int_equal(place(t, NA_MAX_GUESTS + 1, 1, 0, false, NULL, 0, &e), -1);
-	assert_int_equal(place(t, 1, NA_MAX_VCPUS + 1, 0, false, NULL, 0, &e), -1);
+	assert_int_equal(place(t, VHPC_MAX_GUESTS + 1, 1, 0, false, NULL, 0, &e), -1);
+	assert_int_equal(place(t, 1, VHPC_MAX_VCPUS + 1, 0, false, NULL, 0, &e), -1);
 	na_topo_free(t);
 
 	assert_int_equal(na_topo_load(&t, "numa:2", &e), -1);
@@ -403,11 +406,11 @@ static void bad_requests_and_topologies(void **state)
 static void this_machine_loads(void **state)
 {
 	struct na_topo *t = load(NULL);
-	struct na_numa_info n[NA_MAX_NODES];
+	struct na_numa_info n[VHPC_MAX_NODES];
 	int k;
 
 	(void)state;
-	k = na_topo_numa(t, n, NA_MAX_NODES);
+	k = na_topo_numa(t, n, VHPC_MAX_NODES);
 	assert_true(k >= 1);
 	assert_true(n[0].ncores >= 1);
 	must_place(t, 1, 1, 0, false, NULL, 0);

@@ -1,4 +1,5 @@
 /* What guest 0 is asked to run: hostfile, hosts and mpirun's arguments. */
+#include "lib/jobspec.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,8 @@
 /* The durable state store: what was committed survives the writer being
  * killed with SIGKILL, and reads back the same. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

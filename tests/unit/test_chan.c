@@ -13,7 +13,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "vhpc.h"
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
 
 static const uint8_t key_a[CHAN_KEY_LEN] = { 1, 2, 3 };
 static const uint8_t key_b[CHAN_KEY_LEN] = { 9, 9, 9 };

@@ -9,7 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "vhpc.h"
+#include "lib/config.h"
+#include "lib/err.h"
 
 struct net { char *subnet; long long mtu; };
 struct node { char *name; long long cores; };

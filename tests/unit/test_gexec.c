@@ -12,7 +12,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "vhpc.h"
+#include "lib/chan.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "lib/gexec.h"
 
 static void planted_symlink_is_not_followed(void **state)
 {

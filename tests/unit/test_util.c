@@ -9,7 +9,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "vhpc.h"
+#include "lib/bytes.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/parse.h"
 
 static void sizes_parse_with_units_and_reject_junk(void **state)
 {

@@ -17,7 +17,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "vhpc.h"
+#include "lib/err.h"
+#include "lib/wire.h"
 
 static char dir[] = "/tmp/vhpc-munge-XXXXXX";
 

@@ -1,0 +1,29 @@
+/*
+ * The cluster file (configs/cluster.yaml).
+ */
+#ifndef VHPC_LIB_CLUSTER_H
+#define VHPC_LIB_CLUSTER_H
+
+#include <stdint.h>
+#include "lib/config.h"
+#include "lib/inet.h"
+
+/* The cluster (configs/cluster.yaml). */
+struct cluster_cfg {
+	char *name;
+	char *controller;        /* "host:port" of vhpc-ctld; NULL = embedded */
+	struct ipv4net job_pool; /* job subnets are carved from here */
+	long long job_prefix;    /* each job gets a /job_prefix */
+	long long guest_port;    /* vhpc-guestd's TCP port on the job network */
+	char *default_image;
+	char *default_tuning;
+	int default_driver;
+	uint64_t default_mem;
+	long long default_timeout;
+};
+extern const struct cf_schema cluster_schema;
+/* path NULL: $VHPC_CLUSTER, else <config dir>/cluster.yaml. */
+int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err);
+void cluster_free(struct cluster_cfg *c);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * Exact-length reads and writes on file descriptors.
+ */
+#ifndef VHPC_LIB_FDIO_H
+#define VHPC_LIB_FDIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reads/writes exactly len bytes, retrying on EINTR and short I/O.
+ * read_full returns 0 on success, 1 on EOF before any byte, -1 otherwise. */
+int read_full(int fd, void *buf, size_t len);
+int write_full(int fd, const void *buf, size_t len);
+/* write_full for sockets: a peer that hung up costs EPIPE, not SIGPIPE. */
+int send_full(int fd, const void *buf, size_t len);
+/* read_full bounded by a CLOCK_MONOTONIC deadline in ns (0 = none);
+ * ETIMEDOUT when it passes; *eof_at_start when the peer closed cleanly. */
+int read_full_deadline(int fd, void *buf, size_t len, uint64_t deadline, bool *eof_at_start);
+/* Waits until fd is readable; 0 ready, 1 timeout, -1 error. */
+int wait_readable(int fd, int timeout_ms);
+
+#endif

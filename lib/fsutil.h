@@ -1,0 +1,25 @@
+/*
+ * Whole-file and directory helpers.
+ */
+#ifndef VHPC_LIB_FSUTIL_H
+#define VHPC_LIB_FSUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "lib/err.h"
+
+/* Whole-file helpers; read_file NUL-terminates and caps at max bytes. */
+int read_file(const char *path, char **buf, size_t *len, size_t max,
+	      struct verr *err);
+int write_file(const char *path, const void *buf, size_t len, mode_t mode,
+	       struct verr *err);
+/* Writes to path.tmp then renames, so readers never see half a file. */
+int write_file_atomic(const char *path, const void *buf, size_t len,
+		      mode_t mode, struct verr *err);
+int mkdir_p(const char *path, mode_t mode, struct verr *err);
+/* rm -rf that does not cross mount points and refuses "/" and "". */
+int rm_rf(const char *path, struct verr *err);
+/* Writes a string to a sysfs/procfs/cgroup file. */
+int write_str(const char *path, const char *s, struct verr *err);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * One wire request and its reply on a fresh TCP connection.
+ */
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/wire.h"
+
+#include <json-c/json.h>
+#include <string.h>
+#include <unistd.h>
+
+int wire_call(const char *hostport, struct json_object *req, struct json_object **reply,
+	      struct wire_peer *peer, int timeout_ms, struct verr *err)
+{
+	struct wire_peer ignore;
+	int fd = tcp_connect(hostport, timeout_ms < 10000 && timeout_ms > 0 ? timeout_ms : 10000, err);
+	int r;
+
+	*reply = NULL;
+	if (fd < 0)
+		return -1;
+	if (wire_send(fd, req, err) < 0) {
+		close(fd);
+		return verr_wrap(err, "%s", hostport);
+	}
+	r = wire_recv(fd, reply, peer ? peer : &ignore, timeout_ms, err);
+	close(fd);
+	if (r == 1)
+		return verr_set(err, "%s closed the connection without a reply", hostport);
+	if (r < 0)
+		return verr_wrap(err, "%s", hostport);
+	return 0;
+}
+
+const char *wire_error_text(struct json_object *reply)
+{
+	struct json_object *e;
+
+	if (strcmp(wire_type(reply), "error"))
+		return NULL;
+	if (json_object_object_get_ex(reply, "error", &e) && json_object_is_type(e, json_type_string))
+		return json_object_get_string(e);
+	return "(no reason given)";
+}
