@@ -22,7 +22,7 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
-CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I. $(shell pkg-config --cflags libnl-route-3.0 2>/dev/null) -fno-strict-aliasing \
+CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I. -fno-strict-aliasing \
             -fstack-protector-strong -MMD -MP $(EXTRA_CFLAGS)
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZFLAGS:= -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1
@@ -68,27 +68,46 @@ ifeq ($(filter clean,$(MAKECMDGOALS)),)
 endif
 
 # -- templates ------------------------------------------------------------
-# $(call program,NAME,SOURCES,LIBS[,CFLAGS])
+# Build flags belong to a library or a folder, never to a program: an
+# object is compiled once, with its own folder's flags, whichever programs
+# link it.  $(call dir_cflags,DIR,FLAGS) gives every object from DIR/ (and
+# below) FLAGS, in the plain and the sanitized build.
+dir_cflags = $(eval $(B)/obj/$(1)/%.o $(B)/san/$(1)/%.o: EXTRA_OBJ_CFLAGS = $(2))
+
+# $(call library,NAME,SOURCES) -- $(B)/lib/libNAME.a, and $(B)/lib/libNAME-san.a
+# (ASan+UBSan) for unit tests.  Programs name the first in their LIBS; unit
+# tests get the sanitized one in its place.
+define library
+$(B)/lib/lib$(1).a: $(patsubst %.c,$(B)/obj/%.o,$(2))
+	@mkdir -p $$(@D)
+	$$(call say,AR,$$@)
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+$(B)/lib/lib$(1)-san.a: $(patsubst %.c,$(B)/san/%.o,$(2))
+	@mkdir -p $$(@D)
+	$$(call say,AR,$$@)
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+endef
+
+# $(call program,NAME,SOURCES,LIBS) -- LIBS: archives (rebuilt first) and -l flags
 define program
-$(B)/bin/$(1): $(patsubst %.c,$(B)/obj/%.o,$(2)) $(B)/lib/libvhpc.a
+$(B)/bin/$(1): $(patsubst %.c,$(B)/obj/%.o,$(2)) $(filter %.a,$(3)) $(B)/lib/libvhpc.a
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)
-	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(B)/lib/libvhpc.a $(3) $$(LIBVHPC_LIBS)
+	$$(Q)$$(CC) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(3) $(B)/lib/libvhpc.a $$(LIBVHPC_LIBS)
 PROGRAMS += $(B)/bin/$(1)
-$(patsubst %.c,$(B)/obj/%.o,$(2)): EXTRA_OBJ_CFLAGS := $(4)
 endef
 
-# $(call unit_test,NAME,SOURCES,LIBS[,CFLAGS]) -- always under ASan+UBSan
+# $(call unit_test,NAME,SOURCES,LIBS) -- always under ASan+UBSan
 define unit_test
-$(B)/tests/$(1): $(patsubst %.c,$(B)/san/%.o,$(2)) $(B)/lib/libvhpc-san.a
+$(B)/tests/$(1): $(patsubst %.c,$(B)/san/%.o,$(2)) $(patsubst %.a,%-san.a,$(filter %.a,$(3))) $(B)/lib/libvhpc-san.a
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)
-	$$(Q)$$(CC) $$(SANFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(B)/lib/libvhpc-san.a -lcmocka $(3) $$(LIBVHPC_LIBS)
+	$$(Q)$$(CC) $$(SANFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(patsubst %.a,%-san.a,$(3)) $(B)/lib/libvhpc-san.a -lcmocka $$(LIBVHPC_LIBS)
 UNIT_TESTS += $(B)/tests/$(1)
-$(patsubst %.c,$(B)/san/%.o,$(2)): EXTRA_OBJ_CFLAGS := $(4)
 endef
 
-# $(call fuzzer,NAME,SOURCES,LIBS[,CFLAGS]) -- libFuzzer, built with clang
+# $(call fuzzer,NAME,SOURCES,LIBS[,CFLAGS]) -- libFuzzer, built with clang in
+# one command from sources (no shared objects, so CFLAGS stay its own)
 define fuzzer
 $(B)/fuzz/$(1): $(2) $(LIB_SRCS)
 	@mkdir -p $$(@D)

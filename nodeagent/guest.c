@@ -5,7 +5,7 @@
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
-#include "na.h"
+#include "nodeagent/nodeagent.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,12 @@
 #include "lib/jobspec.h"
 #include "lib/log.h"
 #include "lib/parse.h"
-#include "drivers.h"
+#include "images/images.h"
+#include "nodeagent/drivers/drivers.h"
+#include "nodeagent/jobdir/jobdir.h"
+#include "nodeagent/net/net.h"
+#include "nodeagent/nodeagent.h"
+#include "nodeagent/place/place.h"
 
 #include <errno.h>
 #include <json-c/json.h>

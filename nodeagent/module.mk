@@ -1,19 +1,19 @@
-# The node agent as a library linked into `vhpc` (embedded) and the vhpcd
-# daemon: every nodeagent/*.c but the main_*.c of its programs and the
-# daemon's own vhpcd_*.c.
-# A program using it: sources $(NODEAGENT_SRCS), libraries $(NODEAGENT_LIBS),
-# include "nodeagent/vhpcd.h".
-NODEAGENT_SRCS := $(sort $(filter-out nodeagent/main_%.c nodeagent/vhpcd_%.c,$(wildcard nodeagent/*.c))) \
-                  mpi-plugins/btl_vmshm/vmshm_region.c mpi-plugins/btl_vmshm/vmshm_ring.c
-NODEAGENT_LIBS := -lhwloc -lnl-route-3 -lnl-3
+# The node agent as a library (nodeagent/nodeagent.h) linked into `vhpc`
+# (the embedded agent) and vhpcd: the job lifecycle here, and one folder per
+# concern (place/, jobdir/, net/, drivers/<name>/).  The daemon (daemon/) and
+# the vhpc-na CLI (cli/) are programs on top of it.
+# A program using it: LIBS $(NODEAGENT_LIBS); include "nodeagent/nodeagent.h".
+NODEAGENT_SRCS := $(sort $(wildcard nodeagent/*.c nodeagent/place/*.c nodeagent/jobdir/*.c \
+                    nodeagent/net/*.c nodeagent/drivers/*.c nodeagent/drivers/*/*.c))
+$(eval $(call library,nodeagent,$(NODEAGENT_SRCS)))
+$(call dir_cflags,nodeagent/net,$(shell pkg-config --cflags libnl-route-3.0 2>/dev/null))
+# Archives in link order: the agent uses images and the vmshm layout.
+NODEAGENT_LIBS := $(B)/lib/libnodeagent.a $(B)/lib/libimages.a $(B)/lib/libvmshm.a \
+                  -lhwloc -lnl-route-3 -lnl-3
 
 # vhpc-na: the agent's pieces from the command line (admins, tests).
-$(eval $(call program,vhpc-na,nodeagent/main_na.c $(NODEAGENT_SRCS),$(NODEAGENT_LIBS)))
+$(eval $(call program,vhpc-na,nodeagent/cli/main.c,$(NODEAGENT_LIBS)))
 
 # vhpcd: the node agent daemon of a cluster (scheduler/PROTOCOL.md).
-VHPCD_SRCS := nodeagent/main_vhpcd.c $(sort $(wildcard nodeagent/vhpcd_*.c))
-$(eval $(call program,vhpcd,$(VHPCD_SRCS) $(NODEAGENT_SRCS),$(NODEAGENT_LIBS) -libverbs))
-
-$(eval $(call unit_test,unit-nodeagent-place,tests/nodeagent/test_place.c $(NODEAGENT_SRCS),$(NODEAGENT_LIBS)))
-$(eval $(call unit_test,unit-nodeagent-jobdir,tests/nodeagent/test_jobdir.c $(NODEAGENT_SRCS),$(NODEAGENT_LIBS)))
-$(eval $(call unit_test,unit-nodeagent-oci,tests/nodeagent/test_oci.c $(NODEAGENT_SRCS),$(NODEAGENT_LIBS)))
+VHPCD_SRCS := $(sort $(wildcard nodeagent/daemon/*.c))
+$(eval $(call program,vhpcd,$(VHPCD_SRCS),$(NODEAGENT_LIBS) -libverbs))

@@ -3,8 +3,9 @@
  * ivshmem BAR for kvm guests).  Named vhpc-<job>-vmshm so the crash sweep
  * finds it with the job's other shm files. */
 #include "lib/err.h"
-#include "na.h"
-#include "mpi-plugins/btl_vmshm/vmshm_region.h"
+#include "nodeagent/jobdir/jobdir.h"
+#include "nodeagent/nodeagent.h"
+#include "lib/vmshm/vmshm_region.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
 #include "lib/parse.h"
 #include "cli.h"
 #include "bench/bench.h"
-#include "nodeagent/vhpcd.h"
+#include "nodeagent/nodeagent.h"
 
 #include <getopt.h>
 #include <math.h>

@@ -2,7 +2,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "cli.h"
-#include "nodeagent/vhpcd.h"
+#include "nodeagent/nodeagent.h"
 
 #include <stdio.h>
 #include <string.h>

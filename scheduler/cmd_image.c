@@ -3,7 +3,7 @@
 #include "lib/log.h"
 #include "lib/parse.h"
 #include "cli.h"
-#include "nodeagent/vhpcd.h"
+#include "images/images.h"
 
 #include <json-c/json.h>
 #include <stdio.h>

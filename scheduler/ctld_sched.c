@@ -13,7 +13,6 @@
 #include "lib/inet.h"
 #include "lib/log.h"
 #include "ctld.h"
-#include "nodeagent/vhpcd.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * The embedded scheduler behind `vhpc run` on one machine: it decides the
  * job's shape (guests, vCPUs, ranks, subnet, key), hands it to the node
- * agent's job lifecycle (nodeagent/vhpcd.h, na_job_*), runs mpirun in
+ * agent's job lifecycle (nodeagent/nodeagent.h, na_job_*), runs mpirun in
  * guest 0 and has everything removed again, whatever happened in between.
  */
 #include "lib/bytes.h"
@@ -19,7 +19,7 @@
 #include "embedded.h"
 #include "cli.h"
 #include "launch.h"
-#include "nodeagent/vhpcd.h"
+#include "nodeagent/nodeagent.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
 
 #include "lib/consts.h"
 #include "lib/jobspec.h"
-#include "nodeagent/vhpcd.h"
+#include "lib/consts.h"
 
 /* mpirun's environment in guest 0 and the launch agent it uses there. */
 extern const char *const launch_env[];

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "opts.h"
 
 const char *const mb_bench_names[MB_NBENCH] = {

@@ -10,7 +10,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "mpibench.h"
 
 #define COLW 13

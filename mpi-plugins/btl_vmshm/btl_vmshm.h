@@ -17,8 +17,8 @@
 #include "opal/threads/mutex.h"
 #include "opal/util/proc.h"
 
-#include "vmshm_region.h"
-#include "vmshm_ring.h"
+#include "lib/vmshm/vmshm_region.h"
+#include "lib/vmshm/vmshm_ring.h"
 
 #define VMSHM_MODEX_VERSION 1u
 #define VMSHM_ID_LEN 64

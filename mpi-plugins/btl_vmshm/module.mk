@@ -8,24 +8,29 @@
 #                                       (not in $(B)/tests: they need mpirun)
 
 VMSHM_DIR      := mpi-plugins/btl_vmshm
-VMSHM_CORE     := $(VMSHM_DIR)/vmshm_region.c $(VMSHM_DIR)/vmshm_ring.c
-VMSHM_BTL_SRCS := $(VMSHM_CORE) $(VMSHM_DIR)/btl_vmshm_component.c \
-                  $(VMSHM_DIR)/btl_vmshm_module.c
+# The region and ring code is lib/vmshm's (VMSHM_CORE), compiled again
+# position-independent for the .so.
+VMSHM_BTL_SRCS := $(VMSHM_DIR)/btl_vmshm_component.c $(VMSHM_DIR)/btl_vmshm_module.c
 MPICC          ?= mpicc
 # Open MPI's headers are not ours to warn about: -isystem.
 VMSHM_MPI_INC  := $(patsubst %,-isystem %,$(shell $(MPICC) --showme:incdirs 2>/dev/null))
 VMSHM_MPI_LIBDIR := $(shell $(MPICC) --showme:libdirs 2>/dev/null)
 VMSHM_SO       := $(B)/lib/openmpi/mca_btl_vmshm.so
-VMSHM_CFLAGS   := $(CFLAGS) -fPIC -fvisibility=hidden -I$(VMSHM_DIR) $(VMSHM_MPI_INC)
+VMSHM_CFLAGS   := $(CFLAGS) -fPIC -fvisibility=hidden $(VMSHM_MPI_INC)
 
 $(B)/vmshm/obj/%.o: $(VMSHM_DIR)/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(VMSHM_CFLAGS) -c -o $@ $<
+$(B)/vmshm/obj/core/%.o: lib/vmshm/%.c
+	@mkdir -p $(@D)
+	$(call say,CC-PIC,$<)
+	$(Q)$(CC) $(VMSHM_CFLAGS) -c -o $@ $<
 
 # Only the component struct is exported (-fvisibility=hidden elsewhere);
 # Open MPI finds it by the name mca_btl_vmshm_component.
-$(VMSHM_SO): $(patsubst $(VMSHM_DIR)/%.c,$(B)/vmshm/obj/%.o,$(VMSHM_BTL_SRCS))
+$(VMSHM_SO): $(patsubst $(VMSHM_DIR)/%.c,$(B)/vmshm/obj/%.o,$(VMSHM_BTL_SRCS)) \
+              $(patsubst lib/vmshm/%.c,$(B)/vmshm/obj/core/%.o,$(VMSHM_CORE))
 	@mkdir -p $(@D)
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,mca_btl_vmshm.so -Wl,--no-undefined -o $@ $^ \
@@ -38,10 +43,10 @@ $(B)/vmshm/bin/vmshm-test: tests/mpi-plugins/vmshm_test.c
 	@mkdir -p $(@D)
 	$(call say,MPICC,$@)
 	$(Q)$(MPICC) $(CFLAGS) -pthread -o $@ $<
-$(B)/vmshm/bin/vmshm-scribble: tests/mpi-plugins/vmshm_scribble.c $(VMSHM_CORE)
+$(B)/vmshm/bin/vmshm-scribble: tests/mpi-plugins/vmshm_scribble.c $(B)/lib/libvmshm.a
 	@mkdir -p $(@D)
 	$(call say,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(VMSHM_DIR) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.a,$^)
 $(B)/vmshm/bin/vmshm-pingpong: $(VMSHM_DIR)/bench/pingpong.c
 	@mkdir -p $(@D)
 	$(call say,MPICC,$@)
@@ -50,10 +55,5 @@ $(B)/vmshm/bin/vmshm-pingpong: $(VMSHM_DIR)/bench/pingpong.c
 EXTRA_ALL   += $(VMSHM_SO) $(VMSHM_MPI_PROGS)
 EXTRA_TESTS += $(VMSHM_SO) $(VMSHM_MPI_PROGS)
 
-$(eval $(call unit_test,unit-vmshm-ring,tests/mpi-plugins/test_vmshm_ring.c $(VMSHM_CORE),,-I$(VMSHM_DIR)))
-$(eval $(call fuzzer,fuzz-vmshm-ring,tests/mpi-plugins/fuzz_vmshm_ring.c $(VMSHM_CORE),,-I$(VMSHM_DIR)))
-# These are compiled straight from sources, without dependency files.
-VMSHM_HDRS := $(VMSHM_DIR)/vmshm_region.h $(VMSHM_DIR)/vmshm_ring.h
-$(B)/fuzz/fuzz-vmshm-ring $(B)/vmshm/bin/vmshm-scribble: $(VMSHM_HDRS)
 # The top Makefile reads dependency files from $(B)/obj and $(B)/san only.
 -include $(shell find $(B)/vmshm -name '*.d' -type f 2>/dev/null)

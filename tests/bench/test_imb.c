@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 static char *data_path(const char *name)
 {

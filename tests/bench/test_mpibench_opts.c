@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bench.h"
-#include "opts.h"
+#include "bench/bench.h"
+#include "bench/mpibench/opts.h"
 
 static int parse(struct mb_opts *o, struct verr *err, ...)
 {

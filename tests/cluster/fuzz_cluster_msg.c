@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "scheduler/ctld.h"
-#include "nodeagent/vhpcd_int.h"
-#include "nodeagent/na.h"
+#include "nodeagent/daemon/daemon.h"
+#include "nodeagent/nodeagent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

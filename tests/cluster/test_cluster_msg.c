@@ -14,7 +14,7 @@
 
 #include "scheduler/ctld.h"
 #include "scheduler/jobjson.h"
-#include "nodeagent/vhpcd_int.h"
+#include "nodeagent/daemon/daemon.h"
 
 static int cparse(const char *text, struct cmsg *m, struct verr *e)
 {

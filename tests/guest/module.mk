@@ -1,8 +1,8 @@
 # Tests of vhpc-guestd, vhpc-rsh and lib/gexec.c (tests/guest/*.t use the
 # helpers below).
-$(eval $(call unit_test,unit-guestd,tests/guest/test_guestd.c guest/proto.c guest/opts.c guest/spawn.c,,-Iguest))
-$(eval $(call unit_test,unit-rsh-args,tests/guest/test_rsh_args.c mpi-plugins/rsh/args.c,,-Impi-plugins/rsh))
-$(eval $(call fuzzer,fuzz-guestd,tests/guest/fuzz_guestd.c guest/proto.c guest/opts.c,,-Iguest))
+$(eval $(call unit_test,unit-guestd,tests/guest/test_guestd.c guest/proto.c guest/opts.c guest/spawn.c))
+$(eval $(call unit_test,unit-rsh-args,tests/guest/test_rsh_args.c mpi-plugins/rsh/args.c))
+$(eval $(call fuzzer,fuzz-guestd,tests/guest/fuzz_guestd.c guest/proto.c guest/opts.c))
 
 # Test helpers live outside $(B)/tests, which tests/run executes as tests.
 $(B)/testbin/gprobe: $(B)/obj/tests/guest/gprobe.o $(B)/lib/libvhpc.a

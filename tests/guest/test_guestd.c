@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "guest/internal.h"
 
 static int parse(const char *json, struct greq *r, struct verr *e)
 {

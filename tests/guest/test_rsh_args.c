@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "args.h"
+#include "mpi-plugins/rsh/args.h"
 
 static int run(struct rsh_args *a, struct verr *e, ...)
 {

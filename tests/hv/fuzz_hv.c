@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "vm.h"
+#include "hv/vm.h"
 
 static struct vm vm;
 static struct hv_config cfg;

@@ -23,8 +23,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "pci.h"
-#include "virtio.h"
+#include "hv/pci.h"
+#include "hv/virtio.h"
 
 #define WIN 0x10000ull            /* guest RAM the fuzzer writes rings into */
 #define WIN_SIZE 0x10000ull

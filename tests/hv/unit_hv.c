@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "vm.h"
-#include "aml.h"
-#include "layout.h"
+#include "hv/vm.h"
+#include "hv/aml.h"
+#include "hv/layout.h"
 
 /* A vm with RAM but no KVM, enough for boot and ACPI code. */
 static struct vm *fake_vm(uint64_t mem, int nvcpus, struct hv_plan *p, struct hv_config *c)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "virtq.h"
+#include "hv/virtq.h"
 
 #define MEM (16u << 20)
 #define QS 8

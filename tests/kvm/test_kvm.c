@@ -22,8 +22,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "nodeagent/kvm.h"
-#include "internal.h"   /* guest/: vhpc-guestd's option parser */
+#include "nodeagent/drivers/kvm/kvm_int.h"
+#include "guest/internal.h"   /* guest/: vhpc-guestd's option parser */
 
 static struct image_info img;
 
@@ -481,13 +481,13 @@ static void cpu_nodes_from_the_topology(void **state)
 	assert_int_equal(na_topo_load(&t, "synthetic:numa:2 core:2 pu:2", &e), 0);
 	assert_int_equal(na_place(t, &r, p, &e), 0);
 	for (int g = 0; g < 2; g++) {
-		assert_int_equal(na_kvm_cpu_nodes(t, &p[g], nodes, &e), 0);
+		assert_int_equal(na_topo_cpu_nodes(t, &p[g], nodes, &e), 0);
 		for (int k = 0; k < p[g].ncpus; k++)
 			assert_int_equal(nodes[k], p[g].mems[0]);
 	}
 	assert_int_not_equal(p[0].mems[0], p[1].mems[0]);
 	p[0].cpus[0] = 99;
-	assert_int_equal(na_kvm_cpu_nodes(t, &p[0], nodes, &e), -1);
+	assert_int_equal(na_topo_cpu_nodes(t, &p[0], nodes, &e), -1);
 	assert_non_null(strstr(e.msg, "CPU 99"));
 	na_topo_free(t);
 }

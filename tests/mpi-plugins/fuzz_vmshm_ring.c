@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmshm_region.h"
-#include "vmshm_ring.h"
+#include "lib/vmshm/vmshm_region.h"
+#include "lib/vmshm/vmshm_ring.h"
 
 struct input {
 	const uint8_t *p;

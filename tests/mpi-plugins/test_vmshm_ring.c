@@ -13,8 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "vmshm_region.h"
-#include "vmshm_ring.h"
+#include "lib/vmshm/vmshm_region.h"
+#include "lib/vmshm/vmshm_ring.h"
 
 /* ------------------------------------------------------------- region */
 

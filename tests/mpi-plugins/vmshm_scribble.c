@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vmshm_region.h"
-#include "vmshm_ring.h"
+#include "lib/vmshm/vmshm_region.h"
+#include "lib/vmshm/vmshm_ring.h"
 
 static int slot_of_rank(void *base, const struct vmshm_geom *g, unsigned rank)
 {

@@ -21,7 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "nodeagent/na.h"
+#include "nodeagent/drivers/container/container.h"
+#include "nodeagent/nodeagent.h"
 
 static char run[64];
 

@@ -14,7 +14,8 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "nodeagent/na.h"
+#include "nodeagent/drivers/container/container.h"
+#include "nodeagent/nodeagent.h"
 
 static char root[64];
 static const char *argv_[] = { "/bin/vhpc-guestd", "--ready", NULL };

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "nodeagent/vhpcd.h"
+#include "nodeagent/place/place.h"
 
 #define HERE "synthetic:numa:1 core:2 pu:1"            /* this machine's shape */
 #define BIG  "synthetic:pack:2 numa:2 core:8 pu:2"

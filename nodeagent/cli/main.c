@@ -1,0 +1,532 @@
+/*
+ * vhpc-na: the node agent's pieces from the command line, for admins and
+ * tests.  `up` holds a whole job (dir, placement, network, containers)
+ * until SIGTERM/SIGINT, printing what it made and how long each step took.
+ */
+#include "lib/clock.h"
+#include "lib/cluster.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/tuning.h"
+#include "nodeagent/drivers/container/container.h"
+#include "nodeagent/jobdir/jobdir.h"
+#include "nodeagent/net/net.h"
+#include "nodeagent/nodeagent.h"
+#include "nodeagent/place/place.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: vhpc-na COMMAND [options]\n"
+		"  topo    [--topology SPEC]            NUMA nodes, cores, memory\n"
+		"  place   [--topology SPEC] [-N GUESTS] [--vcpus N] [--mem SIZE]\n"
+		"          [--busy CPULIST] [--oversubscribe]   where guests would go\n"
+		"  driver  [auto|container|kvm]         which guest driver a job gets, and why\n"
+		"  cleanup                              remove what dead jobs left (this run dir)\n"
+		"  adopt   --job ID [--grace MS]        take over a dead owner's job, stop it orderly\n"
+		"  up      --job ID [-N GUESTS] [--vcpus N] [--mem SIZE] [--topology SPEC]\n"
+		"          [--oversubscribe] [--tuning NAME|PATH|none] [--subnet CIDR] [--no-net]\n"
+		"          [--first-index N] [--vni N --underlay ADDR [--peer ADDR]...]\n"
+		"          [--rootfs DIR [--tmpfs SIZE] [--bind SRC:DST[:ro]]... [--env K=V]...\n"
+		"           [--grace MS] [--log-dir DIR] -- INIT ARGS...]\n"
+		"          make a job and hold it until SIGTERM/SIGINT, then tear it down\n"
+		"SPEC: 'synthetic:pack:2 numa:2 core:8 pu:2', FILE.xml, or nothing for this machine.\n"
+		"Runtime dir: $VHPC_RUN_DIR (default /run/vhpc).\n");
+}
+
+static int die(const struct verr *e)
+{
+	fprintf(stderr, "vhpc-na: %s\n", e->msg);
+	return 1;
+}
+
+static int bad_arg(const char *what, const char *val)
+{
+	fprintf(stderr, "vhpc-na: %s: '%s' is not valid\n", what, val);
+	return 2;
+}
+
+static void print_place(int g, const struct na_placement *p)
+{
+	char cl[1024], ml[256];
+	int ids[VHPC_MAX_VCPUS];
+
+	memcpy(ids, p->cpus, sizeof(int) * p->ncpus);
+	/* cpus stay in vCPU order: vCPU i -> cpus[i] */
+	cl[0] = 0;
+	for (int i = 0; i < p->ncpus; i++)
+		snprintf(cl + strlen(cl), sizeof(cl) - strlen(cl), "%s%d", i ? "," : "", ids[i]);
+	ml[0] = 0;
+	for (int i = 0; i < p->nmems; i++)
+		snprintf(ml + strlen(ml), sizeof(ml) - strlen(ml), "%s%d", i ? "," : "", p->mems[i]);
+	printf("guest %d cpus %s mems %s%s%s\n", g, cl, ml, p->split ? " split" : "",
+	       p->shared ? " shared" : "");
+}
+
+static int cmd_topo(int argc, char **argv)
+{
+	static const struct option o[] = { { "topology", 1, 0, 't' }, { 0 } };
+	const char *spec = NULL;
+	struct na_topo *t;
+	struct na_numa_info info[VHPC_MAX_NODES];
+	struct verr e;
+	int c, n;
+
+	while ((c = getopt_long(argc, argv, "t:", o, NULL)) != -1)
+		if (c == 't')
+			spec = optarg;
+		else
+			return 2;
+	if (na_topo_load(&t, spec, &e) < 0)
+		return die(&e);
+	n = na_topo_numa(t, info, VHPC_MAX_NODES);
+	for (int i = 0; i < n && i < VHPC_MAX_NODES; i++) {
+		char sz[32];
+
+		printf("node %d cores %d mem %s hugepages_2m_free %llu\n", info[i].os_index, info[i].ncores,
+		       fmt_size(info[i].mem_bytes, sz, sizeof(sz)), (unsigned long long)info[i].hugepages_2m_free);
+	}
+	na_topo_free(t);
+	return 0;
+}
+
+struct job_opts {
+	const char *topology;
+	long long guests, vcpus;
+	uint64_t mem;
+	bool oversubscribe;
+	int busy[1024];
+	size_t nbusy;
+};
+
+static int parse_common(int c, struct job_opts *j)
+{
+	switch (c) {
+	case 't': j->topology = optarg; return 0;
+	case 'N': return parse_ll(optarg, 1, VHPC_MAX_GUESTS, &j->guests) < 0 ? bad_arg("-N", optarg) : 0;
+	case 'c': return parse_ll(optarg, 1, VHPC_MAX_VCPUS, &j->vcpus) < 0 ? bad_arg("--vcpus", optarg) : 0;
+	case 'm': return parse_size(optarg, &j->mem) < 0 ? bad_arg("--mem", optarg) : 0;
+	case 'o': j->oversubscribe = true; return 0;
+	case 'b': return cpulist_parse(optarg, j->busy, 1024, &j->nbusy) < 0 ? bad_arg("--busy", optarg) : 0;
+	}
+	usage(stderr);
+	return 2;
+}
+
+static int cmd_place(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "topology", 1, 0, 't' }, { "vcpus", 1, 0, 'c' }, { "mem", 1, 0, 'm' },
+		{ "oversubscribe", 0, 0, 'o' }, { "busy", 1, 0, 'b' }, { 0 } };
+	struct job_opts j = { .guests = 1, .vcpus = 1 };
+	static struct na_placement p[VHPC_MAX_GUESTS];
+	struct na_topo *t;
+	struct verr e;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "N:", o, NULL)) != -1)
+		if ((rc = parse_common(c, &j)))
+			return rc;
+	if (na_topo_load(&t, j.topology, &e) < 0)
+		return die(&e);
+	rc = na_place(t, &(struct na_place_req){ .nguests = (int)j.guests, .vcpus = (int)j.vcpus,
+		.mem = j.mem, .oversubscribe = j.oversubscribe, .busy_cpus = j.busy, .nbusy = (int)j.nbusy }, p, &e);
+	na_topo_free(t);
+	if (rc < 0)
+		return die(&e);
+	for (int g = 0; g < j.guests; g++)
+		print_place(g, &p[g]);
+	return 0;
+}
+
+static int cmd_driver(int argc, char **argv)
+{
+	enum vhpc_driver want = DRIVER_AUTO, got;
+	const char *why;
+	struct verr e;
+
+	if (argc > 2)
+		return bad_arg("driver", argv[2]);
+	if (argc == 2) {
+		int i;
+
+		for (i = 0; vhpc_driver_names[i] && strcmp(vhpc_driver_names[i], argv[1]); i++)
+			;
+		if (!vhpc_driver_names[i])
+			return bad_arg("driver (auto, container or kvm)", argv[1]);
+		want = (enum vhpc_driver)i;
+	}
+	got = na_driver_resolve(want, &why);
+	printf("%s\n%s\n", vhpc_driver_names[got], why);
+	if (na_driver_check(got, &e) < 0)
+		return die(&e);
+	return 0;
+}
+
+static int cmd_cleanup(int argc, char **argv)
+{
+	struct verr e;
+	int removed = 0;
+
+	(void)argv;
+	if (argc > 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (na_cleanup_stale(&removed, &e) < 0) {
+		fprintf(stderr, "vhpc-na: cleanup: removed %d, then: %s\n", removed, e.msg);
+		return 1;
+	}
+	printf("removed %d\n", removed);
+	return 0;
+}
+
+/* Takes over a job whose owner died (as a restarted vhpcd would), then
+ * tears it down the orderly way: guests get SIGTERM and their grace. */
+static int cmd_adopt(int argc, char **argv)
+{
+	static const struct option o[] = { { "job", 1, 0, 'j' }, { "grace", 1, 0, 'g' }, { 0 } };
+	static struct na_ctr *ctr[VHPC_MAX_GUESTS];
+	const char *job = NULL;
+	struct na_jobdir jd;
+	struct verr e;
+	long long v;
+	int c, n = 0, grace = 5000, rc = 0;
+
+	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
+		if (c == 'j')
+			job = optarg;
+		else if (c == 'g' && parse_ll(optarg, 0, 600000, &v) == 0)
+			grace = (int)v;
+		else
+			return bad_arg("adopt option", argc > 1 ? argv[optind - 1] : "");
+	}
+	if (!job) {
+		fprintf(stderr, "vhpc-na: adopt: --job ID is required\n");
+		return 2;
+	}
+	if (na_jobdir_adopt(&jd, job, &e) < 0)
+		return die(&e);
+	for (int g = 0; g < VHPC_MAX_GUESTS; g++) {
+		char b[4200];
+
+		snprintf(b, sizeof(b), "%s/g%d", jd.path, g);
+		if (access(b, F_OK) < 0)
+			continue;
+		if (na_ctr_adopt(job, g, &ctr[n], &e) < 0) {
+			fprintf(stderr, "vhpc-na: %s\n", e.msg);
+			continue;
+		}
+		printf("adopted guest %d pid %d\n", g, (int)na_ctr_pid(ctr[n]));
+		n++;
+	}
+	fflush(stdout);
+	if (na_ctr_stop_all(ctr, n, grace, &e) < 0) {
+		fprintf(stderr, "vhpc-na: %s\n", e.msg);
+		rc = 1;
+	}
+	if (na_jobdir_remove(&jd, &e) < 0) {
+		fprintf(stderr, "vhpc-na: %s\n", e.msg);
+		rc = 1;
+	}
+	printf("down\n");
+	return rc;
+}
+
+/* ------------------------------------------------------------------ up */
+
+struct up {
+	struct job_opts j;
+	const char *job, *tuning_name, *subnet, *rootfs, *log_dir;
+	bool no_net;
+	uint64_t tmpfs;
+	int grace_ms;
+	struct na_bind binds[16];
+	int nbinds;
+	const char *env[33];
+	int nenv;
+	char **argv;
+	/* one node's part of a job across nodes */
+	long long first_index, vni;
+	uint32_t underlay, peers[VHPC_MAX_NODES];
+	int npeers;
+};
+
+static double ms_since(uint64_t t0)
+{
+	return (now_ns() - t0) / 1e6;
+}
+
+static int parse_bind(struct up *u, char *arg)
+{
+	char *dst = strchr(arg, ':'), *ro;
+
+	if (!dst || u->nbinds >= 16)
+		return bad_arg("--bind (SRC:DST[:ro], at most 16)", arg);
+	*dst++ = 0;
+	ro = strchr(dst, ':');
+	if (ro) {
+		*ro++ = 0;
+		if (strcmp(ro, "ro"))
+			return bad_arg("--bind option (only 'ro')", ro);
+	}
+	u->binds[u->nbinds++] = (struct na_bind){ .src = arg, .dst = dst, .ro = ro != NULL };
+	return 0;
+}
+
+static int up_run(struct up *u)
+{
+	static struct na_placement p[VHPC_MAX_GUESTS];
+	static struct na_ctr *ctr[VHPC_MAX_GUESTS];
+	static struct na_net net;
+	struct na_jobdir jd = { .lock_fd = -1 };
+	struct na_topo *t = NULL;
+	struct tuning tun, *tp = NULL;
+	struct cluster_cfg cl;
+	bool have_cl = false, have_net = false;
+	struct ipv4net subnet;
+	struct verr e;
+	sigset_t sigs;
+	int sig, rc = 1, n = (int)u->j.guests;
+	uint64_t t0;
+
+	/* Signals wait for sigwait, so teardown never races set-up. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+
+	memset(&cl, 0, sizeof(cl));
+	if (!u->no_net && strcmp(u->tuning_name, "none")) {
+		if (tuning_load(u->tuning_name, &tun, &e) < 0)
+			return die(&e);
+		tp = &tun;
+	}
+	if (na_topo_load(&t, u->j.topology, &e) < 0)
+		goto fail;
+	t0 = now_ns();
+	if (na_jobdir_create(&jd, u->job, &e) < 0)
+		goto fail;
+	printf("job %s dir %s\n", u->job, jd.path);
+	if (na_place_job(t, &(struct na_place_req){ .nguests = n, .vcpus = (int)u->j.vcpus, .mem = u->j.mem,
+		.oversubscribe = u->j.oversubscribe, .busy_cpus = u->j.busy, .nbusy = (int)u->j.nbusy }, &jd, p, &e) < 0)
+		goto fail;
+	for (int g = 0; g < n; g++)
+		print_place(g, &p[g]);
+	printf("place_ms %.2f\n", ms_since(t0));
+	fflush(stdout);
+
+	if (!u->no_net) {
+		if (u->subnet) {
+			if (ipv4net_parse(u->subnet, false, &subnet) < 0) {
+				verr_set(&e, "--subnet '%s': expected a network such as 10.213.7.0/24", u->subnet);
+				goto fail;
+			}
+		} else {
+			if (cluster_load(NULL, &cl, &e) < 0)
+				goto fail;
+			have_cl = true;
+			if (na_subnet_alloc(&cl, &jd, &subnet, &e) < 0)
+				goto fail;
+		}
+		int index[VHPC_MAX_GUESTS];
+
+		for (int g = 0; g < n; g++)
+			index[g] = (int)u->first_index + g;
+		t0 = now_ns();
+		if (na_net_create(&(struct na_net_req){ .job = u->job, .subnet = subnet, .nguests = n,
+			.tuning = tp, .index = index, .vni = (uint32_t)u->vni, .underlay = u->underlay,
+			.peers = u->peers, .npeers = u->npeers }, &net, &e) < 0)
+			goto fail;
+		have_net = true;
+		printf("net_create_ms %.2f\n", ms_since(t0));
+		for (int g = 0; g < n; g++) {
+			char a[20];
+
+			printf("guest %d netns %s addr %s/%d mtu %d\n", net.index[g], net.guest_netns[g],
+			       ipv4_format(net.guest_addr[g], a, sizeof(a)), net.prefix, net.mtu);
+		}
+		fflush(stdout);
+	}
+	if (u->rootfs) {
+		for (int g = 0; g < n; g++) {
+			char host[64], logp[4096];
+			struct na_ctr_spec s = {
+				.job = u->job, .index = g, .hostname = host, .rootfs = u->rootfs,
+				.argv = (const char *const *)u->argv, .env = u->env, .binds = u->binds,
+				.nbinds = u->nbinds, .netns = have_net ? net.guest_netns[g] : NULL,
+				.place = &p[g], .mem_limit = u->j.mem, .tmpfs_size = u->tmpfs, .log_path = logp,
+			};
+
+			snprintf(host, sizeof(host), "%s-%d", u->job, g);
+			snprintf(logp, sizeof(logp), "%s/g%d.log", u->log_dir ? u->log_dir : jd.path, g);
+			if (!have_net) {
+				verr_set(&e, "containers need the job network (drop --no-net)");
+				goto fail;
+			}
+			t0 = now_ns();
+			if (na_ctr_start(&s, &ctr[g], &e) < 0)
+				goto fail;
+			printf("guest %d pid %d log %s ctr_start_ms %.2f\n", g, (int)na_ctr_pid(ctr[g]), logp, ms_since(t0));
+			fflush(stdout);
+		}
+	}
+	printf("ready\n");
+	fflush(stdout);
+	sigwait(&sigs, &sig);
+	printf("signal %d: tearing down\n", sig);
+	rc = 0;
+	goto teardown;
+fail:
+	fprintf(stderr, "vhpc-na: %s\n", e.msg);
+teardown:
+	if (u->rootfs) {
+		t0 = now_ns();
+		if (na_ctr_stop_all(ctr, n, u->grace_ms, &e) < 0) {
+			fprintf(stderr, "vhpc-na: %s\n", e.msg);
+			rc = 1;
+		}
+		printf("ctr_stop_ms %.2f\n", ms_since(t0));
+	}
+	if (have_net) {
+		t0 = now_ns();
+		if (na_net_destroy(&net, &e) < 0) {
+			fprintf(stderr, "vhpc-na: %s\n", e.msg);
+			rc = 1;
+		}
+		printf("net_destroy_ms %.2f\n", ms_since(t0));
+	}
+	if (jd.lock_fd >= 0 && na_jobdir_remove(&jd, &e) < 0) {
+		fprintf(stderr, "vhpc-na: %s\n", e.msg);
+		rc = 1;
+	}
+	printf("down\n");
+	fflush(stdout);
+	na_topo_free(t);
+	if (tp)
+		tuning_free(tp);
+	if (have_cl)
+		cluster_free(&cl);
+	return rc;
+}
+
+static int cmd_up(int argc, char **argv)
+{
+	static const struct option o[] = {
+		{ "topology", 1, 0, 't' }, { "vcpus", 1, 0, 'c' }, { "mem", 1, 0, 'm' },
+		{ "oversubscribe", 0, 0, 'o' }, { "busy", 1, 0, 'b' }, { "job", 1, 0, 'j' },
+		{ "tuning", 1, 0, 'T' }, { "subnet", 1, 0, 's' }, { "no-net", 0, 0, 'n' },
+		{ "rootfs", 1, 0, 'r' }, { "tmpfs", 1, 0, 'f' }, { "bind", 1, 0, 'B' },
+		{ "env", 1, 0, 'e' }, { "grace", 1, 0, 'g' }, { "log-dir", 1, 0, 'l' },
+		{ "first-index", 1, 0, 'I' }, { "vni", 1, 0, 'V' }, { "underlay", 1, 0, 'U' },
+		{ "peer", 1, 0, 'P' }, { 0 } };
+	uint32_t a;
+	struct up u = { .j = { .guests = 2, .vcpus = 1, .mem = 256ull << 20 },
+			.tuning_name = "hpc", .grace_ms = 5000, .tmpfs = 64ull << 20 };
+	long long v;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "+N:", o, NULL)) != -1) {
+		switch (c) {
+		case 'j': u.job = optarg; break;
+		case 'T': u.tuning_name = optarg; break;
+		case 's': u.subnet = optarg; break;
+		case 'n': u.no_net = true; break;
+		case 'r': u.rootfs = optarg; break;
+		case 'l': u.log_dir = optarg; break;
+		case 'f':
+			if (parse_size(optarg, &u.tmpfs) < 0)
+				return bad_arg("--tmpfs", optarg);
+			break;
+		case 'B':
+			if ((rc = parse_bind(&u, optarg)))
+				return rc;
+			break;
+		case 'e':
+			if (u.nenv >= 32 || !strchr(optarg, '='))
+				return bad_arg("--env (NAME=VALUE, at most 32)", optarg);
+			u.env[u.nenv++] = optarg;
+			break;
+		case 'g':
+			if (parse_ll(optarg, 0, 600000, &v) < 0)
+				return bad_arg("--grace (milliseconds)", optarg);
+			u.grace_ms = (int)v;
+			break;
+		case 'I':
+			if (parse_ll(optarg, 0, 4095, &u.first_index) < 0)
+				return bad_arg("--first-index (0..4095)", optarg);
+			break;
+		case 'V':
+			if (parse_ll(optarg, 1, VHPC_VNI_MAX, &u.vni) < 0)
+				return bad_arg("--vni (1..16777215)", optarg);
+			break;
+		case 'U':
+		case 'P':
+			if (ipv4_parse(optarg, &a) < 0)
+				return bad_arg(c == 'U' ? "--underlay (an IPv4 address)" : "--peer (an IPv4 address)", optarg);
+			if (c == 'U')
+				u.underlay = a;
+			else if (u.npeers < VHPC_MAX_NODES)
+				u.peers[u.npeers++] = a;
+			else
+				return bad_arg("--peer (too many)", optarg);
+			break;
+		default:
+			if ((rc = parse_common(c, &u.j)))
+				return rc;
+		}
+	}
+	if (!u.job) {
+		fprintf(stderr, "vhpc-na: up: --job ID is required\n");
+		return 2;
+	}
+	if (u.rootfs && optind >= argc) {
+		fprintf(stderr, "vhpc-na: up: --rootfs needs the guest's init after --\n");
+		return 2;
+	}
+	if (!u.rootfs && optind < argc)
+		return bad_arg("up: arguments without --rootfs", argv[optind]);
+	u.argv = argv + optind;
+	return up_run(&u);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	vlog_init("vhpc-na");
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	cmd = argv[1];
+	argc--;
+	argv++;
+	if (!strcmp(cmd, "topo"))
+		return cmd_topo(argc, argv);
+	if (!strcmp(cmd, "place"))
+		return cmd_place(argc, argv);
+	if (!strcmp(cmd, "driver"))
+		return cmd_driver(argc, argv);
+	if (!strcmp(cmd, "cleanup"))
+		return cmd_cleanup(argc, argv);
+	if (!strcmp(cmd, "up"))
+		return cmd_up(argc, argv);
+	if (!strcmp(cmd, "adopt"))
+		return cmd_adopt(argc, argv);
+	fprintf(stderr, "vhpc-na: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return 2;
+}

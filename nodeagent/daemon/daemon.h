@@ -1,0 +1,168 @@
+/*
+ * vhpcd internals (private to nodeagent/vhpcd_*.c and main_vhpcd.c).
+ *
+ *   vhpcd_msg.c   the controller's messages, parsed and validated (pure; fuzzed)
+ *   vhpcd_job.c   one job on this node: prepare (dir, placement, network with
+ *                 VXLAN, vmshm, guests), re-adopt after a restart, tear down
+ *   vhpcd_run.c   launch (detached mpirun in guest 0), output and exit to ctld
+ *   vhpcd_ctl.c   registration and heartbeats
+ *   vhpcd_srv.c   the listener: one thread per controller connection
+ *   vhpcd_sim.c   --simulate N: fake nodes for scheduling benchmarks
+ *   vhpcd_rdma.c  RDMA devices (libibverbs)
+ */
+#ifndef VHPC_NODEAGENT_VHPCD_INT_H
+#define VHPC_NODEAGENT_VHPCD_INT_H
+
+#include "lib/chan.h"
+#include "lib/cluster.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/tuning.h"
+#include <sys/types.h>
+#include <pthread.h>
+
+#include "nodeagent/nodeagent.h"
+
+struct json_object;
+
+#define VD_MAX_JOB_GUESTS 4096     /* guests of one job, all nodes */
+#define VD_MAX_PEERS      4096
+#define VD_OUTPUT_CHUNK   (256u * 1024)
+
+/* ------------------------------------------------------------- messages */
+
+enum vmsg_type { VM_PREPARE = 1, VM_LAUNCH, VM_STOP };
+
+struct vprep {
+	int64_t job;
+	char node[65];
+	char local[16];            /* the na job id on this node */
+	uid_t uid;
+	uint32_t vni;
+	struct ipv4net subnet;
+	int guest_port;
+	char image[65], tuning[65];
+	int driver;
+	int vcpus;
+	uint64_t mem;
+	uint64_t scratch;          /* the job spec's /scratch size; 0 = none */
+	bool oversubscribe, vmshm;
+	int nhere;                 /* guests on this node */
+	int *here;                 /* their job-wide indexes (sorted, unique) */
+	int ntotal;                /* guests of the job */
+	int *ranks;                /* per guest of the job */
+	int nranks_total;
+	int npeers;
+	uint32_t *peers;
+	char key_hex[2 * CHAN_KEY_LEN + 1];
+	int64_t timeout;
+};
+
+struct vmsg {
+	enum vmsg_type type;
+	int64_t job;
+	char node[65];
+	struct vprep prep;         /* VM_PREPARE */
+	char **argv, **env;        /* VM_LAUNCH */
+	int64_t timeout_ms;
+	char reason[64];           /* VM_STOP */
+};
+
+int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err);
+void vmsg_free(struct vmsg *m);
+void vprep_free(struct vprep *p);
+
+/* ------------------------------------------------------------- the node */
+
+enum vjob_state { VJ_PREPARING = 0, VJ_READY, VJ_RUNNING, VJ_EXITED, VJ_FAILED };
+
+struct vjob {
+	int64_t id;
+	char local[16];
+	enum vjob_state state;
+	char error[256];
+	bool stop_requested;       /* a job_stop came while preparing */
+	bool stopping;
+	bool adopted;              /* taken over from a dead vhpcd */
+	struct vprep p;
+	char *prep_json;
+	/* resources: the node agent's job lifecycle */
+	struct na_job nj;
+	bool have_nj;
+	struct tuning tun;
+	bool have_tun;
+	char label[32];            /* VHPC_JOB in the guests: the job number */
+	char host_id[160];         /* the vmshm BTL's "same host" */
+	/* running (launcher) */
+	bool launched;
+	pthread_t mon;
+	bool mon_running, mon_stop;
+};
+
+struct vd {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;         /* job table or a job's state changed */
+	char name[65];
+	char addr[64];             /* where we listen, HOST:PORT, as ctld should reach us */
+	uint32_t underlay;
+	char ctl[300];             /* vhpc-ctld HOST:PORT */
+	struct na_topo *topo;
+	struct cluster_cfg cl;
+	struct json_object *rdma;  /* [{name, node_guid, ports}] */
+	int hb_ms;
+	uint64_t spool_size;
+	struct vjob **jobs;
+	int njobs, capjobs;
+	/* --simulate */
+	int simulate;
+	char topo_spec[256];
+	int sim_runtime_ms;
+};
+
+extern struct vd vd;
+
+struct vjob *vd_job_find(int64_t id);
+int vd_job_add(struct vjob *j);
+void vd_job_remove(struct vjob *j);
+void vjob_free(struct vjob *j);
+
+/* vhpcd_job.c; prepare and teardown run without vd.mu. */
+int vjob_prepare(struct vjob *j, struct verr *err);
+/* Everything the job has here, in reverse; logs what fails. */
+void vjob_teardown(struct vjob *j);
+/* Jobs a dead vhpcd left in the run dir: taken over (their guests keep
+ * running) or, when that is not possible, removed. */
+int vd_adopt_all(struct verr *err);
+/* Whether all of the job's guests here still run; when not, *why says
+ * which stopped and how. */
+bool vjob_guests_alive(struct vjob *j, char *why, size_t len);
+
+/* vhpcd_run.c */
+int vjob_launch(struct vjob *j, const struct vmsg *m, struct verr *err);
+/* Re-attaches to a detached mpirun found running after a restart. */
+int vjob_reattach(struct vjob *j, struct verr *err);
+void vjob_monitor_stop(struct vjob *j);
+
+/* vhpcd_ctl.c */
+int vd_register(struct verr *err);
+void *vd_heartbeat_thread(void *arg);
+/* Stops a job in a thread of its own (a stop from the controller's reply). */
+void vd_stop_async(int64_t id);
+/* Tears the job down and forgets it (the job_stop handler). */
+void vd_stop_job(int64_t id);
+/* A call to the controller; the reply must come from root. */
+int vd_call(struct json_object *req, struct json_object **reply, int timeout_ms, struct verr *err);
+
+/* vhpcd_srv.c */
+void vd_serve(int lfd) __attribute__((noreturn));
+/* Answers a validated job_launch or job_stop. */
+struct json_object *vd_handle(const struct vmsg *m);
+
+/* vhpcd_sim.c: registers and heartbeats the fake nodes; their messages */
+int vd_simulate(void);
+struct json_object *vd_sim_handle(const struct vmsg *m);
+
+/* vhpcd_rdma.c */
+struct json_object *vd_rdma_devices(void);
+
+#endif

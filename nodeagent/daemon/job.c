@@ -1,0 +1,255 @@
+/*
+ * One job's part on this node, as the controller asked for it: which
+ * guests run here, their job-wide indexes, the job's subnet, VNI and key.
+ * The node agent's job lifecycle (na_job_*) does the work, as it does for
+ * `vhpc run`; this file turns a job_prepare into its spec.
+ *
+ * The job dir holds job.json (the controller's job_prepare, written before
+ * any resource exists), so a vhpcd that is killed and restarted can take
+ * the job over again (vd_adopt_all) without disturbing its guests.
+ */
+#include "lib/bytes.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/inet.h"
+#include "lib/log.h"
+#include "lib/paths.h"
+#include "lib/tuning.h"
+#include "daemon.h"
+#include "nodeagent/jobdir/jobdir.h"
+#include "nodeagent/nodeagent.h"
+
+#include <dirent.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READY_TIMEOUT_S 60
+
+static bool is_launcher(const struct vjob *j)
+{
+	return j->p.nhere > 0 && j->p.here[0] == 0;
+}
+
+static int stop_requested(void *arg, struct verr *err)
+{
+	struct vjob *j = arg;
+	bool s;
+
+	pthread_mutex_lock(&vd.mu);
+	s = j->stop_requested;
+	pthread_mutex_unlock(&vd.mu);
+	return s ? verr_set(err, "stopped by the controller while it was being prepared") : 0;
+}
+
+/* The lifecycle's view of the job_prepare.  Guests of two nodes on one
+ * machine (test clusters) must not believe they share a vmshm region, so
+ * the host id names the node too. */
+static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
+{
+	const char *why;
+
+	memset(s, 0, sizeof(*s));
+	s->drv = na_driver_get(na_driver_resolve(j->p.driver, &why));
+	if (!s->drv)
+		return verr_set(err, "driver %d: unknown", j->p.driver);
+	if (hex_decode(j->p.key_hex, s->key, sizeof(s->key)) < 0)
+		return verr_set(err, "bad job key");
+	snprintf(j->label, sizeof(j->label), "%lld", (long long)j->id);
+	snprintf(j->host_id, sizeof(j->host_id), "%s:%s", na_boot_id(), vd.name);
+	s->label = j->label;
+	s->nguests = j->p.nhere;
+	s->index = j->p.here;
+	s->ntotal = j->p.ntotal;
+	s->ranks = j->p.ranks;
+	s->subnet = j->p.subnet;
+	s->guest_port = j->p.guest_port;
+	s->image = j->p.image;
+	s->tuning = j->have_tun ? &j->tun : NULL;
+	s->topo = vd.topo;
+	s->vcpus = j->p.vcpus;
+	s->mem = j->p.mem;
+	s->oversubscribe = j->p.oversubscribe;
+	s->vmshm = j->p.vmshm && j->p.nhere > 1;
+	s->vmshm_slots = j->p.nranks_total;
+	s->host_id = j->host_id;
+	s->scratch = j->p.scratch;
+	/* Guest 0 runs mpirun detached; its output lands in the spool. */
+	s->spool_size = is_launcher(j) ? vd.spool_size : 0;
+	s->vni = j->p.vni;
+	s->underlay = vd.underlay;
+	s->peers = j->p.peers;
+	s->npeers = j->p.npeers;
+	s->ready_timeout_s = READY_TIMEOUT_S;
+	s->job_timeout_s = j->p.timeout;
+	s->cancelled = stop_requested;
+	s->cancel_arg = j;
+	return 0;
+}
+
+int vjob_prepare(struct vjob *j, struct verr *err)
+{
+	struct na_job_spec s;
+	char path[700];
+	uint64_t t0 = now_ns();
+
+	if (job_spec(j, &s, err) < 0 || na_driver_check_with(s.drv, false, &s.emulated, err) < 0)
+		return -1;
+	/* The dir and its lock first: from here on a crash leaves something a
+	 * restart can take over or remove. */
+	if (na_job_open(&j->nj, j->local, err) < 0)
+		return -1;
+	j->have_nj = true;
+	snprintf(path, sizeof(path), "%s/job.json", j->nj.jd.path);
+	if (write_file_atomic(path, j->prep_json, strlen(j->prep_json), 0600, err) < 0)
+		return -1;
+	if (tuning_load(j->p.tuning, &j->tun, err) < 0)
+		return -1;
+	j->have_tun = true;
+	s.tuning = &j->tun;
+	if (na_job_prepare(&j->nj, &s, err) < 0 || na_job_wait_ready(&j->nj, err) < 0)
+		return -1;
+	{
+		char a[20];
+
+		log_info("job %lld (%s): %d guest%s here (of %d), VNI %u, %s/%d, %s driver, ready in %.0f ms",
+			 (long long)j->id, j->local, j->p.nhere, j->p.nhere == 1 ? "" : "s", j->p.ntotal, j->p.vni,
+			 ipv4_format(j->p.subnet.addr, a, sizeof(a)), j->p.subnet.prefix, na_driver_name(s.drv),
+			 (now_ns() - t0) / 1e6);
+	}
+	return 0;
+}
+
+bool vjob_guests_alive(struct vjob *j, char *why, size_t len)
+{
+	return !j->have_nj || !na_job_guest_gone(&j->nj, why, len);
+}
+
+void vjob_teardown(struct vjob *j)
+{
+	/* vhpcd is the child subreaper of its guests' inits: the drivers reap
+	 * each (never waitpid(-1) here: other threads wait for their own
+	 * children). */
+	if (j->have_nj)
+		na_job_teardown(&j->nj);
+	j->have_nj = false;
+}
+
+void vjob_free(struct vjob *j)
+{
+	if (!j)
+		return;
+	if (j->have_tun)
+		tuning_free(&j->tun);
+	vprep_free(&j->p);
+	free(j->prep_json);
+	free(j);
+}
+
+/* ---------------------------------------------------------------- adopt */
+
+/* Takes over one job dir a dead vhpcd held; the job's guests keep running. */
+static int adopt_one(const char *local, struct verr *err)
+{
+	struct vjob *j = calloc(1, sizeof(*j));
+	struct json_object *msg = NULL;
+	struct na_job_spec s;
+	struct vmsg m;
+	char path[700], *text = NULL, why[256];
+	size_t len;
+	struct verr e;
+
+	if (!j)
+		return verr_set(err, "out of memory");
+	snprintf(path, sizeof(path), "%s/jobs/%s/job.json", vhpc_run_dir(), local);
+	if (read_file(path, &text, &len, 4 << 20, err) < 0)
+		goto fail;
+	if (!(msg = json_tokener_parse(text))) {
+		verr_set(err, "%s: not readable as JSON", path);
+		goto fail;
+	}
+	if (vmsg_parse(msg, &m, err) < 0)
+		goto fail;
+	if (m.type != VM_PREPARE || strcmp(m.prep.local, local)) {
+		vmsg_free(&m);
+		verr_set(err, "%s: not a job_prepare of job %s", path, local);
+		goto fail;
+	}
+	j->id = m.job;
+	snprintf(j->local, sizeof(j->local), "%s", local);
+	j->p = m.prep;
+	memset(&m.prep, 0, sizeof(m.prep));
+	vmsg_free(&m);
+	j->prep_json = text;
+	text = NULL;
+	j->adopted = true;
+	if (job_spec(j, &s, err) < 0)
+		goto fail;
+	j->state = VJ_READY;
+	if (na_job_adopt(&j->nj, local, &s, &e) < 0) {
+		if (!j->nj.have_jd) {
+			*err = e;
+			goto fail;
+		}
+		log_warn("job %lld: %s", (long long)j->id, e.msg);
+		j->state = VJ_FAILED;
+		snprintf(j->error, sizeof(j->error), "after a vhpcd restart: %s", e.msg);
+	}
+	j->have_nj = true;
+	if (j->state == VJ_READY && !vjob_guests_alive(j, why, sizeof(why))) {
+		j->state = VJ_FAILED;
+		snprintf(j->error, sizeof(j->error), "%s", why);
+	}
+	if (j->state == VJ_READY && is_launcher(j) && vjob_reattach(j, err) < 0) {
+		j->state = VJ_FAILED;
+		snprintf(j->error, sizeof(j->error), "after a vhpcd restart: %s", err->msg);
+	}
+	log_info("job %lld (%s): taken over after a restart: %d guest%s, %s%s", (long long)j->id, local,
+		 j->p.nhere, j->p.nhere == 1 ? "" : "s",
+		 j->state == VJ_FAILED ? "failed: " : j->state == VJ_RUNNING ? "running" : "ready",
+		 j->state == VJ_FAILED ? j->error : "");
+	json_object_put(msg);
+	pthread_mutex_lock(&vd.mu);
+	vd_job_add(j);
+	pthread_mutex_unlock(&vd.mu);
+	return 0;
+fail:
+	json_object_put(msg);
+	free(text);
+	vjob_free(j);
+	return -1;
+}
+
+int vd_adopt_all(struct verr *err)
+{
+	char jobs[600];
+	DIR *d;
+	struct dirent *de;
+	int removed = 0;
+
+	snprintf(jobs, sizeof(jobs), "%s/jobs", vhpc_run_dir());
+	d = opendir(jobs);
+	if (d) {
+		while ((de = readdir(d))) {
+			struct verr e;
+			char p[1200];
+
+			if (!na_job_ok(de->d_name))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s/job.json", jobs, de->d_name);
+			if (access(p, F_OK) < 0 || na_jobdir_alive(de->d_name))
+				continue;
+			if (adopt_one(de->d_name, &e) < 0)
+				log_warn("job dir %s: cannot take it over: %s; removing it", de->d_name, e.msg);
+		}
+		closedir(d);
+	}
+	if (na_cleanup_stale(&removed, err) < 0)
+		return -1;
+	if (removed)
+		log_info("removed %d resources that dead jobs left behind", removed);
+	return 0;
+}

@@ -1,0 +1,224 @@
+/*
+ * The controller's messages to vhpcd (scheduler/PROTOCOL.md), parsed and
+ * checked field by field.  Pure: no state, no I/O (fuzzed with the
+ * controller's own parser in tests/cluster/fuzz_cluster_msg.c).
+ */
+#include "lib/bytes.h"
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+#include "lib/jf.h"
+#include "lib/jobspec.h"
+#include "lib/wire.h"
+#include "daemon.h"
+#include "nodeagent/jobdir/jobdir.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vprep_free(struct vprep *p)
+{
+	free(p->here);
+	free(p->ranks);
+	free(p->peers);
+	memset(p, 0, sizeof(*p));
+}
+
+void vmsg_free(struct vmsg *m)
+{
+	vprep_free(&m->prep);
+	jf_strv_free(m->argv);
+	jf_strv_free(m->env);
+	memset(m, 0, sizeof(*m));
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static int int_array(struct json_object *o, const char *key, size_t max, long long lo, long long hi,
+		     int **out, int *n, struct verr *err)
+{
+	struct json_object *a;
+
+	if (jf_array(o, key, true, max, &a, err) < 0)
+		return -1;
+	*n = (int)json_object_array_length(a);
+	*out = calloc(*n ? *n : 1, sizeof(int));
+	if (!*out)
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < *n; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+		int64_t v;
+
+		if (!json_object_is_type(e, json_type_int))
+			return verr_set(err, "\"%s\"[%d]: expected an integer", key, i);
+		v = json_object_get_int64(e);
+		if (v < lo || v > hi)
+			return verr_set(err, "\"%s\"[%d]: %lld is outside %lld..%lld", key, i, (long long)v, lo, hi);
+		(*out)[i] = (int)v;
+	}
+	return 0;
+}
+
+static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *err)
+{
+	static const char *const f[] = {
+		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "tuning", "driver",
+		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers", NULL
+	};
+	const char *s;
+	long long v;
+	struct json_object *a;
+	int k;
+
+	if (jf_only(o, "job_prepare", f, err) < 0 ||
+	    jf_str(o, "local", true, 15, &s, err) < 0)
+		return -1;
+	if (!na_job_ok(s))
+		return verr_set(err, "\"local\": '%s' is not a job id for this node (1..12 of a-z, 0-9)", s);
+	snprintf(p->local, sizeof(p->local), "%s", s);
+	if (jf_int(o, "uid", true, 0, UINT32_MAX - 1, &v, err) < 0)
+		return -1;
+	p->uid = (uid_t)v;
+	if (jf_int(o, "vni", true, 1, VHPC_VNI_MAX, &v, err) < 0)
+		return -1;
+	p->vni = (uint32_t)v;
+	if (jf_str(o, "subnet", true, 18, &s, err) < 0)
+		return -1;
+	if (ipv4net_parse(s, false, &p->subnet) < 0 || p->subnet.prefix < 8 || p->subnet.prefix > 30)
+		return verr_set(err, "\"subnet\": '%s' is not a network /8../30 (host bits zero)", s);
+	if (jf_int(o, "guest_port", true, 1, 65535, &v, err) < 0)
+		return -1;
+	p->guest_port = (int)v;
+	if (jf_ident(o, "image", true, 64, &s, err) < 0)
+		return -1;
+	snprintf(p->image, sizeof(p->image), "%s", s);
+	if (jf_ident(o, "tuning", true, 64, &s, err) < 0)
+		return -1;
+	snprintf(p->tuning, sizeof(p->tuning), "%s", s);
+	if (jf_str(o, "driver", true, 16, &s, err) < 0)
+		return -1;
+	for (k = 0; vhpc_driver_names[k] && strcmp(vhpc_driver_names[k], s); k++)
+		;
+	if (!vhpc_driver_names[k])
+		return verr_set(err, "\"driver\": '%.16s' is not auto, container or kvm", s);
+	p->driver = k;
+	if (jf_int(o, "vcpus", true, 1, VHPC_MAX_VCPUS, &v, err) < 0)
+		return -1;
+	p->vcpus = (int)v;
+	if (jf_int(o, "mem", true, 64ll << 20, 1ll << 42, &v, err) < 0)
+		return -1;
+	p->mem = (uint64_t)v;
+	v = 0;
+	if (jf_int(o, "scratch", false, (long long)JOB_SCRATCH_MIN, (long long)JOB_SCRATCH_MAX, &v, err) < 0)
+		return -1;
+	p->scratch = (uint64_t)v;
+	if (jf_bool(o, "oversubscribe", true, &p->oversubscribe, err) < 0 ||
+	    jf_bool(o, "vmshm", true, &p->vmshm, err) < 0 ||
+	    jf_str(o, "key", true, 2 * CHAN_KEY_LEN, &s, err) < 0)
+		return -1;
+	{
+		uint8_t key[CHAN_KEY_LEN];
+
+		if (strlen(s) != 2 * CHAN_KEY_LEN || hex_decode(s, key, sizeof(key)) < 0)
+			return verr_set(err, "\"key\": expected %d hex digits", 2 * CHAN_KEY_LEN);
+	}
+	snprintf(p->key_hex, sizeof(p->key_hex), "%s", s);
+	if (jf_int(o, "timeout", true, 1, 366 * 86400, &v, err) < 0)
+		return -1;
+	p->timeout = v;
+	if (int_array(o, "ranks", VD_MAX_JOB_GUESTS, 1, 1 << 20, &p->ranks, &p->ntotal, err) < 0)
+		return -1;
+	if (p->ntotal < 1)
+		return verr_set(err, "\"ranks\": a job has at least one guest");
+	if ((uint64_t)p->ntotal + 3 > 1ull << (32 - p->subnet.prefix))
+		return verr_set(err, "\"ranks\": %d guests do not fit the subnet /%d", p->ntotal, p->subnet.prefix);
+	for (int i = 0; i < p->ntotal; i++)
+		p->nranks_total += p->ranks[i];
+	if (int_array(o, "guests", VHPC_MAX_GUESTS, 0, p->ntotal - 1, &p->here, &p->nhere, err) < 0)
+		return -1;
+	if (p->nhere < 1)
+		return verr_set(err, "\"guests\": no guest for this node");
+	qsort(p->here, p->nhere, sizeof(int), cmp_int);
+	for (int i = 1; i < p->nhere; i++)
+		if (p->here[i] == p->here[i - 1])
+			return verr_set(err, "\"guests\": guest %d given twice", p->here[i]);
+	if (jf_array(o, "peers", true, VD_MAX_PEERS, &a, err) < 0)
+		return -1;
+	p->npeers = (int)json_object_array_length(a);
+	p->peers = calloc(p->npeers ? p->npeers : 1, sizeof(uint32_t));
+	if (!p->peers)
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < p->npeers; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(e, json_type_string) ||
+		    ipv4_parse(json_object_get_string(e), &p->peers[i]) < 0 || !p->peers[i])
+			return verr_set(err, "\"peers\"[%d]: expected an IPv4 address", i);
+	}
+	return 0;
+}
+
+int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
+{
+	static const char *const f_launch[] = { "node", "job", "argv", "env", "timeout_ms", NULL };
+	static const char *const f_stop[] = { "node", "job", "reason", NULL };
+	const char *t = wire_type(msg), *s;
+	long long v;
+
+	memset(m, 0, sizeof(*m));
+	if (!strcmp(t, "job_prepare"))
+		m->type = VM_PREPARE;
+	else if (!strcmp(t, "job_launch"))
+		m->type = VM_LAUNCH;
+	else if (!strcmp(t, "job_stop"))
+		m->type = VM_STOP;
+	else
+		return verr_set(err, "unknown message type '%.64s'", t);
+	if (jf_int(msg, "job", true, 1, INT64_MAX / 2, &v, err) < 0 ||
+	    jf_ident(msg, "node", true, 64, &s, err) < 0)
+		goto fail;
+	m->job = v;
+	snprintf(m->node, sizeof(m->node), "%s", s);
+	switch (m->type) {
+	case VM_PREPARE:
+		m->prep.job = m->job;
+		snprintf(m->prep.node, sizeof(m->prep.node), "%s", m->node);
+		if (parse_prepare(msg, &m->prep, err) < 0)
+			goto fail;
+		break;
+	case VM_LAUNCH:
+		if (jf_only(msg, "job_launch", f_launch, err) < 0 ||
+		    jf_strv(msg, "argv", true, 4096, 64 * 1024, &m->argv, NULL, err) < 0 ||
+		    jf_strv(msg, "env", true, 256, 4096, &m->env, NULL, err) < 0 ||
+		    jf_int(msg, "timeout_ms", true, 0, 366ll * 86400 * 1000, &v, err) < 0)
+			goto fail;
+		m->timeout_ms = v;
+		if (!m->argv[0] || !m->argv[0][0]) {
+			verr_set(err, "\"argv\": empty command");
+			goto fail;
+		}
+		for (char **e = m->env; *e; e++)
+			if (!strchr(*e, '=') || **e == '=') {
+				verr_set(err, "\"env\": '%.40s' is not NAME=VALUE", *e);
+				goto fail;
+			}
+		break;
+	case VM_STOP:
+		s = NULL;
+		if (jf_only(msg, "job_stop", f_stop, err) < 0 || jf_str(msg, "reason", false, 63, &s, err) < 0)
+			goto fail;
+		snprintf(m->reason, sizeof(m->reason), "%s", s ? s : "");
+		break;
+	}
+	return 0;
+fail:
+	verr_wrap(err, "%s", t);
+	vmsg_free(m);
+	return -1;
+}

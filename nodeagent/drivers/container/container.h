@@ -1,0 +1,76 @@
+/*
+ * The container driver: one runc container per guest, in the guest's
+ * network namespace, with a read-only image rootfs.
+ */
+#ifndef VHPC_NA_CONTAINER_H
+#define VHPC_NA_CONTAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "lib/consts.h"
+#include "lib/err.h"
+
+struct tuning;
+
+struct na_bind {
+	const char *src, *dst;
+	bool ro;
+};
+
+struct na_ctr_spec {
+	const char *job;
+	int index;                 /* guest index: container id <job>-<index> */
+	const char *hostname;
+	const char *rootfs;        /* image rootfs, mounted read-only */
+	const char *const *argv;   /* the guest's init (vhpc-guestd) */
+	const char *const *env;    /* NAME=VALUE, NULL-terminated */
+	const struct na_bind *binds;
+	int nbinds;
+	const char *netns;         /* name under /run/netns to join */
+	const struct na_placement *place;
+	uint64_t mem_limit;        /* 0 = none */
+	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp, /dev/shm; 0 = 64 MiB each */
+	uint64_t scratch_size;     /* a tmpfs of this size on /scratch (the image has it); 0 = none */
+	const char *log_path;      /* the init's stdout+stderr go here */
+};
+
+struct na_ctr;
+
+/* Needs the job dir held (na_jobdir_create).  The image rootfs must have
+ * /proc /sys /dev /tmp /run /var/tmp; bind targets outside /tmp, /run,
+ * /var/tmp and /dev must exist in it.  Returns once the init runs, with
+ * cpuset.cpus verified in the kernel. */
+int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err);
+/* Takes over a running guest of a job whose dir this process holds after
+ * na_jobdir_adopt (a restarted vhpcd); fails if its init is gone. */
+int na_ctr_adopt(const char *job, int index, struct na_ctr **out, struct verr *err);
+/* Host pid of the container's init, or -1 when it has exited. */
+pid_t na_ctr_pid(const struct na_ctr *c);
+bool na_ctr_running(struct na_ctr *c);
+/* SIGTERM, wait up to grace_ms, then SIGKILL; removes the container and
+ * its cgroups; frees c. */
+int na_ctr_stop(struct na_ctr *c, int grace_ms, struct verr *err);
+/* The same for all guests of a job at once (one grace period in all);
+ * sets each cs[i] to NULL. */
+int na_ctr_stop_all(struct na_ctr **cs, int n, int grace_ms, struct verr *err);
+
+/* --------------------------------------------------------------- runc */
+
+/* Path of the runc binary ($VHPC_RUNC, else the usual places, else PATH);
+ * NULL when there is none. */
+const char *na_runc_path(void);
+/* Runs `runc --root <run>/runc [--log log] args...` with stdin /dev/null
+ * and stdout+stderr to out_fd (or captured into err on failure when
+ * out_fd < 0).  Kills it after timeout_ms. */
+int na_runc(const char *const *args, int out_fd, const char *log,
+	    int timeout_ms, struct verr *err);
+
+/* ---------------------------------------------------------------- OCI */
+
+struct json_object;
+/* The OCI runtime config for a container (unit-tested on its own). */
+int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
+		  struct json_object **out, struct verr *err);
+
+#endif

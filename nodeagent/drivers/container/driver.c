@@ -1,0 +1,220 @@
+/*
+ * The container driver (DESIGN.md "Guest drivers"): each guest a runc
+ * container with vhpc-guestd as its init, in its own network namespace on
+ * the job bridge.  Laid out as both schedulers want it: the job's shared
+ * dir read-only at /vhpc, the guest's own control dir (a small tmpfs, so a
+ * guest cannot fill the host's /run) at /vhpc/run where guestd makes its
+ * socket, /etc/hosts from the shared dir, guest 0's spool at /vhpc/spool
+ * when the job has one, the vmshm region when there is one.
+ */
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/gexec.h"
+#include "lib/inet.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "nodeagent/drivers/container/container.h"
+#include "nodeagent/drivers/drivers.h"
+#include "nodeagent/nodeagent.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#define CTL_DIR_SIZE (1u << 20)
+
+struct ctr_guest {
+	struct na_ctr *ctr;
+	char dir[512];           /* <job dir>/ctl<index>, a tmpfs */
+	char sock[560];          /* guestd's control socket in it */
+	char log[512];           /* <job dir>/g<index>.log: guestd's output */
+	bool mounted;
+};
+
+static int check(bool allow_emulated, bool *emulated, struct verr *err)
+{
+	(void)allow_emulated;
+	*emulated = false;
+	if (!na_runc_path())
+		return verr_set(err, "driver container: runc not found ($VHPC_RUNC, /usr/sbin/runc, PATH): install the Debian package runc");
+	return 0;
+}
+
+static double ready_seconds(const struct na_job *j, double on_hardware)
+{
+	(void)j;
+	return on_hardware;
+}
+
+static struct ctr_guest *guest_state(struct na_job *j, int k, struct verr *err)
+{
+	struct ctr_guest *cg = j->g[k].priv;
+
+	if (cg)
+		return cg;
+	if (!(cg = calloc(1, sizeof(*cg)))) {
+		verr_set(err, "out of memory");
+		return NULL;
+	}
+	na_job_guest_path(j, "ctl", j->g[k].index, cg->dir, sizeof(cg->dir));
+	snprintf(cg->sock, sizeof(cg->sock), "%s/ctl.sock", cg->dir);
+	snprintf(cg->log, sizeof(cg->log), "%s/g%d.log", j->jd.path, j->g[k].index);
+	j->g[k].priv = cg;
+	return cg;
+}
+
+static int start(struct na_job *j, int k, struct verr *err)
+{
+	int gi = j->g[k].index;
+	char name[16], listen[48], ip[20], hosts[600];
+	const char *argv[14] = {
+		VHPC_GUEST_BIN "/vhpc-guestd", "--init", "--name", name, "--listen", listen,
+		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key", NULL
+	};
+	struct na_guest_env env;
+	struct na_bind binds[5];
+	struct na_ctr_spec s = { 0 };
+	struct ctr_guest *cg = guest_state(j, k, err);
+	bool vmshm = j->vmshm[0] != 0;
+
+	if (!cg)
+		return -1;
+	if (na_mount_small_tmpfs(j->jd.job, cg->dir, CTL_DIR_SIZE, err) < 0)
+		return -1;
+	cg->mounted = true;
+	snprintf(name, sizeof(name), "g%d", gi);
+	snprintf(listen, sizeof(listen), "%s:%d", ipv4_format(j->net.guest_addr[k], ip, sizeof(ip)), j->s.guest_port);
+	snprintf(hosts, sizeof(hosts), "%s/hosts", j->shared);
+	binds[0] = (struct na_bind){ j->shared, "/vhpc", true };
+	binds[1] = (struct na_bind){ cg->dir, "/vhpc/run", false };
+	binds[2] = (struct na_bind){ hosts, "/etc/hosts", true };
+	s.nbinds = 3;
+	if (gi == 0 && na_job_spool(j)) {
+		/* Detached commands (the job's mpirun) write their output here. */
+		binds[s.nbinds++] = (struct na_bind){ na_job_spool(j), "/vhpc/spool", false };
+		argv[10] = "--spool";
+		argv[11] = "/vhpc/spool";
+		argv[12] = NULL;
+	}
+	if (vmshm)
+		binds[s.nbinds++] = (struct na_bind){ j->vmshm, VHPC_VMSHM_GUEST_PATH, false };
+	s.job = j->jd.job;
+	s.index = gi;
+	s.hostname = name;
+	s.rootfs = j->img.rootfs;
+	s.argv = argv;
+	s.env = na_guest_env(&env, j->s.label, gi, vmshm ? j->s.host_id : NULL, j->s.vmshm_slots);
+	s.binds = binds;
+	s.netns = j->net.guest_netns[k];
+	s.place = &j->place[k];
+	s.mem_limit = j->s.mem;
+	s.tmpfs_size = j->s.mem / 4;
+	s.scratch_size = j->s.scratch;
+	s.log_path = cg->log;
+	if (na_ctr_start(&s, &cg->ctr, err) < 0)
+		return verr_wrap(err, "starting guest %s", name);
+	return 0;
+}
+
+static int adopt(struct na_job *j, int k, struct verr *err)
+{
+	struct ctr_guest *cg = guest_state(j, k, err);
+
+	if (!cg)
+		return -1;
+	cg->mounted = true;
+	return na_ctr_adopt(j->jd.job, j->g[k].index, &cg->ctr, err);
+}
+
+static bool running(struct na_guest *g, char *why, size_t len)
+{
+	struct ctr_guest *cg = g->priv;
+
+	if (cg && cg->ctr && na_ctr_running(cg->ctr))
+		return true;
+	if (why)
+		snprintf(why, len, "its init has exited");
+	return false;
+}
+
+static bool reachable(const struct na_guest *g)
+{
+	const struct ctr_guest *cg = g->priv;
+
+	return cg && access(cg->sock, F_OK) == 0;
+}
+
+static int connect_agent(struct na_guest *g, struct chan *c, const uint8_t key[CHAN_KEY_LEN], int timeout_ms,
+			 struct verr *err)
+{
+	struct ctr_guest *cg = g->priv;
+
+	if (!cg || !cg->ctr)
+		return verr_set(err, "guest g%d was not started", g->index);
+	return gexec_connect_unix(c, cg->sock, key, timeout_ms, err);
+}
+
+static void log_tail(const struct na_guest *g)
+{
+	const struct ctr_guest *cg = g->priv;
+
+	if (cg)
+		na_log_tail(cg->log, "the guest's agent log");
+}
+
+static int stop_all(struct na_job *j, int grace_ms, struct verr *err)
+{
+	struct na_ctr **cs = calloc((size_t)j->s.nguests + 1, sizeof(*cs));
+	int n = 0, rc;
+
+	if (!cs)
+		return verr_set(err, "out of memory");
+	for (int k = 0; k < j->s.nguests; k++) {
+		struct ctr_guest *cg = j->g[k].priv;
+
+		if (cg && cg->ctr) {
+			cs[n++] = cg->ctr;
+			cg->ctr = NULL;
+		}
+	}
+	/* The caller is the child subreaper of the guests' inits:
+	 * na_ctr_stop_all reaps each. */
+	rc = n ? na_ctr_stop_all(cs, n, grace_ms, err) : 0;
+	free(cs);
+	return rc;
+}
+
+static void release(struct na_job *j)
+{
+	for (int k = 0; j->g && k < j->s.nguests; k++) {
+		struct ctr_guest *cg = j->g[k].priv;
+
+		if (!cg)
+			continue;
+		if (cg->mounted && umount2(cg->dir, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+			log_warn("cannot unmount %s: %s", cg->dir, strerror(errno));
+		free(cg);
+		j->g[k].priv = NULL;
+	}
+}
+
+const struct na_driver na_driver_container = {
+	.name = "container",
+	.id = DRIVER_CONTAINER,
+	.guest_netns = true,
+	.host_spool = true,
+	.check = check,
+	.ready_seconds = ready_seconds,
+	.start = start,
+	.adopt = adopt,
+	.running = running,
+	.reachable = reachable,
+	.connect = connect_agent,
+	.log_tail = log_tail,
+	.stop_all = stop_all,
+	.release = release,
+};

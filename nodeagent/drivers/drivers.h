@@ -1,0 +1,68 @@
+/*
+ * The guest-driver interface: what the job lifecycle (job.c) calls for the
+ * guests of a job, one table per driver, in the spirit of kvmtool's
+ * virtio_ops and Slurm's plugin ops.  A new driver is a file filling a
+ * struct na_driver plus its entry in driver.c's table; nothing outside the
+ * drivers asks which driver a guest has.  Private to nodeagent/.
+ */
+#ifndef VHPC_NA_DRIVERS_H
+#define VHPC_NA_DRIVERS_H
+
+#include "lib/chan.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
+#include "nodeagent/nodeagent.h"
+
+struct na_driver {
+	const char *name;            /* as job specs spell it */
+	enum vhpc_driver id;
+	unsigned image_flags;        /* what image_ensure must provide (IMAGE_KVM) */
+	bool guest_netns;            /* each guest joins a netns with a veth on the
+	                              * bridge; else the driver attaches it itself */
+	bool host_spool;             /* guest 0's spool is a host dir bound into it */
+	bool emulation;              /* may start where it cannot finish booting (tests) */
+	/* Whether this host can run it; allow_emulated lets kvm start on a
+	 * software-only KVM, and *emulated says that is the case. */
+	int (*check)(bool allow_emulated, bool *emulated, struct verr *err);
+	/* The job as asked, for this driver (sizes it cannot give). */
+	int (*check_job)(const struct na_job *j, struct verr *err);
+	/* Seconds a guest may take to become ready here, from the seconds on
+	 * hardware. */
+	double (*ready_seconds)(const struct na_job *j, double on_hardware);
+	/* Once placement, network, region and shared files exist, before any
+	 * guest starts: the driver's per-job files and plans. */
+	int (*prepare)(struct na_job *j, struct verr *err);
+	/* Words after a guest's placement in the log ("in hugepages"). */
+	const char *(*placement_note)(const struct na_job *j, int k);
+	int (*start)(struct na_job *j, int k, struct verr *err);
+	/* Logged once every guest has started (where their consoles are). */
+	void (*started)(const struct na_job *j);
+	/* Takes over guest k left running by a dead agent. */
+	int (*adopt)(struct na_job *j, int k, struct verr *err);
+	/* Whether the guest runs; when not, *why says how it ended. */
+	bool (*running)(struct na_guest *g, char *why, size_t len);
+	/* Whether its agent may be reached yet (a container's guestd makes its
+	 * socket when it starts) and the channel to it. */
+	bool (*reachable)(const struct na_guest *g);
+	int (*connect)(struct na_guest *g, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
+		       int timeout_ms, struct verr *err);
+	/* Logs the last lines that say why a guest failed. */
+	void (*log_tail)(const struct na_guest *g);
+	/* Stops every started guest of the job (one grace period in all) and
+	 * frees their state; then whatever the driver made for the job goes. */
+	int (*stop_all)(struct na_job *j, int grace_ms, struct verr *err);
+	void (*release)(struct na_job *j);
+};
+
+extern const struct na_driver na_driver_container;
+extern const struct na_driver na_driver_kvm;
+
+/* The last bytes of a log file, logged as an error under a title. */
+void na_log_tail(const char *path, const char *what);
+/* <job dir>/<name><index>: a guest's own dir. */
+void na_job_guest_path(const struct na_job *j, const char *name, int index, char *buf, size_t len);
+/* A small tmpfs of its own on dir (made if missing), so what a guest may
+ * write there cannot fill the host's disk. */
+int na_mount_small_tmpfs(const char *job, const char *dir, uint64_t size, struct verr *err);
+
+#endif

@@ -1,0 +1,218 @@
+/*
+ * The kvm driver (DESIGN.md "Guest drivers", nodeagent/README.md): each
+ * guest a vhpc-hv process booting the image's kernel, on the job bridge
+ * through a tap.  What only VMs need happens here: the minimum memory, the
+ * hugepage plan, the vmshm region as a power-of-two BAR, the job's config
+ * disk, a scratch disk per guest.
+ */
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "kvm_int.h"
+#include "images/images.h"
+#include "nodeagent/drivers/drivers.h"
+#include "nodeagent/drivers/kvm/kvm.h"
+#include "nodeagent/nodeagent.h"
+#include "nodeagent/place/place.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KVM_GUEST_SPOOL "/run/vhpc-spool"
+
+struct kvm_job {
+	char config_disk[PATH_MAX];
+	int *cpu_node;             /* host node of each placed CPU, VHPC_MAX_VCPUS per guest */
+	bool *huge;                /* guest k's RAM in hugepages */
+};
+
+static int check(bool allow_emulated, bool *emulated, struct verr *err)
+{
+	if (na_driver_check_kvm(allow_emulated, emulated, err) < 0)
+		return -1;
+	if (*emulated)
+		log_warn("driver kvm on a software-only KVM (--allow-emulated-kvm): the guests start, "
+			 "but under instruction emulation they will not finish booting; their consoles show how far they get");
+	return 0;
+}
+
+static int check_job(const struct na_job *j, struct verr *err)
+{
+	if (j->s.mem < NA_KVM_MIN_MEM || j->s.mem % (1u << 20))
+		return verr_set(err, "--mem %llu MiB: a kvm guest needs whole MiB, at least %llu MiB (kernel, initramfs, tmpfs)",
+				(unsigned long long)(j->s.mem >> 20), (unsigned long long)(NA_KVM_MIN_MEM >> 20));
+	return 0;
+}
+
+/* Deadlines scale with how much slower than hardware VMs start here. */
+static double ready_seconds(const struct na_job *j, double on_hardware)
+{
+	(void)j;
+	return on_hardware * na_kvm_time_scale();
+}
+
+static int prepare(struct na_job *j, struct verr *err)
+{
+	struct na_numa_info nodes[VHPC_MAX_NODES];
+	struct kvm_job *kj = calloc(1, sizeof(*kj));
+	struct na_guest_env env;
+	int nn = na_topo_numa(j->s.topo, nodes, VHPC_MAX_NODES);
+
+	if (!kj)
+		return verr_set(err, "out of memory");
+	j->drv_job = kj;
+	kj->cpu_node = calloc((size_t)j->s.nguests * VHPC_MAX_VCPUS, sizeof(int));
+	kj->huge = calloc((size_t)j->s.nguests, sizeof(bool));
+	if (!kj->cpu_node || !kj->huge)
+		return verr_set(err, "out of memory");
+	for (int k = 0; k < j->s.nguests; k++)
+		if (na_topo_cpu_nodes(j->s.topo, &j->place[k], kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, err) < 0)
+			return -1;
+	na_kvm_plan_hugepages(nodes, nn < VHPC_MAX_NODES ? nn : VHPC_MAX_NODES, j->place, j->s.nguests, j->s.mem, kj->huge);
+	/* A VM sees the region as a PCI BAR: a power of two. */
+	if (j->vmshm[0] && na_kvm_vmshm_fit(j->vmshm, &j->vmshm_size, err) < 0)
+		return -1;
+	/* What vhpc-guestd starts with (the guest's init adds its index). */
+	return na_kvm_config_disk(&j->jd, j->shared,
+				  na_guest_env(&env, j->s.label, -1, j->vmshm[0] ? j->s.host_id : NULL, j->s.vmshm_slots),
+				  j->s.tuning, kj->config_disk, sizeof(kj->config_disk), err);
+}
+
+static const char *placement_note(const struct na_job *j, int k)
+{
+	const struct kvm_job *kj = j->drv_job;
+
+	return kj && kj->huge[k] ? " in hugepages" : "";
+}
+
+static int start(struct na_job *j, int k, struct verr *err)
+{
+	struct kvm_job *kj = j->drv_job;
+	char name[16], scratch[PATH_MAX];
+	struct na_kvm_spec s = {
+		.job = j->jd.job, .index = j->g[k].index, .name = name, .img = &j->img, .place = &j->place[k],
+		.cpu_node = kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, .mem = j->s.mem, .hugepages = kj->huge[k],
+		.addr = j->net.guest_addr[k], .prefix = j->net.prefix, .mtu = j->net.mtu,
+		.guest_port = j->s.guest_port, .config_disk = kj->config_disk,
+		.vmshm = j->vmshm[0] ? j->vmshm : NULL, .emulated = j->emulated,
+	};
+	struct na_kvm *kvm;
+
+	snprintf(name, sizeof(name), "g%d", j->g[k].index);
+	/* Detached commands write inside the VM; the agent reads their
+	 * output over the guest channel (gexec_output). */
+	if (j->g[k].index == 0 && j->s.spool_size)
+		s.spool = KVM_GUEST_SPOOL;
+	if (j->s.scratch) {
+		if (na_kvm_scratch_disk(&j->jd, j->g[k].index, j->s.scratch, scratch, sizeof(scratch), err) < 0)
+			return verr_wrap(err, "guest %s", name);
+		s.scratch_disk = scratch;
+	}
+	if (na_kvm_start(&s, &kvm, err) < 0)
+		return verr_wrap(err, "starting guest %s", name);
+	j->g[k].priv = kvm;
+	return 0;
+}
+
+static void started(const struct na_job *j)
+{
+	log_info("job %s: guest consoles in %s/kvm*/serial", j->jd.job, j->jd.path);
+}
+
+static int adopt(struct na_job *j, int k, struct verr *err)
+{
+	char name[16];
+	struct na_kvm *kvm;
+
+	snprintf(name, sizeof(name), "g%d", j->g[k].index);
+	if (na_kvm_adopt(j->jd.job, j->g[k].index, name, j->s.guest_port, &kvm, err) < 0)
+		return -1;
+	j->g[k].priv = kvm;
+	log_info("guest %s: vhpc-hv pid %d taken over", name, (int)na_kvm_pid(kvm));
+	return 0;
+}
+
+static bool running(struct na_guest *g, char *why, size_t len)
+{
+	if (g->priv)
+		return na_kvm_running(g->priv, why, len);
+	if (why)
+		snprintf(why, len, "vhpc-hv was not started");
+	return false;
+}
+
+/* vhpc-hv's vsock socket exists before it returns from na_kvm_start. */
+static bool reachable(const struct na_guest *g)
+{
+	return g->priv != NULL;
+}
+
+static int connect_agent(struct na_guest *g, struct chan *c, const uint8_t key[CHAN_KEY_LEN], int timeout_ms,
+			 struct verr *err)
+{
+	if (!g->priv)
+		return verr_set(err, "guest g%d was not started", g->index);
+	return na_kvm_connect(g->priv, c, key, timeout_ms, err);
+}
+
+static void log_tail(const struct na_guest *g)
+{
+	if (!g->priv)
+		return;
+	na_log_tail(na_kvm_serial(g->priv), "the guest's console");
+	na_log_tail(na_kvm_hvlog(g->priv), "vhpc-hv's log");
+}
+
+static int stop_all(struct na_job *j, int grace_ms, struct verr *err)
+{
+	struct na_kvm **ks = calloc((size_t)j->s.nguests + 1, sizeof(*ks));
+	int n = 0, rc;
+
+	if (!ks)
+		return verr_set(err, "out of memory");
+	for (int k = 0; k < j->s.nguests; k++)
+		if (j->g[k].priv) {
+			ks[n++] = j->g[k].priv;
+			j->g[k].priv = NULL;
+		}
+	rc = n ? na_kvm_stop_all(ks, n, grace_ms, err) : 0;
+	free(ks);
+	return rc;
+}
+
+static void release(struct na_job *j)
+{
+	struct kvm_job *kj = j->drv_job;
+
+	if (!kj)
+		return;
+	free(kj->cpu_node);
+	free(kj->huge);
+	free(kj);
+	j->drv_job = NULL;
+}
+
+const struct na_driver na_driver_kvm = {
+	.name = "kvm",
+	.id = DRIVER_KVM,
+	.image_flags = IMAGE_KVM,
+	.emulation = true,
+	.check = check,
+	.check_job = check_job,
+	.ready_seconds = ready_seconds,
+	.prepare = prepare,
+	.placement_note = placement_note,
+	.start = start,
+	.started = started,
+	.adopt = adopt,
+	.running = running,
+	.reachable = reachable,
+	.connect = connect_agent,
+	.log_tail = log_tail,
+	.stop_all = stop_all,
+	.release = release,
+};

@@ -1,0 +1,492 @@
+/*
+ * The kvm driver's lifecycle: one vhpc-hv child per guest.  Start makes the
+ * tap and cgroups, execs vhpc-hv with its own session (a Ctrl-C on the
+ * terminal reaches the agent, which then stops the guests in order, not
+ * vhpc-hv directly), and checks through vhpc-hv's control socket that every
+ * vCPU thread is pinned where placement put it.  Stop asks politely
+ * (SIGTERM: HV_EXIT_KILLED), kills after a grace period, and removes the
+ * guest's cgroups; whatever a dead agent left is found by name by the sweep.
+ */
+#include "nodeagent/nodeagent.h"
+#include "lib/chan.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/gexec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "kvm_int.h"
+#include "nodeagent/drivers/kvm/kvm.h"
+#include "nodeagent/jobdir/jobdir.h"
+#include "hv/hv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_CG 8
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+/* Through the pidfd where there is one: the pid may name another process
+ * once vhpc-hv has gone and nobody reaped it yet (an adopted one). */
+static void send_sig(struct na_kvm *k, int sig)
+{
+	if (k->pidfd >= 0 && syscall(SYS_pidfd_send_signal, k->pidfd, sig, NULL, 0) == 0)
+		return;
+	if (!k->adopted)
+		kill(k->pid, sig);
+}
+
+/* Reaps k when it has exited (or within timeout_ms). */
+static bool reap(struct na_kvm *k, int timeout_ms)
+{
+	int st;
+	pid_t r;
+
+	if (k->exited)
+		return true;
+	if (k->adopted) {
+		/* Another agent's child: no status to reap, only its end. */
+		struct pollfd p = { .fd = k->pidfd, .events = POLLIN };
+		int pr;
+
+		while ((pr = poll(&p, 1, timeout_ms > 0 ? timeout_ms : 0)) < 0 && errno == EINTR)
+			;
+		if (pr == 1) {
+			k->exited = true;
+			k->wstatus = -1;
+		}
+		return k->exited;
+	}
+	if (timeout_ms > 0 && k->pidfd >= 0) {
+		struct pollfd p = { .fd = k->pidfd, .events = POLLIN };
+
+		while (poll(&p, 1, timeout_ms) < 0 && errno == EINTR)
+			;
+	}
+	r = waitpid(k->pid, &st, WNOHANG);
+	if (r == k->pid || (r < 0 && errno == ECHILD)) {
+		k->exited = true;
+		k->wstatus = r == k->pid ? st : -1;
+	}
+	return k->exited;
+}
+
+#define PANIC_MARK "Kernel panic - not syncing"
+/* The kernel's last word before a reset; in the lab the reset then hangs. */
+#define RESTART_MARK "reboot: Restarting system"
+
+/* Searches the console output written since the last call for the guest
+ * kernel's panic line.  A panicking guest should reset (panic=-1), but
+ * under the nested lab it was seen to hang after the panic instead, and a
+ * hung guest would hold the job until its time limit. */
+static bool saw_panic(struct na_kvm *k)
+{
+	char buf[65536 + 1], *p;
+	ssize_t n;
+	int fd;
+
+	if (k->panic[0])
+		return true;
+	fd = open(k->serial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	/* A mark split across two reads is found from the overlap. */
+	n = pread(fd, buf, sizeof(buf) - 1, k->serial_seen);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	p = strstr(buf, PANIC_MARK);
+	if (!p)
+		p = strstr(buf, RESTART_MARK);
+	if (p) {
+		char *end = strpbrk(p, "\r\n");
+
+		if (!end && n == (ssize_t)sizeof(buf) - 1)
+			end = buf + n;
+		if (end) {
+			snprintf(k->panic, sizeof(k->panic), "%.*s", (int)(end - p), p);
+			return true;
+		}
+		/* The rest of the line is not written yet: read it next time. */
+		k->serial_seen += p - buf;
+		return false;
+	}
+	k->serial_seen += n > (ssize_t)sizeof(PANIC_MARK) ? n - (ssize_t)sizeof(PANIC_MARK) : 0;
+	return false;
+}
+
+bool na_kvm_running(struct na_kvm *k, char *why, size_t len)
+{
+	if (!reap(k, 0)) {
+		if (!saw_panic(k))
+			return true;
+		/* Give a guest that resets after its panic a moment, then stop it. */
+		if (!reap(k, 2000)) {
+			send_sig(k, SIGKILL);
+			reap(k, 10000);
+		}
+	}
+	if (why) {
+		if (!k->panic[0])
+			saw_panic(k);
+		if (k->panic[0] && strstr(k->panic, RESTART_MARK) == k->panic)
+			snprintf(why, len, "the guest rebooted (its console: %s)", k->panic);
+		else if (k->panic[0])
+			snprintf(why, len, "the guest's kernel panicked (%s); its console is %s", k->panic, k->serial);
+		else if (k->wstatus == -1)
+			snprintf(why, len, "vhpc-hv (pid %d) has exited", (int)k->pid);
+		else if (WIFEXITED(k->wstatus) && WEXITSTATUS(k->wstatus) == HV_EXIT_RESET)
+			snprintf(why, len, "the guest rebooted (vhpc-hv exited with status %d: a guest reset ends it)",
+				 HV_EXIT_RESET);
+		else
+			na_kvm_exit_words(k->wstatus, why, len);
+	}
+	return false;
+}
+
+pid_t na_kvm_pid(const struct na_kvm *k)
+{
+	return k->exited ? -1 : k->pid;
+}
+
+const char *na_kvm_serial(const struct na_kvm *k)
+{
+	return k->serial;
+}
+
+const char *na_kvm_hvlog(const struct na_kvm *k)
+{
+	return k->hvlog;
+}
+
+int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
+		   int timeout_ms, struct verr *err)
+{
+	return gexec_connect_vsock(c, k->vsock, k->port, key, timeout_ms, err);
+}
+
+/* The last bytes of a log, for an error message. */
+static void tail_of(const char *path, char *buf, size_t len)
+{
+	char *text = NULL;
+	size_t n;
+	struct verr e;
+
+	buf[0] = 0;
+	if (read_file(path, &text, &n, NA_KVM_LOG_MAX, &e) < 0)
+		return;
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+		text[--n] = 0;
+	snprintf(buf, len, "%s", n > len - 1 ? text + n - (len - 1) : text);
+	free(text);
+}
+
+static void child(char **argv, int tap_fd, const int *cg, int ncg, int logfd)
+{
+	sigset_t none;
+	int null = open("/dev/null", O_RDONLY);
+
+	setsid();
+	for (int i = 0; i < ncg; i++)
+		if (write(cg[i], "0", 1) != 1) {
+			dprintf(logfd, "vhpc: cannot join the guest's cgroup: %s\n", strerror(errno));
+			_exit(126);
+		}
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+		_exit(126);
+	/* The tap is the one descriptor vhpc-hv inherits (--net fd=N). */
+	if (fcntl(tap_fd, F_SETFD, 0) < 0)
+		_exit(126);
+	execv(argv[0], argv);
+	dprintf(2, "vhpc: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Until vhpc-hv listens on both sockets, or exits. */
+static int wait_up(struct na_kvm *k, int timeout_ms, struct verr *err)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+
+	for (;;) {
+		struct stat a, b;
+		char why[160], tail[1200];
+
+		if (stat(k->ctl, &a) == 0 && S_ISSOCK(a.st_mode) && stat(k->vsock, &b) == 0 && S_ISSOCK(b.st_mode))
+			return 0;
+		if (!na_kvm_running(k, why, sizeof(why))) {
+			tail_of(k->hvlog, tail, sizeof(tail));
+			return verr_set(err, "%s before the guest started:\n%s", why, tail);
+		}
+		if (now_ns() > end)
+			return verr_set(err, "vhpc-hv did not open its control and vsock sockets within %d ms", timeout_ms);
+		usleep(5000);
+	}
+}
+
+/* The guest's own small tmpfs: its sockets and logs, and a guest that
+ * floods its console fills that and nothing else. */
+static int make_gdir(struct na_kvm *k, struct verr *err)
+{
+	char opts[64], src[32];
+
+	if (mkdir(k->dir, 0700) < 0)
+		return verr_errno(err, "%s", k->dir);
+	snprintf(src, sizeof(src), "vhpc-%s", k->job);
+	snprintf(opts, sizeof(opts), "size=%u,mode=0700", NA_KVM_LOG_MAX);
+	if (mount(src, k->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
+		verr_errno(err, "cannot mount a tmpfs on %s", k->dir);
+		rmdir(k->dir);
+		return -1;
+	}
+	k->mounted = true;
+	return 0;
+}
+
+static void remove_gdir(struct na_kvm *k)
+{
+	if (k->mounted && umount2(k->dir, MNT_DETACH) < 0)
+		log_warn("cannot unmount %s: %s", k->dir, strerror(errno));
+	k->mounted = false;
+	rmdir(k->dir);
+}
+
+static void kill_and_reap(struct na_kvm *k)
+{
+	if (!k->exited) {
+		send_sig(k, SIGKILL);
+		reap(k, 10000);
+	}
+}
+
+int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err)
+{
+	struct na_kvm *k;
+	char dir[PATH_MAX], **argv = NULL;
+	int tap = -1, cg[MAX_CG], ncg = 0, logfd = -1, rc = -1;
+	double t0 = now_s();
+
+	*out = NULL;
+	if (na_job_check(s->job, err) < 0)
+		return -1;
+	if (!na_jobdir_alive(s->job))
+		return verr_set(err, "job %s guest %d: the job dir is not held by a live owner (na_jobdir_create first)",
+				s->job, s->index);
+	na_job_path(s->job, dir, sizeof(dir));
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return verr_set(err, "out of memory");
+	k->pidfd = -1;
+	k->pid = -1;
+	snprintf(k->job, sizeof(k->job), "%s", s->job);
+	k->index = s->index;
+	snprintf(k->name, sizeof(k->name), "%s", s->name ? s->name : "?");
+	k->port = (unsigned)s->guest_port;
+	snprintf(k->dir, sizeof(k->dir), "%s/kvm%d", dir, s->index);
+	snprintf(k->vsock, sizeof(k->vsock), "%.90s/vsock", k->dir);
+	snprintf(k->ctl, sizeof(k->ctl), "%.90s/ctl", k->dir);
+	snprintf(k->serial, sizeof(k->serial), "%s/serial", k->dir);
+	snprintf(k->hvlog, sizeof(k->hvlog), "%s/hv.log", k->dir);
+
+	/* argv first: it checks the spec before anything is made. */
+	if (na_kvm_argv(s, k->dir, 1000, &argv, err) < 0)
+		goto fail;
+	na_kvm_argv_free(argv);
+	argv = NULL;
+	if (make_gdir(k, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &tap, err) < 0)
+		goto fail;
+	if (na_kvm_argv(s, k->dir, tap, &argv, err) < 0 ||
+	    kvm_cgroups_prepare(s->job, s->index, s->place, cg, MAX_CG, &ncg, err) < 0)
+		goto fail;
+	logfd = open(k->hvlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (logfd < 0) {
+		verr_errno(err, "%s", k->hvlog);
+		goto fail;
+	}
+	k->pid = fork();
+	if (k->pid < 0) {
+		verr_errno(err, "fork");
+		goto fail;
+	}
+	if (k->pid == 0)
+		child(argv, tap, cg, ncg, logfd);
+	k->started = t0;
+	k->pidfd = pidfd_open_(k->pid);
+	{
+		/* For an agent that takes the guest over after a restart. */
+		char pidf[PATH_MAX + 8], txt[32];
+		struct verr e;
+
+		snprintf(pidf, sizeof(pidf), "%s/pid", k->dir);
+		snprintf(txt, sizeof(txt), "%d\n", (int)k->pid);
+		if (write_file(pidf, txt, strlen(txt), 0600, &e) < 0)
+			log_warn("guest %s: %s (a restarted agent could not take it over)", k->name, e.msg);
+	}
+	/* The tap is vhpc-hv's alone from here: it goes when vhpc-hv goes. */
+	close(tap);
+	tap = -1;
+	/* Prefaulting RAM is what takes time before vhpc-hv listens. */
+	if (wait_up(k, (int)((20000 + (int)(s->mem >> 20) * 2) * na_kvm_time_scale()), err) < 0 || kvm_check_pinning(k->ctl, s->place, err) < 0) {
+		kill_and_reap(k);
+		goto fail;
+	}
+	log_info("guest %s: vhpc-hv pid %d up in %.0f ms (%s%s, %d vCPU%s, %llu MiB%s)", k->name, (int)k->pid,
+		 (now_s() - t0) * 1000, kvm_kernel_path(s->img) == s->img->vmlinux ? "PVH vmlinux" : "bzImage",
+		 s->emulated ? " under emulation" : "", s->place->ncpus, s->place->ncpus == 1 ? "" : "s",
+		 (unsigned long long)(s->mem >> 20), s->hugepages ? " in 2 MiB pages" : "");
+	*out = k;
+	rc = 0;
+	goto done;
+fail:
+	verr_wrap(err, "guest %s", k->name);
+	if (k->pidfd >= 0)
+		close(k->pidfd);
+	remove_gdir(k);
+	{
+		char rel[64];
+		int n = 0;
+		struct verr e;
+
+		snprintf(rel, sizeof(rel), "vhpc/%s/%d", s->job, s->index);
+		na_cgroup_remove(rel, true, &n, &e);
+		na_cgroup_rmdir_job(s->job);
+	}
+	free(k);
+done:
+	if (tap >= 0)
+		close(tap);
+	if (logfd >= 0)
+		close(logfd);
+	for (int i = 0; i < ncg; i++)
+		close(cg[i]);
+	na_kvm_argv_free(argv);
+	return rc;
+}
+
+int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
+{
+	uint64_t end = now_ns() + (uint64_t)(grace_ms > 0 ? grace_ms : 0) * 1000000ull;
+	int rc = 0;
+
+	/* Everyone at once, so a job stops in one grace period. */
+	for (int i = 0; i < n; i++)
+		if (ks[i] && grace_ms > 0 && !reap(ks[i], 0))
+			send_sig(ks[i], SIGTERM);
+	for (int i = 0; i < n; i++) {
+		uint64_t now = now_ns();
+
+		if (!ks[i] || reap(ks[i], grace_ms > 0 && now < end ? (int)((end - now) / 1000000) : 0))
+			continue;
+		if (grace_ms > 0)
+			log_info("guest %s: vhpc-hv still running %d ms after SIGTERM; killing it", ks[i]->name, grace_ms);
+		kill_and_reap(ks[i]);
+	}
+	for (int i = 0; i < n; i++) {
+		char rel[64];
+		int removed = 0;
+		struct verr e;
+
+		if (!ks[i])
+			continue;
+		if (!ks[i]->exited && rc == 0)
+			rc = verr_set(err, "guest %s: vhpc-hv (pid %d) survives SIGKILL", ks[i]->name, (int)ks[i]->pid);
+		snprintf(rel, sizeof(rel), "vhpc/%s/%d", ks[i]->job, ks[i]->index);
+		if (na_cgroup_remove(rel, true, &removed, &e) < 0 && rc == 0) {
+			*err = e;
+			rc = -1;
+		}
+		remove_gdir(ks[i]);
+		na_cgroup_rmdir_job(ks[i]->job);
+		if (ks[i]->pidfd >= 0)
+			close(ks[i]->pidfd);
+		free(ks[i]);
+		ks[i] = NULL;
+	}
+	return rc;
+}
+
+/* Whether pid is the vhpc-hv of this guest: its command line names the
+ * guest's own control socket (a pid may have been reused since). */
+static bool is_our_hv(pid_t pid, const char *ctl)
+{
+	char path[64], *buf = NULL;
+	size_t len;
+	struct verr e;
+	bool ok = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	if (read_file(path, &buf, &len, 1 << 16, &e) < 0)
+		return false;
+	for (size_t i = 0; i + 1 < len; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	ok = strstr(buf, "vhpc-hv") && strstr(buf, ctl);
+	free(buf);
+	return ok;
+}
+
+int na_kvm_adopt(const char *job, int index, const char *name, int guest_port, struct na_kvm **out,
+		 struct verr *err)
+{
+	struct na_kvm *k;
+	char dir[PATH_MAX], pidf[PATH_MAX + 8], *txt = NULL;
+	size_t len;
+	long long pid;
+
+	*out = NULL;
+	if (na_job_check(job, err) < 0)
+		return -1;
+	na_job_path(job, dir, sizeof(dir));
+	if (!(k = calloc(1, sizeof(*k))))
+		return verr_set(err, "out of memory");
+	snprintf(k->job, sizeof(k->job), "%s", job);
+	k->index = index;
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	k->port = (unsigned)guest_port;
+	snprintf(k->dir, sizeof(k->dir), "%s/kvm%d", dir, index);
+	snprintf(k->vsock, sizeof(k->vsock), "%.90s/vsock", k->dir);
+	snprintf(k->ctl, sizeof(k->ctl), "%.90s/ctl", k->dir);
+	snprintf(k->serial, sizeof(k->serial), "%s/serial", k->dir);
+	snprintf(k->hvlog, sizeof(k->hvlog), "%s/hv.log", k->dir);
+	k->mounted = true;
+	k->adopted = true;
+	k->pidfd = -1;
+	snprintf(pidf, sizeof(pidf), "%s/pid", k->dir);
+	if (read_file(pidf, &txt, &len, 32, err) < 0 || parse_ll(strtok(txt, "\n") ? txt : "", 2, INT32_MAX, &pid) < 0) {
+		free(txt);
+		free(k);
+		return verr_set(err, "guest %s: no vhpc-hv pid in %s", name, pidf);
+	}
+	free(txt);
+	k->pid = (pid_t)pid;
+	/* The pidfd first, then the check: a pid reused after the check could
+	 * not be mistaken for it. */
+	k->pidfd = pidfd_open_(k->pid);
+	if (k->pidfd < 0 || !is_our_hv(k->pid, k->ctl)) {
+		if (k->pidfd >= 0)
+			close(k->pidfd);
+		free(k);
+		return verr_set(err, "guest %s: vhpc-hv (pid %lld) is gone", name, pid);
+	}
+	*out = k;
+	return 0;
+}

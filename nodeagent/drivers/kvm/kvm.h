@@ -1,0 +1,139 @@
+/*
+ * The kvm driver's pieces that the lifecycle and the tests call.
+ */
+#ifndef VHPC_NA_KVM_H
+#define VHPC_NA_KVM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "lib/chan.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+
+struct na_jobdir;
+struct na_numa_info;
+struct na_placement;
+struct na_topo;
+struct tuning;
+
+/*
+ * The kvm driver: one vhpc-hv process per guest (hv/hv.h), started by the
+ * agent and watched as its child.  What a guest gets:
+ *   - its vCPUs pinned 1:1 to the placed host CPUs (--cpu-affinity), RAM
+ *     bound to the placed NUMA node(s) (--host-node, or --numa per host node
+ *     for a split guest), hugepages when the pool has them; the process in
+ *     the cgroups vhpc/<job>/<i> (cpuset = the placed CPUs and nodes);
+ *   - the image's kernel (the PVH vmlinux when there is one: no decompressor
+ *     to run) and initramfs, its ext4 root read-only (virtio-blk, serial
+ *     "vhpc-root") and the job's config disk read-only ("vhpc-config": key,
+ *     hosts, hostfile, env, sysctl.conf; never the kernel command line, which
+ *     every host user can read);
+ *   - a tap t<i> on the job bridge, made in the job netns and handed over as
+ *     an open fd, so vhpc-hv itself runs in the host's namespace;
+ *   - vsock (cid 3+i) bridged to <job dir>/kvm<i>/vsock; vhpc-guestd listens
+ *     on vsock port guest_port and the agent reaches it with
+ *     gexec_connect_vsock;
+ *   - the job's vmshm region as an ivshmem BAR (the region's size must be a
+ *     power of two: na_kvm_vmshm_fit);
+ *   - a kernel command line with its identity: vhpc.name, vhpc.job,
+ *     vhpc.index, vhpc.addr, vhpc.mtu, vhpc.listen (vsock and TCP);
+ *   - its serial console in <job dir>/kvm<i>/serial (vhpc-hv's own log in
+ *     hv.log there): that dir is a tmpfs of NA_KVM_LOG_MAX bytes, so a guest
+ *     that floods its console fills only its own log (vhpc-hv then drops
+ *     further output).
+ */
+#define NA_KVM_LOG_MAX (16u << 20)
+#define NA_KVM_MIN_MEM (128ull << 20)
+
+struct na_kvm_spec {
+	const char *job;
+	int index;                     /* guest index: tap t<i>, cgroup, <job dir>/kvm<i>/ */
+	const char *name;              /* hostname and vhpc.name */
+	const struct image_info *img;  /* kernel (vmlinux preferred), initrd, disk */
+	const struct na_placement *place;
+	const int *cpu_node;           /* host NUMA node of place->cpus[k]; NULL = all
+	                                * on place->mems[0] (na_topo_cpu_nodes fills it) */
+	uint64_t mem;                  /* whole MiB, at least NA_KVM_MIN_MEM */
+	bool hugepages;                /* back RAM with 2 MiB pages (na_kvm_plan_hugepages) */
+	uint32_t addr;                 /* on the job network, host byte order */
+	int prefix, mtu;
+	int guest_port;                /* guestd: TCP on the job network, and vsock */
+	const char *config_disk;       /* na_kvm_config_disk */
+	const char *scratch_disk;      /* na_kvm_scratch_disk, or NULL: the guest's /scratch */
+	const char *spool;             /* guestd's spool of detached commands, a path in
+	                                * the guest (vhpc.spool=), or NULL */
+	const char *vmshm;             /* region file (power-of-two size) or NULL */
+	bool emulated;                 /* software KVM: earlyprintk, and CPUID features
+	                                * the instruction emulator lacks are hidden */
+	const char *hv_path;           /* NULL: vhpc-hv next to this program */
+};
+
+struct na_kvm;
+
+/* Which guests get hugepages: use[i] when the 2 MiB pool of guest i's
+ * node(s) still holds its memory after the guests before it. */
+void na_kvm_plan_hugepages(const struct na_numa_info *nodes, int nnodes,
+			   const struct na_placement *p, int nguests, uint64_t mem, bool *use);
+/* The guest kernel's command line (pure; unit-tested). */
+int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct verr *err);
+/* vhpc-hv's argv for a guest whose tap is open as tap_fd and whose files
+ * (sockets, logs) live in dir (pure; unit-tested).  *argv is NULL-terminated; free it with
+ * na_kvm_argv_free. */
+int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char ***argv,
+		struct verr *err);
+void na_kvm_argv_free(char **argv);
+/* Words for a vhpc-hv wait status ("exited with status 4: triple fault or
+ * KVM internal error"). */
+const char *na_kvm_exit_words(int wstatus, char *buf, size_t len);
+
+/* Grows the job's vmshm region file to the next power of two (a PCI BAR's
+ * size); the new bytes are zero like the rest. */
+int na_kvm_vmshm_fit(const char *path, uint64_t *size, struct verr *err);
+/* The job's config disk, <job dir>/config.ext4 (mode 0600, made by
+ * mke2fs -d, read-only in every guest at /vhpc): the files of src_dir as
+ * they are (job.key, hosts, hostfile), plus "env" (the NAME=VALUE lines
+ * vhpc-guestd starts with) and "sysctl.conf" (the tuning profile's net.*
+ * sysctls), which it writes into src_dir first. */
+int na_kvm_config_disk(const struct na_jobdir *jd, const char *src_dir,
+		       const char *const *env, const struct tuning *tuning,
+		       char *path, size_t len, struct verr *err);
+/* Guest index's scratch disk, <job dir>/scratch<index>.ext4 (mode 0600):
+ * an empty ext4 file system of size bytes in a sparse file, so it costs
+ * only what the guest writes.  It goes with the job dir. */
+int na_kvm_scratch_disk(const struct na_jobdir *jd, int index, uint64_t size, char *path, size_t len,
+			struct verr *err);
+/* The text of "env" and "sysctl.conf" (malloc'd; pure). */
+int na_kvm_env_text(const char *const *env, char **out, struct verr *err);
+int na_kvm_sysctl_text(const struct tuning *t, char **out, struct verr *err);
+
+/* Needs the job dir held and the job network made with no_guest_netns.
+ * Makes the tap, starts vhpc-hv, and returns once its control and vsock
+ * sockets are there and each vCPU thread's affinity is the placed CPU
+ * (asked over the control socket); a vhpc-hv that exits first is an error
+ * that quotes its log. */
+int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err);
+/* Takes over the running vhpc-hv of guest index of a job whose dir this
+ * process holds after na_jobdir_adopt (a restarted vhpcd): found by the
+ * pid file its starter left, checked against its command line, watched
+ * through a pidfd.  Fails when it is gone. */
+int na_kvm_adopt(const char *job, int index, const char *name, int guest_port, struct na_kvm **out,
+		 struct verr *err);
+/* How many times longer than on hardware starting and booting a VM takes
+ * on this machine (>= 1, measured once; VHPC_KVM_TIME_SCALE overrides):
+ * every kvm deadline is multiplied by it. */
+double na_kvm_time_scale(void);
+pid_t na_kvm_pid(const struct na_kvm *k);
+/* Whether vhpc-hv still runs; once it has exited, *why (if given) says how. */
+bool na_kvm_running(struct na_kvm *k, char *why, size_t len);
+const char *na_kvm_serial(const struct na_kvm *k);   /* console log path */
+const char *na_kvm_hvlog(const struct na_kvm *k);    /* vhpc-hv's own log */
+/* An authenticated channel to the guest's vhpc-guestd over vsock. */
+int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
+		   int timeout_ms, struct verr *err);
+/* SIGTERM to every vhpc-hv at once, SIGKILL after grace_ms, then the
+ * guests' cgroups and sockets go; frees each and sets it to NULL. */
+int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err);
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * Talking to vhpc-hv's control socket (hv/hv.h: one JSON object per line):
+ * the driver asks for "status" once a guest starts and checks that every
+ * vCPU thread runs where placement pinned it.
+ */
+#include "nodeagent/nodeagent.h"
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fdio.h"
+#include "kvm_int.h"
+#include "nodeagent/place/place.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms, struct verr *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	size_t cap = 4096, n = 0;
+	char *buf;
+	int fd;
+
+	*reply = NULL;
+	if (strlen(sock) >= sizeof(sa.sun_path))
+		return verr_set(err, "control socket %s: path too long", sock);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return verr_errno(err, "control socket %s", sock);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    send_full(fd, req, strlen(req)) < 0 || send_full(fd, "\n", 1) < 0) {
+		verr_errno(err, "control socket %s", sock);
+		close(fd);
+		return -1;
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return verr_set(err, "out of memory");
+	}
+	for (;;) {
+		bool eof;
+
+		if (n + 1 == cap) {
+			char *nb = cap < (1u << 20) ? realloc(buf, cap * 2) : NULL;
+
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return verr_set(err, "control socket %s: reply too long", sock);
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		if (read_full_deadline(fd, buf + n, 1, deadline, &eof) < 0) {
+			free(buf);
+			close(fd);
+			return verr_set(err, "control socket %s: %s", sock,
+					eof ? "closed without a reply" : strerror(errno));
+		}
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	close(fd);
+	*reply = buf;
+	return 0;
+}
+
+/* Every vCPU thread's affinity is its placed CPU, as vhpc-hv reports it. */
+int kvm_check_pinning(const char *ctl, const struct na_placement *p, struct verr *err)
+{
+	char *reply;
+	struct json_object *o, *vcpus, *v;
+	int rc = 0;
+	size_t n;
+
+	if (kvm_control(ctl, "{\"cmd\":\"status\"}", &reply, 5000, err) < 0)
+		return -1;
+	o = json_tokener_parse(reply);
+	if (!o || !json_object_object_get_ex(o, "vcpus", &vcpus) ||
+	    !json_object_is_type(vcpus, json_type_array)) {
+		rc = verr_set(err, "vhpc-hv's status has no vCPU list: %.200s", reply);
+		goto out;
+	}
+	n = json_object_array_length(vcpus);
+	if (n != (size_t)p->ncpus) {
+		rc = verr_set(err, "vhpc-hv reports %zu vCPUs, placement gave %d", n, p->ncpus);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char want[16];
+		const char *got = "?";
+
+		snprintf(want, sizeof(want), "%d", p->cpus[i]);
+		if (json_object_object_get_ex(json_object_array_get_idx(vcpus, i), "affinity", &v))
+			got = json_object_get_string(v);
+		if (strcmp(got, want)) {
+			rc = verr_set(err, "vCPU %zu runs on CPUs %s, placement pinned it to %s", i, got, want);
+			goto out;
+		}
+	}
+out:
+	json_object_put(o);
+	free(reply);
+	return rc;
+}

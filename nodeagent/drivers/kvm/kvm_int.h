@@ -1,0 +1,76 @@
+/*
+ * Private to the kvm driver (nodeagent/kvm*.c).  The public part is the
+ * "kvm guests" section of vhpcd.h.
+ */
+#ifndef VHPC_NA_KVM_INT_H
+#define VHPC_NA_KVM_INT_H
+
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "nodeagent/drivers/kvm/kvm.h"
+#include "nodeagent/nodeagent.h"
+
+#include <sys/types.h>
+#include <limits.h>
+
+#define KVM_MAX_GNODES 8   /* HV_MAX_NODES */
+
+/* A guest NUMA node: the vCPUs (indexes into the placement) on one host
+ * node, and the RAM bound there. */
+struct kvm_gnode {
+	int host_node;         /* -1: unbound */
+	int nvcpus;
+	int vcpus[VHPC_MAX_VCPUS];
+	uint64_t mem;
+};
+/* The guest nodes of a placement: one per host node its CPUs sit on, in the
+ * order of the vCPUs, memory in proportion to the vCPUs (2 MiB units, the
+ * last node takes the rest).  cpu_node NULL: one node on p->mems[0].
+ * Returns the number of nodes. */
+int kvm_mem_split(const struct na_placement *p, const int *cpu_node, uint64_t mem,
+		  struct kvm_gnode *g, int max, struct verr *err);
+
+/* The kernel a guest boots: the PVH vmlinux when the image has one, else
+ * the bzImage. */
+const char *kvm_kernel_path(const struct image_info *img);
+
+/* Opens the tap t<index> on br0 in the job netns (mtu, up); the fd is the
+ * tap's only owner, so it goes away with the last holder. */
+int kvm_tap_open(const char *job, int index, int mtu, int *fd, struct verr *err);
+
+/* cgroups vhpc/<job>/<index> in the cpuset (v1) and cgroup2 hierarchies,
+ * cpuset from the placement; *fds gets the open cgroup.procs files (at most
+ * max) for the child to write "0" into before it execs. */
+int kvm_cgroups_prepare(const char *job, int index, const struct na_placement *p,
+			int *fds, int max, int *n, struct verr *err);
+
+/* Removes vhpc/<job> in every hierarchy where it is empty. */
+
+struct na_kvm {
+	char job[16];
+	int index;
+	char name[64];
+	pid_t pid;
+	int pidfd;
+	bool exited;
+	int wstatus;
+	unsigned port;
+	double started;
+	bool mounted;          /* dir is our tmpfs */
+	bool adopted;          /* not our child: its end is seen on the pidfd */
+	char dir[PATH_MAX];    /* <job dir>/kvm<i> */
+	char vsock[108];
+	char ctl[108];
+	char serial[PATH_MAX];
+	char hvlog[PATH_MAX];
+	off_t serial_seen;     /* console bytes already searched for a panic */
+	char panic[200];       /* the guest kernel's panic line, once seen */
+};
+
+/* vhpc-hv's control socket: one request, one JSON reply line (malloc'd). */
+int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms, struct verr *err);
+/* Every vCPU thread's affinity, as vhpc-hv's status reports it, is the
+ * CPU placement gave that vCPU. */
+int kvm_check_pinning(const char *ctl, const struct na_placement *p, struct verr *err);
+
+#endif

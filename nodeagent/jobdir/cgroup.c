@@ -1,0 +1,191 @@
+/*
+ * Removing a job's cgroups by name in every hierarchy: the hosts here are
+ * cgroup v1 hybrid (one mount per controller, plus name=systemd and the
+ * cgroup2 "unified" mount), and runc creates its path in each of them.
+ */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "nodeagent/jobdir/jobdir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct mnts {
+	char **v;
+	int n;
+};
+
+static int add_cgroup_mount(const char *mnt, const char *fstype, void *arg)
+{
+	struct mnts *m = arg;
+	char **nv;
+
+	if (strcmp(fstype, "cgroup") && strcmp(fstype, "cgroup2"))
+		return 0;
+	for (int i = 0; i < m->n; i++)
+		if (!strcmp(m->v[i], mnt))
+			return 0;
+	nv = realloc(m->v, sizeof(char *) * (m->n + 1));
+	if (!nv)
+		return -1;
+	m->v = nv;
+	if (!(m->v[m->n] = strdup(mnt)))
+		return -1;
+	m->n++;
+	return 0;
+}
+
+int na_cgroup_mounts(char ***mnts, int *n, struct verr *err)
+{
+	struct mnts m = { 0 };
+
+	if (na_each_mount(add_cgroup_mount, &m, err) < 0)
+		return -1;
+	*mnts = m.v;
+	*n = m.n;
+	return 0;
+}
+
+void na_cgroup_mounts_free(char **mnts, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(mnts[i]);
+	free(mnts);
+}
+
+/* A frozen (v1 freezer) task cannot die from SIGKILL until thawed. */
+static void thaw(const char *dir)
+{
+	char path[PATH_MAX];
+	struct verr e;
+
+	snprintf(path, sizeof(path), "%s/freezer.state", dir);
+	if (access(path, W_OK) == 0)
+		write_str(path, "THAWED", &e);
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", dir);
+	if (access(path, W_OK) == 0)
+		write_str(path, "0", &e);
+}
+
+/* Number of tasks still inside (killing them when asked). */
+static int procs(const char *dir, bool kill_them)
+{
+	char path[PATH_MAX], *buf, *p, *end;
+	size_t len;
+	struct verr e;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if (read_file(path, &buf, &len, 1 << 20, &e) < 0)
+		return 0;
+	for (p = buf; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 0) {
+			n++;
+			if (kill_them)
+				kill((pid_t)pid, SIGKILL);
+		}
+	}
+	free(buf);
+	return n;
+}
+
+static int remove_tree(const char *dir, bool kill_them, int depth, int *removed,
+		       struct verr *err)
+{
+	DIR *d;
+	struct dirent *de;
+	int rc = 0;
+
+	if (depth > 16)
+		return verr_set(err, "%s: cgroup tree too deep", dir);
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : verr_errno(err, "%s", dir);
+	while ((de = readdir(d))) {
+		char sub[PATH_MAX];
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		if (remove_tree(sub, kill_them, depth + 1, removed, err) < 0)
+			rc = -1;
+	}
+	closedir(d);
+	if (rc < 0)
+		return -1;
+	if (kill_them && procs(dir, false)) {
+		thaw(dir);
+		procs(dir, true);
+	}
+	/* Killed tasks leave the cgroup once the kernel has reaped them. */
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(dir) == 0) {
+			(*removed)++;
+			log_debug("removed cgroup %s", dir);
+			return 0;
+		}
+		if (errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			break;
+		if (!kill_them)
+			return verr_set(err, "cgroup %s still has %d task(s)", dir, procs(dir, false));
+		procs(dir, true);
+		usleep(10000);
+	}
+	return verr_errno(err, "rmdir cgroup %s (tasks left: %d)", dir, procs(dir, false));
+}
+
+int na_cgroup_remove(const char *rel, bool kill_them, int *removed, struct verr *err)
+{
+	char **mnts;
+	int n, rc = 0;
+
+	if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
+		return verr_set(err, "cgroup path '%s' must be relative and inside its hierarchy", rel);
+	if (na_cgroup_mounts(&mnts, &n, err) < 0)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		char dir[PATH_MAX];
+		struct verr e;
+
+		snprintf(dir, sizeof(dir), "%s/%s", mnts[i], rel);
+		if (remove_tree(dir, kill_them, 0, removed, &e) < 0 && rc == 0) {
+			*err = e;
+			rc = -1;
+		}
+	}
+	na_cgroup_mounts_free(mnts, n);
+	return rc;
+}
+
+/* A job's parent cgroup goes with its last guest: rmdir fails while other
+ * guests of the job are still in it, and that is the point. */
+void na_cgroup_rmdir_job(const char *job)
+{
+	char **mnts;
+	int n;
+	struct verr e;
+
+	if (na_cgroup_mounts(&mnts, &n, &e) < 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s/vhpc/%s", mnts[i], job);
+		rmdir(dir);
+	}
+	na_cgroup_mounts_free(mnts, n);
+}

@@ -1,0 +1,92 @@
+/*
+ * The job network on a node: a network namespace per job with a bridge,
+ * one per guest, veths or taps, and a VXLAN between nodes.
+ */
+#ifndef VHPC_NA_NET_H
+#define VHPC_NA_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/inet.h"
+
+struct cluster_cfg;
+struct na_jobdir;
+struct tuning;
+
+#define NA_VXLAN_PORT     4789
+/* Outer Ethernet (14) + IPv4 (20) + UDP (8) + VXLAN (8) headers. */
+#define NA_VXLAN_OVERHEAD 50
+
+struct na_net_req {
+	const char *job;
+	struct ipv4net subnet;   /* the job's subnet */
+	int nguests;             /* guests on this node */
+	const struct tuning *tuning; /* MTU, offloads, sysctls (applied per guest netns) */
+	/* A job across nodes (vhpcd); zero/NULL on one machine: */
+	const int *index;        /* job-wide index of each guest here (NULL: 0..nguests-1):
+	                            its address is subnet + 2 + index, its netns
+	                            vhpc-<job>-<index>, its veth on the bridge v<index> */
+	uint32_t vni;            /* VXLAN id joining the job's bridges on all its
+	                            nodes (1..VHPC_VNI_MAX; 0 = no VXLAN) */
+	uint32_t underlay;       /* this node's address the VXLAN runs over */
+	const uint32_t *peers;   /* the job's other nodes' underlay addresses */
+	int npeers;
+	bool no_guest_netns;     /* kvm: the guests are VMs, each with a tap on the
+	                          * bridge (na_kvm_start), so no guest netns/veth */
+};
+
+struct na_net {
+	char job[16];
+	char job_netns[64];            /* netns holding the bridge */
+	int nguests;
+	char guest_netns[VHPC_MAX_GUESTS][64];  /* name under /run/netns */
+	uint32_t guest_addr[VHPC_MAX_GUESTS];   /* host byte order */
+	int index[VHPC_MAX_GUESTS];             /* job-wide guest index */
+	int prefix;
+	int mtu;
+	uint32_t vni;                  /* 0 = none */
+};
+
+/* Needs the job dir held (na_jobdir_create).
+ * Creates the job netns with a bridge, one netns per guest with eth0 (a veth
+ * whose peer is on the bridge), addresses subnet+2+i, MTU and offloads from
+ * the tuning profile, lo up, and the tuning sysctls inside each guest netns.
+ * With a vni: a VXLAN device made from the caller's network namespace (the
+ * node's underlay: UDP port NA_VXLAN_PORT from the underlay address) but
+ * placed in the job netns as vxlan0 on the bridge, with a flooding entry in
+ * its forwarding database for each peer (MAC addresses are then learnt);
+ * every MTU of the job network is the profile's less NA_VXLAN_OVERHEAD, so
+ * encapsulated frames fit the underlay's MTU. */
+int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
+int na_net_destroy(struct na_net *n, struct verr *err);
+/* Allocates a free subnet of the pool for a job on this machine (embedded
+ * mode); released by na_jobdir_remove / cleanup. */
+int na_subnet_alloc(const struct cluster_cfg *c, struct na_jobdir *jd,
+		    struct ipv4net *out, struct verr *err);
+
+/* --------------------------------------------------------------- netns */
+
+#define NA_NETNS_DIR "/run/netns"
+
+/* Creates /run/netns/<name> holding a fresh network namespace; fails if the
+ * name exists. */
+int na_netns_add(const char *name, struct verr *err);
+/* Unmounts and unlinks /run/netns/<name>; 0 if it was not there. */
+int na_netns_del(const char *name, struct verr *err);
+/* Runs fn in a thread that has joined /run/netns/<name>, so the caller's
+ * own namespace never changes.  fn's error lands in err. */
+int na_netns_run(const char *name, int (*fn)(void *arg, struct verr *err),
+		 void *arg, struct verr *err);
+
+/* Deletes the job's VXLAN device (vxlan0 in its job netns) if there is
+ * one.  Deleting a namespace frees its devices only later (the kernel's
+ * cleanup work), and a VXLAN still there keeps its VNI and port taken in
+ * the node's namespace: a job started again at once could not have them. */
+int na_vxlan_del(const char *job_netns, struct verr *err);
+
+/* Offloads of one interface in the calling thread's netns (ethtool ioctl). */
+int na_eth_offloads(const char *ifname, const struct tuning *t, struct verr *err);
+
+#endif

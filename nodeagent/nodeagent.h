@@ -1,0 +1,211 @@
+/*
+ * The node agent's public surface: what `vhpc run` (embedded) and vhpcd
+ * call to place, network, start and remove the guests of a job on this node.
+ * It includes the public headers of place/, jobdir/ and net/ that the
+ * lifecycle's structs are made of; other components include this one only
+ * (nodeagent/README.md has the layout).
+ *
+ * Resource naming is part of this contract, because crash recovery finds
+ * leftovers by name (see na_cleanup_stale):
+ *   job runtime dir   <run dir>/jobs/<job>/          (lock file "lock")
+ *   job netns         vhpc-<job>                     (/run/netns)
+ *   guest netns       vhpc-<job>-<guest index>
+ *   containers        runc id <job>-<guest index>, runc root <run dir>/runc
+ *   cgroups           <hierarchy root>/vhpc/<job>/<guest index>, in every
+ *                     cgroup v1 hierarchy and the cgroup2 one
+ *   container bundle  <job dir>/g<guest index>/ (rootfs: a read-only bind)
+ *   shm files         /dev/shm/vhpc-<job>-*
+ *   VXLAN (cluster)   vxlan0 inside the job netns; its UDP socket lives in
+ *                     the namespace of the vhpcd that made it
+ *   kvm guests        vhpc-hv processes in the cgroups above (cpuset and
+ *                     cgroup2); tap t<guest index> on the bridge of the job
+ *                     netns; <job dir>/config.ext4 (config disk),
+ *                     <job dir>/scratch<i>.ext4 (--scratch); per guest
+ *                     a small tmpfs <job dir>/kvm<i>/ holding vsock (and
+ *                     vsock_<port>), ctl (vhpc-hv's control socket), serial
+ *                     (console log), hv.log and pid (vhpc-hv's, for an
+ *                     agent that takes the guest over)
+ * A job id is 1..12 characters [a-z0-9].
+ *
+ * Several node agents may share one machine (test clusters: one network
+ * namespace and one vhpcd per "node"), and netns, cgroup and shm names are
+ * machine-wide.  So in a cluster the job id a node agent uses is not the
+ * scheduler's job number but a per-node id, <job number in base 36>x<node
+ * number in base 36> (vhpc-ctld makes it; `vhpc run` ids are hex and never
+ * contain an x): every name above is then unique per node and job, and the
+ * crash sweep of one node's run dir (each vhpcd has its own VHPC_RUN_DIR)
+ * can never touch another node's guests.  Guest indexes are job-wide, so a
+ * guest's netns, container and address name the same guest on every node.
+ *
+ * Link a program with $(NODEAGENT_LIBS) (nodeagent/module.mk).
+ */
+#ifndef VHPC_NODEAGENT_H
+#define VHPC_NODEAGENT_H
+
+#include "lib/chan.h"
+#include "lib/cluster.h"
+#include "lib/consts.h"
+#include "lib/err.h"
+#include "lib/jobspec.h"
+#include "lib/tuning.h"
+#include "images/images.h"
+#include "nodeagent/jobdir/jobdir.h"
+#include "nodeagent/net/net.h"
+#include "nodeagent/place/place.h"
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---------------------------------------------------------- vmshm region */
+
+/* Creates /dev/shm/vhpc-<job>-vmshm, zeroed, mode 0600, sized for nranks
+ * ranks on this host (the vmshm BTL's layout); path and size out. */
+int na_vmshm_create(const struct na_jobdir *jd, int nranks, char *path, size_t len,
+		    uint64_t *size, struct verr *err);
+int na_vmshm_remove(const char *job, struct verr *err);
+
+/* ------------------------------------------------------------- drivers */
+
+/* `auto` resolves to kvm only with hardware virtualization, else container;
+ * *why says which and why, in words for users (thread-local, valid until
+ * the next call).  A driver asked for by name is returned as asked:
+ * na_driver_check says whether it can run here. */
+enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
+/* 0 when driver d can run on this host, else -1 with the reason (kvm
+ * without hardware virtualization; container without runc). */
+int na_driver_check(enum vhpc_driver d, struct verr *err);
+
+/* The checks of na_driver_check, except that kvm on a software-only KVM
+ * (no VT-x/AMD-V) passes when allow_emulated is set: guests then start but
+ * do not finish booting (tests of the driver, experts).  *emulated says
+ * whether that is the case.  $VHPC_KVM_ALLOW_EMULATION=1 sets allow_emulated
+ * too; another value than 0 or 1 there is an error. */
+int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err);
+
+/* ---------------------------------------- one job's part on this node */
+
+/*
+ * The lifecycle both schedulers use for the guests of a job on this node
+ * (`vhpc run`'s embedded agent for a whole job, vhpcd for its share of a
+ * cluster job): open the job dir, prepare (image, placement, network,
+ * vmshm region, the files every guest reads, then the driver's own steps
+ * and the guests), wait until every guest agent is ready, run, tear down;
+ * or adopt what a dead agent left running.  The guest driver is behind an
+ * ops table (nodeagent/drivers/drivers.h): nothing here or in the callers asks
+ * which driver it is.
+ */
+struct na_driver;
+
+/* The driver table's entry for a resolved driver (na_driver_resolve). */
+const struct na_driver *na_driver_get(enum vhpc_driver d);
+const char *na_driver_name(const struct na_driver *d);
+/* Whether this host can run it; allow_emulated (only for a driver with
+ * na_driver_emulation) lets it start where it cannot finish booting, and
+ * *emulated says so. */
+int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err);
+bool na_driver_emulation(const struct na_driver *d);
+
+struct na_job_spec {
+	const char *label;             /* VHPC_JOB inside the guests */
+	const struct na_driver *drv;   /* checked (na_driver_check_with) */
+	bool emulated;                 /* what that check said: kvm on a software-only KVM */
+	int nguests;                   /* guests on this node */
+	const int *index;              /* their job-wide indexes; NULL = 0..nguests-1 */
+	int ntotal;                    /* guests of the whole job */
+	const int *ranks;              /* ranks of every guest of the job [ntotal] */
+	struct ipv4net subnet;         /* guest i of the job is subnet + 2 + i, named g<i> */
+	int guest_port;
+	const char *image;
+	const struct tuning *tuning;
+	const struct na_topo *topo;
+	int vcpus;                     /* per guest */
+	uint64_t mem;                  /* per guest */
+	bool oversubscribe;
+	bool vmshm;                    /* a vmshm region for the guests here (2 or more) */
+	int vmshm_slots;               /* ranks of the whole job */
+	const char *host_id;           /* the vmshm BTL's "same host" */
+	uint64_t scratch;              /* each guest's /scratch; 0 = none */
+	uint8_t key[CHAN_KEY_LEN];     /* the job's guest channel key */
+	uint64_t spool_size;           /* > 0: guest 0 is here and runs detached
+	                                * commands (vhpcd's launcher) into a spool
+	                                * of this size (a host tmpfs the container
+	                                * driver binds; a kvm guest's own /run) */
+	/* A job across nodes (vhpcd): the VXLAN joining its bridges. */
+	uint32_t vni, underlay;
+	const uint32_t *peers;
+	int npeers;
+	int ready_timeout_s;           /* per guest, on hardware; the driver scales it */
+	long long job_timeout_s;       /* the job's limit: an emulated guest waits that long */
+	/* Polled while waiting: a job stopped or interrupted meanwhile. */
+	int (*cancelled)(void *arg, struct verr *err);
+	void *cancel_arg;
+};
+
+/* A started guest, whatever its driver; priv is the driver's. */
+struct na_guest {
+	const struct na_driver *drv;
+	int index;                     /* job-wide */
+	void *priv;
+};
+
+struct na_job {
+	struct na_job_spec s;
+	bool emulated;
+	struct na_jobdir jd;
+	bool have_jd;
+	struct image_info img;
+	struct na_placement *place;    /* [s.nguests] */
+	struct na_net net;
+	bool have_net;
+	char vmshm[128];               /* the job's region on the host, or "" */
+	uint64_t vmshm_size;
+	char shared[512];              /* <job dir>/shared: key, hosts, hostfile */
+	char spool[512];               /* <job dir>/spool when s.spool_size */
+	bool spool_mounted;
+	struct na_guest *g;            /* [s.nguests]; g[k].priv NULL until started */
+	void *drv_job;                 /* the driver's state for the job */
+};
+
+/* The job dir (and its lock) for local job id `job`: first, so that from
+ * here on a crash leaves something na_cleanup_stale or an adopter finds. */
+int na_job_open(struct na_job *j, const char *job, struct verr *err);
+/* Everything up to running guests; s is copied (what it points to must
+ * outlive j).  On failure what was made stays for na_job_teardown. */
+int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err);
+/* Until every guest's agent says ready; fails when one stops first (its
+ * log's last lines logged) or its time is up. */
+int na_job_wait_ready(struct na_job *j, struct verr *err);
+/* Whether a guest has stopped; *why says which and how. */
+bool na_job_guest_gone(struct na_job *j, char *why, size_t len);
+/* An authenticated channel to guest k's agent (k indexes this node's guests). */
+int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, struct verr *err);
+/* Asks each guest agent to shut down, stops the guests (one grace period
+ * in all), then removes the network, region, mounts and job dir: errors
+ * are logged, so one stuck piece leaves nothing else behind.  Frees j's
+ * arrays. */
+void na_job_teardown(struct na_job *j);
+/* Takes over the guests a dead agent left running in job dir `job`, as s
+ * describes the job (nothing is made or changed). */
+int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s, struct verr *err);
+/* Guest 0's spool (detached commands' output) as a host path, or NULL
+ * when its driver keeps it inside the guest; either way the output is read
+ * over the guest channel (gexec_output). */
+const char *na_job_spool(const struct na_job *j);
+
+/* The environment vhpc-guestd starts with, which orted and the ranks
+ * inherit: PATH, HOME, the job key's path, the job, the guest's index
+ * (index < 0: left out), and the vmshm BTL's settings when host_id is given
+ * (VHPC_HOST_ID, VHPC_VMSHM_PATH, VHPC_VMSHM_SLOTS).  e->v is
+ * NULL-terminated and lives as long as e. */
+struct na_guest_env {
+	char job[80], index[32], host[192], slots[48];
+	const char *v[12];
+};
+const char *const *na_guest_env(struct na_guest_env *e, const char *job, int index,
+				const char *host_id, int vmshm_slots);
+
+/* This machine's boot id: the same for every guest here, different on any
+ * other host (the vmshm BTL's idea of "same host"). */
+const char *na_boot_id(void);
+
+#endif

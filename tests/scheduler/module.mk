@@ -1,0 +1,4 @@
+# Unit tests of the scheduler: launch files, the placement policy, the job store.
+$(eval $(call unit_test,unit-launch,tests/scheduler/test_launch.c scheduler/launch.c))
+$(eval $(call unit_test,unit-sched,tests/scheduler/test_sched.c scheduler/sched.c))
+$(eval $(call unit_test,unit-store,tests/scheduler/test_store.c scheduler/store.c,-lsqlite3))
