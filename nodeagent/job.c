@@ -14,6 +14,7 @@
 #include "lib/jobspec.h"
 #include "lib/log.h"
 #include "lib/parse.h"
+#include "lib/paths.h"
 #include "images/images.h"
 #include "nodeagent/drivers/drivers.h"
 #include "nodeagent/jobdir/jobdir.h"
@@ -104,6 +105,32 @@ static int copy_spec(struct na_job *j, const struct na_job_spec *s, struct verr 
 /* The job key, /etc/hosts and the Open MPI hostfile of the whole job, read
  * by every guest at /vhpc; the key is the same on every node (guest 0's
  * vhpc-rsh reaches every guest's agent with it). */
+/* A guest of another user than root sets itself up inside a user namespace
+ * whose root is that user, so the paths its runtime opens from there (the
+ * bundle's rootfs) must be reachable by that user: the jobs dir can be
+ * passed through by anyone (not listed), a job's dir by its user's group
+ * only. */
+static int open_to_user(struct na_job *j, struct verr *err)
+{
+	char jobs[512];
+
+	if (j->s.uid == 0)
+		return 0;
+	if (chmod(vhpc_run_dir(), 0711) < 0 || chmod(na_jobs_dir(jobs, sizeof(jobs)), 0711) < 0)
+		return verr_errno(err, "chmod 0711 %s and %s", vhpc_run_dir(), jobs);
+	if (chown(j->jd.path, 0, j->s.gid) < 0 || chmod(j->jd.path, 0710) < 0)
+		return verr_errno(err, "opening %s to the job's group %u", j->jd.path, (unsigned)j->s.gid);
+	return 0;
+}
+
+int na_job_give_user(const struct na_job *j, const char *path, struct verr *err)
+{
+	if (lchown(path, j->s.uid, j->s.gid) < 0)
+		return verr_errno(err, "giving %s to the job's user (uid %u, gid %u)", path,
+				  (unsigned)j->s.uid, (unsigned)j->s.gid);
+	return 0;
+}
+
 static int write_shared(struct na_job *j, struct verr *err)
 {
 	char path[700], hex[2 * CHAN_KEY_LEN + 2], *hosts = NULL, *hostfile = NULL;
@@ -123,7 +150,7 @@ static int write_shared(struct na_job *j, struct verr *err)
 	snprintf(path, sizeof(path), "%s/job.key", j->shared);
 	hex_encode(j->s.key, CHAN_KEY_LEN, hex);
 	strcat(hex, "\n");
-	if (write_file_atomic(path, hex, strlen(hex), 0600, err) < 0)
+	if (write_file_atomic(path, hex, strlen(hex), 0600, err) < 0 || na_job_give_user(j, path, err) < 0)
 		goto out;
 	for (int i = 0; i < j->s.ntotal; i++)
 		addrs[i] = j->s.subnet.addr + 2 + (uint32_t)i;
@@ -182,6 +209,8 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	if (copy_spec(j, s, err) < 0 || (s->drv->check_job && s->drv->check_job(j, err) < 0))
 		return -1;
 	j->emulated = s->emulated;
+	if (open_to_user(j, err) < 0)
+		return -1;
 	if (cancelled(j, err) || image_ensure(s->image, s->drv->image_flags, &j->img, err) < 0)
 		return -1;
 	log_info("job %s: image %s (%.12s)", j->jd.job, j->img.name, j->img.id);
@@ -198,7 +227,8 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	if (cancelled(j, err) || make_net(j, err) < 0)
 		return -1;
 	if (s->vmshm && s->nguests > 1 &&
-	    na_vmshm_create(&j->jd, s->vmshm_slots, j->vmshm, sizeof(j->vmshm), &j->vmshm_size, err) < 0)
+	    (na_vmshm_create(&j->jd, s->vmshm_slots, j->vmshm, sizeof(j->vmshm), &j->vmshm_size, err) < 0 ||
+	     na_job_give_user(j, j->vmshm, err) < 0))
 		return -1;
 	if (write_shared(j, err) < 0)
 		return -1;
@@ -207,6 +237,8 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 		if (na_mount_small_tmpfs(j->jd.job, j->spool, s->spool_size, err) < 0)
 			return -1;
 		j->spool_mounted = true;
+		if (na_job_give_user(j, j->spool, err) < 0)
+			return -1;
 	}
 	if (s->drv->prepare && s->drv->prepare(j, err) < 0)
 		return -1;

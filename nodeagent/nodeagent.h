@@ -126,6 +126,11 @@ struct na_job_spec {
 	const char *host_id;           /* the vmshm BTL's "same host" */
 	uint64_t scratch;              /* each guest's /scratch; 0 = none */
 	uint8_t key[CHAN_KEY_LEN];     /* the job's guest channel key */
+	/* The job's user: what runs in the guests is this uid and gid on the
+	 * host, and the files the guests use (key, spool, vmshm region) are
+	 * theirs. */
+	uid_t uid;
+	gid_t gid;
 	uint64_t spool_size;           /* > 0: guest 0 is here and runs detached
 	                                * commands (vhpcd's launcher) into a spool
 	                                * of this size (a host tmpfs the container
@@ -191,6 +196,8 @@ int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s,
  * when its driver keeps it inside the guest; either way the output is read
  * over the guest channel (gexec_output). */
 const char *na_job_spool(const struct na_job *j);
+/* Makes path (a file or dir of the job's) belong to the job's user. */
+int na_job_give_user(const struct na_job *j, const char *path, struct verr *err);
 
 /* The environment vhpc-guestd starts with, which orted and the ranks
  * inherit: PATH, HOME, the job key's path, the job, the guest's index

@@ -34,6 +34,8 @@ static void run_usage(void)
 	       "      --image NAME      node image (default: default; built if missing)\n"
 	       "      --tuning NAME     network tuning profile in configs/tuning (default: hpc)\n"
 	       "      --driver D        auto, container or kvm (default: auto)\n"
+	       "      --user NAME|UID   (root) run the job as this user: what runs in the\n"
+	       "                        guests is that uid and gid on the host\n"
 	       "      --allow-emulated-kvm  with --driver kvm on a host whose KVM lacks\n"
 	       "                        hardware virtualization: start the guests anyway\n"
 	       "                        (they will not finish booting; for tests)\n"
@@ -69,10 +71,10 @@ int cmd_run(int argc, char **argv)
 	}
 	if (r > 0) {
 		/* A cluster is configured: the job goes through vhpc-ctld. */
-		if (eo.topology || eo.allow_emulated_kvm) {
+		if (eo.topology || eo.allow_emulated_kvm || eo.user) {
 			job_spec_free(&j);
 			return usage_error("run", "%s is for this machine only; not with a cluster (controller %s)",
-					   eo.topology ? "--topology" : "--allow-emulated-kvm", ctl);
+					   eo.topology ? "--topology" : eo.user ? "--user" : "--allow-emulated-kvm", ctl);
 		}
 		status = cluster_run(ctl, &j);
 		job_spec_free(&j);

@@ -21,6 +21,7 @@
 #include "launch.h"
 #include "nodeagent/nodeagent.h"
 
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,28 @@ static int ready_timeout(int *out, struct verr *err)
 	return 0;
 }
 
+/* Whom the job runs as: the caller, or for root the --user it names. */
+static int job_user(const char *name, uid_t *uid, gid_t *gid, struct verr *err)
+{
+	struct passwd *pw;
+	long long v;
+
+	*uid = getuid();
+	*gid = getgid();
+	if (!name)
+		return 0;
+	if (*uid != 0)
+		return verr_set(err, "--user %s: only root may run a job as another user", name);
+	pw = getpwnam(name);
+	if (!pw && parse_ll(name, 0, UINT32_MAX - 1, &v) == 0)
+		pw = getpwuid((uid_t)v);
+	if (!pw)
+		return verr_set(err, "--user %s: no such user on this machine", name);
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return 0;
+}
+
 int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct verr *err)
 {
 	struct run r = { .j = j };
@@ -225,7 +248,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	/* Cheap checks first, before anything is made: a bad profile should
 	 * not wait for an image build. */
 	if (na_driver_check_with(drv, o->allow_emulated_kvm, &s.emulated, err) < 0 ||
-	    ready_timeout(&s.ready_timeout_s, err) < 0)
+	    ready_timeout(&s.ready_timeout_s, err) < 0 || job_user(o->user, &s.uid, &s.gid, err) < 0)
 		goto out;
 	if (na_cleanup_stale(&removed, err) < 0)
 		goto out;

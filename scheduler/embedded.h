@@ -8,6 +8,7 @@
 struct embedded_opts {
 	const char *topology;   /* hwloc spec for placement tests; NULL = this machine */
 	bool allow_emulated_kvm; /* --driver kvm on a software-only KVM: start anyway */
+	const char *user;       /* --user: root runs the job as this user; NULL = the caller */
 };
 
 /* Runs the job to completion and removes everything it made.  Returns the

@@ -59,7 +59,7 @@ static int add_env(struct job_spec *j, const char *kv)
 }
 
 enum { O_VCPUS = 256, O_MEM, O_IMAGE, O_TUNING, O_DRIVER, O_TIMEOUT, O_OVERSUB, O_MAPBY,
-       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP, O_EMUKVM, O_SCRATCH };
+       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP, O_EMUKVM, O_SCRATCH, O_USER };
 
 int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		   struct embedded_opts *eo_out, void (*help)(void))
@@ -80,6 +80,7 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		{ "job", required_argument, NULL, O_JOB },
 		{ "topology", required_argument, NULL, O_TOPOLOGY },
 		{ "allow-emulated-kvm", no_argument, NULL, O_EMUKVM },
+		{ "user", required_argument, NULL, O_USER },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 }
 	};
@@ -191,6 +192,9 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 			break;
 		case O_EMUKVM:
 			eo.allow_emulated_kvm = true;
+			break;
+		case O_USER:
+			eo.user = optarg;
 			break;
 		case O_HELP:
 		case 'h':

@@ -362,12 +362,13 @@ static int up_run(struct up *u)
 	}
 	if (u->rootfs) {
 		for (int g = 0; g < n; g++) {
-			char host[64], logp[4096];
+			char host[64], logp[4096], sys[4200];
 			struct na_ctr_spec s = {
 				.job = u->job, .index = g, .hostname = host, .rootfs = u->rootfs,
 				.argv = (const char *const *)u->argv, .env = u->env, .binds = u->binds,
 				.nbinds = u->nbinds, .netns = have_net ? net.guest_netns[g] : NULL,
 				.place = &p[g], .mem_limit = u->j.mem, .tmpfs_size = u->tmpfs, .log_path = logp,
+				.uid = getuid(), .gid = getgid(), .sysfs = sys,
 			};
 
 			snprintf(host, sizeof(host), "%s-%d", u->job, g);
@@ -376,6 +377,9 @@ static int up_run(struct up *u)
 				verr_set(&e, "containers need the job network (drop --no-net)");
 				goto fail;
 			}
+			snprintf(sys, sizeof(sys), "%s/sys%d", jd.path, g);
+			if (na_ctr_sysfs(net.guest_netns[g], sys, &e) < 0)
+				goto fail;
 			t0 = now_ns();
 			if (na_ctr_start(&s, &ctr[g], &e) < 0)
 				goto fail;

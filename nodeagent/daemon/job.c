@@ -20,6 +20,7 @@
 #include "nodeagent/jobdir/jobdir.h"
 #include "nodeagent/nodeagent.h"
 
+#include <pwd.h>
 #include <dirent.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -32,6 +33,18 @@
 static bool is_launcher(const struct vjob *j)
 {
 	return j->p.nhere > 0 && j->p.here[0] == 0;
+}
+
+static int user_of(uid_t uid, uid_t *u, gid_t *g, struct verr *err)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) != 0 || !res)
+		return verr_set(err, "the job's user (uid %u) has no account on node %s", (unsigned)uid, vd.name);
+	*u = pw.pw_uid;
+	*g = pw.pw_gid;
+	return 0;
 }
 
 static int stop_requested(void *arg, struct verr *err)
@@ -77,6 +90,10 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->vmshm_slots = j->p.nranks_total;
 	s->host_id = j->host_id;
 	s->scratch = j->p.scratch;
+	/* The controller vouches for the uid (the submitter's munge
+	 * credential); its group is this node's account's, as in Slurm. */
+	if (user_of(j->p.uid, &s->uid, &s->gid, err) < 0)
+		return -1;
 	/* Guest 0 runs mpirun detached; its output lands in the spool. */
 	s->spool_size = is_launcher(j) ? vd.spool_size : 0;
 	s->vni = j->p.vni;

@@ -7,6 +7,7 @@
  */
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "lib/fsutil.h"
 #include "lib/inet.h"
 #include "lib/log.h"
 #include "lib/tuning.h"
@@ -230,6 +231,10 @@ static int guest_setup(void *arg, struct verr *err)
 		goto out;
 	}
 	if (link_set(sk, "eth0", g->mtu, -1, err) < 0)
+		goto out;
+	/* A guest holds no CAP_NET_RAW, so ping works through ICMP datagram
+	 * sockets, which this opens to every group (Docker does the same). */
+	if (write_str("/proc/sys/net/ipv4/ping_group_range", "0 2147483647", err) < 0)
 		goto out;
 	if (g->r->tuning) {
 		if (na_eth_offloads("eth0", g->r->tuning, err) < 0 ||

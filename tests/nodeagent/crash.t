@@ -32,7 +32,8 @@ during=$(leftovers $J $L $O; echo "procs $(procs)")
 diag "$during"
 check_match "the job had its netns (job + 2 guests)" '^netns 3$' "$during"
 check_match "the job had cgroups" '^cgroups [1-9][0-9]*$' "$(echo "$during" | sed -n 4p)"
-check_match "the job had its rootfs mounts and runc containers" 'mounts 2 runc 2' "$(echo $during)"
+# Per guest its rootfs and the sysfs of its netns (its /sys).
+check_match "the job had its rootfs and sysfs mounts and runc containers" 'mounts 4 runc 2' "$(echo $during)"
 
 down J KILL
 check_match "the owner is dead" '.' "$(kill -0 $UP_PID_J 2>&1)"

@@ -56,7 +56,8 @@ static struct na_ctr_spec spec(void)
 		.job = "j1", .index = 3, .hostname = "j1-3", .rootfs = root,
 		.argv = argv_, .env = env_, .binds = binds, .nbinds = 2,
 		.netns = "vhpc-j1-3", .place = &place, .mem_limit = 256u << 20,
-		.tmpfs_size = 32u << 20, .log_path = "/tmp/j1-3.log",
+		.tmpfs_size = 32u << 20, .log_path = "/tmp/j1-3.log", .uid = 1234, .gid = 5678,
+		.sysfs = "/run/vhpc/jobs/j1/sys3",
 	};
 }
 
@@ -97,7 +98,7 @@ static void config_isolates_and_applies_placement(void **state)
 	struct na_ctr_spec s = spec();
 	json_object *c, *ns, *m;
 	struct verr e;
-	bool seen[5] = { 0 };
+	bool seen[6] = { 0 };
 
 	(void)state;
 	assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
@@ -108,18 +109,55 @@ static void config_isolates_and_applies_placement(void **state)
 	assert_true(array_has(get(c, "process.env"), "VHPC_JOB=j1"));
 	assert_true(array_has(get(c, "process.env"), "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
 	assert_true(json_object_get_boolean(get(c, "process.noNewPrivileges")));
-	assert_true(array_has(get(c, "process.capabilities.bounding"), "CAP_KILL"));
-	assert_false(array_has(get(c, "process.capabilities.bounding"), "CAP_SYS_ADMIN"));
-	assert_false(array_has(get(c, "process.capabilities.bounding"), "CAP_NET_ADMIN"));
-	assert_false(array_has(get(c, "process.capabilities.bounding"), "CAP_SYS_MODULE"));
+	/* No capability in any set, even inside the guest's user namespace. */
+	for (const char *const *set = (const char *const[]){ "bounding", "effective", "permitted", "inheritable", "ambient", NULL };
+	     *set; set++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "process.capabilities.%s", *set);
+		assert_non_null(get(c, path));
+		assert_int_equal(json_object_array_length(get(c, path)), 0);
+	}
+	/* The guest's root is the job's user, and nothing else is mapped. */
+	for (const char *const *map = (const char *const[]){ "linux.uidMappings", "linux.gidMappings", NULL }; *map; map++) {
+		json_object *a = get(c, *map), *m0;
+
+		assert_non_null(a);
+		assert_int_equal(json_object_array_length(a), 1);
+		m0 = json_object_array_get_idx(a, 0);
+		assert_int_equal(json_object_get_int64(get(m0, "containerID")), 0);
+		assert_int_equal(json_object_get_int64(get(m0, "hostID")), !strcmp(*map, "linux.uidMappings") ? 1234 : 5678);
+		assert_int_equal(json_object_get_int64(get(m0, "size")), 1);
+	}
+	/* seccomp: an allowlist; what escapes or reaches the host is not on it. */
+	assert_string_equal(json_object_get_string(get(c, "linux.seccomp.defaultAction")), "SCMP_ACT_ERRNO");
+	{
+		json_object *rules = get(c, "linux.seccomp.syscalls"), *all = NULL;
+
+		assert_non_null(rules);
+		for (size_t i = 0; i < json_object_array_length(rules); i++) {
+			json_object *r = json_object_array_get_idx(rules, i);
+
+			if (!strcmp(json_object_get_string(get(r, "action")), "SCMP_ACT_ALLOW") && !get(r, "args") &&
+			    json_object_array_length(get(r, "names")) > 100)
+				all = get(r, "names");
+		}
+		assert_non_null(all);
+		for (const char *const *ok = (const char *const[]){ "read", "mmap", "futex", "mbind", "process_vm_readv", NULL }; *ok; ok++)
+			assert_true(array_has(all, *ok));
+		for (const char *const *no = (const char *const[]){ "mount", "umount2", "unshare", "setns", "keyctl", "bpf",
+								  "init_module", "kexec_load", "open_by_handle_at", "io_uring_setup",
+								  "clone", "clone3", "personality", NULL }; *no; no++)
+			assert_false(array_has(all, *no));
+	}
 
 	ns = get(c, "linux.namespaces");
 	for (size_t i = 0; i < json_object_array_length(ns); i++) {
 		json_object *n = json_object_array_get_idx(ns, i);
 		const char *t = json_object_get_string(get(n, "type"));
-		static const char *const want[] = { "pid", "mount", "uts", "ipc", "network" };
+		static const char *const want[] = { "pid", "mount", "uts", "ipc", "network", "user" };
 
-		for (int k = 0; k < 5; k++)
+		for (int k = 0; k < 6; k++)
 			if (!strcmp(t, want[k]))
 				seen[k] = true;
 		if (!strcmp(t, "network"))
@@ -127,7 +165,7 @@ static void config_isolates_and_applies_placement(void **state)
 		else
 			assert_null(get(n, "path"));
 	}
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < 6; k++)
 		assert_true(seen[k]);
 	assert_string_equal(json_object_get_string(get(c, "linux.cgroupsPath")), "/vhpc/j1/3");
 	assert_string_equal(json_object_get_string(get(c, "linux.resources.cpu.cpus")), "1-2,5");
@@ -138,6 +176,7 @@ static void config_isolates_and_applies_placement(void **state)
 	assert_true(array_has(get(c, "linux.readonlyPaths"), "/proc/sysrq-trigger"));
 
 	assert_true(array_has(get(mount_at(c, "/sys"), "options"), "ro"));
+	assert_string_equal(json_object_get_string(get(mount_at(c, "/sys"), "source")), "/run/vhpc/jobs/j1/sys3");
 	for (const char *const *d = (const char *const[]){ "/tmp", "/run", "/var/tmp", NULL }; *d; d++) {
 		m = mount_at(c, *d);
 		assert_non_null(m);

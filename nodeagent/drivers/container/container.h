@@ -33,9 +33,24 @@ struct na_ctr_spec {
 	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp, /dev/shm; 0 = 64 MiB each */
 	uint64_t scratch_size;     /* a tmpfs of this size on /scratch (the image has it); 0 = none */
 	const char *log_path;      /* the init's stdout+stderr go here */
+	/* The job's user.  The guest gets a user namespace of its own in which
+	 * root is this uid and gid outside and nothing else is mapped, with no
+	 * capabilities (and so none in the host's namespace), no new privileges
+	 * and the seccomp allowlist (na_seccomp_profile). */
+	uid_t uid;
+	gid_t gid;
+	const char *sysfs;         /* a sysfs of the guest's netns, bound read-only at /sys */
 };
 
 struct na_ctr;
+
+/* Mounts at dir (made if missing) a read-only sysfs of the guest netns
+ * netns, for na_ctr_spec.sysfs.  Inside its user namespace a guest cannot
+ * mount a sysfs for a network namespace the agent made, and the host's
+ * would list the host's interfaces in /sys/class/net; a sysfs shows the
+ * netns of whoever mounted it, so the agent mounts it from inside that
+ * netns.  It lives under the job dir, so the sweep unmounts it. */
+int na_ctr_sysfs(const char *netns, const char *dir, struct verr *err);
 
 /* Needs the job dir held (na_jobdir_create).  The image rootfs must have
  * /proc /sys /dev /tmp /run /var/tmp; bind targets outside /tmp, /run,
@@ -72,5 +87,7 @@ struct json_object;
 /* The OCI runtime config for a container (unit-tested on its own). */
 int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 		  struct json_object **out, struct verr *err);
+/* The OCI linux.seccomp object every container guest gets (seccomp.c). */
+struct json_object *na_seccomp_profile(void);
 
 #endif

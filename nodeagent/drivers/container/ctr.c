@@ -11,6 +11,7 @@
 #include "lib/log.h"
 #include "lib/parse.h"
 #include "nodeagent/drivers/container/container.h"
+#include "nodeagent/net/net.h"
 #include "nodeagent/place/place.h"
 #include "nodeagent/jobdir/jobdir.h"
 
@@ -149,6 +150,22 @@ static void unmount_rootfs(const char *bundle)
 		log_warn("unmount %s: %s", mp, strerror(errno));
 }
 
+static int mount_sysfs(void *arg, struct verr *err)
+{
+	const char *dir = arg;
+
+	if (mount("sysfs", dir, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return verr_errno(err, "mount sysfs on %s", dir);
+	return 0;
+}
+
+int na_ctr_sysfs(const char *netns, const char *dir, struct verr *err)
+{
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return verr_errno(err, "mkdir %s", dir);
+	return na_netns_run(netns, mount_sysfs, (void *)dir, err);
+}
+
 int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err)
 {
 	char jobdir[PATH_MAX], mp[PATH_MAX + 16], cfg[PATH_MAX + 16], pidf[PATH_MAX + 16], rlog[PATH_MAX + 16];
@@ -182,7 +199,10 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 
 	if (na_oci_config(s, mp, &conf, err) < 0)
 		goto fail_free;
-	if (mkdir(c->bundle, 0700) < 0) {
+	/* Passable, not readable: the guest's runtime reaches its rootfs
+	 * through here from inside the guest's user namespace (the job dir
+	 * above already keeps other users out). */
+	if (mkdir(c->bundle, 0711) < 0) {
 		verr_errno(err, "guest %s: %s", c->id, c->bundle);
 		goto fail_free;
 	}

@@ -32,7 +32,8 @@ struct ctr_guest {
 	char dir[512];           /* <job dir>/ctl<index>, a tmpfs */
 	char sock[560];          /* guestd's control socket in it */
 	char log[512];           /* <job dir>/g<index>.log: guestd's output */
-	bool mounted;
+	char sys[512];           /* <job dir>/sys<index>: a sysfs of the guest's netns */
+	bool mounted, sys_mounted;
 };
 
 static int check(bool allow_emulated, bool *emulated, struct verr *err)
@@ -63,8 +64,17 @@ static struct ctr_guest *guest_state(struct na_job *j, int k, struct verr *err)
 	na_job_guest_path(j, "ctl", j->g[k].index, cg->dir, sizeof(cg->dir));
 	snprintf(cg->sock, sizeof(cg->sock), "%s/ctl.sock", cg->dir);
 	snprintf(cg->log, sizeof(cg->log), "%s/g%d.log", j->jd.path, j->g[k].index);
+	na_job_guest_path(j, "sys", j->g[k].index, cg->sys, sizeof(cg->sys));
 	j->g[k].priv = cg;
 	return cg;
+}
+
+static int guest_sysfs(struct na_job *j, int k, struct ctr_guest *cg, struct verr *err)
+{
+	if (na_ctr_sysfs(j->net.guest_netns[k], cg->sys, err) < 0)
+		return -1;
+	cg->sys_mounted = true;
+	return 0;
 }
 
 static int start(struct na_job *j, int k, struct verr *err)
@@ -86,6 +96,8 @@ static int start(struct na_job *j, int k, struct verr *err)
 	if (na_mount_small_tmpfs(j->jd.job, cg->dir, CTL_DIR_SIZE, err) < 0)
 		return -1;
 	cg->mounted = true;
+	if (na_job_give_user(j, cg->dir, err) < 0 || guest_sysfs(j, k, cg, err) < 0)
+		return -1;
 	snprintf(name, sizeof(name), "g%d", gi);
 	snprintf(listen, sizeof(listen), "%s:%d", ipv4_format(j->net.guest_addr[k], ip, sizeof(ip)), j->s.guest_port);
 	snprintf(hosts, sizeof(hosts), "%s/hosts", j->shared);
@@ -115,6 +127,9 @@ static int start(struct na_job *j, int k, struct verr *err)
 	s.tmpfs_size = j->s.mem / 4;
 	s.scratch_size = j->s.scratch;
 	s.log_path = cg->log;
+	s.uid = j->s.uid;
+	s.gid = j->s.gid;
+	s.sysfs = cg->sys;
 	if (na_ctr_start(&s, &cg->ctr, err) < 0)
 		return verr_wrap(err, "starting guest %s", name);
 	return 0;
@@ -127,6 +142,7 @@ static int adopt(struct na_job *j, int k, struct verr *err)
 	if (!cg)
 		return -1;
 	cg->mounted = true;
+	cg->sys_mounted = true;
 	return na_ctr_adopt(j->jd.job, j->g[k].index, &cg->ctr, err);
 }
 
@@ -197,6 +213,8 @@ static void release(struct na_job *j)
 			continue;
 		if (cg->mounted && umount2(cg->dir, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 			log_warn("cannot unmount %s: %s", cg->dir, strerror(errno));
+		if (cg->sys_mounted && umount2(cg->sys, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+			log_warn("cannot unmount %s: %s", cg->sys, strerror(errno));
 		free(cg);
 		j->g[k].priv = NULL;
 	}

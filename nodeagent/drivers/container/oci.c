@@ -1,12 +1,19 @@
 /*
  * The OCI runtime config (config.json) of a container guest.
  *
- * What keeps a guest from changing its host: no CAP_SYS_ADMIN/NET_ADMIN
- * (Docker's default capability set), no new privileges, read-only rootfs,
- * /sys and /proc/sys read-only, runc's default masked paths, a device
- * cgroup that allows only the default devices, and its own PID, mount, UTS,
- * IPC and cgroup namespaces; its network namespace is one the node agent
- * made.
+ * What keeps a guest from changing its host: a user namespace of its own
+ * whose root is the job's user outside (nothing else mapped), no
+ * capabilities at all, no new privileges, the seccomp allowlist
+ * (seccomp.c), read-only rootfs, /sys and /proc/sys read-only, runc's
+ * default masked paths, a device cgroup that allows only the default
+ * devices, and its own PID, mount, UTS, IPC and cgroup namespaces; its
+ * network namespace is one the node agent made.
+ *
+ * Root inside rather than the user's own uid inside: runc needs the
+ * container's root mapped to set the guest up, and mapping it to the user
+ * keeps the mapping to one uid, so no other host uid (not even a shared
+ * "nobody") ever holds a guest's processes or files.  With no capabilities
+ * in its namespace that root can do nothing the user could not.
  */
 #include "nodeagent/nodeagent.h"
 #include "lib/consts.h"
@@ -23,12 +30,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-
-static const char *const caps[] = {
-	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD",
-	"CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP",
-	"CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE", NULL
-};
 
 static const char *const masked[] = {
 	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
@@ -108,6 +109,8 @@ static int check_spec(const struct na_ctr_spec *s, struct verr *err)
 		return -1;
 	if (s->index < 0 || s->index >= VHPC_MAX_GUESTS)
 		return verr_set(err, "guest index %d; 0..%d allowed", s->index, VHPC_MAX_GUESTS - 1);
+	if (!s->sysfs || s->sysfs[0] != '/')
+		return verr_set(err, "no sysfs of the guest's network namespace to bind at /sys");
 	if (!hostname_ok(s->hostname))
 		return verr_set(err, "hostname '%.80s': expected 1-63 letters, digits and '-'", s->hostname ? s->hostname : "(null)");
 	if (!path_clean(s->rootfs) || stat(s->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -169,6 +172,18 @@ static int check_spec(const struct na_ctr_spec *s, struct verr *err)
 	return 0;
 }
 
+/* Root of the guest's user namespace is id outside; nothing else is mapped. */
+static struct json_object *id_mapping(unsigned id)
+{
+	struct json_object *a = json_object_new_array(), *m = json_object_new_object();
+
+	json_object_object_add(m, "containerID", json_object_new_int(0));
+	json_object_object_add(m, "hostID", json_object_new_int64(id));
+	json_object_object_add(m, "size", json_object_new_int(1));
+	json_object_array_add(a, m);
+	return a;
+}
+
 int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 		  struct json_object **out, struct verr *err)
 {
@@ -200,9 +215,11 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 	json_object_object_add(proc, "env", env);
 	json_object_object_add(proc, "cwd", json_object_new_string("/"));
 	capo = json_object_new_object();
-	json_object_object_add(capo, "bounding", strarray(caps));
-	json_object_object_add(capo, "effective", strarray(caps));
-	json_object_object_add(capo, "permitted", strarray(caps));
+	for (int i = 0; i < 5; i++) {
+		static const char *const sets[] = { "bounding", "effective", "permitted", "inheritable", "ambient" };
+
+		json_object_object_add(capo, sets[i], json_object_new_array());
+	}
 	json_object_object_add(proc, "capabilities", capo);
 	/* MPI opens many sockets and shared-memory files per peer; raising the
 	 * hard limit would need CAP_SYS_RESOURCE, which the agent may lack. */
@@ -231,7 +248,9 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 	add_mount(mounts, "/dev/pts", "devpts", "devpts", (const char *[]){ "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", NULL });
 	add_mount(mounts, "/dev/shm", "tmpfs", "shm", (const char *[]){ "nosuid", "noexec", "nodev", "mode=1777", tmpsz, NULL });
 	add_mount(mounts, "/dev/mqueue", "mqueue", "mqueue", (const char *[]){ "nosuid", "noexec", "nodev", NULL });
-	add_mount(mounts, "/sys", "sysfs", "sysfs", (const char *[]){ "nosuid", "noexec", "nodev", "ro", NULL });
+	/* The agent's sysfs of the guest's netns (the guest, in its user
+	 * namespace, cannot mount one): nothing is mounted below it. */
+	add_mount(mounts, "/sys", "bind", s->sysfs, (const char *[]){ "bind", "nosuid", "noexec", "nodev", "ro", NULL });
 	add_mount(mounts, "/sys/fs/cgroup", "cgroup", "cgroup", (const char *[]){ "nosuid", "noexec", "nodev", "relatime", "ro", NULL });
 	add_mount(mounts, "/tmp", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", tmpsz, NULL });
 	add_mount(mounts, "/var/tmp", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", tmpsz, NULL });
@@ -244,9 +263,12 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 		snprintf(scr, sizeof(scr), "size=%llu", (unsigned long long)s->scratch_size);
 		add_mount(mounts, "/scratch", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", scr, NULL });
 	}
+	/* noexec as well: the agent's tmpfs behind some of them is, and inside
+	 * the guest's user namespace a bind cannot drop a flag its source has
+	 * (nothing in them is a program). */
 	for (int i = 0; i < s->nbinds; i++)
 		add_mount(mounts, s->binds[i].dst, "bind", s->binds[i].src,
-			  (const char *[]){ "rbind", "nosuid", "nodev", s->binds[i].ro ? "ro" : "rw", NULL });
+			  (const char *[]){ "rbind", "nosuid", "nodev", "noexec", s->binds[i].ro ? "ro" : "rw", NULL });
 	json_object_object_add(c, "mounts", mounts);
 
 	lin = json_object_new_object();
@@ -254,8 +276,10 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 	/* A cgroup namespace makes the guest's own cgroup its root, so tools
 	 * inside (hwloc in Open MPI) can read the cpuset they are limited to:
 	 * without it /proc/self/cpuset names a path the guest cannot see. */
-	for (int i = 0; i < 5; i++) {
-		static const char *const types[] = { "pid", "mount", "uts", "ipc", "cgroup" };
+	for (int i = 0; i < 6; i++) {
+		/* user first: runc then makes the others inside it, so they
+		 * belong to the guest's root and to nothing on the host. */
+		static const char *const types[] = { "user", "pid", "mount", "uts", "ipc", "cgroup" };
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "type", json_object_new_string(types[i]));
@@ -270,6 +294,9 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 		json_object_array_add(ns, o);
 	}
 	json_object_object_add(lin, "namespaces", ns);
+	json_object_object_add(lin, "uidMappings", id_mapping(s->uid));
+	json_object_object_add(lin, "gidMappings", id_mapping(s->gid));
+	json_object_object_add(lin, "seccomp", na_seccomp_profile());
 	/* Absolute, so it lands at <hierarchy>/vhpc/<job>/<index> wherever the
 	 * agent itself sits (cleanup finds it there by name). */
 	snprintf(cg, sizeof(cg), "/vhpc/%s/%d", s->job, s->index);
