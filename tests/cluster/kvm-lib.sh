@@ -16,7 +16,9 @@ unset VHPC_KVM_ALLOW_EMULATION
 
 cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
 before=$(cl_leftovers)
-for i in 1 2; do cl_node_up $i || fail "node $i starts"; done
+# KVM_NODE_ARGS_<I> (set before sourcing): more vhpcd options for node I,
+# e.g. more cpus so that two guests fit there.
+for i in 1 2; do v=KVM_NODE_ARGS_$i; cl_node_up $i ${!v-} || fail "node $i starts"; done
 check "two nodes register" cl_wait_nodes_up 2
 
 sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }

@@ -11,8 +11,9 @@
 #    VMs over (the same vhpc-hv processes) and the job completes with its
 #    output whole;
 #  - nothing of the job is left.
-# A node lost mid-job: kvm-nodefail.t (one lab VM per file, so a lab crash
-# costs one short retry).
+# A node lost mid-job: kvm-nodefail.t; two guests on one node, vmshm
+# between them: kvm-vmshm.t (one lab VM per file, so a lab crash costs one
+# short retry).
 # Times here are nested/TCG.
 . "$(dirname "$0")/../lib.sh"
 CL=vck$$
