@@ -184,21 +184,11 @@ static struct json_object *id_mapping(unsigned id)
 	return a;
 }
 
-int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
-		  struct json_object **out, struct verr *err)
+static struct json_object *oci_process(const struct na_ctr_spec *s)
 {
-	struct json_object *c, *proc, *user, *env, *capo, *rl, *rls, *devs, *root, *mounts, *lin, *ns, *res, *dev, *cpu;
-	char tmpsz[64], cg[128], list[2048], nspath[PATH_MAX];
-	int ids[VHPC_MAX_VCPUS];
+	struct json_object *proc, *user, *env, *capo, *rl, *rls;
 	bool have_path = false;
 	struct rlimit nofile;
-
-	*out = NULL;
-	if (check_spec(s, err) < 0)
-		return verr_wrap(err, "guest %s-%d", s->job ? s->job : "?", s->index);
-
-	c = json_object_new_object();
-	json_object_object_add(c, "ociVersion", json_object_new_string("1.0.2"));
 
 	proc = json_object_new_object();
 	json_object_object_add(proc, "terminal", json_object_new_boolean(0));
@@ -233,13 +223,13 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 	json_object_array_add(rls, rl);
 	json_object_object_add(proc, "rlimits", rls);
 	json_object_object_add(proc, "noNewPrivileges", json_object_new_boolean(1));
-	json_object_object_add(c, "process", proc);
+	return proc;
+}
 
-	root = json_object_new_object();
-	json_object_object_add(root, "path", json_object_new_string(rootfs_path));
-	json_object_object_add(root, "readonly", json_object_new_boolean(1));
-	json_object_object_add(c, "root", root);
-	json_object_object_add(c, "hostname", json_object_new_string(s->hostname));
+static struct json_object *oci_mounts(const struct na_ctr_spec *s)
+{
+	struct json_object *mounts;
+	char tmpsz[64];
 
 	snprintf(tmpsz, sizeof(tmpsz), "size=%llu", (unsigned long long)(s->tmpfs_size ? s->tmpfs_size : 64ull << 20));
 	mounts = json_object_new_array();
@@ -269,9 +259,14 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 	for (int i = 0; i < s->nbinds; i++)
 		add_mount(mounts, s->binds[i].dst, "bind", s->binds[i].src,
 			  (const char *[]){ "rbind", "nosuid", "nodev", "noexec", s->binds[i].ro ? "ro" : "rw", NULL });
-	json_object_object_add(c, "mounts", mounts);
+	return mounts;
+}
 
-	lin = json_object_new_object();
+static struct json_object *oci_namespaces(const struct na_ctr_spec *s)
+{
+	struct json_object *ns;
+	char nspath[PATH_MAX];
+
 	ns = json_object_new_array();
 	/* A cgroup namespace makes the guest's own cgroup its root, so tools
 	 * inside (hwloc in Open MPI) can read the cpuset they are limited to:
@@ -293,14 +288,32 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 		json_object_object_add(o, "path", json_object_new_string(nspath));
 		json_object_array_add(ns, o);
 	}
-	json_object_object_add(lin, "namespaces", ns);
-	json_object_object_add(lin, "uidMappings", id_mapping(s->uid));
-	json_object_object_add(lin, "gidMappings", id_mapping(s->gid));
-	json_object_object_add(lin, "seccomp", na_seccomp_profile());
-	/* Absolute, so it lands at <hierarchy>/vhpc/<job>/<index> wherever the
-	 * agent itself sits (cleanup finds it there by name). */
-	snprintf(cg, sizeof(cg), "/vhpc/%s/%d", s->job, s->index);
-	json_object_object_add(lin, "cgroupsPath", json_object_new_string(cg));
+	return ns;
+}
+
+/* Sorted and without repeats (a shared placement may repeat a cpu). */
+static const char *id_list(const int *in, int n, char *buf, size_t len)
+{
+	int ids[VHPC_MAX_VCPUS];
+	size_t k = 0;
+
+	memcpy(ids, in, sizeof(int) * (size_t)n);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+			int t = ids[j];
+			ids[j] = ids[j - 1];
+			ids[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++)
+		if (!k || ids[k - 1] != ids[i])
+			ids[k++] = ids[i];
+	return cpulist_format(ids, k, buf, len);
+}
+
+static struct json_object *oci_resources(const struct na_ctr_spec *s)
+{
+	struct json_object *res, *dev, *devs, *cpu;
+	char list[2048];
 
 	res = json_object_new_object();
 	dev = json_object_new_object();
@@ -317,32 +330,43 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 		json_object_object_add(res, "memory", mem);
 	}
 	cpu = json_object_new_object();
-	memcpy(ids, s->place->cpus, sizeof(int) * s->place->ncpus);
-	for (int i = 1; i < s->place->ncpus; i++)
-		for (int j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
-			int t = ids[j];
-			ids[j] = ids[j - 1];
-			ids[j - 1] = t;
-		}
-	{
-		size_t k = 0;
-
-		/* a shared placement may repeat a cpu; cpusets want each once */
-		for (int i = 0; i < s->place->ncpus; i++)
-			if (!k || ids[k - 1] != ids[i])
-				ids[k++] = ids[i];
-		json_object_object_add(cpu, "cpus", json_object_new_string(cpulist_format(ids, k, list, sizeof(list))));
-	}
-	memcpy(ids, s->place->mems, sizeof(int) * s->place->nmems);
-	for (int i = 1; i < s->place->nmems; i++)
-		for (int j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
-			int t = ids[j];
-			ids[j] = ids[j - 1];
-			ids[j - 1] = t;
-		}
-	json_object_object_add(cpu, "mems", json_object_new_string(cpulist_format(ids, s->place->nmems, list, sizeof(list))));
+	json_object_object_add(cpu, "cpus", json_object_new_string(id_list(s->place->cpus, s->place->ncpus, list, sizeof(list))));
+	json_object_object_add(cpu, "mems", json_object_new_string(id_list(s->place->mems, s->place->nmems, list, sizeof(list))));
 	json_object_object_add(res, "cpu", cpu);
-	json_object_object_add(lin, "resources", res);
+	return res;
+}
+
+int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
+		  struct json_object **out, struct verr *err)
+{
+	struct json_object *c, *root, *lin;
+	char cg[128];
+
+	*out = NULL;
+	if (check_spec(s, err) < 0)
+		return verr_wrap(err, "guest %s-%d", s->job ? s->job : "?", s->index);
+
+	c = json_object_new_object();
+	json_object_object_add(c, "ociVersion", json_object_new_string("1.0.2"));
+	json_object_object_add(c, "process", oci_process(s));
+	root = json_object_new_object();
+	json_object_object_add(root, "path", json_object_new_string(rootfs_path));
+	json_object_object_add(root, "readonly", json_object_new_boolean(1));
+	json_object_object_add(c, "root", root);
+	json_object_object_add(c, "hostname", json_object_new_string(s->hostname));
+	json_object_object_add(c, "mounts", oci_mounts(s));
+
+	lin = json_object_new_object();
+	json_object_object_add(lin, "namespaces", oci_namespaces(s));
+	json_object_object_add(lin, "uidMappings", id_mapping(s->uid));
+	json_object_object_add(lin, "gidMappings", id_mapping(s->gid));
+	json_object_object_add(lin, "seccomp", na_seccomp_profile());
+	/* Absolute, so it lands at <hierarchy>/vhpc/<job>/<index> wherever the
+	 * agent itself sits (cleanup finds it there by name). */
+	snprintf(cg, sizeof(cg), "/vhpc/%s/%d", s->job, s->index);
+	json_object_object_add(lin, "cgroupsPath", json_object_new_string(cg));
+
+	json_object_object_add(lin, "resources", oci_resources(s));
 	json_object_object_add(lin, "maskedPaths", strarray(masked));
 	json_object_object_add(lin, "readonlyPaths", strarray(readonly));
 	json_object_object_add(c, "linux", lin);
