@@ -91,6 +91,16 @@ check_eq "it still runs" RUNNING "$(job_state "$J")"
 N=$(nb submit --json -N 1 --vcpus 1 -- sleep 60 | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
 check_match "another user submits a job of its own" '^[0-9]+$' "$N"
 check_match "... sees it" "\"id\":$N,\"uid\":65534" "$(nb queue --json | tr -d ' \n')"
+check "... it runs" wait_state "$N" RUNNING 30
+# On the node, each job's command is its submitter's uid on the host (the
+# munge credential's), not root: the guests' user namespaces map to it.
+sleep_uids() {
+	for p in $(pgrep -x sleep); do
+		grep -q ':/vhpc/' "/proc/$p/cgroup" 2>/dev/null && awk '/^Uid:/ {print $2}' "/proc/$p/status"
+	done | sort -un | tr '\n' ' '
+}
+for _ in $(seq 50); do [ "$(sleep_uids)" = "0 65534 " ] && break; sleep 0.1; done
+check_eq "on the nodes, its command runs as uid 65534 and root's as root" "0 65534 " "$(sleep_uids)"
 check_match "... cancels it" "job $N cancelled" "$(nb cancel "$N")"
 check_match "root sees both jobs" "\"id\":$J,.*\"id\":$N," "$(vc queue --json | tr -d ' \n')"
 check_match "root cancels its own" "job $J cancelled" "$(vc cancel "$J")"
