@@ -66,4 +66,12 @@ expect_error "image: relative file" 1 "files\[0\] 'etc/passwd' is not a plain ab
 printf 'name: x\npackages: [no-such-package-vhpc]\n' >"$T/img.yaml"
 expect_error "image: package not installed" 1 "no-such-package-vhpc is not installed" vhpc image build "$T/img.yaml"
 expect_error "image build without file" 2 "which image file" vhpc image build
+# An ordinary user on one machine is told what is missing, not "Permission denied".
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	expect_error "vhpc run by an ordinary user says it needs root, and the ways out" 125 \
+		'needs root: it makes network namespaces, cgroups and containers.*--user.*vhpc-ctld' \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/vhpc" run -- true
+else
+	skip "vhpc run by an ordinary user: needs root and setpriv to become one"
+fi
 done_testing
