@@ -15,6 +15,16 @@ useradd -M -U -s /usr/sbin/nologin "$U" || { fail "useradd $U"; done_testing; ex
 at_exit "userdel '$U' 2>/dev/null; groupdel '$U' 2>/dev/null"
 uid=$(id -u "$U") gid=$(id -g "$U")
 diag "test user $U: uid $uid gid $gid"
+# A second user with a job of its own, running beside the first one's.
+U2=vhpcv$$
+useradd -M -U -s /usr/sbin/nologin "$U2" || { fail "useradd $U2"; done_testing; exit 1; }
+at_exit "userdel '$U2' 2>/dev/null; groupdel '$U2' 2>/dev/null"
+vhpc run --user "$U2" -N 2 -n 2 --oversubscribe --timeout 120 -- sleep 100 >"$T/b.out" 2>"$T/b.err" &
+bpid=$!
+at_exit "kill -INT $bpid 2>/dev/null; wait $bpid 2>/dev/null"
+for _ in $(seq 300); do grep -q 'ready in' "$T/b.err" && break; sleep 0.2; done
+check "the second user's job starts" grep -q 'ready in' "$T/b.err"
+bjob=$(job_id_of "$T/b.err")
 
 # A root-only file of the host that the guests see (their /sys is the
 # host's, read-only); reading it has no side effect.
@@ -61,6 +71,19 @@ region=/dev/shm/vhpc-$job-vmshm
 check_eq "the job's vmshm region belongs to the user" "$uid" "$(stat -c %u "$region" 2>/dev/null)"
 check_eq "the job key belongs to the user" "$uid" "$(stat -c %u "$VHPC_RUN_DIR/jobs/$job/shared/job.key" 2>/dev/null)"
 check "another user cannot enter the job's dir" sh -c "! setpriv --reuid=65534 --regid=65534 --clear-groups ls '$VHPC_RUN_DIR/jobs/$job' >/dev/null 2>&1"
+# What the first user could do to the second's job from a shell on the
+# host: nothing.
+u_denied() { ! setpriv --reuid="$uid" --regid="$gid" --clear-groups "$@" >/dev/null 2>&1; }
+bproc=$(grep -l ":/vhpc/$bjob/" /proc/[0-9]*/cgroup 2>/dev/null | head -1 | cut -d/ -f3)
+check "the second job has a process on the host" test -n "$bproc"
+check "the first user cannot signal it" u_denied kill -0 $bproc
+check "nor read its memory" u_denied head -c 1 /proc/$bproc/mem
+check "nor open its vmshm region" u_denied head -c 1 /dev/shm/vhpc-$bjob-vmshm
+check "nor enter its job dir" u_denied ls "$VHPC_RUN_DIR/jobs/$bjob"
+check "the region exists and is the second user's" test "$(stat -c %u /dev/shm/vhpc-$bjob-vmshm 2>/dev/null)" = "$(id -u "$U2")"
+kill -INT $bpid; wait $bpid
+check_eq "the second job, interrupted, exits 130" 130 "$?"
+check_eq "nothing is left of it" "" "$(job_leftovers "$bjob")"
 wait $pid
 check_eq "the job ran to the end" 0 "$?"
 o=$T/out
