@@ -208,6 +208,8 @@ static int job_user(const char *name, uid_t *uid, gid_t *gid, struct verr *err)
 	*gid = getgid();
 	if (!name)
 		return 0;
+	if (!*name)
+		return verr_set(err, "--user: expected a user name or uid, got an empty string");
 	if (*uid != 0)
 		return verr_set(err, "--user %s: only root may run a job as another user", name);
 	pw = getpwnam(name);

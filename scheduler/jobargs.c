@@ -99,7 +99,8 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 	optind = 1;
 	opterr = 0;
 	/* "+": options stop at the command, so its own flags are its own. */
-	while ((c = getopt_long(argc, argv, "+N:n:x:h", opts, NULL)) != -1) {
+	/* ":" first: a missing value is reported as such, not as an unknown option. */
+	while ((c = getopt_long(argc, argv, "+:N:n:x:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'N':
 			if (parse_ll(optarg, 1, 4096, &v) < 0)

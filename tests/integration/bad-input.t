@@ -24,6 +24,9 @@ expect_error "--map-by unknown" 2 "--map-by: expected node or slot" vhpc run --m
 expect_error "--image path traversal" 2 "--image: '../etc' is not an image name" vhpc run --image ../etc -- true
 expect_error "no command" 2 "no command" vhpc run -N 2
 expect_error "unknown option" 2 "unknown option '--frobnicate'" vhpc run --frobnicate -- true
+expect_error "an option without its value says so" 2 "--mem needs a value" vhpc run --mem
+expect_error "--user without a value says so" 2 "--user needs a value" vhpc run --user
+expect_error "--user with an empty name" 125 "--user: expected a user name or uid, got an empty string" vhpc run --user '' -- true
 expect_error "-x without =" 2 "-x: expected NAME=VALUE" vhpc run -x FOO -- true
 expect_error "unknown command" 2 "unknown command 'launch'" vhpc launch
 expect_error "huge -N" 2 "-N: expected a number of guests in 1..4096" vhpc run -N 99999999999999999999 -- true
