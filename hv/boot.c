@@ -3,6 +3,7 @@
  * through PVH (hvm_start_info).  Every byte goes through the bounds-checked
  * guest-memory API, and every file offset is checked against the file. */
 #include "lib/err.h"
+#include "fdpath.h"
 #include "lib/fsutil.h"
 #include "lib/log.h"
 #include "vm.h"
@@ -81,8 +82,8 @@ static int load_file(const char *path, const char *what, struct blob *b, struct 
 {
 	char *buf;
 
-	if (read_file(path, &buf, &b->n, KERNEL_MAX, err) < 0)
-		return verr_wrap(err, "%s", what);
+	if (hv_read_whole(path, what, &buf, &b->n, KERNEL_MAX, err) < 0)
+		return -1;
 	b->p = (uint8_t *)buf;
 	return 0;
 }

@@ -54,6 +54,7 @@ static const struct cf_field hv_fields[] = {
 	{ .key = "require_hw", .kind = CF_BOOL, .off = OFF(require_hw) },
 	{ .key = "debug_exit", .kind = CF_BOOL, .off = OFF(debug_exit) },
 	{ .key = "cpuid_hide", .kind = CF_STR, .off = OFF(cpuid_hide) },
+	{ .key = "seccomp", .kind = CF_BOOL, .off = OFF(seccomp) },
 	{ 0 }
 };
 
@@ -110,7 +111,7 @@ void hv_usage(FILE *f)
 		"               [--cpu-affinity LIST] [--topology SxCxT] [--hugepages[=2M|1G]]\n"
 		"               [--prefault-threads N] [--no-prefault] [--serial stdio|none|file:PATH]\n"
 		"               [--control PATH] [--require-hw] [--debug-exit] [--cpuid-hide LIST]\n"
-		"               [--config FILE] [-v] [-q]\n");
+		"               [--seccomp] [--seccomp-probe] [--config FILE] [-v] [-q]\n");
 	{
 		const struct hv_devopt *const *opts;
 		int n = hv_devopts(&opts);
@@ -119,7 +120,9 @@ void hv_usage(FILE *f)
 			fprintf(f, "               [--%s %s]%s\n", opts[i]->name, opts[i]->usage,
 				opts[i]->max > 1 ? "..." : "");
 	}
-	fprintf(f, "Runs one KVM guest; exits 0 when the guest powers off (see hv/hv.h).\n");
+	fprintf(f, "Runs one KVM guest; exits 0 when the guest powers off (see hv/hv.h).\n"
+		"--seccomp: once set up, only the system calls a running guest needs (hv/sandbox.c);\n"
+		"--seccomp-probe: the same, then one forbidden call, to show that the filter ends vhpc-hv.\n");
 }
 
 static int set_str(char **dst, const char *v)
@@ -187,7 +190,7 @@ static int parse_numa_arg(const char *arg, struct hv_numa_cfg *n, struct verr *e
 enum {
 	O_KERNEL = 256, O_INITRD, O_CMDLINE, O_VCPUS, O_MEM, O_NUMA, O_HOSTNODE, O_AFFINITY,
 	O_TOPOLOGY, O_HUGEPAGES, O_PFTHREADS, O_NOPREFAULT, O_SERIAL, O_CONTROL, O_REQHW,
-	O_DEBUGEXIT, O_CPUIDHIDE, O_CONFIG, O_HELP,
+	O_DEBUGEXIT, O_CPUIDHIDE, O_CONFIG, O_HELP, O_SECCOMP, O_SECCOMP_PROBE,
 };
 
 /* Releases only the numa list (the command line replaces the file's). */
@@ -218,6 +221,8 @@ static const struct option base_opts[] = {
 	{ "cpuid-hide", required_argument, 0, O_CPUIDHIDE },
 	{ "config", required_argument, 0, O_CONFIG },
 	{ "help", no_argument, 0, O_HELP },
+	{ "seccomp", no_argument, 0, O_SECCOMP },
+	{ "seccomp-probe", no_argument, 0, O_SECCOMP_PROBE },
 };
 #define NBASE_OPTS (sizeof(base_opts) / sizeof(base_opts[0]))
 
@@ -306,6 +311,8 @@ int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err
 		case 'v': vlog_set_level(VLOG_DEBUG); break;
 		case 'q': vlog_set_level(VLOG_WARN); break;
 		case O_HELP: return 1;
+		case O_SECCOMP: c->seccomp = true; break;
+		case O_SECCOMP_PROBE: c->seccomp = c->seccomp_probe = true; break;
 		case O_DEVOPT ... O_DEVOPT + HV_MAX_DEVOPTS - 1: {
 			struct hv_devset *ds = &c->dev[o - O_DEVOPT];
 			const char *arg = optarg;

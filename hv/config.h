@@ -83,6 +83,8 @@ struct hv_config {
 	bool require_hw;
 	bool debug_exit;
 	char *cpuid_hide;
+	bool seccomp;               /* the allowlist once set up (sandbox.c) */
+	bool seccomp_probe;         /* then a forbidden call: the filter's own test */
 	struct hv_devset dev[HV_MAX_DEVOPTS];   /* one per registered option */
 	int ndevopts;
 };

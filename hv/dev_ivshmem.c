@@ -13,6 +13,7 @@
  *   --shm path=FILE[,size=SIZE]          (YAML: shm: [{path:, size:}])
  *
  * Write-back caching in the guest: see hv/README.md ("Shared memory"). */
+#include "fdpath.h"
 #include "lib/config.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -121,7 +122,7 @@ static int shm_open_file(struct ivshmem *s, const struct shm_cfg *c, const char 
 	struct stat st;
 
 	for (int tries = 0; tries < 2; tries++) {
-		s->fd = open(c->path, O_RDWR | O_CLOEXEC);
+		s->fd = hv_open(c->path, O_RDWR, 0);
 		if (s->fd >= 0 || errno != ENOENT)
 			break;
 		if (!c->size)

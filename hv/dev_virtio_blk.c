@@ -6,6 +6,7 @@
  * locked (flock) so two guests cannot write one image by mistake.
  *
  *   --blk path=FILE[,ro][,serial=STR]      (YAML: blk: [{path:, ro:, serial:}]) */
+#include "fdpath.h"
 #include "lib/config.h"
 #include "lib/err.h"
 #include "lib/log.h"
@@ -192,7 +193,7 @@ static int blk_open(struct vblk *b, const struct blk_cfg *c, const char *where, 
 {
 	struct stat st;
 
-	b->fd = open(c->path, (c->ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	b->fd = hv_open(c->path, c->ro ? O_RDONLY : O_RDWR, 0);
 	if (b->fd < 0)
 		return verr_errno(err, "%s: opening %s", where, c->path);
 	if (fstat(b->fd, &st) < 0)

@@ -129,6 +129,7 @@ struct vnet {
 	const struct net_cfg *cfg;
 	bool is_tap;
 	char ifname[IFNAMSIZ];
+	int tap_mtu;           /* read at set-up: a running guest makes no inet socket */
 	int npairs, active;
 	struct pair p[MAX_PAIRS];
 	uint8_t config[12];
@@ -504,17 +505,8 @@ static int net_start(struct virtio_dev *v)
 			fl |= TUN_F_TSO_ECN;
 	}
 	offloads(n, fl);
-	if (n->is_tap) {
-		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		struct ifreq ifr;
-
-		memset(&ifr, 0, sizeof(ifr));
-		snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", n->ifname);
-		if (s >= 0 && ioctl(s, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > mtu)
-			mtu = ifr.ifr_mtu;
-		if (s >= 0)
-			close(s);
-	}
+	if (n->is_tap && n->tap_mtu > mtu)
+		mtu = n->tap_mtu;
 	n->mrg = virtio_has(v, F_MRG_RXBUF);
 	n->need = HDR_LEN + ((fl & (TUN_F_TSO4 | TUN_F_TSO6)) ? MAX_FRAME : (size_t)mtu + 18);
 	set_pairs(n, 1, true);
@@ -539,6 +531,19 @@ static const struct virtio_ops net_ops = {
 };
 
 /* ------------------------------------------------------------- set-up */
+
+static void read_tap_mtu(struct vnet *n)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", n->ifname);
+	if (s >= 0 && ioctl(s, SIOCGIFMTU, &ifr) == 0)
+		n->tap_mtu = ifr.ifr_mtu;
+	if (s >= 0)
+		close(s);
+}
 
 static int open_tap(struct vnet *n, const struct net_cfg *c, const char *where, struct verr *err)
 {
@@ -579,6 +584,7 @@ static int open_tap(struct vnet *n, const struct net_cfg *c, const char *where, 
 		if (s >= 0)
 			close(s);
 	}
+	read_tap_mtu(n);
 	return 0;
 }
 
@@ -602,6 +608,7 @@ static int use_fd(struct vnet *n, const struct net_cfg *c, const char *where, st
 			return verr_errno(err, "%s: TUNSETVNETHDRSZ", where);
 		snprintf(n->ifname, sizeof(n->ifname), "%s", ifr.ifr_name);
 		n->is_tap = true;
+		read_tap_mtu(n);
 	}
 	n->p[0].attached = true;
 	return 0;

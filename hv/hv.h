@@ -29,8 +29,16 @@
  *   --require-hw         refuse to run without hardware virtualization require_hw:
  *   --debug-exit         enable the test-guest exit port (HV_DEBUG_EXIT_PORT) debug_exit:
  *   --cpuid-hide LIST    hide CPUID features (cx16,xsave,avx,...)      cpuid_hide:
+ *   --seccomp            once set up, run under a system-call allowlist
+ *                        (a call outside it: HV_EXIT_SECCOMP)          seccomp:
+ *   --seccomp-probe      --seccomp, then one forbidden call (the filter's test)
  *   --config FILE        YAML file with the keys above
  *   -v / -q              more / less logging (also $VHPC_LOG)
+ *
+ * Every file option (--kernel, --initrd, blk path=, shm path=) also takes
+ * /dev/fd/N: descriptor N, opened by whoever started vhpc-hv, is used
+ * instead of a path, so a vhpc-hv without access to the files (the node
+ * agent runs it as an unprivileged uid) still gets them.
  *
  * Devices (PCI bus 0, slots from 00:01.0 in this order: shm, blk, console,
  * net, vsock; each kind in the order given).  Values are key=value pairs
@@ -108,6 +116,8 @@
 #define HV_EXIT_CRASH       4   /* triple fault or KVM internal error */
 #define HV_EXIT_KILLED      5   /* "kill" on the control socket, or SIGTERM/SIGINT */
 #define HV_EXIT_NO_HW       6   /* --require-hw and no hardware virtualization */
+#define HV_EXIT_SECCOMP     7   /* --seccomp: a system call outside the allowlist
+                                 * (the log names it); the guest is gone */
 /* With --debug-exit, a guest byte V written to HV_DEBUG_EXIT_PORT ends the
  * process with HV_EXIT_DEBUG_BASE + (V & 63): test guests write 0 for pass. */
 #define HV_EXIT_DEBUG_BASE  64

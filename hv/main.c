@@ -4,6 +4,8 @@
 #include "lib/err.h"
 #include "lib/hwvirt.h"
 #include "lib/log.h"
+#include "fdpath.h"
+#include "sandbox.h"
 #include "vm.h"
 #include "layout.h"
 
@@ -77,6 +79,16 @@ static int map_slots(struct vm *vm, struct verr *err)
 					  (unsigned long long)r.guest_phys_addr, (unsigned long long)r.memory_size);
 	}
 	return 0;
+}
+
+static bool readable(const char *path)
+{
+	int fd = hv_open(path, O_RDONLY, 0);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
 }
 
 static int default_prefault_threads(void)
@@ -155,8 +167,8 @@ int main(int argc, char **argv)
 		return HV_EXIT_USAGE;
 	}
 	/* Before RAM is allocated: a typo should not cost a prefault. */
-	if (access(cfg.kernel, R_OK) < 0 || (cfg.initrd && access(cfg.initrd, R_OK) < 0)) {
-		const char *f = access(cfg.kernel, R_OK) < 0 ? cfg.kernel : cfg.initrd;
+	if (!readable(cfg.kernel) || (cfg.initrd && !readable(cfg.initrd))) {
+		const char *f = !readable(cfg.kernel) ? cfg.kernel : cfg.initrd;
 
 		log_err("%s %s: %s", f == cfg.kernel ? "kernel" : "initrd", f, strerror(errno));
 		hv_config_free(&cfg);
@@ -226,6 +238,8 @@ int main(int argc, char **argv)
 	    vcpu_boot_regs(&vm.vcpu[0], &bi, &err) < 0)
 		goto fail;
 	if (cfg.control && control_start(&vm, cfg.control, &err) < 0)
+		goto fail;
+	if (cfg.seccomp && sandbox_enter(cfg.seccomp_probe, &err) < 0)
 		goto fail;
 	vm.state = VM_RUNNING;
 	if (vcpus_start(&vm, &err) < 0)

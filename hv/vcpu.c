@@ -208,8 +208,17 @@ static void *vcpu_thread(void *arg)
 			return NULL;
 		}
 	}
-	/* Published once pinned: a status request never sees the thread on
-	 * the CPUs it inherited. */
+	{
+		/* Named so that host tools (and tests) can find vCPU threads; by
+		 * the thread itself, which is a prctl (another thread's name is
+		 * a write to /proc, which --seccomp forbids). */
+		char name[16];
+
+		snprintf(name, sizeof(name), "vcpu%d", c->idx);
+		pthread_setname_np(pthread_self(), name);
+	}
+	/* Published once pinned and named: a status request never sees the
+	 * thread on the CPUs it inherited. */
 	atomic_store(&c->tid, (int)syscall(SYS_gettid));
 	sigemptyset(&set);
 	sigaddset(&set, SIG_KICK);
@@ -310,13 +319,6 @@ int vcpus_start(struct vm *vm, struct verr *err)
 			return verr_errno(err, "starting the thread of vCPU %d", i);
 		}
 		vm->vcpu[i].started = true;
-		{
-			/* Named so that host tools (and tests) can find vCPU threads. */
-			char name[16];
-
-			snprintf(name, sizeof(name), "vcpu%d", i);
-			pthread_setname_np(vm->vcpu[i].thread, name);
-		}
 	}
 	/* Started means running where it was pinned: whoever reads the status
 	 * next (the node agent checks pinning) sees every vCPU thread. */

@@ -1,6 +1,7 @@
 # Helpers for the hv tests: run a test guest under vhpc-hv and look at what
 # it printed.  Source after tests/lib.sh.
-HV=$BIN/vhpc-hv
+# HV_WRAP: another vhpc-hv command to test (seccomp.t runs every guest under --seccomp).
+HV=${HV_WRAP:-$BIN/vhpc-hv}
 HVCTL=$BIN/vhpc-hvctl
 GUESTS=$VHPC_TOP/$B/hv-guests
 [ -e /dev/kvm ] || skip_all "no /dev/kvm on this machine"

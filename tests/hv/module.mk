@@ -39,12 +39,12 @@ $(B)/hv-tools/hvt: $(HVG_DIR)/tools/hvt.c
 EXTRA_ALL += $(B)/hv-tools/hvt
 
 # Unit tests of the pieces that need no KVM.
-HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/devopt.c hv/acpi.c hv/boot.c
+HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/devopt.c hv/acpi.c hv/boot.c hv/fdpath.c
 $(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS)))
 $(eval $(call unit_test,unit-hv-virtq,tests/hv/unit_virtq.c hv/virtq.c hv/mem.c))
 
 # Fuzzers: kernel files, device port I/O and control requests
 # (tests/hv/fuzz_hv.c); PCI and the virtio device models against hostile
 # rings, config space and BARs (tests/hv/fuzz_virtio.c).
-$(eval $(call fuzzer,fuzz-hv,tests/hv/fuzz_hv.c $(filter-out hv/main.c,$(HV_SRCS))))
-$(eval $(call fuzzer,fuzz-hv-virtio,tests/hv/fuzz_virtio.c $(filter-out hv/main.c,$(HV_SRCS))))
+$(eval $(call fuzzer,fuzz-hv,tests/hv/fuzz_hv.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
+$(eval $(call fuzzer,fuzz-hv-virtio,tests/hv/fuzz_virtio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))

@@ -1,0 +1,165 @@
+/*
+ * The allowlist is what vhpc-hv does once the guest runs, not what set-up
+ * does: set-up (opening files, memfd_create, mbind, binding sockets) is
+ * over before sandbox_enter, so a guest that takes over a device model
+ * cannot open a file, exec, make an inet socket, trace or signal another
+ * process, or change its own mappings' backing.  libseccomp builds the BPF
+ * program: its argument comparisons and per-arch syscall tables are easy to
+ * get wrong by hand.
+ *
+ * The action is SCMP_ACT_TRAP rather than a silent kill so that the log
+ * names the call; the call itself never runs either way.
+ */
+#include "sandbox.h"
+#include "hv.h"
+#include "lib/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define NAMES 512
+/* Resolved before the filter: the SIGSYS handler must not allocate. */
+static char *names[NAMES];
+
+static void on_sigsys(int sig, siginfo_t *si, void *uc)
+{
+	char msg[160];
+	int nr = si->si_syscall, n;
+
+	(void)sig;
+	(void)uc;
+	n = snprintf(msg, sizeof(msg),
+		     "vhpc-hv: error: system call %d (%s) is outside the seccomp allowlist; stopping the guest\n",
+		     nr, nr >= 0 && nr < NAMES && names[nr] ? names[nr] : "?");
+	if (n > 0 && write(2, msg, (size_t)n) < 0) {
+		/* nowhere else to tell it */
+	}
+	_exit(HV_EXIT_SECCOMP);
+}
+
+/* Calls allowed with any arguments. */
+static const int plain[] = {
+	/* I/O on descriptors opened during set-up */
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev),
+	SCMP_SYS(pread64), SCMP_SYS(pwrite64), SCMP_SYS(preadv), SCMP_SYS(pwritev),
+	SCMP_SYS(preadv2), SCMP_SYS(pwritev2), SCMP_SYS(lseek), SCMP_SYS(close),
+	SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx), SCMP_SYS(fcntl),
+	SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(fdatasync), SCMP_SYS(fsync), SCMP_SYS(fallocate),
+	/* KVM_RUN, irqfds, tap offloads, FIONREAD */
+	SCMP_SYS(ioctl),
+	/* event loops and their wake-ups */
+	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
+	SCMP_SYS(epoll_pwait2), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_create1), SCMP_SYS(eventfd2),
+	SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime), SCMP_SYS(timerfd_gettime),
+	/* sockets already there: the control socket's clients, vsock streams */
+	SCMP_SYS(accept), SCMP_SYS(accept4), SCMP_SYS(connect), SCMP_SYS(sendmsg),
+	SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(shutdown),
+	SCMP_SYS(getsockopt), SCMP_SYS(setsockopt), SCMP_SYS(getsockname), SCMP_SYS(getpeername),
+	/* memory: malloc, thread stacks */
+	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(madvise),
+	SCMP_SYS(mremap), SCMP_SYS(brk),
+	/* threads, signals, time */
+	SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(get_robust_list), SCMP_SYS(rseq),
+	SCMP_SYS(sched_yield), SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_setaffinity),
+	SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn),
+	SCMP_SYS(sigaltstack), SCMP_SYS(restart_syscall), SCMP_SYS(nanosleep),
+	SCMP_SYS(clock_nanosleep), SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres),
+	SCMP_SYS(gettimeofday), SCMP_SYS(getpid), SCMP_SYS(gettid), SCMP_SYS(getuid),
+	SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(getrandom),
+	SCMP_SYS(exit), SCMP_SYS(exit_group),
+	/* its own sockets go at exit */
+	SCMP_SYS(unlink), SCMP_SYS(unlinkat),
+};
+/* The calls allowed with argument checks in rules(), and clone3's ENOSYS. */
+#define CHECKED 7
+
+static int add(scmp_filter_ctx c, int nr, unsigned n, const struct scmp_arg_cmp *a)
+{
+	return seccomp_rule_add_array(c, SCMP_ACT_ALLOW, nr, n, a);
+}
+
+static int rules(scmp_filter_ctx c)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]) && rc == 0; i++)
+		rc = add(c, plain[i], 0, NULL);
+	if (rc)
+		return rc;
+	{
+		/* Threads only: no fork.  glibc falls back from clone3, whose
+		 * flags sit in memory a filter cannot read, to clone on ENOSYS. */
+		struct scmp_arg_cmp thr = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
+		/* A guest-initiated vsock stream connects a new unix socket. */
+		struct scmp_arg_cmp unx = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
+		/* /proc/self/task/N/stat for the control socket's status; nothing
+		 * is ever opened for writing. */
+		struct scmp_arg_cmp rdonly = SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND, 0);
+		/* Where guest pages are (nodes NULL: a query, never a move). */
+		struct scmp_arg_cmp query = SCMP_A3(SCMP_CMP_EQ, 0);
+		/* Kicking one of our own vCPU threads. */
+		struct scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid());
+		/* A thread naming itself. */
+		struct scmp_arg_cmp name = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
+
+		if ((rc = add(c, SCMP_SYS(clone), 1, &thr)) || (rc = add(c, SCMP_SYS(socket), 1, &unx)) ||
+		    (rc = add(c, SCMP_SYS(openat), 1, &rdonly)) || (rc = add(c, SCMP_SYS(move_pages), 1, &query)) ||
+		    (rc = add(c, SCMP_SYS(tgkill), 1, &self)) || (rc = add(c, SCMP_SYS(prctl), 1, &name)))
+			return rc;
+		rc = seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	}
+	return rc;
+}
+
+int sandbox_enter(bool probe, struct verr *err)
+{
+	struct sigaction sa;
+	scmp_filter_ctx c;
+	int rc;
+
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return verr_errno(err, "seccomp: PR_SET_DUMPABLE");
+	for (int i = 0; i < NAMES; i++)
+		if (!names[i])
+			names[i] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, i);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSYS, &sa, NULL) < 0)
+		return verr_errno(err, "seccomp: SIGSYS handler");
+	c = seccomp_init(SCMP_ACT_TRAP);
+	if (!c)
+		return verr_set(err, "seccomp: seccomp_init failed");
+	/* Every thread (event loops, the control thread) gets the filter, not
+	 * only the ones started after it. */
+	rc = seccomp_attr_set(c, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (rc == 0)
+		rc = rules(c);
+	if (rc == 0)
+		rc = seccomp_load(c);
+	seccomp_release(c);
+	if (rc < 0) {
+		errno = -rc;
+		return verr_errno(err, "seccomp: loading the allowlist");
+	}
+	log_info("seccomp: allowlist of %zu system calls in force", sizeof(plain) / sizeof(plain[0]) + CHECKED);
+	if (probe) {
+		char *const argv[] = { (char *)"/bin/sh", NULL };
+
+		log_info("seccomp: probing with execve, which must end this process");
+		syscall(SYS_execve, argv[0], argv, NULL);
+		return verr_set(err, "seccomp: execve was not stopped by the allowlist");
+	}
+	return 0;
+}

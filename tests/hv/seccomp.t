@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# timeout: 240
+# vhpc-hv --seccomp: every test guest of tests/hv runs again under the
+# allowlist and must pass as it does without (each result is repeated here,
+# prefixed "seccomp:"), so the list holds every call a running guest's
+# devices make.  A call outside it ends vhpc-hv with status 7 and a log line
+# that names it (--seccomp-probe makes one: execve).  Files passed open as
+# /dev/fd/N work, and a bad one is refused by name.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/hvlib.sh"
+need_root
+
+run_guest bootinfo --vcpus 1 --mem 32M --seccomp-probe --cmdline marker=x
+check_eq "a forbidden call (the probe's execve) ends vhpc-hv with status 7" 7 "$RC"
+check_match "its log names the call" "system call 59 \(execve\) is outside the seccomp allowlist" "$(cat "$ERR")"
+check "the guest never ran" bash -c "! grep -q '^GUEST' '$OUT'"
+
+# /dev/fd/N: the kernel passed open, from a file this process can read and
+# vhpc-hv could not find by path.
+cp "$GUESTS/bootinfo.elf" "$T/k.elf"
+exec 7<"$T/k.elf"
+rm -f "$T/k.elf"
+timeout -k 5 60 "$HV" --kernel /dev/fd/7 --debug-exit --seccomp --vcpus 1 --mem 32M --cmdline "marker=fd quiet" \
+	>"$T/fd.out" 2>"$T/fd.err" </dev/null
+RC=$? OUT=$T/fd.out ERR=$T/fd.err
+guest_ok "a kernel passed as /dev/fd/7 (its file already removed) boots"
+exec 7<&-
+timeout 20 "$HV" --kernel /dev/fd/9 --vcpus 1 --mem 32M >/dev/null 2>"$T/bad.err" </dev/null
+check_eq "/dev/fd/9 not open: set-up error" 1 "$?"
+check_match "... naming it" "kernel /dev/fd/9: Bad file descriptor" "$(cat "$T/bad.err")"
+truncate -s 1M "$T/d.img"
+exec 8<"$T/d.img"
+timeout 20 "$HV" --kernel "$GUESTS/bootinfo.elf" --vcpus 1 --mem 32M --blk path=/dev/fd/8 >/dev/null 2>"$T/ro.err" </dev/null
+check_eq "a read-only fd for a writable disk: set-up error" 1 "$?"
+check_match "... naming it" "/dev/fd/8.*Permission denied" "$(cat "$T/ro.err")"
+exec 8<&-
+timeout 20 "$HV" --kernel /dev/fd/x --vcpus 1 --mem 32M >/dev/null 2>"$T/x.err" </dev/null
+check_eq "/dev/fd/x: set-up error" 1 "$?"
+
+# Every guest test again, under the allowlist.
+printf '#!/bin/sh\necho >>%s/calls\nexec %s --seccomp "$@"\n' "$T" "$HV" >"$T/hv"
+chmod +x "$T/hv"
+for t in boot cli host irq acpi pci power ivshmem virtio-blk virtio-console virtio-net virtio-vsock; do
+	while IFS= read -r l; do
+		case $l in
+		"ok "*"# SKIP"*) skip "seccomp: $t: ${l#*# SKIP }" ;;
+		"ok "*) ok "seccomp: $t: ${l#ok [0-9]* - }" ;;
+		"not ok "*) fail "seccomp: $t: ${l#not ok [0-9]* - }" ;;
+		"#"*) echo "$l" ;;
+		"1..0 # SKIP"*) skip "seccomp: $t: ${l#1..0 # SKIP }" ;;
+		esac
+	done < <(HV_WRAP=$T/hv "$(dirname "$0")/$t.t" 2>&1 </dev/null)
+done
+check "the guests above ran under --seccomp ($(wc -l <"$T/calls" 2>/dev/null) runs)" test "$(wc -l <"$T/calls" 2>/dev/null || echo 0)" -ge 40
+done_testing
