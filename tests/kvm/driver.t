@@ -60,7 +60,29 @@ check_eq "one vhpc-hv per guest" 2 "$(echo "$pids" | grep -c .)"
 for i in 0 1; do
 	pid=$(pgrep -f "vhpc-hv .*$jd/kvm$i/" | head -n 1)
 	cl=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)
-	check_match "g$i boots the PVH vmlinux" "--kernel [^ ]*/kvm/vmlinux " "$cl"
+	kfd=$(sed -n 's|.*--kernel /dev/fd/\([0-9]*\) .*|\1|p' <<<"$cl")
+	check_match "g$i boots the PVH vmlinux (passed open: --kernel /dev/fd/$kfd)" "/kvm/vmlinux\$" \
+		"$(readlink "/proc/$pid/fd/$kfd" 2>&1)"
+	# Confined: nobody (a root job's guests), no capabilities, no_new_privs,
+	# the seccomp filter, a mount namespace of its own that holds only the
+	# jail, and no descriptor but its own.
+	st=$(cat "/proc/$pid/status")
+	check_eq "g$i: vhpc-hv runs as nobody" "$(id -u nobody) $(id -u nobody) $(id -u nobody) $(id -u nobody)" \
+		"$(awk '/^Uid:/ {print $2, $3, $4, $5}' <<<"$st")"
+	check_eq "g$i: no capabilities, no_new_privs, seccomp filter (mode 2)" "0000000000000000 0000000000000000 1 2" \
+		"$(awk '/^CapEff:/ {e=$2} /^CapPrm:/ {p=$2} /^NoNewPrivs:/ {n=$2} /^Seccomp:/ {s=$2} END {print e, p, n, s}' <<<"$st")"
+	check "g$i: its own mount namespace" test "$(readlink "/proc/$pid/ns/mnt")" != "$(readlink /proc/self/ns/mnt)"
+	jail=$(printf '%s\n' dev etc lib lib64 proc sys usr "$(cut -d/ -f2 <<<"$BIN")" "$(cut -d/ -f2 <<<"$VHPC_RUN_DIR")" |
+		LC_ALL=C sort -u | tr '\n' ' ')
+	check_eq "g$i: its root holds only the jail (/usr, libraries, vhpc-hv, its guest folder)" "$jail" \
+		"$(ls -A "/proc/$pid/root/" 2>&1 | LC_ALL=C sort | tr '\n' ' ')"
+	check_eq "g$i: the host's /etc is not there, only ld.so.cache" "ld.so.cache" "$(ls -A "/proc/$pid/root/etc" 2>&1)"
+	check_eq "g$i: of the host's /dev only kvm and null" "kvm null" \
+		"$(ls "/proc/$pid/root/dev" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
+	fds=$(for f in /proc/$pid/fd/*; do readlink "$f"; done | grep -v -E '^(anon_inode:|socket:|/dev/kvm$|/dev/null$|/dev/net/tun$|/memfd:)' |
+		sed -e "s|^$jd/kvm$i/hv/.*|HVDIR|" -e "s|^$jd/kvm$i/hv.log|HVLOG|" -e "s|^$jd/config.ext4|CONFIG|" \
+		    -e "s|^/dev/shm/vhpc-$job-.*|VMSHM|" -e 's|.*/kvm/.*|IMAGE|' | sort -u | tr '\n' ' ')
+	check_eq "g$i: vhpc-hv holds only its guest's files" "CONFIG HVDIR HVLOG IMAGE VMSHM " "$fds"
 	check_match "g$i: --cpu-affinity is the placement (${cpus[$i]})" "--cpu-affinity ${cpus[$i]} " "$cl"
 	vcpu=$(grep -l '^vcpu0$' /proc/"$pid"/task/*/comm 2>/dev/null | head -n 1)
 	check_eq "g$i: its vCPU thread runs only on CPU ${cpus[$i]}" "${cpus[$i]}" \
@@ -69,10 +91,10 @@ for i in 0 1; do
 		"$(grep -o "cpuset:.*" "/proc/$pid/cgroup")"
 	check_eq "g$i: whose CPUs are the placed ones" "${cpus[$i]}" \
 		"$(cat "/sys/fs/cgroup/cpuset/vhpc/$job/$i/cpuset.cpus" 2>/dev/null)"
-	check "g$i: its vsock socket is there" test -S "$jd/kvm$i/vsock"
-	check "g$i: its control socket is there" test -S "$jd/kvm$i/ctl"
+	check "g$i: its vsock socket is there" test -S "$jd/kvm$i/hv/vsock"
+	check "g$i: its control socket is there" test -S "$jd/kvm$i/hv/ctl"
 	check_match "g$i: vhpc-hv's control socket reports the pinning" "\"affinity\": *\"${cpus[$i]}\"" \
-		"$("$BIN/vhpc-hvctl" "$jd/kvm$i/ctl" status 2>&1)"
+		"$("$BIN/vhpc-hvctl" "$jd/kvm$i/hv/ctl" status 2>&1)"
 	key=$(debugfs -R 'cat /job.key' "$jd/config.ext4" 2>/dev/null)
 	check "g$i: the job key is on no command line" test -n "$key" -a "${cl/$key/}" = "$cl"
 done
@@ -89,8 +111,8 @@ check "the vmshm region is a power of two (a PCI BAR): $sz bytes" test "$sz" -gt
 
 # The early console: our command line, then SMP set-up with placement's count.
 for i in 0 1; do
-	wait_log "$jd/kvm$i/serial" 'Allowing [0-9]+ CPUs' 90
-	con=$(tr -d '\r' <"$jd/kvm$i/serial" 2>/dev/null)
+	wait_log "$jd/kvm$i/hv/serial" 'Allowing [0-9]+ CPUs' 90
+	con=$(tr -d '\r' <"$jd/kvm$i/hv/serial" 2>/dev/null)
 	check_match "g$i's console shows our command line" \
 		"Command line: console=ttyS0 .*vhpc\.name=g$i vhpc\.job=$job vhpc\.index=$i vhpc\.addr=10\.[0-9.]+/[0-9]+ vhpc\.mtu=9000 vhpc\.listen=vsock:7707" "$con"
 	check_match "g$i's kernel allows the ${ncpus[$i]} CPU(s) placement gave it" \

@@ -25,6 +25,9 @@
 #include "nodeagent/drivers/kvm/kvm_int.h"
 #include "guest/internal.h"   /* guest/: vhpc-guestd's option parser */
 
+static const struct na_kvm_fds fds5 = NA_KVM_FDS_NONE(5);
+static const struct na_kvm_fds fds_notap = NA_KVM_FDS_NONE(-1);
+
 static struct image_info img;
 
 static int setup(void **state)
@@ -128,7 +131,7 @@ static void argv_from_placement_and_image(void **state)
 	(void)state;
 	s.hugepages = true;
 	s.vmshm = "/dev/shm/vhpc-ab12-vmshm";
-	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", 5, &argv, &e), 0);
+	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", &fds5, &argv, &e), 0);
 	assert_string_equal(joined(argv),
 		"/usr/bin/vhpc-hv|--kernel|/img/kvm/vmlinuz|--initrd|/img/kvm/initramfs.img|"
 		"--cmdline|console=ttyS0 panic=-1 vhpc.name=g1 vhpc.job=ab12 vhpc.index=1 vhpc.addr=10.213.0.3/24 "
@@ -140,18 +143,31 @@ static void argv_from_placement_and_image(void **state)
 		"--blk|path=/run/vhpc/jobs/ab12/config.ext4,ro,serial=vhpc-config|"
 		"--net|fd=5,mac=52:54:0a:d5:00:03,mtu=9000|"
 		"--vsock|cid=4,uds=/run/vhpc/jobs/ab12/kvm1/vsock|"
-		"--console|file:/run/vhpc/jobs/ab12/kvm1/console");
+		"--console|file:/run/vhpc/jobs/ab12/kvm1/console|--seccomp");
 	na_kvm_argv_free(argv);
+
+	/* Files passed open: each as /dev/fd/N, the paths nowhere. */
+	{
+		struct na_kvm_fds f = { .tap = 5, .kernel = 6, .initrd = 7, .root = 8, .config = 9,
+					.scratch = -1, .vmshm = 10 };
+
+		assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", &f, &argv, &e), 0);
+		assert_non_null(strstr(joined(argv), "|--kernel|/dev/fd/6|--initrd|/dev/fd/7|"));
+		assert_non_null(strstr(joined(argv), "|--shm|path=/dev/fd/10|--blk|path=/dev/fd/8,ro,serial=vhpc-root|"
+					      "--blk|path=/dev/fd/9,ro,serial=vhpc-config|--net|fd=5,"));
+		assert_null(strstr(joined(argv), "/img/"));
+		na_kvm_argv_free(argv);
+	}
 
 	/* A scratch disk: read-write, after the read-only ones, and the init
 	 * told to wait for it. */
 	s.scratch_disk = "/run/vhpc/jobs/ab12/scratch1.ext4";
-	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", 5, &argv, &e), 0);
+	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", &fds5, &argv, &e), 0);
 	assert_non_null(strstr(joined(argv), "serial=vhpc-config|--blk|path=/run/vhpc/jobs/ab12/scratch1.ext4,serial=vhpc-scratch|--net|"));
 	assert_non_null(strstr(joined(argv), " vhpc.listen=10.213.0.3:7707 vhpc.scratch=1|"));
 	na_kvm_argv_free(argv);
 	s.scratch_disk = "/run/a,ro/scratch1.ext4";
-	assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), -1);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), -1);
 	assert_non_null(strstr(e.msg, "scratch disk"));
 	s.scratch_disk = NULL;
 
@@ -159,7 +175,7 @@ static void argv_from_placement_and_image(void **state)
 	s.hugepages = false;
 	s.vmshm = NULL;
 	s.emulated = true;
-	assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), 0);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	assert_non_null(strstr(joined(argv), "|--host-node|1|--cpuid-hide|cx16,xsave|--serial|"));
 	assert_null(strstr(joined(argv), "require-hw"));
 	assert_null(strstr(joined(argv), "hugepages"));
@@ -181,7 +197,7 @@ static void argv_prefers_the_pvh_kernel(void **state)
 	fd = open(img.vmlinux, O_CREAT | O_WRONLY, 0644);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), 0);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	assert_string_equal(argv[1], "--kernel");
 	assert_string_equal(argv[2], img.vmlinux);
 	na_kvm_argv_free(argv);
@@ -201,7 +217,7 @@ static void split_guest_gets_a_node_per_host_node(void **state)
 	(void)state;
 	s.mem = 1024ull << 20;
 	s.cpu_node = cpu_node;
-	assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), 0);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	/* Memory in proportion to the vCPUs, in 2 MiB units; the last node
 	 * takes what is left. */
 	assert_non_null(strstr(joined(argv), "|--cpu-affinity|0,1,8|--numa|mem=682M,cpus=0-1,host-node=0|"
@@ -212,7 +228,7 @@ static void split_guest_gets_a_node_per_host_node(void **state)
 	/* Interleaved nodes keep each vCPU with its node. */
 	int il[3] = { 1, 0, 1 };
 	s.cpu_node = il;
-	assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), 0);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	assert_non_null(strstr(joined(argv), "|--numa|mem=682M,cpus=0,2,host-node=1|--numa|mem=342M,cpus=1,host-node=0|"));
 	na_kvm_argv_free(argv);
 
@@ -226,11 +242,11 @@ static void split_guest_gets_a_node_per_host_node(void **state)
 	}
 	s.place = &many;
 	s.cpu_node = nodes;
-	assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), 0);   /* 8 nodes x 16 MiB fit */
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);   /* 8 nodes x 16 MiB fit */
 	na_kvm_argv_free(argv);
 	for (int i = 0; i < 100; i++)
 		nodes[i] = i % 9;
-	assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), -1);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), -1);
 	assert_non_null(strstr(e.msg, "more than 8 NUMA nodes"));
 }
 
@@ -243,7 +259,7 @@ static void bad_specs_say_what_is_wrong(void **state)
 
 	(void)state;
 #define BAD(expect) do { \
-		assert_int_equal(na_kvm_argv(&s, "/run/j", 5, &argv, &e), -1); \
+		assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), -1); \
 		assert_null(argv); \
 		if (!strstr(e.msg, expect)) fail_msg("'%s' not in '%s'", expect, e.msg); \
 	} while (0)
@@ -276,9 +292,9 @@ static void bad_specs_say_what_is_wrong(void **state)
 	memset(longdir, 'd', sizeof(longdir) - 1);
 	longdir[0] = '/';
 	longdir[100] = 0;
-	assert_int_equal(na_kvm_argv(&s, longdir, 5, &argv, &e), -1);
+	assert_int_equal(na_kvm_argv(&s, longdir, &fds5, &argv, &e), -1);
 	assert_non_null(strstr(e.msg, "too long for the guest's vsock socket names"));
-	assert_int_equal(na_kvm_argv(&s, "/run/j", -1, &argv, &e), -1);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds_notap, &argv, &e), -1);
 	assert_non_null(strstr(e.msg, "no tap"));
 #undef BAD
 }

@@ -99,6 +99,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 		.addr = j->net.guest_addr[k], .prefix = j->net.prefix, .mtu = j->net.mtu,
 		.guest_port = j->s.guest_port, .config_disk = kj->config_disk,
 		.vmshm = j->vmshm[0] ? j->vmshm : NULL, .emulated = j->emulated,
+		.uid = j->s.uid, .gid = j->s.gid,
 	};
 	struct na_kvm *kvm;
 
@@ -120,7 +121,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 
 static void started(const struct na_job *j)
 {
-	log_info("job %s: guest consoles in %s/kvm*/serial", j->jd.job, j->jd.path);
+	log_info("job %s: guest consoles in %s/kvm*/hv/serial", j->jd.job, j->jd.path);
 }
 
 static int adopt(struct na_job *j, int k, struct verr *err)

@@ -15,12 +15,15 @@
 #include "lib/gexec.h"
 #include "lib/log.h"
 #include "lib/parse.h"
+#include "lib/paths.h"
 #include "kvm_int.h"
 #include "nodeagent/drivers/kvm/kvm.h"
 #include "nodeagent/jobdir/jobdir.h"
 #include "hv/hv.h"
 
 #include <errno.h>
+#include <linux/close_range.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -101,7 +104,9 @@ static bool saw_panic(struct na_kvm *k)
 
 	if (k->panic[0])
 		return true;
-	fd = open(k->serial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: the folder is vhpc-hv's, and a FIFO there must not
+	 * hold the agent. */
+	fd = open(k->serial, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return false;
 	/* A mark split across two reads is found from the overlap. */
@@ -199,9 +204,12 @@ static void tail_of(const char *path, char *buf, size_t len)
 	free(text);
 }
 
-static void child(char **argv, int tap_fd, const int *cg, int ncg, int logfd)
+static void child(char **argv, const struct na_kvm_fds *fds, const int *cg, int ncg, int logfd,
+		  const struct kvm_jail *jail)
 {
+	const int pass[] = { fds->tap, fds->kernel, fds->initrd, fds->root, fds->config, fds->scratch, fds->vmshm };
 	sigset_t none;
+	char why[PATH_MAX + 128];
 	int null = open("/dev/null", O_RDONLY);
 
 	setsid();
@@ -214,12 +222,77 @@ static void child(char **argv, int tap_fd, const int *cg, int ncg, int logfd)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
 		_exit(126);
-	/* The tap is the one descriptor vhpc-hv inherits (--net fd=N). */
-	if (fcntl(tap_fd, F_SETFD, 0) < 0)
+	/* Whatever else the agent holds (other jobs' sockets, its state
+	 * store) must not reach vhpc-hv; only the tap and the guest's files
+	 * are passed. */
+	if (syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
 		_exit(126);
+	for (size_t i = 0; i < sizeof(pass) / sizeof(pass[0]); i++)
+		if (pass[i] >= 0 && fcntl(pass[i], F_SETFD, 0) < 0)
+			_exit(126);
+	if (kvm_jail_enter(jail, why, sizeof(why)) < 0) {
+		dprintf(2, "vhpc: cannot confine vhpc-hv: %s\n", why);
+		_exit(126);
+	}
 	execv(argv[0], argv);
 	dprintf(2, "vhpc: cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
+}
+
+/* vhpc-hv never runs as root: a root job's guests get nobody. */
+static void hv_ids(const struct na_kvm_spec *s, uid_t *uid, gid_t *gid)
+{
+	struct passwd pw, *r = NULL;
+	char buf[1024];
+
+	*uid = s->uid;
+	*gid = s->gid;
+	if (s->uid != 0)
+		return;
+	*uid = 65534;
+	*gid = 65534;
+	if (getpwnam_r("nobody", &pw, buf, sizeof(buf), &r) == 0 && r && r->pw_uid != 0) {
+		*uid = r->pw_uid;
+		*gid = r->pw_gid;
+	}
+}
+
+/* The guest's files, opened here as root and passed to the confined
+ * vhpc-hv; read-only except its scratch disk and the vmshm region. */
+static int open_files(const struct na_kvm_spec *s, struct na_kvm_fds *f, struct verr *err)
+{
+	struct {
+		int *fd;
+		const char *path, *what;
+		int flags;
+	} t[] = {
+		{ &f->kernel, kvm_kernel_path(s->img), "kernel", O_RDONLY },
+		{ &f->initrd, s->img->initrd, "initramfs", O_RDONLY },
+		{ &f->root, s->img->disk, "root disk", O_RDONLY },
+		{ &f->config, s->config_disk, "config disk", O_RDONLY },
+		{ &f->scratch, s->scratch_disk, "scratch disk", O_RDWR },
+		{ &f->vmshm, s->vmshm, "vmshm region", O_RDWR },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (!t[i].path)
+			continue;
+		*t[i].fd = open(t[i].path, t[i].flags | O_CLOEXEC | O_NOCTTY);
+		if (*t[i].fd < 0)
+			return verr_errno(err, "%s %s", t[i].what, t[i].path);
+	}
+	return 0;
+}
+
+static void close_files(struct na_kvm_fds *f)
+{
+	int *all[] = { &f->kernel, &f->initrd, &f->root, &f->config, &f->scratch, &f->vmshm };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (*all[i] >= 0) {
+			close(*all[i]);
+			*all[i] = -1;
+		}
 }
 
 /* Until vhpc-hv listens on both sockets, or exits. */
@@ -244,10 +317,12 @@ static int wait_up(struct na_kvm *k, int timeout_ms, struct verr *err)
 }
 
 /* The guest's own small tmpfs: its sockets and logs, and a guest that
- * floods its console fills that and nothing else. */
-static int make_gdir(struct na_kvm *k, struct verr *err)
+ * floods its console fills that and nothing else.  Root's (mode 0700), so
+ * nobody but the agent reaches in; inside, hv/ is vhpc-hv's (the only
+ * place it can write) and root/ is where its jail's root is mounted. */
+static int make_gdir(struct na_kvm *k, uid_t uid, gid_t gid, struct verr *err)
 {
-	char opts[64], src[32];
+	char opts[64], src[32], jroot[PATH_MAX + 8];
 
 	if (mkdir(k->dir, 0700) < 0)
 		return verr_errno(err, "%s", k->dir);
@@ -259,7 +334,21 @@ static int make_gdir(struct na_kvm *k, struct verr *err)
 		return -1;
 	}
 	k->mounted = true;
+	snprintf(jroot, sizeof(jroot), "%s/root", k->dir);
+	if (mkdir(k->hvdir, 0700) < 0 || chown(k->hvdir, uid, gid) < 0 || mkdir(jroot, 0700) < 0)
+		return verr_errno(err, "%s", k->hvdir);
 	return 0;
+}
+
+/* Where a guest's files are: the same for a started and an adopted one. */
+static void set_paths(struct na_kvm *k, const char *jobdir, int index)
+{
+	snprintf(k->dir, sizeof(k->dir), "%s/kvm%d", jobdir, index);
+	snprintf(k->hvdir, sizeof(k->hvdir), "%.90s/hv", k->dir);
+	snprintf(k->vsock, sizeof(k->vsock), "%.90s/vsock", k->hvdir);
+	snprintf(k->ctl, sizeof(k->ctl), "%.90s/ctl", k->hvdir);
+	snprintf(k->serial, sizeof(k->serial), "%s/serial", k->hvdir);
+	snprintf(k->hvlog, sizeof(k->hvlog), "%s/hv.log", k->dir);
 }
 
 static void remove_gdir(struct na_kvm *k)
@@ -281,8 +370,10 @@ static void kill_and_reap(struct na_kvm *k)
 int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err)
 {
 	struct na_kvm *k;
-	char dir[PATH_MAX], **argv = NULL;
-	int tap = -1, cg[MAX_CG], ncg = 0, logfd = -1, rc = -1;
+	char dir[PATH_MAX], **argv = NULL, hvbuf[512], jroot[PATH_MAX + 8];
+	int cg[MAX_CG], ncg = 0, logfd = -1, rc = -1;
+	struct na_kvm_fds fds = NA_KVM_FDS_NONE(-1);
+	struct kvm_jail jail = { 0 };
 	double t0 = now_s();
 
 	*out = NULL;
@@ -301,20 +392,24 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	k->index = s->index;
 	snprintf(k->name, sizeof(k->name), "%s", s->name ? s->name : "?");
 	k->port = (unsigned)s->guest_port;
-	snprintf(k->dir, sizeof(k->dir), "%s/kvm%d", dir, s->index);
-	snprintf(k->vsock, sizeof(k->vsock), "%.90s/vsock", k->dir);
-	snprintf(k->ctl, sizeof(k->ctl), "%.90s/ctl", k->dir);
-	snprintf(k->serial, sizeof(k->serial), "%s/serial", k->dir);
-	snprintf(k->hvlog, sizeof(k->hvlog), "%s/hv.log", k->dir);
+	set_paths(k, dir, s->index);
+	hv_ids(s, &jail.uid, &jail.gid);
+	jail.hv = s->hv_path ? s->hv_path : vhpc_prog("vhpc-hv", hvbuf, sizeof(hvbuf));
+	jail.rw_dir = k->hvdir;
+	snprintf(jroot, sizeof(jroot), "%s/root", k->dir);
+	jail.root = jroot;
 
 	/* argv first: it checks the spec before anything is made. */
-	if (na_kvm_argv(s, k->dir, 1000, &argv, err) < 0)
+	fds.tap = 1000;
+	if (na_kvm_argv(s, k->hvdir, &fds, &argv, err) < 0)
 		goto fail;
 	na_kvm_argv_free(argv);
 	argv = NULL;
-	if (make_gdir(k, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &tap, err) < 0)
+	fds.tap = -1;
+	if (make_gdir(k, jail.uid, jail.gid, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &fds.tap, err) < 0 ||
+	    open_files(s, &fds, err) < 0)
 		goto fail;
-	if (na_kvm_argv(s, k->dir, tap, &argv, err) < 0 ||
+	if (na_kvm_argv(s, k->hvdir, &fds, &argv, err) < 0 ||
 	    kvm_cgroups_prepare(s->job, s->index, s->place, cg, MAX_CG, &ncg, err) < 0)
 		goto fail;
 	logfd = open(k->hvlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -328,7 +423,7 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 		goto fail;
 	}
 	if (k->pid == 0)
-		child(argv, tap, cg, ncg, logfd);
+		child(argv, &fds, cg, ncg, logfd, &jail);
 	k->started = t0;
 	k->pidfd = pidfd_open_(k->pid);
 	{
@@ -342,8 +437,9 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 			log_warn("guest %s: %s (a restarted agent could not take it over)", k->name, e.msg);
 	}
 	/* The tap is vhpc-hv's alone from here: it goes when vhpc-hv goes. */
-	close(tap);
-	tap = -1;
+	close(fds.tap);
+	fds.tap = -1;
+	close_files(&fds);
 	/* Prefaulting RAM is what takes time before vhpc-hv listens. */
 	if (wait_up(k, (int)((20000 + (int)(s->mem >> 20) * 2) * na_kvm_time_scale()), err) < 0 || kvm_check_pinning(k->ctl, s->place, err) < 0) {
 		kill_and_reap(k);
@@ -372,8 +468,9 @@ fail:
 	}
 	free(k);
 done:
-	if (tap >= 0)
-		close(tap);
+	if (fds.tap >= 0)
+		close(fds.tap);
+	close_files(&fds);
 	if (logfd >= 0)
 		close(logfd);
 	for (int i = 0; i < ncg; i++)
@@ -462,11 +559,7 @@ int na_kvm_adopt(const char *job, int index, const char *name, int guest_port, s
 	k->index = index;
 	snprintf(k->name, sizeof(k->name), "%s", name);
 	k->port = (unsigned)guest_port;
-	snprintf(k->dir, sizeof(k->dir), "%s/kvm%d", dir, index);
-	snprintf(k->vsock, sizeof(k->vsock), "%.90s/vsock", k->dir);
-	snprintf(k->ctl, sizeof(k->ctl), "%.90s/ctl", k->dir);
-	snprintf(k->serial, sizeof(k->serial), "%s/serial", k->dir);
-	snprintf(k->hvlog, sizeof(k->hvlog), "%s/hv.log", k->dir);
+	set_paths(k, dir, index);
 	k->mounted = true;
 	k->adopted = true;
 	k->pidfd = -1;

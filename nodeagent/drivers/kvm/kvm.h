@@ -31,7 +31,13 @@ struct tuning;
  *     hosts, hostfile, env, sysctl.conf; never the kernel command line, which
  *     every host user can read);
  *   - a tap t<i> on the job bridge, made in the job netns and handed over as
- *     an open fd, so vhpc-hv itself runs in the host's namespace;
+ *     an open fd, so vhpc-hv itself runs in the host's network namespace;
+ *   - confinement (kvm_jail.c): vhpc-hv runs as the job's user (a root
+ *     job's as nobody) with no capabilities and no_new_privs, in a mount
+ *     namespace that holds /usr, its binary, /dev/kvm and its own folder
+ *     only, and under its seccomp allowlist (--seccomp); the agent opens
+ *     the kernel, initramfs, disks and vmshm region and passes them open
+ *     (struct na_kvm_fds), and no other descriptor of the agent reaches it;
  *   - vsock (cid 3+i) bridged to <job dir>/kvm<i>/vsock; vhpc-guestd listens
  *     on vsock port guest_port and the agent reaches it with
  *     gexec_connect_vsock;
@@ -39,10 +45,11 @@ struct tuning;
  *     power of two: na_kvm_vmshm_fit);
  *   - a kernel command line with its identity: vhpc.name, vhpc.job,
  *     vhpc.index, vhpc.addr, vhpc.mtu, vhpc.listen (vsock and TCP);
- *   - its serial console in <job dir>/kvm<i>/serial (vhpc-hv's own log in
- *     hv.log there): that dir is a tmpfs of NA_KVM_LOG_MAX bytes, so a guest
- *     that floods its console fills only its own log (vhpc-hv then drops
- *     further output).
+ *   - its serial console in <job dir>/kvm<i>/hv/serial, beside its vsock
+ *     and control sockets (hv/ is vhpc-hv's, the rest of kvm<i>/ root's:
+ *     vhpc-hv's own log hv.log and its pid): kvm<i> is a tmpfs of
+ *     NA_KVM_LOG_MAX bytes, so a guest that floods its console fills only
+ *     its own log (vhpc-hv then drops further output).
  */
 #define NA_KVM_LOG_MAX (16u << 20)
 #define NA_KVM_MIN_MEM (128ull << 20)
@@ -68,7 +75,19 @@ struct na_kvm_spec {
 	bool emulated;                 /* software KVM: earlyprintk, and CPUID features
 	                                * the instruction emulator lacks are hidden */
 	const char *hv_path;           /* NULL: vhpc-hv next to this program */
+	uid_t uid;                     /* the job's user: vhpc-hv runs as them */
+	gid_t gid;                     /* (uid 0: as nobody) */
 };
+
+/* Open descriptors vhpc-hv gets instead of the spec's files (/dev/fd/N on
+ * its command line): it runs as the job's user and could not open them
+ * itself.  -1: the path. */
+struct na_kvm_fds {
+	int tap;                       /* required */
+	int kernel, initrd, root, config, scratch, vmshm;
+};
+#define NA_KVM_FDS_NONE(t) ((struct na_kvm_fds){ .tap = (t), .kernel = -1, .initrd = -1, .root = -1, \
+						   .config = -1, .scratch = -1, .vmshm = -1 })
 
 struct na_kvm;
 
@@ -78,10 +97,10 @@ void na_kvm_plan_hugepages(const struct na_numa_info *nodes, int nnodes,
 			   const struct na_placement *p, int nguests, uint64_t mem, bool *use);
 /* The guest kernel's command line (pure; unit-tested). */
 int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct verr *err);
-/* vhpc-hv's argv for a guest whose tap is open as tap_fd and whose files
- * (sockets, logs) live in dir (pure; unit-tested).  *argv is NULL-terminated; free it with
- * na_kvm_argv_free. */
-int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char ***argv,
+/* vhpc-hv's argv for a guest whose tap and files are open as fds and whose
+ * sockets and consoles live in dir (pure; unit-tested).  *argv is
+ * NULL-terminated; free it with na_kvm_argv_free. */
+int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kvm_fds *fds, char ***argv,
 		struct verr *err);
 void na_kvm_argv_free(char **argv);
 /* Words for a vhpc-hv wait status ("exited with status 4: triple fault or

@@ -238,9 +238,20 @@ const char *kvm_kernel_path(const struct image_info *img)
 	return img->vmlinux[0] && access(img->vmlinux, R_OK) == 0 ? img->vmlinux : img->kernel;
 }
 
-int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char ***argv,
+/* "/dev/fd/N" for an open fd, else the path: vhpc-hv takes both. */
+static const char *file_arg(int fd, const char *path, char *buf, size_t len)
+{
+	if (fd < 0)
+		return path;
+	snprintf(buf, len, "/dev/fd/%d", fd);
+	return buf;
+}
+
+int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kvm_fds *fds, char ***argv,
 		struct verr *err)
 {
+	char fb[32];
+	int tap_fd = fds ? fds->tap : -1;
 	struct kvm_gnode gn[KVM_MAX_GNODES];
 	struct av a = { 0 };
 	char cmdline[1024], hvbuf[512], list[4096];
@@ -271,9 +282,9 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 
 	add(&a, "%s", s->hv_path ? s->hv_path : vhpc_prog("vhpc-hv", hvbuf, sizeof(hvbuf)));
 	add(&a, "--kernel");
-	add(&a, "%s", kernel);
+	add(&a, "%s", file_arg(fds->kernel, kernel, fb, sizeof(fb)));
 	add(&a, "--initrd");
-	add(&a, "%s", s->img->initrd);
+	add(&a, "%s", file_arg(fds->initrd, s->img->initrd, fb, sizeof(fb)));
 	add(&a, "--cmdline");
 	add(&a, "%s", cmdline);
 	add(&a, "--vcpus");
@@ -323,15 +334,15 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 	add(&a, "%s/ctl", dir);
 	if (s->vmshm) {
 		add(&a, "--shm");
-		add(&a, "path=%s", s->vmshm);
+		add(&a, "path=%s", file_arg(fds->vmshm, s->vmshm, fb, sizeof(fb)));
 	}
 	add(&a, "--blk");
-	add(&a, "path=%s,ro,serial=vhpc-root", s->img->disk);
+	add(&a, "path=%s,ro,serial=vhpc-root", file_arg(fds->root, s->img->disk, fb, sizeof(fb)));
 	add(&a, "--blk");
-	add(&a, "path=%s,ro,serial=vhpc-config", s->config_disk);
+	add(&a, "path=%s,ro,serial=vhpc-config", file_arg(fds->config, s->config_disk, fb, sizeof(fb)));
 	if (s->scratch_disk) {
 		add(&a, "--blk");
-		add(&a, "path=%s,serial=vhpc-scratch", s->scratch_disk);
+		add(&a, "path=%s,serial=vhpc-scratch", file_arg(fds->scratch, s->scratch_disk, fb, sizeof(fb)));
 	}
 	/* A MAC from the guest's address: stable, and unique on the bridge. */
 	add(&a, "--net");
@@ -344,6 +355,8 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, int tap_fd, char *
 	 * own tmpfs. */
 	add(&a, "--console");
 	add(&a, "file:%s/console", dir);
+	/* Once set up, only the calls a running guest needs (hv/hv.h). */
+	add(&a, "--seccomp");
 	if (a.oom) {
 		na_kvm_argv_free(a.v);
 		return verr_set(err, "out of memory");

@@ -1,6 +1,6 @@
 /*
- * Private to the kvm driver (nodeagent/kvm*.c).  The public part is the
- * "kvm guests" section of vhpcd.h.
+ * Private to the kvm driver (nodeagent/drivers/kvm/).  The public part is
+ * kvm.h.
  */
 #ifndef VHPC_NA_KVM_INT_H
 #define VHPC_NA_KVM_INT_H
@@ -44,7 +44,18 @@ int kvm_tap_open(const char *job, int index, int mtu, int *fd, struct verr *err)
 int kvm_cgroups_prepare(const char *job, int index, const struct na_placement *p,
 			int *fds, int max, int *n, struct verr *err);
 
-/* Removes vhpc/<job> in every hierarchy where it is empty. */
+/* A confined vhpc-hv (kvm_jail.c): its uid and gid, the binary, its one
+ * writable folder, and an empty folder for the jail's root to be mounted on. */
+struct kvm_jail {
+	uid_t uid;
+	gid_t gid;
+	const char *hv;
+	const char *rw_dir;
+	const char *root;
+};
+/* In the forked child, before exec: mount namespace, pivot_root into the
+ * jail, uid and gid dropped, no_new_privs.  -1 with words in why. */
+int kvm_jail_enter(const struct kvm_jail *j, char *why, size_t len);
 
 struct na_kvm {
 	char job[16];
@@ -58,7 +69,8 @@ struct na_kvm {
 	double started;
 	bool mounted;          /* dir is our tmpfs */
 	bool adopted;          /* not our child: its end is seen on the pidfd */
-	char dir[PATH_MAX];    /* <job dir>/kvm<i> */
+	char dir[PATH_MAX];    /* <job dir>/kvm<i>: root's; pid, hv.log */
+	char hvdir[PATH_MAX];  /* <dir>/hv: vhpc-hv's own (sockets, consoles) */
 	char vsock[108];
 	char ctl[108];
 	char serial[PATH_MAX];
