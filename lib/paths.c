@@ -60,6 +60,13 @@ const char *vhpc_run_dir(void)
 	return env && *env ? env : "/run/vhpc";
 }
 
+const char *vhpc_service_dir(void)
+{
+	const char *env = getenv("VHPC_SERVICE_DIR");
+
+	return env && *env ? env : "/run/vhpc-service";
+}
+
 const char *vhpc_prog(const char *name, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%s", self_dir(), name);

@@ -19,6 +19,8 @@ int cmd_nodes(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_output(int argc, char **argv);
+/* The local service for ordinary users (vhpc-ctld and vhpcd on loopback). */
+int cmd_service(int argc, char **argv);
 
 /* Prints "vhpc <cmd>: <message>" and returns EXIT_USAGE. */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

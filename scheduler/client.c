@@ -1,6 +1,7 @@
 #include "lib/cluster.h"
 #include "lib/err.h"
 #include "lib/fdio.h"
+#include "lib/fsutil.h"
 #include "lib/inet.h"
 #include "lib/parse.h"
 #include "lib/paths.h"
@@ -9,6 +10,8 @@
 #include "cli.h"
 
 #include <json-c/json.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +33,7 @@ int client_controller(char *buf, size_t len, struct verr *err)
 	/* Without a readable cluster file there is no controller either;
 	 * the embedded path reports what is wrong with the file. */
 	if (cluster_load(NULL, &cl, err) < 0)
-		return 0;
+		return service_controller(buf, len);
 	if (cl.controller) {
 		if (hostport_parse(cl.controller, false, host, sizeof(host), &port) < 0)
 			rc = verr_set(err, "cluster file: controller '%s': expected HOST:PORT", cl.controller);
@@ -40,6 +43,28 @@ int client_controller(char *buf, size_t len, struct verr *err)
 		}
 	}
 	cluster_free(&cl);
+	return rc ? rc : service_controller(buf, len);
+}
+
+int service_controller(char *buf, size_t len)
+{
+	char path[PATH_MAX], *txt = NULL, host[256];
+	size_t n;
+	int port, rc = 0;
+	struct stat st;
+	struct verr e;
+
+	snprintf(path, sizeof(path), "%s/controller", vhpc_service_dir());
+	/* Root's file only: anyone else's would point users' jobs (and
+	 * their munge credentials) somewhere else. */
+	if (stat(path, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022) || read_file(path, &txt, &n, 300, &e) < 0)
+		return 0;
+	txt[strcspn(txt, "\n")] = 0;
+	if (hostport_parse(txt, false, host, sizeof(host), &port) == 0) {
+		snprintf(buf, len, "%s", txt);
+		rc = 1;
+	}
+	free(txt);
 	return rc;
 }
 

@@ -10,10 +10,14 @@
 struct json_object;
 
 /* HOST:PORT of vhpc-ctld: $VHPC_CONTROLLER, else `controller:` of the
- * cluster file ($VHPC_CLUSTER or configs/cluster.yaml).  Returns 1 with
+ * cluster file ($VHPC_CLUSTER or configs/cluster.yaml), else the local
+ * service's (service_controller).  Returns 1 with
  * the address in buf, 0 when no cluster is configured (embedded mode), -1
  * when the setting is malformed. */
 int client_controller(char *buf, size_t len, struct verr *err);
+/* The local service's controller (vhpc service start): 1 with HOST:PORT in
+ * buf while it runs, 0 when it does not. */
+int service_controller(char *buf, size_t len);
 /* The same for commands that need a cluster: 0, or EXIT_USAGE after
  * saying on stderr why there is no controller to ask. */
 int client_need_controller(const char *cmd, char *buf, size_t len);

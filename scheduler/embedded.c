@@ -236,10 +236,10 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 
 	/* Say what is missing before anything fails half-way on a permission. */
 	if (geteuid() != 0)
-		return verr_set(err, "vhpc run on this machine (no cluster configured) needs root: it makes network "
-				"namespaces, cgroups and containers.  Run it as root (sudo vhpc run ...; the job still runs "
-				"as you with --user $USER), or submit to a cluster's vhpc-ctld (controller: in the cluster "
-				"file, or $VHPC_CONTROLLER).  A local service that runs jobs for ordinary users is not there yet.");
+		return verr_set(err, "vhpc run by an ordinary user needs the local vhpc service, which is not running "
+				"on this machine: an admin starts it once with `vhpc service start` (as root; see vhpc "
+				"service --help), and your jobs then run as you.  Or submit to a cluster's vhpc-ctld "
+				"(controller: in the cluster file, or $VHPC_CONTROLLER).");
 	install_signals();
 	/* Orphans of the job (container inits, once runc exits) come to us
 	 * rather than to the host's init, which may be slow to reap them. */

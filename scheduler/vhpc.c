@@ -24,6 +24,7 @@ static void usage(FILE *f)
 		"  image verify NAME|ID          recompute an image's content hash\n"
 		"  image fetch-kernel PACKAGE    download a Debian kernel package for kvm images\n"
 		"  cleanup                       remove what crashed jobs left behind\n"
+		"  service start|stop|status     (root) the local service: ordinary users' vhpc run\n"
 		"  bench [--suite S] | compare A B   a benchmark natively and in guests, side by side\n"
 		"  version                       print the version\n"
 		"\n"
@@ -51,6 +52,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "service"))
+		return cmd_service(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "image"))
 		return cmd_image(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "bench"))
