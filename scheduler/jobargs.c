@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int parse_duration(const char *s, long long *out)
 {
@@ -195,6 +196,12 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 			eo.allow_emulated_kvm = true;
 			break;
 		case O_USER:
+			/* Checked before anything else can fail, so the answer to
+			 * an ordinary user is this and not a missing service. */
+			if (geteuid() != 0) {
+				job_spec_free(&j);
+				return usage_error(cmd, "--user is root's: an ordinary user's jobs always run as that user");
+			}
 			eo.user = optarg;
 			break;
 		case O_HELP:

@@ -71,9 +71,11 @@ expect_error "image: package not installed" 1 "no-such-package-vhpc is not insta
 expect_error "image build without file" 2 "which image file" vhpc image build
 # An ordinary user on one machine is told what is missing, not "Permission denied".
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	expect_error "vhpc run by an ordinary user says it needs root, and the ways out" 125 \
-		'needs root: it makes network namespaces, cgroups and containers.*--user.*vhpc-ctld' \
-		setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/vhpc" run -- true
+	expect_error "vhpc run by an ordinary user says the local service is missing, and the ways out" 125 \
+		'needs the local vhpc service.*vhpc service start.*vhpc-ctld' \
+		env VHPC_SERVICE_DIR=/nonexistent setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/vhpc" run -- true
+	expect_error "--user by an ordinary user is refused by name" 2 "--user is root's" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/vhpc" run --user root -- true
 else
 	skip "vhpc run by an ordinary user: needs root and setpriv to become one"
 fi

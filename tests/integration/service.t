@@ -67,6 +67,34 @@ Seccomp:2" "$(grep -E '^(CapEff|NoNewPrivs|Seccomp):' "$T/id.out")"
 check_eq "the service's queue shows the user's jobs under their name" 2 \
 	"$(vhpc queue --all 2>/dev/null | awk -v u="$U" '$2 == u && $4 == "COMPLETED"' | wc -l)"
 
+# Two users' jobs side by side through vhpc-ctld: what the first user's
+# guests and commands reach of the second's.
+as "$U2" run -N 2 -n 2 --oversubscribe --timeout 120 -- sh -c \
+	'[ $OMPI_COMM_WORLD_RANK = 0 ] || { sleep 40; exit 0; }; sed -n "s/^\\([0-9.]*\\) g1\$/B=\\1 g1/p" /etc/hosts; sleep 40' \
+	>"$T/b.out" 2>"$T/b.err" &
+bpid=$!
+at_exit "kill $bpid 2>/dev/null"
+for _ in $(seq 300); do grep -q '^B=' "$T/b.out" && break; sleep 0.1; done
+baddr=$(sed -n 's/^B=\([0-9.]*\) .*/\1/p' "$T/b.out" | head -n 1)
+bj=$(sed -n 's/^vhpc: job \([0-9]*\) submitted.*/\1/p' "$T/b.err")
+check "the second user's job runs (its guest g1 is $baddr)" test -n "$baddr"
+as "$U" run -N 2 -n 2 --oversubscribe --timeout 60 -- sh -c \
+	'[ $OMPI_COMM_WORLD_RANK = 0 ] || exit 0
+	 own=$(sed -n "s/^\\([0-9.]*\\) g1\$/\\1/p" /etc/hosts)
+	 ping -c 1 -W 2 "$own" >/dev/null 2>&1 && echo OWN=yes || echo OWN=no
+	 ping -c 2 -W 2 '"$baddr"' >/dev/null 2>&1 && echo OTHER=yes || echo OTHER=no
+	 ps -e -o user= | sort -u | tr "\n" " " | sed "s/^/PS=/"; echo' >"$T/a.out" 2>"$T/a.err"
+check_eq "the first user's job reaches its own other guest" "OWN=yes" "$(grep '^OWN=' "$T/a.out")"
+check_eq "... but not the second user's guest $baddr (another job's network)" "OTHER=no" "$(grep '^OTHER=' "$T/a.out")"
+check_eq "... and sees only its own processes (as its root)" "PS=root " "$(grep '^PS=' "$T/a.out")"
+as "$U" output "$bj" >"$T/o2.out" 2>"$T/o2.err"
+check "the first user cannot read the second's output (spool)" test $? -ne 0 -a ! -s "$T/o2.out"
+diag "$(head -c 300 "$T/o2.err")"
+as "$U2" output "$bj" >"$T/o3.out" 2>/dev/null
+check "which its owner can" grep -q '^B=' "$T/o3.out"
+wait $bpid
+check_eq "the second user's job ends well" 0 "$?"
+
 as "$U" run -N 1 --timeout 60 -- sleep 50 >"$T/long.out" 2>"$T/long.err" &
 lpid=$!
 at_exit "kill $lpid 2>/dev/null"

@@ -114,5 +114,5 @@ vhpc run --user nosuchuser$$ -- true >/dev/null 2>"$T/e2"
 check_eq "--user with an unknown user: vhpc fails (125) before making anything" 125 "$?"
 check "that names the user" grep -q "nosuchuser$$: no such user" "$T/e2"
 setpriv --reuid="$uid" --regid="$gid" --clear-groups "$BIN/vhpc" run --user root -- true >/dev/null 2>"$T/e3"
-check "--user from a non-root caller is refused (vhpc run there needs root)" grep -q 'needs root' "$T/e3"
+check "--user from a non-root caller is refused by name" grep -q -- "--user is root's" "$T/e3"
 done_testing
