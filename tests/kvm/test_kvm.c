@@ -334,6 +334,8 @@ static void exit_statuses_in_words(void **state)
 			    "vhpc-hv exited with status 3: the guest reset (a kernel panic, or a reboot)");
 	assert_string_equal(na_kvm_exit_words(6 << 8, buf, sizeof(buf)),
 			    "vhpc-hv exited with status 6: no hardware virtualization");
+	assert_string_equal(na_kvm_exit_words(7 << 8, buf, sizeof(buf)),
+			    "vhpc-hv exited with status 7: a system call outside its seccomp allowlist (hv.log names it)");
 	assert_string_equal(na_kvm_exit_words(66 << 8, buf, sizeof(buf)),
 			    "vhpc-hv exited with status 66: test-guest debug exit 2");
 	assert_string_equal(na_kvm_exit_words(40 << 8, buf, sizeof(buf)), "vhpc-hv exited with status 40");

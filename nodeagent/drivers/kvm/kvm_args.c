@@ -375,6 +375,7 @@ const char *na_kvm_exit_words(int st, char *buf, size_t len)
 		[HV_EXIT_CRASH] = "triple fault or KVM internal error",
 		[HV_EXIT_KILLED] = "killed (control socket or SIGTERM)",
 		[HV_EXIT_NO_HW] = "no hardware virtualization",
+		[HV_EXIT_SECCOMP] = "a system call outside its seccomp allowlist (hv.log names it)",
 	};
 
 	if (WIFEXITED(st)) {
