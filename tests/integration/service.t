@@ -83,10 +83,17 @@ as "$U" run -N 2 -n 2 --oversubscribe --timeout 60 -- sh -c \
 	 own=$(sed -n "s/^\\([0-9.]*\\) g1\$/\\1/p" /etc/hosts)
 	 ping -c 1 -W 2 "$own" >/dev/null 2>&1 && echo OWN=yes || echo OWN=no
 	 ping -c 2 -W 2 '"$baddr"' >/dev/null 2>&1 && echo OTHER=yes || echo OTHER=no
-	 ps -e -o user= | sort -u | tr "\n" " " | sed "s/^/PS=/"; echo' >"$T/a.out" 2>"$T/a.err"
+	 ps -e -o user= | sort -u | tr "\n" " " | sed "s/^/PS=/"; echo
+	 echo "SUID=$(find / -xdev -type f -perm /6000 2>/dev/null | wc -l) FILES=$(find /usr/bin -type f 2>/dev/null | wc -l)"
+	 mount -t tmpfs t /mnt >/dev/null 2>&1 && echo MOUNT=yes || echo MOUNT=no
+	 (echo 1 >/proc/sys/net/ipv4/ip_forward) 2>/dev/null && echo SYSCTL=yes || echo SYSCTL=no' >"$T/a.out" 2>"$T/a.err"
 check_eq "the first user's job reaches its own other guest" "OWN=yes" "$(grep '^OWN=' "$T/a.out")"
 check_eq "... but not the second user's guest $baddr (another job's network)" "OTHER=no" "$(grep '^OTHER=' "$T/a.out")"
 check_eq "... and sees only its own processes (as its root)" "PS=root " "$(grep '^PS=' "$T/a.out")"
+check_match "... finds no setuid or setgid file among its image's files (the image builder strips those bits)" \
+	"^SUID=0 FILES=[1-9][0-9]+$" "$(grep '^SUID=' "$T/a.out")"
+check_eq "... cannot mount nor write /proc/sys through vhpc-ctld either" "MOUNT=no SYSCTL=no" \
+	"$(grep -E '^(MOUNT|SYSCTL)=' "$T/a.out" | tr '\n' ' ' | sed 's/ $//')"
 as "$U" output "$bj" >"$T/o2.out" 2>"$T/o2.err"
 check "the first user cannot read the second's output (spool)" test $? -ne 0 -a ! -s "$T/o2.out"
 diag "$(head -c 300 "$T/o2.err")"
