@@ -26,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/kvm.h>
 
 #define NAMES 512
 /* Resolved before the filter: the SIGSYS handler must not allocate. */
@@ -55,8 +56,6 @@ static const int plain[] = {
 	SCMP_SYS(preadv2), SCMP_SYS(pwritev2), SCMP_SYS(lseek), SCMP_SYS(close),
 	SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx), SCMP_SYS(fcntl),
 	SCMP_SYS(dup), SCMP_SYS(dup3), SCMP_SYS(fdatasync), SCMP_SYS(fsync), SCMP_SYS(fallocate),
-	/* KVM_RUN, irqfds, tap offloads, FIONREAD */
-	SCMP_SYS(ioctl),
 	/* event loops and their wake-ups */
 	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
 	SCMP_SYS(epoll_pwait2), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_create1), SCMP_SYS(eventfd2),
@@ -81,7 +80,7 @@ static const int plain[] = {
 	SCMP_SYS(unlink), SCMP_SYS(unlinkat),
 };
 /* The calls allowed with argument checks in rules(), and clone3's ENOSYS. */
-#define CHECKED 7
+#define CHECKED 8
 
 static int add(scmp_filter_ctx c, int nr, unsigned n, const struct scmp_arg_cmp *a)
 {
@@ -111,10 +110,17 @@ static int rules(scmp_filter_ctx c)
 		struct scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid());
 		/* A thread naming itself. */
 		struct scmp_arg_cmp name = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
+		/* ioctls of two families only: KVM's (KVM_RUN, irqfds, ioeventfds,
+		 * memory slots when a BAR moves) and type 'T' (the tap's
+		 * TUNSETOFFLOAD when the guest's driver changes offloads,
+		 * FIONREAD, FIONBIO).  No socket, block-device or other ioctl. */
+		struct scmp_arg_cmp kvm = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)KVMIO << 8);
+		struct scmp_arg_cmp tun = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)'T' << 8);
 
 		if ((rc = add(c, SCMP_SYS(clone), 1, &thr)) || (rc = add(c, SCMP_SYS(socket), 1, &unx)) ||
 		    (rc = add(c, SCMP_SYS(openat), 1, &rdonly)) || (rc = add(c, SCMP_SYS(move_pages), 1, &query)) ||
-		    (rc = add(c, SCMP_SYS(tgkill), 1, &self)) || (rc = add(c, SCMP_SYS(prctl), 1, &name)))
+		    (rc = add(c, SCMP_SYS(tgkill), 1, &self)) || (rc = add(c, SCMP_SYS(prctl), 1, &name)) ||
+		    (rc = add(c, SCMP_SYS(ioctl), 1, &kvm)) || (rc = add(c, SCMP_SYS(ioctl), 1, &tun)))
 			return rc;
 		rc = seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	}

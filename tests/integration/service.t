@@ -78,8 +78,12 @@ for _ in $(seq 300); do grep -q '^B=' "$T/b.out" && break; sleep 0.1; done
 baddr=$(sed -n 's/^B=\([0-9.]*\) .*/\1/p' "$T/b.out" | head -n 1)
 bj=$(sed -n 's/^vhpc: job \([0-9]*\) submitted.*/\1/p' "$T/b.err")
 check "the second user's job runs (its guest g1 is $baddr)" test -n "$baddr"
+# A root-only file of the host that the guests see (their /sys is the
+# host's, read-only); reading it has no side effect.
+secret=$(find /sys/kernel/mm/damon /sys/kernel/slab -maxdepth 3 -type f -perm 0400 -user root 2>/dev/null | head -1)
 as "$U" run -N 2 -n 2 --oversubscribe --timeout 60 -- sh -c \
 	'[ $OMPI_COMM_WORLD_RANK = 0 ] || exit 0
+	 cat '"${secret:-/nonexistent}"' >/dev/null 2>&1 && echo SECRET=yes || echo SECRET=no
 	 own=$(sed -n "s/^\\([0-9.]*\\) g1\$/\\1/p" /etc/hosts)
 	 ping -c 1 -W 2 "$own" >/dev/null 2>&1 && echo OWN=yes || echo OWN=no
 	 ping -c 2 -W 2 '"$baddr"' >/dev/null 2>&1 && echo OTHER=yes || echo OTHER=no
@@ -89,6 +93,11 @@ as "$U" run -N 2 -n 2 --oversubscribe --timeout 60 -- sh -c \
 	 (echo 1 >/proc/sys/net/ipv4/ip_forward) 2>/dev/null && echo SYSCTL=yes || echo SYSCTL=no' >"$T/a.out" 2>"$T/a.err"
 check_eq "the first user's job reaches its own other guest" "OWN=yes" "$(grep '^OWN=' "$T/a.out")"
 check_eq "... but not the second user's guest $baddr (another job's network)" "OTHER=no" "$(grep '^OTHER=' "$T/a.out")"
+if [ -n "$secret" ]; then
+	check_eq "... cannot read a root-only host file ($secret)" "SECRET=no" "$(grep '^SECRET=' "$T/a.out")"
+else
+	skip "cannot read a root-only host file: this kernel has none under /sys/kernel/mm/damon or /sys/kernel/slab"
+fi
 check_eq "... and sees only its own processes (as its root)" "PS=root " "$(grep '^PS=' "$T/a.out")"
 check_match "... finds no setuid or setgid file among its image's files (the image builder strips those bits)" \
 	"^SUID=0 FILES=[1-9][0-9]+$" "$(grep '^SUID=' "$T/a.out")"

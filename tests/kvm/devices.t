@@ -96,7 +96,7 @@ exec vhpc-mpibench -msglog 0:20 -iter 200 PingPong'
 pid=$!
 hvc=
 for _ in $(seq 900); do
-	hvc=$(cat "$VHPC_RUN_DIR"/jobs/*/kvm[01]/console 2>/dev/null | grep -c 'vhpc-devices-t hvc0 of rank')
+	hvc=$(cat "$VHPC_RUN_DIR"/jobs/*/kvm[01]/hv/console 2>/dev/null | grep -c 'vhpc-devices-t hvc0 of rank')
 	[ "$hvc" = 2 ] && break
 	kill -0 $pid 2>/dev/null || break
 	sleep 0.2

@@ -33,14 +33,14 @@ start_job() {
 	# Not ready in time and still waiting: say where each guest got to.
 	grep -q 'guests\? ready in' "$T/$name.err" || ! kill -0 $pid 2>/dev/null ||
 		diag "$name: no guest ready after 120 s; the consoles' last lines:" \
-			"$(tail -n 15 "$VHPC_RUN_DIR"/jobs/*/kvm*/serial 2>/dev/null)"
+			"$(tail -n 15 "$VHPC_RUN_DIR"/jobs/*/kvm*/hv/serial 2>/dev/null)"
 }
 # ends_within SECONDS: vhpc ($pid) ends in time; sets rc.
 ends_within() {
 	local i
 	for i in $(seq $(($1 * 5))); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
 	if kill -0 $pid 2>/dev/null; then
-		diag "still running after $1 s; the guests' consoles:" "$(tail -n 30 "$VHPC_RUN_DIR"/jobs/*/kvm*/serial 2>/dev/null)"
+		diag "still running after $1 s; the guests' consoles:" "$(tail -n 30 "$VHPC_RUN_DIR"/jobs/*/kvm*/hv/serial 2>/dev/null)"
 		kill -9 $pid; wait $pid; rc=timeout
 	else
 		wait $pid; rc=$?
