@@ -261,10 +261,25 @@ static int service_stop_all(bool quiet)
 		stop_pid(munged, 10000);
 		rmdir("/run/munge");   /* made by start; only if munged left it empty */
 	}
-	svc_path(path, sizeof(path), "");
-	if (access(path, F_OK) == 0 && rm_rf(path, &e) < 0) {
-		fprintf(stderr, "vhpc service stop: %s\n", e.msg);
-		return EXIT_VHPC;
+	/* Only what start made: $VHPC_SERVICE_DIR may name a folder that
+	 * holds other things too. */
+	{
+		static const char *const trees[] = { "ctld", "run" };
+		static const char *const files[] = { "ctld.pid", "vhpcd.pid", "munged.pid", "ctld.log", "vhpcd.log" };
+
+		for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+			svc_path(path, sizeof(path), trees[i]);
+			if (access(path, F_OK) == 0 && rm_rf(path, &e) < 0) {
+				fprintf(stderr, "vhpc service stop: %s\n", e.msg);
+				return EXIT_VHPC;
+			}
+		}
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			svc_path(path, sizeof(path), files[i]);
+			unlink(path);
+		}
+		svc_path(path, sizeof(path), "");
+		rmdir(path);   /* unless something else is in it */
 	}
 	if (!quiet)
 		printf("vhpc service: %s\n", any ? "stopped" : "was not running");
