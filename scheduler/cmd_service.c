@@ -224,6 +224,31 @@ static int wait_ready(const char *ctl, const char *node, int timeout_ms, struct 
 			node ? "come up as a node" : "answer", timeout_ms / 1000, e.msg[0] ? ": " : "", e.msg);
 }
 
+static int service_stop_all(bool quiet);
+
+/* Spawns one daemon of the service (NAME.pid, NAME.log in its folder) and
+ * waits until the controller answers (and, with node, lists it as up); on
+ * failure says why with the daemon's last log lines and stops the service. */
+static int start_daemon(const char *const *argv, const char *name, const char *run_dir, const char *ctl,
+			const char *node, int timeout_ms)
+{
+	char pidname[32], logname[32], tail[1500];
+	struct verr err;
+
+	snprintf(pidname, sizeof(pidname), "%s.pid", name);
+	snprintf(logname, sizeof(logname), "%s.log", name);
+	if (spawn(argv, pidname, run_dir, &err) < 0) {
+		fprintf(stderr, "vhpc service start: %s\n", err.msg);
+	} else if (wait_ready(ctl, node, timeout_ms, &err) < 0) {
+		log_tail(logname, tail, sizeof(tail));
+		fprintf(stderr, "vhpc service start: %s\n%s\n", err.msg, tail);
+	} else {
+		return 0;
+	}
+	service_stop_all(true);
+	return -1;
+}
+
 static int service_stop_all(bool quiet)
 {
 	char path[PATH_MAX], rundir[PATH_MAX];
@@ -293,7 +318,7 @@ static int service_start(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	char ctl[64], nodeaddr[64], name[64], dir[PATH_MAX], p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX],
-		p4[PATH_MAX], ctldb[512], nab[512], tail[1500];
+		p4[PATH_MAX], ctldb[512], nab[512];
 	long long port = DEFAULT_PORT;
 	bool started_munge;
 	struct verr err;
@@ -363,14 +388,8 @@ static int service_start(int argc, char **argv)
 		const char *const av[] = { vhpc_prog("vhpc-ctld", ctldb, sizeof(ctldb)), "--listen", ctl, "--state", p1,
 					   "--log", p2, NULL };
 
-		if (spawn(av, "ctld.pid", NULL, &err) < 0)
-			goto fail_msg;
-	}
-	if (wait_ready(ctl, NULL, 15000, &err) < 0) {
-		log_tail("ctld.log", tail, sizeof(tail));
-		fprintf(stderr, "vhpc service start: %s\n%s\n", err.msg, tail);
-		service_stop_all(true);
-		return EXIT_VHPC;
+		if (start_daemon(av, "ctld", NULL, ctl, NULL, 15000) < 0)
+			return EXIT_VHPC;
 	}
 	svc_path(p3, sizeof(p3), "vhpcd.log");
 	svc_path(p4, sizeof(p4), "run");
@@ -378,14 +397,8 @@ static int service_start(int argc, char **argv)
 		const char *const av[] = { vhpc_prog("vhpcd", nab, sizeof(nab)), "--listen", nodeaddr, "--controller", ctl,
 					   "--name", name, "--log", p3, NULL };
 
-		if (spawn(av, "vhpcd.pid", p4, &err) < 0)
-			goto fail_msg;
-	}
-	if (wait_ready(ctl, name, 30000, &err) < 0) {
-		log_tail("vhpcd.log", tail, sizeof(tail));
-		fprintf(stderr, "vhpc service start: %s\n%s\n", err.msg, tail);
-		service_stop_all(true);
-		return EXIT_VHPC;
+		if (start_daemon(av, "vhpcd", p4, ctl, name, 30000) < 0)
+			return EXIT_VHPC;
 	}
 	{
 		char txt[80];
