@@ -4,6 +4,7 @@
 #ifndef VHPC_LIB_CLUSTER_H
 #define VHPC_LIB_CLUSTER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "lib/config.h"
 #include "lib/inet.h"
@@ -20,6 +21,12 @@ struct cluster_cfg {
 	int default_driver;
 	uint64_t default_mem;
 	long long default_timeout;
+	/* Host paths every job's guests get (SRC[:DST][:ro], lib/binds.h),
+	 * where a job's own --bind may come from (none: anywhere but the
+	 * image's own folders), and whether each user's home is shared. */
+	struct cf_strlist binds;
+	struct cf_strlist bind_allow;
+	bool bind_home;
 };
 extern const struct cf_schema cluster_schema;
 /* path NULL: $VHPC_CLUSTER, else <config dir>/cluster.yaml. */

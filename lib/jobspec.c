@@ -1,6 +1,7 @@
 /* Job specifications and the cluster file: the two configs every component
  * reads, so their schemas live here once. */
 #include "lib/jobspec.h"
+#include "lib/binds.h"
 #include "lib/cluster.h"
 #include "lib/config.h"
 #include "lib/err.h"
@@ -33,6 +34,8 @@ static const struct cf_field job_fields[] = {
 	{ .key = "scratch", .kind = CF_SIZE, .off = J(scratch), .min = JOB_SCRATCH_MIN, .max = JOB_SCRATCH_MAX },
 	{ .key = "command", .kind = CF_STRLIST, .off = J(command), .flags = CF_REQUIRED },
 	{ .key = "env", .kind = CF_STRMAP, .off = J(env) },
+	{ .key = "workdir", .kind = CF_STR, .off = J(workdir) },
+	{ .key = "binds", .kind = CF_STRLIST, .off = J(binds) },
 	{ 0 }
 };
 const struct cf_schema job_spec_schema = { "job", sizeof(struct job_spec), job_fields };
@@ -49,6 +52,8 @@ void job_spec_defaults(struct job_spec *j)
 
 int job_spec_check(const struct job_spec *j, struct verr *err)
 {
+	char why[512];
+
 	if (j->name && !ident_ok(j->name, 64))
 		return verr_set(err, "job name '%s': use letters, digits, '.', '_' and '-' (at most 64)", j->name);
 	if (j->image && !ident_ok(j->image, 64))
@@ -60,6 +65,16 @@ int job_spec_check(const struct job_spec *j, struct verr *err)
 				j->ranks, j->guests);
 	if (j->command.n == 0)
 		return verr_set(err, "no command to run");
+	if (j->workdir && bind_path_check("workdir", j->workdir, why, sizeof(why)) < 0)
+		return verr_set(err, "%s", why);
+	if (j->binds.n > BIND_MAX)
+		return verr_set(err, "%zu binds: a job has at most %d", j->binds.n, BIND_MAX);
+	for (size_t i = 0; i < j->binds.n; i++) {
+		struct bind b;
+
+		if (bind_parse(j->binds.v[i], &b, why, sizeof(why)) < 0)
+			return verr_set(err, "%s", why);
+	}
 	for (size_t i = 0; i < j->env.n; i++) {
 		const char *k = j->env.key[i];
 
@@ -124,7 +139,61 @@ static const struct cf_field defaults_fields[] = {
 };
 static const struct cf_schema defaults_schema = { "defaults", 0, defaults_fields };
 
+/* A list of paths, each checked where it is written. */
+static int parse_pathlist(const cf_doc *d, const cf_node *n, void *dst, struct verr *err, bool specs)
+{
+	struct cf_strlist *l = dst;
+	size_t len;
+
+	if (cf_node_type(n) != CF_NODE_SEQ)
+		return cf_error(d, n, err, "expected a list of paths such as [/home, /scratch]");
+	len = cf_seq_len(d, n);
+	if (len > BIND_MAX)
+		return cf_error(d, n, err, "%zu paths: at most %d", len, BIND_MAX);
+	if (!(l->v = calloc(len + 1, sizeof(char *))))
+		return verr_set(err, "out of memory");
+	for (size_t i = 0; i < len; i++) {
+		const cf_node *e = cf_seq_at(d, n, i);
+		const char *s = cf_scalar(e);
+		char why[512];
+		struct bind b;
+
+		if (!s)
+			return cf_error(d, e, err, "expected a path, got a list or mapping");
+		if (specs ? bind_parse(s, &b, why, sizeof(why)) < 0 : bind_path_check("path", s, why, sizeof(why)) < 0)
+			return cf_error(d, e, err, "%s", why);
+		if (!(l->v[i] = strdup(s)))
+			return verr_set(err, "out of memory");
+		l->n = i + 1;
+	}
+	return 0;
+}
+
+static int parse_binds(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
+{
+	return parse_pathlist(d, n, dst, err, true);
+}
+
+static int parse_allow(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
+{
+	return parse_pathlist(d, n, dst, err, false);
+}
+
+static void release_pathlist(void *dst)
+{
+	struct cf_strlist *l = dst;
+
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
 static const struct cf_field cluster_fields[] = {
+	{ .key = "binds", .kind = CF_CUSTOM, .off = C(binds), .parse = parse_binds, .release = release_pathlist },
+	{ .key = "bind_allow", .kind = CF_CUSTOM, .off = C(bind_allow), .parse = parse_allow, .release = release_pathlist },
+	{ .key = "bind_home", .kind = CF_BOOL, .off = C(bind_home) },
 	{ .key = "name", .kind = CF_STR, .off = C(name), .flags = CF_REQUIRED },
 	{ .key = "controller", .kind = CF_STR, .off = C(controller), .what = "host:port" },
 	{ .key = "job_network", .kind = CF_STRUCT, .off = C(job_pool), .sub = &jobnet_schema, .flags = CF_REQUIRED },
@@ -142,6 +211,7 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 	c->guest_port = 7707;
 	c->default_mem = 512ull << 20;
 	c->default_timeout = 3600;
+	c->bind_home = true;
 	if (!path)
 		path = getenv("VHPC_CLUSTER");
 	if (!path || !*path) {

@@ -31,6 +31,8 @@ struct job_spec {
 	uint64_t scratch;        /* per guest: an empty writable /scratch of this size; 0 = none */
 	struct cf_strlist command;
 	struct cf_strmap env;
+	char *workdir;           /* where it was submitted (absolute); NULL = none */
+	struct cf_strlist binds; /* the job's own SRC[:DST][:ro] (lib/binds.h) */
 };
 extern const struct cf_schema job_spec_schema;
 #define JOB_SCRATCH_MIN (16ull << 20)
