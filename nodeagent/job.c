@@ -200,6 +200,26 @@ static void log_placement(const struct na_job *j)
 	}
 }
 
+/* Before anything is made for the guests: a missing or unreadable path
+ * fails the start with its name. */
+static int check_binds(struct na_job *j, struct verr *err)
+{
+	const struct bind_list *l = j->s.binds;
+
+	j->s.binds = NULL;
+	if (!l || l->n == 0)
+		return 0;
+	if (!j->s.drv->host_paths)
+		return verr_set(err, "driver %s cannot share host paths with its guests yet (%s and %d more)",
+				j->s.drv->name, l->v[0].src, l->n - 1);
+	if (!(j->hb = calloc((size_t)l->n, sizeof(*j->hb))))
+		return verr_set(err, "out of memory");
+	if (na_binds_check(l, j->s.uid, j->s.gid, j->hb, err) < 0)
+		return -1;
+	j->nhb = l->n;
+	return 0;
+}
+
 int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err)
 {
 	struct na_place_req req = { 0 };
@@ -209,7 +229,7 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	if (copy_spec(j, s, err) < 0 || (s->drv->check_job && s->drv->check_job(j, err) < 0))
 		return -1;
 	j->emulated = s->emulated;
-	if (open_to_user(j, err) < 0)
+	if (open_to_user(j, err) < 0 || check_binds(j, err) < 0)
 		return -1;
 	if (cancelled(j, err) || image_ensure(s->image, s->drv->image_flags, &j->img, err) < 0)
 		return -1;
@@ -375,8 +395,11 @@ void na_job_teardown(struct na_job *j)
 	j->have_jd = false;
 	free(j->place);
 	free(j->g);
+	free(j->hb);
 	j->place = NULL;
 	j->g = NULL;
+	j->hb = NULL;
+	j->nhb = 0;
 }
 
 int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s, struct verr *err)

@@ -46,12 +46,14 @@
 #include "lib/cluster.h"
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "lib/binds.h"
 #include "lib/jobspec.h"
 #include "lib/tuning.h"
 #include "images/images.h"
 #include "nodeagent/jobdir/jobdir.h"
 #include "nodeagent/net/net.h"
 #include "nodeagent/place/place.h"
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -105,6 +107,17 @@ const char *na_driver_name(const struct na_driver *d);
 int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err);
 bool na_driver_emulation(const struct na_driver *d);
 
+/* A job's host path, as this node's check found it (binds.c). */
+struct na_hbind {
+	char src[PATH_MAX];            /* resolved, as the user's lookup reached it */
+	char dst[BIND_PATH_MAX];
+	bool ro, dir;
+	unsigned long flags;           /* the source mount's statvfs f_flag */
+};
+/* Each of l's sources exists here and the user (uid, gid and the groups
+ * of that uid's passwd entry) may read it; out[i] for l->v[i]. */
+int na_binds_check(const struct bind_list *l, uid_t uid, gid_t gid, struct na_hbind *out, struct verr *err);
+
 struct na_job_spec {
 	const char *label;             /* VHPC_JOB inside the guests */
 	const struct na_driver *drv;   /* checked (na_driver_check_with) */
@@ -125,6 +138,7 @@ struct na_job_spec {
 	int vmshm_slots;               /* ranks of the whole job */
 	const char *host_id;           /* the vmshm BTL's "same host" */
 	uint64_t scratch;              /* each guest's /scratch; 0 = none */
+	const struct bind_list *binds; /* host paths in every guest; NULL = none */
 	uint8_t key[CHAN_KEY_LEN];     /* the job's guest channel key */
 	/* The job's user: what runs in the guests is this uid and gid on the
 	 * host, and the files the guests use (key, spool, vmshm region) are
@@ -168,6 +182,8 @@ struct na_job {
 	char spool[512];               /* <job dir>/spool when s.spool_size */
 	bool spool_mounted;
 	struct na_guest *g;            /* [s.nguests]; g[k].priv NULL until started */
+	struct na_hbind *hb;           /* [nhb]: s.binds as checked here */
+	int nhb;
 	void *drv_job;                 /* the driver's state for the job */
 };
 

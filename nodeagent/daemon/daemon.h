@@ -13,6 +13,7 @@
 #ifndef VHPC_NODEAGENT_VHPCD_INT_H
 #define VHPC_NODEAGENT_VHPCD_INT_H
 
+#include "lib/binds.h"
 #include "lib/chan.h"
 #include "lib/cluster.h"
 #include "lib/err.h"
@@ -56,6 +57,7 @@ struct vprep {
 	uint32_t *peers;
 	char key_hex[2 * CHAN_KEY_LEN + 1];
 	int64_t timeout;
+	struct bind_list binds;    /* host paths in the guests */
 };
 
 struct vmsg {

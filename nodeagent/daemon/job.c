@@ -90,6 +90,7 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->vmshm_slots = j->p.nranks_total;
 	s->host_id = j->host_id;
 	s->scratch = j->p.scratch;
+	s->binds = &j->p.binds;
 	/* The controller vouches for the uid (the submitter's munge
 	 * credential); its group is this node's account's, as in Slurm. */
 	if (user_of(j->p.uid, &s->uid, &s->gid, err) < 0)

@@ -65,11 +65,45 @@ static int int_array(struct json_object *o, const char *key, size_t max, long lo
 	return 0;
 }
 
+/* The controller planned them (lib/binds.h); checked again all the same:
+ * what arrives on a socket is not trusted to follow the rules. */
+static int parse_binds(struct json_object *o, struct bind_list *l, struct verr *err)
+{
+	static const char *const f[] = { "src", "dst", "ro", NULL };
+	struct json_object *a = NULL;
+	char why[512];
+
+	l->n = 0;
+	if (jf_array(o, "binds", false, BIND_MAX, &a, err) < 0)
+		return -1;
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+		struct bind *b = &l->v[l->n];
+		const char *src, *dst;
+
+		if (!json_object_is_type(e, json_type_object))
+			return verr_set(err, "\"binds\"[%zu]: expected an object", i);
+		if (jf_only(e, "binds", f, err) < 0 || jf_str(e, "src", true, BIND_PATH_MAX - 1, &src, err) < 0 ||
+		    jf_str(e, "dst", true, BIND_PATH_MAX - 1, &dst, err) < 0 || jf_bool(e, "ro", true, &b->ro, err) < 0)
+			return verr_wrap(err, "\"binds\"[%zu]", i);
+		if (bind_path_check("source", src, why, sizeof(why)) < 0 || bind_path_check("destination", dst, why, sizeof(why)) < 0)
+			return verr_set(err, "\"binds\"[%zu]: %s", i, why);
+		if (!strcmp(src, "/") || bind_dst_protected(dst))
+			return verr_set(err, "\"binds\"[%zu]: %s over the guest's %s is not a bind the rules allow", i,
+					src, bind_dst_protected(dst) ? bind_dst_protected(dst) : "root");
+		snprintf(b->src, sizeof(b->src), "%s", src);
+		snprintf(b->dst, sizeof(b->dst), "%s", dst);
+		l->n++;
+	}
+	return 0;
+}
+
 static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *err)
 {
 	static const char *const f[] = {
 		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "tuning", "driver",
-		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers", NULL
+		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers",
+		"binds", NULL
 	};
 	const char *s;
 	long long v;
@@ -132,7 +166,8 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	if (jf_int(o, "timeout", true, 1, 366 * 86400, &v, err) < 0)
 		return -1;
 	p->timeout = v;
-	if (int_array(o, "ranks", VD_MAX_JOB_GUESTS, 1, 1 << 20, &p->ranks, &p->ntotal, err) < 0)
+	if (int_array(o, "ranks", VD_MAX_JOB_GUESTS, 1, 1 << 20, &p->ranks, &p->ntotal, err) < 0 ||
+	    parse_binds(o, &p->binds, err) < 0)
 		return -1;
 	if (p->ntotal < 1)
 		return verr_set(err, "\"ranks\": a job has at least one guest");

@@ -16,6 +16,11 @@ struct tuning;
 struct na_bind {
 	const char *src, *dst;
 	bool ro;
+	/* A user's host path: mounted with the flags its source mount has
+	 * (statvfs f_flag in flags), executable unless that is noexec; the
+	 * agent's own binds are always noexec. */
+	bool host;
+	unsigned long flags;
 };
 
 struct na_ctr_spec {
@@ -87,6 +92,13 @@ struct json_object;
 /* The OCI runtime config for a container (unit-tested on its own). */
 int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 		  struct json_object **out, struct verr *err);
+/* The rootfs of a job with host paths hb[n] (rootfs.c): out is an overlay
+ * at <jobdir>/rootfs with their mountpoints over image, and 1 is returned;
+ * 0 and out = image when none is needed. */
+struct na_hbind;
+int na_ctr_rootfs_make(const char *jobdir, const char *image, const struct na_hbind *hb, int n,
+		       char *out, size_t len, struct verr *err);
+void na_ctr_rootfs_remove(const char *jobdir);
 /* The OCI linux.seccomp object every container guest gets (seccomp.c). */
 struct json_object *na_seccomp_profile(void);
 

@@ -19,6 +19,7 @@
 #include "nodeagent/nodeagent.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,27 @@ struct ctr_guest {
 	char sys[512];           /* <job dir>/sys<index>: a sysfs of the guest's netns */
 	bool mounted, sys_mounted;
 };
+
+/* The job's rootfs: the image, or an overlay with the binds' mountpoints. */
+struct ctr_job {
+	char rootfs[PATH_MAX];
+	bool overlay;
+};
+
+static int prepare(struct na_job *j, struct verr *err)
+{
+	struct ctr_job *cj = calloc(1, sizeof(*cj));
+	int rc;
+
+	if (!cj)
+		return verr_set(err, "out of memory");
+	j->drv_job = cj;
+	rc = na_ctr_rootfs_make(j->jd.path, j->img.rootfs, j->hb, j->nhb, cj->rootfs, sizeof(cj->rootfs), err);
+	if (rc < 0)
+		return -1;
+	cj->overlay = rc > 0;
+	return 0;
+}
 
 static int check(bool allow_emulated, bool *emulated, struct verr *err)
 {
@@ -86,8 +108,9 @@ static int start(struct na_job *j, int k, struct verr *err)
 		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key", NULL
 	};
 	struct na_guest_env env;
-	struct na_bind binds[5];
+	struct na_bind binds[5 + BIND_MAX];
 	struct na_ctr_spec s = { 0 };
+	const struct ctr_job *cj = j->drv_job;
 	struct ctr_guest *cg = guest_state(j, k, err);
 	bool vmshm = j->vmshm[0] != 0;
 
@@ -101,23 +124,25 @@ static int start(struct na_job *j, int k, struct verr *err)
 	snprintf(name, sizeof(name), "g%d", gi);
 	snprintf(listen, sizeof(listen), "%s:%d", ipv4_format(j->net.guest_addr[k], ip, sizeof(ip)), j->s.guest_port);
 	snprintf(hosts, sizeof(hosts), "%s/hosts", j->shared);
-	binds[0] = (struct na_bind){ j->shared, "/vhpc", true };
-	binds[1] = (struct na_bind){ cg->dir, "/vhpc/run", false };
-	binds[2] = (struct na_bind){ hosts, "/etc/hosts", true };
+	binds[0] = (struct na_bind){ .src = j->shared, .dst = "/vhpc", .ro = true };
+	binds[1] = (struct na_bind){ .src = cg->dir, .dst = "/vhpc/run", .ro = false };
+	binds[2] = (struct na_bind){ .src = hosts, .dst = "/etc/hosts", .ro = true };
 	s.nbinds = 3;
 	if (gi == 0 && na_job_spool(j)) {
 		/* Detached commands (the job's mpirun) write their output here. */
-		binds[s.nbinds++] = (struct na_bind){ na_job_spool(j), "/vhpc/spool", false };
+		binds[s.nbinds++] = (struct na_bind){ .src = na_job_spool(j), .dst = "/vhpc/spool", .ro = false };
 		argv[10] = "--spool";
 		argv[11] = "/vhpc/spool";
 		argv[12] = NULL;
 	}
 	if (vmshm)
-		binds[s.nbinds++] = (struct na_bind){ j->vmshm, VHPC_VMSHM_GUEST_PATH, false };
+		binds[s.nbinds++] = (struct na_bind){ .src = j->vmshm, .dst = VHPC_VMSHM_GUEST_PATH, .ro = false };
+	for (int i = 0; i < j->nhb && i < BIND_MAX; i++)
+		binds[s.nbinds++] = (struct na_bind){ .src = j->hb[i].src, .dst = j->hb[i].dst, .ro = j->hb[i].ro, .host = true, .flags = j->hb[i].flags };
 	s.job = j->jd.job;
 	s.index = gi;
 	s.hostname = name;
-	s.rootfs = j->img.rootfs;
+	s.rootfs = cj ? cj->rootfs : j->img.rootfs;
 	s.argv = argv;
 	s.env = na_guest_env(&env, j->s.label, gi, vmshm ? j->s.host_id : NULL, j->s.vmshm_slots);
 	s.binds = binds;
@@ -206,6 +231,11 @@ static int stop_all(struct na_job *j, int grace_ms, struct verr *err)
 
 static void release(struct na_job *j)
 {
+	/* Also after a takeover, which never ran prepare: by its name. */
+	if (j->have_jd)
+		na_ctr_rootfs_remove(j->jd.path);
+	free(j->drv_job);
+	j->drv_job = NULL;
 	for (int k = 0; j->g && k < j->s.nguests; k++) {
 		struct ctr_guest *cg = j->g[k].priv;
 
@@ -225,7 +255,9 @@ const struct na_driver na_driver_container = {
 	.id = DRIVER_CONTAINER,
 	.guest_netns = true,
 	.host_spool = true,
+	.host_paths = true,
 	.check = check,
+	.prepare = prepare,
 	.ready_seconds = ready_seconds,
 	.start = start,
 	.adopt = adopt,

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -253,12 +254,28 @@ static struct json_object *oci_mounts(const struct na_ctr_spec *s)
 		snprintf(scr, sizeof(scr), "size=%llu", (unsigned long long)s->scratch_size);
 		add_mount(mounts, "/scratch", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", scr, NULL });
 	}
-	/* noexec as well: the agent's tmpfs behind some of them is, and inside
-	 * the guest's user namespace a bind cannot drop a flag its source has
-	 * (nothing in them is a program). */
-	for (int i = 0; i < s->nbinds; i++)
-		add_mount(mounts, s->binds[i].dst, "bind", s->binds[i].src,
-			  (const char *[]){ "rbind", "nosuid", "nodev", "noexec", s->binds[i].ro ? "ro" : "rw", NULL });
+	/* The agent's binds noexec as well: the agent's tmpfs behind some of
+	 * them is, and inside the guest's user namespace a bind cannot drop a
+	 * flag its source has (nothing in them is a program). */
+	for (int i = 0; i < s->nbinds; i++) {
+		const struct na_bind *b = &s->binds[i];
+		const char *o[8] = { "rbind", "nosuid", "nodev", b->ro ? "ro" : "rw" };
+		int k = 4;
+
+		/* A user's path keeps its mount's locked flags (a user namespace
+		 * may not clear them) and is otherwise executable: the job's own
+		 * programs live there. */
+		if (!b->host || (b->flags & ST_NOEXEC))
+			o[k++] = "noexec";
+		if (b->host && (b->flags & ST_NOATIME))
+			o[k++] = "noatime";
+		else if (b->host && (b->flags & ST_RELATIME))
+			o[k++] = "relatime";
+		if (b->host && (b->flags & ST_NODIRATIME))
+			o[k++] = "nodiratime";
+		o[k] = NULL;
+		add_mount(mounts, b->dst, "bind", b->src, o);
+	}
 	return mounts;
 }
 
