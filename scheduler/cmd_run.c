@@ -47,7 +47,13 @@ static void run_usage(void)
 	       "      --scratch SIZE    an empty writable /scratch of SIZE in each guest,\n"
 	       "                        removed with the job (kvm: a disk; container: tmpfs)\n"
 	       "      --job FILE        take the job from a YAML file; later flags override\n"
-	       "  -x NAME=VALUE         environment variable for the ranks (repeatable)\n"
+	       "  -x NAME[=VALUE]       environment variable for the ranks (repeatable);\n"
+	       "                        NAME alone passes your own value\n"
+	       "      --bind SRC[:DST][:ro]  share host path SRC at DST (default SRC) in\n"
+	       "                        every guest (repeatable); your home, the current\n"
+	       "                        directory and the cluster's site paths are shared\n"
+	       "                        by default, and the job runs in this directory\n"
+	       "      --chdir DIR       run the job in DIR instead of this directory\n"
 	       "      --topology SPEC   place on an hwloc topology instead of this machine's\n"
 	       "                        (testing: \"synthetic:numa:2 core:4\" or FILE.xml)\n");
 }

@@ -25,6 +25,7 @@
 #include "lib/inet.h"
 #include "lib/jobspec.h"
 #include "lib/wire.h"
+#include "jobpaths.h"
 #include "sched.h"
 #include "store.h"
 
@@ -117,6 +118,8 @@ struct cjob {
 	uint64_t mem;
 	int64_t limit;                 /* seconds */
 	char image[65], tuning[65];
+	struct job_paths paths;        /* binds, working directory, home */
+	char paths_err[300];           /* why paths could not be planned, or "" */
 	/* allocation (STARTING on) */
 	int nalloc;
 	struct sched_guest *alloc;     /* node = index into g.nodes */

@@ -85,6 +85,20 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 		return err_reply("invalid", "%lld guests need more addresses than the job network pool %s/%d holds",
 				 m->spec.guests, ipv4_format(g.cl.job_pool.addr, a, sizeof(a)), g.cl.job_pool.prefix);
 	}
+	{
+		/* Its paths are planned again when it starts; refused here, the
+		 * user hears why at once. */
+		struct job_paths *jp = malloc(sizeof(*jp));
+		int drv = m->spec.driver >= 0 ? m->spec.driver : g.cl.default_driver;
+
+		if (!jp || job_paths_plan(&g.cl, &m->spec, uid, drv, jp, &e) < 0) {
+			free(jp);
+			json_object_put(spec);
+			free(j);
+			return err_reply("invalid", "%s", jp ? e.msg : "out of memory");
+		}
+		free(jp);
+	}
 	/* Durable before the reply: the id is the row's. */
 	if (store_job_add(g.st, uid, m->spec.name ? m->spec.name : "job", text, wall_s(), &id, &e) < 0) {
 		json_object_put(spec);

@@ -172,6 +172,19 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 		json_object_object_add(o, "scratch", json_object_new_int64((int64_t)j->spec.scratch));
 	json_object_object_add(o, "key", json_object_new_string(j->key_hex));
 	json_object_object_add(o, "timeout", json_object_new_int64(j->limit));
+	if (j->paths.binds.n) {
+		struct json_object *b = json_object_new_array();
+
+		for (int i = 0; i < j->paths.binds.n; i++) {
+			struct json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "src", json_object_new_string(j->paths.binds.v[i].src));
+			json_object_object_add(e, "dst", json_object_new_string(j->paths.binds.v[i].dst));
+			json_object_object_add(e, "ro", json_object_new_boolean(j->paths.binds.v[i].ro));
+			json_object_array_add(b, e);
+		}
+		json_object_object_add(o, "binds", b);
+	}
 	for (int i = 0; i < j->nalloc; i++) {
 		if (j->alloc[i].node == node)
 			json_object_array_add(guests, json_object_new_int(i));
@@ -216,6 +229,8 @@ static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
 	lp.net_if = "eth0";
 	lp.vmshm = job_vmshm(j);
 	lp.vmshm_component_dir = VMSHM_COMPONENT_DIR;
+	lp.workdir = j->paths.wdir;
+	lp.home = j->paths.home;
 	/* launch_mpirun_argv reads ranks from the spec */
 	if (!(av = launch_mpirun_argv(&lp))) {
 		verr_set(err, "out of memory");
@@ -289,6 +304,13 @@ static void *start_thread(void *arg)
 	if (!j || j->state != JOB_STARTING) {
 		if (j)
 			j->worker = false;
+		pthread_mutex_unlock(&g.mu);
+		return NULL;
+	}
+	if (j->paths_err[0]) {
+		/* The cluster file changed under a queued job: it says why. */
+		j->worker = false;
+		job_end(j, JOB_FAILED, 125, "%s", j->paths_err);
 		pthread_mutex_unlock(&g.mu);
 		return NULL;
 	}

@@ -589,7 +589,7 @@ struct json_object *node_json(const struct cnode *n)
 void job_resolve(struct cjob *j)
 {
 	const struct job_spec *s = &j->spec;
-
+	struct verr e;
 
 	j->nguests = (int)s->guests;
 	j->ranks = (int)(s->ranks ? s->ranks : s->guests * (s->vcpus ? s->vcpus : 1));
@@ -602,6 +602,9 @@ void job_resolve(struct cjob *j)
 	snprintf(j->tuning, sizeof(j->tuning), "%s", s->tuning ? s->tuning : g.cl.default_tuning);
 	if (s->name)
 		snprintf(j->name, sizeof(j->name), "%s", s->name);
+	j->paths_err[0] = 0;
+	if (job_paths_plan(&g.cl, s, j->uid, s->driver >= 0 ? s->driver : g.cl.default_driver, &j->paths, &e) < 0)
+		snprintf(j->paths_err, sizeof(j->paths_err), "%s", e.msg);
 }
 
 struct cjob *job_new(void)

@@ -18,6 +18,7 @@
 #include "lib/tuning.h"
 #include "embedded.h"
 #include "cli.h"
+#include "jobpaths.h"
 #include "launch.h"
 #include "nodeagent/nodeagent.h"
 
@@ -46,6 +47,7 @@ static void on_signal(int sig)
 
 struct run {
 	const struct job_spec *j;
+	struct job_paths paths;
 	struct cluster_cfg cl;
 	struct tuning tun;
 	bool have_tun;
@@ -126,7 +128,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 	}
 	req.argv = (const char *const *)argv;
 	req.env = launch_env;
-	req.cwd = "/tmp";
+	req.cwd = lp->workdir ? lp->workdir : "/tmp";
 	req.out_fd = STDOUT_FILENO;
 	req.err_fd = STDERR_FILENO;
 	req.timeout_ms = (int)(r->timeout > 2000000 ? 2000000000 : r->timeout * 1000);
@@ -229,6 +231,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	struct launch_guest *lg = NULL;
 	struct na_job_spec s = { 0 };
 	const struct na_driver *drv;
+	enum vhpc_driver did;
 	const char *why = "";
 	double t0 = now_s();
 	int status = -1, removed = 0;
@@ -246,7 +249,8 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (cluster_load(NULL, &r.cl, err) < 0)
 		return -1;
-	drv = na_driver_get(na_driver_resolve(j->driver >= 0 ? j->driver : r.cl.default_driver, &why));
+	did = na_driver_resolve(j->driver >= 0 ? j->driver : r.cl.default_driver, &why);
+	drv = na_driver_get(did);
 	snprintf(whybuf, sizeof(whybuf), "%s", why);
 	why = whybuf;
 	if (o->allow_emulated_kvm && !na_driver_emulation(drv)) {
@@ -256,7 +260,8 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	/* Cheap checks first, before anything is made: a bad profile should
 	 * not wait for an image build. */
 	if (na_driver_check_with(drv, o->allow_emulated_kvm, &s.emulated, err) < 0 ||
-	    ready_timeout(&s.ready_timeout_s, err) < 0 || job_user(o->user, &s.uid, &s.gid, err) < 0)
+	    ready_timeout(&s.ready_timeout_s, err) < 0 || job_user(o->user, &s.uid, &s.gid, err) < 0 ||
+	    job_paths_plan(&r.cl, j, s.uid, (int)did, &r.paths, err) < 0)
 		goto out;
 	if (na_cleanup_stale(&removed, err) < 0)
 		goto out;
@@ -292,6 +297,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	s.vmshm_slots = (int)j->ranks;
 	s.host_id = na_boot_id();
 	s.scratch = j->scratch;
+	s.binds = &r.paths.binds;
 	s.job_timeout_s = r.timeout;
 	s.cancelled = cancelled;
 	random_bytes(s.key, sizeof(s.key));
@@ -318,6 +324,8 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	lp.net_if = "eth0";
 	lp.vmshm = r.nj.vmshm[0] != 0;
 	lp.vmshm_component_dir = VMSHM_COMPONENT_DIR;
+	lp.workdir = r.paths.wdir;
+	lp.home = r.paths.home;
 	if (run_job(&r, &lp, &status, err) < 0)
 		status = -1;
 	else

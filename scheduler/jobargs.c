@@ -1,5 +1,6 @@
 /* The options of `vhpc run` and `vhpc submit`: flags (or a job file) to a
  * job spec. */
+#include "lib/binds.h"
 #include "lib/err.h"
 #include "lib/jobspec.h"
 #include "lib/log.h"
@@ -38,13 +39,33 @@ static int parse_duration(const char *s, long long *out)
 	return 0;
 }
 
-static int add_env(struct job_spec *j, const char *kv)
+/* NAME=VALUE, or NAME alone for the submitter's own value (as mpirun's -x). */
+static int add_env(struct job_spec *j, const char *kv, const char *cmd)
 {
 	const char *eq = strchr(kv, '=');
 	char **nk, **nv;
 
-	if (!eq || eq == kv)
-		return -1;
+	if (eq == kv || !*kv)
+		return usage_error(cmd, "-x: expected NAME or NAME=VALUE, got '%s'", kv);
+	if (!eq) {
+		const char *v = getenv(kv);
+		char *both;
+		int rc;
+
+		if (!v)
+			return usage_error(cmd, "-x %s: %s is not set in your environment (give -x %s=VALUE)", kv, kv, kv);
+		if (asprintf(&both, "%s=%s", kv, v) < 0)
+			return usage_error(cmd, "out of memory");
+		rc = add_env(j, both, cmd);
+		free(both);
+		return rc;
+	}
+	for (size_t i = 0; i < j->env.n; i++)
+		if (strlen(j->env.key[i]) == (size_t)(eq - kv) && !strncmp(j->env.key[i], kv, eq - kv)) {
+			free(j->env.val[i]);
+			j->env.val[i] = strdup(eq + 1);
+			return j->env.val[i] ? 0 : usage_error(cmd, "out of memory");
+		}
 	nk = realloc(j->env.key, (j->env.n + 1) * sizeof(char *));
 	if (!nk)
 		return -1;
@@ -59,8 +80,26 @@ static int add_env(struct job_spec *j, const char *kv)
 	return 0;
 }
 
+static int add_bind(struct job_spec *j, const char *spec, const char *cmd)
+{
+	struct bind b;
+	char why[512], **nv;
+
+	if (bind_parse(spec, &b, why, sizeof(why)) < 0)
+		return usage_error(cmd, "--bind: %s", why);
+	if (j->binds.n >= BIND_MAX)
+		return usage_error(cmd, "--bind: a job has at most %d binds", BIND_MAX);
+	if (!(nv = realloc(j->binds.v, (j->binds.n + 2) * sizeof(char *))))
+		return usage_error(cmd, "out of memory");
+	j->binds.v = nv;
+	if (!(j->binds.v[j->binds.n] = strdup(spec)))
+		return usage_error(cmd, "out of memory");
+	j->binds.v[++j->binds.n] = NULL;
+	return 0;
+}
+
 enum { O_VCPUS = 256, O_MEM, O_IMAGE, O_TUNING, O_DRIVER, O_TIMEOUT, O_OVERSUB, O_MAPBY,
-       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP, O_EMUKVM, O_SCRATCH, O_USER };
+       O_NOVMSHM, O_JOB, O_TOPOLOGY, O_HELP, O_EMUKVM, O_SCRATCH, O_USER, O_BIND, O_CHDIR };
 
 int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		   struct embedded_opts *eo_out, void (*help)(void))
@@ -82,6 +121,8 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		{ "topology", required_argument, NULL, O_TOPOLOGY },
 		{ "allow-emulated-kvm", no_argument, NULL, O_EMUKVM },
 		{ "user", required_argument, NULL, O_USER },
+		{ "bind", required_argument, NULL, O_BIND },
+		{ "chdir", required_argument, NULL, O_CHDIR },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 }
 	};
@@ -89,7 +130,7 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 	struct embedded_opts eo = { 0 };
 	struct verr err;
 	bool have_ranks = false, have_job = false;
-	int c;
+	int c, rc;
 	long long v;
 	uint64_t sz;
 
@@ -186,9 +227,28 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 			break;
 		}
 		case 'x':
-			if (add_env(&j, optarg) < 0)
-				return usage_error(cmd, "-x: expected NAME=VALUE, got '%s'", optarg);
+			if ((rc = add_env(&j, optarg, cmd)) != 0) {
+				job_spec_free(&j);
+				return rc;
+			}
 			break;
+		case O_BIND:
+			if ((rc = add_bind(&j, optarg, cmd)) != 0) {
+				job_spec_free(&j);
+				return rc;
+			}
+			break;
+		case O_CHDIR: {
+			char why[512];
+
+			if (bind_path_check("--chdir", optarg, why, sizeof(why)) < 0) {
+				job_spec_free(&j);
+				return usage_error(cmd, "%s", why);
+			}
+			free(j.workdir);
+			j.workdir = strdup(optarg);
+			break;
+		}
 		case O_TOPOLOGY:
 			eo.topology = optarg;
 			break;
@@ -236,6 +296,17 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 	}
 	if (!have_ranks)
 		j.ranks = j.guests * (j.vcpus ? j.vcpus : 1);
+	/* Where the job was submitted, as Slurm runs a job there; a path
+	 * that cannot be shared is said at planning, not refused here. */
+	if (!j.workdir) {
+		char cwd[4096];
+		char why[512];
+
+		if (getcwd(cwd, sizeof(cwd)) && bind_path_check("the submission directory", cwd, why, sizeof(why)) == 0)
+			j.workdir = strdup(cwd);
+		else
+			log_info("the job will run in /tmp: %s", getcwd(cwd, sizeof(cwd)) ? why : "the current directory is unreachable");
+	}
 	if (job_spec_check(&j, &err) < 0) {
 		job_spec_free(&j);
 		return usage_error(cmd, "%s", err.msg);

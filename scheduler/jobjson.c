@@ -1,5 +1,6 @@
 #include "lib/err.h"
 #include "lib/jf.h"
+#include "lib/binds.h"
 #include "lib/jobspec.h"
 #include "jobjson.h"
 
@@ -39,6 +40,14 @@ struct json_object *job_spec_to_json(const struct job_spec *j)
 	for (size_t i = 0; i < j->command.n; i++)
 		json_object_array_add(cmd, json_object_new_string(j->command.v[i]));
 	json_object_object_add(o, "command", cmd);
+	add_str(o, "workdir", j->workdir);
+	if (j->binds.n) {
+		struct json_object *b = json_object_new_array();
+
+		for (size_t i = 0; i < j->binds.n; i++)
+			json_object_array_add(b, json_object_new_string(j->binds.v[i]));
+		json_object_object_add(o, "binds", b);
+	}
 	if (j->env.n) {
 		struct json_object *env = json_object_new_object();
 
@@ -81,9 +90,10 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 {
 	static const char *const fields[] = {
 		"name", "guests", "ranks", "vcpus", "mem", "image", "tuning", "driver", "timeout",
-		"oversubscribe", "map_by", "vmshm", "scratch", "command", "env", NULL
+		"oversubscribe", "map_by", "vmshm", "scratch", "command", "env", "workdir", "binds", NULL
 	};
 	struct json_object *env = NULL;
+	const char *ws = NULL;
 	long long v, mem = 0, scratch = 0;
 	size_t bytes = 0;
 
@@ -111,6 +121,12 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 		bytes += strlen(j->command.v[i]) + 1;
 	if (j->command.n && !j->command.v[0][0])
 		return verr_set(err, "\"command\"[0]: the program name is empty");
+	if (jf_str(o, "workdir", false, BIND_PATH_MAX, &ws, err) < 0)
+		return -1;
+	if (ws && !(j->workdir = strdup(ws)))
+		return verr_set(err, "out of memory");
+	if (jf_strv(o, "binds", false, BIND_MAX, 3 * BIND_PATH_MAX, &j->binds.v, &j->binds.n, err) < 0)
+		return -1;
 	if (jf_object(o, "env", false, &env, err) < 0)
 		return -1;
 	if (env) {

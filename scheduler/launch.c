@@ -8,7 +8,7 @@
 #include <string.h>
 
 const char *const launch_env[] = {
-	"PATH=" VHPC_GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin", "HOME=/tmp", "TMPDIR=/tmp",
+	"PATH=" LAUNCH_IMAGE_PATH, "HOME=/tmp", "TMPDIR=/tmp",
 	"VHPC_JOB_KEY=/vhpc/job.key", NULL
 };
 
@@ -116,9 +116,26 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 		push(&a, "mpi_yield_when_idle");
 		push(&a, "1");
 	}
-	for (size_t i = 0; i < j->env.n; i++) {
+	push(&a, "-wdir");
+	push(&a, "%s", p->workdir ? p->workdir : "/tmp");
+	bool own_home = false;
+
+	for (size_t i = 0; i < j->env.n; i++)
+		own_home |= !strcmp(j->env.key[i], "HOME");
+	if (!own_home) {
 		push(&a, "-x");
-		push(&a, "%s=%s", j->env.key[i], j->env.val[i]);
+		push(&a, "HOME=%s", p->home ? p->home : "/tmp");
+	}
+	for (size_t i = 0; i < j->env.n; i++) {
+		const char *k = j->env.key[i], *v = j->env.val[i];
+
+		push(&a, "-x");
+		if (!strcmp(k, "PATH"))
+			push(&a, "PATH=%s%s%s", LAUNCH_IMAGE_PATH, *v ? ":" : "", v);
+		else if (!strcmp(k, "LD_LIBRARY_PATH"))
+			push(&a, "LD_LIBRARY_PATH=%s%s%s", LAUNCH_IMAGE_LIBS, *v ? ":" : "", v);
+		else
+			push(&a, "%s=%s", k, v);
 	}
 	for (size_t i = 0; i < j->command.n; i++)
 		push(&a, "%s", j->command.v[i]);

@@ -8,7 +8,12 @@
 #include "lib/jobspec.h"
 #include "lib/consts.h"
 
-/* mpirun's environment in guest 0 and the launch agent it uses there. */
+/* mpirun's environment in guest 0 and the launch agent it uses there.
+ * The image's folders come first in PATH and LD_LIBRARY_PATH, also when
+ * a job gives its own (they are appended): the image's Open MPI is the
+ * one its mpirun, orted and the vmshm BTL were built for. */
+#define LAUNCH_IMAGE_PATH VHPC_GUEST_BIN ":/usr/bin:/usr/sbin:/bin:/sbin"
+#define LAUNCH_IMAGE_LIBS "/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu"
 extern const char *const launch_env[];
 #define LAUNCH_RSH VHPC_GUEST_BIN "/vhpc-rsh"
 
@@ -28,6 +33,8 @@ struct launch_plan {
 	const char *net_if;       /* the job network's interface in guests */
 	bool vmshm;               /* co-located guests use the vmshm BTL */
 	const char *vmshm_component_dir; /* where mca_btl_vmshm.so is in the image */
+	const char *workdir;      /* the ranks' working directory; NULL = /tmp */
+	const char *home;         /* their $HOME; NULL = /tmp */
 };
 
 /* Ranks per guest: as even as possible, the first guests take the rest. */

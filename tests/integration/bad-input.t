@@ -27,7 +27,12 @@ expect_error "unknown option" 2 "unknown option '--frobnicate'" vhpc run --frobn
 expect_error "an option without its value says so" 2 "--mem needs a value" vhpc run --mem
 expect_error "--user without a value says so" 2 "--user needs a value" vhpc run --user
 expect_error "--user with an empty name" 125 "--user: expected a user name or uid, got an empty string" vhpc run --user '' -- true
-expect_error "-x without =" 2 "-x: expected NAME=VALUE" vhpc run -x FOO -- true
+expect_error "-x NAME of an unset variable" 2 "-x VHPC_TEST_UNSET_$$: VHPC_TEST_UNSET_$$ is not set in your environment" \
+	env -u "VHPC_TEST_UNSET_$$" vhpc run -x "VHPC_TEST_UNSET_$$" -- true
+expect_error "-x =VALUE" 2 "-x: expected NAME or NAME=VALUE, got '=v'" vhpc run -x =v -- true
+expect_error "--bind relative" 2 "--bind: bind source 'data' is not an absolute path" vhpc run --bind data -- true
+expect_error "--bind over /usr" 2 "would cover the image's /usr" vhpc run --bind /srv:/usr/x -- true
+expect_error "--chdir relative" 2 "--chdir 'x' is not an absolute path" vhpc run --chdir x -- true
 expect_error "unknown command" 2 "unknown command 'launch'" vhpc launch
 expect_error "huge -N" 2 "-N: expected a number of guests in 1..4096" vhpc run -N 99999999999999999999 -- true
 

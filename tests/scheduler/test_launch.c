@@ -74,6 +74,15 @@ static const char *arg_after(char **argv, const char *a, const char *b)
 	return NULL;
 }
 
+/* The value of the -x whose NAME= is prefix. */
+static const char *x_var(char **argv, const char *name)
+{
+	for (char **p = argv; p[0] && p[1]; p++)
+		if (!strcmp(p[0], "-x") && !strncmp(p[1], name, strlen(name)) && p[1][strlen(name)] == '=')
+			return p[1] + strlen(name) + 1;
+	return NULL;
+}
+
 static void mpirun_gets_launcher_interfaces_and_command(void **state)
 {
 	struct launch_plan p = plan();
@@ -94,7 +103,10 @@ static void mpirun_gets_launcher_interfaces_and_command(void **state)
 	/* Two ranks on one vCPU per guest share it: no binding, and yield. */
 	assert_string_equal(arg_after(argv, "--bind-to", NULL), "none");
 	assert_string_equal(arg_after(argv, "--mca", "mpi_yield_when_idle"), "1");
-	assert_string_equal(arg_after(argv, "-x", NULL), "OMP_NUM_THREADS=1");
+	assert_string_equal(x_var(argv, "OMP_NUM_THREADS"), "1");
+	/* Without a workdir and home: /tmp, as before jobs had them. */
+	assert_string_equal(arg_after(argv, "-wdir", NULL), "/tmp");
+	assert_string_equal(x_var(argv, "HOME"), "/tmp");
 	assert_string_equal(argv[n - 2], "vhpc-mpibench");
 	assert_string_equal(argv[n - 1], "PingPong");
 	launch_free_argv(argv);
@@ -114,12 +126,45 @@ static void mpirun_gets_launcher_interfaces_and_command(void **state)
 	guests[0].vcpus = guests[1].vcpus = 1;
 }
 
+static void the_job_runs_in_its_folder_with_the_image_first_in_its_paths(void **state)
+{
+	static char *ek[] = { "PATH", "LD_LIBRARY_PATH", "HOME", "A" }, *ev[] = { "/own/bin", "/own/lib", "/h2", "b" };
+	struct launch_plan p = plan();
+	char **argv;
+	int homes = 0;
+
+	(void)state;
+	p.workdir = "/home/u/run";
+	p.home = "/home/u";
+	spec.env.key = ek;
+	spec.env.val = ev;
+	spec.env.n = 4;
+	argv = launch_mpirun_argv(&p);
+	assert_non_null(argv);
+	assert_string_equal(arg_after(argv, "-wdir", NULL), "/home/u/run");
+	assert_string_equal(x_var(argv, "PATH"), LAUNCH_IMAGE_PATH ":/own/bin");
+	assert_string_equal(x_var(argv, "LD_LIBRARY_PATH"), LAUNCH_IMAGE_LIBS ":/own/lib");
+	/* The job's own HOME wins over the passwd one, and is given once. */
+	assert_string_equal(x_var(argv, "HOME"), "/h2");
+	for (char **a = argv; *a; a++)
+		homes += !strncmp(*a, "HOME=", 5);
+	assert_int_equal(homes, 1);
+	assert_string_equal(x_var(argv, "A"), "b");
+	launch_free_argv(argv);
+	p.home = "/home/u";
+	spec.env.n = 0;
+	argv = launch_mpirun_argv(&p);
+	assert_string_equal(x_var(argv, "HOME"), "/home/u");
+	launch_free_argv(argv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ranks_split_evenly_first_guests_take_the_rest),
 		cmocka_unit_test(hostfile_and_hosts_list_every_guest),
 		cmocka_unit_test(mpirun_gets_launcher_interfaces_and_command),
+		cmocka_unit_test(the_job_runs_in_its_folder_with_the_image_first_in_its_paths),
 	};
 	return cmocka_run_group_tests_name("launch", tests, NULL, NULL);
 }
