@@ -16,16 +16,7 @@ command -v useradd >/dev/null || skip_all "useradd is not installed (passwd)"
 command -v munged >/dev/null || skip_all "munged is not installed"
 command -v mpicc >/dev/null || skip_all "mpicc is not installed (libopenmpi-dev)"
 
-chmod 755 "$T"
-export VHPC_SERVICE_DIR=$T/svc
-export VHPC_RUN_DIR=$T/svc-run-unused   # the service's vhpcd has its own
-head -c 1024 /dev/urandom >"$T/munge.key"
-chmod 600 "$T/munge.key"
-munged -f -S "$T/munge.sock" --key-file="$T/munge.key" --pid-file="$T/munged.pid" \
-	--log-file="$T/munged.log" --seed-file="$T/munged.seed" || skip_all "cannot start a munged of our own"
-at_exit "munged -S '$T/munge.sock' -s"
-export VHPC_MUNGE_SOCKET=$T/munge.sock
-PORT=$((20000 + ($$ + 7000) % 20000))
+service_setup
 
 U=vhpcb$$
 mkdir -p "$T/home" "$T/site/apps" "$T/other"

@@ -46,3 +46,19 @@ job_leftovers() {
 }
 # The job id a `vhpc run` printed on stderr (file).
 job_id_of() { sed -n 's/^vhpc: job \([0-9a-z]*\):.*/\1/p' "$1" | head -1; }
+
+# service_setup: what a test of the local service (vhpc service) needs of
+# its own: a munged (VHPC_MUNGE_SOCKET), a service folder in $T (reachable
+# by the test's users) and a PORT for vhpc-ctld, apart from other tests'.
+service_setup() {
+	chmod 755 "$T"
+	export VHPC_SERVICE_DIR=$T/svc
+	export VHPC_RUN_DIR=$T/svc-run-unused   # the service's vhpcd has its own
+	head -c 1024 /dev/urandom >"$T/munge.key"
+	chmod 600 "$T/munge.key"
+	munged -f -S "$T/munge.sock" --key-file="$T/munge.key" --pid-file="$T/munged.pid" \
+		--log-file="$T/munged.log" --seed-file="$T/munged.seed" || skip_all "cannot start a munged of our own"
+	at_exit "munged -S '$T/munge.sock' -s"
+	export VHPC_MUNGE_SOCKET=$T/munge.sock
+	PORT=$((20000 + ($$ + RANDOM) % 20000))
+}

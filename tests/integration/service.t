@@ -12,16 +12,7 @@ need_root
 command -v useradd >/dev/null || skip_all "useradd is not installed (passwd)"
 command -v munged >/dev/null || skip_all "munged is not installed"
 
-export VHPC_SERVICE_DIR=$T/svc
-export VHPC_RUN_DIR=$T/svc-run-unused   # the service's vhpcd has its own
-head -c 1024 /dev/urandom >"$T/munge.key"
-chmod 600 "$T/munge.key"
-munged -f -S "$T/munge.sock" --key-file="$T/munge.key" --pid-file="$T/munged.pid" \
-	--log-file="$T/munged.log" --seed-file="$T/munged.seed" || skip_all "cannot start a munged of our own"
-at_exit "munged -S '$T/munge.sock' -s"
-export VHPC_MUNGE_SOCKET=$T/munge.sock
-chmod 755 "$T"
-PORT=$((20000 + $$ % 20000))
+service_setup
 
 U=vhpcs$$ U2=vhpct$$
 for u in "$U" "$U2"; do
