@@ -38,10 +38,12 @@
  * Every file option (--kernel, --initrd, blk path=, shm path=) also takes
  * /dev/fd/N: descriptor N, opened by whoever started vhpc-hv, is used
  * instead of a path, so a vhpc-hv without access to the files (the node
- * agent runs it as an unprivileged uid) still gets them.
+ * agent runs it as an unprivileged uid) still gets them.  So does fs
+ * socket=, where N is a unix stream socket already connected to the
+ * back-end.
  *
- * Devices (PCI bus 0, slots from 00:01.0 in this order: shm, blk, console,
- * net, vsock; each kind in the order given).  Values are key=value pairs
+ * Devices (PCI bus 0, slots from 00:01.0 in this order: shm, fs, blk,
+ * console, net, vsock; each kind in the order given).  Values are key=value pairs
  * separated by commas; a bare key sets a flag (ro), a bare word the main
  * key (tap=, path=, to=).
  * In YAML each is a mapping (or a list of them), or the same string:
@@ -79,6 +81,21 @@
  *        A guest connection to CID 2 port P is connected to the unix
  *        socket "PATH_P" (reset if none).
  *                                 vsock: {cid: 3, uds: /run/vhpc/g1.vsock}
+ *   --fs tag=TAG,socket=PATH|/dev/fd/N[,queues=N][,queue-size=N][,timeout=MS]
+ *                                                            up to 8
+ *        virtio-fs (virtio ID 26) served by a vhost-user back-end such as
+ *        virtiofsd --socket-path=PATH: the guest mounts it with
+ *        `mount -t virtiofs TAG DIR`.  TAG: 1..36 bytes.  queues= request
+ *        queues (1..8, default 1; the back-end must serve them: QEMU's C
+ *        virtiofsd serves 1), queue-size= ring entries (power of two up to
+ *        1024, default 1024), timeout= ms for each exchange with the
+ *        back-end (default 10000).  vhpc-hv connects at start; a back-end
+ *        that is missing, refuses or answers wrongly is a start-up error
+ *        (HV_EXIT_ERROR).  Once the guest runs, a back-end that fails or
+ *        exits leaves the device asking for a reset (DEVICE_NEEDS_RESET);
+ *        there is no reconnection.  The back-end ends when vhpc-hv closes
+ *        the connection (virtiofsd does).  No DAX window.
+ *                                 fs: [{tag: share, socket: /run/vhpc/g1-fs.sock}]
  *   --shm path=FILE[,size=SIZE]                              up to 4
  *        shared memory compatible with QEMU's ivshmem-plain (PCI 1af4:1110,
  *        BAR2 = the region, 64-bit prefetchable, above RAM).  FILE in

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define HOST_VENDOR 0x1b36       /* Red Hat: generic PCIe host bridge */
@@ -141,6 +142,31 @@ static bool msix_on(const struct pci_dev *d, bool *masked)
 	return d->msix.n && (ctl & 0x8000);
 }
 
+/* Gives the vector a GSI with an irqfd (once) and points the GSI's route
+ * at what the table says now.  false: no irqfd for it (KVM_SIGNAL_MSI). */
+static bool msix_route(struct pci_dev *d, struct msix_vec *v)
+{
+	uint64_t addr = (uint64_t)v->addr_hi << 32 | v->addr_lo;
+
+	if (v->gsi == -1) {
+		if (irq_msi_gsi(d->vm, &v->gsi, &v->irqfd) < 0)
+			v->gsi = -2;       /* no irqfd: KVM_SIGNAL_MSI from now on */
+		else
+			log_debug("%s: MSI-X vector %u through irqfd (GSI %d)", d->name,
+				  (unsigned)(v - d->msix.v), v->gsi);
+	}
+	if (v->irqfd < 0)
+		return false;
+	if (!v->routed || v->r_addr != addr || v->r_data != v->data) {
+		if (irq_msi_route(d->vm, v->gsi, addr, v->data) < 0)
+			return false;
+		v->routed = true;
+		v->r_addr = addr;
+		v->r_data = v->data;
+	}
+	return true;
+}
+
 static void msix_fire(struct pci_dev *d, struct msix_vec *v)
 {
 	struct vm *vm = d->vm;
@@ -151,29 +177,93 @@ static void msix_fire(struct pci_dev *d, struct msix_vec *v)
 	 * write to memory, which this bus does not do. */
 	if ((addr >> 20) != (GPA_LAPIC >> 20))
 		return;
-	if (v->gsi == -1) {
-		if (irq_msi_gsi(vm, &v->gsi, &v->irqfd) < 0)
-			v->gsi = -2;       /* no irqfd: KVM_SIGNAL_MSI from now on */
-		else
-			log_debug("%s: MSI-X vector %u through irqfd (GSI %d)", d->name,
-				  (unsigned)(v - d->msix.v), v->gsi);
-	}
-	if (v->irqfd >= 0) {
-		if (!v->routed || v->r_addr != addr || v->r_data != v->data) {
-			if (irq_msi_route(vm, v->gsi, addr, v->data) < 0) {
-				irq_msi_signal(vm, addr, v->data);
-				return;
-			}
-			v->routed = true;
-			v->r_addr = addr;
-			v->r_data = v->data;
-		}
+	if (msix_route(d, v)) {
 		atomic_fetch_add(&vm->msi_sent, 1);
 		if (write(v->irqfd, &one, sizeof(one)) < 0)
 			irq_msi_signal(vm, addr, v->data);
 		return;
 	}
 	irq_msi_signal(vm, addr, v->data);
+}
+
+static bool irqfd_set(struct pci_dev *d, int fd, int gsi, bool assign)
+{
+	struct kvm_irqfd f = { .fd = (uint32_t)fd, .gsi = (uint32_t)gsi,
+			       .flags = assign ? 0 : KVM_IRQFD_FLAG_DEASSIGN };
+
+	if (ioctl(d->vm->vm_fd, KVM_IRQFD, &f) < 0) {
+		log_warn("%s: KVM_IRQFD %s fd %d, GSI %d: %s", d->name, assign ? "assign" : "deassign", fd, gsi,
+			 strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* Binds or unbinds each external eventfd as its vector can or cannot
+ * deliver right now.  Called with the lock held after anything that may
+ * change that: the table, the enable and function-mask bits. */
+static void msix_sync_bound(struct pci_dev *d)
+{
+	struct pci_msix *m = &d->msix;
+	bool masked, on = msix_on(d, &masked);
+
+	for (unsigned i = 0; i < m->nbound; i++) {
+		struct msix_bound *b = &m->bound[i];
+		struct msix_vec *v = &m->v[b->vec];
+		uint64_t addr = (uint64_t)v->addr_hi << 32 | v->addr_lo;
+		bool want = on && !masked && !(v->ctrl & 1) && (addr >> 20) == (GPA_LAPIC >> 20) &&
+			    msix_route(d, v);
+
+		if (b->assigned && (!want || b->gsi != v->gsi)) {
+			irqfd_set(d, b->fd, b->gsi, false);
+			b->assigned = false;
+		}
+		if (want && !b->assigned && irqfd_set(d, b->fd, v->gsi, true)) {
+			b->assigned = true;
+			b->gsi = v->gsi;
+		}
+	}
+}
+
+int pci_msix_bind_eventfd(struct pci_dev *d, unsigned vec, int fd)
+{
+	struct pci_msix *m = &d->msix;
+	struct msix_vec *v;
+
+	if (!m->n || vec >= m->n || d->vm->vm_fd < 0 || fd < 0)
+		return -1;
+	pthread_mutex_lock(&m->lock);
+	v = &m->v[vec];
+	/* The GSI now, not when the vector first fires, so that a failure
+	 * to get one is the caller's to handle (by relaying). */
+	if (v->gsi == -1 && irq_msi_gsi(d->vm, &v->gsi, &v->irqfd) < 0)
+		v->gsi = -2;
+	if (v->gsi < 0 || m->nbound == PCI_MSIX_BOUND_MAX) {
+		pthread_mutex_unlock(&m->lock);
+		return -1;
+	}
+	m->bound[m->nbound++] = (struct msix_bound){ .fd = fd, .vec = vec, .gsi = -1 };
+	msix_sync_bound(d);
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
+void pci_msix_unbind_eventfd(struct pci_dev *d, int fd)
+{
+	struct pci_msix *m = &d->msix;
+
+	if (!m->n)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (unsigned i = 0; i < m->nbound; i++) {
+		if (m->bound[i].fd != fd)
+			continue;
+		if (m->bound[i].assigned)
+			irqfd_set(d, fd, m->bound[i].gsi, false);
+		m->bound[i] = m->bound[--m->nbound];
+		break;
+	}
+	pthread_mutex_unlock(&m->lock);
 }
 
 bool pci_msix_enabled(struct pci_dev *d)
@@ -255,8 +345,10 @@ static void msix_table_rw(struct pci_dev *d, uint64_t off, uint8_t *data, unsign
 			*w = (*w & ~(0xffu << (8 * (b % 4)))) | ((uint32_t)data[i] << (8 * (b % 4)));
 		}
 	}
-	if (write)
+	if (write) {
 		msix_flush_pending(d);
+		msix_sync_bound(d);
+	}
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -390,6 +482,7 @@ static void cfg_write(struct pci_dev *d, unsigned off, const uint8_t *data, unsi
 	if (msix) {
 		pthread_mutex_lock(&d->msix.lock);
 		msix_flush_pending(d);
+		msix_sync_bound(d);
 		pthread_mutex_unlock(&d->msix.lock);
 	}
 	if (d->ops && d->ops->cfg_write)
@@ -707,6 +800,8 @@ void pci_unregister(struct pci_dev *d)
 
 void pci_dev_free(struct pci_dev *d)
 {
+	while (d->msix.nbound)
+		pci_msix_unbind_eventfd(d, d->msix.bound[0].fd);
 	if (d->msix.n) {
 		pthread_mutex_destroy(&d->msix.lock);
 		free(d->msix.v);

@@ -74,6 +74,17 @@ struct msix_vec {
 	bool routed;
 };
 
+/* An eventfd another process writes to interrupt a vector (vhost-user's
+ * call fd), handed to KVM as a second irqfd of the vector's GSI. */
+struct msix_bound {
+	int fd;
+	unsigned vec;
+	int gsi;                   /* the GSI it is assigned to while assigned */
+	bool assigned;
+};
+
+#define PCI_MSIX_BOUND_MAX 64
+
 struct pci_msix {
 	unsigned n;                /* table size; 0: no MSI-X */
 	int bar;
@@ -81,6 +92,8 @@ struct pci_msix {
 	unsigned cap;              /* config-space offset of the capability */
 	pthread_mutex_t lock;
 	struct msix_vec *v;
+	struct msix_bound bound[PCI_MSIX_BOUND_MAX];
+	unsigned nbound;
 };
 
 struct pci_dev {
@@ -115,6 +128,17 @@ void pci_dev_free(struct pci_dev *d);
  * INTx; vhpc-hv's devices have none).  Masked vectors become pending. */
 bool pci_msix_notify(struct pci_dev *d, unsigned vec);
 bool pci_msix_enabled(struct pci_dev *d);
+/* Lets eventfd fd interrupt vector vec without vhpc-hv: KVM_IRQFD binds it
+ * to the vector's GSI whenever the vector can deliver (MSI-X on, function
+ * and vector unmasked, an interrupt address), with the GSI's route kept
+ * equal to the table entry; otherwise it is unbound, its count waits in
+ * the eventfd, and KVM delivers that count when the fd is bound again
+ * (KVM polls an irqfd as it assigns it), which is what a masked vector's
+ * pending bit would have done.  The PBA does not show such a pending
+ * count.  -1 without KVM irqfds (or out of GSIs): the caller must read fd
+ * itself and call pci_msix_notify. */
+int pci_msix_bind_eventfd(struct pci_dev *d, unsigned vec, int fd);
+void pci_msix_unbind_eventfd(struct pci_dev *d, int fd);
 
 /* Config access by bus/device/function (for the fuzzer and tests). */
 void pci_cfg_access(struct vm *vm, unsigned bdf, unsigned off, void *data, unsigned len, bool write);

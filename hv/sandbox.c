@@ -60,7 +60,10 @@ static const int plain[] = {
 	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
 	SCMP_SYS(epoll_pwait2), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_create1), SCMP_SYS(eventfd2),
 	SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime), SCMP_SYS(timerfd_gettime),
-	/* sockets already there: the control socket's clients, vsock streams */
+	/* sockets already there: the control socket's clients, vsock streams,
+	 * the vhost-user back-end's connection (sendmsg/recvmsg with
+	 * SCM_RIGHTS carry guest RAM's memfd and the ring eventfds at every
+	 * device start; recvfrom peeks when the back-end hangs up) */
 	SCMP_SYS(accept), SCMP_SYS(accept4), SCMP_SYS(connect), SCMP_SYS(sendmsg),
 	SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(shutdown),
 	SCMP_SYS(getsockopt), SCMP_SYS(setsockopt), SCMP_SYS(getsockname), SCMP_SYS(getpeername),
@@ -112,7 +115,8 @@ static int rules(scmp_filter_ctx c)
 		/* A thread naming itself. */
 		struct scmp_arg_cmp name = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
 		/* ioctls of two families only: KVM's (KVM_RUN, irqfds, ioeventfds,
-		 * memory slots when a BAR moves) and type 'T' (the tap's
+		 * memory slots when a BAR moves, vhost-user call eventfds bound
+		 * and unbound as MSI-X vectors are masked) and type 'T' (the tap's
 		 * TUNSETOFFLOAD when the guest's driver changes offloads,
 		 * FIONREAD, FIONBIO).  No socket, block-device or other ioctl. */
 		struct scmp_arg_cmp kvm = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)KVMIO << 8);

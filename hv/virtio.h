@@ -33,6 +33,7 @@
 #define VIRTIO_ID_BLOCK   2
 #define VIRTIO_ID_CONSOLE 3
 #define VIRTIO_ID_VSOCK   19
+#define VIRTIO_ID_FS      26
 
 /* BAR0 layout. */
 #define VIRTIO_BAR_COMMON  0x0000
@@ -58,6 +59,11 @@ struct virtio_ops {
 	void (*stop)(struct virtio_dev *v);
 	/* The driver notified queue q (or start found buffers waiting). */
 	void (*kick)(struct virtio_dev *v, int q);
+	/* The rings are served by another process (vhost-user): the
+	 * transport neither polls the kick eventfds (the back-end gets them)
+	 * nor maps the rings, and offers no ring features of its own (the
+	 * device offers what the back-end has). */
+	bool backend_rings;
 };
 
 struct virtio_queue_regs {
@@ -67,6 +73,11 @@ struct virtio_queue_regs {
 	bool enable;
 	uint64_t desc, avail, used;
 	int kick_fd;               /* eventfd: KVM ioeventfd target */
+	/* Set by virtio_set_call_fd: a back-end's completion eventfd, bound
+	 * to the queue's vector with KVM_IRQFD, or read here (relayed). */
+	int call_fd;
+	bool call_irqfd, call_relayed;
+	uint16_t call_vec;         /* the vector call_fd is bound to */
 };
 
 struct virtio_dev {
@@ -104,6 +115,13 @@ int virtio_start_thread(struct virtio_dev *v, struct verr *err);
 void virtio_free(struct virtio_dev *v);
 /* Device thread: interrupt the driver for queue q if it wants one. */
 void virtio_notify(struct virtio_dev *v, int q);
+/* Device thread, from the device's start or stop (the transport's lock is
+ * held for them by the vCPU that asked): queue q's completions are
+ * signalled by another process on eventfd fd.  With KVM it becomes a
+ * second irqfd of the queue's MSI-X vector (and follows the vector if the
+ * driver changes it); without, the device thread reads it and interrupts.
+ * fd -1 undoes it. */
+void virtio_set_call_fd(struct virtio_dev *v, int q, int fd);
 /* Device thread: the guest broke the protocol; ask for a reset. */
 void virtio_fail(struct virtio_dev *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline bool virtio_has(const struct virtio_dev *v, unsigned bit)

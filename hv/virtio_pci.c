@@ -71,6 +71,73 @@ static void common_snapshot(struct virtio_dev *v, uint8_t *b)
 	}
 }
 
+/* ------------------------------------------- back-end completion eventfds */
+
+static void call_ready(void *opaque, uint32_t events)
+{
+	struct virtio_queue_regs *q = opaque;
+	struct virtio_dev *v = q->dev;
+	uint16_t vec;
+	uint64_t n;
+
+	(void)events;
+	if (read(q->call_fd, &n, sizeof(n)) < 0)
+		return;
+	/* The back-end already decided (event index) that the driver wants
+	 * this one; the vector is read now since the driver may move it. */
+	atomic_fetch_or(&v->isr, 1);
+	vec = __atomic_load_n(&q->vector, __ATOMIC_RELAXED);
+	if (vec != VIRTIO_NO_VECTOR)
+		pci_msix_notify(&v->pci, vec);
+}
+
+/* (Re)binds q->call_fd to the queue's vector; with the transport lock
+ * held, or from start/stop.  A queue without a vector wants no
+ * interrupts: the count then just waits in the eventfd. */
+static void call_bind(struct virtio_dev *v, struct virtio_queue_regs *q)
+{
+	uint16_t vec = __atomic_load_n(&q->vector, __ATOMIC_RELAXED);
+
+	if (q->call_relayed)
+		return;            /* reads the vector itself each time */
+	if (q->call_irqfd && q->call_vec == vec)
+		return;
+	if (q->call_irqfd) {
+		pci_msix_unbind_eventfd(&v->pci, q->call_fd);
+		q->call_irqfd = false;
+	}
+	if (vec == VIRTIO_NO_VECTOR)
+		return;
+	if (pci_msix_bind_eventfd(&v->pci, vec, q->call_fd) == 0) {
+		q->call_irqfd = true;
+		q->call_vec = vec;
+		log_debug("%s: queue %d completions through KVM irqfd (MSI-X vector %u)", v->name, q->idx, vec);
+		return;
+	}
+	if (evloop_add(v->loop, q->call_fd, EPOLLIN, call_ready, q) == 0) {
+		q->call_relayed = true;
+		log_debug("%s: queue %d completions relayed by the device thread", v->name, q->idx);
+	} else {
+		log_warn("%s: queue %d: cannot watch the completion eventfd: %s", v->name, q->idx, strerror(errno));
+	}
+}
+
+void virtio_set_call_fd(struct virtio_dev *v, int qi, int fd)
+{
+	struct virtio_queue_regs *q = &v->qr[qi];
+
+	if (q->call_fd >= 0) {
+		if (q->call_irqfd)
+			pci_msix_unbind_eventfd(&v->pci, q->call_fd);
+		if (q->call_relayed)
+			evloop_del(v->loop, q->call_fd);
+		q->call_irqfd = q->call_relayed = false;
+	}
+	q->call_fd = fd;
+	if (fd >= 0)
+		call_bind(v, q);
+}
+
 /* ----------------------------------------------------- start, stop, reset */
 
 static void do_start(void *arg)
@@ -82,6 +149,8 @@ static void do_start(void *arg)
 		struct virtio_queue_regs *q = &v->qr[i];
 
 		vq_reset(&v->vq[i]);
+		if (v->ops->backend_rings)
+			continue;
 		if (q->enable && vq_setup(&v->vq[i], &v->vm->mem, q->size, q->desc, q->avail, q->used, ev, ind) < 0) {
 			virtio_fail(v, "queue %d: rings outside guest RAM", i);
 			return;
@@ -188,6 +257,8 @@ static void common_write(struct virtio_dev *v, unsigned off, const uint8_t *data
 		uint16_t vec = le16_get(b + C_Q_MSIX);
 
 		__atomic_store_n(&q->vector, vec < v->pci.msix.n ? vec : VIRTIO_NO_VECTOR, __ATOMIC_RELAXED);
+		if (q->call_fd >= 0)
+			call_bind(v, q);
 	}
 	if (q && !q->enable) {
 		if (TOUCHED(C_Q_SIZE, 2)) {
@@ -428,15 +499,16 @@ int virtio_init(struct virtio_dev *v, struct vm *vm, const char *name, unsigned 
 	v->opaque = opaque;
 	v->nq = nq;
 	v->cfg_size = cfg_size;
-	v->host_features = features | VIRTIO_BIT(VIRTIO_F_VERSION_1) | VIRTIO_BIT(VIRTIO_F_EVENT_IDX) |
-			   VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC);
+	v->host_features = features | VIRTIO_BIT(VIRTIO_F_VERSION_1);
+	if (!ops->backend_rings)
+		v->host_features |= VIRTIO_BIT(VIRTIO_F_EVENT_IDX) | VIRTIO_BIT(VIRTIO_F_INDIRECT_DESC);
 	pthread_mutex_init(&v->lock, NULL);
 	v->qr = calloc((size_t)nq, sizeof(*v->qr));
 	v->vq = calloc((size_t)nq, sizeof(*v->vq));
 	if (!v->qr || !v->vq)
 		return verr_set(err, "out of memory");
 	for (int i = 0; i < nq; i++) {
-		v->qr[i].kick_fd = -1;
+		v->qr[i].kick_fd = v->qr[i].call_fd = -1;
 		v->qr[i].dev = v;
 		v->qr[i].idx = i;
 	}
@@ -478,7 +550,7 @@ int virtio_init(struct virtio_dev *v, struct vm *vm, const char *name, unsigned 
 	for (unsigned i = 8; i < 20; i++)
 		d->wmask[c + i] = 0xff;
 #undef VCAP
-	for (int i = 0; i < nq; i++)
+	for (int i = 0; i < nq && !ops->backend_rings; i++)
 		if (evloop_add(v->loop, v->qr[i].kick_fd, EPOLLIN, kick_ready, &v->qr[i]) < 0)
 			return verr_errno(err, "%s: epoll", name);
 	return pci_register(vm, d, err);

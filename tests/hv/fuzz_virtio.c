@@ -1,7 +1,9 @@
 /* libFuzzer target for the PCI bus and the virtio device models: the input
  * is a program of operations a hostile guest (and the far ends of the
  * backends) could perform against a VM without KVM that has virtio-blk,
- * -net, -console, -vsock and ivshmem:
+ * -net, -console, -vsock, ivshmem and vhost-user-fs (its back-end a thread
+ * here that acks every request and signals each call eventfd once, so the
+ * transport's relay of back-end completions runs):
  *   writes into guest RAM (rings, descriptors, indirect tables, buffers),
  *   config-space reads/writes (ECAM and 0xCF8), BAR reads/writes (common
  *   config, notify, ISR, device config, MSI-X table/PBA), a well-formed
@@ -21,6 +23,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "hv/pci.h"
@@ -36,6 +39,58 @@ static int net_peer = -1, vsock_client = -1, vsock_listen = -1, vsock_peer[8];
 static char dir[64], uds[96];
 static uint64_t bar0[PCI_MAX_SLOTS];
 
+/* A vhost-user back-end that agrees to everything (hv/vhost_user.c's
+ * hostile side is fuzz-vhost-user's job). */
+static void *fs_backend(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+
+	for (;;) {
+		uint8_t h[12], p[512];
+		char ctl[CMSG_SPACE(sizeof(int) * 8)];
+		struct iovec iov = { h, sizeof(h) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+		uint32_t req, flags, size, rf = 5, rs = 8;
+		uint64_t val = 0;
+		uint8_t r[20];
+
+		if (recvmsg(fd, &mh, MSG_WAITALL) != sizeof(h))
+			return NULL;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			for (size_t i = 0; c->cmsg_type == SCM_RIGHTS && i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+				int f;
+				uint64_t one = 1;
+
+				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+				if (!memcmp(h, &(uint32_t){ 13 }, 4) && write(f, &one, sizeof(one)) < 0) {
+					/* a call eventfd: one completion signal */
+				}
+				close(f);
+			}
+		memcpy(&req, h, 4);
+		memcpy(&flags, h + 4, 4);
+		memcpy(&size, h + 8, 4);
+		if (size > sizeof(p) || (size && recv(fd, p, size, MSG_WAITALL) != (ssize_t)size))
+			return NULL;
+		if (req == 1)
+			val = 1ull << 32 | 1ull << 30 | 1ull << 29 | 1ull << 28;
+		else if (req == 15)
+			val = 1ull << 3 | 1ull << 0;
+		else if (req == 17)
+			val = 2;
+		else if (req == 11)
+			memcpy(&val, p, 4);
+		else if (!(flags & 8))
+			continue;
+		memcpy(r, &req, 4);
+		memcpy(r + 4, &rf, 4);
+		memcpy(r + 8, &rs, 4);
+		memcpy(r + 12, &val, 8);
+		if (send(fd, r, sizeof(r), MSG_NOSIGNAL) != sizeof(r))
+			return NULL;
+	}
+}
+
 /* libFuzzer ends with exit(): the sockets' directory goes then. */
 static void cleanup(void)
 {
@@ -47,8 +102,9 @@ static void cleanup(void)
 static void setup(void)
 {
 	struct verr err;
-	int sp[2], img, shm;
-	char a_net[64], a_blk[96], a_vsock[160], a_shm[96];
+	int sp[2], fsp[2], img, shm;
+	char a_net[64], a_blk[96], a_vsock[160], a_shm[96], a_fs[96];
+	pthread_t be;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 
 	vlog_init("fuzz-virtio");
@@ -67,9 +123,13 @@ static void setup(void)
 	snprintf(uds, sizeof(uds), "%s/v.sock", dir);
 	snprintf(a_vsock, sizeof(a_vsock), "cid=3,uds=%s", uds);
 	snprintf(a_shm, sizeof(a_shm), "path=/proc/self/fd/%d", shm);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, fsp) < 0 ||
+	    pthread_create(&be, NULL, fs_backend, (void *)(intptr_t)fsp[1]) != 0)
+		abort();
+	snprintf(a_fs, sizeof(a_fs), "tag=fuzz,socket=/dev/fd/%d,timeout=2000,queue-size=8", fsp[0]);
 	char *argv[] = { "fuzz", "--kernel", "/dev/null", "--vcpus", "1", "--mem", "16M", "--no-prefault",
 			 "--serial", "none", "--net", a_net, "--blk", a_blk, "--console", "none",
-			 "--vsock", a_vsock, "--shm", a_shm, NULL };
+			 "--vsock", a_vsock, "--shm", a_shm, "--fs", a_fs, NULL };
 	if (vm_nokvm_init(&vm, &cfg, &plan, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, true, &err) < 0) {
 		fprintf(stderr, "fuzz-virtio: %s\n", err.msg);
 		abort();

@@ -48,3 +48,7 @@ $(eval $(call unit_test,unit-hv-virtq,tests/hv/unit_virtq.c hv/virtq.c hv/mem.c)
 # rings, config space and BARs (tests/hv/fuzz_virtio.c).
 $(eval $(call fuzzer,fuzz-hv,tests/hv/fuzz_hv.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 $(eval $(call fuzzer,fuzz-hv-virtio,tests/hv/fuzz_virtio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
+# The vhost-user codec and transport (hv/vhost_user.c): unit test and the
+# fuzzer of back-end replies.
+$(eval $(call unit_test,unit-vhost-user,tests/unit/test_vhost_user.c hv/vhost_user.c hv/fdpath.c))
+$(eval $(call fuzzer,fuzz-vhost-user,tests/fuzz/fuzz_vhost_user.c hv/vhost_user.c hv/fdpath.c))

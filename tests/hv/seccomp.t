@@ -40,7 +40,7 @@ check_eq "/dev/fd/x: set-up error" 1 "$?"
 # Every guest test again, under the allowlist.
 printf '#!/bin/sh\necho >>%s/calls\nexec %s --seccomp "$@"\n' "$T" "$HV" >"$T/hv"
 chmod +x "$T/hv"
-for t in boot cli host irq acpi pci power ivshmem virtio-blk virtio-console virtio-net virtio-vsock; do
+for t in boot cli host irq acpi pci power ivshmem virtio-blk virtio-console virtio-net virtio-vsock vhost-user-fs; do
 	while IFS= read -r l; do
 		case $l in
 		"ok "*"# SKIP"*) skip "seccomp: $t: ${l#*# SKIP }" ;;
