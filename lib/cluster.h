@@ -23,10 +23,11 @@ struct cluster_cfg {
 	long long default_timeout;
 	/* Host paths every job's guests get (SRC[:DST][:ro], lib/binds.h),
 	 * where a job's own --bind may come from (none: anywhere but the
-	 * image's own folders), and whether each user's home is shared. */
+	 * image's own folders), and whether each user's home and each job's
+	 * submission folder are shared. */
 	struct cf_strlist binds;
 	struct cf_strlist bind_allow;
-	bool bind_home;
+	bool bind_home, bind_workdir;
 };
 extern const struct cf_schema cluster_schema;
 /* path NULL: $VHPC_CLUSTER, else <config dir>/cluster.yaml. */

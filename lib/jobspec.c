@@ -194,6 +194,7 @@ static const struct cf_field cluster_fields[] = {
 	{ .key = "binds", .kind = CF_CUSTOM, .off = C(binds), .parse = parse_binds, .release = release_pathlist },
 	{ .key = "bind_allow", .kind = CF_CUSTOM, .off = C(bind_allow), .parse = parse_allow, .release = release_pathlist },
 	{ .key = "bind_home", .kind = CF_BOOL, .off = C(bind_home) },
+	{ .key = "bind_workdir", .kind = CF_BOOL, .off = C(bind_workdir) },
 	{ .key = "name", .kind = CF_STR, .off = C(name), .flags = CF_REQUIRED },
 	{ .key = "controller", .kind = CF_STR, .off = C(controller), .what = "host:port" },
 	{ .key = "job_network", .kind = CF_STRUCT, .off = C(job_pool), .sub = &jobnet_schema, .flags = CF_REQUIRED },
@@ -212,6 +213,7 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 	c->default_mem = 512ull << 20;
 	c->default_timeout = 3600;
 	c->bind_home = true;
+	c->bind_workdir = true;
 	if (!path)
 		path = getenv("VHPC_CLUSTER");
 	if (!path || !*path) {

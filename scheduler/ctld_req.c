@@ -89,9 +89,7 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 		/* Its paths are planned again when it starts; refused here, the
 		 * user hears why at once. */
 		struct job_paths *jp = malloc(sizeof(*jp));
-		int drv = m->spec.driver >= 0 ? m->spec.driver : g.cl.default_driver;
-
-		if (!jp || job_paths_plan(&g.cl, &m->spec, uid, drv, jp, &e) < 0) {
+		if (!jp || job_paths_plan(&g.cl, &m->spec, uid, jp, &e) < 0) {
 			free(jp);
 			json_object_put(spec);
 			free(j);

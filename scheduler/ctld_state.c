@@ -603,7 +603,7 @@ void job_resolve(struct cjob *j)
 	if (s->name)
 		snprintf(j->name, sizeof(j->name), "%s", s->name);
 	j->paths_err[0] = 0;
-	if (job_paths_plan(&g.cl, s, j->uid, s->driver >= 0 ? s->driver : g.cl.default_driver, &j->paths, &e) < 0)
+	if (job_paths_plan(&g.cl, s, j->uid, &j->paths, &e) < 0)
 		snprintf(j->paths_err, sizeof(j->paths_err), "%s", e.msg);
 }
 

@@ -261,7 +261,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	 * not wait for an image build. */
 	if (na_driver_check_with(drv, o->allow_emulated_kvm, &s.emulated, err) < 0 ||
 	    ready_timeout(&s.ready_timeout_s, err) < 0 || job_user(o->user, &s.uid, &s.gid, err) < 0 ||
-	    job_paths_plan(&r.cl, j, s.uid, (int)did, &r.paths, err) < 0)
+	    job_paths_plan(&r.cl, j, s.uid, &r.paths, err) < 0)
 		goto out;
 	if (na_cleanup_stale(&removed, err) < 0)
 		goto out;

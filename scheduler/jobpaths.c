@@ -8,14 +8,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int job_paths_plan(const struct cluster_cfg *cl, const struct job_spec *j, uid_t uid, int drv,
+int job_paths_plan(const struct cluster_cfg *cl, const struct job_spec *j, uid_t uid,
 		   struct job_paths *out, struct verr *err)
 {
 	struct bind_req r = {
 		.site = (const char *const *)cl->binds.v, .nsite = cl->binds.n,
 		.allow = (const char *const *)cl->bind_allow.v, .nallow = cl->bind_allow.n,
 		.user = (const char *const *)j->binds.v, .nuser = j->binds.n,
-		.workdir = j->workdir,
+		.workdir = cl->bind_workdir ? j->workdir : NULL,
 	};
 	struct passwd pw, *p = NULL;
 	char buf[4096], why[600], note[600];
@@ -30,16 +30,6 @@ int job_paths_plan(const struct cluster_cfg *cl, const struct job_spec *j, uid_t
 	    stat(p->pw_dir, &st) == 0 && S_ISDIR(st.st_mode) &&
 	    bind_path_check("home", p->pw_dir, why, sizeof(why)) == 0 && !bind_dst_protected(p->pw_dir))
 		r.home = p->pw_dir;
-	if (drv == DRIVER_KVM) {
-		/* Until vhpc-hv shares folders (virtio-fs), kvm guests see only
-		 * the image: asked-for paths are refused, default ones left out. */
-		if (j->binds.n)
-			return verr_set(err, "--bind %s: kvm guests cannot share host paths yet; use --driver container",
-					j->binds.v[0]);
-		if (cl->binds.n || r.home || j->workdir)
-			log_info("kvm guests get no host paths yet (home, submission directory, site binds): the job runs in /tmp");
-		return 0;
-	}
 	if (bind_plan(&r, &out->binds, out->wdir, sizeof(out->wdir), note, sizeof(note), why, sizeof(why)) < 0)
 		return verr_set(err, "%s", why);
 	if (note[0])

@@ -15,12 +15,11 @@ struct job_paths {
 	char home[BIND_PATH_MAX];   /* their $HOME */
 };
 
-/* For job j of uid, on guests of driver drv (DRIVER_CONTAINER or
- * DRIVER_KVM): the cluster's site binds, the job's own, the user's home
+/* For job j of uid: the cluster's site binds, the job's own, the user's home
  * (when the cluster shares homes and it exists here) and the submission
  * directory.  A note for the user (what was left out, and why) goes to
  * the log.  Errors name the bind and the rule it breaks. */
-int job_paths_plan(const struct cluster_cfg *cl, const struct job_spec *j, uid_t uid, int drv,
+int job_paths_plan(const struct cluster_cfg *cl, const struct job_spec *j, uid_t uid,
 		   struct job_paths *out, struct verr *err);
 
 #endif

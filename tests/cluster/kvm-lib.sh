@@ -13,6 +13,7 @@ export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 T=$CL_DIR
 unset VHPC_KVM_ALLOW_EMULATION
+lab_no_default_binds
 
 # Heartbeats: nodes may miss 8 s of them, not cluster-lib's 3 s.  Under the
 # nested/TCG lab a restarted vhpcd taking its VMs over was seen to send none

@@ -3,7 +3,8 @@
 # nothing here sees or sweeps another test's jobs; `vhpc cleanup` at exit.
 . "$(dirname "${BASH_SOURCE[0]}")/../integration/common.sh"
 
-# kvm_setup TAG: the run dir is /run/vhpc-TAG-PID.
+# kvm_setup TAG: the run dir is /run/vhpc-TAG-PID.  In the lab the jobs
+# get no default binds (lab_no_default_binds) unless KVM_DEFAULT_BINDS=1.
 kvm_setup() {
 	need_root
 	[ -x "$BIN/vhpc" ] && [ -x "$BIN/vhpc-hv" ] || skip_all "vhpc is not built"
@@ -11,6 +12,7 @@ kvm_setup() {
 	[ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
 		skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
 	export VHPC_RUN_DIR=/run/vhpc-$1-$$
+	[ "${KVM_DEFAULT_BINDS-}" = 1 ] || lab_no_default_binds
 	at_exit "rm -rf '$VHPC_RUN_DIR'"
 	at_exit "VHPC_RUN_DIR='$VHPC_RUN_DIR' '$BIN/vhpc' cleanup"
 }

@@ -9,6 +9,7 @@
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/jobspec.h"
+#include "lib/fsutil.h"
 #include "lib/log.h"
 #include "kvm_int.h"
 #include "images/images.h"
@@ -76,6 +77,22 @@ static int prepare(struct na_job *j, struct verr *err)
 	/* A VM sees the region as a PCI BAR: a power of two. */
 	if (j->vmshm[0] && na_kvm_vmshm_fit(j->vmshm, &j->vmshm_size, err) < 0)
 		return -1;
+	if (j->nhb > NA_KVM_MAX_FS)
+		return verr_set(err, "%d host paths: a kvm guest takes at most %d (one virtio-fs device each)",
+				j->nhb, NA_KVM_MAX_FS);
+	{
+		/* Where the guest's init mounts each shared folder. */
+		char path[PATH_MAX], *text;
+		int rc;
+
+		snprintf(path, sizeof(path), "%s/fs", j->shared);
+		if (na_kvm_fs_text(j->hb, j->nhb, &text, err) < 0)
+			return -1;
+		rc = write_file(path, text, strlen(text), 0644, err);
+		free(text);
+		if (rc < 0)
+			return -1;
+	}
 	/* What vhpc-guestd starts with (the guest's init adds its index). */
 	return na_kvm_config_disk(&j->jd, j->shared,
 				  na_guest_env(&env, j->s.label, -1, j->vmshm[0] ? j->s.host_id : NULL, j->s.vmshm_slots),
@@ -99,7 +116,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 		.addr = j->net.guest_addr[k], .prefix = j->net.prefix, .mtu = j->net.mtu,
 		.guest_port = j->s.guest_port, .config_disk = kj->config_disk,
 		.vmshm = j->vmshm[0] ? j->vmshm : NULL, .emulated = j->emulated,
-		.uid = j->s.uid, .gid = j->s.gid,
+		.uid = j->s.uid, .gid = j->s.gid, .fs = j->hb, .nfs = j->nhb,
 	};
 	struct na_kvm *kvm;
 
@@ -202,6 +219,7 @@ const struct na_driver na_driver_kvm = {
 	.id = DRIVER_KVM,
 	.image_flags = IMAGE_KVM,
 	.emulation = true,
+	.host_paths = true,
 	.check = check,
 	.check_job = check_job,
 	.ready_seconds = ready_seconds,

@@ -204,10 +204,13 @@ static void tail_of(const char *path, char *buf, size_t len)
 	free(text);
 }
 
+_Static_assert(NA_KVM_MAX_FS == 8, "child() passes fs[0..7]");
+
 static void child(char **argv, const struct na_kvm_fds *fds, const int *cg, int ncg, int logfd,
 		  const struct kvm_jail *jail)
 {
-	const int pass[] = { fds->tap, fds->kernel, fds->initrd, fds->root, fds->config, fds->scratch, fds->vmshm };
+	const int pass[] = { fds->tap, fds->kernel, fds->initrd, fds->root, fds->config, fds->scratch, fds->vmshm,
+			     fds->fs[0], fds->fs[1], fds->fs[2], fds->fs[3], fds->fs[4], fds->fs[5], fds->fs[6], fds->fs[7] };
 	sigset_t none;
 	char why[PATH_MAX + 128];
 	int null = open("/dev/null", O_RDONLY);
@@ -293,6 +296,25 @@ static void close_files(struct na_kvm_fds *f)
 			close(*all[i]);
 			*all[i] = -1;
 		}
+	for (int i = 0; i < NA_KVM_MAX_FS; i++)
+		if (f->fs[i] >= 0) {
+			close(f->fs[i]);
+			f->fs[i] = -1;
+		}
+}
+
+/* The guest's virtiofsd, once its cgroup was killed (or vhpc-hv, their
+ * only client, is gone and they follow): reaped, so none stays a zombie. */
+static void reap_fs(struct na_kvm *k)
+{
+	for (int i = 0; i < NA_KVM_MAX_FS; i++) {
+		if (k->fs_pid[i] <= 0)
+			continue;
+		kill(k->fs_pid[i], SIGKILL);
+		while (waitpid(k->fs_pid[i], NULL, 0) < 0 && errno == EINTR)
+			;
+		k->fs_pid[i] = 0;
+	}
 }
 
 /* Until vhpc-hv listens on both sockets, or exits. */
@@ -401,16 +423,26 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 
 	/* argv first: it checks the spec before anything is made. */
 	fds.tap = 1000;
-	if (na_kvm_argv(s, k->hvdir, &fds, &argv, err) < 0)
-		goto fail;
+	for (int i = 0; i < NA_KVM_MAX_FS; i++)
+		fds.fs[i] = 1001 + i;
+	rc = na_kvm_argv(s, k->hvdir, &fds, &argv, err);
 	na_kvm_argv_free(argv);
 	argv = NULL;
-	fds.tap = -1;
+	fds = NA_KVM_FDS_NONE(-1);
+	if (rc < 0)
+		goto fail;
+	rc = -1;
 	if (make_gdir(k, jail.uid, jail.gid, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &fds.tap, err) < 0 ||
 	    open_files(s, &fds, err) < 0)
 		goto fail;
-	if (na_kvm_argv(s, k->hvdir, &fds, &argv, err) < 0 ||
-	    kvm_cgroups_prepare(s->job, s->index, s->place, cg, MAX_CG, &ncg, err) < 0)
+	if (kvm_cgroups_prepare(s->job, s->index, s->place, cg, MAX_CG, &ncg, err) < 0)
+		goto fail;
+	/* The shared folders' daemons run as the job's user itself (not
+	 * vhpc-hv's nobody of a root job): the files are the user's. */
+	for (int i = 0; i < s->nfs; i++)
+		if (kvm_fs_start(k->dir, i, &s->fs[i], s->uid, s->gid, cg, ncg, &fds.fs[i], &k->fs_pid[i], err) < 0)
+			goto fail;
+	if (na_kvm_argv(s, k->hvdir, &fds, &argv, err) < 0)
 		goto fail;
 	logfd = open(k->hvlog, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (logfd < 0) {
@@ -453,6 +485,15 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	rc = 0;
 	goto done;
 fail:
+	/* A back-end that died says why in its own log, not vhpc-hv's. */
+	for (int i = 0; i < s->nfs && i < NA_KVM_MAX_FS; i++) {
+		char lp[PATH_MAX + 16], tail[400];
+
+		snprintf(lp, sizeof(lp), "%s/fs%d.log", k->dir, i);
+		tail_of(lp, tail, sizeof(tail));
+		if (tail[0])
+			log_err("guest %s: virtiofsd for %s: %s", k->name, s->fs[i].src, tail);
+	}
 	verr_wrap(err, "guest %s", k->name);
 	if (k->pidfd >= 0)
 		close(k->pidfd);
@@ -466,6 +507,7 @@ fail:
 		na_cgroup_remove(rel, true, &n, &e);
 		na_cgroup_rmdir_job(s->job);
 	}
+	reap_fs(k);
 	free(k);
 done:
 	if (fds.tap >= 0)
@@ -511,6 +553,7 @@ int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
 			*err = e;
 			rc = -1;
 		}
+		reap_fs(ks[i]);
 		remove_gdir(ks[i]);
 		na_cgroup_rmdir_job(ks[i]->job);
 		if (ks[i]->pidfd >= 0)

@@ -53,6 +53,8 @@ struct tuning;
  */
 #define NA_KVM_LOG_MAX (16u << 20)
 #define NA_KVM_MIN_MEM (128ull << 20)
+/* vhpc-hv's limit of virtio-fs devices (hv/dev_vhost_user_fs.c). */
+#define NA_KVM_MAX_FS 8
 
 struct na_kvm_spec {
 	const char *job;
@@ -77,6 +79,11 @@ struct na_kvm_spec {
 	const char *hv_path;           /* NULL: vhpc-hv next to this program */
 	uid_t uid;                     /* the job's user: vhpc-hv runs as them */
 	gid_t gid;                     /* (uid 0: as nobody) */
+	/* Host folders shared as virtio-fs tags vhpc0..vhpc<nfs-1> (kvm_fs.c:
+	 * one virtiofsd each, as the job's user); the config disk's "fs" file
+	 * says where the guest mounts them. */
+	const struct na_hbind *fs;
+	int nfs;
 };
 
 /* Open descriptors vhpc-hv gets instead of the spec's files (/dev/fd/N on
@@ -85,9 +92,11 @@ struct na_kvm_spec {
 struct na_kvm_fds {
 	int tap;                       /* required */
 	int kernel, initrd, root, config, scratch, vmshm;
+	int fs[NA_KVM_MAX_FS];         /* connected vhost-user sockets, one per spec fs */
 };
 #define NA_KVM_FDS_NONE(t) ((struct na_kvm_fds){ .tap = (t), .kernel = -1, .initrd = -1, .root = -1, \
-						   .config = -1, .scratch = -1, .vmshm = -1 })
+						   .config = -1, .scratch = -1, .vmshm = -1, \
+						   .fs = { -1, -1, -1, -1, -1, -1, -1, -1 } })
 
 struct na_kvm;
 
@@ -123,6 +132,9 @@ int na_kvm_config_disk(const struct na_jobdir *jd, const char *src_dir,
  * only what the guest writes.  It goes with the job dir. */
 int na_kvm_scratch_disk(const struct na_jobdir *jd, int index, uint64_t size, char *path, size_t len,
 			struct verr *err);
+/* The "fs" file of the config disk: "vhpc<i> DST ro|rw" per shared folder,
+ * what the guest's init mounts (malloc'd; pure). */
+int na_kvm_fs_text(const struct na_hbind *fs, int n, char **out, struct verr *err);
 /* The text of "env" and "sysctl.conf" (malloc'd; pure). */
 int na_kvm_env_text(const char *const *env, char **out, struct verr *err);
 int na_kvm_sysctl_text(const struct tuning *t, char **out, struct verr *err);

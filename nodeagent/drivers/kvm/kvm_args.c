@@ -344,6 +344,12 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 		add(&a, "--blk");
 		add(&a, "path=%s,serial=vhpc-scratch", file_arg(fds->scratch, s->scratch_disk, fb, sizeof(fb)));
 	}
+	if (s->nfs < 0 || s->nfs > NA_KVM_MAX_FS || (s->nfs && !s->fs))
+		return verr_set(err, "%d shared folders: a kvm guest has at most %d", s->nfs, NA_KVM_MAX_FS);
+	for (int i = 0; i < s->nfs; i++) {
+		add(&a, "--fs");
+		add(&a, "tag=vhpc%d,socket=/dev/fd/%d", i, fds->fs[i]);
+	}
 	/* A MAC from the guest's address: stable, and unique on the bridge. */
 	add(&a, "--net");
 	add(&a, "fd=%d,mac=52:54:%02x:%02x:%02x:%02x,mtu=%d", tap_fd, s->addr >> 24, (s->addr >> 16) & 0xff,
@@ -454,6 +460,31 @@ int na_kvm_sysctl_text(const struct tuning *tun, char **out, struct verr *err)
 		n += (size_t)sprintf(t + n, "%s = %s\n", k, v);
 	}
 	t[n] = 0;
+	*out = t;
+	return 0;
+}
+
+int na_kvm_fs_text(const struct na_hbind *fs, int n, char **out, struct verr *err)
+{
+	size_t cap = 1, len = 0;
+	char *t;
+	char why[300];
+
+	if (n < 0 || n > NA_KVM_MAX_FS)
+		return verr_set(err, "%d shared folders: a kvm guest has at most %d", n, NA_KVM_MAX_FS);
+	for (int i = 0; i < n; i++)
+		cap += strlen(fs[i].dst) + 16;
+	if (!(t = malloc(cap)))
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < n; i++) {
+		/* The guest's init reads words: a path with a blank would split. */
+		if (bind_path_check("shared folder destination", fs[i].dst, why, sizeof(why)) < 0) {
+			free(t);
+			return verr_set(err, "%s", why);
+		}
+		len += (size_t)sprintf(t + len, "vhpc%d %s %s\n", i, fs[i].dst, fs[i].ro ? "ro" : "rw");
+	}
+	t[len] = 0;
 	*out = t;
 	return 0;
 }

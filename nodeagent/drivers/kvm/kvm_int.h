@@ -57,6 +57,14 @@ struct kvm_jail {
  * jail, uid and gid dropped, no_new_privs.  -1 with words in why. */
 int kvm_jail_enter(const struct kvm_jail *j, char *why, size_t len);
 
+/* Starts the virtiofsd of shared folder k of a guest whose root-owned
+ * folder is dir (kvm_fs.c), in the guest's cgroups (cg: open cgroup.procs
+ * files); *conn is the connected vhost-user socket for vhpc-hv, *pid the
+ * daemon's. */
+int kvm_fs_start(const char *dir, int k, const struct na_hbind *b, uid_t uid, gid_t gid, const int *cg, int ncg,
+		 int *conn, pid_t *pid, struct verr *err);
+const char *kvm_virtiofsd_path(void);
+
 struct na_kvm {
 	char job[16];
 	int index;
@@ -77,6 +85,7 @@ struct na_kvm {
 	char hvlog[PATH_MAX];
 	off_t serial_seen;     /* console bytes already searched for a panic */
 	char panic[200];       /* the guest kernel's panic line, once seen */
+	pid_t fs_pid[NA_KVM_MAX_FS]; /* its virtiofsd, our children (0: none) */
 };
 
 /* vhpc-hv's control socket: one request, one JSON reply line (malloc'd). */
