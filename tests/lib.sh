@@ -58,3 +58,31 @@ lab_no_default_binds() {
 		"$VHPC_TOP/configs/cluster.yaml" >"$T/cluster-lab.yaml" || return 1
 	export VHPC_CLUSTER=$T/cluster-lab.yaml
 }
+
+# hello_user NAME: a user of the test's own (removed at exit) with a home
+# in $T/home, who compiles tests/integration/hello.c with mpicc in $W
+# ($H/run).  Sets U, uid, gid, H, W; asu CMD runs CMD as them.
+asu() { setpriv --reuid "$uid" --regid "$gid" --init-groups "$@"; }
+hello_user() {
+	U=$1
+	chmod 755 "$T"
+	mkdir -p "$T/home"
+	useradd -m -d "$T/home/$U" -U -s /bin/sh "$U" || { fail "useradd $U"; done_testing; exit 1; }
+	at_exit "userdel '$U' 2>/dev/null; groupdel '$U' 2>/dev/null"
+	uid=$(id -u "$U") gid=$(id -g "$U")
+	H=$T/home/$U W=$T/home/$U/run
+	asu mkdir -p "$W"
+	cp "$VHPC_TOP/tests/integration/hello.c" "$W/hello.c" && chown "$uid:$gid" "$W/hello.c"
+	(cd "$W" && asu mpicc -o hello hello.c) >"$T/cc.out" 2>&1
+	check_eq "the user compiles hello.c with mpicc on the host" 0 "$?"
+}
+# hello_outputs N: the N ranks' out.<r> in $W, each written in $W by its
+# rank, the user's, and ranks in guests g0 and g1.
+hello_outputs() {
+	local r
+	for ((r = 0; r < $1; r++)); do
+		check_match "out.$r: written by rank $r in the submission folder" "^rank $r of $1 on g[01] in $W\$" "$(cat "$W/out.$r" 2>/dev/null)"
+		check_eq "out.$r is on the host, the user's" "$uid:$gid" "$(stat -c %u:%g "$W/out.$r" 2>/dev/null)"
+	done
+	check_eq "the ranks ran in both guests" "g0 g1" "$(sed -n 's/.* on \(g[01]\) in .*/\1/p' "$W"/out.* 2>/dev/null | sort -u | tr '\n' ' ' | sed 's/ $//')"
+}

@@ -19,17 +19,7 @@ CL=vcb$$
 . "$(dirname "$0")/cluster-lib.sh"
 T=$CL_DIR
 
-U=vhpcc$$
-mkdir -p "$T/home"
-useradd -m -d "$T/home/$U" -U -s /bin/sh "$U" || { fail "useradd $U"; done_testing; exit 1; }
-at_exit "userdel '$U' 2>/dev/null; groupdel '$U' 2>/dev/null"
-uid=$(id -u "$U") gid=$(id -g "$U")
-H=$T/home/$U W=$H/run
-asu() { setpriv --reuid "$uid" --regid "$gid" --init-groups "$@"; }
-asu mkdir -p "$W"
-cp "$VHPC_TOP/tests/integration/hello.c" "$W/hello.c" && chown "$uid:$gid" "$W/hello.c"
-(cd "$W" && asu mpicc -o hello hello.c) >"$T/cc.out" 2>&1
-check_eq "the user compiles hello.c with mpicc" 0 "$?"
+hello_user vhpcc$$
 # A site folder that node 3 lacks: its vhpcd has a mount namespace of its
 # own (a slave, so nothing it mounts reaches the host) with a tmpfs over
 # the folder's parent.
@@ -60,10 +50,7 @@ diag "vhpc run -N 2 -n 4 -- ./hello through vhpc-ctld: $(( ($(date +%s%N) - t0) 
 check_eq "the user's vhpc run -N 2 -n 4 -- ./hello through vhpc-ctld exits 0" 0 "$rc"
 [ $rc = 0 ] || diag "$(tail -n 20 "$T/h.err")" "$(tail -n 20 "$CL_DIR/ctld.log")"
 check_eq "four ranks say hello" 4 "$(grep -c '^hello from rank [0-3] of 4 on g[01]$' "$T/h.out")"
-for r in 0 1 2 3; do
-	check_match "out.$r: written by rank $r in the submission folder" "^rank $r of 4 on g[01] in $W\$" "$(cat "$W/out.$r" 2>/dev/null)"
-	check_eq "out.$r belongs to the user" "$uid:$gid" "$(stat -c %u:%g "$W/out.$r" 2>/dev/null)"
-done
+hello_outputs 4
 id=$(sed -n 's/^vhpc: job \([0-9]*\) submitted.*/\1/p' "$T/h.err")
 check_eq "the job ran on two nodes" 2 "$(grep -lE "job $id \($id"x"[0-9]+\): 1 guest here .*ready in" "$CL_DIR"/n[123].log | wc -l)"
 
