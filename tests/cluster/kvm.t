@@ -28,7 +28,7 @@ wait_output() {  # ID
 
 # -- a kvm job across the two nodes, and a vhpcd restart under it --------
 t0=$(date +%s%N)
-J=$(sub "${KVM[@]}" -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$TICKS; exec vhpc-mpibench -msglog 0:10 PingPong")
+J=$(sub "${KVM[@]}" -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$TICKS; exec vhpc-mpibench -msglog 0:6 PingPong")
 check_match "the job is accepted" '^[0-9]+$' "$J"
 check "job $J runs" wait_state "$J" RUNNING 300
 diag "submit to RUNNING: $(( ($(date +%s%N) - t0) / 1000000 )) ms (two VMs booting, nested/TCG)"
