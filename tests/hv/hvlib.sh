@@ -34,3 +34,11 @@ guest_results() {
 		esac
 	done <"$OUT"
 }
+
+# need_virtiofsd: VFSD is QEMU's virtiofsd ($VHPC_VIRTIOFSD, as the kvm
+# driver takes it), or the test is skipped; HVT the test tool.
+need_virtiofsd() {
+	VFSD=${VHPC_VIRTIOFSD:-/usr/lib/qemu/virtiofsd}
+	[ -x "$VFSD" ] || skip_all "$VFSD not installed (qemu-system-common)"
+	HVT=$VHPC_TOP/$B/hv-tools/hvt
+}

@@ -13,9 +13,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/hvlib.sh"
 need_root
-VFSD=/usr/lib/qemu/virtiofsd
-[ -x "$VFSD" ] || skip_all "$VFSD not installed (qemu-system-common)"
-HVT=$VHPC_TOP/$B/hv-tools/hvt
+need_virtiofsd
 
 # state PID: the process's state letter, empty once it is reaped or gone.
 pstate() { sed -n 's/^[0-9]* (.*) \([A-Z]\).*/\1/p' "/proc/$1/stat" 2>/dev/null; }

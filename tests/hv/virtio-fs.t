@@ -13,9 +13,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/hvlib.sh"
 need_root
-VFSD=/usr/lib/qemu/virtiofsd
-[ -x "$VFSD" ] || skip_all "$VFSD not installed (qemu-system-common)"
-HVT=$VHPC_TOP/$B/hv-tools/hvt
+need_virtiofsd
 
 paths=$("$VHPC_TOP/tests/hv/fetch-kernel.sh" "$VHPC_TOP/$B/hv-kernel" 2>"$T/fetch.err") ||
 	skip_all "kernel not available: $(cat "$T/fetch.err")"
