@@ -26,8 +26,8 @@ int bind_path_check(const char *what, const char *p, char *why, size_t len)
 		return say(why, len, "%s '%.60s...' is longer than %d bytes", what, p, BIND_PATH_MAX - 1);
 	for (const char *c = p; *c; c++)
 		if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-		      strchr("._-+@%=,~/", *c)))
-			return say(why, len, "%s '%.200s' has the character '%c' (0x%02x): paths may hold letters, digits and . _ - + @ %% = , ~ /",
+		      strchr("._-+@%=~/", *c)))
+			return say(why, len, "%s '%.200s' has the character '%c' (0x%02x): paths may hold letters, digits and . _ - + @ %% = ~ /",
 				   what, p, *c >= 0x20 && *c < 0x7f ? *c : '?', (unsigned char)*c);
 	if (n > 1 && p[n - 1] == '/')
 		return say(why, len, "%s '%.200s' ends in '/'", what, p);

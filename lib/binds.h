@@ -26,8 +26,8 @@ struct bind_list {
 
 /* A path a bind may name: absolute, at most BIND_PATH_MAX - 1 bytes,
  * without "//", "." or ".." components or a trailing "/", and of the
- * characters A-Z a-z 0-9 and . _ - + @ % = , ~ / (a virtiofs tag and the
- * guest's kernel command line carry them).  what names it in the error. */
+ * characters A-Z a-z 0-9 and . _ - + @ % = ~ / (virtiofsd's -o options and
+ * overlayfs split at ',' and ':'; the guest's init reads words).  what names it in the error. */
 int bind_path_check(const char *what, const char *p, char *why, size_t len);
 /* An image directory a guest needs, that no bind may cover or replace:
  * returns it, or NULL when dst may be a bind's destination. */

@@ -50,6 +50,8 @@ static void bad_specs_are_refused_by_name(void **state)
 	assert_non_null(strstr(why, "ro or rw"));
 	assert_int_equal(bind_parse("/da ta", &b, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "character ' '"));
+	/* virtiofsd's -o source= would split at a comma. */
+	assert_int_equal(bind_parse("/a,b", &b, why, sizeof(why)), -1);
 	assert_int_equal(bind_parse("/", &b, why, sizeof(why)), -1);
 	assert_int_equal(bind_parse("/data:/usr/lib", &b, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "/usr"));
