@@ -242,6 +242,13 @@ int bh_host_cores(void);
 void bh_table(FILE *f, const struct bh_ctx *c);
 /* plot.gp, plot-*.dat and plot.png in c->dir. */
 int bh_plot(const struct bh_ctx *c, struct verr *err);
+/* `gnuplot SCRIPT` in dir, which must leave dir/PNG, a PNG file (its
+ * messages go to dir/<script's name>.log). */
+int bh_gnuplot(const char *dir, const char *script, const char *png, struct verr *err);
+/* xrange and explicit xtics (1K, 64K, 4M rather than 2^n or 1e+06) for the
+ * sizes xs (sorted here; at most 16 labels); size 0, which a log axis has
+ * no place for, is drawn at zero. */
+void bh_gp_size_tics(FILE *f, double *xs, size_t n, double zero);
 /* For --imb: the name of an image like --image's (or the default) with
  * the IMB binary in it, into c->image; then its build. */
 void bh_imb_image_name(struct bh_ctx *c);

@@ -2,14 +2,11 @@
  * bandwidth, ...), native (solid) and guest (dashed) on one chart; sizes
  * on a log axis, or bars where metrics have no size. */
 #include "lib/err.h"
-#include "lib/fsutil.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/harness/bh.h"
-
-static const char png_magic[8] = { (char)0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
 
 static void val(FILE *f, double v)
 {
@@ -24,37 +21,18 @@ static bool same_series(const struct bh_metric *a, const struct bh_metric *b)
 	return !strcmp(a->group, b->group) && !strcmp(a->name, b->name);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Explicit size tics (1K, 64K, 4M) rather than 2^n or 1e+06. */
 static void size_tics(FILE *f, const struct bh_results *r, const char *panel)
 {
-	double *xs = malloc(r->n * sizeof(double));
-	size_t n = 0, u = 0, step;
-	char lab[32];
+	double *xs = malloc((r->n ? r->n : 1) * sizeof(double));
+	size_t n = 0;
 
 	if (!xs)
 		return;
 	for (size_t i = 0; i < r->n; i++)
 		if (!strcmp(r->m[i].panel, panel) && r->m[i].x > 0)
 			xs[n++] = r->m[i].x;
-	qsort(xs, n, sizeof(double), cmp_double);
-	for (size_t i = 0; i < n; i++)
-		if (u == 0 || xs[i] != xs[u - 1])
-			xs[u++] = xs[i];
-	n = u;
-	step = n > 16 ? (n + 15) / 16 : 1;
-	if (n > 0)
-		fprintf(f, "set xrange [%.17g:%.17g]\n", xs[0] / 1.25, xs[n - 1] * 1.25);
-	fputs("set xtics (", f);
-	for (size_t i = 0; i < n; i += step)
-		fprintf(f, "%s\"%s\" %.17g", i ? ", " : "", bh_fmt_x(xs[i], lab, sizeof(lab)), xs[i]);
-	fputs(")\n", f);
+	bh_gp_size_tics(f, xs, n, 0);
 	free(xs);
 }
 
@@ -162,13 +140,10 @@ static int panel_bars(FILE *gp, const struct bh_ctx *c, int pi, const char *pane
 
 int bh_plot(const struct bh_ctx *c, struct verr *err)
 {
-	char path[PATH_MAX + 32], logp[PATH_MAX + 32], png[PATH_MAX + 32], cd[PATH_MAX + 16];
+	char path[PATH_MAX + 32];
 	const char *const *panels = c->s->panels;
 	int np = 0, pi = 0;
 	FILE *gp;
-	struct bh_proc p;
-	char *buf;
-	size_t len;
 
 	for (; panels[np]; np++)
 		;
@@ -206,23 +181,5 @@ int bh_plot(const struct bh_ctx *c, struct verr *err)
 	fputs("unset multiplot\n", gp);
 	if (fclose(gp) != 0)
 		return verr_errno(err, "%s", path);
-
-	snprintf(cd, sizeof(cd), "cd '%s'", c->dir);
-	snprintf(logp, sizeof(logp), "%s/plot.log", c->dir);
-	char *argv[] = { "gnuplot", "-e", cd, path, NULL };
-
-	if (bh_spawn(argv, "/dev/null", logp, 60, &p, err) < 0)
-		return -1;
-	if (p.status != 0)
-		return verr_set(err, "gnuplot %s failed (exit status %d%s; see %s)", path, p.status,
-				p.status == 127 ? ": is gnuplot installed? apt-get install gnuplot-nox" : "", logp);
-	snprintf(png, sizeof(png), "%s/plot.png", c->dir);
-	if (read_file(png, &buf, &len, 64u << 20, err) < 0)
-		return -1;
-	if (len < sizeof(png_magic) || memcmp(buf, png_magic, sizeof(png_magic))) {
-		free(buf);
-		return verr_set(err, "%s is not a PNG file (see %s)", png, logp);
-	}
-	free(buf);
-	return 0;
+	return bh_gnuplot(c->dir, "plot.gp", "plot.png", err);
 }
