@@ -39,6 +39,6 @@ BENCH_HARNESS_CORE := bench/harness/stats.c bench/harness/metrics.c bench/harnes
 BENCH_HARNESS_SRCS := $(BENCH_HARNESS_CORE) bench/harness/proc.c bench/harness/runs.c \
 	bench/harness/run.c bench/harness/suite_mpi.c bench/harness/suite_net.c \
 	bench/harness/suite_mem.c bench/harness/suite_sys.c bench/harness/machine.c \
-	bench/harness/table.c bench/harness/plot.c bench/harness/gnuplot.c bench/harness/compare.c \
-	bench/harness/image.c
+	bench/harness/table.c bench/harness/plot.c bench/harness/ratio.c bench/harness/gnuplot.c \
+	bench/harness/compare.c bench/harness/image.c
 $(B)/bin/vhpc: $(patsubst %.c,$(B)/obj/%.o,$(BENCH_HARNESS_SRCS) $(BENCH_LIB_SRCS))

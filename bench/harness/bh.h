@@ -12,7 +12,7 @@
  *            output becomes metrics.
  *   proc     one command with its output in files, a time limit, and
  *            Ctrl-C forwarded so `vhpc run` can tear its guests down.
- *   machine, table, plot, compare, image: the rest of a run's folder.
+ *   machine, table, plot, ratio, compare, image: the rest of a run's folder.
  */
 #ifndef VHPC_BENCH_HARNESS_H
 #define VHPC_BENCH_HARNESS_H
@@ -242,6 +242,17 @@ int bh_host_cores(void);
 void bh_table(FILE *f, const struct bh_ctx *c);
 /* plot.gp, plot-*.dat and plot.png in c->dir. */
 int bh_plot(const struct bh_ctx *c, struct verr *err);
+/* What a chart is drawn from, so results read back from a folder can be
+ * drawn as well as a run's own. */
+struct bh_chart {
+	const char *dir;         /* the results folder: script, data and PNG go here */
+	const char *suite, *driver;
+	int reps;
+	const struct bh_results *res;
+};
+/* ratio.gp and ratio-*.dat: guest/native per metric, time-like and
+ * rate-like metrics in panels of their own (bh_gnuplot draws ratio.png). */
+int bh_ratio_write(const struct bh_chart *ch, struct verr *err);
 /* `gnuplot SCRIPT` in dir, which must leave dir/PNG, a PNG file (its
  * messages go to dir/<script's name>.log). */
 int bh_gnuplot(const char *dir, const char *script, const char *png, struct verr *err);

@@ -372,6 +372,7 @@ int bench_run(const struct bench_opts *o)
 	struct verr err;
 	struct json_object *machine = NULL;
 	int rc = EXIT_BADOPT;
+	struct bh_chart chart;
 
 	memset(&c, 0, sizeof(c));
 	if (setup(&c, o, &err) < 0 || choose_dir(&c, &err) < 0 || c.s->plan(&c, &err) < 0) {
@@ -412,15 +413,17 @@ int bench_run(const struct bench_opts *o)
 		}
 	}
 	bh_results_finish(&c.res);
+	chart = (struct bh_chart){ c.dir, c.s->name, c.driver, c.reps, &c.res };
 	if (write_results(&c, machine, &err) < 0 || write_table(&c, &err) < 0) {
 		say("%s", err.msg);
 		goto out;
 	}
-	if (bh_plot(&c, &err) < 0) {
+	if (bh_plot(&c, &err) < 0 || bh_ratio_write(&chart, &err) < 0 ||
+	    bh_gnuplot(c.dir, "ratio.gp", "ratio.png", &err) < 0) {
 		say("plot: %s (the results are in %s)", err.msg, c.dir);
 		goto out;
 	}
-	printf("# results: %s (results.json, results.txt, plot.png, raw/)\n", c.dir);
+	printf("# results: %s (results.json, results.txt, plot.png, ratio.png, raw/)\n", c.dir);
 	rc = 0;
 out:
 	json_object_put(machine);

@@ -2,9 +2,9 @@
 # timeout: 300
 # vhpc bench end to end on this machine (container guests): a short run of
 # each suite (tiny sizes and durations, 1-2 repetitions) whose JSON, table
-# and PNG are checked; --imb with an IMB-compatible binary; the default
-# results folder; a failing guest run; SIGTERM during a guest run; bad
-# options.  Numbers are not judged (they are this machine's), only that
+# and PNGs (plot.png, ratio.png and their data) are checked; --imb with an
+# IMB-compatible binary; the default results folder; a failing guest run;
+# SIGTERM during a guest run; bad options.  Numbers are not judged (they are this machine's), only that
 # they were measured, are consistent and end up where they belong.
 . "$(dirname "$0")/../lib.sh"
 
@@ -44,8 +44,13 @@ results() {
 	check_eq "$suite: ratios positive and equal to guest/native of the medians" "[]" \
 		"$(jq -c '[.metrics[] | select(.native.min > 0 and .guest.min > 0) | select(.ratio == null or .ratio.median <= 0 or .ratio.best <= 0
 			or ((.ratio.median - .guest.median / .native.median) | if . < 0 then -. else . end) > 1e-9) | .key]' "$j" 2>&1)"
-	check_eq "$suite: plot.png is a PNG" "89504e470d0a1a0a" "$(head -c 8 "$dir/plot.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
-	check "$suite: plot.png is a real picture (> 5 KB)" test "$(stat -c %s "$dir/plot.png" 2>/dev/null || echo 0)" -gt 5000
+	for png in plot ratio; do
+		check_eq "$suite: $png.png is a PNG" "89504e470d0a1a0a" "$(head -c 8 "$dir/$png.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
+		check "$suite: $png.png is a real picture (> 5 KB)" test "$(stat -c %s "$dir/$png.png" 2>/dev/null || echo 0)" -gt 5000
+		check "$suite: $png.gp redraws it" grep -q "set output \"$png.png\"" "$dir/$png.gp"
+	done
+	check_match "$suite: stdout lists the folder's files, ratio.png too" \
+		"^# results: $dir \(results.json, results.txt, plot.png, ratio.png, raw/\)$" "$(cat "$dir.stdout")"
 	check "$suite: results.txt and stdout hold the table" \
 		grep -q "ratio guest/native" "$dir/results.txt" "$dir.stdout"
 	check "$suite: raw outputs of both sides kept" test -s "$(ls "$dir"/raw/native*-1.out | head -1)" -a \
@@ -71,6 +76,16 @@ if bench "mpi" "$tmp/mpi" --suite mpi --reps 2 --sizes 0,1K,64K; then
 		check_eq "mpi: $side PingPong 1K of repetition 2 as printed" "$printed" \
 			"$(metric "$tmp/mpi" "PingPong np=2/t/1024" ".${side}.values[1]" | awk '{printf "%.2f", $1}')"
 	done
+	# ratio.png's data: the ratios of results.json, one line per benchmark.
+	check_eq "mpi: ratio.png's lines: t of the four benchmarks, bw of three" \
+		"PingPong np=2 t,Sendrecv np=2 t,Exchange np=2 t,Allreduce np=2 t,PingPong np=2 bw,Sendrecv np=2 bw,Exchange np=2 bw" \
+		"$(cd "$tmp/mpi" && for f in ratio-time-*.dat ratio-rate-*.dat; do sed -n '1s/^# \(.*\) (.*/\1/p' "$f"; done | paste -sd,)"
+	f=$(grep -l '^# PingPong np=2 t ' "$tmp/mpi"/ratio-time-*.dat)
+	want=$(metric "$tmp/mpi" "PingPong np=2/t/65536" '.ratio | "\(.median) \(.pair_min) \(.pair_max)"' |
+		awk '$1 > 0 {printf "%.6f %.6f %.6f", $1, $2, $3}')
+	check_eq "mpi: ratio.png's PingPong 64K point: ratio of the medians and its range, as in results.json" \
+		"${want:-(no ratio in results.json)}" "$(awk '$1 == 65536 {printf "%.6f %.6f %.6f", $2, $3, $4}' "$f")"
+	check "mpi: ratio.png leaves out the whole run's wall time" test -z "$(grep -l 'whole run' "$tmp/mpi"/ratio*)"
 	check_match "mpi: guest ranks ran in guests" "vhpc: job [0-9a-f]+: 2 guests" "$(cat "$tmp/mpi/raw/guest-1.err")"
 	check_match "mpi: the plot has latency and bandwidth against size" \
 		'set title "latency.*set title "bandwidth' "$(tr '\n' ' ' <"$tmp/mpi/plot.gp")"
@@ -131,6 +146,9 @@ if [ -n "$sysdir" ]; then
 	check_eq "sys: UnixBench's four tests" "Pipe Throughput,Pipe-based Context Switching,Process Creation,System Call Overhead" \
 		"$(jq -r '[.metrics[].group | select(. != "whole run")] | unique | join(",")' "$sysdir/results.json")"
 	check_match "sys: the plot draws bars" "histogram" "$(cat "$sysdir/plot.gp")"
+	check_match "sys: so does ratio.png, with error bars" "histogram errorbars" "$(cat "$sysdir/ratio.gp")"
+	check_eq "sys: ratio.png's bars: every test, not the wall time" "$(( ranks > 1 ? 8 : 4 ))" \
+		"$(grep -c '^"' "$sysdir/ratio-rate.dat")"
 	check_match "sys: stdout names the folder" "# results: $sysdir " "$(cat "$tmp/sys.stdout")"
 fi
 diag "suite runs took ${SECONDS}s"

@@ -1,6 +1,7 @@
-/* vhpc bench's harness without running anything: statistics and ratios,
+/* vhpc bench's harness without running benchmarks: statistics and ratios,
  * metrics from IMB output and from result lines (guest output: hostile),
- * JSON out and back in, size options, and comparing two runs. */
+ * JSON out and back in, size options, the ratio chart's data (and the
+ * chart, where gnuplot is installed), and comparing two runs. */
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include <setjmp.h>
@@ -434,6 +435,204 @@ static void test_sizes(void **state)
 	assert_int_equal(bh_parse_msglog("a:b", 30, &lo, &hi, &err), -1);
 }
 
+/* ------------------------------------------------------------ ratio chart */
+
+struct dat_row {
+	char label[64];          /* bars: the metric; lines: "" */
+	double x, ratio, lo, hi, best;
+	unsigned pairs;
+};
+
+/* The rows of a ratio-*.dat file; -1 when it does not exist. */
+static int read_dat(const char *dir, const char *name, struct dat_row *rows, int max)
+{
+	char path[512], line[512];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f) && n < max) {
+		struct dat_row *r = &rows[n];
+		const char *p = line;
+
+		if (line[0] == '#')
+			continue;
+		memset(r, 0, sizeof(*r));
+		if (line[0] == '"') {
+			const char *q = strchr(line + 1, '"');
+
+			assert_non_null(q);
+			snprintf(r->label, sizeof(r->label), "%.*s", (int)(q - line - 1), line + 1);
+			p = q + 1;
+		} else {
+			r->x = strtod(line, (char **)&p);
+		}
+		if (sscanf(p, "%lf %lf %lf %lf %u", &r->ratio, &r->lo, &r->hi, &r->best, &r->pairs) != 5)
+			fail_msg("%s: bad row '%s'", path, line);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+static void expect_row(const struct dat_row *r, double x, double ratio, double lo, double hi, double best)
+{
+	if (r->x != x || fabs(r->ratio - ratio) > 1e-6 || fabs(r->lo - lo) > 1e-6 || fabs(r->hi - hi) > 1e-6 ||
+	    fabs(r->best - best) > 1e-6 || r->pairs != 3)
+		fail_msg("row at %g: got %g %g..%g best %g (%u pairs), expected %g %g..%g best %g (3 pairs)", r->x,
+			 r->ratio, r->lo, r->hi, r->best, r->pairs, ratio, lo, hi, best);
+}
+
+static bool have_gnuplot(void)
+{
+	return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+static void expect_png(const char *dir)
+{
+	char path[512], *buf;
+	size_t len;
+	struct verr err;
+
+	if (bh_gnuplot(dir, "ratio.gp", "ratio.png", &err) < 0)
+		fail_msg("%s", err.msg);
+	snprintf(path, sizeof(path), "%s/ratio.png", dir);
+	assert_int_equal(read_file(path, &buf, &len, 16u << 20, &err), 0);
+	assert_true(len > 2000 && !memcmp(buf, "\x89PNG\r\n\x1a\n", 8));
+	free(buf);
+}
+
+static void rm_dir(const char *dir)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The hand-written mpi results folder: its ratios worked out by hand in
+ * the comments. */
+static void test_ratio_chart(void **state)
+{
+	char dir[] = "/tmp/vhpc-bench-ratio.XXXXXX", *gp;
+	struct dat_row rows[8];
+	struct bh_doc d;
+	struct verr err;
+	size_t len;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	if (bh_doc_load(data_path("bench-mpi"), &d, &err) < 0)
+		fail_msg("%s", err.msg);
+	struct bh_chart ch = { dir, d.suite, d.driver, (int)d.reps, &d.res };
+
+	if (bh_ratio_write(&ch, &err) < 0)
+		fail_msg("%s", err.msg);
+	/* PingPong t: 0 bytes native 2 4 1, guest 3 4 2: medians 3/2, per
+	 * repetition 1.5 1 2, bests 2/1; 1K 4 4 4 and 5 4 6; 64K 10 8 16 and
+	 * 10 10 20. */
+	assert_int_equal(read_dat(dir, "ratio-time-1.dat", rows, 8), 3);
+	expect_row(&rows[0], 0, 1.5, 1, 2, 2);
+	expect_row(&rows[1], 1024, 1.25, 1, 1.5, 1);
+	expect_row(&rows[2], 65536, 1, 1, 1.25, 1.25);
+	/* Bcast t, its sizes sorted; at 0 bytes native measured 0.00: no
+	 * ratio, no point.  1K 2 2 2 and 2 3 2.5; 64K 20 20 20 and 22 24 20. */
+	assert_int_equal(read_dat(dir, "ratio-time-2.dat", rows, 8), 2);
+	expect_row(&rows[0], 1024, 1.25, 1, 1.5, 1);
+	expect_row(&rows[1], 65536, 1.1, 1, 1.2, 1);
+	assert_int_equal(read_dat(dir, "ratio-time-3.dat", rows, 8), -1);
+	/* PingPong bw, a rate (best: the maximum): 1K 256 256 256 and 200
+	 * 256 128; 64K 6000 8000 4000 and 3000 6000 4000. */
+	assert_int_equal(read_dat(dir, "ratio-rate-1.dat", rows, 8), 2);
+	expect_row(&rows[0], 1024, 200.0 / 256, 0.5, 1, 1);
+	expect_row(&rows[1], 65536, 4000.0 / 6000, 0.5, 1, 0.75);
+	assert_int_equal(read_dat(dir, "ratio-rate-2.dat", rows, 8), -1);
+	/* No bars: every plotted metric has a size; the wall time is left out. */
+	assert_int_equal(read_dat(dir, "ratio-time.dat", rows, 8), -1);
+
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/ratio.gp", dir);
+	assert_int_equal(read_file(path, &gp, &len, 1 << 20, &err), 0);
+	assert_non_null(strstr(gp, "set output \"ratio.png\""));
+	assert_non_null(strstr(gp, "set multiplot layout 2,1"));
+	assert_non_null(strstr(gp, "set title \"guest/native of times (lower is better), against size\""));
+	assert_non_null(strstr(gp, "set title \"guest/native of rates (higher is better), against size\""));
+	/* 1.0 and the goals. */
+	assert_non_null(strstr(gp, "first 1 to graph 1, first 1 nohead"));
+	assert_non_null(strstr(gp, "first 0.95 to graph 1, first 0.95 nohead dt 2"));
+	assert_non_null(strstr(gp, "first 1.1 to graph 1, first 1.1 nohead dt 2"));
+	/* Size 0 half the smallest size, labelled 0; log x. */
+	assert_non_null(strstr(gp, "zero = 512\n"));
+	assert_non_null(strstr(gp, "\"0\" 512, \"1K\" 1024, \"64K\" 65536"));
+	assert_non_null(strstr(gp, "set logscale x 2"));
+	/* Error bars lo..hi; PingPong keeps its colour in both panels. */
+	assert_non_null(strstr(gp, "\"ratio-time-1.dat\" using ($1 > 0 ? $1 : zero):2:3:4 with yerrorlines lc 1 "
+				   "pt 7 ps 0.6 title \"PingPong np=2 t\""));
+	assert_non_null(strstr(gp, "\"ratio-time-2.dat\" using ($1 > 0 ? $1 : zero):2:3:4 with yerrorlines lc 2 "
+				   "pt 7 ps 0.6 title \"Bcast np=2 t\""));
+	assert_non_null(strstr(gp, "\"ratio-rate-1.dat\" using ($1 > 0 ? $1 : zero):2:3:4 with yerrorlines lc 1 "
+				   "pt 7 ps 0.6 title \"PingPong np=2 bw\""));
+	assert_null(strstr(gp, "whole run"));
+	free(gp);
+	if (have_gnuplot())
+		expect_png(dir);
+	bh_doc_free(&d);
+	rm_dir(dir);
+	if (!have_gnuplot())
+		skip();
+}
+
+/* Metrics without sizes (the sys suite's loops) get bars of their ratios. */
+static void test_ratio_bars(void **state)
+{
+	char dir[] = "/tmp/vhpc-bench-ratio.XXXXXX", path[600], *gp;
+	struct bh_desc one = { "Pipe Throughput", "1 copy", "loops/s", "rate", BH_HIGHER, -1 };
+	struct bh_desc two = { "Pipe Throughput", "2 copies", "loops/s", "rate", BH_HIGHER, -1 };
+	struct bh_desc wall = { "whole run", "wall", "s", "", BH_LOWER, -1 };
+	struct dat_row rows[4];
+	struct bh_results r;
+	struct verr err;
+	size_t len;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	bh_results_init(&r, 3);
+	for (size_t k = 0; k < 3; k++) {
+		assert_int_equal(bh_add(&r, &one, BH_NATIVE, k, 100, &err), 0);
+		assert_int_equal(bh_add(&r, &one, BH_GUEST, k, 90 + 5.0 * (double)k, &err), 0);  /* 90 95 100 */
+		assert_int_equal(bh_add(&r, &two, BH_NATIVE, k, 200, &err), 0);
+		assert_int_equal(bh_add(&r, &two, BH_GUEST, k, 100, &err), 0);
+		assert_int_equal(bh_add(&r, &wall, BH_NATIVE, k, 1, &err), 0);
+		assert_int_equal(bh_add(&r, &wall, BH_GUEST, k, 2, &err), 0);
+	}
+	bh_results_finish(&r);
+	struct bh_chart ch = { dir, "sys", "container", 3, &r };
+
+	assert_int_equal(bh_ratio_write(&ch, &err), 0);
+	assert_int_equal(read_dat(dir, "ratio-rate.dat", rows, 4), 2);
+	assert_string_equal(rows[0].label, "Pipe Throughput 1 copy");
+	expect_row(&rows[0], 0, 0.95, 0.9, 1, 1);
+	assert_string_equal(rows[1].label, "Pipe Throughput 2 copies");
+	expect_row(&rows[1], 0, 0.5, 0.5, 0.5, 0.5);
+	/* The wall time is not plotted, so there is no time panel. */
+	assert_int_equal(read_dat(dir, "ratio-time.dat", rows, 4), -1);
+	snprintf(path, sizeof(path), "%s/ratio.gp", dir);
+	assert_int_equal(read_file(path, &gp, &len, 1 << 20, &err), 0);
+	assert_non_null(strstr(gp, "set multiplot layout 1,1"));
+	assert_non_null(strstr(gp, "set style histogram errorbars"));
+	assert_non_null(strstr(gp, "\"ratio-rate.dat\" using 2:3:4:xtic(1)"));
+	free(gp);
+	if (have_gnuplot())
+		expect_png(dir);
+	bh_results_free(&r);
+	rm_dir(dir);
+	if (!have_gnuplot())
+		skip();
+}
+
 /* --------------------------------------------------------------- compare */
 
 static void doc_from(struct bh_doc *d, const char *dir, double scale, double spread)
@@ -575,6 +774,8 @@ int main(void)
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_json_rejects),
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_ratio_chart),
+		cmocka_unit_test(test_ratio_bars),
 		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_doc_load_errors),
 	};
