@@ -26,7 +26,7 @@ static void bench_usage(void)
 	       "run's output in a folder.\n"
 	       "\n"
 	       "  --suite S          mpi (default): vhpc-mpibench PingPong, Sendrecv, Exchange,\n"
-	       "                       Allreduce (or IMB-MPI1 with --imb)\n"
+	       "                       Allreduce, Bcast (or IMB-MPI1 with --imb)\n"
 	       "                     net: TCP stream throughput and request/response round trip\n"
 	       "                     mem: memory touch per GiB and start-up, native vs a guest\n"
 	       "                     sys: system calls, pipes, context switches, process creation\n"

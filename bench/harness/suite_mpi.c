@@ -1,5 +1,5 @@
 /* mpi: vhpc-mpibench (or a real IMB-MPI1, --imb) PingPong, Sendrecv,
- * Exchange and Allreduce; native mpirun against vhpc run. */
+ * Exchange, Allreduce and Bcast; native mpirun against vhpc run. */
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/log.h"
@@ -8,7 +8,7 @@
 
 #include "bench/harness/bh.h"
 
-static const char *const benches[] = { "PingPong", "Sendrecv", "Exchange", "Allreduce", NULL };
+static const char *const benches[] = { "PingPong", "Sendrecv", "Exchange", "Allreduce", "Bcast", NULL };
 
 /* IMB's -msglen file: one length per line; "sep" between them. */
 static char *lengths(const struct bh_ctx *c, char sep)
@@ -58,7 +58,8 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 
 	msglen_path(c, path, sizeof(path));
 	native = bh_native_mpirun(c, c->ranks);
-	cmd = bh_argv(bin, "-msglen", path, "-npmin", np, benches[0], benches[1], benches[2], benches[3], NULL);
+	cmd = bh_argv(bin, "-msglen", path, "-npmin", np, benches[0], benches[1], benches[2], benches[3], benches[4],
+		      NULL);
 	if (bh_add_run(c, BH_NATIVE, bh_argv_cat(native, cmd), "", -1, err) < 0)
 		return -1;
 	/* Guests do not see the host's files: each rank writes its own
@@ -66,9 +67,9 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 	if (!(list = lengths(c, ' ')))
 		return verr_set(err, "out of memory");
 	if (asprintf(&script, "f=/tmp/vhpc-bench-msglen.$$; for s in %s; do echo $s; done >$f && "
-		     "exec %s -msglen $f -npmin %s %s %s %s %s",
+		     "exec %s -msglen $f -npmin %s %s %s %s %s %s",
 		     list, c->imb[0] ? BH_IMB_GUEST_PATH : "vhpc-mpibench", np, benches[0], benches[1], benches[2],
-		     benches[3]) < 0) {
+		     benches[3], benches[4]) < 0) {
 		free(list);
 		return verr_set(err, "out of memory");
 	}

@@ -64,26 +64,32 @@ metric() {  # DIR KEY FIELD -> value
 SECONDS=0
 # ---- mpi: vhpc-mpibench, 3 sizes, 2 repetitions
 if bench "mpi" "$tmp/mpi" --suite mpi --reps 2 --sizes 0,1K,64K; then
-	# PingPong, Sendrecv, Exchange: t at 3 sizes, bw at 2; Allreduce t at 3; wall
-	results "$tmp/mpi" mpi 2 19
-	check_eq "mpi: the benchmarks and sizes asked for" \
-		"Allreduce np=2 PingPong np=2 Sendrecv np=2 Exchange np=2 whole run" \
-		"$(jq -r '[.metrics[].group] | unique | sort_by(. | test("Allreduce") | not) | join(" ")' "$tmp/mpi/results.json" |
-			sed 's/Exchange np=2 PingPong np=2 Sendrecv np=2/PingPong np=2 Sendrecv np=2 Exchange np=2/')"
-	# The value in the JSON is the one the benchmark printed.
+	# PingPong, Sendrecv, Exchange: t at 3 sizes, bw at 2; Allreduce and
+	# Bcast t at 3; wall
+	results "$tmp/mpi" mpi 2 22
+	check_eq "mpi: the benchmarks asked for" \
+		"Allreduce np=2,Bcast np=2,Exchange np=2,PingPong np=2,Sendrecv np=2,whole run" \
+		"$(jq -r '[.metrics[].group] | unique | join(",")' "$tmp/mpi/results.json")"
+	check_eq "mpi: Bcast's t at every size, no bandwidth (a collective)" "Bcast np=2/t/0 Bcast np=2/t/1024 Bcast np=2/t/65536" \
+		"$(jq -r '[.metrics[].key | select(startswith("Bcast"))] | join(" ")' "$tmp/mpi/results.json")"
+	check_match "mpi: Bcast in the table" "^Bcast np=2 t 64K +usec " "$(cat "$tmp/mpi/results.txt")"
+	# The value in the JSON is the one the benchmark printed (t; Bcast: t_max).
 	for side in native guest; do
 		printed=$(awk '/Benchmarking PingPong/{p=1} p && $1 == 1024 {print $3; exit}' "$tmp/mpi/raw/$side-2.out")
 		check_eq "mpi: $side PingPong 1K of repetition 2 as printed" "$printed" \
 			"$(metric "$tmp/mpi" "PingPong np=2/t/1024" ".${side}.values[1]" | awk '{printf "%.2f", $1}')"
+		printed=$(awk '/Benchmarking Bcast/{p=1} p && $1 == 65536 {print $4; exit}' "$tmp/mpi/raw/$side-1.out")
+		check_eq "mpi: $side Bcast 64K t_max of repetition 1 as printed" "$printed" \
+			"$(metric "$tmp/mpi" "Bcast np=2/t/65536" ".${side}.values[0]" | awk '{printf "%.2f", $1}')"
 	done
 	# ratio.png's data: the ratios of results.json, one line per benchmark.
-	check_eq "mpi: ratio.png's lines: t of the four benchmarks, bw of three" \
-		"PingPong np=2 t,Sendrecv np=2 t,Exchange np=2 t,Allreduce np=2 t,PingPong np=2 bw,Sendrecv np=2 bw,Exchange np=2 bw" \
+	check_eq "mpi: ratio.png's lines: t of the five benchmarks, bw of three" \
+		"PingPong np=2 t,Sendrecv np=2 t,Exchange np=2 t,Allreduce np=2 t,Bcast np=2 t,PingPong np=2 bw,Sendrecv np=2 bw,Exchange np=2 bw" \
 		"$(cd "$tmp/mpi" && for f in ratio-time-*.dat ratio-rate-*.dat; do sed -n '1s/^# \(.*\) (.*/\1/p' "$f"; done | paste -sd,)"
-	f=$(grep -l '^# PingPong np=2 t ' "$tmp/mpi"/ratio-time-*.dat)
-	want=$(metric "$tmp/mpi" "PingPong np=2/t/65536" '.ratio | "\(.median) \(.pair_min) \(.pair_max)"' |
+	f=$(grep -l '^# Bcast np=2 t ' "$tmp/mpi"/ratio-time-*.dat)
+	want=$(metric "$tmp/mpi" "Bcast np=2/t/65536" '.ratio | "\(.median) \(.pair_min) \(.pair_max)"' |
 		awk '$1 > 0 {printf "%.6f %.6f %.6f", $1, $2, $3}')
-	check_eq "mpi: ratio.png's PingPong 64K point: ratio of the medians and its range, as in results.json" \
+	check_eq "mpi: ratio.png's Bcast 64K point: ratio of the medians and its range, as in results.json" \
 		"${want:-(no ratio in results.json)}" "$(awk '$1 == 65536 {printf "%.6f %.6f %.6f", $2, $3, $4}' "$f")"
 	check "mpi: ratio.png leaves out the whole run's wall time" test -z "$(grep -l 'whole run' "$tmp/mpi"/ratio*)"
 	check_match "mpi: guest ranks ran in guests" "vhpc: job [0-9a-f]+: 2 guests" "$(cat "$tmp/mpi/raw/guest-1.err")"
@@ -98,7 +104,7 @@ fi
 # (built in a state folder of this test's, so the shared store stays as it was)
 mkdir -p "$tmp/imbstate"
 if VHPC_STATE_DIR=$tmp/imbstate bench "mpi --imb" "$tmp/imb" --suite mpi --imb "$BIN/vhpc-mpibench" --reps 1 --sizes 1K; then
-	results "$tmp/imb" mpi 1 8
+	results "$tmp/imb" mpi 1 9
 	check_match "--imb: its image was built (or found built) from that YAML" "bench-imb-[0-9a-f]+" \
 		"$(cat "$tmp/imb/raw/image-build.out" "$tmp/imb/raw/image-build.err")"
 	check_match "--imb: the image YAML copies the binary to a fixed path" "/usr/local/bin/IMB-MPI1: $BIN/vhpc-mpibench" \
