@@ -180,6 +180,7 @@ struct bench_opts {
 	int reps;                /* repetitions of each side; 0: 5 */
 	const char *sizes;       /* "1,64K,4M": message (mpi, net) or memory (mem) sizes */
 	const char *msglog;      /* mpi, net: "[MIN:]MAX" as IMB's -msglog */
+	const char *iter;        /* mpi: "N[,VOL]", repetitions per size min(N, VOL / size) */
 	double seconds;          /* net, sys: seconds per test; 0: the suite's default */
 	bool no_vmshm;           /* guests talk TCP (vhpc run --no-vmshm) */
 	const char *native_btl;  /* mpi, net: Open MPI BTLs of the native ranks; NULL: self,vader,tcp */

@@ -35,7 +35,7 @@ $(call dir_cflags,bench/netbench,$$(MPI_CFLAGS))
 # that $(B)/bin/vhpc depends on, so naming them here links them into vhpc
 # without touching the scheduler's module.mk.
 BENCH_HARNESS_CORE := bench/harness/stats.c bench/harness/metrics.c bench/harness/parse.c \
-	bench/harness/sizes.c
+	bench/harness/sizes.c bench/harness/iter.c
 BENCH_HARNESS_SRCS := $(BENCH_HARNESS_CORE) bench/harness/proc.c bench/harness/runs.c \
 	bench/harness/run.c bench/harness/suite_mpi.c bench/harness/suite_net.c \
 	bench/harness/suite_mem.c bench/harness/suite_sys.c bench/harness/machine.c \

@@ -40,6 +40,8 @@ static void bench_usage(void)
 	       "      --sizes LIST   message sizes (mpi, net) or memory sizes (mem): 1,64K,4M\n"
 	       "      --msglog [MIN:]MAX  mpi, net: sizes 2^MIN..2^MAX (mpi default 0:22, with 0)\n"
 	       "      --time SECONDS net, sys: seconds per test (default 1)\n"
+	       "      --iter N[,VOL] mpi: min(N, VOL / size) repetitions per size (default\n"
+	       "                     1000,40M; VOL in whole MiB), passed on as -iter\n"
 	       "      --no-vmshm     guests talk TCP to each other (vhpc run --no-vmshm)\n"
 	       "      --native-btl L mpi: the native ranks' Open MPI BTLs (default self,vader,tcp;\n"
 	       "                     self,tcp: loopback TCP, apart from what shared memory saves)\n"
@@ -95,7 +97,7 @@ static int cmd_compare(int argc, char **argv)
 }
 
 enum { O_SUITE = 256, O_DRIVER, O_IMAGE, O_IMB, O_REPS, O_SIZES, O_MSGLOG, O_TIME, O_NOVMSHM,
-       O_TIMEOUT, O_OUT, O_NATIVE_BTL, O_HELP };
+       O_TIMEOUT, O_OUT, O_NATIVE_BTL, O_ITER, O_HELP };
 
 int cmd_bench(int argc, char **argv)
 {
@@ -114,6 +116,7 @@ int cmd_bench(int argc, char **argv)
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "out", required_argument, NULL, O_OUT },
 		{ "native-btl", required_argument, NULL, O_NATIVE_BTL },
+		{ "iter", required_argument, NULL, O_ITER },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 }
 	};
@@ -195,6 +198,10 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case O_NATIVE_BTL:
 			o.native_btl = optarg;
+			break;
+		case O_ITER:
+			/* Checked with the suite (bench_run): it is the mpi suite's. */
+			o.iter = optarg;
 			break;
 		case O_HELP:
 		case 'h':

@@ -138,6 +138,14 @@ int bh_json_enum(struct json_object *o, const char *key, const char *const *name
 
 struct bh_ctx;
 
+/* --iter N[,VOL] (mpi): repetitions per size min(N, VOL / size). */
+#define BH_MAX_ITER     1000000000LL
+#define BH_MAX_ITER_VOL (2047LL << 20)  /* IMB keeps VOL in bytes in an int */
+struct bh_iter {
+	bool set;                /* --iter given; else the programs' default 1000,40M */
+	long long n, vol;        /* VOL in bytes, whole MiB */
+};
+
 /* One command of one side; runs come in pairs (native, guest). */
 struct bh_run {
 	enum bh_side side;
@@ -181,6 +189,7 @@ struct bh_ctx {
 	char driver[16], driver_why[256];
 	char image[80];              /* for the guests */
 	char imb[PATH_MAX];          /* --imb, resolved */
+	struct bh_iter iter;         /* --iter (mpi) */
 	char native_how[512], guest_how[512];
 	char machine[512];           /* one line: host, topology, kernel */
 	char started[40];            /* UTC, ISO 8601 */
@@ -207,6 +216,10 @@ char **bh_vhpc_run(const struct bh_ctx *c, int guests, int ranks, int vcpus, con
 /* --sizes: a comma list of sizes within [min, max], sorted, no repeats. */
 int bh_parse_sizes(const char *what, const char *list, long long min, long long max,
 		   long long **out, size_t *n, struct verr *err);
+/* --iter N[,VOL] (mpi; struct bh_iter above). */
+int bh_parse_iter(const char *s, struct bh_iter *it, struct verr *err);
+/* The value of -iter: "N,VOL" in MiB for IMB-MPI1, "N,VOLM" for vhpc-mpibench. */
+const char *bh_iter_arg(const struct bh_iter *it, bool imb, char *buf, size_t len);
 /* --msglog [MIN:]MAX (MIN 0 when left out), both within 0..maxlog. */
 int bh_parse_msglog(const char *s, int maxlog, int *lo, int *hi, struct verr *err);
 const char *bh_sizes_str(const long long *v, size_t n, char *buf, size_t len);

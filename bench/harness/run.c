@@ -226,6 +226,19 @@ static struct json_object *jstr_or_null(const char *s)
 	return s && *s ? json_object_new_string(s) : NULL;
 }
 
+/* --iter as given (null: the programs' default rule). */
+static struct json_object *iter_json(const struct bh_ctx *c)
+{
+	struct json_object *o;
+
+	if (!c->iter.set)
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "n", json_object_new_int64(c->iter.n));
+	json_object_object_add(o, "vol", json_object_new_int64(c->iter.vol));
+	return o;
+}
+
 static struct json_object *config_json(const struct bh_ctx *c)
 {
 	struct json_object *o = json_object_new_object(), *sz = json_object_new_array();
@@ -242,6 +255,7 @@ static struct json_object *config_json(const struct bh_ctx *c)
 		json_object_array_add(sz, json_object_new_int64(c->sizes[i]));
 	json_object_object_add(o, "sizes", sz);
 	json_object_object_add(o, "seconds", c->seconds > 0 ? json_object_new_double(c->seconds) : NULL);
+	json_object_object_add(o, "iter", iter_json(c));
 	json_object_object_add(o, "no_vmshm", json_object_new_boolean(c->o->no_vmshm));
 	json_object_object_add(o, "native_btl", jstr_or_null(c->o->native_btl));
 	json_object_object_add(o, "timeout_s", json_object_new_int(c->o->timeout_s > 0 ? c->o->timeout_s : 600));
@@ -336,6 +350,12 @@ static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
 			return verr_set(err, "--imb %s: not an executable file", o->imb);
 		if (strpbrk(c->imb, " \t\n'\"\\$`;&|<>*?()"))
 			return verr_set(err, "--imb %s: a path without spaces or shell characters, please", c->imb);
+	}
+	if (o->iter) {
+		if (strcmp(c->s->name, "mpi"))
+			return verr_set(err, "--iter: only the mpi suite takes a repetition count");
+		if (bh_parse_iter(o->iter, &c->iter, err) < 0)
+			return -1;
 	}
 	if (o->native_btl) {
 		if (strcmp(c->s->name, "mpi"))

@@ -42,11 +42,36 @@ static int mpi_prepare(struct bh_ctx *c, struct verr *err)
 	return rc;
 }
 
+/* The program's arguments after -msglen FILE, the same on both sides:
+ * -npmin, --iter's -iter and the benchmarks.  IMB's default iteration
+ * policy cuts a sample's repetitions to what fits in -time seconds (10);
+ * with --iter the count asked for should run, so IMB gets the run's time
+ * limit there: it cuts only a sample that alone would outlast the run.
+ * (-iter_policy off would keep every count, but it also drops the VOL
+ * part of the rule and runs N repetitions at every size.) */
+static char **program_args(const struct bh_ctx *c, const char *np)
+{
+	char iter[64], secs[24];
+	char **a = bh_argv("-npmin", np, NULL);
+
+	if (c->iter.set) {
+		bh_iter_arg(&c->iter, c->imb[0] != 0, iter, sizeof(iter));
+		a = bh_argv_cat(a, bh_argv("-iter", iter, NULL));
+		if (c->imb[0]) {
+			snprintf(secs, sizeof(secs), "%d", c->o->timeout_s > 0 ? c->o->timeout_s : 600);
+			a = bh_argv_cat(a, bh_argv("-time", secs, NULL));
+		}
+	}
+	for (int i = 0; benches[i]; i++)
+		a = bh_argv_cat(a, bh_argv(benches[i], NULL));
+	return a;
+}
+
 static int mpi_plan(struct bh_ctx *c, struct verr *err)
 {
-	char np[16], prog[PATH_MAX], path[PATH_MAX + 32], *list, *script;
+	char np[16], prog[PATH_MAX], path[PATH_MAX + 32], line[1024], *list, *script;
 	const char *bin;
-	char **native, **guest, **cmd;
+	char **native, **guest, **cmd, **args;
 
 	if (c->ranks < 2)
 		return verr_set(err, "--ranks %d: the mpi suite needs at least 2 ranks (PingPong)", c->ranks);
@@ -58,18 +83,21 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 
 	msglen_path(c, path, sizeof(path));
 	native = bh_native_mpirun(c, c->ranks);
-	cmd = bh_argv(bin, "-msglen", path, "-npmin", np, benches[0], benches[1], benches[2], benches[3], benches[4],
-		      NULL);
+	cmd = bh_argv_cat(bh_argv(bin, "-msglen", path, NULL), program_args(c, np));
 	if (bh_add_run(c, BH_NATIVE, bh_argv_cat(native, cmd), "", -1, err) < 0)
 		return -1;
 	/* Guests do not see the host's files: each rank writes its own
-	 * lengths file inside its guest first. */
+	 * lengths file inside its guest first.  (The arguments are numbers
+	 * and benchmark names: nothing the shell would expand.) */
+	if (!(args = program_args(c, np)))
+		return verr_set(err, "out of memory");
+	bh_argv_str(args, line, sizeof(line));
+	bh_argv_free(args);
 	if (!(list = lengths(c, ' ')))
 		return verr_set(err, "out of memory");
 	if (asprintf(&script, "f=/tmp/vhpc-bench-msglen.$$; for s in %s; do echo $s; done >$f && "
-		     "exec %s -msglen $f -npmin %s %s %s %s %s %s",
-		     list, c->imb[0] ? BH_IMB_GUEST_PATH : "vhpc-mpibench", np, benches[0], benches[1], benches[2],
-		     benches[3], benches[4]) < 0) {
+		     "exec %s -msglen $f %s",
+		     list, c->imb[0] ? BH_IMB_GUEST_PATH : "vhpc-mpibench", line) < 0) {
 		free(list);
 		return verr_set(err, "out of memory");
 	}
@@ -117,11 +145,15 @@ static int mpi_parse(struct bh_ctx *c, const struct bh_run *run, size_t rep, con
 			return verr_set(err, "%s: no %s table at %d processes", path, benches[i], np);
 		}
 	}
-	/* Odd numbers are worth a warning, not a lost run: real IMB may cut
-	 * repetitions (-time) and round differently. */
+	/* Odd numbers are worth a warning, not a lost run: real IMB rounds
+	 * differently and, without --iter, may cut repetitions (-time). */
 	imb_check_defaults(&co);
 	co.mbyte = imb_guess_mbyte(&o);
-	co.fewer_reps_ok = true;
+	co.fewer_reps_ok = !c->iter.set;
+	if (c->iter.set) {
+		co.max_reps = c->iter.n;
+		co.overall_vol = c->iter.vol;
+	}
 	imb_check(&o, &co, warn_violation, &bad);
 	if (bad > 0)
 		log_warn("%s: %zu IMB sanity violation%s (vhpc-imbcheck %s lists them)", path, bad,

@@ -48,6 +48,21 @@ static const char *ratio_cell(const struct bh_metric *m, char *buf, size_t len)
 	return buf;
 }
 
+/* Repetitions per size set how long each sample is timed: part of what
+ * the numbers mean. */
+static void iter_line(FILE *f, const struct bh_ctx *c)
+{
+	long long n = c->iter.set ? c->iter.n : IMB_MSGS_PER_SAMPLE;
+	long long vol = c->iter.set ? c->iter.vol : IMB_OVERALL_VOL;
+
+	if (c->iter.set)
+		fprintf(f, "# --iter %lld,%lldM: ", n, vol >> 20);
+	else
+		fprintf(f, "# no --iter, the programs' default: ");
+	fprintf(f, "min(%lld, %lldM / size) repetitions per size%s\n", n, vol >> 20,
+		c->imb[0] && !c->iter.set ? ", fewer where IMB's -time (10 s) cuts a sample" : "");
+}
+
 void bh_table(FILE *f, const struct bh_ctx *c)
 {
 	const struct bh_results *r = &c->res;
@@ -64,6 +79,8 @@ void bh_table(FILE *f, const struct bh_ctx *c)
 	fprintf(f, "# machine: %s\n", c->machine);
 	fprintf(f, "# native: %s\n", c->native_how);
 	fprintf(f, "# guest:  %s\n", c->guest_how);
+	if (!strcmp(c->s->name, "mpi"))
+		iter_line(f, c);
 	fprintf(f, "# %d repetition%s, interleaved.  Each side: median [best] over repetitions, best being\n"
 		   "# the minimum of times and the maximum of rates.  ratio = guest / native: of the\n"
 		   "# medians [of the bests], then the range of guest/native within one repetition.\n",

@@ -2,9 +2,9 @@
 # timeout: 300
 # vhpc bench end to end on this machine (container guests): a short run of
 # each suite (tiny sizes and durations, 1-2 repetitions) whose JSON, table
-# and PNGs (plot.png, ratio.png and their data) are checked; --imb with an
-# IMB-compatible binary; the default results folder; a failing guest run;
-# SIGTERM during a guest run; bad options.  Numbers are not judged (they are this machine's), only that
+# and PNGs (plot.png, ratio.png and their data) are checked; --iter; --imb
+# with an IMB-compatible binary; the default results folder; a failing guest
+# run; SIGTERM during a guest run; bad options.  Numbers are not judged (they are this machine's), only that
 # they were measured, are consistent and end up where they belong.
 . "$(dirname "$0")/../lib.sh"
 
@@ -62,8 +62,8 @@ metric() {  # DIR KEY FIELD -> value
 }
 
 SECONDS=0
-# ---- mpi: vhpc-mpibench, 3 sizes, 2 repetitions
-if bench "mpi" "$tmp/mpi" --suite mpi --reps 2 --sizes 0,1K,64K; then
+# ---- mpi: vhpc-mpibench, 3 sizes, 2 repetitions, --iter
+if bench "mpi" "$tmp/mpi" --suite mpi --reps 2 --sizes 0,1K,64K --iter 2000,16M; then
 	# PingPong, Sendrecv, Exchange: t at 3 sizes, bw at 2; Allreduce and
 	# Bcast t at 3; wall
 	results "$tmp/mpi" mpi 2 22
@@ -82,6 +82,17 @@ if bench "mpi" "$tmp/mpi" --suite mpi --reps 2 --sizes 0,1K,64K; then
 		check_eq "mpi: $side Bcast 64K t_max of repetition 1 as printed" "$printed" \
 			"$(metric "$tmp/mpi" "Bcast np=2/t/65536" ".${side}.values[0]" | awk '{printf "%.2f", $1}')"
 	done
+	# --iter 2000,16M: min(2000, 16M / size) repetitions, on both sides.
+	for side in native guest; do
+		check_eq "mpi --iter: $side ran 2000, 2000 and 256 repetitions (PingPong, Bcast)" "2000 2000 256 2000 2000 256" \
+			"$(awk '/Benchmarking (PingPong|Bcast)/{p=1} /Benchmarking (Sendrecv|Exchange|Allreduce)/{p=0}
+				p && $1 ~ /^[0-9]+$/ {printf "%s%s", s, $2; s=" "}' "$tmp/mpi/raw/$side-1.out")"
+		check_match "mpi --iter: the $side command passes -iter" "-iter 2000,16M PingPong Sendrecv Exchange Allreduce Bcast" \
+			"$(jq -r ".${side}.commands[0]" "$tmp/mpi/results.json")"
+	done
+	check_eq "mpi --iter: recorded in results.json" '{"n":2000,"vol":16777216}' "$(jq -c .config.iter "$tmp/mpi/results.json")"
+	check_match "mpi --iter: in the header of results.txt" "^# --iter 2000,16M: min\(2000, 16M / size\) repetitions per size$" \
+		"$(cat "$tmp/mpi/results.txt")"
 	# ratio.png's data: the ratios of results.json, one line per benchmark.
 	check_eq "mpi: ratio.png's lines: t of the five benchmarks, bw of three" \
 		"PingPong np=2 t,Sendrecv np=2 t,Exchange np=2 t,Allreduce np=2 t,Bcast np=2 t,PingPong np=2 bw,Sendrecv np=2 bw,Exchange np=2 bw" \
@@ -105,6 +116,10 @@ fi
 mkdir -p "$tmp/imbstate"
 if VHPC_STATE_DIR=$tmp/imbstate bench "mpi --imb" "$tmp/imb" --suite mpi --imb "$BIN/vhpc-mpibench" --reps 1 --sizes 1K; then
 	results "$tmp/imb" mpi 1 9
+	check_match "--imb: without --iter, IMB's own repetition rule" "^# no --iter, the programs' default: min\(1000, 40M / size\)" \
+		"$(cat "$tmp/imb/results.txt")"
+	check_eq "--imb: without --iter, no -iter or -time" "null" \
+		"$(jq -c '.config.iter // ([.native.commands[], .guest.commands[]] | map(select(test(" -iter | -time "))) | first)' "$tmp/imb/results.json")"
 	check_match "--imb: its image was built (or found built) from that YAML" "bench-imb-[0-9a-f]+" \
 		"$(cat "$tmp/imb/raw/image-build.out" "$tmp/imb/raw/image-build.err")"
 	check_match "--imb: the image YAML copies the binary to a fixed path" "/usr/local/bin/IMB-MPI1: $BIN/vhpc-mpibench" \
@@ -213,6 +228,12 @@ bad "a missing value" "--reps needs a value" --reps
 bad "native BTLs with shell characters" "--native-btl: expected Open MPI BTL names" --native-btl 'self;tcp'
 bad "native BTLs for the sys suite" "only the mpi suite" --suite sys --native-btl self,tcp --out "$tmp/b11"
 bad "an unknown driver" "--driver: expected auto, container or kvm" --driver xen
+bad "--iter 0" "--iter '0': N must be a whole number from 1 to 1000000000" --iter 0 --out "$tmp/b12"
+bad "--iter that is not a number" "--iter 'many': N must be" --iter many --out "$tmp/b13"
+bad "--iter with VOL in bytes" "--iter '1000,40': VOL must be whole MiB from 1M to 2047M" --iter 1000,40 --out "$tmp/b14"
+bad "--iter with VOL too large for IMB" "--iter '1000,4G': VOL must be whole MiB" --iter 1000,4G --out "$tmp/b15"
+bad "--iter for the net suite" "--iter: only the mpi suite" --suite net --iter 1000 --out "$tmp/b16"
+bad "--iter without a value" "--iter needs a value" --iter
 check_eq "bad options leave no results folder behind" "" "$(ls -d "$tmp"/b[0-9]* 2>/dev/null)"
 hv=$(grep -cwE 'vmx|svm' /proc/cpuinfo)
 if [ "$hv" = 0 ]; then

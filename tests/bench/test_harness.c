@@ -1,7 +1,8 @@
 /* vhpc bench's harness without running benchmarks: statistics and ratios,
  * metrics from IMB output and from result lines (guest output: hostile),
- * JSON out and back in, size options, the ratio chart's data (and the
- * chart, where gnuplot is installed), and comparing two runs. */
+ * JSON out and back in, size and --iter options, the mpi suite's command
+ * lines, the ratio chart's data (and the chart, where gnuplot is
+ * installed), and comparing two runs. */
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include <setjmp.h>
@@ -435,6 +436,111 @@ static void test_sizes(void **state)
 	assert_int_equal(bh_parse_msglog("a:b", 30, &lo, &hi, &err), -1);
 }
 
+/* ----------------------------------------------------------------- --iter */
+
+static void test_iter(void **state)
+{
+	static const struct { const char *arg, *what; } bad[] = {
+		{ "0", "N must be a whole number from 1 to 1000000000" },
+		{ "-5", "N must be" },
+		{ "1e3", "N must be" },
+		{ "1000000001", "N must be" },
+		{ "", "N must be" },
+		{ ",40M", "N must be" },
+		{ "123456789012345678901234567890", "expected N[,VOL]" },
+		/* A bare number is bytes in vhpc-mpibench and MiB in IMB. */
+		{ "1000,40", "VOL must be whole MiB from 1M to 2047M" },
+		{ "1000,1536K", "VOL must be whole MiB" },
+		{ "1000,2048M", "VOL must be whole MiB" },
+		{ "1000,0M", "VOL must be whole MiB" },
+		{ "1000,", "VOL must be whole MiB" },
+		{ "1000,40M,100", "VOL must be whole MiB" },
+	};
+	struct bh_iter it;
+	struct verr err;
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(bh_parse_iter("100000", &it, &err), 0);
+	assert_true(it.set && it.n == 100000 && it.vol == 40LL << 20);
+	assert_string_equal(bh_iter_arg(&it, false, buf, sizeof(buf)), "100000,40M");
+	assert_string_equal(bh_iter_arg(&it, true, buf, sizeof(buf)), "100000,40");
+	assert_int_equal(bh_parse_iter("500,2G", &it, &err), -1);
+	assert_int_equal(bh_parse_iter("500,1G", &it, &err), 0);
+	assert_true(it.n == 500 && it.vol == 1LL << 30);
+	assert_string_equal(bh_iter_arg(&it, true, buf, sizeof(buf)), "500,1024");
+	assert_int_equal(bh_parse_iter("1,2047M", &it, &err), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		if (bh_parse_iter(bad[i].arg, &it, &err) != -1 || !strstr(err.msg, bad[i].what) ||
+		    strncmp(err.msg, "--iter", 6))
+			fail_msg("'%s': expected '--iter ...%s', got '%s'", bad[i].arg, bad[i].what, err.msg);
+		assert_false(it.set);
+	}
+}
+
+/* ------------------------------------------------------ mpi command lines */
+
+static void plan_mpi(const char *iter, const char *imb, char *native, char *guest, size_t len)
+{
+	struct bench_opts o = { .suite = "mpi", .iter = iter };
+	long long sizes[] = { 0, 1024 };
+	struct bh_ctx c;
+	struct verr err;
+
+	memset(&c, 0, sizeof(c));
+	c.o = &o;
+	c.s = &bh_suite_mpi;
+	c.guests = c.ranks = c.ncores = 2;
+	c.reps = 1;
+	c.sizes = sizes;
+	c.nsizes = 2;
+	snprintf(c.dir, sizeof(c.dir), "/tmp/r");
+	snprintf(c.self, sizeof(c.self), "/opt/vhpc/bin");
+	snprintf(c.driver, sizeof(c.driver), "container");
+	snprintf(c.imb, sizeof(c.imb), "%s", imb ? imb : "");
+	if (iter)
+		assert_int_equal(bh_parse_iter(iter, &c.iter, &err), 0);
+	if (c.s->plan(&c, &err) < 0)
+		fail_msg("plan: %s", err.msg);
+	assert_int_equal(c.nruns, 2);
+	assert_int_equal(c.runs[0].side, BH_NATIVE);
+	bh_argv_str(c.runs[0].argv, native, len);
+	bh_argv_str(c.runs[1].argv, guest, len);
+	for (size_t i = 0; i < c.nruns; i++)
+		bh_argv_free(c.runs[i].argv);
+	free(c.runs);
+}
+
+static void test_mpi_commands(void **state)
+{
+	char n[4096], g[4096];
+
+	(void)state;
+	/* Both sides run the five benchmarks; no -iter unless asked. */
+	plan_mpi(NULL, NULL, n, g, sizeof(n));
+	assert_non_null(strstr(n, " /opt/vhpc/bin/vhpc-mpibench -msglen /tmp/r/msglen.txt -npmin 2 "
+				  "PingPong Sendrecv Exchange Allreduce Bcast"));
+	assert_non_null(strstr(g, "exec vhpc-mpibench -msglen $f -npmin 2 PingPong Sendrecv Exchange Allreduce Bcast"));
+	assert_null(strstr(n, "-iter"));
+	/* --iter reaches both: VOL as a size for vhpc-mpibench... */
+	plan_mpi("100000", NULL, n, g, sizeof(n));
+	assert_non_null(strstr(n, "vhpc-mpibench -msglen /tmp/r/msglen.txt -npmin 2 -iter 100000,40M PingPong "));
+	assert_non_null(strstr(g, "exec vhpc-mpibench -msglen $f -npmin 2 -iter 100000,40M PingPong "));
+	assert_null(strstr(n, "-time"));
+	/* ... in MiB for IMB, with the run's time limit as its -time so its
+	 * dynamic policy does not cut the count. */
+	plan_mpi("5000,8M", "/opt/imb/IMB-MPI1", n, g, sizeof(n));
+	assert_non_null(strstr(n, " /opt/imb/IMB-MPI1 -msglen /tmp/r/msglen.txt -npmin 2 -iter 5000,8 -time 600 "
+				  "PingPong Sendrecv Exchange Allreduce Bcast"));
+	assert_non_null(strstr(g, "exec /usr/local/bin/IMB-MPI1 -msglen $f -npmin 2 -iter 5000,8 -time 600 PingPong "));
+	assert_null(strstr(n, "iter_policy"));
+	/* Without --iter IMB keeps its defaults. */
+	plan_mpi(NULL, "/opt/imb/IMB-MPI1", n, g, sizeof(n));
+	assert_null(strstr(n, "-iter"));
+	assert_null(strstr(n, "-time"));
+}
+
 /* ------------------------------------------------------------ ratio chart */
 
 struct dat_row {
@@ -774,6 +880,8 @@ int main(void)
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_json_rejects),
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_iter),
+		cmocka_unit_test(test_mpi_commands),
 		cmocka_unit_test(test_ratio_chart),
 		cmocka_unit_test(test_ratio_bars),
 		cmocka_unit_test(test_compare),
