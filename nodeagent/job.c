@@ -223,6 +223,7 @@ static int check_binds(struct na_job *j, struct verr *err)
 int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err)
 {
 	struct na_place_req req = { 0 };
+	char vmshm_how[96] = "";
 
 	if (!j->have_jd)
 		return verr_set(err, "the job dir is not open (na_job_open first)");
@@ -247,7 +248,8 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	if (cancelled(j, err) || make_net(j, err) < 0)
 		return -1;
 	if (s->vmshm && s->nguests > 1 &&
-	    (na_vmshm_create(&j->jd, s->vmshm_slots, j->vmshm, sizeof(j->vmshm), &j->vmshm_size, err) < 0 ||
+	    (na_vmshm_create(&j->jd, s->vmshm_slots, j->place, s->nguests, j->vmshm, sizeof(j->vmshm),
+			     &j->vmshm_size, vmshm_how, sizeof(vmshm_how), err) < 0 ||
 	     na_job_give_user(j, j->vmshm, err) < 0))
 		return -1;
 	if (write_shared(j, err) < 0)
@@ -266,8 +268,8 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	if (j->vmshm[0]) {
 		char sz[32];
 
-		log_info("job %s: vmshm region %s (%s) for %d ranks", j->jd.job, j->vmshm,
-			 fmt_size(j->vmshm_size, sz, sizeof(sz)), s->vmshm_slots);
+		log_info("job %s: vmshm region %s (%s, %s) for %d ranks", j->jd.job, j->vmshm,
+			 fmt_size(j->vmshm_size, sz, sizeof(sz)), vmshm_how, s->vmshm_slots);
 	}
 	for (int k = 0; k < s->nguests; k++)
 		if (cancelled(j, err) || s->drv->start(j, k, err) < 0)
@@ -384,7 +386,7 @@ void na_job_teardown(struct na_job *j)
 	if (j->spool_mounted && umount2(j->spool, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		log_warn("cannot unmount %s: %s", j->spool, strerror(errno));
 	j->spool_mounted = false;
-	if (j->vmshm[0] && na_vmshm_remove(j->jd.job, &e) < 0)
+	if (j->vmshm[0] && na_vmshm_remove(j->vmshm, &e) < 0)
 		log_warn("%s", e.msg);
 	j->vmshm[0] = 0;
 	if (j->have_net && na_net_destroy(&j->net, &e) < 0)
@@ -428,7 +430,7 @@ int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s,
 		j->spool_mounted = true;
 	}
 	if (s->vmshm && s->nguests > 1)
-		snprintf(j->vmshm, sizeof(j->vmshm), "/dev/shm/vhpc-%s-vmshm", job);
+		na_vmshm_path(&j->jd, j->vmshm, sizeof(j->vmshm));
 	/* Every guest that can be taken over is, so the teardown stops it. */
 	int rc = 0;
 

@@ -60,11 +60,17 @@
 
 /* ---------------------------------------------------------- vmshm region */
 
-/* Creates /dev/shm/vhpc-<job>-vmshm, zeroed, mode 0600, sized for nranks
- * ranks on this host (the vmshm BTL's layout); path and size out. */
-int na_vmshm_create(const struct na_jobdir *jd, int nranks, char *path, size_t len,
-		    uint64_t *size, struct verr *err);
-int na_vmshm_remove(const char *job, struct verr *err);
+/* Creates <job dir>/vmshm/region in a tmpfs of its own (huge pages, memory
+ * on the NUMA nodes of place[0..nguests-1]), zeroed, mode 0600, sized for
+ * nranks ranks on this host (the vmshm BTL's layout); path, size and how
+ * it is backed ("2 MiB pages, memory on node 0") out. */
+int na_vmshm_create(const struct na_jobdir *jd, int nranks, const struct na_placement *place,
+		    int nguests, char *path, size_t len, uint64_t *size, char *how, size_t howlen,
+		    struct verr *err);
+/* Where na_vmshm_create puts it, for a vhpcd that adopts the job. */
+void na_vmshm_path(const struct na_jobdir *jd, char *path, size_t len);
+/* Unmounts the region's tmpfs, which frees it (path as created). */
+int na_vmshm_remove(const char *path, struct verr *err);
 
 /* ------------------------------------------------------------- drivers */
 
@@ -176,7 +182,7 @@ struct na_job {
 	struct na_placement *place;    /* [s.nguests] */
 	struct na_net net;
 	bool have_net;
-	char vmshm[128];               /* the job's region on the host, or "" */
+	char vmshm[PATH_MAX];          /* the job's region on the host, or "" */
 	uint64_t vmshm_size;
 	char shared[512];              /* <job dir>/shared: key, hosts, hostfile */
 	char spool[512];               /* <job dir>/spool when s.spool_size */

@@ -49,8 +49,8 @@ check_eq "g0 and g1 share node 1, g2 is on node 2" "g0:n1 g1:n1 g2:n2" "$(guests
 pids=$(hv_pids "$J")
 check_match "three vhpc-hv ($pids)" '^[0-9]+ [0-9]+ [0-9]+ $' "$pids"
 check_match "node 1 made a vmshm region for the job's 3 ranks" \
-	"job [0-9a-z]+x[0-9a-z]+: vmshm region /dev/shm/vhpc-[0-9a-z]+x[0-9a-z]+-vmshm \(.*\) for 3 ranks" "$(cat "$CL_DIR/n1.log")"
-region=$(sed -n 's/.*: vmshm region \(\/dev\/shm\/[^ ]*\) .*/\1/p' "$CL_DIR/n1.log" | head -1)
+	"job [0-9a-z]+x[0-9a-z]+: vmshm region /[^ ]*/jobs/[0-9a-z]+x[0-9a-z]+/vmshm/region \(.*, 2 MiB pages, memory on node 0\) for 3 ranks" "$(cat "$CL_DIR/n1.log")"
+region=$(sed -n 's/.*: vmshm region \(\/[^ ]*\) .*/\1/p' "$CL_DIR/n1.log" | head -1)
 check "... which is there while the job runs ($region)" test -n "$region" -a -f "$region"
 check_eq "node 2, with one guest, made none" 0 "$(grep -c 'vmshm region' "$CL_DIR/n2.log")"
 vc wait "$J"

@@ -67,8 +67,12 @@ host_caps=$(for f in $(grep -l ":/vhpc/$job/" /proc/[0-9]*/cgroup 2>/dev/null); 
 	awk '/^CapEff:/ {print $2}' "${f%/cgroup}/status" 2>/dev/null
 done | sort -u)
 check_eq "and holds no capability" 0000000000000000 "$host_caps"
-region=/dev/shm/vhpc-$job-vmshm
+region=$VHPC_RUN_DIR/jobs/$job/vmshm/region
 check_eq "the job's vmshm region belongs to the user" "$uid" "$(stat -c %u "$region" 2>/dev/null)"
+regfs=$(awk -v d="$VHPC_RUN_DIR/jobs/$job/vmshm" '$2 == d && $3 == "tmpfs" {print $4}' /proc/mounts)
+check_match "it is alone in a tmpfs with huge pages, bound to the guests' NUMA node ($regfs)" \
+	'(^|,)huge=always(,.*)?,mpol=bind:[0-9]' "$regfs"
+check_match "which holds at most the region rounded up to a power of two" '(^|,)size=8192k(,|$)' "$regfs"
 check_eq "the job key belongs to the user" "$uid" "$(stat -c %u "$VHPC_RUN_DIR/jobs/$job/shared/job.key" 2>/dev/null)"
 check "another user cannot enter the job's dir" sh -c "! setpriv --reuid=65534 --regid=65534 --clear-groups ls '$VHPC_RUN_DIR/jobs/$job' >/dev/null 2>&1"
 # What the first user could do to the second's job from a shell on the
@@ -78,9 +82,9 @@ bproc=$(grep -l ":/vhpc/$bjob/" /proc/[0-9]*/cgroup 2>/dev/null | head -1 | cut 
 check "the second job has a process on the host" test -n "$bproc"
 check "the first user cannot signal it" u_denied kill -0 $bproc
 check "nor read its memory" u_denied head -c 1 /proc/$bproc/mem
-check "nor open its vmshm region" u_denied head -c 1 /dev/shm/vhpc-$bjob-vmshm
+check "nor open its vmshm region" u_denied head -c 1 "$VHPC_RUN_DIR/jobs/$bjob/vmshm/region"
 check "nor enter its job dir" u_denied ls "$VHPC_RUN_DIR/jobs/$bjob"
-check "the region exists and is the second user's" test "$(stat -c %u /dev/shm/vhpc-$bjob-vmshm 2>/dev/null)" = "$(id -u "$U2")"
+check "the region exists and is the second user's" test "$(stat -c %u "$VHPC_RUN_DIR/jobs/$bjob/vmshm/region" 2>/dev/null)" = "$(id -u "$U2")"
 kill -INT $bpid; wait $bpid
 check_eq "the second job, interrupted, exits 130" 130 "$?"
 check_eq "nothing is left of it" "" "$(job_leftovers "$bjob")"

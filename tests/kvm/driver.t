@@ -81,7 +81,7 @@ for i in 0 1; do
 		"$(ls "/proc/$pid/root/dev" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
 	fds=$(for f in /proc/$pid/fd/*; do readlink "$f"; done | grep -v -E '^(anon_inode:|socket:|/dev/kvm$|/dev/null$|/dev/net/tun$|/memfd:)' |
 		sed -e "s|^$jd/kvm$i/hv/.*|HVDIR|" -e "s|^$jd/kvm$i/hv.log|HVLOG|" -e "s|^$jd/config.ext4|CONFIG|" \
-		    -e "s|^/dev/shm/vhpc-$job-.*|VMSHM|" -e 's|.*/kvm/.*|IMAGE|' | sort -u | tr '\n' ' ')
+		    -e "s|^$jd/vmshm/region$|VMSHM|" -e 's|.*/kvm/.*|IMAGE|' | sort -u | tr '\n' ' ')
 	check_eq "g$i: vhpc-hv holds only its guest's files" "CONFIG HVDIR HVLOG IMAGE VMSHM " "$fds"
 	check_match "g$i: --cpu-affinity is the placement (${cpus[$i]})" "--cpu-affinity ${cpus[$i]} " "$cl"
 	vcpu=$(grep -l '^vcpu0$' /proc/"$pid"/task/*/comm 2>/dev/null | head -n 1)
@@ -106,7 +106,7 @@ check_eq "no guest network namespaces" "" "$(ip netns list | grep -o "^vhpc-$job
 check_eq "the config disk is private" 600 "$(stat -c %a "$jd/config.ext4")"
 check_match "the config disk holds key, hosts, hostfile, env, sysctl.conf" \
 	"env.*hostfile.*hosts.*job\.key.*sysctl\.conf" "$(debugfs -R 'ls' "$jd/config.ext4" 2>/dev/null | tr -s ' \n' ' ')"
-sz=$(stat -c %s "/dev/shm/vhpc-$job-vmshm" 2>/dev/null || echo 0)
+sz=$(stat -c %s "$jd/vmshm/region" 2>/dev/null || echo 0)
 check "the vmshm region is a power of two (a PCI BAR): $sz bytes" test "$sz" -gt 0 -a $((sz & (sz - 1))) = 0
 
 # The early console: our command line, then SMP set-up with placement's count.

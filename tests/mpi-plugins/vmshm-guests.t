@@ -24,7 +24,9 @@ job() {  # NAME VHPC-RUN-ARGS... -- COMMAND...
 	timeout -k 5 120 vhpc run --image vmshm-test --timeout 90 -x OMPI_MCA_btl_vmshm_stats=1 "$@" \
 		>"$T/$name.out" 2>"$T/$name.err"
 	rc=$?
-	leftover=$(ls /dev/shm | grep -c '^vhpc-.*-vmshm$')
+	# Regions live in a tmpfs of their own under the job dir (older
+	# versions: /dev/shm); neither may outlive the job.
+	leftover=$( (ls /dev/shm | grep '^vhpc-.*-vmshm$'; awk '$2 ~ /\/jobs\/[^/]*\/vmshm$/' /proc/mounts) | grep -c .)
 }
 show() { diag "exit $rc; stderr:"; tail -25 "$T/$1.err" | while IFS= read -r l; do diag "$l"; done; }
 counter() {  # NAME RANK PEER FIELD
