@@ -52,8 +52,14 @@ $(B)/vmshm/bin/vmshm-pingpong: $(VMSHM_DIR)/bench/pingpong.c
 	$(call say,MPICC,$@)
 	$(Q)$(MPICC) $(CFLAGS) -o $@ $<
 
-EXTRA_ALL   += $(VMSHM_SO) $(VMSHM_MPI_PROGS)
-EXTRA_TESTS += $(VMSHM_SO) $(VMSHM_MPI_PROGS)
+# No MPI in it: the copy limits themselves (bench/copybench.c).
+$(B)/vmshm/bin/vmshm-copybench: $(VMSHM_DIR)/bench/copybench.c
+	@mkdir -p $(@D)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
+EXTRA_ALL   += $(VMSHM_SO) $(VMSHM_MPI_PROGS) $(B)/vmshm/bin/vmshm-copybench
+EXTRA_TESTS += $(VMSHM_SO) $(VMSHM_MPI_PROGS) $(B)/vmshm/bin/vmshm-copybench
 
 # The top Makefile reads dependency files from $(B)/obj and $(B)/san only.
 -include $(shell find $(B)/vmshm -name '*.d' -type f 2>/dev/null)

@@ -16,6 +16,8 @@
 #   mpi-plugins/btl_vmshm/bench/run-bench.sh [ROUNDS] [SIZE...]
 #
 # VMSHM_BENCH_KEEP=FILE keeps the raw RESULT lines.
+# VMSHM_BENCH_REGION_DIR=DIR puts the region there (default /dev/shm), e.g. a
+# tmpfs mounted with huge=always to compare page sizes.
 # VMSHM_BENCH_VADER_NOCMA=1 turns off vader's single-copy (CMA) mechanism in
 # guest A: vader then copies through shared memory twice, like vmshm must.
 set -eu
@@ -28,7 +30,7 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1 1024 16384 65536 1048576 4194304)
 sysdir=$(dirname "$(find /usr/lib -name mca_btl_vader.so -path '*openmpi*' | head -1)")
 work=$(mktemp -d /tmp/vmshm-bench.XXXXXX)
-region=/dev/shm/vmshm-bench.$$
+region=${VMSHM_BENCH_REGION_DIR:-/dev/shm}/vmshm-bench.$$
 trap 'rm -rf "$work"; rm -f "$region"' EXIT
 root=()
 [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)

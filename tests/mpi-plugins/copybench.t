@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# timeout: 60
+# vmshm-copybench, the program behind the copy limits in the BTL's README:
+# every mode moves real data between the two cores (each checks the last
+# buffer it received against the sender's pattern) and prints a positive
+# rate; bad options are refused by name.
+. "$(dirname "$0")/../lib.sh"
+
+prog=$VHPC_TOP/$B/vmshm/bin/vmshm-copybench
+[ -x "$prog" ] || { echo "Bail out! $prog not built (make first)"; exit 1; }
+[ "$(nproc)" -ge 2 ] || skip_all "needs 2 CPUs (one worker pinned to each), this machine has $(nproc)"
+
+out=$(timeout 30 "$prog" -r 2 -t 0.01 64K 1M 2>&1)
+check_eq "it runs to the end" 0 "$?"
+for m in memcpy cma ring cma-bi ring-bi; do
+	for s in 65536 1048576; do
+		check_match "$m at $s bytes: a positive GB/s with its range" \
+			"^  $m +$s +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+\$" "$(echo "$out" | grep -E "^  $m +$s ")"
+		check "... that is not zero" sh -c "echo '$out' | awk '\$1 == \"$m\" && \$2 == $s && \$3 > 0 {f=1} END {exit !f}'"
+	done
+done
+out=$(timeout 30 "$prog" -r 1 -t 0.01 -f 16K -R 64K 200K 2>&1)
+check_match "a message of several fragments through a small ring, not a multiple of one" \
+	"^  ring-bi +204800 +[0-9.]+ " "$(echo "$out" | grep ring-bi)"
+
+err=$("$prog" -r 0 2>&1); rc=$?
+check_eq "-r 0 is refused" 2 "$rc"
+check_match "naming the option" "-r: repetitions must be 1..1000, not '0'" "$err"
+err=$("$prog" 12Q 2>&1); rc=$?
+check_eq "a bad size is refused" 2 "$rc"
+check_match "naming it" "not a message size .*'12Q'" "$err"
+err=$("$prog" -f 1M -R 64K 2>&1); rc=$?
+check_eq "a ring smaller than a fragment is refused" 2 "$rc"
+done_testing
