@@ -86,13 +86,15 @@ static int mount_region_fs(const char *dir, const char *job, uint64_t cap, const
 		if (tries[t].bind)
 			snprintf(opts + o, sizeof(opts) - (size_t)o, ",mpol=bind:%s", nodes);
 		if (mount(src, dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) == 0) {
-			snprintf(how, howlen, "%s pages%s%s", tries[t].huge ? "2 MiB" : "4 KiB",
-				 tries[t].bind ? ", memory on node " : "", tries[t].bind ? nodes : "");
-			if (!tries[t].huge || (nodes[0] && !tries[t].bind))
-				log_warn("job %s: vmshm region without %s: the kernel refused %s", job,
-					 tries[t].huge ? "a NUMA policy" : tries[t].bind || !nodes[0] ?
-					 "huge pages" : "huge pages and a NUMA policy",
-					 tries[t].huge ? "mpol=" : "huge=");
+			bool no_huge = !tries[t].huge, no_bind = nodes[0] && !tries[t].bind;
+
+			snprintf(how, howlen, "%s pages%s%s%s", tries[t].huge ? "2 MiB" : "4 KiB",
+				 tries[t].bind ? ", memory on node" : "", !tries[t].bind ? "" : strchr(nodes, ',') ? "s " : " ",
+				 tries[t].bind ? nodes : "");
+			if (no_huge || no_bind)
+				log_warn("job %s: vmshm region without %s%s%s: the kernel refused the tmpfs option", job,
+					 no_huge ? "huge pages (huge=)" : "", no_huge && no_bind ? " and " : "",
+					 no_bind ? "a NUMA policy (mpol=)" : "");
 			return 0;
 		}
 		if (errno != EINVAL)
