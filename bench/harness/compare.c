@@ -14,7 +14,7 @@
 
 #define MAX_RESULTS_FILE (256u << 20)
 
-static const char *jget_str(struct json_object *o, const char *path)
+static struct json_object *jget(struct json_object *o, const char *path)
 {
 	char buf[128], *save = NULL;
 	struct json_object *cur = o;
@@ -23,7 +23,26 @@ static const char *jget_str(struct json_object *o, const char *path)
 	for (char *k = strtok_r(buf, ".", &save); k; k = strtok_r(NULL, ".", &save))
 		if (!json_object_is_type(cur, json_type_object) || !json_object_object_get_ex(cur, k, &cur))
 			return NULL;
-	return json_object_is_type(cur, json_type_string) ? json_object_get_string(cur) : NULL;
+	return cur;
+}
+
+static const char *jget_str(struct json_object *o, const char *path)
+{
+	struct json_object *v = jget(o, path);
+
+	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* A value as it reads in the file: strings bare, anything else (numbers,
+ * the iter object, sizes) as JSON; NULL when absent or null. */
+static const char *jget_text(struct json_object *o, const char *path)
+{
+	struct json_object *v = jget(o, path);
+
+	if (!v)
+		return NULL;
+	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) :
+	       json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
 }
 
 void bh_doc_free(struct bh_doc *d)
@@ -123,12 +142,22 @@ static void side_compare(const struct bh_metric *a, const struct bh_metric *b, i
 
 static void machine_diff(FILE *f, const struct bh_doc *a, const struct bh_doc *b)
 {
+	/* The machine, and every setting that shapes what was measured: a
+	 * ratio between runs with other repetition counts or rank counts is
+	 * no like-for-like comparison, and the reader must be told. */
 	static const char *const keys[] = { "machine.hostname", "machine.hwloc", "machine.cpu_model",
 					    "machine.kernel", "machine.versions.vhpc", "machine.versions.openmpi",
-					    "machine.versions.runc", "config.driver", "config.image", "config.imb", NULL };
+					    "machine.versions.runc", "config.driver", "config.image", "config.imb",
+					    "config.guests", "config.ranks", "config.iter", "config.seconds",
+					    "config.no_vmshm", "config.native_btl", NULL };
 
 	for (int i = 0; keys[i]; i++) {
-		const char *x = jget_str(a->root, keys[i]), *y = jget_str(b->root, keys[i]);
+		char xa[256], ya[256];
+		const char *x = jget_text(a->root, keys[i]), *y = jget_text(b->root, keys[i]);
+
+		/* json-c reuses one buffer per object: keep copies. */
+		x = x ? (snprintf(xa, sizeof(xa), "%s", x), xa) : NULL;
+		y = y ? (snprintf(ya, sizeof(ya), "%s", y), ya) : NULL;
 
 		if ((x || y) && (!x || !y || strcmp(x, y)))
 			fprintf(f, "# differs: %s: A %s, B %s\n", keys[i] + (strchr(keys[i], '.') - keys[i]) + 1,

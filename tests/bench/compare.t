@@ -25,6 +25,13 @@ check_match "rr: native same, guest 1.476x worse" \
 	'^TCP rr round trip 1 +usec +1\.000 \[0\.917\.\.1\.100\] same +1\.476 \[1\.364\.\.1\.650\] worse +1\.909 -> 2\.818$' "$out"
 check_match "metrics in one run only are counted" '# 2 metrics compared; 1 only in A, 1 only in B' "$out"
 check_match "the machines' differences are named" '# differs: kernel: A Linux 6\.1\.0 x86_64, B Linux 6\.2\.0 x86_64' "$out"
+check "settings both runs share are not" sh -c "! echo '$out' | grep -qE '# differs: (guests|ranks|iter|seconds|no_vmshm|native_btl):'"
+# B measured with other settings: --iter and another rank count.
+cp -r "$D/bench-a" "$D/bench-b" "$tmp/"
+jq '.config.iter = {"n": 20000, "vol": 419430400} | .config.ranks = 4' "$D/bench-b/results.json" >"$tmp/bench-b/results.json"
+out=$("$V" bench compare "$tmp/bench-a" "$tmp/bench-b" 2>&1)
+check_match "other repetition counts (--iter) are named" '# differs: iter: A \(none\), B \{"n":20000,"vol":419430400\}' "$out"
+check_match "another rank count is named" '# differs: ranks: A 2, B 4' "$out"
 
 j=$("$V" bench compare --json "$D/bench-a" "$D/bench-b")
 check_eq "--json: exit 0" 0 "$?"
