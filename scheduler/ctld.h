@@ -139,6 +139,8 @@ struct cjob {
 	bool stopping;                 /* a stop thread runs for it */
 	int64_t stop_retry_ms;
 	int64_t out_size;              /* bytes in its spool file */
+	int64_t exit_held_ms;          /* a failed exit first reported (monotonic; 0: none) */
+	bool exit_hold_logged;
 };
 
 struct ctld {
@@ -182,6 +184,8 @@ bool job_active(const struct cjob *j);
 bool job_visible(const struct cjob *j, uid_t uid);
 /* Per-node job id (vhpcd.h): <job base36>x<node base36>. */
 void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len);
+/* Whether any guest of j's allocation is on node index `node`. */
+bool job_uses(const struct cjob *j, int node);
 /* Node index of guest 0 (the launcher). */
 int job_launcher(const struct cjob *j);
 /* Commits j's state, times, reason, allocation and cleanup set, then wakes

@@ -410,10 +410,23 @@ static struct json_object *do_job_output(const struct cmsg *m)
 	return r;
 }
 
+/* A node of the job, other than its launcher, not heard from since `since`
+ * (monotonic ms), or NULL. */
+static const struct cnode *unconfirmed_node(const struct cjob *j, int64_t since)
+{
+	int l = job_launcher(j);
+
+	for (int i = 0; i < g.nnodes; i++)
+		if (i != l && g.nodes[i].up && job_uses(j, i) && g.nodes[i].last_seen_ms <= since)
+			return &g.nodes[i];
+	return NULL;
+}
+
 static struct json_object *do_job_exit(const struct cmsg *m)
 {
 	struct json_object *err, *r;
 	struct cjob *j = launcher_job(m, &err);
+	const struct cnode *quiet = NULL;
 	bool accepted = true;
 
 	if (!j)
@@ -421,6 +434,19 @@ static struct json_object *do_job_exit(const struct cmsg *m)
 	if (j->state == JOB_RUNNING) {
 		if (m->size != j->out_size) {
 			accepted = false;
+		} else if (m->status != 0 && !m->timed_out &&
+			   (quiet = unconfirmed_node(j, j->exit_held_ms ? j->exit_held_ms : (j->exit_held_ms = mono_ms())))) {
+			/* mpirun fails at once when a node of the job dies, well
+			 * before the node misses its heartbeats.  A failed exit is
+			 * final only once every other node of the job has been
+			 * heard from since; a node that is marked down instead
+			 * ends the job NODE_FAIL, which says what happened. */
+			accepted = false;
+			if (!j->exit_hold_logged) {
+				log_info("job %lld: exit status %d held until node %s is heard from", (long long)j->id,
+					 m->status, quiet->name);
+				j->exit_hold_logged = true;
+			}
 		} else if (m->lost) {
 			job_end(j, JOB_FAILED, 125, "its mpirun in guest 0 was lost (its keeper died)");
 		} else if (m->timed_out) {
@@ -434,6 +460,8 @@ static struct json_object *do_job_exit(const struct cmsg *m)
 	r = reply("exit_ack");
 	json_object_object_add(r, "accepted", json_object_new_boolean(accepted));
 	json_object_object_add(r, "next", json_object_new_int64(j->out_size));
+	if (quiet)
+		json_object_object_add(r, "hold_ms", json_object_new_int(g.hb_interval_ms));
 	return r;
 }
 

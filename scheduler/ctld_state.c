@@ -396,7 +396,7 @@ void job_requeue(struct cjob *j, const char *why)
 	ctld_kick();
 }
 
-static bool job_uses(const struct cjob *j, int node)
+bool job_uses(const struct cjob *j, int node)
 {
 	for (int i = 0; i < j->nalloc; i++)
 		if (j->alloc[i].node == node)

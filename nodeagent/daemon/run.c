@@ -165,9 +165,10 @@ static int64_t ship(struct vjob *j, int64_t off, const uint8_t *buf, size_t n)
 	return next;
 }
 
-/* job_exit: 1 accepted, 0 not (the controller lacks output: *next), -1
+/* job_exit: 1 accepted, 0 not (the controller lacks output: *next, or
+ * holds the exit for *hold_ms while a node of the job is quiet), -1
  * unreachable, -2 refused. */
-static int report_exit(struct vjob *j, const struct gexec_state *st, int64_t size, int64_t *next)
+static int report_exit(struct vjob *j, const struct gexec_state *st, int64_t size, int64_t *next, int *hold_ms)
 {
 	struct json_object *req = json_object_new_object(), *rep = NULL, *v;
 	struct verr err;
@@ -190,6 +191,11 @@ static int report_exit(struct vjob *j, const struct gexec_state *st, int64_t siz
 		rc = json_object_object_get_ex(rep, "accepted", &v) && json_object_get_boolean(v) ? 1 : 0;
 		if (json_object_object_get_ex(rep, "next", &v) && json_object_is_type(v, json_type_int))
 			*next = json_object_get_int64(v);
+		if (json_object_object_get_ex(rep, "hold_ms", &v) && json_object_is_type(v, json_type_int)) {
+			int64_t h = json_object_get_int64(v);
+
+			*hold_ms = h < 10 ? 10 : h > 5000 ? 5000 : (int)h;
+		}
 	}
 	json_object_put(req);
 	json_object_put(rep);
@@ -265,7 +271,8 @@ static void *monitor(void *arg)
 		}
 		if (exited && caught_up) {
 			int64_t next = sent;
-			int r = report_exit(j, &st, sent, &next);
+			int hold_ms = 0;
+			int r = report_exit(j, &st, sent, &next, &hold_ms);
 
 			if (r == 1) {
 				log_info("job %lld: mpirun ended (status %d%s), %lld bytes of output delivered",
@@ -275,7 +282,9 @@ static void *monitor(void *arg)
 			}
 			if (r == -2)
 				break;
-			if (r == 0)
+			if (r == 0 && hold_ms)
+				usleep((useconds_t)hold_ms * 1000);
+			else if (r == 0)
 				sent = next;
 			else
 				sleep(1);

@@ -9,7 +9,9 @@
 #    takes the job over and the job completes, its output whole;
 #  - a node killed (its vhpcd and its namespace gone): it is marked down
 #    after missed heartbeats, the job ends NODE_FAIL and the other node
-#    removes its part; the node comes back after its "reboot".
+#    removes its part; the node comes back after its "reboot";
+#  - a node's vhpcd killed and the job's mpirun failing right after:
+#    NODE_FAIL too, not mpirun's exit status.
 . "$(dirname "$0")/../lib.sh"
 need_root
 for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na; do
@@ -114,6 +116,39 @@ cl_node_net "$dead"
 cl_node_up "$dead"
 check "the node comes back after its reboot" cl_wait_nodes_up 3
 check_eq "a job can use it again" 0 "$(vc run -N 3 --vcpus 1 -- true >/dev/null 2>&1; echo $?)"
+
+# -- a node's vhpcd dies and the job's mpirun fails right after (CI saw
+#    exit 255 about 3 s after a node went, before it missed its
+#    heartbeats): the failed exit is held until that node is heard from
+#    again, and as it is not, the job ends NODE_FAIL, not COMPLETED with
+#    mpirun's status.  Rank 0 exits 3 once the test makes a file, 1.2 s
+#    after the kill; mpirun takes about 4 s to end after that, so the
+#    controller allows 20 missed heartbeats (10 s) here, so that its exit
+#    is always reported before the node is marked down.
+cl_ctld_kill TERM
+CL_HB_MISSES=20 cl_ctld_up
+check "the nodes are up under a vhpc-ctld that allows 20 missed heartbeats" cl_wait_nodes_up 3
+GO=$(mktemp -d /tmp/vhpct-go.XXXXXX)
+chmod 755 "$GO"
+at_exit "rm -rf '$GO'"
+J=$(sub -N 2 --vcpus 1 --timeout 120 --bind "$GO:/go:ro" -- \
+	sh -c 'while [ ! -e /go/now ]; do sleep 0.1; done; exit 3')
+check "job $J runs" wait_state "$J" RUNNING 30
+nodes=$(job_json "$J" | grep -o '"guest":[01],"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/' | tr '\n' ' ')
+live=$(echo $nodes | cut -d' ' -f1); dead=$(echo $nodes | cut -d' ' -f2)
+from=$(log_lines "$CL_DIR/ctld.log")
+cl_node_kill "$dead" KILL
+sleep 1.2
+touch "$GO/now"
+check "the job ends NODE_FAIL" wait_state "$J" NODE_FAIL 30
+check_match "mpirun's failed exit was held for the dead node" "job $J: exit status [0-9]+ held until node n$dead is heard from" \
+	"$(tail -n +$((from + 1)) "$CL_DIR/ctld.log")"
+check_match "the reason names the node" "node n$dead failed: no heartbeat" "$(job_json "$J")"
+vc wait "$J" 2>/dev/null
+check_eq "vhpc wait says it failed (125)" 125 "$?"
+VHPC_RUN_DIR=$CL_DIR/run-n$dead "$BIN/vhpc-na" cleanup >/dev/null 2>&1
+cl_node_up "$dead"
+check "the node comes back again" cl_wait_nodes_up 3
 
 for i in 1 2 3; do
 	for _ in $(seq 50); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
