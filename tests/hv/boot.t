@@ -43,8 +43,8 @@ run_guest bootinfo --vcpus 1 --mem 64M --initrd "$T/initrd" --cmdline "marker=rd
 check "a wrong CRC makes the guest fail" [ "$RC" = 65 ]
 
 # The same guest as a bzImage (a real setup header around it): the Linux
-# 64-bit boot protocol path, zero page checked in milliseconds (linux.t
-# boots a real kernel the same way, in minutes).
+# 64-bit boot protocol path, zero page checked in milliseconds
+# (linux-userspace.t boots a real kernel the same way, in the lab).
 OUT=$T/bz.out ERR=$T/bz.err
 timeout -k 5 60 "$HV" --kernel "$GUESTS/bootinfo.bz" --debug-exit --vcpus 1 --mem 64M --initrd "$T/initrd" \
 	--cmdline "marker=bz initrd_size=12345 initrd_crc=0x$crc" >"$OUT" 2>"$ERR" </dev/null
