@@ -12,16 +12,18 @@ prog=$VHPC_TOP/$B/vmshm/bin/vmshm-copybench
 
 out=$(timeout 30 "$prog" -r 2 -t 0.01 64K 1M 2>&1)
 check_eq "it runs to the end" 0 "$?"
-for m in memcpy cma ring cma-bi ring-bi; do
+for m in memcpy cma ring splice cma-bi ring-bi splice-bi; do
 	for s in 65536 1048576; do
 		check_match "$m at $s bytes: a positive GB/s with its range" \
 			"^  $m +$s +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+\$" "$(echo "$out" | grep -E "^  $m +$s ")"
 		check "... that is not zero" sh -c "echo '$out' | awk '\$1 == \"$m\" && \$2 == $s && \$3 > 0 {f=1} END {exit !f}'"
 	done
 done
-out=$(timeout 30 "$prog" -r 1 -t 0.01 -f 16K -R 64K 200K 2>&1)
+out=$(timeout 30 "$prog" -r 1 -t 0.01 -f 16K -R 64K 200K 3M 2>&1)
 check_match "a message of several fragments through a small ring, not a multiple of one" \
 	"^  ring-bi +204800 +[0-9.]+ " "$(echo "$out" | grep ring-bi)"
+check_match "a message larger than a pipe goes through it in pieces, both ways" \
+	"^  splice-bi +3145728 +[0-9.]+ " "$(echo "$out" | grep splice-bi)"
 
 err=$("$prog" -r 0 2>&1); rc=$?
 check_eq "-r 0 is refused" 2 "$rc"

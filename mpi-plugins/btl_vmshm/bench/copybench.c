@@ -9,7 +9,12 @@
  *            single-copy vmshm path would do between container guests)
  *   ring     two copies, pipelined: the other core copies into a shared
  *            ring in fragments while this one copies out (what vmshm does)
- *   cma-bi, ring-bi
+ *   splice   single copy through a pipe: the sender vmsplice()s its
+ *            buffer's pages into a pipe (no copy), the receiver read()s
+ *            them out (the copy); what a single-copy path between guests
+ *            that share neither a PID namespace nor a process could use
+ *            (a FIFO in the job's region folder)
+ *   cma-bi, ring-bi, splice-bi
  *            the same with both cores sending and receiving at once: the
  *            shape of Sendrecv, where the two copies of the ring design
  *            cannot hide behind each other
@@ -22,6 +27,7 @@
  *   vmshm-copybench [-r REPS] [-t SECONDS] [-f FRAGMENT] [-R RING] [SIZE...]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -38,8 +44,8 @@
 #define LINE 64
 #define MAX_SIZES 16
 
-enum mode { M_MEMCPY, M_CMA, M_RING, M_CMA_BI, M_RING_BI, M_N };
-static const char *const mode_name[M_N] = { "memcpy", "cma", "ring", "cma-bi", "ring-bi" };
+enum mode { M_MEMCPY, M_CMA, M_RING, M_SPLICE, M_CMA_BI, M_RING_BI, M_SPLICE_BI, M_N };
+static const char *const mode_name[M_N] = { "memcpy", "cma", "ring", "splice", "cma-bi", "ring-bi", "splice-bi" };
 
 /* A shared ring between the two workers: slots of one fragment each; the
  * producer owns head, the consumer tail, on lines of their own. */
@@ -65,6 +71,8 @@ struct ctl {
 
 static struct ctl *ctl;
 static struct ring *rings[2];         /* rings[i]: worker i produces */
+static int pipes[2][2];               /* pipes[i]: worker i vmsplices into [1] */
+static size_t pipe_bytes;             /* what F_SETPIPE_SZ gave */
 static size_t ring_bytes = 1 << 20, frag = 128 << 10;
 
 static double now(void)
@@ -164,6 +172,31 @@ static void cma_read(int me, unsigned char *dst, size_t size)
 		     (long)n);
 }
 
+/* Up to one pipe's worth of src's remaining bytes into the pipe: the
+ * pages are referenced, not copied.  0 when the pipe is full. */
+static size_t splice_some(int fd, const unsigned char *src, size_t size, size_t off)
+{
+	struct iovec v = { (void *)(src + off), size - off < pipe_bytes ? size - off : pipe_bytes };
+	ssize_t n = vmsplice(fd, &v, 1, SPLICE_F_NONBLOCK);
+
+	if (n < 0 && errno != EAGAIN) {
+		fail("%s: vmsplice returned %ld", strerror(errno), (long)n);
+		return size - off;
+	}
+	return n > 0 ? (size_t)n : 0;
+}
+
+static size_t read_some(int fd, unsigned char *dst, size_t size, size_t off)
+{
+	ssize_t n = read(fd, dst + off, size - off);
+
+	if (n < 0 && errno != EAGAIN) {
+		fail("%s: read from the pipe returned %ld", strerror(errno), (long)n);
+		return size - off;
+	}
+	return n > 0 ? (size_t)n : 0;
+}
+
 /* Worker i runs on CPU i; worker 0 is the receiver in one-way modes. */
 static void worker(int me, size_t cap)
 {
@@ -228,6 +261,28 @@ static void worker(int me, size_t cap)
 						ring_recv_one(rings[1], dst, size, &off, &tail);
 			if (me == 0)
 				check(dst, size, 2, "ring");
+			break;
+		case M_SPLICE:
+			/* Busy-polling both ends, as a BTL's progress loop would. */
+			for (long i = 0; i < it; i++)
+				for (size_t off = 0; off < size;)
+					off += me == 1 ? splice_some(pipes[1][1], src, size, off) :
+							 read_some(pipes[1][0], dst, size, off);
+			if (me == 0)
+				check(dst, size, 2, "splice");
+			break;
+		case M_SPLICE_BI:
+			for (long i = 0; i < it; i++) {
+				size_t so = 0, ro = 0;
+
+				while (so < size || ro < size) {
+					if (so < size)
+						so += splice_some(pipes[me][1], src, size, so);
+					if (ro < size)
+						ro += read_some(pipes[1 - me][0], dst, size, ro);
+				}
+			}
+			check(dst, size, (unsigned)(2 - me), "splice-bi");
 			break;
 		case M_RING_BI:
 			/* Each core: send its message and receive the peer's,
@@ -322,7 +377,8 @@ static double run(enum mode m, size_t size, long iters)
 		fprintf(stderr, "vmshm-copybench: %s, %zu bytes: %s\n", mode_name[m], size, ctl->err);
 		return -1;
 	}
-	return (double)size * (double)iters * (m == M_CMA_BI || m == M_RING_BI ? 2 : 1) / (t1 - t0);
+	return (double)size * (double)iters * (m == M_CMA_BI || m == M_RING_BI || m == M_SPLICE_BI ? 2 : 1) /
+	       (t1 - t0);
 }
 
 static void usage(const char *why, const char *what)
@@ -383,6 +439,18 @@ int main(int argc, char **argv)
 	rings[1] = shared(sizeof(struct ring) + ring_bytes);
 	/* Private to each worker after the fork (copy-on-write, touched by
 	 * fill), at the same address in both: CMA reads the peer's copy. */
+	/* The largest pipe an unprivileged process may ask for
+	 * (/proc/sys/fs/pipe-max-size, 1 MiB by default), non-blocking so a
+	 * worker can poll both directions. */
+	for (int w = 0; w < 2; w++) {
+		int sz = 1 << 20;
+
+		if (pipe2(pipes[w], O_NONBLOCK) < 0)
+			return perror("vmshm-copybench: pipe2"), 1;
+		while (fcntl(pipes[w][1], F_SETPIPE_SZ, sz) < 0 && sz > 65536)
+			sz >>= 1;
+		pipe_bytes = (size_t)fcntl(pipes[w][1], F_GETPIPE_SZ);
+	}
 	ctl->buf[0] = aligned_alloc(4096, (size_t)max);
 	ctl->buf[1] = aligned_alloc(4096, (size_t)max);
 	if (!ctl->buf[0] || !ctl->buf[1])
@@ -396,8 +464,8 @@ int main(int argc, char **argv)
 			worker(w, (size_t)max);
 		ctl->pid[w] = p;
 	}
-	printf("# vmshm-copybench: %ld repetitions, about %.2f s each, ring %zu bytes in %zu-byte fragments\n",
-	       reps, secs, ring_bytes, frag);
+	printf("# vmshm-copybench: %ld repetitions, about %.2f s each, ring %zu bytes in %zu-byte fragments, "
+	       "pipes of %zu bytes\n", reps, secs, ring_bytes, frag, pipe_bytes);
 	printf("# %-8s %10s %10s %10s %10s\n", "mode", "bytes", "GB/s", "min", "max");
 	int rc = 0;
 	for (int si = 0; si < ns && !rc; si++) {
