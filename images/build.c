@@ -53,6 +53,7 @@ static const struct cf_field spec_fields[] = {
 	{ .key = "build_files", .kind = CF_STRMAP, .off = S(build_files) },
 	{ .key = "copy", .kind = CF_STRMAP, .off = S(copy) },
 	{ .key = "busybox", .kind = CF_BOOL, .off = S(busybox) },
+	{ .key = "format", .kind = CF_STR, .off = S(format) },
 	{ .key = "kvm", .kind = CF_STRUCT, .off = S(kvm), .sub = &kvm_schema },
 	{ 0 }
 };
@@ -107,6 +108,10 @@ int image_spec_load(const char *path, struct image_spec *s, struct verr *err)
 				 path, s->copy.key[i], s->copy.val[i]);
 			goto fail;
 		}
+	if (s->format && strcmp(s->format, "tree") && !image_format_flag(s->format)) {
+		verr_set(err, "%s: format '%s' is not tree, squashfs or erofs", path, s->format);
+		goto fail;
+	}
 	if (s->kvm.kernel_package && s->kvm.kernel) {
 		verr_set(err, "%s: kvm: give kernel_package or kernel, not both", path);
 		goto fail;
@@ -607,8 +612,8 @@ static void fp_stat(crypto_hash_sha256_state *h, const char *path)
 /* What the build reads, cheaply: the spec, the package database (any
  * install or upgrade changes it), and every named file and program.  Equal
  * fingerprints mean a rebuild would produce the same image. */
-int image_fingerprint(const char *yaml_path, const struct image_spec *s, char out[65],
-		      struct verr *err)
+int image_fingerprint(const char *yaml_path, const struct image_spec *s, const char *format,
+		      char out[65], struct verr *err)
 {
 	crypto_hash_sha256_state h;
 	unsigned char d[32];
@@ -621,6 +626,7 @@ int image_fingerprint(const char *yaml_path, const struct image_spec *s, char ou
 	crypto_hash_sha256_update(&h, (const unsigned char *)VHPC_VERSION, strlen(VHPC_VERSION));
 	crypto_hash_sha256_update(&h, (const unsigned char *)IMAGE_LAYOUT, strlen(IMAGE_LAYOUT));
 	crypto_hash_sha256_update(&h, (const unsigned char *)yaml, len);
+	crypto_hash_sha256_update(&h, (const unsigned char *)format, strlen(format));
 	free(yaml);
 	fp_stat(&h, "/var/lib/dpkg/status");
 	for (size_t i = 0; i < s->files.n; i++)

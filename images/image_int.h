@@ -27,6 +27,7 @@ struct image_spec {
 	struct cf_strmap build_files; /* image path -> path under the build dir */
 	struct cf_strmap copy;        /* image path -> host path (a program of the user's) */
 	bool busybox;                 /* applets for what packages lack */
+	char *format;                 /* tree (default), squashfs or erofs */
 	struct image_kvm kvm;
 };
 
@@ -38,8 +39,27 @@ extern const struct cf_schema image_spec_schema;
 
 int image_spec_load(const char *path, struct image_spec *s, struct verr *err);
 void image_spec_free(struct image_spec *s);
-int image_fingerprint(const char *yaml_path, const struct image_spec *s, char out[65],
-		      struct verr *err);
+/* format: the format the build makes (a --format may override the spec's). */
+int image_fingerprint(const char *yaml_path, const struct image_spec *s, const char *format,
+		      char out[65], struct verr *err);
+
+/* Making an image in the local store, for a build and an import alike:
+ * begin locks the store and makes an empty <store>/.build-* folder (its
+ * lock fd returned); the caller fills <stage>/rootfs; finish adds the kvm
+ * parts (IMAGE_KVM, from the spec) and the compact file system (flags);
+ * commit names it (manifest, info.json, the ref of meta->name) and loads
+ * it into out; abort removes what is left and unlocks. */
+struct image_meta {
+	const char *name, *description;
+	unsigned flags;                /* IMAGE_SQUASHFS / IMAGE_EROFS */
+	const char *fingerprint;       /* of the sources, for reuse ("" none) */
+	const char *source;            /* what it was made from */
+};
+int image_stage_begin(char *stage, size_t len, struct verr *err);
+int image_stage_finish(const char *stage, unsigned flags, const struct image_spec *s, struct verr *err);
+int image_stage_commit(const char *stage, const struct image_meta *meta, struct image_info *out,
+		       struct verr *err);
+void image_stage_abort(const char *stage, int lock);
 /* Fills an empty directory with the rootfs the spec describes. */
 int image_stage_rootfs(const struct image_spec *s, const char *root, struct verr *err);
 /* The manifest of a tree (malloc'd text) and its sha256.  At the top level,
@@ -47,9 +67,15 @@ int image_stage_rootfs(const struct image_spec *s, const char *root, struct verr
  * image dir's own bookkeeping is not content. */
 int image_manifest(const char *root, char **text, size_t *len, char id[65],
 		   uint64_t *bytes, long *files, struct verr *err);
-/* Makes <stage>/kvm/ (kernel, vmlinux, initramfs, rootfs.ext4) from the
- * spec and <stage>/rootfs; rootfs_id seeds the ext4 uuid. */
+/* Makes <stage>/kvm/ (kernel, vmlinux, initramfs, and for a tree the
+ * rootfs.ext4) from the spec and <stage>/rootfs; rootfs_id seeds the ext4
+ * uuid.  A compact format (flags) gets its file system's module in the
+ * initramfs instead of an ext4 root disk. */
 int image_kvm_stage(const struct image_spec *s, const char *stage, const char *rootfs_id,
-		    struct verr *err);
+		    unsigned flags, struct verr *err);
+/* The rootfs tree as one squashfs or erofs file (flags say which);
+ * rootfs_id seeds its uuid. */
+int image_compact_make(unsigned flags, const char *rootfs, const char *out, const char *rootfs_id,
+		       struct verr *err);
 
 #endif

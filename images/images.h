@@ -21,8 +21,10 @@
 struct image_info {
 	char id[65];
 	char name[65];
-	char dir[512];          /* <state>/images/<id> */
-	char rootfs[512];       /* <dir>/rootfs */
+	char dir[512];          /* <state>/images/<id>, or a node cache's <cache>/<id> */
+	char rootfs[512];       /* <dir>/rootfs; a compact image's mount point <dir>/.mnt */
+	char format[12];        /* "tree", "squashfs" or "erofs" */
+	char blob[512];         /* a compact image's file system, <dir>/rootfs.<format> */
 	uint64_t bytes;
 	long files;
 	long long built;        /* unix time */
@@ -30,12 +32,14 @@ struct image_info {
 	char kernel[512];       /* <dir>/kvm/vmlinuz (bzImage) */
 	char vmlinux[512];      /* <dir>/kvm/vmlinux (ELF, PVH) */
 	char initrd[512];       /* <dir>/kvm/initramfs.img */
-	char disk[512];         /* <dir>/kvm/rootfs.ext4 */
+	char disk[512];         /* <dir>/kvm/rootfs.ext4; a compact image's blob */
 	char kernel_release[128];
 };
 
 #define IMAGE_FORCE 1u   /* rebuild even when the sources are unchanged */
 #define IMAGE_KVM   2u   /* with the kvm parts (kernel, initramfs, ext4 root) */
+#define IMAGE_SQUASHFS 4u /* the rootfs as one read-only squashfs file */
+#define IMAGE_EROFS 8u   /* the rootfs as one read-only erofs file */
 
 /* Builds the image a YAML file describes (configs/images/NAME.yaml); reuses
  * the stored one when its sources have not changed (and it has the kvm parts
@@ -57,5 +61,120 @@ int image_list(struct image_info **out, size_t *n, struct verr *err);
 int image_fetch_kernel(const char *pkg, char *tree, size_t len, struct verr *err);
 /* Recomputes the manifest of a stored image and compares it with its id. */
 int image_verify(const struct image_info *img, struct verr *err);
+/* An image of a directory of images (the local store's <state>/images, or
+ * a node's cache) by id. */
+int image_load(const char *base, const char *id, struct image_info *out, struct verr *err);
+/* The local store's directory, <state>/images. */
+const char *image_store_dir(char *buf, size_t len);
+/* Whether s is an image id (64 lowercase hex digits). */
+bool image_id_ok(const char *s);
+
+/* ------------------------------------------------------------ manifests */
+
+/*
+ * A manifest as text (an image's id is the sha256 of it), parsed and
+ * checked: one entry per line, paths inside the image, each below a folder
+ * listed before it, none twice, no setuid or setgid file.  Manifests come
+ * over the network, so every field is checked (fuzzed: fuzz-image-manifest).
+ */
+#define IMAGE_MF_PATH_MAX    4096
+#define IMAGE_MF_FILE_MAX    (1ull << 40)
+#define IMAGE_MF_TEXT_MAX    (256u << 20)
+#define IMAGE_MF_ENTRIES_MAX 2000000u
+struct image_mf_ent {
+	char type;              /* 'd' folder, 'f' file, 'l' symlink */
+	unsigned mode;
+	uint64_t size;          /* f */
+	const char *sha;        /* f: 64 hex digits */
+	const char *target;     /* l */
+	const char *path;       /* "/rootfs/usr/bin/sh" */
+};
+struct image_mf {
+	char *text;             /* the parsed copy the entries point into */
+	struct image_mf_ent *v;
+	size_t n;
+	uint64_t bytes;         /* of all files */
+	long files;             /* files and symlinks */
+};
+int image_mf_parse(const char *text, size_t len, struct image_mf *m, struct verr *err);
+void image_mf_free(struct image_mf *m);
+
+/* ------------------------------------------------- compact file systems */
+
+/* Mounts a compact image's file system read-only on img->rootfs, once per
+ * machine: a later call finds it mounted.  Nothing to do for a tree. */
+int image_mount(const struct image_info *img, struct verr *err);
+/* Unmounts it again (gone or never mounted: nothing to do). */
+int image_unmount(const struct image_info *img, struct verr *err);
+/* "squashfs" -> IMAGE_SQUASHFS, "erofs" -> IMAGE_EROFS, else 0 ("tree"). */
+unsigned image_format_flag(const char *name);
+/* The name of the format flags ask for: "squashfs", "erofs" or "tree". */
+const char *image_format_name(unsigned flags);
+
+/* ------------------------------------------------------- a node's cache */
+
+/*
+ * A node's copies of the cluster's images, by id, in a directory of its
+ * own (vhpcd --image-cache).  The store is elsewhere (vhpc-ctld): what the
+ * node lacks comes through a fetch function, and is checked against the
+ * manifest on the way in.
+ */
+
+/* Bytes of one object (a file, named by its sha256) as the store sent them. */
+struct image_chunk {
+	char object[65];
+	uint64_t size;          /* the whole object's size, as the store holds it */
+	uint64_t offset;        /* of data in it */
+	uint8_t *data;          /* malloc'd */
+	size_t len;
+};
+/* The bytes of objs[0] from offset on, then of objs[1], ..., as many as
+ * one answer holds; *chunks is malloc'd (image_chunks_free). */
+typedef int (*image_fetch_fn)(void *arg, const char *const *objs, int nobjs, uint64_t offset,
+			      struct image_chunk **chunks, int *nchunks, struct verr *err);
+void image_chunks_free(struct image_chunk *c, int n);
+
+struct image_pull_req {
+	const char *cache;      /* the cache directory */
+	const char *id;         /* what to pull */
+	const char *name;       /* what the job called it (information) */
+	image_fetch_fn fetch;
+	/* Called once the manifest says how big the image is, before any
+	 * file is written: makes room (evicting) or refuses. */
+	int (*make_room)(void *arg, uint64_t bytes, struct verr *err);
+	void *arg;              /* of both */
+};
+struct image_pull_stats {
+	double seconds;
+	uint64_t fetched;       /* bytes from the store, manifest included */
+	uint64_t copied;        /* bytes this node's other images already held */
+	long objects;           /* files fetched */
+};
+/* Makes <cache>/<id> whole: the manifest must hash to the id and every
+ * file match it (size and sha256) or the pull is refused, naming the file;
+ * nothing is visible under <cache>/<id> until all of it is there. */
+int image_pull(const struct image_pull_req *rq, struct image_pull_stats *st, struct image_info *out,
+	       struct verr *err);
+
+struct image_cached {
+	char id[65];
+	char name[65];
+	uint64_t bytes;
+	long long used;         /* unix time a job last started from it */
+};
+/* The complete images of a cache, least recently used first. */
+int image_cache_list(const char *cache, struct image_cached **out, size_t *n, struct verr *err);
+/* A job starts from img now. */
+void image_cache_touch(const struct image_info *img);
+/* Removes least recently used images, except those in keep[] (in use),
+ * until the cache holds at most limit - room bytes; fails, saying so,
+ * when the kept ones leave no such room. */
+int image_cache_evict(const char *cache, uint64_t limit, uint64_t room, const char *const *keep, int nkeep,
+		      struct verr *err);
+/* Removes one image (unmounted first). */
+int image_cache_remove(const char *cache, const char *id, struct verr *err);
+/* Removes what interrupted pulls and evictions left (.pull-*, .evict-*);
+ * only while no pull runs. */
+int image_cache_sweep(const char *cache, struct verr *err);
 
 #endif

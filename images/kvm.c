@@ -257,7 +257,7 @@ static int fix_times(const char *root, struct verr *err)
 }
 
 static int make_initramfs(const struct image_spec *s, const char *tree, const char *rel,
-			  const char *out, const char *work, struct verr *err)
+			  const char *root_module, const char *out, const char *work, struct verr *err)
 {
 	char path[PATH_MAX + 256], src[PATH_MAX + 256], *order_txt = NULL;
 	struct moddep m;
@@ -281,14 +281,18 @@ static int make_initramfs(const struct image_spec *s, const char *tree, const ch
 		verr_set(err, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i < s->kvm.modules.n; i++) {
-		char *want = short_name(s->kvm.modules.v[i]);
-		long k = want ? mod_by(&m, want, false) : -1;
+	for (size_t i = 0; i <= s->kvm.modules.n; i++) {
+		const char *name = i < s->kvm.modules.n ? s->kvm.modules.v[i] : root_module;
+		char *want;
+		long k;
 
+		if (!name)
+			continue;
+		want = short_name(name);
+		k = want ? mod_by(&m, want, false) : -1;
 		free(want);
 		if (k < 0) {
-			verr_set(err, "kernel %s has no module '%s' (is it built in, or misspelt?)",
-				 rel, s->kvm.modules.v[i]);
+			verr_set(err, "kernel %s has no module '%s' (is it built in, or misspelt?)", rel, name);
 			goto out;
 		}
 		if (mod_order(&m, (size_t)k, state, order, &n, 0, err) < 0)
@@ -470,7 +474,7 @@ static int make_ext4(const struct image_spec *s, const char *rootfs, const char 
 }
 
 int image_kvm_stage(const struct image_spec *s, const char *stage, const char *rootfs_id,
-		    struct verr *err)
+		    unsigned flags, struct verr *err)
 {
 	char tree[PATH_MAX], rel[128], kdir[PATH_MAX + 8], path[PATH_MAX + 64], work[PATH_MAX + 64];
 	char rootfs[PATH_MAX + 16];
@@ -522,13 +526,24 @@ int image_kvm_stage(const struct image_spec *s, const char *stage, const char *r
 	}
 	snprintf(path, sizeof(path), "%s/initramfs.img", kdir);
 	snprintf(work, sizeof(work), "%s/.initramfs", stage);
-	if (make_initramfs(s, tree, rel, path, work, err) < 0)
-		return -1;
+	/* A compact root disk is mounted by the initramfs: its module goes
+	 * in (once: a spec may name it already). */
+	{
+		const char *fs = image_format_flag(image_format_name(flags)) ? image_format_name(flags) : NULL;
+
+		for (size_t i = 0; fs && i < s->kvm.modules.n; i++)
+			if (!strcmp(s->kvm.modules.v[i], fs))
+				fs = NULL;
+		if (make_initramfs(s, tree, rel, fs, path, work, err) < 0)
+			return -1;
+	}
 	if (rm_rf(work, err) < 0)
 		return -1;
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", stage);
 	if (fix_times(rootfs, err) < 0)
 		return -1;
+	if (flags & (IMAGE_SQUASHFS | IMAGE_EROFS))
+		return fix_times(kdir, err);
 	snprintf(path, sizeof(path), "%s/rootfs.ext4", kdir);
 	if (make_ext4(s, rootfs, path, rootfs_id, err) < 0)
 		return -1;

@@ -5,12 +5,14 @@
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "image_int.h"
+#include "images/images.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sodium.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +130,11 @@ static int walk(struct mf *m, int dirfd, const char *rel, int depth, struct verr
 				goto next;
 			}
 			target[tl] = 0;
+			/* The target is a field of its own: a space would move the path. */
+			if (!*target || strchr(target, '\n') || strchr(target, ' ')) {
+				r = verr_set(err, "%s: symlink targets with spaces or newlines are not allowed in images", path);
+				goto next;
+			}
 			snprintf(line, sizeof(line), "l 0777 - %s %s\n", target, path);
 			r = mf_add(m, line, err);
 			m->files++;
@@ -177,4 +184,194 @@ int image_manifest(const char *root, char **text, size_t *len, char id[65],
 	if (files)
 		*files = m.files;
 	return 0;
+}
+
+/* ------------------------------------------------------------ reading */
+
+static bool hex64(const char *s)
+{
+	if (strlen(s) != 64)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
+bool image_id_ok(const char *s)
+{
+	return s && hex64(s);
+}
+
+/* A path as the walk writes it: "/" then components, none empty, "." or
+ * "..", so that it can only name something inside the image dir. */
+static bool mf_path_ok(const char *p)
+{
+	size_t n = strlen(p);
+
+	if (p[0] != '/' || n < 2 || n >= IMAGE_MF_PATH_MAX || p[n - 1] == '/')
+		return false;
+	for (const char *c = p; c && *c;) {
+		const char *next = strchr(c + 1, '/');
+		size_t l = (next ? (size_t)(next - c) : strlen(c)) - 1;
+
+		if (l == 0 || (l == 1 && c[1] == '.') || (l == 2 && c[1] == '.' && c[2] == '.'))
+			return false;
+		c = next;
+	}
+	return true;
+}
+
+static int split5(char *line, char *f[5])
+{
+	for (int i = 0; i < 4; i++) {
+		char *sp = strchr(line, ' ');
+
+		if (!sp)
+			return -1;
+		*sp = 0;
+		f[i] = line;
+		line = sp + 1;
+	}
+	f[4] = line;
+	return strchr(line, ' ') ? -1 : 0;
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp((*(const struct image_mf_ent *const *)a)->path, (*(const struct image_mf_ent *const *)b)->path);
+}
+
+/* No path twice, and every entry's parent folder listed (as a folder). */
+static int mf_check_tree(struct image_mf *m, struct verr *err)
+{
+	struct image_mf_ent **s = malloc((m->n ? m->n : 1) * sizeof(*s));
+	int r = 0;
+
+	if (!s)
+		return verr_set(err, "out of memory");
+	for (size_t i = 0; i < m->n; i++)
+		s[i] = &m->v[i];
+	qsort(s, m->n, sizeof(*s), by_path);
+	for (size_t i = 1; i < m->n && r == 0; i++)
+		if (!strcmp(s[i]->path, s[i - 1]->path))
+			r = verr_set(err, "manifest: %s is listed twice", s[i]->path);
+	for (size_t i = 0; i < m->n && r == 0; i++) {
+		const char *slash = strrchr(m->v[i].path, '/');
+		struct image_mf_ent key, *kp = &key, **hit;
+		char parent[IMAGE_MF_PATH_MAX];
+
+		if (slash == m->v[i].path)
+			continue;
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - m->v[i].path), m->v[i].path);
+		key.path = parent;
+		hit = bsearch(&kp, s, m->n, sizeof(*s), by_path);
+		if (!hit || (*hit)->type != 'd' || *hit > &m->v[i])
+			r = verr_set(err, "manifest: %s is not inside a folder listed before it", m->v[i].path);
+	}
+	free(s);
+	return r;
+}
+
+static int mf_line(struct image_mf *m, char *line, size_t lineno, struct verr *err)
+{
+	struct image_mf_ent *e = &m->v[m->n];
+	char *f[5], *end;
+	unsigned long mode;
+
+	if (split5(line, f) < 0 || strlen(f[0]) != 1 || strlen(f[1]) != 4)
+		return verr_set(err, "manifest line %zu: expected 'TYPE MODE SIZE HASH PATH'", lineno);
+	e->type = f[0][0];
+	errno = 0;
+	mode = strtoul(f[1], &end, 8);
+	if (*end || mode > 07777 || f[1][0] == '-' || f[1][0] == '+')
+		return verr_set(err, "manifest line %zu: mode '%s' is not 4 octal digits", lineno, f[1]);
+	e->mode = (unsigned)mode;
+	e->path = f[4];
+	if (!mf_path_ok(e->path))
+		return verr_set(err, "manifest line %zu: '%.200s' is not a plain path inside the image", lineno, e->path);
+	e->size = 0;
+	e->sha = NULL;
+	e->target = NULL;
+	switch (e->type) {
+	case 'd':
+		if (strcmp(f[2], "-") || strcmp(f[3], "-"))
+			return verr_set(err, "manifest line %zu: a folder has no size or hash", lineno);
+		break;
+	case 'l':
+		if (mode != 0777 || strcmp(f[2], "-") || !*f[3] || strlen(f[3]) >= IMAGE_MF_PATH_MAX)
+			return verr_set(err, "manifest line %zu: a symlink is 'l 0777 - TARGET PATH'", lineno);
+		e->target = f[3];
+		m->files++;
+		break;
+	case 'f': {
+		unsigned long long sz;
+
+		if (!*f[2] || f[2][strspn(f[2], "0123456789")] || strlen(f[2]) > 15 ||
+		    (sz = strtoull(f[2], NULL, 10)) > IMAGE_MF_FILE_MAX)
+			return verr_set(err, "manifest line %zu: size '%.20s' is not a number up to 2^40", lineno, f[2]);
+		if (!hex64(f[3]))
+			return verr_set(err, "manifest line %zu: '%.70s' is not a sha256 in hex", lineno, f[3]);
+		/* Guests gain nothing from them; a node would be handed them. */
+		if (mode & 06000)
+			return verr_set(err, "manifest line %zu: %.200s is setuid or setgid; images hold neither", lineno, e->path);
+		e->size = sz;
+		e->sha = f[3];
+		m->bytes += sz;
+		m->files++;
+		break;
+	}
+	default:
+		return verr_set(err, "manifest line %zu: type '%c' is not d, f or l", lineno, e->type);
+	}
+	m->n++;
+	return 0;
+}
+
+int image_mf_parse(const char *text, size_t len, struct image_mf *m, struct verr *err)
+{
+	size_t lines = 0, lineno = 0;
+	char *p;
+
+	memset(m, 0, sizeof(*m));
+	if (len > IMAGE_MF_TEXT_MAX)
+		return verr_set(err, "manifest: %zu bytes, more than the %u allowed", len, IMAGE_MF_TEXT_MAX);
+	if (memchr(text, 0, len))
+		return verr_set(err, "manifest: holds a NUL byte");
+	if (len && text[len - 1] != '\n')
+		return verr_set(err, "manifest: the last line does not end with a newline");
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	if (lines > IMAGE_MF_ENTRIES_MAX)
+		return verr_set(err, "manifest: %zu entries, more than the %u allowed", lines, IMAGE_MF_ENTRIES_MAX);
+	m->text = malloc(len + 1);
+	m->v = calloc(lines ? lines : 1, sizeof(*m->v));
+	if (!m->text || !m->v) {
+		image_mf_free(m);
+		return verr_set(err, "out of memory");
+	}
+	memcpy(m->text, text, len);
+	m->text[len] = 0;
+	for (p = m->text; *p;) {
+		char *nl = strchr(p, '\n');
+
+		*nl = 0;
+		if (mf_line(m, p, ++lineno, err) < 0) {
+			image_mf_free(m);
+			return -1;
+		}
+		p = nl + 1;
+	}
+	if (mf_check_tree(m, err) < 0) {
+		image_mf_free(m);
+		return -1;
+	}
+	return 0;
+}
+
+void image_mf_free(struct image_mf *m)
+{
+	free(m->text);
+	free(m->v);
+	memset(m, 0, sizeof(*m));
 }

@@ -24,20 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *images_dir(char *buf, size_t len)
+const char *image_store_dir(char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/images", vhpc_state_dir());
 	return buf;
-}
-
-static bool is_id(const char *s)
-{
-	if (strlen(s) != 64)
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-			return false;
-	return true;
 }
 
 static int lock_store(struct verr *err)
@@ -45,7 +35,7 @@ static int lock_store(struct verr *err)
 	char dir[PATH_MAX], path[PATH_MAX + 16];
 	int fd;
 
-	images_dir(dir, sizeof(dir));
+	image_store_dir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/refs", dir);
 	if (mkdir_p(path, 0755, err) < 0)
 		return -1;
@@ -93,41 +83,59 @@ static long long jint(struct json_object *o, const char *key)
 	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
 }
 
-static int load_info(const char *id, struct image_info *out, struct verr *err)
+int image_load(const char *dir, const char *id, struct image_info *out, struct verr *err)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 80];
+	char path[PATH_MAX + 80];
 	struct json_object *o;
-	const char *name;
+	const char *name, *fmt, *rel;
+	struct json_object *k;
 	struct stat st;
+	bool compact;
 
 	memset(out, 0, sizeof(*out));
-	images_dir(dir, sizeof(dir));
+	if (!image_id_ok(id))
+		return verr_set(err, "'%.80s' is not an image id", id);
 	snprintf(path, sizeof(path), "%s/%s/info.json", dir, id);
 	if (read_json(path, &o, err) < 0)
 		return -1;
 	name = jstr(o, "name");
+	fmt = jstr(o, "format");
+	rel = jstr(o, "kernel_release");
+	if (fmt && strcmp(fmt, "tree") && strcmp(fmt, "squashfs") && strcmp(fmt, "erofs")) {
+		json_object_put(o);
+		return verr_set(err, "%s: format '%.20s' is not tree, squashfs or erofs", path, fmt);
+	}
+	compact = fmt && strcmp(fmt, "tree");
 	snprintf(out->id, sizeof(out->id), "%s", id);
 	snprintf(out->name, sizeof(out->name), "%s", name ? name : "");
+	snprintf(out->format, sizeof(out->format), "%s", fmt ? fmt : "tree");
 	snprintf(out->dir, sizeof(out->dir), "%s/%s", dir, id);
-	snprintf(out->rootfs, sizeof(out->rootfs), "%s/%s/rootfs", dir, id);
+	snprintf(out->rootfs, sizeof(out->rootfs), "%s/%s/%s", dir, id, compact ? ".mnt" : "rootfs");
+	if (compact)
+		snprintf(out->blob, sizeof(out->blob), "%s/%s/rootfs.%s", dir, id, fmt);
 	out->bytes = jint(o, "bytes");
 	out->files = jint(o, "files");
 	out->built = jint(o, "built");
-	{
-		const char *rel = jstr(o, "kernel_release");
-		struct json_object *k;
-
-		out->kvm = json_object_object_get_ex(o, "kvm", &k) && json_object_get_boolean(k);
-		snprintf(out->kernel_release, sizeof(out->kernel_release), "%s", rel ? rel : "");
-	}
+	out->kvm = json_object_object_get_ex(o, "kvm", &k) && json_object_get_boolean(k);
+	snprintf(out->kernel_release, sizeof(out->kernel_release), "%s", rel ? rel : "");
 	snprintf(out->kernel, sizeof(out->kernel), "%s/%s/kvm/vmlinuz", dir, id);
 	snprintf(out->vmlinux, sizeof(out->vmlinux), "%s/%s/kvm/vmlinux", dir, id);
 	snprintf(out->initrd, sizeof(out->initrd), "%s/%s/kvm/initramfs.img", dir, id);
-	snprintf(out->disk, sizeof(out->disk), "%s/%s/kvm/rootfs.ext4", dir, id);
+	if (compact)
+		snprintf(out->disk, sizeof(out->disk), "%s", out->blob);
+	else
+		snprintf(out->disk, sizeof(out->disk), "%s/%s/kvm/rootfs.ext4", dir, id);
 	json_object_put(o);
-	if (stat(out->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
-		return verr_set(err, "image %s has no rootfs at %s", id, out->rootfs);
+	if (compact ? stat(out->blob, &st) < 0 || !S_ISREG(st.st_mode) : stat(out->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
+		return verr_set(err, "image %.12s has no rootfs at %s", id, compact ? out->blob : out->rootfs);
 	return 0;
+}
+
+static int load_info(const char *id, struct image_info *out, struct verr *err)
+{
+	char dir[PATH_MAX];
+
+	return image_load(image_store_dir(dir, sizeof(dir)), id, out, err);
 }
 
 int image_lookup(const char *name_or_id, struct image_info *out, struct verr *err)
@@ -137,18 +145,18 @@ int image_lookup(const char *name_or_id, struct image_info *out, struct verr *er
 	const char *id;
 	int r;
 
-	if (is_id(name_or_id))
+	if (image_id_ok(name_or_id))
 		return load_info(name_or_id, out, err);
 	if (!ident_ok(name_or_id, 64))
 		return verr_set(err, "'%s' is neither an image name nor an image id", name_or_id);
-	images_dir(dir, sizeof(dir));
+	image_store_dir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/refs/%s.json", dir, name_or_id);
 	if (access(path, F_OK) < 0)
 		return verr_set(err, "no image named '%s' (build it with: vhpc image build FILE)", name_or_id);
 	if (read_json(path, &o, err) < 0)
 		return -1;
 	id = jstr(o, "id");
-	if (!id || !is_id(id)) {
+	if (!id || !image_id_ok(id)) {
 		json_object_put(o);
 		return verr_set(err, "%s: no valid image id", path);
 	}
@@ -195,28 +203,174 @@ int image_spec_wants_kvm(const char *yaml_path, bool *yes, struct verr *err)
 	return 0;
 }
 
+int image_stage_begin(char *stage, size_t len, struct verr *err)
+{
+	char dir[PATH_MAX], rnd[9];
+	int lock = lock_store(err);
+
+	if (lock < 0)
+		return -1;
+	image_store_dir(dir, sizeof(dir));
+	remove_stale_staging(dir);
+	random_bytes(rnd, 4);
+	hex_encode(rnd, 4, rnd);
+	snprintf(stage, len, "%s/.build-%d-%s", dir, (int)getpid(), rnd);
+	if (mkdir_p(stage, 0755, err) < 0) {
+		close(lock);
+		return -1;
+	}
+	return lock;
+}
+
+/* A compact format replaces the rootfs tree by its file system file. */
+static int stage_compact(const char *stage, unsigned flags, const char *rid, struct verr *err)
+{
+	char root[PATH_MAX + 80], blob[PATH_MAX + 80];
+
+	if (!(flags & (IMAGE_SQUASHFS | IMAGE_EROFS)))
+		return 0;
+	snprintf(root, sizeof(root), "%s/rootfs", stage);
+	snprintf(blob, sizeof(blob), "%s/rootfs.%s", stage, image_format_name(flags));
+	if (image_compact_make(flags, root, blob, rid, err) < 0)
+		return -1;
+	return rm_rf(root, err);
+}
+
+int image_stage_finish(const char *stage, unsigned flags, const struct image_spec *s, struct verr *err)
+{
+	char root[PATH_MAX + 80], rid[65], *text = NULL;
+	size_t len;
+
+	if (!(flags & (IMAGE_KVM | IMAGE_SQUASHFS | IMAGE_EROFS)))
+		return 0;
+	snprintf(root, sizeof(root), "%s/rootfs", stage);
+	/* The rootfs's own hash seeds the file systems' uuids: same content,
+	 * same bytes. */
+	if (image_manifest(root, &text, &len, rid, NULL, NULL, err) < 0)
+		return -1;
+	free(text);
+	if ((flags & IMAGE_KVM) && image_kvm_stage(s, stage, rid, flags, err) < 0)
+		return -1;
+	return stage_compact(stage, flags, rid, err);
+}
+
+int image_stage_commit(const char *stage, const struct image_meta *meta, struct image_info *out,
+		       struct verr *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 80], id[65], *manifest = NULL, kernel_release[128] = "";
+	uint64_t bytes;
+	size_t mlen;
+	long files;
+	bool kvm;
+	int r = -1;
+
+	image_store_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/kvm/kernel.version", stage);
+	kvm = access(path, F_OK) == 0;
+	if (kvm) {
+		char *v;
+		size_t vl;
+
+		if (read_file(path, &v, &vl, 127, err) < 0)
+			return -1;
+		v[strcspn(v, "\n")] = 0;
+		snprintf(kernel_release, sizeof(kernel_release), "%s", v);
+		free(v);
+	}
+	/* The id covers everything the image holds: rootfs and kvm/. */
+	if (image_manifest(stage, &manifest, &mlen, id, &bytes, &files, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/manifest", stage);
+	if (write_file(path, manifest, mlen, 0644, err) < 0)
+		goto out;
+	{
+		struct json_object *info = json_object_new_object();
+
+		json_object_object_add(info, "id", json_object_new_string(id));
+		json_object_object_add(info, "name", json_object_new_string(meta->name));
+		json_object_object_add(info, "description", json_object_new_string(meta->description ? meta->description : ""));
+		json_object_object_add(info, "built", json_object_new_int64(time(NULL)));
+		json_object_object_add(info, "bytes", json_object_new_int64(bytes));
+		json_object_object_add(info, "files", json_object_new_int64(files));
+		json_object_object_add(info, "format", json_object_new_string(image_format_name(meta->flags)));
+		json_object_object_add(info, "kvm", json_object_new_boolean(kvm));
+		if (kvm)
+			json_object_object_add(info, "kernel_release", json_object_new_string(kernel_release));
+		snprintf(path, sizeof(path), "%s/info.json", stage);
+		r = write_json(path, info, err);
+		json_object_put(info);
+		if (r < 0)
+			goto out;
+		r = -1;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, id);
+	if (access(path, F_OK) == 0) {
+		/* Same content made before: keep the stored copy. */
+		if (rm_rf(stage, err) < 0)
+			goto out;
+	} else if (rename(stage, path) < 0) {
+		verr_errno(err, "cannot move %s to %s", stage, path);
+		goto out;
+	}
+	{
+		struct json_object *ref = json_object_new_object();
+
+		json_object_object_add(ref, "id", json_object_new_string(id));
+		json_object_object_add(ref, "fingerprint", json_object_new_string(meta->fingerprint ? meta->fingerprint : ""));
+		json_object_object_add(ref, "spec", json_object_new_string(meta->source ? meta->source : ""));
+		snprintf(path, sizeof(path), "%s/refs/%s.json", dir, meta->name);
+		r = write_json(path, ref, err);
+		json_object_put(ref);
+		if (r < 0)
+			goto out;
+	}
+	r = load_info(id, out, err);
+out:
+	free(manifest);
+	return r;
+}
+
+void image_stage_abort(const char *stage, int lock)
+{
+	struct verr e2;
+
+	if (stage && stage[0] && access(stage, F_OK) == 0)
+		rm_rf(stage, &e2);
+	if (lock >= 0)
+		close(lock);
+}
+
+/* The format a build makes: what the flags ask for, else the spec's. */
+static unsigned build_format(const struct image_spec *s, unsigned flags)
+{
+	if (flags & (IMAGE_SQUASHFS | IMAGE_EROFS))
+		return flags & (IMAGE_SQUASHFS | IMAGE_EROFS);
+	return s->format ? image_format_flag(s->format) : 0;
+}
+
 int image_build(const char *yaml_path, unsigned flags, struct image_info *out,
 		struct verr *err)
 {
 	bool force = flags & IMAGE_FORCE, want_kvm = flags & IMAGE_KVM;
 	struct image_spec s;
-	char dir[PATH_MAX], stage[PATH_MAX + 64], root[PATH_MAX + 80], path[PATH_MAX + 80];
-	char fp[65], id[65], rnd[9], *manifest = NULL, kernel_release[128] = "";
-	uint64_t bytes;
-	size_t mlen;
-	long files;
-	int lock, r = -1;
+	char dir[PATH_MAX], stage[PATH_MAX + 64] = "", root[PATH_MAX + 80], path[PATH_MAX + 80];
+	char fp[65];
+	int lock = -1, r = -1;
 	double t0 = now_s();
 
 	if (image_spec_load(yaml_path, &s, err) < 0)
 		return -1;
-	lock = lock_store(err);
+	flags = (flags & ~(IMAGE_SQUASHFS | IMAGE_EROFS)) | build_format(&s, flags);
+	if (want_kvm && !image_spec_has_kvm(&s)) {
+		verr_set(err, "%s has no kvm: section (kernel and modules for kvm guests)", yaml_path);
+		goto out;
+	}
+	lock = image_stage_begin(stage, sizeof(stage), err);
 	if (lock < 0)
-		goto out_spec;
-	images_dir(dir, sizeof(dir));
-	remove_stale_staging(dir);
-	if (image_fingerprint(yaml_path, &s, fp, err) < 0)
-		goto out_lock;
+		goto out;
+	image_store_dir(dir, sizeof(dir));
+	if (image_fingerprint(yaml_path, &s, image_format_name(flags), fp, err) < 0)
+		goto out;
 	snprintf(path, sizeof(path), "%s/refs/%s.json", dir, s.name);
 	if (!force && access(path, F_OK) == 0) {
 		struct json_object *o;
@@ -225,110 +379,35 @@ int image_build(const char *yaml_path, unsigned flags, struct image_info *out,
 		if (read_json(path, &o, &ignore) == 0) {
 			const char *old_fp = jstr(o, "fingerprint"), *old_id = jstr(o, "id");
 
-			if (old_fp && old_id && !strcmp(old_fp, fp) && is_id(old_id) &&
+			if (old_fp && old_id && !strcmp(old_fp, fp) && image_id_ok(old_id) &&
 			    load_info(old_id, out, &ignore) == 0 && (!want_kvm || out->kvm)) {
 				json_object_put(o);
 				r = 0;
-				goto out_lock;
+				goto out;
 			}
 			json_object_put(o);
 		}
 	}
-	log_info("building image '%s' from %s", s.name, yaml_path);
-	random_bytes(rnd, 4);
-	hex_encode(rnd, 4, rnd);
-	snprintf(stage, sizeof(stage), "%s/.build-%d-%s", dir, (int)getpid(), rnd);
+	log_info("building image '%s' from %s (%s)", s.name, yaml_path, image_format_name(flags));
 	snprintf(root, sizeof(root), "%s/rootfs", stage);
-	if (want_kvm && !image_spec_has_kvm(&s)) {
-		verr_set(err, "%s has no kvm: section (kernel and modules for kvm guests)", yaml_path);
-		goto out_stage;
-	}
-	if (mkdir_p(root, 0755, err) < 0 || image_stage_rootfs(&s, root, err) < 0)
-		goto out_stage;
-	if (want_kvm) {
-		char rid[65];
-
-		/* The rootfs's own hash seeds the ext4 uuid: same content, same bytes. */
-		if (image_manifest(root, &manifest, &mlen, rid, NULL, NULL, err) < 0 ||
-		    image_kvm_stage(&s, stage, rid, err) < 0)
-			goto out_stage;
-		free(manifest);
-		manifest = NULL;
-		snprintf(path, sizeof(path), "%s/kvm/kernel.version", stage);
-		{
-			char *v;
-			size_t vl;
-
-			if (read_file(path, &v, &vl, 127, err) < 0)
-				goto out_stage;
-			v[strcspn(v, "\n")] = 0;
-			snprintf(kernel_release, sizeof(kernel_release), "%s", v);
-			free(v);
-		}
-	}
-	/* The id covers everything the image holds: rootfs/ and kvm/. */
-	if (image_manifest(stage, &manifest, &mlen, id, &bytes, &files, err) < 0)
-		goto out_stage;
-	snprintf(path, sizeof(path), "%s/manifest", stage);
-	if (write_file(path, manifest, mlen, 0644, err) < 0)
-		goto out_stage;
+	if (mkdir_p(root, 0755, err) < 0 || image_stage_rootfs(&s, root, err) < 0 ||
+	    image_stage_finish(stage, flags, &s, err) < 0)
+		goto out;
 	{
-		struct json_object *info = json_object_new_object();
+		struct image_meta meta = { .name = s.name, .description = s.description, .flags = flags,
+					   .fingerprint = fp, .source = yaml_path };
 
-		json_object_object_add(info, "id", json_object_new_string(id));
-		json_object_object_add(info, "name", json_object_new_string(s.name));
-		json_object_object_add(info, "description", json_object_new_string(s.description ? s.description : ""));
-		json_object_object_add(info, "built", json_object_new_int64(time(NULL)));
-		json_object_object_add(info, "bytes", json_object_new_int64(bytes));
-		json_object_object_add(info, "files", json_object_new_int64(files));
-		json_object_object_add(info, "kvm", json_object_new_boolean(want_kvm));
-		if (want_kvm)
-			json_object_object_add(info, "kernel_release", json_object_new_string(kernel_release));
-		snprintf(path, sizeof(path), "%s/info.json", stage);
-		r = write_json(path, info, err);
-		json_object_put(info);
-		if (r < 0)
-			goto out_stage;
-		r = -1;
+		r = image_stage_commit(stage, &meta, out, err);
 	}
-	snprintf(path, sizeof(path), "%s/%s", dir, id);
-	if (access(path, F_OK) == 0) {
-		/* Same content built before: keep the stored copy. */
-		if (rm_rf(stage, err) < 0)
-			goto out_stage;
-	} else if (rename(stage, path) < 0) {
-		verr_errno(err, "cannot move %s to %s", stage, path);
-		goto out_stage;
-	}
-	{
-		struct json_object *ref = json_object_new_object();
-
-		json_object_object_add(ref, "id", json_object_new_string(id));
-		json_object_object_add(ref, "fingerprint", json_object_new_string(fp));
-		json_object_object_add(ref, "spec", json_object_new_string(yaml_path));
-		snprintf(path, sizeof(path), "%s/refs/%s.json", dir, s.name);
-		r = write_json(path, ref, err);
-		json_object_put(ref);
-		if (r < 0)
-			goto out_stage;
-	}
-	r = load_info(id, out, err);
 	if (r == 0) {
 		char sz[32];
 
-		log_info("image '%s' is %.12s: %ld files, %s, built in %.1f s", s.name, id, files,
-			 fmt_size(bytes, sz, sizeof(sz)), now_s() - t0);
+		stage[0] = 0;
+		log_info("image '%s' is %.12s: %ld files, %s, built in %.1f s", s.name, out->id, out->files,
+			 fmt_size(out->bytes, sz, sizeof(sz)), now_s() - t0);
 	}
-out_stage:
-	if (r < 0 && access(stage, F_OK) == 0) {
-		struct verr e2;
-
-		rm_rf(stage, &e2);
-	}
-	free(manifest);
-out_lock:
-	close(lock);
-out_spec:
+out:
+	image_stage_abort(r < 0 ? stage : NULL, lock);
 	image_spec_free(&s);
 	return r;
 }
@@ -363,7 +442,7 @@ int image_list(struct image_info **out, size_t *n, struct verr *err)
 	size_t cnt = 0, cap = 0;
 	DIR *d;
 
-	images_dir(dir, sizeof(dir));
+	image_store_dir(dir, sizeof(dir));
 	*out = NULL;
 	*n = 0;
 	d = opendir(dir);
@@ -372,7 +451,7 @@ int image_list(struct image_info **out, size_t *n, struct verr *err)
 	for (struct dirent *e; (e = readdir(d));) {
 		struct verr ignore;
 
-		if (!is_id(e->d_name))
+		if (!image_id_ok(e->d_name))
 			continue;
 		if (cnt == cap) {
 			struct image_info *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));

@@ -16,8 +16,8 @@ static void print_image(const struct image_info *img)
 	time_t t = img->built;
 
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M", localtime(&t));
-	printf("%-16s %.12s  %6ld files  %10s  %s%s%s\n", img->name, img->id, img->files,
-	       fmt_size(img->bytes, sz, sizeof(sz)), when, img->kvm ? "  kvm: Linux " : "",
+	printf("%-16s %.12s  %6ld files  %10s  %-8s  %s%s%s\n", img->name, img->id, img->files,
+	       fmt_size(img->bytes, sz, sizeof(sz)), img->format, when, img->kvm ? "  kvm: Linux " : "",
 	       img->kvm ? img->kernel_release : "");
 }
 
@@ -27,16 +27,22 @@ int cmd_image(int argc, char **argv)
 	struct verr err;
 
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: vhpc image build FILE [--force] | list [--json] | verify NAME|ID | fetch-kernel PACKAGE\n");
+		printf("usage: vhpc image build FILE [--force] [--format tree|squashfs|erofs] | list [--json] | verify NAME|ID | fetch-kernel PACKAGE\n");
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	if (!strcmp(argv[1], "build")) {
 		bool force = false;
 		const char *file = NULL;
+		unsigned format = 0;
 
 		for (int i = 2; i < argc; i++) {
 			if (!strcmp(argv[i], "--force"))
 				force = true;
+			else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
+				format = image_format_flag(argv[++i]);
+				if (!format && strcmp(argv[i], "tree"))
+					return usage_error("image build", "--format '%s': expected tree, squashfs or erofs", argv[i]);
+			}
 			else if (argv[i][0] == '-')
 				return usage_error("image build", "unknown option '%s'", argv[i]);
 			else if (file)
@@ -50,7 +56,7 @@ int cmd_image(int argc, char **argv)
 
 		/* An admin's build makes everything the file describes. */
 		if (image_spec_wants_kvm(file, &kvm, &err) < 0 ||
-		    image_build(file, (force ? IMAGE_FORCE : 0) | (kvm ? IMAGE_KVM : 0), &img, &err) < 0) {
+		    image_build(file, (force ? IMAGE_FORCE : 0) | (kvm ? IMAGE_KVM : 0) | format, &img, &err) < 0) {
 			log_err("%s", err.msg);
 			return 1;
 		}
@@ -81,6 +87,9 @@ int cmd_image(int argc, char **argv)
 				json_object_object_add(o, "built", json_object_new_int64(v[i].built));
 				json_object_object_add(o, "rootfs", json_object_new_string(v[i].rootfs));
 				json_object_object_add(o, "kvm", json_object_new_boolean(v[i].kvm));
+				json_object_object_add(o, "format", json_object_new_string(v[i].format));
+				if (v[i].blob[0])
+					json_object_object_add(o, "blob", json_object_new_string(v[i].blob));
 				if (v[i].kvm) {
 					json_object_object_add(o, "kernel", json_object_new_string(v[i].kernel));
 					json_object_object_add(o, "vmlinux", json_object_new_string(v[i].vmlinux));
@@ -93,7 +102,7 @@ int cmd_image(int argc, char **argv)
 			printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY));
 			json_object_put(a);
 		} else {
-			printf("%-16s %-12s  %12s  %10s  %s\n", "NAME", "ID", "FILES", "SIZE", "BUILT");
+			printf("%-16s %-12s  %12s  %10s  %-8s  %s\n", "NAME", "ID", "FILES", "SIZE", "FORMAT", "BUILT");
 			for (size_t i = 0; i < n; i++)
 				print_image(&v[i]);
 		}
