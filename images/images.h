@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/err.h"
+#include "lib/imgwire.h"
 
 /*
  * Node images, content-addressed: the id is the sha256 of a manifest that
@@ -120,19 +121,10 @@ const char *image_format_name(unsigned flags);
  * manifest on the way in.
  */
 
-/* Bytes of one object (a file, named by its sha256) as the store sent them. */
-struct image_chunk {
-	char object[65];
-	uint64_t size;          /* the whole object's size, as the store holds it */
-	uint64_t offset;        /* of data in it */
-	uint8_t *data;          /* malloc'd */
-	size_t len;
-};
 /* The bytes of objs[0] from offset on, then of objs[1], ..., as many as
  * one answer holds; *chunks is malloc'd (image_chunks_free). */
 typedef int (*image_fetch_fn)(void *arg, const char *const *objs, int nobjs, uint64_t offset,
 			      struct image_chunk **chunks, int *nchunks, struct verr *err);
-void image_chunks_free(struct image_chunk *c, int n);
 
 struct image_pull_req {
 	const char *cache;      /* the cache directory */

@@ -31,13 +31,6 @@
 
 #define FETCH_BATCH 256          /* objects named in one request */
 
-void image_chunks_free(struct image_chunk *c, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(c[i].data);
-	free(c);
-}
-
 /* Content this node has already: the files of its other cached images. */
 struct local_obj {
 	char sha[65];

@@ -25,6 +25,7 @@ static const struct cf_field job_fields[] = {
 	{ .key = "vcpus", .kind = CF_INT, .off = J(vcpus), .min = 1, .max = 512 },
 	{ .key = "mem", .kind = CF_SIZE, .off = J(mem), .min = 64 << 20, .max = 1ll << 42 },
 	{ .key = "image", .kind = CF_STR, .off = J(image) },
+	{ .key = "image_id", .kind = CF_STR, .off = J(image_id) },
 	{ .key = "tuning", .kind = CF_STR, .off = J(tuning) },
 	{ .key = "driver", .kind = CF_ENUM, .off = J(driver), .names = vhpc_driver_names },
 	{ .key = "timeout", .kind = CF_INT, .off = J(timeout), .min = 1, .max = 366 * 86400, .what = "seconds" },
@@ -58,6 +59,8 @@ int job_spec_check(const struct job_spec *j, struct verr *err)
 		return verr_set(err, "job name '%s': use letters, digits, '.', '_' and '-' (at most 64)", j->name);
 	if (j->image && !ident_ok(j->image, 64))
 		return verr_set(err, "image name '%s' is not a plain name", j->image);
+	if (j->image_id && (strlen(j->image_id) != 64 || j->image_id[strspn(j->image_id, "0123456789abcdef")]))
+		return verr_set(err, "image id '%.80s' is not 64 lowercase hex digits (a sha256)", j->image_id);
 	if (j->tuning && !ident_ok(j->tuning, 64))
 		return verr_set(err, "tuning profile '%s' is not a plain name", j->tuning);
 	if (j->ranks && j->ranks < j->guests)

@@ -22,6 +22,8 @@ struct job_spec {
 	long long vcpus;         /* per guest; 0 = ranks per guest, or what fits */
 	uint64_t mem;            /* per guest */
 	char *image;
+	char *image_id;          /* the image's sha256 id: vhpc-ctld resolves image to it at
+	                          * submit, so the job runs that content whatever is pushed later */
 	char *tuning;
 	int driver;              /* enum vhpc_driver */
 	long long timeout;       /* seconds, whole job */

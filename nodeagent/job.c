@@ -232,12 +232,16 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	j->emulated = s->emulated;
 	if (open_to_user(j, err) < 0 || check_binds(j, err) < 0)
 		return -1;
-	if (cancelled(j, err) || image_ensure(s->image, s->drv->image_flags, &j->img, err) < 0)
+	if (cancelled(j, err))
+		return -1;
+	if (s->img)
+		j->img = *s->img;
+	else if (image_ensure(s->image, s->drv->image_flags, &j->img, err) < 0 || image_mount(&j->img, err) < 0)
 		return -1;
 	log_info("job %s: image %s (%.12s)", j->jd.job, j->img.name, j->img.id);
 	if ((s->drv->image_flags & IMAGE_KVM) && !j->img.kvm)
-		return verr_set(err, "image %s has no kvm parts (kernel, initramfs, ext4 root): give its YAML a kvm: section",
-				j->img.name);
+		return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs, root disk): give its YAML a kvm: section",
+				j->img.name, j->img.id);
 	req.nguests = s->nguests;
 	req.vcpus = s->vcpus;
 	req.mem = s->mem;

@@ -135,6 +135,9 @@ struct na_job_spec {
 	struct ipv4net subnet;         /* guest i of the job is subnet + 2 + i, named g<i> */
 	int guest_port;
 	const char *image;
+	/* The image itself, when the caller has it already (vhpcd: pulled
+	 * into its cache by id, mounted); NULL: image_ensure(image) here. */
+	const struct image_info *img;
 	const struct tuning *tuning;
 	const struct na_topo *topo;
 	int vcpus;                     /* per guest */

@@ -2,6 +2,8 @@
 #ifndef VHPC_SCHED_CLI_H
 #define VHPC_SCHED_CLI_H
 
+#include <stdbool.h>
+
 
 /* Exit statuses of vhpc itself, apart from a job's own (as docker does). */
 #define EXIT_USAGE   2
@@ -10,6 +12,10 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+/* vhpc image push|rm: the cluster's image store (cmd_image_store.c). */
+int cmd_image_store(int argc, char **argv);
+/* vhpc image list with a cluster: the store and the nodes' caches. */
+int cmd_image_store_list(const char *ctl, bool json);
 int cmd_cleanup(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* The cluster (vhpc-ctld, scheduler/PROTOCOL.md). */

@@ -1,8 +1,9 @@
-/* vhpc image build|list|verify */
+/* vhpc image build|list|verify|fetch-kernel; push and rm: cmd_image_store.c */
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lib/parse.h"
 #include "cli.h"
+#include "client.h"
 #include "images/images.h"
 
 #include <json-c/json.h>
@@ -27,17 +28,24 @@ int cmd_image(int argc, char **argv)
 	struct verr err;
 
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
-		printf("usage: vhpc image build FILE [--force] [--format tree|squashfs|erofs] | list [--json] | verify NAME|ID | fetch-kernel PACKAGE\n");
+		printf("usage: vhpc image build FILE [--force] [--format tree|squashfs|erofs] [--no-kvm]\n"
+		       "       vhpc image push NAME [--as NAME]      (root) into the cluster's store\n"
+		       "       vhpc image list [--json] [--local]    the cluster's store and nodes' caches; --local: this machine's\n"
+		       "       vhpc image rm NAME                    (root) from the cluster's store\n"
+		       "       vhpc image verify NAME|ID | fetch-kernel PACKAGE\n");
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	if (!strcmp(argv[1], "build")) {
 		bool force = false;
 		const char *file = NULL;
 		unsigned format = 0;
+		bool nokvm = false;
 
 		for (int i = 2; i < argc; i++) {
 			if (!strcmp(argv[i], "--force"))
 				force = true;
+			else if (!strcmp(argv[i], "--no-kvm"))
+				nokvm = true;
 			else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
 				format = image_format_flag(argv[++i]);
 				if (!format && strcmp(argv[i], "tree"))
@@ -54,22 +62,41 @@ int cmd_image(int argc, char **argv)
 			return usage_error("image build", "which image file? (e.g. configs/images/default.yaml)");
 		bool kvm = false;
 
-		/* An admin's build makes everything the file describes. */
-		if (image_spec_wants_kvm(file, &kvm, &err) < 0 ||
-		    image_build(file, (force ? IMAGE_FORCE : 0) | (kvm ? IMAGE_KVM : 0) | format, &img, &err) < 0) {
+		/* An admin's build makes everything the file describes, unless
+		 * the kvm parts are not wanted (container-only nodes). */
+		if (image_spec_wants_kvm(file, &kvm, &err) < 0) {
+			log_err("%s", err.msg);
+			return 1;
+		}
+		if (nokvm)
+			kvm = false;
+		if (image_build(file, (force ? IMAGE_FORCE : 0) | (kvm ? IMAGE_KVM : 0) | format, &img, &err) < 0) {
 			log_err("%s", err.msg);
 			return 1;
 		}
 		print_image(&img);
 		return 0;
 	}
+	if (!strcmp(argv[1], "push") || !strcmp(argv[1], "rm"))
+		return cmd_image_store(argc, argv);
 	if (!strcmp(argv[1], "list")) {
-		bool json = argc > 2 && !strcmp(argv[2], "--json");
+		bool json = false, local = false;
 		struct image_info *v;
+		char ctl[300];
 		size_t n;
 
-		if (argc > 2 && !json)
-			return usage_error("image list", "unknown option '%s'", argv[2]);
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--json"))
+				json = true;
+			else if (!strcmp(argv[i], "--local"))
+				local = true;
+			else
+				return usage_error("image list", "unknown option '%s'", argv[i]);
+		}
+		/* With a cluster, its store and the nodes' caches; this
+		 * machine's own builds with --local. */
+		if (!local && client_controller(ctl, sizeof(ctl), &err) == 1)
+			return cmd_image_store_list(ctl, json);
 		if (image_list(&v, &n, &err) < 0) {
 			log_err("%s", err.msg);
 			return 1;
@@ -131,5 +158,5 @@ int cmd_image(int argc, char **argv)
 		printf("image %s (%.12s): content matches its id\n", img.name, img.id);
 		return 0;
 	}
-	return usage_error("image", "unknown subcommand '%s' (build, list, verify, fetch-kernel)", argv[1]);
+	return usage_error("image", "unknown subcommand '%s' (build, push, list, rm, verify, fetch-kernel)", argv[1]);
 }

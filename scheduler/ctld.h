@@ -22,10 +22,12 @@
 #include "lib/chan.h"
 #include "lib/cluster.h"
 #include "lib/err.h"
+#include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/jobspec.h"
 #include "lib/wire.h"
 #include "jobpaths.h"
+#include "imgstore.h"
 #include "sched.h"
 #include "store.h"
 
@@ -40,6 +42,7 @@
 enum cmsg_type {
 	CM_SUBMIT = 1, CM_QUEUE, CM_JOB, CM_WAIT, CM_CANCEL, CM_OUTPUT, CM_NODES,
 	CM_REGISTER, CM_HEARTBEAT, CM_JOB_OUTPUT, CM_JOB_EXIT,
+	CM_IMAGE_HAVE, CM_IMAGE_PUT, CM_IMAGE_TAG, CM_IMAGE_GET, CM_IMAGE_LIST, CM_IMAGE_RM,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
 bool cmsg_node_only(enum cmsg_type t);
@@ -56,6 +59,17 @@ struct cmsg_nodejob {
 struct cmsg_numa {
 	int os_index, cores;
 	uint64_t mem, huge2m;
+};
+
+#define CTLD_MAX_CACHED 256                /* images a node reports in its cache */
+
+/* An image in a node's cache, as it reports it. */
+struct cmsg_cached {
+	char id[65];
+	char name[65];
+	uint64_t bytes;
+	int64_t used;                  /* unix time a job last started from it */
+	bool in_use;
 };
 
 struct cmsg {
@@ -83,6 +97,16 @@ struct cmsg {
 	int64_t size;                  /* job_exit: bytes of output in all */
 	int status;                    /* job_exit */
 	bool timed_out, lost;          /* job_exit */
+	struct cmsg_cached *cache;     /* register, heartbeat: the node's images (owned) */
+	int ncache;
+	bool have_cache;
+	/* images */
+	char name[65];                 /* image_tag, image_rm */
+	char image_id[65];             /* image_tag */
+	char (*objects)[65];           /* image_have, image_get (owned) */
+	int nobjects;
+	struct image_chunk *parts;     /* image_put (owned, decoded) */
+	int nparts;
 };
 
 /* Parses and validates msg (its "type" and every field); err names what is
@@ -104,6 +128,8 @@ struct cnode {
 	int nnuma;
 	struct cmsg_numa numa[SCHED_MAX_NUMA];
 	char *info_json;               /* as stored: topology, rdma */
+	struct cmsg_cached *cache;     /* its image cache, as last reported (not stored) */
+	int ncache;
 };
 
 struct cjob {
@@ -118,6 +144,7 @@ struct cjob {
 	uint64_t mem;
 	int64_t limit;                 /* seconds */
 	char image[65], tuning[65];
+	char image_id[65];             /* what image named at submit ("" for jobs from before) */
 	struct job_paths paths;        /* binds, working directory, home */
 	char paths_err[300];           /* why paths could not be planned, or "" */
 	/* allocation (STARTING on) */
@@ -155,6 +182,8 @@ struct ctld {
 	int hb_interval_ms, hb_misses;
 	int sched_depth;
 	int rpc_timeout_ms;
+	struct imgstore *images;       /* the cluster's image store (<state>/images) */
+	bool img_gc_pending;           /* an image was removed while jobs held it */
 	struct cnode *nodes;
 	int nnodes;
 	struct cjob **jobs;            /* not-forgotten jobs, by id */
@@ -225,6 +254,25 @@ void rpc_relaunch_job(struct cjob *j);     /* RUNNING after a restart: launch ag
 void rpc_stop_job(struct cjob *j);         /* job_stop to every node in j->cleanup */
 
 /* ------------------------------------------------------------ requests */
+
+/* Replies: {"type": type}, and an error with its code (PROTOCOL.md). */
+struct json_object *ctld_reply(const char *type);
+struct json_object *ctld_error(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* -------------------------------------------------------------- images */
+
+/* The image store's requests (ctld_image.c): image_have, image_put,
+ * image_tag, image_get, image_rm from root, image_list from anyone.  Called
+ * without g.mu: they take it only to read jobs and nodes. */
+struct json_object *ctld_image_handle(const struct cmsg *m, const struct wire_peer *peer);
+/* At submit: the job's image name to the id it names now, into the spec
+ * (image_id); an id the submitter gave must be in the store.  Holds g.mu. */
+int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, struct verr *err);
+/* Removes the store's objects that neither a name nor an active job needs
+ * (after image_rm, once the jobs that held the image end).  Takes g.mu. */
+void ctld_image_gc(void);
+/* A node's cache as its register or heartbeat reports it.  Holds g.mu. */
+void node_cache_update(struct cnode *n, const struct cmsg *m);
 
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *peer);

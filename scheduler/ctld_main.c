@@ -40,7 +40,8 @@ static void usage(FILE *f)
 		"The vhpc cluster controller (scheduler/PROTOCOL.md).\n\n"
 		"  --listen ADDR:PORT        where nodes and users reach it (default: 0.0.0.0 and\n"
 		"                            the port of `controller:` in the cluster file)\n"
-		"  --state DIR               database and output spool (default $VHPC_STATE_DIR/ctld)\n"
+		"  --state DIR               database, output spool and the cluster's image store\n"
+		"                            (default $VHPC_STATE_DIR/ctld)\n"
 		"  --cluster FILE            cluster file (default $VHPC_CLUSTER, else configs/cluster.yaml)\n"
 		"  --heartbeat-interval MS   how often nodes report (default 2000)\n"
 		"  --heartbeat-misses N      missed reports before a node is down (default 3)\n"
@@ -67,7 +68,7 @@ static struct json_object *handle(struct json_object *msg, const struct wire_pee
 	}
 	if (cmsg_node_only(m.type) && peer->uid != 0) {
 		log_warn("%s (uid %u): rejected '%s': not root", who, (unsigned)peer->uid, wire_type(msg));
-		r = wire_error("'%s' is a node agent's message: only root may send it", wire_type(msg));
+		r = wire_error("'%s' is a message of node agents and admins: only root may send it", wire_type(msg));
 		json_object_object_add(r, "code", json_object_new_string("denied"));
 	} else {
 		log_debug("%s (uid %u): %s", who, (unsigned)peer->uid, wire_type(msg));
@@ -193,6 +194,11 @@ int main(int argc, char **argv)
 	snprintf(g.spool_dir, sizeof(g.spool_dir), "%s/spool", g.state_dir);
 	if (mkdir_p(g.spool_dir, 0700, &e) < 0 || chmod(g.state_dir, 0700) < 0) {
 		log_err("%s", e.msg[0] ? e.msg : "cannot set up the state dir");
+		return 1;
+	}
+	snprintf(db, sizeof(db), "%s/images", g.state_dir);
+	if (imgstore_open(&g.images, db, &e) < 0) {
+		log_err("%s", e.msg);
 		return 1;
 	}
 	snprintf(db, sizeof(db), "%s/ctld.db", g.state_dir);

@@ -4,11 +4,13 @@
  * it is unit-tested and fuzzed (tests/cluster/fuzz_cluster_msg.c).
  */
 #include "lib/err.h"
+#include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/jf.h"
 #include "lib/jobspec.h"
 #include "lib/wire.h"
 #include "ctld.h"
+#include "imgstore.h"
 #include "jobjson.h"
 
 #include <json-c/json.h>
@@ -29,6 +31,10 @@ static const struct {
 	{ "nodes", CM_NODES, false },         { "register", CM_REGISTER, true },
 	{ "heartbeat", CM_HEARTBEAT, true },  { "job_output", CM_JOB_OUTPUT, true },
 	{ "job_exit", CM_JOB_EXIT, true },
+	/* The image store: root pushes and removes, nodes fetch, anyone looks. */
+	{ "image_have", CM_IMAGE_HAVE, true }, { "image_put", CM_IMAGE_PUT, true },
+	{ "image_tag", CM_IMAGE_TAG, true },   { "image_get", CM_IMAGE_GET, true },
+	{ "image_list", CM_IMAGE_LIST, false }, { "image_rm", CM_IMAGE_RM, true },
 };
 
 bool cmsg_node_only(enum cmsg_type t)
@@ -45,6 +51,9 @@ void cmsg_free(struct cmsg *m)
 		job_spec_free(&m->spec);
 	free(m->jobs);
 	free(m->data);
+	free(m->cache);
+	free(m->objects);
+	image_chunks_free(m->parts, m->nparts);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -149,9 +158,91 @@ static int parse_nodejobs(struct json_object *o, struct cmsg *m, struct verr *er
 	return 0;
 }
 
+/* A node's image cache, in register and heartbeat (optional). */
+static int parse_cache(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "id", "name", "bytes", "used", "in_use", NULL };
+	struct json_object *a = NULL;
+
+	if (jf_array(o, "images", false, CTLD_MAX_CACHED, &a, err) < 0)
+		return -1;
+	if (!a)
+		return 0;
+	m->have_cache = true;
+	m->ncache = (int)json_object_array_length(a);
+	if (!(m->cache = calloc(m->ncache ? m->ncache : 1, sizeof(*m->cache))))
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < m->ncache; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+		struct cmsg_cached *c = &m->cache[i];
+		const char *id, *name = NULL;
+		long long bytes, used;
+
+		if (!json_object_is_type(e, json_type_object))
+			return verr_set(err, "\"images\"[%d]: expected an object", i);
+		if (jf_only(e, "images entry", f, err) < 0 || jf_str(e, "id", true, 64, &id, err) < 0 ||
+		    jf_ident(e, "name", false, 64, &name, err) < 0 ||
+		    jf_int(e, "bytes", true, 0, 1ll << 50, &bytes, err) < 0 ||
+		    jf_int(e, "used", true, 0, 1ll << 40, &used, err) < 0 ||
+		    jf_bool(e, "in_use", true, &c->in_use, err) < 0)
+			return verr_wrap(err, "\"images\"[%d]", i);
+		if (strlen(id) != 64 || id[strspn(id, "0123456789abcdef")])
+			return verr_set(err, "\"images\"[%d]: \"id\": expected an image id (64 lowercase hex digits)", i);
+		snprintf(c->id, sizeof(c->id), "%s", id);
+		snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
+		c->bytes = (uint64_t)bytes;
+		c->used = used;
+	}
+	return 0;
+}
+
+static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f_have[] = { "objects", NULL }, *const f_put[] = { "parts", NULL },
+		*const f_tag[] = { "name", "id", NULL }, *const f_get[] = { "objects", "offset", NULL },
+		*const f_none[] = { NULL }, *const f_rm[] = { "name", NULL };
+	const char *s;
+	long long v;
+
+	switch (m->type) {
+	case CM_IMAGE_HAVE:
+		return jf_only(o, "image_have", f_have, err) < 0 ? -1
+			: imgwire_shas(o, "objects", true, IMGWIRE_MAX_NAMES, &m->objects, &m->nobjects, err);
+	case CM_IMAGE_PUT:
+		return jf_only(o, "image_put", f_put, err) < 0 ? -1
+			: imgwire_parts(o, "parts", IMGWIRE_MAX_PARTS, IMGWIRE_CHUNK, &m->parts, &m->nparts, err);
+	case CM_IMAGE_TAG:
+		if (jf_only(o, "image_tag", f_tag, err) < 0 || jf_ident(o, "name", true, 64, &s, err) < 0)
+			return -1;
+		snprintf(m->name, sizeof(m->name), "%s", s);
+		if (jf_str(o, "id", true, 64, &s, err) < 0)
+			return -1;
+		if (strlen(s) != 64 || s[strspn(s, "0123456789abcdef")])
+			return verr_set(err, "\"id\": expected an image id (64 lowercase hex digits)");
+		snprintf(m->image_id, sizeof(m->image_id), "%s", s);
+		return 0;
+	case CM_IMAGE_GET:
+		if (jf_only(o, "image_get", f_get, err) < 0 ||
+		    imgwire_shas(o, "objects", true, IMGWIRE_MAX_GET, &m->objects, &m->nobjects, err) < 0 ||
+		    jf_int(o, "offset", true, 0, (long long)IMGWIRE_OBJECT_MAX, &v, err) < 0)
+			return -1;
+		m->offset = v;
+		return 0;
+	case CM_IMAGE_LIST:
+		return jf_only(o, "image_list", f_none, err);
+	case CM_IMAGE_RM:
+		if (jf_only(o, "image_rm", f_rm, err) < 0 || jf_ident(o, "name", true, 64, &s, err) < 0)
+			return -1;
+		snprintf(m->name, sizeof(m->name), "%s", s);
+		return 0;
+	default:
+		return verr_set(err, "internal: not an image message");
+	}
+}
+
 static int parse_register(struct json_object *o, struct cmsg *m, struct verr *err)
 {
-	static const char *const f[] = { "node", "addr", "underlay", "numa", "rdma", "simulated", "jobs", NULL };
+	static const char *const f[] = { "node", "addr", "underlay", "numa", "rdma", "simulated", "jobs", "images", NULL };
 	const char *addr, *ul;
 	char host[64];
 	int port;
@@ -165,7 +256,7 @@ static int parse_register(struct json_object *o, struct cmsg *m, struct verr *er
 	if (ipv4_parse(ul, &m->underlay) < 0 || m->underlay == 0)
 		return verr_set(err, "\"underlay\": '%s' is not an IPv4 address", ul);
 	if (parse_numa(o, m, err) < 0 || parse_rdma(o, m, err) < 0 ||
-	    jf_bool(o, "simulated", false, &m->simulated, err) < 0)
+	    jf_bool(o, "simulated", false, &m->simulated, err) < 0 || parse_cache(o, m, err) < 0)
 		return -1;
 	return parse_nodejobs(o, m, err);
 }
@@ -218,7 +309,7 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 	static const char *const f_submit[] = { "job", NULL }, *const f_id[] = { "id", NULL },
 		*const f_queue[] = { "all", NULL }, *const f_wait[] = { "id", "timeout_ms", NULL },
 		*const f_output[] = { "id", "offset", "max", NULL }, *const f_none[] = { NULL },
-		*const f_hb[] = { "node", "jobs", NULL };
+		*const f_hb[] = { "node", "jobs", "images", NULL };
 	struct json_object *job;
 	long long v;
 
@@ -257,13 +348,20 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 	case CM_REGISTER:
 		return parse_register(o, m, err);
 	case CM_HEARTBEAT:
-		if (jf_only(o, "heartbeat", f_hb, err) < 0 || node_name(o, m, err) < 0)
+		if (jf_only(o, "heartbeat", f_hb, err) < 0 || node_name(o, m, err) < 0 || parse_cache(o, m, err) < 0)
 			return -1;
 		return parse_nodejobs(o, m, err);
 	case CM_JOB_OUTPUT:
 		return parse_job_output(o, m, err);
 	case CM_JOB_EXIT:
 		return parse_job_exit(o, m, err);
+	case CM_IMAGE_HAVE:
+	case CM_IMAGE_PUT:
+	case CM_IMAGE_TAG:
+	case CM_IMAGE_GET:
+	case CM_IMAGE_LIST:
+	case CM_IMAGE_RM:
+		return parse_image(o, m, err);
 	}
 	return verr_set(err, "internal: no parser for message type %d", m->type);
 }

@@ -23,9 +23,7 @@
 /* How long finished jobs stay in `vhpc queue` without --all. */
 #define RECENT_S 300
 
-static struct json_object *err_reply(const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static struct json_object *err_reply(const char *code, const char *fmt, ...)
+struct json_object *ctld_error(const char *code, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
@@ -39,7 +37,7 @@ static struct json_object *err_reply(const char *code, const char *fmt, ...)
 	return o;
 }
 
-static struct json_object *reply(const char *type)
+struct json_object *ctld_reply(const char *type)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -53,11 +51,11 @@ static struct cjob *user_job(int64_t id, uid_t uid, struct json_object **err)
 	struct cjob *j = job_find(id);
 
 	if (!j) {
-		*err = err_reply("not_found", "no job %lld", (long long)id);
+		*err = ctld_error("not_found", "no job %lld", (long long)id);
 		return NULL;
 	}
 	if (!job_visible(j, uid)) {
-		*err = err_reply("denied", "job %lld: permission denied (it belongs to uid %u; only its owner and root may see or cancel it)",
+		*err = ctld_error("denied", "job %lld: permission denied (it belongs to uid %u; only its owner and root may see or cancel it)",
 				 (long long)id, (unsigned)j->uid);
 		return NULL;
 	}
@@ -75,14 +73,14 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 
 	if (!j) {
 		json_object_put(spec);
-		return err_reply("internal", "out of memory");
+		return ctld_error("internal", "out of memory");
 	}
 	if ((1ull << (32 - job_prefix_for((int)m->spec.guests))) < (uint64_t)m->spec.guests + 3) {
 		char a[20];
 
 		json_object_put(spec);
 		free(j);
-		return err_reply("invalid", "%lld guests need more addresses than the job network pool %s/%d holds",
+		return ctld_error("invalid", "%lld guests need more addresses than the job network pool %s/%d holds",
 				 m->spec.guests, ipv4_format(g.cl.job_pool.addr, a, sizeof(a)), g.cl.job_pool.prefix);
 	}
 	{
@@ -93,16 +91,23 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 			free(jp);
 			json_object_put(spec);
 			free(j);
-			return err_reply("invalid", "%s", jp ? e.msg : "out of memory");
+			return ctld_error("invalid", "%s", jp ? e.msg : "out of memory");
 		}
 		free(jp);
 	}
+	/* The content the job will run, whatever is pushed after. */
+	if (ctld_image_resolve(spec, &m->spec, &e) < 0) {
+		json_object_put(spec);
+		free(j);
+		return ctld_error("invalid", "%s", e.msg);
+	}
+	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
 	/* Durable before the reply: the id is the row's. */
 	if (store_job_add(g.st, uid, m->spec.name ? m->spec.name : "job", text, wall_s(), &id, &e) < 0) {
 		json_object_put(spec);
 		free(j);
 		log_err("submit: %s", e.msg);
-		return err_reply("internal", "cannot store the job: %s", e.msg);
+		return ctld_error("internal", "cannot store the job: %s", e.msg);
 	}
 	j->id = id;
 	j->uid = uid;
@@ -126,14 +131,14 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 		 (unsigned)uid, j->nguests, j->nguests == 1 ? "" : "s", j->ranks,
 		 j->spec.vcpus ? "given" : "scheduler-chosen");
 	ctld_kick();
-	r = reply("submitted");
+	r = ctld_reply("submitted");
 	json_object_object_add(r, "id", json_object_new_int64(id));
 	return r;
 }
 
 static struct json_object *do_queue(const struct cmsg *m, uid_t uid)
 {
-	struct json_object *r = reply("jobs"), *a = json_object_new_array();
+	struct json_object *r = ctld_reply("jobs"), *a = json_object_new_array();
 	int64_t now = wall_s();
 
 	for (int i = 0; i < g.njobs; i++) {
@@ -151,7 +156,7 @@ static struct json_object *do_queue(const struct cmsg *m, uid_t uid)
 
 static struct json_object *job_reply(const struct cjob *j)
 {
-	struct json_object *r = reply("job");
+	struct json_object *r = ctld_reply("job");
 
 	json_object_object_add(r, "job", job_json(j));
 	return r;
@@ -186,10 +191,10 @@ static struct json_object *do_cancel(const struct cmsg *m, uid_t uid)
 	if (!j)
 		return err;
 	if (job_state_final(j->state))
-		return err_reply("ended", "job %lld has already ended (%s)", (long long)j->id,
+		return ctld_error("ended", "job %lld has already ended (%s)", (long long)j->id,
 				 job_state_names[j->state]);
 	job_end(j, JOB_CANCELLED, 143, "cancelled by uid %u", (unsigned)uid);
-	r = reply("cancelled");
+	r = ctld_reply("cancelled");
 	json_object_object_add(r, "id", json_object_new_int64(j->id));
 	json_object_object_add(r, "state", json_object_new_string(job_state_names[j->state]));
 	return r;
@@ -208,7 +213,7 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 		return err;
 	buf = malloc((size_t)m->max);
 	if (!buf)
-		return err_reply("internal", "out of memory");
+		return ctld_error("internal", "out of memory");
 	spool_path(j->id, path, sizeof(path));
 	if (m->offset < j->out_size && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		int64_t want = j->out_size - m->offset < m->max ? j->out_size - m->offset : m->max;
@@ -221,11 +226,11 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 	b64 = malloc(sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL));
 	if (!b64) {
 		free(buf);
-		return err_reply("internal", "out of memory");
+		return ctld_error("internal", "out of memory");
 	}
 	sodium_bin2base64(b64, sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL),
 			  buf, (size_t)n, sodium_base64_VARIANT_ORIGINAL);
-	r = reply("output");
+	r = ctld_reply("output");
 	json_object_object_add(r, "id", json_object_new_int64(j->id));
 	json_object_object_add(r, "offset", json_object_new_int64(m->offset));
 	json_object_object_add(r, "data", json_object_new_string(b64));
@@ -240,7 +245,7 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 
 static struct json_object *do_nodes(void)
 {
-	struct json_object *r = reply("nodes"), *a = json_object_new_array();
+	struct json_object *r = ctld_reply("nodes"), *a = json_object_new_array();
 
 	for (int i = 0; i < g.nnodes; i++)
 		json_object_array_add(a, node_json(&g.nodes[i]));
@@ -290,7 +295,7 @@ static struct json_object *do_register(const struct cmsg *m)
 
 	if (!n) {
 		if (g.nnodes >= CTLD_MAX_NODES)
-			return err_reply("full", "this controller takes at most %d nodes", CTLD_MAX_NODES);
+			return ctld_error("full", "this controller takes at most %d nodes", CTLD_MAX_NODES);
 		n = &g.nodes[g.nnodes++];
 		memset(n, 0, sizeof(*n));
 		snprintf(n->name, sizeof(n->name), "%s", m->node);
@@ -303,6 +308,7 @@ static struct json_object *do_register(const struct cmsg *m)
 	free(n->info_json);
 	n->info_json = node_info(m);
 	n->have_info = true;
+	node_cache_update(n, m);
 	if (!n->up)
 		log_info("node %s registered (%s, %d NUMA node%s)", n->name, n->addr, n->nnuma, n->nnuma == 1 ? "" : "s");
 	n->up = true;
@@ -310,10 +316,10 @@ static struct json_object *do_register(const struct cmsg *m)
 	node_commit(n, &e);
 	stop = calloc(m->njobs ? m->njobs : 1, sizeof(*stop));
 	if (!stop)
-		return err_reply("internal", "out of memory");
+		return ctld_error("internal", "out of memory");
 	node_reconcile(n, m->jobs, m->njobs, stop, &nstop);
 	ctld_kick();
-	r = reply("registered");
+	r = ctld_reply("registered");
 	json_object_object_add(r, "heartbeat_ms", json_object_new_int(g.hb_interval_ms));
 	json_object_object_add(r, "stop", stop_list(stop, nstop));
 	free(stop);
@@ -328,8 +334,9 @@ static struct json_object *do_heartbeat(const struct cmsg *m)
 	int nstop;
 
 	if (!n || !n->have_info)
-		return err_reply("unknown_node", "node %s is not registered", m->node);
+		return ctld_error("unknown_node", "node %s is not registered", m->node);
 	n->last_seen_ms = mono_ms();
+	node_cache_update(n, m);
 	if (!n->up) {
 		struct verr e;
 
@@ -340,9 +347,9 @@ static struct json_object *do_heartbeat(const struct cmsg *m)
 	}
 	stop = calloc(m->njobs ? m->njobs : 1, sizeof(*stop));
 	if (!stop)
-		return err_reply("internal", "out of memory");
+		return ctld_error("internal", "out of memory");
 	node_reconcile(n, m->jobs, m->njobs, stop, &nstop);
-	r = reply("heartbeat_ok");
+	r = ctld_reply("heartbeat_ok");
 	json_object_object_add(r, "stop", stop_list(stop, nstop));
 	free(stop);
 	return r;
@@ -355,12 +362,12 @@ static struct cjob *launcher_job(const struct cmsg *m, struct json_object **err)
 	int l;
 
 	if (!j) {
-		*err = err_reply("not_found", "no job %lld", (long long)m->id);
+		*err = ctld_error("not_found", "no job %lld", (long long)m->id);
 		return NULL;
 	}
 	l = job_launcher(j);
 	if (l < 0 || strcmp(g.nodes[l].name, m->node)) {
-		*err = err_reply("denied", "job %lld: node %s does not run its guest 0", (long long)m->id, m->node);
+		*err = ctld_error("denied", "job %lld: node %s does not run its guest 0", (long long)m->id, m->node);
 		return NULL;
 	}
 	return j;
@@ -376,7 +383,7 @@ static struct json_object *do_job_output(const struct cmsg *m)
 	if (!j)
 		return err;
 	if (j->state != JOB_RUNNING)
-		return err_reply("ended", "job %lld is %s: no more output", (long long)j->id, job_state_names[j->state]);
+		return ctld_error("ended", "job %lld is %s: no more output", (long long)j->id, job_state_names[j->state]);
 	size = j->out_size;
 	skip = size - m->offset;
 	if (m->offset <= size && skip < (int64_t)m->len) {
@@ -399,13 +406,13 @@ static struct json_object *do_job_output(const struct cmsg *m)
 		pthread_mutex_lock(&g.mu);
 		if (w != (ssize_t)(m->len - (size_t)skip)) {
 			log_err("job %lld: spool %s: %s", (long long)j->id, path, strerror(errno));
-			return err_reply("internal", "cannot write the job's output: %s", strerror(errno));
+			return ctld_error("internal", "cannot write the job's output: %s", strerror(errno));
 		}
 		if (size + w > j->out_size)
 			j->out_size = size + w;
 		pthread_cond_broadcast(&g.changed);
 	}
-	r = reply("output_ack");
+	r = ctld_reply("output_ack");
 	json_object_object_add(r, "next", json_object_new_int64(j->out_size));
 	return r;
 }
@@ -455,9 +462,9 @@ static struct json_object *do_job_exit(const struct cmsg *m)
 			job_end(j, JOB_COMPLETED, m->status, "%s", "");
 		}
 	} else if (!job_state_final(j->state)) {
-		return err_reply("invalid", "job %lld is %s, not running", (long long)j->id, job_state_names[j->state]);
+		return ctld_error("invalid", "job %lld is %s, not running", (long long)j->id, job_state_names[j->state]);
 	}
-	r = reply("exit_ack");
+	r = ctld_reply("exit_ack");
 	json_object_object_add(r, "accepted", json_object_new_boolean(accepted));
 	json_object_object_add(r, "next", json_object_new_int64(j->out_size));
 	if (quiet)
@@ -469,6 +476,9 @@ struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *pe
 {
 	struct json_object *r;
 
+	/* The store has its own lock: its disk work holds up no heartbeat. */
+	if (m->type >= CM_IMAGE_HAVE && m->type <= CM_IMAGE_RM)
+		return ctld_image_handle(m, peer);
 	pthread_mutex_lock(&g.mu);
 	switch (m->type) {
 	case CM_SUBMIT: r = do_submit(m, peer->uid); break;
@@ -488,7 +498,7 @@ struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *pe
 	case CM_HEARTBEAT: r = do_heartbeat(m); break;
 	case CM_JOB_OUTPUT: r = do_job_output(m); break;
 	case CM_JOB_EXIT: r = do_job_exit(m); break;
-	default: r = err_reply("invalid", "unhandled message type"); break;
+	default: r = ctld_error("invalid", "unhandled message type"); break;
 	}
 	pthread_mutex_unlock(&g.mu);
 	return r;

@@ -161,6 +161,7 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 	json_object_object_add(o, "subnet", json_object_new_string(sub));
 	json_object_object_add(o, "guest_port", json_object_new_int64(g.cl.guest_port));
 	json_object_object_add(o, "image", json_object_new_string(j->image));
+	json_object_object_add(o, "image_id", json_object_new_string(j->image_id));
 	json_object_object_add(o, "tuning", json_object_new_string(j->tuning));
 	json_object_object_add(o, "driver", json_object_new_string(
 		vhpc_driver_names[j->spec.driver >= 0 ? j->spec.driver : g.cl.default_driver]));
@@ -313,6 +314,20 @@ static void *start_thread(void *arg)
 		job_end(j, JOB_FAILED, 125, "%s", j->paths_err);
 		pthread_mutex_unlock(&g.mu);
 		return NULL;
+	}
+	if (!j->image_id[0]) {
+		/* Queued by a controller that did not resolve images at submit. */
+		struct imgstore_ref ref;
+		struct verr e;
+
+		if (imgstore_lookup(g.images, j->image, &ref, &e) < 0) {
+			j->worker = false;
+			job_end(j, JOB_FAILED, 125, "%s", e.msg);
+			pthread_mutex_unlock(&g.mu);
+			return NULL;
+		}
+		snprintf(j->image_id, sizeof(j->image_id), "%s", ref.id);
+		log_info("job %lld: image %s resolved at its start, to %.12s", (long long)j->id, j->image, ref.id);
 	}
 	nodes = calloc(j->nalloc, sizeof(int));
 	c = calloc(j->nalloc, sizeof(*c));

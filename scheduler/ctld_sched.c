@@ -243,6 +243,8 @@ out:
 
 void *ctld_sched_thread(void *arg)
 {
+	int64_t gc_next = 0;
+
 	(void)arg;
 	pthread_mutex_lock(&g.mu);
 	while (!g.stop) {
@@ -264,6 +266,13 @@ void *ctld_sched_thread(void *arg)
 		check_limits();
 		retry_stops();
 		schedule();
+		/* An image removed while jobs held it goes once they have ended. */
+		if (g.img_gc_pending && mono_ms() >= gc_next) {
+			gc_next = mono_ms() + 5000;
+			pthread_mutex_unlock(&g.mu);
+			ctld_image_gc();
+			pthread_mutex_lock(&g.mu);
+		}
 	}
 	pthread_mutex_unlock(&g.mu);
 	return NULL;

@@ -512,6 +512,9 @@ struct json_object *job_json(const struct cjob *j)
 		json_object_object_add(o, "exit_status", json_object_new_int(j->exit_status));
 	json_object_object_add(o, "output_bytes", json_object_new_int64(j->out_size));
 	json_object_object_add(o, "attempts", json_object_new_int(j->attempts));
+	json_object_object_add(o, "image", json_object_new_string(j->image));
+	if (j->image_id[0])
+		json_object_object_add(o, "image_id", json_object_new_string(j->image_id));
 	for (int i = 0; i < j->nalloc; i++) {
 		struct json_object *a = json_object_new_object();
 		const char *name = g.nodes[j->alloc[i].node].name;
@@ -599,6 +602,7 @@ void job_resolve(struct cjob *j)
 	j->mem = s->mem ? s->mem : g.cl.default_mem;
 	j->limit = s->timeout ? s->timeout : g.cl.default_timeout;
 	snprintf(j->image, sizeof(j->image), "%s", s->image ? s->image : g.cl.default_image);
+	snprintf(j->image_id, sizeof(j->image_id), "%s", s->image_id ? s->image_id : "");
 	snprintf(j->tuning, sizeof(j->tuning), "%s", s->tuning ? s->tuning : g.cl.default_tuning);
 	if (s->name)
 		snprintf(j->name, sizeof(j->name), "%s", s->name);

@@ -27,6 +27,7 @@ struct json_object *job_spec_to_json(const struct job_spec *j)
 	if (j->mem)
 		json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
 	add_str(o, "image", j->image);
+	add_str(o, "image_id", j->image_id);
 	add_str(o, "tuning", j->tuning);
 	if (j->driver >= 0 && j->driver <= DRIVER_KVM)
 		add_str(o, "driver", vhpc_driver_names[j->driver]);
@@ -89,7 +90,7 @@ static int enum_field(struct json_object *o, const char *k, const char *const *n
 static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 {
 	static const char *const fields[] = {
-		"name", "guests", "ranks", "vcpus", "mem", "image", "tuning", "driver", "timeout",
+		"name", "guests", "ranks", "vcpus", "mem", "image", "image_id", "tuning", "driver", "timeout",
 		"oversubscribe", "map_by", "vmshm", "scratch", "command", "env", "workdir", "binds", NULL
 	};
 	struct json_object *env = NULL;
@@ -109,6 +110,7 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 	    jf_bool(o, "oversubscribe", false, &j->oversubscribe, err) < 0 ||
 	    jf_bool(o, "vmshm", false, &j->vmshm, err) < 0 ||
 	    opt_name(o, "name", &j->name, err) < 0 || opt_name(o, "image", &j->image, err) < 0 ||
+	    opt_name(o, "image_id", &j->image_id, err) < 0 ||
 	    opt_name(o, "tuning", &j->tuning, err) < 0 ||
 	    enum_field(o, "driver", vhpc_driver_names, &j->driver, err) < 0 ||
 	    enum_field(o, "map_by", vhpc_map_by_names, &j->map_by, err) < 0)

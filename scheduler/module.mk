@@ -5,6 +5,6 @@ $(eval $(call program,vhpc,$(VHPC_SRCS),$(NODEAGENT_LIBS)))
 
 # vhpc-ctld: the cluster controller (scheduler/PROTOCOL.md).
 CTLD_SRCS := scheduler/ctld_main.c scheduler/ctld_msg.c scheduler/ctld_state.c scheduler/ctld_req.c \
-             scheduler/ctld_sched.c scheduler/ctld_rpc.c scheduler/sched.c scheduler/store.c \
-             scheduler/launch.c scheduler/jobjson.c scheduler/jobpaths.c
-$(eval $(call program,vhpc-ctld,$(CTLD_SRCS),-lsqlite3))
+             scheduler/ctld_sched.c scheduler/ctld_rpc.c scheduler/ctld_image.c scheduler/imgstore.c \
+             scheduler/sched.c scheduler/store.c scheduler/launch.c scheduler/jobjson.c scheduler/jobpaths.c
+$(eval $(call program,vhpc-ctld,$(CTLD_SRCS),$(B)/lib/libimages.a -lsqlite3))

@@ -100,6 +100,7 @@ int vd_register(struct verr *err)
 	json_object_object_add(req, "numa", numa);
 	json_object_object_add(req, "rdma", json_object_get(vd.rdma));
 	json_object_object_add(req, "simulated", json_object_new_boolean(false));
+	json_object_object_add(req, "images", vd_images_json());
 	pthread_mutex_lock(&vd.mu);
 	json_object_object_add(req, "jobs", jobs_json());
 	pthread_mutex_unlock(&vd.mu);
@@ -136,6 +137,7 @@ void *vd_heartbeat_thread(void *arg)
 		usleep((useconds_t)vd.hb_ms * 1000);
 		json_object_object_add(req, "type", json_object_new_string("heartbeat"));
 		json_object_object_add(req, "node", json_object_new_string(vd.name));
+		json_object_object_add(req, "images", vd_images_json());
 		pthread_mutex_lock(&vd.mu);
 		json_object_object_add(req, "jobs", jobs_json());
 		pthread_mutex_unlock(&vd.mu);

@@ -17,6 +17,7 @@
 #include "lib/chan.h"
 #include "lib/cluster.h"
 #include "lib/err.h"
+#include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/tuning.h"
 #include <sys/types.h>
@@ -43,6 +44,7 @@ struct vprep {
 	struct ipv4net subnet;
 	int guest_port;
 	char image[65], tuning[65];
+	char image_id[65];         /* what image named when the job was submitted */
 	int driver;
 	int vcpus;
 	uint64_t mem;
@@ -71,6 +73,8 @@ struct vmsg {
 };
 
 int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err);
+/* vhpc-ctld's image_data answer (its parts checked: names, sizes, bounds). */
+int vimg_data_parse(struct json_object *reply, struct image_chunk **chunks, int *n, struct verr *err);
 void vmsg_free(struct vmsg *m);
 void vprep_free(struct vprep *p);
 
@@ -93,6 +97,7 @@ struct vjob {
 	bool have_nj;
 	struct tuning tun;
 	bool have_tun;
+	struct image_info img;     /* from the cache, by p.image_id */
 	char label[32];            /* VHPC_JOB in the guests: the job number */
 	char host_id[160];         /* the vmshm BTL's "same host" */
 	/* running (launcher) */
@@ -115,6 +120,9 @@ struct vd {
 	uint64_t spool_size;
 	struct vjob **jobs;
 	int njobs, capjobs;
+	/* the image cache (image.c) */
+	char cache[512];           /* --image-cache */
+	uint64_t cache_size;       /* --image-cache-size */
 	/* --simulate */
 	int simulate;
 	char topo_spec[256];
@@ -163,6 +171,16 @@ struct json_object *vd_handle(const struct vmsg *m);
 /* vhpcd_sim.c: registers and heartbeats the fake nodes; their messages */
 int vd_simulate(void);
 struct json_object *vd_sim_handle(const struct vmsg *m);
+
+/* image.c: the image cache */
+/* Locks the cache (one vhpcd per cache) and removes what an interrupted
+ * pull left. */
+int vd_image_init(struct verr *err);
+/* The job's image, by its id, from the cache; pulled from vhpc-ctld first
+ * when missing (checked, room made), mounted when compact. */
+int vd_image_get(const struct vjob *j, struct image_info *out, struct verr *err);
+/* The cache for register and heartbeat: [{id, name, bytes, used, in_use}]. */
+struct json_object *vd_images_json(void);
 
 /* vhpcd_rdma.c */
 struct json_object *vd_rdma_devices(void);

@@ -128,6 +128,10 @@ int vjob_prepare(struct vjob *j, struct verr *err)
 		return -1;
 	j->have_tun = true;
 	s.tuning = &j->tun;
+	/* The image the job was submitted with, whatever its name means now. */
+	if (vd_image_get(j, &j->img, err) < 0)
+		return -1;
+	s.img = &j->img;
 	if (na_job_prepare(&j->nj, &s, err) < 0 || na_job_wait_ready(&j->nj, err) < 0)
 		return -1;
 	{

@@ -40,6 +40,10 @@ static void usage(FILE *f)
 		"  --controller HOST:PORT vhpc-ctld (default: $VHPC_CONTROLLER, else `controller:`\n"
 		"                         of the cluster file)\n"
 		"  --spool-size SIZE      tmpfs for a job's output on its guest-0 node (default 64M)\n"
+		"  --image-cache DIR      images pulled from vhpc-ctld's store (default\n"
+		"                         $VHPC_STATE_DIR/image-cache)\n"
+		"  --image-cache-size SIZE  what the cache may hold; least recently used images\n"
+		"                         not in use go first (default 20G)\n"
 		"  --cpus LIST            this node is only these cpus of the machine (e.g. 0-15);\n"
 		"                         several vhpcds can share a machine this way\n"
 		"  --simulate N           be N fake nodes NAME-0..NAME-<N-1> that start nothing\n"
@@ -66,7 +70,7 @@ static void *serve_thread(void *arg)
 }
 
 enum { O_LISTEN = 256, O_NAME, O_UNDERLAY, O_CTL, O_SPOOL, O_SIM, O_TOPO, O_SIMRT, O_LOG, O_HELP, O_VERSION,
-       O_CPUS };
+       O_CPUS, O_CACHE, O_CACHE_SIZE };
 
 /* What the command line says, before it is checked against the machine. */
 struct args {
@@ -82,7 +86,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "listen", 1, 0, O_LISTEN }, { "name", 1, 0, O_NAME }, { "underlay", 1, 0, O_UNDERLAY },
 		{ "controller", 1, 0, O_CTL }, { "spool-size", 1, 0, O_SPOOL }, { "simulate", 1, 0, O_SIM },
 		{ "topology", 1, 0, O_TOPO }, { "sim-runtime", 1, 0, O_SIMRT }, { "log", 1, 0, O_LOG },
-		{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { "cpus", 1, 0, O_CPUS }, { 0 }
+		{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { "cpus", 1, 0, O_CPUS },
+		{ "image-cache", 1, 0, O_CACHE }, { "image-cache-size", 1, 0, O_CACHE_SIZE }, { 0 }
 	};
 	long long v;
 	int c;
@@ -114,6 +119,15 @@ static int parse_args(int argc, char **argv, struct args *a)
 			vd.sim_runtime_ms = (int)v;
 			break;
 		case O_LOG: a->log = optarg; break;
+		case O_CACHE:
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(vd.cache) - 100)
+				return die2("--image-cache '%s': expected an absolute folder path", optarg);
+			snprintf(vd.cache, sizeof(vd.cache), "%s", optarg);
+			break;
+		case O_CACHE_SIZE:
+			if (parse_size(optarg, &vd.cache_size) < 0 || vd.cache_size < (16u << 20))
+				return die2("--image-cache-size '%s': expected a size of at least 16M", optarg);
+			break;
 		case O_CPUS:
 			if (cpulist_parse(optarg, a->cpus, 4096, &a->ncpus) < 0 || !a->ncpus)
 				return die2("--cpus '%s': expected a cpu list such as 0-3,8", optarg);
@@ -201,6 +215,10 @@ static int start_node(void)
 	/* Guest inits become our children when runc exits, so we reap them
 	 * when their guests stop. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if (vd_image_init(&e) < 0) {
+		log_err("%s", e.msg);
+		return -1;
+	}
 	vd.rdma = vd_rdma_devices();
 	if (vd_adopt_all(&e) < 0)
 		log_warn("taking over the jobs of the run dir: %s", e.msg);
@@ -228,6 +246,8 @@ int main(int argc, char **argv)
 	vlog_init("vhpcd");
 	vd.hb_ms = 2000;
 	vd.spool_size = 64ull << 20;
+	vd.cache_size = 20ull << 30;
+	snprintf(vd.cache, sizeof(vd.cache), "%s/image-cache", vhpc_state_dir());
 	if ((rc = parse_args(argc, argv, &a)) >= 0 || (rc = settle(&a)) >= 0)
 		return rc;
 	signal(SIGPIPE, SIG_IGN);

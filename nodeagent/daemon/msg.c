@@ -7,6 +7,7 @@
 #include "lib/chan.h"
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/jf.h"
 #include "lib/jobspec.h"
@@ -101,7 +102,7 @@ static int parse_binds(struct json_object *o, struct bind_list *l, struct verr *
 static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *err)
 {
 	static const char *const f[] = {
-		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "tuning", "driver",
+		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "image_id", "tuning", "driver",
 		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers",
 		"binds", NULL
 	};
@@ -132,6 +133,11 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	if (jf_ident(o, "image", true, 64, &s, err) < 0)
 		return -1;
 	snprintf(p->image, sizeof(p->image), "%s", s);
+	if (jf_str(o, "image_id", true, 64, &s, err) < 0)
+		return -1;
+	if (strlen(s) != 64 || s[strspn(s, "0123456789abcdef")])
+		return verr_set(err, "\"image_id\": expected an image id (64 lowercase hex digits)");
+	snprintf(p->image_id, sizeof(p->image_id), "%s", s);
 	if (jf_ident(o, "tuning", true, 64, &s, err) < 0)
 		return -1;
 	snprintf(p->tuning, sizeof(p->tuning), "%s", s);
@@ -256,4 +262,18 @@ fail:
 	verr_wrap(err, "%s", t);
 	vmsg_free(m);
 	return -1;
+}
+
+int vimg_data_parse(struct json_object *reply, struct image_chunk **chunks, int *n, struct verr *err)
+{
+	static const char *const f[] = { "parts", NULL };
+
+	*chunks = NULL;
+	*n = 0;
+	if (strcmp(wire_type(reply), "image_data"))
+		return verr_set(err, "vhpc-ctld answered '%.32s', not image_data", wire_type(reply));
+	if (jf_only(reply, "image_data", f, err) < 0 ||
+	    imgwire_parts(reply, "parts", IMGWIRE_MAX_GET, IMGWIRE_CHUNK, chunks, n, err) < 0)
+		return verr_wrap(err, "image_data");
+	return 0;
 }

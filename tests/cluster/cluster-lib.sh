@@ -98,7 +98,18 @@ cl_ctld_up() {  # extra vhpc-ctld options
 		--log "$CL_DIR/ctld.log" "$@" &
 	CTLD_PID=$!
 	at_exit "kill -9 $CTLD_PID 2>/dev/null"
-	wait_log "$CL_DIR/ctld.log" "listening on.*$CL_CTL" 10 "$from" && wait_log "$CL_DIR/ctld.log" 'ready' 10 "$from"
+	wait_log "$CL_DIR/ctld.log" "listening on.*$CL_CTL" 10 "$from" && wait_log "$CL_DIR/ctld.log" 'ready' 10 "$from" &&
+		{ [ -n "${CL_NO_PUSH-}" ] || cl_push_default; }
+}
+
+# cl_push_default: the default image, built on this machine (with its kvm
+# parts when CL_KVM is set), pushed into the controller's store: nodes
+# pull it from there, and a job names it.  Kept in $CL_DIR/push.log.
+cl_push_default() {
+	local kvm=--no-kvm
+	[ -n "${CL_KVM-}" ] && kvm=
+	"$BIN/vhpc" image build $kvm "$VHPC_TOP/configs/images/default.yaml" >>"$CL_DIR/push.log" 2>&1 &&
+		vc image push default >>"$CL_DIR/push.log" 2>&1
 }
 
 cl_ctld_kill() {  # SIGNAL
@@ -115,13 +126,23 @@ cl_node_up() {
 	from=$(log_lines "$CL_DIR/n$i.log")
 	mkdir -p "$CL_DIR/run-n$i"
 	VHPC_RUN_DIR=$CL_DIR/run-n$i nsenter --net=/run/netns/"$CL-n$i" -- "$BIN/vhpcd" --name "n$i" \
-		--listen "198.18.0.$((10 + i)):6818" --log "$CL_DIR/n$i.log" --cpus $(((i - 1) % $(nproc))) "$@" &
+		--listen "198.18.0.$((10 + i)):6818" --log "$CL_DIR/n$i.log" --cpus $(((i - 1) % $(nproc))) \
+		--image-cache "$CL_DIR/cache-n$i" "$@" &
 	pid=$!
 	eval "NODE_PID_$i=$pid"
 	# Its job dirs' locks go when it is really gone: wait, then sweep
 	# what it may have been tearing down.
-	at_exit "kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; VHPC_RUN_DIR='$CL_DIR/run-n$i' '$BIN/vhpc-na' cleanup >/dev/null 2>&1"
+	at_exit "kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; VHPC_RUN_DIR='$CL_DIR/run-n$i' '$BIN/vhpc-na' cleanup >/dev/null 2>&1; cl_unmount_cache $i"
 	wait_log "$CL_DIR/n$i.log" "node n$i ready" 20 "$from"
+}
+
+# cl_unmount_cache I: node I's compact images are mounted once for all
+# its jobs, and stay so while it runs; the test's end unmounts them.
+cl_unmount_cache() {
+	local m
+	for m in $(awk -v d="$CL_DIR/cache-n$1/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo); do
+		umount "$m"
+	done
 }
 
 cl_node_kill() {  # I [SIGNAL]
@@ -169,7 +190,8 @@ cl_leftovers() {
 		echo "n$i jobs $(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null | grep -c .) runc $(ls "$CL_DIR/run-n$i/runc" 2>/dev/null | grep -c .)"
 		echo "n$i vxlan $(ip -n "$CL-n$i" -d link 2>/dev/null | grep -c vxlan)"
 	done
-	echo "mounts $(grep -c " $CL_DIR/" /proc/self/mountinfo)"
+	# Compact images mounted in a node's cache stay for its later jobs.
+	echo "mounts $(grep " $CL_DIR/" /proc/self/mountinfo | grep -vc " $CL_DIR/cache-n")"
 	echo "cgroups $(find /sys/fs/cgroup -maxdepth 3 -type d -path '*/vhpc/*x*' 2>/dev/null | grep -cE '/vhpc/[0-9a-z]+x[0-9a-z]+(/|$)')"
 	echo "shm $(ls /dev/shm 2>/dev/null | grep -cE '^vhpc-[0-9a-z]+x[0-9a-z]+-')"
 	echo "procs $(for f in $(grep -lE ':/vhpc/[0-9a-z]+x[0-9a-z]+/' /proc/[0-9]*/cgroup 2>/dev/null); do p=${f%/cgroup}; [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || echo "$p"; done | wc -l)"

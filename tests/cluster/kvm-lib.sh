@@ -8,6 +8,8 @@ for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na vhpc-hv; do
 done
 command -v munged >/dev/null || skip_all "munged is not installed"
 export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
+# The default image goes into the store with its kvm parts.
+CL_KVM=1
 [ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
 	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"

@@ -1,0 +1,215 @@
+/*
+ * vhpcd's image cache: a job names its image by the id vhpc-ctld resolved
+ * at submit, and this node pulls what it lacks from the controller's store
+ * (image_get over the munge channel), checks every file against the
+ * manifest (images/pull.c), and keeps it in --image-cache, least recently
+ * used images going first when --image-cache-size would be passed, never
+ * one a job here holds.  A compact image is mounted once and shared by the
+ * guests of every job.
+ *
+ * Locks: pull_mu serializes pulls; cache_mu guards the cache's folders
+ * (lookups, mounts, evictions) and is taken before vd.mu, never after.
+ */
+#include "lib/clock.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/imgwire.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/wire.h"
+#include "daemon.h"
+#include "images/images.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static pthread_mutex_t pull_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int vd_image_init(struct verr *err)
+{
+	char path[600];
+	int fd;
+
+	if (mkdir_p(vd.cache, 0700, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/.lock", vd.cache);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return verr_errno(err, "cannot open %s", path);
+	/* Held for the daemon's life: two agents pulling into one cache
+	 * would sweep each other's pulls. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		return verr_set(err, "image cache %s is used by another vhpcd (--image-cache gives each its own)", vd.cache);
+	}
+	return image_cache_sweep(vd.cache, err);
+}
+
+/* Copies of the ids the jobs of this node hold (room for one more), with
+ * pointers to them in *ptrs.  Holds cache_mu; takes vd.mu. */
+static int held(char (**ids)[65], const char ***ptrs)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&vd.mu);
+	*ids = calloc((size_t)vd.njobs + 1, sizeof(**ids));
+	*ptrs = calloc((size_t)vd.njobs + 1, sizeof(**ptrs));
+	for (int i = 0; *ids && *ptrs && i < vd.njobs; i++) {
+		memcpy((*ids)[n], vd.jobs[i]->p.image_id, 65);
+		(*ptrs)[n] = (*ids)[n];
+		n++;
+	}
+	pthread_mutex_unlock(&vd.mu);
+	if (!*ids || !*ptrs) {
+		free(*ids);
+		free(*ptrs);
+		return -1;
+	}
+	return n;
+}
+
+struct pulling {
+	const char *id;
+};
+
+static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset, struct image_chunk **chunks,
+		 int *nchunks, struct verr *err)
+{
+	struct json_object *req = json_object_new_object(), *rep = NULL;
+	const char *e;
+	int rc;
+
+	(void)arg;
+	json_object_object_add(req, "type", json_object_new_string("image_get"));
+	json_object_object_add(req, "objects", imgwire_sha_array(objs, nobjs));
+	json_object_object_add(req, "offset", json_object_new_int64((int64_t)offset));
+	rc = vd_call(req, &rep, 60000, err);
+	json_object_put(req);
+	if (rc < 0)
+		return -1;
+	if ((e = wire_error_text(rep)))
+		rc = verr_set(err, "vhpc-ctld: %s", e);
+	else
+		rc = vimg_data_parse(rep, chunks, nchunks, err);
+	json_object_put(rep);
+	return rc;
+}
+
+/* Room for bytes more: least recently used images go, those jobs here hold
+ * and the one being pulled stay. */
+static int make_room(void *arg, uint64_t bytes, struct verr *err)
+{
+	const struct pulling *p = arg;
+	const char **keep;
+	char (*ids)[65];
+	int n, rc;
+
+	pthread_mutex_lock(&cache_mu);
+	if ((n = held(&ids, &keep)) < 0) {
+		pthread_mutex_unlock(&cache_mu);
+		return verr_set(err, "out of memory");
+	}
+	keep[n++] = p->id;
+	rc = image_cache_evict(vd.cache, vd.cache_size, bytes, keep, n, err);
+	pthread_mutex_unlock(&cache_mu);
+	free(keep);
+	free(ids);
+	return rc;
+}
+
+/* A cached image, mounted if compact and marked used.  Holds cache_mu. */
+static int use(const char *id, struct image_info *out, struct verr *err)
+{
+	if (image_load(vd.cache, id, out, err) < 0 || image_mount(out, err) < 0)
+		return -1;
+	image_cache_touch(out);
+	return 0;
+}
+
+int vd_image_get(const struct vjob *j, struct image_info *out, struct verr *err)
+{
+	struct pulling p = { j->p.image_id };
+	struct image_pull_req rq = {
+		.cache = vd.cache, .id = j->p.image_id, .name = j->p.image, .fetch = fetch,
+		.make_room = make_room, .arg = &p,
+	};
+	struct image_pull_stats st;
+	struct verr miss;
+	char a[32], b[32];
+	int rc;
+
+	pthread_mutex_lock(&cache_mu);
+	rc = use(j->p.image_id, out, &miss);
+	pthread_mutex_unlock(&cache_mu);
+	if (rc == 0)
+		return 0;
+	pthread_mutex_lock(&pull_mu);
+	pthread_mutex_lock(&cache_mu);
+	rc = use(j->p.image_id, out, &miss);
+	pthread_mutex_unlock(&cache_mu);
+	if (rc == 0) {
+		/* Pulled meanwhile for another job. */
+		pthread_mutex_unlock(&pull_mu);
+		return 0;
+	}
+	log_info("job %lld: image %s (%.12s) is not in this node's cache; pulling it from vhpc-ctld",
+		 (long long)j->id, j->p.image, j->p.image_id);
+	rc = image_pull(&rq, &st, out, err);
+	if (rc == 0) {
+		log_info("job %lld: pulled image %s (%.12s) in %.2f s: %s fetched, %s reused from other images here, %ld files",
+			 (long long)j->id, j->p.image, j->p.image_id, st.seconds, fmt_size(st.fetched, a, sizeof(a)),
+			 fmt_size(st.copied, b, sizeof(b)), st.objects);
+		pthread_mutex_lock(&cache_mu);
+		rc = use(j->p.image_id, out, err);
+		pthread_mutex_unlock(&cache_mu);
+	}
+	pthread_mutex_unlock(&pull_mu);
+	return rc;
+}
+
+struct json_object *vd_images_json(void)
+{
+	struct json_object *a = json_object_new_array();
+	struct image_cached *v;
+	const char **keep = NULL;
+	char (*ids)[65] = NULL;
+	struct verr e;
+	size_t n;
+	int nkeep;
+
+	pthread_mutex_lock(&cache_mu);
+	if (image_cache_list(vd.cache, &v, &n, &e) < 0) {
+		pthread_mutex_unlock(&cache_mu);
+		log_warn("image cache: %s", e.msg);
+		return a;
+	}
+	nkeep = held(&ids, &keep);
+	pthread_mutex_unlock(&cache_mu);
+	for (size_t i = 0; i < n && i < 256; i++) {
+		struct json_object *o = json_object_new_object();
+		bool in_use = false;
+
+		for (int k = 0; k < nkeep && !in_use; k++)
+			in_use = !strcmp(keep[k], v[i].id);
+		json_object_object_add(o, "id", json_object_new_string(v[i].id));
+		if (ident_ok(v[i].name, 64))
+			json_object_object_add(o, "name", json_object_new_string(v[i].name));
+		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)v[i].bytes));
+		json_object_object_add(o, "used", json_object_new_int64(v[i].used));
+		json_object_object_add(o, "in_use", json_object_new_boolean(in_use));
+		json_object_array_add(a, o);
+	}
+	if (nkeep >= 0) {
+		free(keep);
+		free(ids);
+	}
+	free(v);
+	return a;
+}

@@ -1,0 +1,360 @@
+/*
+ * vhpc-ctld's image store requests (scheduler/PROTOCOL.md, "Images"):
+ * root pushes an image (image_have: which objects the store lacks;
+ * image_put: their bytes; image_tag: the name) and removes names
+ * (image_rm); node agents fetch what they lack (image_get); anyone lists
+ * the store and the nodes' caches (image_list).  A job's image name is
+ * resolved to an id at submit, so it runs that content whatever is pushed
+ * after; the objects of an image stay while a job not yet ended holds it.
+ */
+#include "lib/err.h"
+#include "lib/imgwire.h"
+#include "lib/jobspec.h"
+#include "lib/log.h"
+#include "lib/parse.h"
+#include "lib/wire.h"
+#include "ctld.h"
+#include "imgstore.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct json_object *do_have(const struct cmsg *m)
+{
+	bool *missing = calloc((size_t)m->nobjects, sizeof(bool));
+	const char **names = calloc((size_t)m->nobjects, sizeof(char *));
+	struct json_object *r;
+	struct verr e;
+	int n = 0;
+
+	if (!missing || !names) {
+		free(missing);
+		free(names);
+		return ctld_error("internal", "out of memory");
+	}
+	for (int i = 0; i < m->nobjects; i++)
+		names[i] = m->objects[i];
+	if (imgstore_missing(g.images, names, m->nobjects, missing, &e) < 0) {
+		free(missing);
+		free(names);
+		return ctld_error("internal", "%s", e.msg);
+	}
+	for (int i = 0; i < m->nobjects; i++)
+		if (missing[i])
+			names[n++] = m->objects[i];
+	r = ctld_reply("image_missing");
+	json_object_object_add(r, "missing", imgwire_sha_array(names, n));
+	free(missing);
+	free(names);
+	return r;
+}
+
+static struct json_object *do_put(const struct cmsg *m)
+{
+	struct json_object *r = ctld_reply("image_stored"), *a = json_object_new_array();
+
+	json_object_object_add(r, "parts", a);
+	for (int i = 0; i < m->nparts; i++) {
+		const struct image_chunk *c = &m->parts[i];
+		struct json_object *o;
+		uint64_t next;
+		struct verr e;
+
+		if (imgstore_put(g.images, c->object, c->size, c->offset, c->data, c->len, &next, &e) < 0) {
+			json_object_put(r);
+			log_warn("image_put: %s", e.msg);
+			return ctld_error("invalid", "%s", e.msg);
+		}
+		o = json_object_new_object();
+		json_object_object_add(o, "object", json_object_new_string(c->object));
+		json_object_object_add(o, "next", json_object_new_int64((int64_t)next));
+		json_object_array_add(a, o);
+	}
+	return r;
+}
+
+static struct json_object *ref_json(const struct imgstore_ref *ref)
+{
+	struct json_object *o = json_object_new_object(), *prev = json_object_new_array();
+
+	json_object_object_add(o, "name", json_object_new_string(ref->name));
+	json_object_object_add(o, "id", json_object_new_string(ref->id));
+	json_object_object_add(o, "pushed", json_object_new_int64(ref->pushed));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)ref->bytes));
+	json_object_object_add(o, "files", json_object_new_int64(ref->files));
+	json_object_object_add(o, "format", json_object_new_string(ref->format));
+	json_object_object_add(o, "kvm", json_object_new_boolean(ref->kvm));
+	if (ref->kvm)
+		json_object_object_add(o, "kernel_release", json_object_new_string(ref->kernel_release));
+	for (int i = 0; i < ref->nprev; i++)
+		json_object_array_add(prev, json_object_new_string(ref->prev[i]));
+	json_object_object_add(o, "previous", prev);
+	return o;
+}
+
+static struct json_object *do_tag(const struct cmsg *m, uid_t uid)
+{
+	struct imgstore_ref ref;
+	struct json_object *r;
+	struct verr e;
+
+	if (imgstore_tag(g.images, m->name, m->image_id, uid, wall_s(), &ref, &e) < 0)
+		return ctld_error("invalid", "%s", e.msg);
+	log_info("image %s is now %.12s (%s, %ld files), pushed by uid %u", ref.name, ref.id, ref.format,
+		 ref.files, (unsigned)uid);
+	r = ctld_reply("image_tagged");
+	json_object_object_add(r, "image", ref_json(&ref));
+	return r;
+}
+
+/* The bytes of objects[0] from offset on, then of the next ones, up to
+ * one message's worth. */
+static struct json_object *do_get(const struct cmsg *m)
+{
+	uint8_t *buf = malloc(IMGWIRE_CHUNK);
+	struct json_object *r, *parts;
+	size_t room = IMGWIRE_CHUNK;
+	uint64_t off = (uint64_t)m->offset;
+
+	if (!buf)
+		return ctld_error("internal", "out of memory");
+	r = ctld_reply("image_data");
+	parts = json_object_new_array();
+	json_object_object_add(r, "parts", parts);
+	for (int i = 0; i < m->nobjects && room > 0; i++, off = 0) {
+		size_t len;
+		uint64_t size;
+		struct verr e;
+		struct json_object *p;
+
+		if (imgstore_read(g.images, m->objects[i], off, buf, room, &len, &size, &e) < 0) {
+			free(buf);
+			json_object_put(r);
+			return ctld_error("not_found", "%s", e.msg);
+		}
+		if (off > size) {
+			free(buf);
+			json_object_put(r);
+			return ctld_error("invalid", "object %.12s holds %llu bytes: nothing at %llu", m->objects[i],
+					  (unsigned long long)size, (unsigned long long)off);
+		}
+		if (!(p = imgwire_part(m->objects[i], size, off, buf, len))) {
+			free(buf);
+			json_object_put(r);
+			return ctld_error("internal", "out of memory");
+		}
+		json_object_array_add(parts, p);
+		room -= len;
+		/* A part that does not reach its object's end fills the message. */
+		if (off + len < size)
+			break;
+	}
+	free(buf);
+	return r;
+}
+
+/* Ids that jobs not yet ended hold.  Takes g.mu. */
+static int held_ids(const char ***out)
+{
+	const char **v;
+	int n = 0;
+
+	pthread_mutex_lock(&g.mu);
+	v = calloc((size_t)g.njobs + 1, sizeof(*v));
+	for (int i = 0; v && i < g.njobs; i++)
+		if (!job_state_final(g.jobs[i]->state) && g.jobs[i]->image_id[0])
+			v[n++] = strdup(g.jobs[i]->image_id);
+	pthread_mutex_unlock(&g.mu);
+	*out = v;
+	return v ? n : 0;
+}
+
+static void free_ids(const char **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free((char *)v[i]);
+	free(v);
+}
+
+void ctld_image_gc(void)
+{
+	const char **held;
+	int nheld = held_ids(&held), still = 0;
+	long removed;
+	uint64_t freed;
+	struct verr e;
+
+	if (imgstore_gc(g.images, held, nheld, &removed, &freed, &e) < 0) {
+		log_warn("image store: collecting: %s", e.msg);
+		free_ids(held, nheld);
+		return;
+	}
+	if (removed) {
+		char sz[32];
+
+		log_info("image store: removed %ld objects (%s) no image needs any more", removed,
+			 fmt_size(freed, sz, sizeof(sz)));
+	}
+	/* Held ids no name points at keep the collection pending. */
+	{
+		struct imgstore_ref *refs;
+		size_t nrefs = 0;
+
+		if (imgstore_refs(g.images, &refs, &nrefs, &e) == 0) {
+			for (int i = 0; i < nheld; i++) {
+				bool named = false;
+
+				for (size_t k = 0; k < nrefs && !named; k++)
+					named = !strcmp(refs[k].id, held[i]);
+				still += !named;
+			}
+			free(refs);
+		}
+	}
+	pthread_mutex_lock(&g.mu);
+	g.img_gc_pending = still > 0;
+	pthread_mutex_unlock(&g.mu);
+	free_ids(held, nheld);
+}
+
+static struct json_object *do_rm(const struct cmsg *m, uid_t uid)
+{
+	char id[65];
+	struct json_object *r;
+	struct verr e;
+	int held = 0;
+
+	if (imgstore_untag(g.images, m->name, id, &e) < 0)
+		return ctld_error("not_found", "%s", e.msg);
+	pthread_mutex_lock(&g.mu);
+	for (int i = 0; i < g.njobs; i++)
+		held += !job_state_final(g.jobs[i]->state) && !strcmp(g.jobs[i]->image_id, id);
+	pthread_mutex_unlock(&g.mu);
+	log_info("image %s (%.12s) removed by uid %u%s", m->name, id, (unsigned)uid,
+		 held ? "; its content stays while jobs hold it" : "");
+	ctld_image_gc();
+	r = ctld_reply("image_removed");
+	json_object_object_add(r, "name", json_object_new_string(m->name));
+	json_object_object_add(r, "id", json_object_new_string(id));
+	json_object_object_add(r, "held_by_jobs", json_object_new_int(held));
+	return r;
+}
+
+static struct json_object *do_list(void)
+{
+	struct json_object *r = ctld_reply("images"), *imgs = json_object_new_array(),
+		*held = json_object_new_array(), *nodes = json_object_new_array();
+	struct imgstore_ref *refs = NULL;
+	size_t nrefs = 0;
+	uint64_t bytes;
+	long objects;
+	struct verr e;
+
+	if (imgstore_refs(g.images, &refs, &nrefs, &e) < 0) {
+		json_object_put(r);
+		json_object_put(imgs);
+		json_object_put(held);
+		json_object_put(nodes);
+		return ctld_error("internal", "%s", e.msg);
+	}
+	for (size_t i = 0; i < nrefs; i++)
+		json_object_array_add(imgs, ref_json(&refs[i]));
+	imgstore_usage(g.images, &bytes, &objects);
+	pthread_mutex_lock(&g.mu);
+	/* Ids jobs hold that no name points at any more (removed, or pushed over). */
+	for (int i = 0; i < g.njobs; i++) {
+		const struct cjob *j = g.jobs[i];
+		bool named = false;
+
+		if (job_state_final(j->state) || !j->image_id[0])
+			continue;
+		for (size_t k = 0; k < nrefs && !named; k++)
+			named = !strcmp(refs[k].id, j->image_id);
+		if (!named) {
+			struct json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "id", json_object_new_string(j->image_id));
+			json_object_object_add(o, "name", json_object_new_string(j->image));
+			json_object_object_add(o, "job", json_object_new_int64(j->id));
+			json_object_array_add(held, o);
+		}
+	}
+	for (int i = 0; i < g.nnodes; i++) {
+		const struct cnode *n = &g.nodes[i];
+		struct json_object *o = json_object_new_object(), *c = json_object_new_array();
+
+		json_object_object_add(o, "node", json_object_new_string(n->name));
+		json_object_object_add(o, "state", json_object_new_string(n->up ? "up" : "down"));
+		for (int k = 0; k < n->ncache; k++) {
+			struct json_object *ce = json_object_new_object();
+
+			json_object_object_add(ce, "id", json_object_new_string(n->cache[k].id));
+			json_object_object_add(ce, "name", json_object_new_string(n->cache[k].name));
+			json_object_object_add(ce, "bytes", json_object_new_int64((int64_t)n->cache[k].bytes));
+			json_object_object_add(ce, "used", json_object_new_int64(n->cache[k].used));
+			json_object_object_add(ce, "in_use", json_object_new_boolean(n->cache[k].in_use));
+			json_object_array_add(c, ce);
+		}
+		json_object_object_add(o, "images", c);
+		json_object_array_add(nodes, o);
+	}
+	pthread_mutex_unlock(&g.mu);
+	free(refs);
+	json_object_object_add(r, "images", imgs);
+	json_object_object_add(r, "held", held);
+	json_object_object_add(r, "store_bytes", json_object_new_int64((int64_t)bytes));
+	json_object_object_add(r, "store_objects", json_object_new_int64(objects));
+	json_object_object_add(r, "nodes", nodes);
+	return r;
+}
+
+struct json_object *ctld_image_handle(const struct cmsg *m, const struct wire_peer *peer)
+{
+	switch (m->type) {
+	case CM_IMAGE_HAVE: return do_have(m);
+	case CM_IMAGE_PUT: return do_put(m);
+	case CM_IMAGE_TAG: return do_tag(m, peer->uid);
+	case CM_IMAGE_GET: return do_get(m);
+	case CM_IMAGE_LIST: return do_list();
+	case CM_IMAGE_RM: return do_rm(m, peer->uid);
+	default: return ctld_error("invalid", "not an image message");
+	}
+}
+
+int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, struct verr *err)
+{
+	const char *name = js->image ? js->image : g.cl.default_image;
+	struct imgstore_ref ref;
+
+	if (js->image_id) {
+		if (!imgstore_has_image(g.images, js->image_id))
+			return verr_set(err, "image %.12s is not in the cluster's image store", js->image_id);
+		return 0;
+	}
+	if (imgstore_lookup(g.images, name, &ref, err) < 0)
+		return -1;
+	if (js->driver == DRIVER_KVM && !ref.kvm)
+		return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs): build it with a kvm: section and push it again",
+				name, ref.id);
+	json_object_object_add(spec, "image", json_object_new_string(name));
+	json_object_object_add(spec, "image_id", json_object_new_string(ref.id));
+	return 0;
+}
+
+void node_cache_update(struct cnode *n, const struct cmsg *m)
+{
+	struct cmsg_cached *c;
+
+	if (!m->have_cache)
+		return;
+	c = m->ncache ? malloc((size_t)m->ncache * sizeof(*c)) : NULL;
+	if (m->ncache && !c)
+		return;
+	if (c)
+		memcpy(c, m->cache, (size_t)m->ncache * sizeof(*c));
+	free(n->cache);
+	n->cache = c;
+	n->ncache = m->ncache;
+}
