@@ -185,3 +185,24 @@ int image_cache_sweep(const char *cache, struct verr *err)
 	closedir(d);
 	return rc < 0 ? verr_set(err, "image cache %s: some remains could not be removed", cache) : 0;
 }
+
+int image_cache_unmount_all(const char *cache, struct verr *err)
+{
+	struct image_cached *v;
+	size_t n;
+	int rc = 0;
+
+	if (image_cache_list(cache, &v, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		struct image_info img;
+		struct verr e;
+
+		if (image_load(cache, v[i].id, &img, &e) == 0 && image_unmount(&img, &e) < 0) {
+			*err = e;
+			rc = -1;
+		}
+	}
+	free(v);
+	return rc;
+}

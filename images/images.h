@@ -165,6 +165,8 @@ int image_cache_evict(const char *cache, uint64_t limit, uint64_t room, const ch
 		      struct verr *err);
 /* Removes one image (unmounted first). */
 int image_cache_remove(const char *cache, const char *id, struct verr *err);
+/* Unmounts every compact image of the cache (before it is removed). */
+int image_cache_unmount_all(const char *cache, struct verr *err);
 /* Removes what interrupted pulls and evictions left (.pull-*, .evict-*);
  * only while no pull runs. */
 int image_cache_sweep(const char *cache, struct verr *err);

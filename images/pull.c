@@ -242,7 +242,7 @@ static int fetch_files(struct pull *p, const struct want *w, struct verr *err)
 	size_t idx = 0;
 	uint64_t off = 0;
 	crypto_hash_sha256_state h;
-	int fd = -1, rc = -1;
+	int fd = -1, rc = -1, bad = 0;
 
 	while (idx < w->n) {
 		const char *objs[FETCH_BATCH];
@@ -258,38 +258,34 @@ static int fetch_files(struct pull *p, const struct want *w, struct verr *err)
 			verr_set(err, "image %.12s: the store sent nothing for %s", p->id, w->v[idx]->path);
 			goto out;
 		}
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n && !bad; i++) {
 			const struct image_mf_ent *e = idx < w->n ? w->v[idx] : NULL;
 
 			if (!e || strcmp(c[i].object, e->sha) || c[i].offset != off) {
-				image_chunks_free(c, n);
-				verr_set(err, "image %.12s: the store answered with other bytes than asked for", p->id);
-				goto out;
+				bad = verr_set(err, "image %.12s: the store answered with other bytes than asked for", p->id);
+				break;
 			}
 			if (c[i].size != e->size) {
-				image_chunks_free(c, n);
-				refuse(p, e, err, "the store holds %llu bytes of it where the manifest says %llu",
-				       (unsigned long long)c[i].size, (unsigned long long)e->size);
-				goto out;
+				bad = refuse(p, e, err, "the store holds %llu bytes of it where the manifest says %llu",
+					     (unsigned long long)c[i].size, (unsigned long long)e->size);
+				break;
 			}
 			if (c[i].len > e->size - off || (!c[i].len && off < e->size)) {
-				image_chunks_free(c, n);
-				verr_set(err, "image %.12s: %s: the store's answer runs past its end, or makes no progress",
-					 p->id, e->path);
-				goto out;
+				bad = verr_set(err, "image %.12s: %s: the store's answer runs past its end, or makes no progress",
+					       p->id, e->path);
+				break;
 			}
 			if (fd < 0) {
 				if ((fd = create_at(p, e, err)) < 0) {
-					image_chunks_free(c, n);
-					goto out;
+					bad = -1;
+					break;
 				}
 				crypto_hash_sha256_init(&h);
 			}
 			crypto_hash_sha256_update(&h, c[i].data, c[i].len);
 			if (write_full(fd, c[i].data, c[i].len) < 0) {
-				image_chunks_free(c, n);
-				verr_errno(err, "writing %s%s", p->id, e->path);
-				goto out;
+				bad = verr_errno(err, "writing %s%s", p->id, e->path);
+				break;
 			}
 			off += c[i].len;
 			p->st->fetched += c[i].len;
@@ -299,15 +295,13 @@ static int fetch_files(struct pull *p, const struct want *w, struct verr *err)
 				hash_hex(&h, hex);
 				if (close(fd) < 0) {
 					fd = -1;
-					image_chunks_free(c, n);
-					verr_errno(err, "writing %s%s", p->id, e->path);
-					goto out;
+					bad = verr_errno(err, "writing %s%s", p->id, e->path);
+					break;
 				}
 				fd = -1;
 				if (strcmp(hex, e->sha)) {
-					image_chunks_free(c, n);
-					refuse(p, e, err, "its content hashes to %.12s, the manifest says %.12s", hex, e->sha);
-					goto out;
+					bad = refuse(p, e, err, "its content hashes to %.12s, the manifest says %.12s", hex, e->sha);
+					break;
 				}
 				p->st->objects++;
 				idx++;
@@ -315,6 +309,8 @@ static int fetch_files(struct pull *p, const struct want *w, struct verr *err)
 			}
 		}
 		image_chunks_free(c, n);
+		if (bad)
+			goto out;
 	}
 	rc = 0;
 out:

@@ -3,6 +3,7 @@
 #define VHPC_SCHED_CLI_H
 
 #include <stdbool.h>
+#include "lib/err.h"
 
 
 /* Exit statuses of vhpc itself, apart from a job's own (as docker does). */
@@ -14,6 +15,9 @@ int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 /* vhpc image push|rm: the cluster's image store (cmd_image_store.c). */
 int cmd_image_store(int argc, char **argv);
+/* Pushes the local image name (as `as`, or its own name) into the store of
+ * the controller at ctl; progress on stderr unless quiet. */
+int image_push_to(const char *ctl, const char *name, const char *as, bool quiet, struct verr *err);
 /* vhpc image list with a cluster: the store and the nodes' caches. */
 int cmd_image_store_list(const char *ctl, bool json);
 int cmd_cleanup(int argc, char **argv);

@@ -205,20 +205,68 @@ static int send_objects(const char *ctl, struct obj *v, size_t n, const bool *mi
 	return 0;
 }
 
+int image_push_to(const char *ctl, const char *name, const char *as, bool quiet, struct verr *err)
+{
+	struct image_info img;
+	struct image_mf m = { 0 };
+	struct obj *v = NULL;
+	bool *missing = NULL;
+	size_t n = 0, nmiss = 0, len;
+	uint64_t sent = 0, want = 0;
+	char *text = NULL, path[PATH_MAX], a[32], b[32];
+	struct json_object *req, *rep;
+	double t0 = now_s();
+	int rc = -1;
+
+	if (image_lookup(name, &img, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/manifest", img.dir);
+	if (read_file(path, &text, &len, IMAGE_MF_TEXT_MAX, err) < 0)
+		return -1;
+	if (image_mf_parse(text, len, &m, err) < 0 || objects_of(&img, &m, &v, &n, err) < 0)
+		goto out;
+	v[0].size = len;
+	if (!(missing = calloc(n, sizeof(bool)))) {
+		verr_set(err, "out of memory");
+		goto out;
+	}
+	if (ask_missing(ctl, v, n, missing, err) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (missing[i]) {
+			nmiss++;
+			want += v[i].size;
+		}
+	if (!quiet)
+		fprintf(stderr, "vhpc: pushing %s (%.12s, %s, %ld files): the store lacks %zu of its %zu objects (%s)\n",
+			img.name, img.id, img.format, m.files, nmiss, n, fmt_size(want, a, sizeof(a)));
+	if (send_objects(ctl, v, n, missing, &sent, err) < 0)
+		goto out;
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("image_tag"));
+	json_object_object_add(req, "name", json_object_new_string(as ? as : img.name));
+	json_object_object_add(req, "id", json_object_new_string(img.id));
+	rc = client_call(ctl, req, &rep, 120000, err);
+	json_object_put(req);
+	if (rc < 0)
+		goto out;
+	json_object_put(rep);
+	if (!quiet)
+		printf("pushed %s as %s: %.12s, %s sent in %.1f s (%s in all)\n", img.name, as ? as : img.name, img.id,
+		       fmt_size(sent, a, sizeof(a)), now_s() - t0, fmt_size(img.bytes, b, sizeof(b)));
+out:
+	image_mf_free(&m);
+	free(text);
+	free(v);
+	free(missing);
+	return rc;
+}
+
 static int push(int argc, char **argv)
 {
 	const char *name = NULL, *as = NULL;
-	struct image_info img;
-	struct image_mf m;
-	struct obj *v = NULL;
-	bool *missing = NULL;
-	size_t n = 0, nmiss = 0;
-	uint64_t sent = 0, want = 0;
-	char ctl[300], *text = NULL, path[PATH_MAX], a[32], b[32];
-	size_t len;
-	struct json_object *req, *rep;
+	char ctl[300];
 	struct verr err;
-	double t0 = now_s();
 	int rc;
 
 	for (int i = 2; i < argc; i++) {
@@ -237,53 +285,11 @@ static int push(int argc, char **argv)
 		return usage_error("image push", "--as '%s': use letters, digits, '.', '_' and '-'", as);
 	if ((rc = client_need_controller("image push", ctl, sizeof(ctl))))
 		return rc;
-	if (image_lookup(name, &img, &err) < 0)
-		goto fail;
-	snprintf(path, sizeof(path), "%s/manifest", img.dir);
-	if (read_file(path, &text, &len, IMAGE_MF_TEXT_MAX, &err) < 0 || image_mf_parse(text, len, &m, &err) < 0)
-		goto fail;
-	if (objects_of(&img, &m, &v, &n, &err) < 0)
-		goto fail_mf;
-	v[0].size = len;
-	if (!(missing = calloc(n, sizeof(bool)))) {
-		verr_set(&err, "out of memory");
-		goto fail_mf;
+	if (image_push_to(ctl, name, as, false, &err) < 0) {
+		fprintf(stderr, "vhpc image push: %s\n", err.msg);
+		return 1;
 	}
-	if (ask_missing(ctl, v, n, missing, &err) < 0)
-		goto fail_mf;
-	for (size_t i = 0; i < n; i++)
-		if (missing[i]) {
-			nmiss++;
-			want += v[i].size;
-		}
-	fprintf(stderr, "vhpc: pushing %s (%.12s, %s, %ld files): the store lacks %zu of its %zu objects (%s)\n",
-		img.name, img.id, img.format, m.files, nmiss, n, fmt_size(want, a, sizeof(a)));
-	if (send_objects(ctl, v, n, missing, &sent, &err) < 0)
-		goto fail_mf;
-	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("image_tag"));
-	json_object_object_add(req, "name", json_object_new_string(as ? as : img.name));
-	json_object_object_add(req, "id", json_object_new_string(img.id));
-	rc = client_call(ctl, req, &rep, 120000, &err);
-	json_object_put(req);
-	if (rc < 0)
-		goto fail_mf;
-	json_object_put(rep);
-	printf("pushed %s as %s: %.12s, %s sent in %.1f s (%s in all)\n", img.name, as ? as : img.name, img.id,
-	       fmt_size(sent, a, sizeof(a)), now_s() - t0, fmt_size(img.bytes, b, sizeof(b)));
-	image_mf_free(&m);
-	free(text);
-	free(v);
-	free(missing);
 	return 0;
-fail_mf:
-	image_mf_free(&m);
-fail:
-	fprintf(stderr, "vhpc image push: %s\n", err.msg);
-	free(text);
-	free(v);
-	free(missing);
-	return 1;
 }
 
 static const char *when(long long t, char *buf, size_t len)

@@ -14,6 +14,7 @@
  * is what clients look for, so they see a service only once it is ready.
  */
 #include "lib/clock.h"
+#include "lib/cluster.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/log.h"
@@ -22,6 +23,7 @@
 #include "lib/paths.h"
 #include "cli.h"
 #include "client.h"
+#include "images/images.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -282,6 +284,10 @@ static int service_stop_all(bool quiet)
 			waitpid(p, NULL, 0);
 	}
 	stop_pid(ctld, 10000);
+	/* Its compact images stay mounted for later jobs while it runs. */
+	svc_path(path, sizeof(path), "image-cache");
+	if (access(path, F_OK) == 0 && image_cache_unmount_all(path, &e) < 0)
+		fprintf(stderr, "vhpc service stop: %s\n", e.msg);
 	if (munged > 0) {
 		stop_pid(munged, 10000);
 		rmdir("/run/munge");   /* made by start; only if munged left it empty */
@@ -289,7 +295,7 @@ static int service_stop_all(bool quiet)
 	/* Only what start made: $VHPC_SERVICE_DIR may name a folder that
 	 * holds other things too. */
 	{
-		static const char *const trees[] = { "ctld", "run" };
+		static const char *const trees[] = { "ctld", "run", "image-cache" };
 		static const char *const files[] = { "ctld.pid", "vhpcd.pid", "munged.pid", "ctld.log", "vhpcd.log" };
 
 		for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
@@ -318,7 +324,7 @@ static int service_start(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
 	char ctl[64], nodeaddr[64], name[64], dir[PATH_MAX], p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX],
-		p4[PATH_MAX], ctldb[512], nab[512];
+		p4[PATH_MAX], p5[PATH_MAX], ctldb[512], nab[512];
 	long long port = DEFAULT_PORT;
 	bool started_munge;
 	struct verr err;
@@ -393,12 +399,29 @@ static int service_start(int argc, char **argv)
 	}
 	svc_path(p3, sizeof(p3), "vhpcd.log");
 	svc_path(p4, sizeof(p4), "run");
+	svc_path(p5, sizeof(p5), "image-cache");
 	{
 		const char *const av[] = { vhpc_prog("vhpcd", nab, sizeof(nab)), "--listen", nodeaddr, "--controller", ctl,
-					   "--name", name, "--log", p3, NULL };
+					   "--name", name, "--log", p3, "--image-cache", p5, NULL };
 
 		if (start_daemon(av, "vhpcd", p4, ctl, name, 30000) < 0)
 			return EXIT_VHPC;
+	}
+	/* Jobs run what the store holds: the default image, built here as
+	 * `vhpc run` would, goes in first. */
+	{
+		struct cluster_cfg cl;
+		struct image_info img;
+
+		if (cluster_load(NULL, &cl, &err) < 0)
+			goto fail_msg;
+		if (image_ensure(cl.default_image, 0, &img, &err) < 0 ||
+		    image_push_to(ctl, cl.default_image, NULL, true, &err) < 0) {
+			cluster_free(&cl);
+			goto fail_msg;
+		}
+		printf("vhpc service: image %s (%.12s) is in its store\n", cl.default_image, img.id);
+		cluster_free(&cl);
 	}
 	{
 		char txt[80];

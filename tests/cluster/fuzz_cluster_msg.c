@@ -1,5 +1,6 @@
 /*
- * Hostile messages at vhpc-ctld's and vhpcd's dispatch: whatever a peer
+ * Hostile messages at vhpc-ctld's and vhpcd's dispatch (and vhpcd's
+ * parse of the store's image_data answers): whatever a peer
  * with a valid munge credential sends, every field is validated before
  * anything acts on it.  The first byte picks the message type (or keeps
  * the input's own); the rest is the JSON payload.  Every accepted message
@@ -7,6 +8,7 @@
  */
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "lib/imgwire.h"
 #include "lib/jobspec.h"
 #include <json-c/json.h>
 #include <stdint.h>
@@ -16,13 +18,32 @@
 #include "scheduler/ctld.h"
 #include "nodeagent/daemon/daemon.h"
 #include "nodeagent/nodeagent.h"
+#include "images/images.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const types[] = {
 	"submit", "queue", "job", "wait", "cancel", "output", "nodes", "register", "heartbeat",
 	"job_output", "job_exit", "job_prepare", "job_launch", "job_stop",
+	"image_have", "image_put", "image_tag", "image_get", "image_list", "image_rm", "image_data",
 };
+
+/* Parts as parse promises: names, within their objects, the total bounded. */
+static void check_parts(const struct image_chunk *c, int n, int max)
+{
+	size_t total = 0;
+
+	if (n < 0 || n > max || (n && !c))
+		abort();
+	for (int i = 0; i < n; i++) {
+		if (!image_id_ok(c[i].object) || c[i].offset > c[i].size || c[i].len > c[i].size - c[i].offset ||
+		    c[i].size > IMGWIRE_OBJECT_MAX)
+			abort();
+		total += c[i].len;
+	}
+	if (total > IMGWIRE_CHUNK)
+		abort();
+}
 
 static void check_cmsg(const struct cmsg *m)
 {
@@ -45,6 +66,22 @@ static void check_cmsg(const struct cmsg *m)
 	if (m->type == CM_OUTPUT && (m->max < 1 || m->max > (int)CTLD_OUTPUT_CHUNK))
 		abort();
 	if (m->type == CM_JOB_EXIT && (m->status < 0 || m->status > 255))
+		abort();
+	if ((m->type == CM_REGISTER || m->type == CM_HEARTBEAT) &&
+	    (m->ncache < 0 || m->ncache > CTLD_MAX_CACHED || (m->ncache && !m->cache)))
+		abort();
+	for (int i = 0; i < m->ncache; i++)
+		if (!image_id_ok(m->cache[i].id))
+			abort();
+	if ((m->type == CM_IMAGE_HAVE && (m->nobjects < 1 || m->nobjects > IMGWIRE_MAX_NAMES)) ||
+	    (m->type == CM_IMAGE_GET && (m->nobjects < 1 || m->nobjects > IMGWIRE_MAX_GET || m->offset < 0)))
+		abort();
+	for (int i = 0; i < m->nobjects; i++)
+		if (!image_id_ok(m->objects[i]))
+			abort();
+	if (m->type == CM_IMAGE_PUT)
+		check_parts(m->parts, m->nparts, IMGWIRE_MAX_PARTS);
+	if (m->type == CM_IMAGE_TAG && (!image_id_ok(m->image_id) || !m->name[0]))
 		abort();
 }
 
@@ -94,6 +131,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		vmsg_free(&vm);
 	} else if (!e.msg[0]) {
 		abort();
+	}
+	{
+		struct image_chunk *c;
+		int n;
+
+		if (vimg_data_parse(o, &c, &n, &e) == 0) {
+			check_parts(c, n, IMGWIRE_MAX_GET);
+			image_chunks_free(c, n);
+		} else if (!e.msg[0]) {
+			abort();
+		}
 	}
 	json_object_put(o);
 	return 0;

@@ -115,9 +115,12 @@ static void node_messages(void **state)
 	assert_false(cmsg_node_only(CM_SUBMIT));
 }
 
+#define H "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
 static const char *prep =
 	"{\"type\":\"job_prepare\",\"node\":\"n2\",\"job\":9,\"local\":\"9x2\",\"uid\":0,\"vni\":4105,"
-	"\"subnet\":\"10.213.9.0/24\",\"guest_port\":7707,\"image\":\"default\",\"tuning\":\"hpc\","
+	"\"subnet\":\"10.213.9.0/24\",\"guest_port\":7707,\"image\":\"default\",\"image_id\":\"" H "\","
+	"\"tuning\":\"hpc\","
 	"\"driver\":\"auto\",\"vcpus\":1,\"mem\":536870912,\"oversubscribe\":false,\"vmshm\":true,"
 	"\"key\":\"0001020304050607080900010203040506070809000102030405060708090001\",\"timeout\":60,"
 	"\"guests\":[2,1],\"ranks\":[2,1,1],\"peers\":[\"198.18.0.11\"]}";
@@ -162,7 +165,10 @@ static void controller_messages(void **state)
 	assert_int_equal(m.prep.nranks_total, 4);
 	assert_int_equal(m.prep.npeers, 1);
 	assert_int_equal(m.prep.subnet.prefix, 24);
+	assert_string_equal(m.prep.image_id, H);
 	vmsg_free(&m);
+	vrejects("image_id", "\"E3B0\"", "\"image_id\": expected an image id");
+	vrejects("image_id", NULL, "\"image_id\"");
 	vrejects("local", "\"9X2\"", "not a job id");
 	vrejects("local", "\"9x2-0\"", "not a job id");
 	vrejects("guests", "[3]", "outside 0..2");
@@ -204,6 +210,71 @@ static void controller_messages(void **state)
 		assert_non_null(strstr(e.msg, "unknown message type 'submit'"));
 		json_object_put(o);
 	}
+}
+
+/* The image store's messages, and vhpcd's parse of image_data. */
+static void image_messages(void **state)
+{
+	struct cmsg m;
+	struct verr e;
+	struct image_chunk *c;
+	struct json_object *o;
+	int n;
+
+	(void)state;
+	assert_int_equal(cparse("{\"type\":\"image_have\",\"objects\":[\"" H "\",\"" H "\"]}", &m, &e), 0);
+	assert_int_equal(m.nobjects, 2);
+	assert_string_equal(m.objects[1], H);
+	assert_true(cmsg_node_only(m.type));
+	cmsg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":9,"
+				"\"offset\":4,\"data\":\"aGVs_-8=\"}]}", &m, &e), 0);
+	assert_int_equal(m.nparts, 1);
+	assert_int_equal(m.parts[0].len, 5);
+	assert_int_equal(m.parts[0].offset, 4);
+	assert_memory_equal(m.parts[0].data, "hel\xff\xef", 5);
+	cmsg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"image_get\",\"objects\":[\"" H "\"],\"offset\":7}", &m, &e), 0);
+	assert_int_equal(m.offset, 7);
+	cmsg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"image_list\"}", &m, &e), 0);
+	assert_false(cmsg_node_only(m.type));
+	cmsg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"heartbeat\",\"node\":\"n1\",\"jobs\":[],\"images\":[{\"id\":\"" H "\","
+				"\"name\":\"default\",\"bytes\":5,\"used\":100,\"in_use\":true}]}", &m, &e), 0);
+	assert_int_equal(m.ncache, 1);
+	assert_true(m.cache[0].in_use);
+	cmsg_free(&m);
+	crejects("{\"type\":\"image_have\",\"objects\":[]}", "names no object");
+	crejects("{\"type\":\"image_have\",\"objects\":[\"E3B0\"]}", "\"objects\"[0]: expected a sha256");
+	crejects("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":3,\"offset\":0,"
+		 "\"data\":\"aGVsbG8=\"}]}", "run past the object's size 3");
+	crejects("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":9,\"offset\":0,"
+		 "\"data\":\"a+/=\"}]}", "not base64");
+	crejects("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":9,\"offset\":0,"
+		 "\"data\":\"\",\"x\":1}]}", "unknown field \"x\"");
+	crejects("{\"type\":\"image_tag\",\"name\":\"a b\",\"id\":\"" H "\"}", "\"name\"");
+	crejects("{\"type\":\"image_tag\",\"name\":\"ab\",\"id\":\"12\"}", "expected an image id");
+	crejects("{\"type\":\"image_get\",\"objects\":[\"" H "\"],\"offset\":-1}", "\"offset\"");
+	crejects("{\"type\":\"image_rm\",\"name\":\"../x\"}", "\"name\"");
+	crejects("{\"type\":\"heartbeat\",\"node\":\"n1\",\"jobs\":[],\"images\":[{\"id\":\"x\",\"bytes\":5,"
+		 "\"used\":1,\"in_use\":true}]}", "\"images\"[0]");
+	o = json_tokener_parse("{\"type\":\"image_data\",\"parts\":[{\"object\":\"" H "\",\"size\":3,\"offset\":1,"
+			       "\"data\":\"aGU=\"}]}");
+	assert_int_equal(vimg_data_parse(o, &c, &n, &e), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(c[0].len, 2);
+	image_chunks_free(c, n);
+	json_object_put(o);
+	o = json_tokener_parse("{\"type\":\"image_data\",\"parts\":[{\"object\":\"" H "\",\"size\":1,\"offset\":1,"
+			       "\"data\":\"aGU=\"}]}");
+	assert_int_equal(vimg_data_parse(o, &c, &n, &e), -1);
+	assert_non_null(strstr(e.msg, "run past the object's size"));
+	json_object_put(o);
+	o = json_tokener_parse("{\"type\":\"images\"}");
+	assert_int_equal(vimg_data_parse(o, &c, &n, &e), -1);
+	assert_non_null(strstr(e.msg, "not image_data"));
+	json_object_put(o);
 }
 
 static void job_spec_round_trip(void **state)
@@ -252,6 +323,7 @@ int main(void)
 		cmocka_unit_test(user_messages),
 		cmocka_unit_test(node_messages),
 		cmocka_unit_test(controller_messages),
+		cmocka_unit_test(image_messages),
 		cmocka_unit_test(job_spec_round_trip),
 	};
 	return cmocka_run_group_tests_name("cluster-msg", tests, NULL, NULL);

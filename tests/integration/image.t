@@ -25,12 +25,12 @@ fi
 
 vhpc image build "$yaml" >"$T/b1" 2>&1
 check_eq "the default image builds" 0 "$?"
-id1=$(vhpc image list --json | sed -n 's/.*"id": *"\([0-9a-f]\{64\}\)".*/\1/p' | head -1)
+id1=$(vhpc image list --local --json | sed -n 's/.*"id": *"\([0-9a-f]\{64\}\)".*/\1/p' | head -1)
 vhpc image build --force "$yaml" >"$T/b2" 2>&1
-id2=$(vhpc image list --json | sed -n 's/.*"id": *"\([0-9a-f]\{64\}\)".*/\1/p' | head -1)
+id2=$(vhpc image list --local --json | sed -n 's/.*"id": *"\([0-9a-f]\{64\}\)".*/\1/p' | head -1)
 check "its id is a sha256" test ${#id1} = 64
 check_eq "a second build has the same id" "$id1" "$id2"
-check_eq "one image is stored, not two" 1 "$(vhpc image list --json | grep -c '"id"')"
+check_eq "one image is stored, not two" 1 "$(vhpc image list --local --json | grep -c '"id"')"
 root=$VHPC_STATE_DIR/images/$id1/rootfs
 for f in usr/bin/mpirun usr/bin/orted usr/local/bin/vhpc-guestd usr/local/bin/vhpc-rsh \
 	usr/local/bin/vhpc-mpibench bin/sh usr/share/openmpi/help-btl-vader.txt; do
@@ -41,7 +41,7 @@ check "mpirun runs from the image" chroot "$root" /usr/bin/mpirun --version
 check "vhpc-mpibench's libraries resolve in the image" sh -c "chroot '$root' /usr/local/bin/vhpc-mpibench --help >/dev/null 2>&1; test \$? -le 2"
 if [ $kvm = 1 ]; then
 	k=$VHPC_STATE_DIR/images/$id1/kvm
-	check_match "the image lists its kernel" '"kernel_release": *"6\.[0-9.]+-[0-9]+-cloud-amd64"' "$(vhpc image list --json)"
+	check_match "the image lists its kernel" '"kernel_release": *"6\.[0-9.]+-[0-9]+-cloud-amd64"' "$(vhpc image list --local --json)"
 	check "the kernel is a bzImage" sh -c "head -c 520 '$k/vmlinuz' | tail -c 6 | grep -q HdrS"
 	check "the PVH kernel is an ELF file" sh -c "head -c 4 '$k/vmlinux' | grep -q ELF"
 	zcat "$k/initramfs.img" | cpio -t --quiet 2>/dev/null >"$T/initrd.list"

@@ -1,4 +1,5 @@
-# Unit tests of the scheduler: launch files, the placement policy, the job store.
+# Unit tests of the scheduler: launch files, the placement policy, the job store, the image store.
 $(eval $(call unit_test,unit-launch,tests/scheduler/test_launch.c scheduler/launch.c))
 $(eval $(call unit_test,unit-sched,tests/scheduler/test_sched.c scheduler/sched.c))
 $(eval $(call unit_test,unit-store,tests/scheduler/test_store.c scheduler/store.c,-lsqlite3))
+$(eval $(call unit_test,unit-imgstore,tests/scheduler/test_imgstore.c scheduler/imgstore.c,$(B)/lib/libimages.a))

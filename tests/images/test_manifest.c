@@ -1,0 +1,303 @@
+/* Manifests as the image code writes and reads them, and a node's pull:
+ * the parser takes what image_manifest writes and names what is wrong in
+ * anything else; a pull through a fetch function makes a tree whose
+ * manifest hashes to the id, and refuses a changed or truncated file
+ * without leaving anything under the id. */
+#include "lib/bytes.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include <setjmp.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "images/images.h"
+#include "images/image_int.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/vhpc-mf-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct verr err;
+
+	(void)state;
+	return rm_rf(dir, &err);
+}
+
+static void put(const char *rel, const char *data, mode_t mode)
+{
+	char path[300];
+	struct verr e;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	assert_int_equal(write_file(path, data, strlen(data), mode, &e), 0);
+}
+
+/* An image folder: rootfs/ with files (one twice), a symlink, a folder. */
+static void make_tree(void)
+{
+	char path[300];
+	struct verr e;
+
+	snprintf(path, sizeof(path), "%s/img/rootfs/usr/bin", dir);
+	assert_int_equal(mkdir_p(path, 0755, &e), 0);
+	put("img/rootfs/usr/bin/tool", "#!/bin/sh\necho tool\n", 0755);
+	put("img/rootfs/usr/bin/same", "#!/bin/sh\necho tool\n", 0700);
+	put("img/rootfs/empty", "", 0644);
+	snprintf(path, sizeof(path), "%s/img/rootfs/usr/bin/link", dir);
+	assert_int_equal(symlink("tool", path), 0);
+	snprintf(path, sizeof(path), "%s/img/rootfs/etc", dir);
+	assert_int_equal(mkdir(path, 0750), 0);
+}
+
+static void parses_what_it_writes(void **state)
+{
+	char *text, id[65], path[300];
+	size_t len;
+	uint64_t bytes;
+	long files;
+	struct image_mf m;
+	struct verr e;
+
+	(void)state;
+	make_tree();
+	snprintf(path, sizeof(path), "%s/img", dir);
+	assert_int_equal(image_manifest(path, &text, &len, id, &bytes, &files, &e), 0);
+	assert_true(image_id_ok(id));
+	assert_int_equal(image_mf_parse(text, len, &m, &e), 0);
+	assert_int_equal(m.bytes, bytes);
+	assert_int_equal(m.files, files);
+	assert_int_equal(m.n, 8);   /* rootfs, empty, etc, usr, usr/bin, link, same, tool */
+	for (size_t i = 0; i < m.n; i++)
+		if (!strcmp(m.v[i].path, "/rootfs/usr/bin/link")) {
+			assert_int_equal(m.v[i].type, 'l');
+			assert_string_equal(m.v[i].target, "tool");
+		} else if (!strcmp(m.v[i].path, "/rootfs/usr/bin/same")) {
+			assert_int_equal(m.v[i].mode, 0700);
+		}
+	image_mf_free(&m);
+	free(text);
+}
+
+static void refuses(const char *text, const char *want)
+{
+	struct image_mf m;
+	struct verr e = { "" };
+
+	if (image_mf_parse(text, strlen(text), &m, &e) == 0) {
+		image_mf_free(&m);
+		fail_msg("accepted: %s", text);
+	}
+	if (!strstr(e.msg, want))
+		fail_msg("for %s: '%s' lacks '%s'", text, e.msg, want);
+}
+
+#define H "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+static void names_what_is_wrong(void **state)
+{
+	(void)state;
+	refuses("d 0755 - - /a", "does not end with a newline");
+	refuses("x 0755 - - /a\n", "type 'x'");
+	refuses("d 755 - - /a\n", "expected 'TYPE MODE SIZE HASH PATH'");
+	refuses("d 0789 - - /a\n", "not 4 octal digits");
+	refuses("d 0755 - - a\n", "not a plain path");
+	refuses("d 0755 - - /a/../b\n", "not a plain path");
+	refuses("d 0755 - - /a//b\n", "not a plain path");
+	refuses("d 0755 - - /a/.\n", "not a plain path");
+	refuses("d 0755 - - /a/\n", "not a plain path");
+	refuses("d 0755 3 - /a\n", "a folder has no size");
+	refuses("f 0644 x " H " /a\n", "is not a number");
+	refuses("f 0644 -1 " H " /a\n", "is not a number");
+	refuses("f 0644 2000000000000 " H " /a\n", "up to 2^40");
+	refuses("f 0644 0 E3B0 /a\n", "not a sha256");
+	refuses("f 4755 0 " H " /a\n", "setuid or setgid");
+	refuses("l 0644 - x /a\n", "a symlink is");
+	refuses("f 0644 0 " H " /a/b\n", "not inside a folder listed before it");
+	refuses("f 0644 0 " H " /a\nf 0644 0 " H " /a/b\n", "not inside a folder");
+	refuses("d 0755 - - /a\nd 0755 - - /a\n", "listed twice");
+	refuses("d 0755 - - /a/b\nd 0755 - - /a\n", "not inside a folder listed before it");
+	refuses("d 0755 - - /a extra\n", "expected 'TYPE MODE SIZE HASH PATH'");
+	{
+		struct image_mf m;
+		struct verr e;
+
+		const char *ok = "d 0755 - - /a\nf 0644 0 " H " /a/b\nl 0777 - ../x /a/c\n";
+
+		assert_int_equal(image_mf_parse(ok, strlen(ok), &m, &e), 0);
+		assert_int_equal(m.n, 3);
+		image_mf_free(&m);
+		assert_int_equal(image_mf_parse("", 0, &m, &e), 0);
+		assert_int_equal(m.n, 0);
+		image_mf_free(&m);
+	}
+}
+
+/* ---------------------------------------------------------------- pulls */
+
+/* A store in a folder: objects by name, served a few bytes at a time so
+ * that parts and offsets are exercised. */
+static char store[300];
+
+static int fetch(void *arg, const char *const *objs, int n, uint64_t offset, struct image_chunk **out, int *nout,
+		 struct verr *err)
+{
+	struct image_chunk *c = calloc((size_t)n, sizeof(*c));
+	size_t room = 7;
+	int k = 0;
+
+	(void)arg;
+	for (int i = 0; i < n && room; i++, offset = 0) {
+		char path[400], *buf;
+		size_t len;
+
+		snprintf(path, sizeof(path), "%s/%s", store, objs[i]);
+		if (read_file(path, &buf, &len, 1 << 20, err) < 0) {
+			image_chunks_free(c, k);
+			return -1;
+		}
+		snprintf(c[k].object, sizeof(c[k].object), "%s", objs[i]);
+		c[k].size = len;
+		c[k].offset = offset;
+		c[k].len = len - offset < room ? len - offset : room;
+		c[k].data = malloc(c[k].len + 1);
+		memcpy(c[k].data, buf + offset, c[k].len);
+		free(buf);
+		room -= c[k].len;
+		k++;
+		if (offset + c[k - 1].len < len)
+			break;
+	}
+	*out = c;
+	*nout = k;
+	return 0;
+}
+
+/* The image folder's files into the store, by content. */
+static void fill_store(const char *img, const char *text, size_t len, const char *id)
+{
+	struct image_mf m;
+	struct verr e;
+	char path[400], src[400];
+
+	snprintf(store, sizeof(store), "%s/store", dir);
+	assert_int_equal(mkdir_p(store, 0755, &e), 0);
+	snprintf(path, sizeof(path), "%s/%s", store, id);
+	assert_int_equal(write_file(path, text, len, 0644, &e), 0);
+	assert_int_equal(image_mf_parse(text, len, &m, &e), 0);
+	for (size_t i = 0; i < m.n; i++) {
+		char *buf;
+		size_t bl;
+
+		if (m.v[i].type != 'f')
+			continue;
+		snprintf(src, sizeof(src), "%s%s", img, m.v[i].path);
+		snprintf(path, sizeof(path), "%s/%s", store, m.v[i].sha);
+		assert_int_equal(read_file(src, &buf, &bl, 1 << 20, &e), 0);
+		assert_int_equal(write_file(path, buf, bl, 0644, &e), 0);
+		free(buf);
+	}
+	image_mf_free(&m);
+}
+
+static void pulls(void **state)
+{
+	char img[300], cache[300], *text, id[65], path[400], *again, id2[65];
+	size_t len, l2;
+	struct image_info out;
+	struct image_pull_stats st;
+	struct verr e;
+	struct stat sb;
+	char tool[65];
+
+	(void)state;
+	make_tree();
+	snprintf(img, sizeof(img), "%s/img", dir);
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	assert_int_equal(image_manifest(img, &text, &len, id, NULL, NULL, &e), 0);
+	fill_store(img, text, len, id);
+	put("img/info.json", "{\"name\":\"t\"}", 0644);
+	{
+		struct image_pull_req rq = { .cache = cache, .id = id, .name = "t", .fetch = fetch };
+
+		assert_int_equal(image_pull(&rq, &st, &out, &e), 0);
+	}
+	assert_string_equal(out.format, "tree");
+	assert_int_equal(st.objects, 1);        /* tool and same are one content; empty needs none */
+	/* the pulled tree names the same id, modes and links included */
+	snprintf(path, sizeof(path), "%s/%s", cache, id);
+	assert_int_equal(image_manifest(path, &again, &l2, id2, NULL, NULL, &e), 0);
+	assert_string_equal(id2, id);
+	free(again);
+	snprintf(path, sizeof(path), "%s/%s/rootfs/usr/bin/same", cache, id);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0700);
+
+	/* a changed file in the store: refused, nothing under the id */
+	assert_int_equal(image_cache_remove(cache, id, &e), 0);
+	{
+		unsigned char d[32];
+		const char *c = "#!/bin/sh\necho tool\n";
+
+		crypto_hash_sha256(d, (const unsigned char *)c, strlen(c));
+		hex_encode(d, 32, tool);
+	}
+	snprintf(path, sizeof(path), "%s/%s", store, tool);
+	assert_int_equal(write_file(path, "#!/bin/sh\necho TOOL\n", 20, 0644, &e), 0);
+	{
+		struct image_pull_req rq = { .cache = cache, .id = id, .name = "t", .fetch = fetch };
+
+		assert_int_equal(image_pull(&rq, &st, &out, &e), -1);
+		assert_non_null(strstr(e.msg, "the store's copy was changed or damaged; refused"));
+		assert_non_null(strstr(e.msg, "/rootfs/usr/bin/"));
+	}
+	snprintf(path, sizeof(path), "%s/%s", cache, id);
+	assert_int_not_equal(access(path, F_OK), 0);
+	/* truncated */
+	snprintf(path, sizeof(path), "%s/%s", store, tool);
+	assert_int_equal(write_file(path, "#!/bin", 6, 0644, &e), 0);
+	{
+		struct image_pull_req rq = { .cache = cache, .id = id, .name = "t", .fetch = fetch };
+
+		assert_int_equal(image_pull(&rq, &st, &out, &e), -1);
+		assert_non_null(strstr(e.msg, "the store holds 6 bytes of it where the manifest says 20"));
+	}
+	/* a manifest that does not hash to the id */
+	snprintf(path, sizeof(path), "%s/%s", store, id);
+	assert_int_equal(write_file(path, "d 0755 - - /rootfs\n", 19, 0644, &e), 0);
+	{
+		struct image_pull_req rq = { .cache = cache, .id = id, .name = "t", .fetch = fetch };
+
+		assert_int_equal(image_pull(&rq, &st, &out, &e), -1);
+		assert_non_null(strstr(e.msg, "not to the image's id"));
+	}
+	snprintf(path, sizeof(path), "%s/%s", cache, id);
+	assert_int_not_equal(access(path, F_OK), 0);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(parses_what_it_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(names_what_is_wrong, setup, teardown),
+		cmocka_unit_test_setup_teardown(pulls, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,219 @@
+/* The cluster's image store: uploads become objects only when their bytes
+ * hash to their names, a name is given only to a whole image, names keep
+ * their history, and a collection removes exactly what no name, no held
+ * id and no push under way needs. */
+#include "lib/bytes.h"
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include <setjmp.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "scheduler/imgstore.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/vhpc-imgstore-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct verr err;
+
+	(void)state;
+	return rm_rf(dir, &err);
+}
+
+static void sha(const void *data, size_t len, char hex[65])
+{
+	unsigned char d[32];
+
+	crypto_hash_sha256(d, data, len);
+	hex_encode(d, 32, hex);
+}
+
+/* An object put whole, in two parts (once: the store has it after). */
+static void put(struct imgstore *s, const char *data)
+{
+	char h[65];
+	uint64_t next;
+	struct verr e;
+	size_t len = strlen(data), half = len / 2;
+
+	sha(data, len, h);
+	assert_int_equal(imgstore_put(s, h, len, 0, (const uint8_t *)data, half, &next, &e), 0);
+	if (next == len)
+		return;
+	assert_int_equal(next, half);
+	assert_int_equal(imgstore_put(s, h, len, half, (const uint8_t *)data + half, len - half, &next, &e), 0);
+	assert_int_equal(next, len);
+}
+
+/* A manifest of two files with the given contents; its id out. */
+static void image(struct imgstore *s, const char *a, const char *b, char id[65])
+{
+	char ha[65], hb[65], mf[600];
+
+	sha(a, strlen(a), ha);
+	sha(b, strlen(b), hb);
+	snprintf(mf, sizeof(mf), "d 0755 - - /rootfs\nf 0644 %zu %s /rootfs/a\nf 0644 %zu %s /rootfs/b\n",
+		 strlen(a), ha, strlen(b), hb);
+	put(s, a);
+	put(s, b);
+	put(s, mf);
+	sha(mf, strlen(mf), id);
+}
+
+static void uploads_are_checked(void **state)
+{
+	struct imgstore *s;
+	struct verr e;
+	char h[65], other[65];
+	uint64_t next;
+	uint8_t buf[16];
+	size_t len;
+	uint64_t size;
+
+	(void)state;
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	sha("hello", 5, h);
+	sha("world", 5, other);
+	/* bytes that hash to something else are refused, and dropped */
+	assert_int_equal(imgstore_put(s, other, 5, 0, (const uint8_t *)"hello", 5, &next, &e), -1);
+	assert_non_null(strstr(e.msg, "hash to"));
+	assert_int_equal(imgstore_read(s, other, 0, buf, sizeof(buf), &len, &size, &e), -1);
+	assert_non_null(strstr(e.msg, "not in the image store"));
+	/* a part at the wrong offset writes nothing and says where to go on */
+	assert_int_equal(imgstore_put(s, h, 5, 0, (const uint8_t *)"he", 2, &next, &e), 0);
+	assert_int_equal(imgstore_put(s, h, 5, 4, (const uint8_t *)"o", 1, &next, &e), 0);
+	assert_int_equal(next, 2);
+	assert_int_equal(imgstore_put(s, h, 5, 2, (const uint8_t *)"llo", 3, &next, &e), 0);
+	assert_int_equal(next, 5);
+	assert_int_equal(imgstore_read(s, h, 1, buf, 3, &len, &size, &e), 0);
+	assert_int_equal(len, 3);
+	assert_int_equal(size, 5);
+	assert_memory_equal(buf, "ell", 3);
+	/* past its size: refused */
+	sha("abc", 3, other);
+	assert_int_equal(imgstore_put(s, other, 3, 0, (const uint8_t *)"abcd", 4, &next, &e), -1);
+	imgstore_close(s);
+}
+
+static void tags_and_history(void **state)
+{
+	struct imgstore *s;
+	struct imgstore_ref r;
+	struct verr e;
+	char id1[65], id2[65], half[600], hid[65], ha[65], mf[300], gone[65];
+
+	(void)state;
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	image(s, "one", "two", id1);
+	assert_int_equal(imgstore_tag(s, "app", id1, 0, 100, &r, &e), 0);
+	assert_string_equal(r.format, "tree");
+	assert_int_equal(r.bytes, 6);
+	assert_int_equal(r.files, 2);
+	assert_int_equal(r.nprev, 0);
+	image(s, "one", "three", id2);
+	assert_int_equal(imgstore_tag(s, "app", id2, 0, 200, &r, &e), 0);
+	assert_int_equal(r.nprev, 1);
+	assert_string_equal(r.prev[0], id1);
+	assert_int_equal(imgstore_lookup(s, "app", &r, &e), 0);
+	assert_string_equal(r.id, id2);
+	assert_int_equal(r.pushed, 200);
+	/* a manifest whose file is not in the store gets no name */
+	sha("missing", 7, ha);
+	snprintf(mf, sizeof(mf), "d 0755 - - /rootfs\nf 0644 7 %s /rootfs/m\n", ha);
+	put(s, mf);
+	sha(mf, strlen(mf), hid);
+	assert_int_equal(imgstore_tag(s, "broken", hid, 0, 1, &r, &e), -1);
+	assert_non_null(strstr(e.msg, "/rootfs/m"));
+	assert_int_equal(imgstore_lookup(s, "broken", &r, &e), -1);
+	assert_non_null(strstr(e.msg, "no image named 'broken'"));
+	/* nor one without a rootfs */
+	snprintf(half, sizeof(half), "d 0755 - - /etc\n");
+	put(s, half);
+	sha(half, strlen(half), hid);
+	assert_int_equal(imgstore_tag(s, "norootfs", hid, 0, 1, &r, &e), -1);
+	assert_non_null(strstr(e.msg, "holds no rootfs"));
+	assert_int_equal(imgstore_untag(s, "app", gone, &e), 0);
+	assert_string_equal(gone, id2);
+	assert_int_equal(imgstore_untag(s, "app", gone, &e), -1);
+	imgstore_close(s);
+}
+
+static bool present(struct imgstore *s, const char *data)
+{
+	char h[65];
+	uint8_t b[8];
+	size_t len;
+	uint64_t size;
+	struct verr e;
+
+	sha(data, strlen(data), h);
+	return imgstore_read(s, h, 0, b, sizeof(b), &len, &size, &e) == 0;
+}
+
+static void collection(void **state)
+{
+	struct imgstore *s;
+	struct imgstore_ref r;
+	struct verr e;
+	char id1[65], id2[65], id3[65], old[65];
+	const char *held[1];
+	const char *names[1];
+	bool missing[1];
+	long removed;
+	uint64_t freed;
+
+	(void)state;
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	image(s, "shared", "only-v1", id1);
+	image(s, "shared", "only-v2", id2);
+	assert_int_equal(imgstore_tag(s, "v1", id1, 0, 1, &r, &e), 0);
+	assert_int_equal(imgstore_tag(s, "v2", id2, 0, 1, &r, &e), 0);
+	/* a push under way: named by image_have, not tagged yet */
+	image(s, "pending-a", "pending-b", id3);
+	names[0] = id3;
+	assert_int_equal(imgstore_missing(s, names, 1, missing, &e), 0);
+	assert_false(missing[0]);
+	/* v2 removed but held by a job: nothing goes */
+	assert_int_equal(imgstore_untag(s, "v2", old, &e), 0);
+	held[0] = id2;
+	assert_int_equal(imgstore_gc(s, held, 1, &removed, &freed, &e), 0);
+	assert_true(present(s, "only-v2"));
+	/* once no job holds it: its own objects go, the shared one stays */
+	assert_int_equal(imgstore_gc(s, NULL, 0, &removed, &freed, &e), 0);
+	assert_false(present(s, "only-v2"));
+	assert_false(imgstore_has_image(s, id2));
+	assert_true(present(s, "shared"));
+	assert_true(present(s, "only-v1"));
+	assert_true(imgstore_has_image(s, id1));
+	/* the manifest of the push under way stays; its files were never named */
+	assert_true(imgstore_has_image(s, id3));
+	assert_false(present(s, "pending-a"));
+	imgstore_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(uploads_are_checked, setup, teardown),
+		cmocka_unit_test_setup_teardown(tags_and_history, setup, teardown),
+		cmocka_unit_test_setup_teardown(collection, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
