@@ -605,9 +605,10 @@ static void fp_stat(crypto_hash_sha256_state *h, const char *path)
 	crypto_hash_sha256_update(h, (const unsigned char *)line, strlen(line));
 }
 
-/* What every image holds whatever its spec (stage()'s folders): a change
- * there must rebuild images made before it.  3: /scratch, mode 1777. */
-#define IMAGE_LAYOUT "layout 3"
+/* What every image holds whatever its spec (stage()'s folders, the kvm
+ * initramfs's own modules): a change there must rebuild images made before
+ * it.  3: /scratch, mode 1777; 4: squashfs and erofs in the initramfs. */
+#define IMAGE_LAYOUT "layout 4"
 
 /* What the build reads, cheaply: the spec, the package database (any
  * install or upgrade changes it), and every named file and program.  Equal

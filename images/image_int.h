@@ -46,7 +46,8 @@ int image_fingerprint(const char *yaml_path, const struct image_spec *s, const c
 /* Making an image in the local store, for a build and an import alike:
  * begin locks the store and makes an empty <store>/.build-* folder (its
  * lock fd returned); the caller fills <stage>/rootfs; finish adds the kvm
- * parts (IMAGE_KVM, from the spec) and the compact file system (flags);
+ * parts (IMAGE_KVM: from the spec, or an import's from base) and the
+ * compact file system (flags);
  * commit names it (manifest, info.json, the ref of meta->name) and loads
  * it into out; abort removes what is left and unlocks. */
 struct image_meta {
@@ -56,7 +57,8 @@ struct image_meta {
 	const char *source;            /* what it was made from */
 };
 int image_stage_begin(char *stage, size_t len, struct verr *err);
-int image_stage_finish(const char *stage, unsigned flags, const struct image_spec *s, struct verr *err);
+int image_stage_finish(const char *stage, unsigned flags, const struct image_spec *s, const struct image_info *base,
+		       struct verr *err);
 int image_stage_commit(const char *stage, const struct image_meta *meta, struct image_info *out,
 		       struct verr *err);
 void image_stage_abort(const char *stage, int lock);
@@ -69,10 +71,21 @@ int image_manifest(const char *root, char **text, size_t *len, char id[65],
 		   uint64_t *bytes, long *files, struct verr *err);
 /* Makes <stage>/kvm/ (kernel, vmlinux, initramfs, and for a tree the
  * rootfs.ext4) from the spec and <stage>/rootfs; rootfs_id seeds the ext4
- * uuid.  A compact format (flags) gets its file system's module in the
- * initramfs instead of an ext4 root disk. */
+ * uuid.  The initramfs has the squashfs and erofs modules besides the
+ * spec's, for compact root disks. */
 int image_kvm_stage(const struct image_spec *s, const char *stage, const char *rootfs_id,
 		    unsigned flags, struct verr *err);
+/* vhpc's part of an imported rootfs (oci_vhpc.c): its guest programs with
+ * their own libraries and loader, the vmshm BTL, links for an Open MPI
+ * outside Debian's layout; refused when the image's Open MPI is missing,
+ * of another version than the BTL's, or cannot load it.  path_env: the
+ * image's PATH (NULL: the usual one). */
+int image_oci_add_vhpc(const char *root, const char *path_env, struct verr *err);
+/* An imported image's kvm parts: the kernel and initramfs of base, a root
+ * disk made from <stage>/rootfs (ext4 for a tree; a compact format's file
+ * is its own). */
+int image_kvm_from_base(const struct image_info *base, const char *stage, const char *rootfs_id, unsigned flags,
+			struct verr *err);
 /* The rootfs tree as one squashfs or erofs file (flags say which);
  * rootfs_id seeds its uuid. */
 int image_compact_make(unsigned flags, const char *rootfs, const char *out, const char *rootfs_id,

@@ -70,6 +70,18 @@ const char *image_store_dir(char *buf, size_t len);
 /* Whether s is an image id (64 lowercase hex digits). */
 bool image_id_ok(const char *s);
 
+/* An OCI image as a node image (`vhpc image import`): its rootfs (skopeo
+ * and umoci), vhpc's guest programs and the vmshm BTL, checked against the
+ * image's Open MPI (refused, saying why, when it cannot load the BTL), and
+ * with a base, the base's kvm kernel and initramfs and a root disk. */
+struct image_import {
+	const char *source;     /* oci:DIR[:TAG] or docker-archive:FILE */
+	const char *name;       /* NULL: the tag, else the file or folder name */
+	const char *base;       /* the node image whose kvm parts it gets; NULL: none */
+	unsigned flags;         /* IMAGE_SQUASHFS, IMAGE_EROFS */
+};
+int image_import(const struct image_import *im, struct image_info *out, struct verr *err);
+
 /* ------------------------------------------------------------ manifests */
 
 /*

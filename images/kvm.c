@@ -7,7 +7,9 @@
  *   kvm/initramfs.img   busybox, the init of guest/initramfs/, and the
  *                       kernel modules the spec names with every module
  *                       they depend on, in load order
- *   kvm/rootfs.ext4     the rootfs, made by mke2fs -d (no loop mounts)
+ *   kvm/rootfs.ext4     the rootfs, made by mke2fs -d (no loop mounts); a
+ *                       compact image's root disk is its rootfs.squashfs
+ *                       or rootfs.erofs instead (compact.c)
  *   kvm/kernel.version  the kernel's release string
  *
  * Everything is made reproducible (fixed times, uuid and hash seed derived
@@ -256,8 +258,13 @@ static int fix_times(const char *root, struct verr *err)
 	return run_ok(argv, 120000, err);
 }
 
+/* Loaded when the kernel has them as modules: the file systems a compact
+ * root disk may hold, whatever format the image itself has (an imported
+ * image's kvm parts come from another image). */
+static const char *const root_modules[] = { "squashfs", "erofs", NULL };
+
 static int make_initramfs(const struct image_spec *s, const char *tree, const char *rel,
-			  const char *root_module, const char *out, const char *work, struct verr *err)
+			  const char *out, const char *work, struct verr *err)
 {
 	char path[PATH_MAX + 256], src[PATH_MAX + 256], *order_txt = NULL;
 	struct moddep m;
@@ -281,16 +288,15 @@ static int make_initramfs(const struct image_spec *s, const char *tree, const ch
 		verr_set(err, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; i <= s->kvm.modules.n; i++) {
-		const char *name = i < s->kvm.modules.n ? s->kvm.modules.v[i] : root_module;
-		char *want;
-		long k;
+	for (size_t i = 0; i < s->kvm.modules.n + sizeof(root_modules) / sizeof(*root_modules) - 1; i++) {
+		bool optional = i >= s->kvm.modules.n;
+		const char *name = optional ? root_modules[i - s->kvm.modules.n] : s->kvm.modules.v[i];
+		char *want = short_name(name);
+		long k = want ? mod_by(&m, want, false) : -1;
 
-		if (!name)
-			continue;
-		want = short_name(name);
-		k = want ? mod_by(&m, want, false) : -1;
 		free(want);
+		if (k < 0 && optional)
+			continue;
 		if (k < 0) {
 			verr_set(err, "kernel %s has no module '%s' (is it built in, or misspelt?)", rel, name);
 			goto out;
@@ -444,11 +450,11 @@ static int clear_ctimes(const char *rootfs, const char *image, struct verr *err)
 	return run_ok(sh, 600000, err) < 0 ? verr_wrap(err, "clearing change times in %s", image) : 0;
 }
 
-static int make_ext4(const struct image_spec *s, const char *rootfs, const char *out,
-		     const char *manifest_id, struct verr *err)
+/* bytes: the disk's size; 0: the content and room for metadata. */
+static int make_ext4(uint64_t bytes, const char *rootfs, const char *out, const char *manifest_id,
+		     struct verr *err)
 {
 	char size[32], uuid[40], opts[128];
-	uint64_t bytes = s->kvm.rootfs_size;
 	const char *argv[] = {
 		"mke2fs", "-q", "-F", "-t", "ext4", "-d", rootfs, "-L", "vhpc-root", "-m", "0",
 		"-U", uuid, "-E", opts, "-O", "^has_journal", out, size, NULL
@@ -526,17 +532,8 @@ int image_kvm_stage(const struct image_spec *s, const char *stage, const char *r
 	}
 	snprintf(path, sizeof(path), "%s/initramfs.img", kdir);
 	snprintf(work, sizeof(work), "%s/.initramfs", stage);
-	/* A compact root disk is mounted by the initramfs: its module goes
-	 * in (once: a spec may name it already). */
-	{
-		const char *fs = image_format_flag(image_format_name(flags)) ? image_format_name(flags) : NULL;
-
-		for (size_t i = 0; fs && i < s->kvm.modules.n; i++)
-			if (!strcmp(s->kvm.modules.v[i], fs))
-				fs = NULL;
-		if (make_initramfs(s, tree, rel, fs, path, work, err) < 0)
-			return -1;
-	}
+	if (make_initramfs(s, tree, rel, path, work, err) < 0)
+		return -1;
 	if (rm_rf(work, err) < 0)
 		return -1;
 	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", stage);
@@ -545,7 +542,36 @@ int image_kvm_stage(const struct image_spec *s, const char *stage, const char *r
 	if (flags & (IMAGE_SQUASHFS | IMAGE_EROFS))
 		return fix_times(kdir, err);
 	snprintf(path, sizeof(path), "%s/rootfs.ext4", kdir);
-	if (make_ext4(s, rootfs, path, rootfs_id, err) < 0)
+	if (make_ext4(s->kvm.rootfs_size, rootfs, path, rootfs_id, err) < 0)
 		return -1;
+	return fix_times(kdir, err);
+}
+
+int image_kvm_from_base(const struct image_info *base, const char *stage, const char *rootfs_id, unsigned flags,
+			struct verr *err)
+{
+	char kdir[PATH_MAX + 8], path[PATH_MAX + 64], src[PATH_MAX + 64];
+	static const char *const parts[] = { "vmlinuz", "vmlinux", "initramfs.img", "kernel.version", NULL };
+
+	if (!base->kvm)
+		return verr_set(err, "image %s (%.12s) has no kvm parts to give: build it with its kvm: section", base->name,
+				base->id);
+	snprintf(kdir, sizeof(kdir), "%s/kvm", stage);
+	if (mkdir_p(kdir, 0755, err) < 0)
+		return -1;
+	for (int i = 0; parts[i]; i++) {
+		snprintf(src, sizeof(src), "%s/kvm/%s", base->dir, parts[i]);
+		snprintf(path, sizeof(path), "%s/%s", kdir, parts[i]);
+		if (copy_into(src, path, 0644, err) < 0)
+			return -1;
+	}
+	snprintf(src, sizeof(src), "%s/rootfs", stage);
+	if (fix_times(src, err) < 0)
+		return -1;
+	if (!(flags & (IMAGE_SQUASHFS | IMAGE_EROFS))) {
+		snprintf(path, sizeof(path), "%s/rootfs.ext4", kdir);
+		if (make_ext4(0, src, path, rootfs_id, err) < 0)
+			return -1;
+	}
 	return fix_times(kdir, err);
 }

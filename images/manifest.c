@@ -1,5 +1,6 @@
 /* The manifest that names an image: one line per entry, sorted by path,
  *   d MODE - - PATH | f MODE SIZE SHA256 PATH | l MODE - TARGET PATH
+ * (PATH is the rest of the line, so it may hold spaces; a TARGET may not)
  * and the image id is the sha256 of that text.  Times and owners are left
  * out on purpose: they differ between builds of the same content. */
 #include "lib/bytes.h"
@@ -98,8 +99,9 @@ static int walk(struct mf *m, int dirfd, const char *rel, int depth, struct verr
 		if (depth == 0 && (!strcmp(name, "manifest") || !strcmp(name, "info.json") || name[0] == '.'))
 			goto next;
 		snprintf(path, sizeof(path), "%s/%s", rel, name);
-		if (strchr(name, '\n') || strchr(name, ' ')) {
-			r = verr_set(err, "%s: names with spaces or newlines are not allowed in images", path);
+		/* The path is a line's last field: it may hold spaces, not newlines. */
+		if (strchr(name, '\n')) {
+			r = verr_set(err, "%s: names with newlines are not allowed in images", path);
 			goto next;
 		}
 		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -233,8 +235,9 @@ static int split5(char *line, char *f[5])
 		f[i] = line;
 		line = sp + 1;
 	}
+	/* The path is the rest of the line, spaces and all. */
 	f[4] = line;
-	return strchr(line, ' ') ? -1 : 0;
+	return 0;
 }
 
 static int by_path(const void *a, const void *b)

@@ -236,7 +236,8 @@ static int stage_compact(const char *stage, unsigned flags, const char *rid, str
 	return rm_rf(root, err);
 }
 
-int image_stage_finish(const char *stage, unsigned flags, const struct image_spec *s, struct verr *err)
+int image_stage_finish(const char *stage, unsigned flags, const struct image_spec *s, const struct image_info *base,
+		       struct verr *err)
 {
 	char root[PATH_MAX + 80], rid[65], *text = NULL;
 	size_t len;
@@ -249,7 +250,8 @@ int image_stage_finish(const char *stage, unsigned flags, const struct image_spe
 	if (image_manifest(root, &text, &len, rid, NULL, NULL, err) < 0)
 		return -1;
 	free(text);
-	if ((flags & IMAGE_KVM) && image_kvm_stage(s, stage, rid, flags, err) < 0)
+	if ((flags & IMAGE_KVM) && (base ? image_kvm_from_base(base, stage, rid, flags, err)
+					   : image_kvm_stage(s, stage, rid, flags, err)) < 0)
 		return -1;
 	return stage_compact(stage, flags, rid, err);
 }
@@ -391,7 +393,7 @@ int image_build(const char *yaml_path, unsigned flags, struct image_info *out,
 	log_info("building image '%s' from %s (%s)", s.name, yaml_path, image_format_name(flags));
 	snprintf(root, sizeof(root), "%s/rootfs", stage);
 	if (mkdir_p(root, 0755, err) < 0 || image_stage_rootfs(&s, root, err) < 0 ||
-	    image_stage_finish(stage, flags, &s, err) < 0)
+	    image_stage_finish(stage, flags, &s, NULL, err) < 0)
 		goto out;
 	{
 		struct image_meta meta = { .name = s.name, .description = s.description, .flags = flags,

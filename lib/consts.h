@@ -18,6 +18,10 @@
 /* Where images keep vhpc's programs (mpirun's --prefix-free launch relies
  * on it), and where a guest finds the job's vmshm region. */
 #define VHPC_GUEST_BIN        "/usr/local/bin"
+/* Where Open MPI's components are in a guest (Debian's layout; an imported
+ * image with another layout gets a link there), and the vmshm BTL. */
+#define VHPC_GUEST_OMPI_COMPONENTS "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+#define VHPC_GUEST_VMSHM_DIR  "/usr/local/lib/vhpc/openmpi"
 #define VHPC_VMSHM_GUEST_PATH "/run/vhpc-vmshm"
 
 #endif

@@ -22,6 +22,50 @@ static void print_image(const struct image_info *img)
 	       img->kvm ? img->kernel_release : "");
 }
 
+/* vhpc image import SOURCE [--name NAME] [--base IMAGE | --no-kvm] [--format F] */
+static int import(int argc, char **argv)
+{
+	struct image_import im = { 0 };
+	struct image_info img, base;
+	bool nokvm = false;
+	struct verr err;
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--name") && i + 1 < argc)
+			im.name = argv[++i];
+		else if (!strcmp(argv[i], "--base") && i + 1 < argc)
+			im.base = argv[++i];
+		else if (!strcmp(argv[i], "--no-kvm"))
+			nokvm = true;
+		else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
+			im.flags = image_format_flag(argv[++i]);
+			if (!im.flags && strcmp(argv[i], "tree"))
+				return usage_error("image import", "--format '%s': expected tree, squashfs or erofs", argv[i]);
+		} else if (argv[i][0] == '-')
+			return usage_error("image import", "unknown option or missing value: '%s'", argv[i]);
+		else if (im.source)
+			return usage_error("image import", "one image at a time ('%s' and '%s')", im.source, argv[i]);
+		else
+			im.source = argv[i];
+	}
+	if (!im.source)
+		return usage_error("image import", "which image? oci:DIR[:TAG] or docker-archive:FILE.tar");
+	if (nokvm && im.base)
+		return usage_error("image import", "--base gives kvm parts; --no-kvm leaves them out: not both");
+	/* kvm guests boot the default image's kernel unless told otherwise. */
+	if (!nokvm && !im.base && image_lookup("default", &base, &err) == 0 && base.kvm)
+		im.base = "default";
+	else if (!nokvm && !im.base)
+		fprintf(stderr, "vhpc image import: no kvm parts (no --base, and no local image 'default' with them): "
+			"the image runs in container guests only\n");
+	if (image_import(&im, &img, &err) < 0) {
+		fprintf(stderr, "vhpc image import: %s\n", err.msg);
+		return 1;
+	}
+	print_image(&img);
+	return 0;
+}
+
 int cmd_image(int argc, char **argv)
 {
 	struct image_info img;
@@ -29,6 +73,8 @@ int cmd_image(int argc, char **argv)
 
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: vhpc image build FILE [--force] [--format tree|squashfs|erofs] [--no-kvm]\n"
+		       "       vhpc image import oci:DIR[:TAG] | docker-archive:FILE [--name NAME] [--base IMAGE | --no-kvm]\n"
+		       "                         [--format tree|squashfs|erofs]   an OCI image as a node image\n"
 		       "       vhpc image push NAME [--as NAME]      (root) into the cluster's store\n"
 		       "       vhpc image list [--json] [--local]    the cluster's store and nodes' caches; --local: this machine's\n"
 		       "       vhpc image rm NAME                    (root) from the cluster's store\n"
@@ -79,6 +125,8 @@ int cmd_image(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "push") || !strcmp(argv[1], "rm"))
 		return cmd_image_store(argc, argv);
+	if (!strcmp(argv[1], "import"))
+		return import(argc, argv);
 	if (!strcmp(argv[1], "list")) {
 		bool json = false, local = false;
 		struct image_info *v;
@@ -158,5 +206,5 @@ int cmd_image(int argc, char **argv)
 		printf("image %s (%.12s): content matches its id\n", img.name, img.id);
 		return 0;
 	}
-	return usage_error("image", "unknown subcommand '%s' (build, push, list, rm, verify, fetch-kernel)", argv[1]);
+	return usage_error("image", "unknown subcommand '%s' (build, import, push, list, rm, verify, fetch-kernel)", argv[1]);
 }

@@ -6,6 +6,7 @@
  * them again.
  */
 #include "lib/clock.h"
+#include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/inet.h"
 #include "lib/jobspec.h"
@@ -22,7 +23,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
 #define FANOUT_THREADS 32
 
 struct call {
@@ -229,7 +229,7 @@ static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
 	lp.vmshm = job_vmshm(j);
-	lp.vmshm_component_dir = VMSHM_COMPONENT_DIR;
+	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = j->paths.wdir;
 	lp.home = j->paths.home;
 	/* launch_mpirun_argv reads ranks from the spec */

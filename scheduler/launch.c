@@ -102,7 +102,7 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 	if (p->vmshm && p->vmshm_component_dir) {
 		push(&a, "--mca");
 		push(&a, "mca_base_component_path");
-		push(&a, "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s", p->vmshm_component_dir);
+		push(&a, VHPC_GUEST_OMPI_COMPONENTS ":%s", p->vmshm_component_dir);
 	}
 	push(&a, "--mca");
 	push(&a, "btl_tcp_if_include");

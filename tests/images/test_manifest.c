@@ -132,15 +132,16 @@ static void names_what_is_wrong(void **state)
 	refuses("f 0644 0 " H " /a\nf 0644 0 " H " /a/b\n", "not inside a folder");
 	refuses("d 0755 - - /a\nd 0755 - - /a\n", "listed twice");
 	refuses("d 0755 - - /a/b\nd 0755 - - /a\n", "not inside a folder listed before it");
-	refuses("d 0755 - - /a extra\n", "expected 'TYPE MODE SIZE HASH PATH'");
+	refuses("l 0777 - a b /c\n", "not a plain path");
 	{
 		struct image_mf m;
 		struct verr e;
 
-		const char *ok = "d 0755 - - /a\nf 0644 0 " H " /a/b\nl 0777 - ../x /a/c\n";
+		const char *ok = "d 0755 - - /a\nf 0644 0 " H " /a/b c\nl 0777 - ../x /a/c\n";
 
 		assert_int_equal(image_mf_parse(ok, strlen(ok), &m, &e), 0);
 		assert_int_equal(m.n, 3);
+		assert_string_equal(m.v[1].path, "/a/b c");
 		image_mf_free(&m);
 		assert_int_equal(image_mf_parse("", 0, &m, &e), 0);
 		assert_int_equal(m.n, 0);
