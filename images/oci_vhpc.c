@@ -10,9 +10,10 @@
  * host's.  The BTL cannot do that (it is loaded into the image's Open MPI
  * processes), which is what the check is for.
  *
- * The image's programs run in a sandbox: as nobody, in user, mount, pid,
- * network, IPC and UTS namespaces of their own, chrooted into the rootfs
- * (util-linux's setpriv and unshare).
+ * The image's programs run in a sandbox: chrooted into the rootfs, as
+ * nobody without capabilities or a way to gain any (no new privileges; the
+ * import took every setuid bit away first), in mount, pid, network, IPC
+ * and UTS namespaces of their own (util-linux's setpriv and unshare).
  */
 #include "lib/consts.h"
 #include "lib/err.h"
@@ -55,9 +56,10 @@ static int in_image(const char *root, const char *const *env, const char *const 
 	argv[n++] = "-i";
 	for (int i = 0; env && env[i] && n < 30; i++)
 		argv[n++] = env[i];
-	for (const char *const *a = (const char *const[]){ "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-			"unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", "--net", "--ipc", "--uts",
-			"--mount-proc", NULL }; *a; a++)
+	/* chroot as root (the rootfs may be below folders only root may
+	 * pass), then nobody with no capability and no way to gain one. */
+	for (const char *const *a = (const char *const[]){ "setpriv", "--no-new-privs", "unshare", "--mount", "--pid",
+			"--fork", "--net", "--ipc", "--uts", "--mount-proc", "--setgid=65534", "--setuid=65534", NULL }; *a; a++)
 		argv[n++] = *a;
 	argv[n++] = rootopt;
 	for (int i = 0; cmd[i] && n < 63; i++)

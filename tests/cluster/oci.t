@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# timeout: 300
+# An imported OCI image on a 2-node cluster: made here with umoci from this
+# host's Open MPI and an MPI program of the test's, imported (vhpc image
+# import), pushed, and run as a 2-node job whose ranks run the program
+# that lives in the image; its squashfs import likewise, each node
+# mounting it once for all of its jobs; nothing is left.
+. "$(dirname "$0")/../lib.sh"
+need_root
+for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na vhpc-sysexec; do
+	[ -x "$BIN/$p" ] || skip_all "$p is not built"
+done
+command -v munged >/dev/null || skip_all "munged is not installed"
+for t in skopeo umoci mpicc mksquashfs; do
+	command -v $t >/dev/null || skip_all "$t is not installed (make installs it)"
+done
+CL=vco$$
+CL_NO_PUSH=1
+. "$(dirname "$0")/cluster-lib.sh"
+T=$CL_DIR
+# Imports of the test's own, away from the shared build state.
+export VHPC_STATE_DIR=$T/state
+. "$VHPC_TOP/tests/images/oci-lib.sh"
+
+root=$(oci_hello_rootfs) || { fail "a rootfs of Open MPI and hello"; done_testing; exit 1; }
+check "an OCI layout of it (umoci)" oci_layout "$T/oci" hello "$root" /usr/local/bin:/usr/bin:/bin
+"$BIN/vhpc" image import "oci:$T/oci:hello" --no-kvm >"$T/imp" 2>&1
+check_eq "it imports" 0 "$?"
+"$BIN/vhpc" image import "oci:$T/oci:hello" --name hellosq --format squashfs --no-kvm >"$T/imp2" 2>&1
+check_eq "and as squashfs" 0 "$?"
+
+cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
+before=$(cl_leftovers)
+for i in 1 2; do cl_node_up $i || fail "node $i starts"; done
+check "two nodes register" cl_wait_nodes_up 2
+for n in hello hellosq; do
+	vc image push "$n" >"$T/push-$n" 2>&1
+	check_eq "root pushes $n" 0 "$?"
+done
+
+run() { timeout 120 nsenter --net=/run/netns/$CL_HUB -- "$BIN/vhpc" run "$@"; }
+run --image hello -N 2 -n 2 --vcpus 1 --chdir /tmp -- /opt/app/hello >"$T/out" 2>"$T/err"
+check_eq "a 2-node job of the imported image runs its MPI program" 0 "$?"
+[ -s "$T/out" ] || diag "$(tail -5 "$T/err")"
+check_eq "its ranks ran on both nodes' guests" "hello from rank 0 of 2 on g0 hello from rank 1 of 2 on g1" \
+	"$(sort "$T/out" | tr '\n' ' ' | sed 's/ $//')"
+job=$(vc queue --all --json | tr -d ' \n')
+check_match "... which were on two nodes" '"alloc":\[\{"guest":0,"node":"n[12]"\},\{"guest":1,"node":"n[12]"\}\]' "$job"
+check "both nodes pulled it" sh -c "grep -q 'pulled image hello ' '$CL_DIR/n1.log' && grep -q 'pulled image hello ' '$CL_DIR/n2.log'"
+
+SQ=$(sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p' "$VHPC_STATE_DIR/images/refs/hellosq.json")
+for k in 1 2; do
+	run --image hellosq -N 2 -n 2 --vcpus 1 --chdir /tmp -- /opt/app/hello >"$T/sq$k" 2>"$T/sqerr$k"
+	check_eq "job $k of the squashfs image runs on both nodes" 2 "$(grep -c '^hello from rank' "$T/sq$k")"
+	for i in 1 2; do
+		check_eq "... node $i has it mounted once" 1 "$(grep -c " $CL_DIR/cache-n$i/$SQ/.mnt " /proc/self/mountinfo)"
+	done
+done
+diag "2-guest job ready on 2 nodes: tree $(grep -o 'ready in [0-9]* ms' "$CL_DIR/ctld.log" | sed -n 1p), squashfs cold $(grep -o 'ready in [0-9]* ms' "$CL_DIR/ctld.log" | sed -n 2p), warm $(grep -o 'ready in [0-9]* ms' "$CL_DIR/ctld.log" | sed -n 3p)"
+check_match "vhpc image list shows it cached on both nodes" "\"node\":\"n1\".*\"id\":\"$SQ\".*\"node\":\"n2\".*\"id\":\"$SQ\"" \
+	"$(vc image list --json | tr -d ' \n')"
+
+for i in 1 2; do cl_node_kill $i; done
+for i in 1 2; do cl_unmount_cache $i; done
+check_eq "no mount of the squashfs image is left once the nodes' caches are unmounted" 0 \
+	"$(grep -c " $CL_DIR/cache-n" /proc/self/mountinfo)"
+check_eq "nothing else is left" "$before" "$(cl_leftovers)"
+done_testing
