@@ -124,7 +124,7 @@ int gd_listen_parse(const char *spec, struct gd_listen *l, struct verr *err)
 
 /* vhpc.* words the kvm guest's initramfs /init acts on before guestd starts
  * (guest/initramfs/init): known, so not errors, and not guestd's. */
-static const char *const init_keys[] = { "addr", "mtu", "job", "index", "scratch", NULL };
+static const char *const init_keys[] = { "addr", "mtu", "job", "index", "scratch", "rootfs", NULL };
 
 static bool init_key(const char *name, size_t len)
 {

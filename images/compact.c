@@ -14,6 +14,8 @@
 #include "images/images.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -66,29 +68,59 @@ static bool mounted(const char *mnt, const char *dir)
 	return stat(mnt, &a) == 0 && stat(dir, &b) == 0 && a.st_dev != b.st_dev;
 }
 
+/* The image's own lock (a .lock file in its folder): jobs starting at once,
+ * in one process or several, mount it once. */
+static int lock_image(const struct image_info *img, struct verr *err)
+{
+	char path[600];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.lock", img->dir);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return verr_errno(err, "cannot open %s", path);
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return verr_errno(err, "cannot lock %s", path);
+		}
+	return fd;
+}
+
 int image_mount(const struct image_info *img, struct verr *err)
 {
 	char opts[64];
 	const char *argv[] = { "mount", "-t", img->format, "-o", opts, img->blob, img->rootfs, NULL };
+	int lock, rc = 0;
 
 	if (!img->blob[0])
 		return 0;
+	if ((lock = lock_image(img, err)) < 0)
+		return -1;
 	if (mounted(img->rootfs, img->dir))
-		return 0;
-	if (mkdir(img->rootfs, 0755) < 0 && errno != EEXIST)
-		return verr_errno(err, "cannot create %s", img->rootfs);
+		goto out;
+	if (mkdir(img->rootfs, 0755) < 0 && errno != EEXIST) {
+		rc = verr_errno(err, "cannot create %s", img->rootfs);
+		goto out;
+	}
 	/* mount(8) sets the loop device up and frees it at unmount. */
 	snprintf(opts, sizeof(opts), "ro,nodev,nosuid,loop");
 	if (run_capture(argv, NULL, NULL, 1 << 16, 60000, err) != 0)
-		return verr_wrap(err, "image %.12s: mounting its %s file system", img->id, img->format);
-	return 0;
+		rc = verr_wrap(err, "image %.12s: mounting its %s file system", img->id, img->format);
+out:
+	close(lock);
+	return rc;
 }
 
 int image_unmount(const struct image_info *img, struct verr *err)
 {
-	if (!img->blob[0] || !mounted(img->rootfs, img->dir))
+	int lock, rc = 0;
+
+	if (!img->blob[0])
 		return 0;
-	if (umount2(img->rootfs, 0) < 0)
-		return verr_errno(err, "cannot unmount image %.12s at %s", img->id, img->rootfs);
-	return 0;
+	if ((lock = lock_image(img, err)) < 0)
+		return -1;
+	if (mounted(img->rootfs, img->dir) && umount2(img->rootfs, 0) < 0)
+		rc = verr_errno(err, "cannot unmount image %.12s at %s", img->id, img->rootfs);
+	close(lock);
+	return rc;
 }

@@ -236,7 +236,11 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 		return -1;
 	if (s->img)
 		j->img = *s->img;
-	else if (image_ensure(s->image, s->drv->image_flags, &j->img, err) < 0 || image_mount(&j->img, err) < 0)
+	else if (image_ensure(s->image, s->drv->image_flags, &j->img, err) < 0)
+		return -1;
+	/* A compact rootfs is mounted once on this machine for every job that
+	 * runs it; a kvm guest boots the file itself. */
+	if (!(s->drv->image_flags & IMAGE_KVM) && image_mount(&j->img, err) < 0)
 		return -1;
 	log_info("job %s: image %s (%.12s)", j->jd.job, j->img.name, j->img.id);
 	if ((s->drv->image_flags & IMAGE_KVM) && !j->img.kvm)

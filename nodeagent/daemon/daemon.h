@@ -177,7 +177,7 @@ struct json_object *vd_sim_handle(const struct vmsg *m);
  * pull left. */
 int vd_image_init(struct verr *err);
 /* The job's image, by its id, from the cache; pulled from vhpc-ctld first
- * when missing (checked, room made), mounted when compact. */
+ * when missing (checked, room made). */
 int vd_image_get(const struct vjob *j, struct image_info *out, struct verr *err);
 /* The cache for register and heartbeat: [{id, name, bytes, used, in_use}]. */
 struct json_object *vd_images_json(void);

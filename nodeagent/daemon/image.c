@@ -4,8 +4,7 @@
  * (image_get over the munge channel), checks every file against the
  * manifest (images/pull.c), and keeps it in --image-cache, least recently
  * used images going first when --image-cache-size would be passed, never
- * one a job here holds.  A compact image is mounted once and shared by the
- * guests of every job.
+ * one a job here holds (and so never one still mounted for a job).
  *
  * Locks: pull_mu serializes pulls; cache_mu guards the cache's folders
  * (lookups, mounts, evictions) and is taken before vd.mu, never after.
@@ -124,10 +123,11 @@ static int make_room(void *arg, uint64_t bytes, struct verr *err)
 	return rc;
 }
 
-/* A cached image, mounted if compact and marked used.  Holds cache_mu. */
+/* A cached image, marked used (na_job_prepare mounts a compact one for
+ * the drivers that need it mounted).  Holds cache_mu. */
 static int use(const char *id, struct image_info *out, struct verr *err)
 {
-	if (image_load(vd.cache, id, out, err) < 0 || image_mount(out, err) < 0)
+	if (image_load(vd.cache, id, out, err) < 0)
 		return -1;
 	image_cache_touch(out);
 	return 0;

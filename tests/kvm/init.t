@@ -21,6 +21,9 @@ check_eq "the driver's command line gives name, job, index, address, MTU" "g1|ab
 	"$(lib "parse_cmdline '$cl'; echo \"\$name|\$job|\$index|\$addr|\$mtu\"")"
 check_eq "vhpc.scratch=1: a scratch disk to mount" "1" "$(lib "parse_cmdline '$cl vhpc.scratch=1'; echo \"\$scratch\"")"
 check_eq "no vhpc.scratch: none" "" "$(lib "parse_cmdline '$cl'; echo \"\$scratch\"")"
+check_eq "vhpc.rootfs=squashfs: the root disk is a compact image's squashfs" "squashfs" \
+	"$(lib "parse_cmdline '$cl vhpc.rootfs=squashfs'; echo \"\$rootfs\"")"
+check_eq "no vhpc.rootfs: an ext4 root disk" "ext4" "$(lib "parse_cmdline '$cl'; echo \"\$rootfs\"")"
 check_eq "words without vhpc. are left alone" "||||" \
 	"$(lib "parse_cmdline 'name=x addr=y BOOT_IMAGE=/vmlinuz'; echo \"\$name|\$job|\$index|\$addr|\$mtu\"")"
 

@@ -97,7 +97,16 @@ static void cmdline_carries_identity_and_guestd_takes_it(void **state)
 	gd_opts_defaults(&o);
 	assert_int_equal(gd_opts_apply_cmdline(&o, cl, "/proc/cmdline", &e), 0);
 	s.scratch_disk = NULL;
+	/* A compact image: its file system's type for the init, not guestd's. */
+	snprintf(img.format, sizeof(img.format), "squashfs");
+	snprintf(img.blob, sizeof(img.blob), "/img/rootfs.squashfs");
 	assert_int_equal(na_kvm_cmdline(&s, cl, sizeof(cl), &e), 0);
+	assert_non_null(strstr(cl, "vhpc.listen=10.213.0.3:7707 vhpc.rootfs=squashfs"));
+	gd_opts_defaults(&o);
+	assert_int_equal(gd_opts_apply_cmdline(&o, cl, "/proc/cmdline", &e), 0);
+	img.blob[0] = 0;
+	assert_int_equal(na_kvm_cmdline(&s, cl, sizeof(cl), &e), 0);
+	assert_null(strstr(cl, "vhpc.rootfs"));
 	/* Never the job key. */
 	assert_null(strstr(cl, "key"));
 

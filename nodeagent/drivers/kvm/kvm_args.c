@@ -153,6 +153,9 @@ int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct ve
 		     ip, s->prefix, s->mtu, s->guest_port, ip, s->guest_port);
 	if (n >= 0 && (size_t)n < len && s->scratch_disk)
 		n += snprintf(buf + n, len - (size_t)n, " vhpc.scratch=1");
+	/* A compact image's root disk is its squashfs or erofs file. */
+	if (n >= 0 && (size_t)n < len && s->img && s->img->blob[0])
+		n += snprintf(buf + n, len - (size_t)n, " vhpc.rootfs=%s", s->img->format);
 	if (n >= 0 && (size_t)n < len && s->spool) {
 		if (s->spool[0] != '/' || strpbrk(s->spool, " \t\"\\"))
 			return verr_set(err, "guest %s: spool '%.80s' is not an absolute path without blanks", s->name, s->spool);
