@@ -1,9 +1,9 @@
 /*
  * Image objects on the wire (scheduler/PROTOCOL.md: image_have, image_put,
  * image_get and their answers): lists of sha256 names, and parts of
- * objects, {object, size, offset, data}: data is base64 in its URL-safe
- * alphabet (RFC 4648 section 5), which JSON carries without escapes, so a
- * part's size on the wire is 4/3 of its bytes whatever they are.  Shared by vhpc-ctld,
+ * objects, {object, size, offset, len}, whose bytes follow one another in
+ * the message's data (WIRE_DATA, lib/wire.h: after the credential, which
+ * signs their digest).  Shared by vhpc-ctld,
  * vhpcd and the CLI; every field is checked (fuzzed with the cluster's
  * messages).
  */
@@ -18,8 +18,7 @@
 struct json_object;
 
 #define IMGWIRE_OBJECT_MAX (1ull << 40)   /* bytes of one object */
-#define IMGWIRE_CHUNK      (320u * 1024)  /* decoded bytes of object data per message: its
-                                           * base64 and 256 parts fit WIRE_MAX_PAYLOAD */
+#define IMGWIRE_CHUNK      (4u << 20)     /* bytes of object data per message (WIRE_MAX_DATA) */
 #define IMGWIRE_MAX_NAMES  4096           /* objects named by one image_have */
 #define IMGWIRE_MAX_GET    256            /* objects named by one image_get */
 #define IMGWIRE_MAX_PARTS  64             /* parts of one image_put */
@@ -38,13 +37,13 @@ void image_chunks_free(struct image_chunk *c, int n);
  * *out malloc'd (n may be 0 when not required and absent). */
 int imgwire_shas(struct json_object *o, const char *key, bool required, int max, char (**out)[65], int *n,
 		 struct verr *err);
-/* o[key]: an array of 1..max_parts parts whose data decode to at most
- * max_bytes in all, each within its object's size. */
+/* o[key]: an array of 1..max_parts parts, each within its object's size,
+ * whose lengths add up to the message's data (at most max_bytes): each
+ * chunk gets its slice. */
 int imgwire_parts(struct json_object *o, const char *key, int max_parts, size_t max_bytes,
 		  struct image_chunk **out, int *n, struct verr *err);
-/* One part as JSON. */
-struct json_object *imgwire_part(const char *object, uint64_t size, uint64_t offset, const uint8_t *data,
-				 size_t len);
+/* One part as JSON (its bytes go into the message's data, in order). */
+struct json_object *imgwire_part(const char *object, uint64_t size, uint64_t offset, size_t len);
 /* An array of the names. */
 struct json_object *imgwire_sha_array(const char *const *v, int n);
 

@@ -3,10 +3,11 @@
  * munge credential, so every message says who sent it (uid/gid from munged,
  * not from the sender) and cannot be altered, replayed or used after its TTL.
  *
- * Frame: u32 big-endian length | munge credential (ASCII).
- * Payload: {"v": WIRE_VERSION, "type": "...", ...}.
+ * Frame: u32 big-endian length | munge credential (ASCII) [| data_len bytes].
+ * Payload: {"v": WIRE_VERSION, "type": "...", ..., ["data_len", "data_sha256"]}.
  */
 #include "lib/wire.h"
+#include "lib/bytes.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/fdio.h"
@@ -18,6 +19,7 @@
 #include <json-c/json.h>
 #include <munge.h>
 #include <poll.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,35 @@ static munge_ctx_t make_ctx(struct verr *err)
 	return ctx;
 }
 
+/* The message's bytes out of its JSON, their length and digest in. */
+static int take_data(struct json_object *msg, struct json_object **data, struct verr *err)
+{
+	unsigned char d[32];
+	char hex[65];
+	const char *b;
+	size_t len;
+
+	*data = NULL;
+	if (!json_object_object_get_ex(msg, WIRE_DATA, data))
+		return 0;
+	if (!json_object_is_type(*data, json_type_string))
+		return verr_set(err, "internal: %s is not a string", WIRE_DATA);
+	json_object_get(*data);
+	json_object_object_del(msg, WIRE_DATA);
+	b = json_object_get_string(*data);
+	len = (size_t)json_object_get_string_len(*data);
+	if (len > WIRE_MAX_DATA) {
+		json_object_put(*data);
+		*data = NULL;
+		return verr_set(err, "%zu bytes of data exceed the %u-byte limit", len, WIRE_MAX_DATA);
+	}
+	crypto_hash_sha256(d, (const unsigned char *)b, len);
+	hex_encode(d, 32, hex);
+	json_object_object_add(msg, "data_len", json_object_new_int64((int64_t)len));
+	json_object_object_add(msg, "data_sha256", json_object_new_string(hex));
+	return 0;
+}
+
 int wire_send(int fd, struct json_object *msg, struct verr *err)
 {
 	const char *payload;
@@ -49,15 +80,23 @@ int wire_send(int fd, struct json_object *msg, struct verr *err)
 	munge_err_t e;
 	uint32_t nlen;
 	size_t plen, clen;
+	struct json_object *data;
+	int rc = 0;
 
 	if (!json_object_object_get_ex(msg, "v", NULL))
 		json_object_object_add(msg, "v", json_object_new_int(WIRE_VERSION));
+	if (take_data(msg, &data, err) < 0)
+		return -1;
 	payload = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
 	plen = strlen(payload);
-	if (plen > WIRE_MAX_PAYLOAD)
+	if (plen > WIRE_MAX_PAYLOAD) {
+		json_object_put(data);
 		return verr_set(err, "message of %zu bytes exceeds the %u-byte limit", plen, WIRE_MAX_PAYLOAD);
-	if (!(ctx = make_ctx(err)))
+	}
+	if (!(ctx = make_ctx(err))) {
+		json_object_put(data);
 		return -1;
+	}
 	e = munge_encode(&cred, ctx, payload, (int)plen);
 	if (e != EMUNGE_SUCCESS) {
 		verr_set(err, "munge: cannot sign a message: %s (is munged running%s%s?)",
@@ -65,17 +104,18 @@ int wire_send(int fd, struct json_object *msg, struct verr *err)
 			 getenv("VHPC_MUNGE_SOCKET") ? " on " : "",
 			 getenv("VHPC_MUNGE_SOCKET") ? getenv("VHPC_MUNGE_SOCKET") : "");
 		munge_ctx_destroy(ctx);
+		json_object_put(data);
 		return -1;
 	}
 	munge_ctx_destroy(ctx);
 	clen = strlen(cred);
 	nlen = htonl((uint32_t)clen);
-	if (send_full(fd, &nlen, 4) < 0 || send_full(fd, cred, clen) < 0) {
-		free(cred);
-		return verr_errno(err, "sending a message");
-	}
+	if (send_full(fd, &nlen, 4) < 0 || send_full(fd, cred, clen) < 0 ||
+	    (data && send_full(fd, json_object_get_string(data), (size_t)json_object_get_string_len(data)) < 0))
+		rc = verr_errno(err, "sending a message");
 	free(cred);
-	return 0;
+	json_object_put(data);
+	return rc;
 }
 
 int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *peer,
@@ -127,9 +167,52 @@ int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *pe
 		json_object_put(o);
 		return verr_set(err, "rejected message: no valid \"type\"");
 	}
+	/* Only wire_recv puts the bytes after a frame there. */
+	if (json_object_object_get_ex(o, WIRE_DATA, NULL)) {
+		json_object_put(o);
+		return verr_set(err, "rejected message: \"%s\" is the wire's own", WIRE_DATA);
+	}
 	peer->uid = uid;
 	peer->gid = gid;
 	*msg = o;
+	return 0;
+}
+
+/* The bytes after the frame, when the (verified) message announces some:
+ * exactly data_len of them, hashing to data_sha256, as WIRE_DATA. */
+static int recv_data(int fd, struct json_object *msg, uint64_t deadline, struct verr *err)
+{
+	struct json_object *l, *h;
+	unsigned char d[32];
+	char hex[65];
+	int64_t len;
+	char *buf;
+	bool eof;
+
+	if (!json_object_object_get_ex(msg, "data_len", &l))
+		return json_object_object_get_ex(msg, "data_sha256", NULL)
+			? verr_set(err, "rejected message: data_sha256 without data_len") : 0;
+	if (!json_object_is_type(l, json_type_int) || (len = json_object_get_int64(l)) < 0 || len > WIRE_MAX_DATA ||
+	    !json_object_object_get_ex(msg, "data_sha256", &h) || !json_object_is_type(h, json_type_string) ||
+	    json_object_get_string_len(h) != 64)
+		return verr_set(err, "rejected message: data_len (0..%u) and data_sha256 (64 hex digits) do not fit",
+				WIRE_MAX_DATA);
+	if (!(buf = malloc((size_t)len + 1)))
+		return verr_set(err, "out of memory");
+	if (len && read_full_deadline(fd, buf, (size_t)len, deadline, &eof) < 0) {
+		free(buf);
+		return verr_errno(err, "receiving a message's data: truncated");
+	}
+	crypto_hash_sha256(d, (const unsigned char *)buf, (size_t)len);
+	hex_encode(d, 32, hex);
+	if (strcmp(hex, json_object_get_string(h))) {
+		free(buf);
+		return verr_set(err, "rejected message: its data does not hash to the digest its credential signs");
+	}
+	json_object_object_add(msg, WIRE_DATA, json_object_new_string_len(buf, (int)len));
+	json_object_object_del(msg, "data_len");
+	json_object_object_del(msg, "data_sha256");
+	free(buf);
 	return 0;
 }
 
@@ -164,6 +247,10 @@ int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer, int time
 	}
 	r = wire_decode(cred, msg, peer, err);
 	free(cred);
+	if (r == 0 && (r = recv_data(fd, *msg, deadline, err)) < 0) {
+		json_object_put(*msg);
+		*msg = NULL;
+	}
 	return r;
 }
 

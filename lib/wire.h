@@ -19,9 +19,24 @@
 #define WIRE_MAX_PAYLOAD  (512u << 10)
 #define WIRE_MAX_FRAME    (1u << 20)
 
+/*
+ * Bulk bytes (image files) ride after a message's credential rather than
+ * inside it: the sender gives them as the message's WIRE_DATA string
+ * (json_object_new_string_len), wire_send replaces it by "data_len" and
+ * "data_sha256", which the credential signs, and sends the bytes after
+ * the frame; the receiver reads exactly that many, refuses them unless
+ * they hash to the signed digest, and gives them back as WIRE_DATA.  So
+ * the bytes are as authenticated as the JSON, and cost a sha256 rather
+ * than munge's base64, encryption and JSON escaping.  A payload naming
+ * WIRE_DATA itself is refused.
+ */
+#define WIRE_DATA         "_data"
+#define WIRE_MAX_DATA     (4u << 20)
+
 struct json_object;
 struct wire_peer { uid_t uid; gid_t gid; };
 
+/* Sends msg (its WIRE_DATA, if any, after the frame: msg is changed). */
 int wire_send(int fd, struct json_object *msg, struct verr *err);
 /* 0: a message; 1: clean EOF; -1: error (bad credential, replay, expiry,
  * malformed JSON, wrong version, oversize, timeout). */

@@ -12,6 +12,7 @@
 #include "lib/jf.h"
 #include "lib/log.h"
 #include "lib/parse.h"
+#include "lib/wire.h"
 #include "cli.h"
 #include "client.h"
 #include "images/images.h"
@@ -146,7 +147,7 @@ static int send_objects(const char *ctl, struct obj *v, size_t n, const bool *mi
 				return verr_set(err, "%s: shorter than its manifest says (changed since it was built? vhpc image verify)",
 						v[i].path);
 			}
-			json_object_array_add(parts, imgwire_part(v[i].sha, v[i].size, o, buf + used, len));
+			json_object_array_add(parts, imgwire_part(v[i].sha, v[i].size, o, len));
 			np++;
 			used += len;
 			room -= len;
@@ -154,6 +155,7 @@ static int send_objects(const char *ctl, struct obj *v, size_t n, const bool *mi
 			if (o + len < v[i].size)
 				break;
 		}
+		json_object_object_add(req, WIRE_DATA, json_object_new_string_len((const char *)buf, (int)used));
 		if (client_call(ctl, req, &rep, 60000, err) < 0) {
 			json_object_put(req);
 			free(buf);

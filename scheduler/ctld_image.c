@@ -110,12 +110,12 @@ static struct json_object *do_tag(const struct cmsg *m, uid_t uid)
 }
 
 /* The bytes of objects[0] from offset on, then of the next ones, up to
- * one message's worth. */
+ * one message's worth, as the reply's data. */
 static struct json_object *do_get(const struct cmsg *m)
 {
 	uint8_t *buf = malloc(IMGWIRE_CHUNK);
 	struct json_object *r, *parts;
-	size_t room = IMGWIRE_CHUNK;
+	size_t used = 0;
 	uint64_t off = (uint64_t)m->offset;
 
 	if (!buf)
@@ -123,13 +123,12 @@ static struct json_object *do_get(const struct cmsg *m)
 	r = ctld_reply("image_data");
 	parts = json_object_new_array();
 	json_object_object_add(r, "parts", parts);
-	for (int i = 0; i < m->nobjects && room > 0; i++, off = 0) {
+	for (int i = 0; i < m->nobjects && used < IMGWIRE_CHUNK; i++, off = 0) {
 		size_t len;
 		uint64_t size;
 		struct verr e;
-		struct json_object *p;
 
-		if (imgstore_read(g.images, m->objects[i], off, buf, room, &len, &size, &e) < 0) {
+		if (imgstore_read(g.images, m->objects[i], off, buf + used, IMGWIRE_CHUNK - used, &len, &size, &e) < 0) {
 			free(buf);
 			json_object_put(r);
 			return ctld_error("not_found", "%s", e.msg);
@@ -140,17 +139,13 @@ static struct json_object *do_get(const struct cmsg *m)
 			return ctld_error("invalid", "object %.12s holds %llu bytes: nothing at %llu", m->objects[i],
 					  (unsigned long long)size, (unsigned long long)off);
 		}
-		if (!(p = imgwire_part(m->objects[i], size, off, buf, len))) {
-			free(buf);
-			json_object_put(r);
-			return ctld_error("internal", "out of memory");
-		}
-		json_object_array_add(parts, p);
-		room -= len;
+		json_object_array_add(parts, imgwire_part(m->objects[i], size, off, len));
+		used += len;
 		/* A part that does not reach its object's end fills the message. */
 		if (off + len < size)
 			break;
 	}
+	json_object_object_add(r, WIRE_DATA, json_object_new_string_len((const char *)buf, (int)used));
 	free(buf);
 	return r;
 }

@@ -198,7 +198,7 @@ static int parse_cache(struct json_object *o, struct cmsg *m, struct verr *err)
 
 static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 {
-	static const char *const f_have[] = { "objects", NULL }, *const f_put[] = { "parts", NULL },
+	static const char *const f_have[] = { "objects", NULL }, *const f_put[] = { "parts", WIRE_DATA, NULL },
 		*const f_tag[] = { "name", "id", NULL }, *const f_get[] = { "objects", "offset", NULL },
 		*const f_none[] = { NULL }, *const f_rm[] = { "name", NULL };
 	const char *s;

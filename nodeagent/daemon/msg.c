@@ -266,7 +266,7 @@ fail:
 
 int vimg_data_parse(struct json_object *reply, struct image_chunk **chunks, int *n, struct verr *err)
 {
-	static const char *const f[] = { "parts", NULL };
+	static const char *const f[] = { "parts", WIRE_DATA, NULL };
 
 	*chunks = NULL;
 	*n = 0;

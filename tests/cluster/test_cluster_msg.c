@@ -228,11 +228,13 @@ static void image_messages(void **state)
 	assert_true(cmsg_node_only(m.type));
 	cmsg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":9,"
-				"\"offset\":4,\"data\":\"aGVs_-8=\"}]}", &m, &e), 0);
-	assert_int_equal(m.nparts, 1);
-	assert_int_equal(m.parts[0].len, 5);
+				"\"offset\":4,\"len\":3},{\"object\":\"" H "\",\"size\":2,\"offset\":0,\"len\":2}],"
+				"\"_data\":\"helxy\"}", &m, &e), 0);
+	assert_int_equal(m.nparts, 2);
+	assert_int_equal(m.parts[0].len, 3);
 	assert_int_equal(m.parts[0].offset, 4);
-	assert_memory_equal(m.parts[0].data, "hel\xff\xef", 5);
+	assert_memory_equal(m.parts[0].data, "hel", 3);
+	assert_memory_equal(m.parts[1].data, "xy", 2);
 	cmsg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"image_get\",\"objects\":[\"" H "\"],\"offset\":7}", &m, &e), 0);
 	assert_int_equal(m.offset, 7);
@@ -248,11 +250,13 @@ static void image_messages(void **state)
 	crejects("{\"type\":\"image_have\",\"objects\":[]}", "names no object");
 	crejects("{\"type\":\"image_have\",\"objects\":[\"E3B0\"]}", "\"objects\"[0]: expected a sha256");
 	crejects("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":3,\"offset\":0,"
-		 "\"data\":\"aGVsbG8=\"}]}", "run past the object's size 3");
+		 "\"len\":5}],\"_data\":\"hello\"}", "run past the object's size 3");
 	crejects("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":9,\"offset\":0,"
-		 "\"data\":\"a+/=\"}]}", "not base64");
+		 "\"len\":5}],\"_data\":\"hel\"}", "more bytes than the message's data (3)");
 	crejects("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":9,\"offset\":0,"
-		 "\"data\":\"\",\"x\":1}]}", "unknown field \"x\"");
+		 "\"len\":2}],\"_data\":\"hel\"}", "the parts hold 2 bytes of the message's 3");
+	crejects("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":9,\"offset\":0,"
+		 "\"len\":0,\"x\":1}]}", "unknown field \"x\"");
 	crejects("{\"type\":\"image_tag\",\"name\":\"a b\",\"id\":\"" H "\"}", "\"name\"");
 	crejects("{\"type\":\"image_tag\",\"name\":\"ab\",\"id\":\"12\"}", "expected an image id");
 	crejects("{\"type\":\"image_get\",\"objects\":[\"" H "\"],\"offset\":-1}", "\"offset\"");
@@ -260,14 +264,14 @@ static void image_messages(void **state)
 	crejects("{\"type\":\"heartbeat\",\"node\":\"n1\",\"jobs\":[],\"images\":[{\"id\":\"x\",\"bytes\":5,"
 		 "\"used\":1,\"in_use\":true}]}", "\"images\"[0]");
 	o = json_tokener_parse("{\"type\":\"image_data\",\"parts\":[{\"object\":\"" H "\",\"size\":3,\"offset\":1,"
-			       "\"data\":\"aGU=\"}]}");
+			       "\"len\":2}],\"_data\":\"he\"}");
 	assert_int_equal(vimg_data_parse(o, &c, &n, &e), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(c[0].len, 2);
 	image_chunks_free(c, n);
 	json_object_put(o);
 	o = json_tokener_parse("{\"type\":\"image_data\",\"parts\":[{\"object\":\"" H "\",\"size\":1,\"offset\":1,"
-			       "\"data\":\"aGU=\"}]}");
+			       "\"len\":2}],\"_data\":\"he\"}");
 	assert_int_equal(vimg_data_parse(o, &c, &n, &e), -1);
 	assert_non_null(strstr(e.msg, "run past the object's size"));
 	json_object_put(o);

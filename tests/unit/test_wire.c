@@ -172,6 +172,65 @@ static void tampered_message_is_rejected(void **state)
 	json_object_put(m);
 }
 
+/* Bytes after the frame: signed by their digest, checked, given back. */
+static void data_rides_signed(void **state)
+{
+	struct json_object *m = msg("image_data"), *got, *d;
+	struct verr err;
+	size_t len;
+	char *buf, bin[300];
+	int sv[2];
+	struct wire_peer peer;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bin); i++)
+		bin[i] = (char)i;
+	json_object_object_add(m, WIRE_DATA, json_object_new_string_len(bin, sizeof(bin)));
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(wire_send(sv[0], m, &err), 0);
+	assert_int_equal(wire_recv(sv[1], &got, &peer, 2000, &err), 0);
+	assert_true(json_object_object_get_ex(got, WIRE_DATA, &d));
+	assert_int_equal(json_object_get_string_len(d), sizeof(bin));
+	assert_memory_equal(json_object_get_string(d), bin, sizeof(bin));
+	assert_false(json_object_object_get_ex(got, "data_len", NULL));
+	json_object_put(got);
+	close(sv[0]);
+	close(sv[1]);
+	json_object_put(m);
+
+	/* a byte of the data changed on the way: refused */
+	m = msg("image_data");
+	json_object_object_add(m, WIRE_DATA, json_object_new_string_len(bin, sizeof(bin)));
+	buf = capture(m, &len);
+	buf[len - 10] ^= 1;
+	assert_int_equal(deliver(buf, len, &got, &err), -1);
+	assert_non_null(strstr(err.msg, "does not hash to the digest its credential signs"));
+	free(buf);
+	json_object_put(m);
+	/* cut short (a credential of its own: the first one is spent): refused */
+	m = msg("image_data");
+	json_object_object_add(m, WIRE_DATA, json_object_new_string_len(bin, sizeof(bin)));
+	buf = capture(m, &len);
+	assert_int_equal(deliver(buf, len - 1, &got, &err), -1);
+	assert_non_null(strstr(err.msg, "truncated"));
+	free(buf);
+	json_object_put(m);
+	/* over the limit: not sent */
+	m = msg("image_data");
+	{
+		char *big = calloc(1, WIRE_MAX_DATA + 1);
+
+		json_object_object_add(m, WIRE_DATA, json_object_new_string_len(big, WIRE_MAX_DATA + 1));
+		free(big);
+	}
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(wire_send(sv[0], m, &err), -1);
+	assert_non_null(strstr(err.msg, "exceed"));
+	close(sv[0]);
+	close(sv[1]);
+	json_object_put(m);
+}
+
 static void expired_message_is_rejected(void **state)
 {
 	munge_ctx_t ctx = munge_ctx_create();
@@ -224,6 +283,7 @@ static void forged_and_malformed_are_rejected(void **state)
 		{ "{\"v\":1}", "no valid \"type\"" },
 		{ "{\"v\":1,\"type\":\"../x\"}", "no valid \"type\"" },
 		{ "{\"v\":1,\"type\":\"x\"} trailing", "not a JSON object" },
+		{ "{\"v\":1,\"type\":\"x\",\"_data\":\"forged\"}", "is the wire's own" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(munge_encode(&cred, ctx, bad[i][0], strlen(bad[i][0])), EMUNGE_SUCCESS);
@@ -241,6 +301,7 @@ int main(void)
 		cmocka_unit_test(another_uid_is_reported_as_itself),
 		cmocka_unit_test(replayed_message_is_rejected),
 		cmocka_unit_test(tampered_message_is_rejected),
+		cmocka_unit_test(data_rides_signed),
 		cmocka_unit_test(expired_message_is_rejected),
 		cmocka_unit_test(forged_and_malformed_are_rejected),
 	};
