@@ -18,7 +18,8 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	libopenmpi-dev openmpi-bin libibverbs-dev munge libmunge-dev \
 	runc libcmocka-dev libsqlite3-dev libseccomp-dev libnl-3-dev libnl-route-3-dev \
 	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
-	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common
+	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
+	skopeo umoci squashfs-tools erofs-utils
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation

@@ -7,6 +7,7 @@
  *   ctld_req.c    request handlers (users and nodes)
  *   ctld_sched.c  the scheduler thread: passes, time limits, heartbeats, retries
  *   ctld_rpc.c    talking to vhpcds: start (prepare, launch) and stop a job
+ *   ctld_image.c  the image store's requests (imgstore.c keeps its files)
  *
  * Locking: one mutex (g.mu) guards all of struct ctld's nodes and jobs.
  * Every change of a job's or node's state is committed to the store under
