@@ -14,8 +14,6 @@
 #include "images/images.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,17 +71,9 @@ static bool mounted(const char *mnt, const char *dir)
 static int lock_image(const struct image_info *img, struct verr *err)
 {
 	char path[600];
-	int fd;
 
 	snprintf(path, sizeof(path), "%s/.lock", img->dir);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		return verr_errno(err, "cannot open %s", path);
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR) {
-			close(fd);
-			return verr_errno(err, "cannot lock %s", path);
-		}
-	return fd;
+	return image_lock_file(path, err);
 }
 
 int image_mount(const struct image_info *img, struct verr *err)

@@ -57,6 +57,8 @@ struct image_meta {
 	const char *source;            /* what it was made from */
 };
 int image_stage_begin(char *stage, size_t len, struct verr *err);
+/* An exclusive flock on path (made if missing); its fd, to close. */
+int image_lock_file(const char *path, struct verr *err);
 int image_stage_finish(const char *stage, unsigned flags, const struct image_spec *s, const struct image_info *base,
 		       struct verr *err);
 int image_stage_commit(const char *stage, const struct image_meta *meta, struct image_info *out,

@@ -190,19 +190,9 @@ int image_manifest(const char *root, char **text, size_t *len, char id[65],
 
 /* ------------------------------------------------------------ reading */
 
-static bool hex64(const char *s)
-{
-	if (strlen(s) != 64)
-		return false;
-	for (; *s; s++)
-		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-			return false;
-	return true;
-}
-
 bool image_id_ok(const char *s)
 {
-	return s && hex64(s);
+	return sha256_hex_ok(s);
 }
 
 /* A path as the walk writes it: "/" then components, none empty, "." or
@@ -313,7 +303,7 @@ static int mf_line(struct image_mf *m, char *line, size_t lineno, struct verr *e
 		if (!*f[2] || f[2][strspn(f[2], "0123456789")] || strlen(f[2]) > 15 ||
 		    (sz = strtoull(f[2], NULL, 10)) > IMAGE_MF_FILE_MAX)
 			return verr_set(err, "manifest line %zu: size '%.20s' is not a number up to 2^40", lineno, f[2]);
-		if (!hex64(f[3]))
+		if (!sha256_hex_ok(f[3]))
 			return verr_set(err, "manifest line %zu: '%.70s' is not a sha256 in hex", lineno, f[3]);
 		/* Guests gain nothing from them; a node would be handed them. */
 		if (mode & 06000)

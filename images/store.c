@@ -30,17 +30,10 @@ const char *image_store_dir(char *buf, size_t len)
 	return buf;
 }
 
-static int lock_store(struct verr *err)
+int image_lock_file(const char *path, struct verr *err)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 16];
-	int fd;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 
-	image_store_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/refs", dir);
-	if (mkdir_p(path, 0755, err) < 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/.lock", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return verr_errno(err, "cannot open %s", path);
 	while (flock(fd, LOCK_EX) < 0)
@@ -49,6 +42,18 @@ static int lock_store(struct verr *err)
 			return verr_errno(err, "cannot lock %s", path);
 		}
 	return fd;
+}
+
+static int lock_store(struct verr *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+
+	image_store_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/refs", dir);
+	if (mkdir_p(path, 0755, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/.lock", dir);
+	return image_lock_file(path, err);
 }
 
 static int read_json(const char *path, struct json_object **out, struct verr *err)

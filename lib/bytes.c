@@ -52,3 +52,13 @@ int hex_decode(const char *hex, void *buf, size_t len)
 	}
 	return 0;
 }
+
+bool sha256_hex_ok(const char *s)
+{
+	size_t n = 0;
+
+	for (; s && s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return false;
+	return s && n == 64;
+}

@@ -1,4 +1,5 @@
 /* Image objects on the wire: sha256 lists and object parts (imgwire.h). */
+#include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/imgwire.h"
 #include "lib/jf.h"
@@ -14,16 +15,6 @@ void image_chunks_free(struct image_chunk *c, int n)
 	for (int i = 0; c && i < n; i++)
 		free(c[i].data);
 	free(c);
-}
-
-static bool sha_ok(const char *s, size_t len)
-{
-	if (len != 64)
-		return false;
-	for (size_t i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
 }
 
 int imgwire_shas(struct json_object *o, const char *key, bool required, int max, char (**out)[65], int *n,
@@ -45,8 +36,8 @@ int imgwire_shas(struct json_object *o, const char *key, bool required, int max,
 	for (int i = 0; i < *n; i++) {
 		struct json_object *e = json_object_array_get_idx(a, i);
 
-		if (!json_object_is_type(e, json_type_string) ||
-		    !sha_ok(json_object_get_string(e), (size_t)json_object_get_string_len(e))) {
+		if (!json_object_is_type(e, json_type_string) || !sha256_hex_ok(json_object_get_string(e)) ||
+		    json_object_get_string_len(e) != 64) {
 			free(*out);
 			*out = NULL;
 			*n = 0;
@@ -96,7 +87,7 @@ int imgwire_parts(struct json_object *o, const char *key, int max_parts, size_t 
 				verr_set(err, "expected an object");
 			goto fail;
 		}
-		if (!sha_ok(obj, strlen(obj))) {
+		if (!sha256_hex_ok(obj)) {
 			verr_set(err, "\"object\": expected a sha256 (64 lowercase hex digits)");
 			goto fail;
 		}

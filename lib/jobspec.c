@@ -1,5 +1,6 @@
 /* Job specifications and the cluster file: the two configs every component
  * reads, so their schemas live here once. */
+#include "lib/bytes.h"
 #include "lib/jobspec.h"
 #include "lib/binds.h"
 #include "lib/cluster.h"
@@ -59,7 +60,7 @@ int job_spec_check(const struct job_spec *j, struct verr *err)
 		return verr_set(err, "job name '%s': use letters, digits, '.', '_' and '-' (at most 64)", j->name);
 	if (j->image && !ident_ok(j->image, 64))
 		return verr_set(err, "image name '%s' is not a plain name", j->image);
-	if (j->image_id && (strlen(j->image_id) != 64 || j->image_id[strspn(j->image_id, "0123456789abcdef")]))
+	if (j->image_id && !sha256_hex_ok(j->image_id))
 		return verr_set(err, "image id '%.80s' is not 64 lowercase hex digits (a sha256)", j->image_id);
 	if (j->tuning && !ident_ok(j->tuning, 64))
 		return verr_set(err, "tuning profile '%s' is not a plain name", j->tuning);

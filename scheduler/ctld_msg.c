@@ -3,6 +3,7 @@
  * anything acts on it (scheduler/PROTOCOL.md).  Pure: no state, no I/O, so
  * it is unit-tested and fuzzed (tests/cluster/fuzz_cluster_msg.c).
  */
+#include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/imgwire.h"
 #include "lib/inet.h"
@@ -186,7 +187,7 @@ static int parse_cache(struct json_object *o, struct cmsg *m, struct verr *err)
 		    jf_int(e, "used", true, 0, 1ll << 40, &used, err) < 0 ||
 		    jf_bool(e, "in_use", true, &c->in_use, err) < 0)
 			return verr_wrap(err, "\"images\"[%d]", i);
-		if (strlen(id) != 64 || id[strspn(id, "0123456789abcdef")])
+		if (!sha256_hex_ok(id))
 			return verr_set(err, "\"images\"[%d]: \"id\": expected an image id (64 lowercase hex digits)", i);
 		snprintf(c->id, sizeof(c->id), "%s", id);
 		snprintf(c->name, sizeof(c->name), "%s", name ? name : "");
@@ -217,7 +218,7 @@ static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 		snprintf(m->name, sizeof(m->name), "%s", s);
 		if (jf_str(o, "id", true, 64, &s, err) < 0)
 			return -1;
-		if (strlen(s) != 64 || s[strspn(s, "0123456789abcdef")])
+		if (!sha256_hex_ok(s))
 			return verr_set(err, "\"id\": expected an image id (64 lowercase hex digits)");
 		snprintf(m->image_id, sizeof(m->image_id), "%s", s);
 		return 0;

@@ -135,7 +135,7 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	snprintf(p->image, sizeof(p->image), "%s", s);
 	if (jf_str(o, "image_id", true, 64, &s, err) < 0)
 		return -1;
-	if (strlen(s) != 64 || s[strspn(s, "0123456789abcdef")])
+	if (!sha256_hex_ok(s))
 		return verr_set(err, "\"image_id\": expected an image id (64 lowercase hex digits)");
 	snprintf(p->image_id, sizeof(p->image_id), "%s", s);
 	if (jf_ident(o, "tuning", true, 64, &s, err) < 0)
