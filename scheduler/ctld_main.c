@@ -219,6 +219,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pthread_mutex_lock(&g.mu);
+	/* Content an image removed before a restart kept for its jobs goes
+	 * once they have ended; the first collection finds out. */
+	g.img_gc_pending = true;
 	if (ctld_state_load(&e) < 0) {
 		pthread_mutex_unlock(&g.mu);
 		log_err("%s", e.msg);

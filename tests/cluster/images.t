@@ -86,7 +86,7 @@ want=$(md5sum "$VHPC_STATE_DIR/images/$ID/rootfs/usr/local/bin/vhpc-guestd" | cu
 check_eq "both guests ran the pushed program" "g0 $want g1 $want" "$(vc output "$J2" | sort | tr '\n' ' ' | sed 's/ $//')"
 check "node 2's copy is the pushed image, byte for byte" diff -r --no-dereference "$VHPC_STATE_DIR/images/$ID/rootfs" "$CL_DIR/cache-n2/$ID/rootfs"
 check_eq "... and its manifest hashes to the id" "$ID" "$(sha256sum "$CL_DIR/cache-n2/$ID/manifest" | cut -d' ' -f1)"
-diag "node 2, cold cache: $(pull_line 2 | sed 's/.*: pulled/pulled/'); cache size $(du -sh "$CL_DIR/cache-n2" | cut -f1)"
+diag "node 2, cold cache: $(pull_line 2 | sed 's/.*: pulled/pulled/'); cache size $(du -sbx "$CL_DIR/cache-n2" | cut -f1) bytes"
 J3=$(sub -N 2 --vcpus 1 -- true)
 check "the same job again (warm caches) completes" wait_state "$J3" COMPLETED 60
 diag "2-guest job ready: cold cache (node 2 pulling) $(ready_ms "$J2") ms, warm $(ready_ms "$J3") ms"
