@@ -74,10 +74,6 @@ static int held(char (**ids)[65], const char ***ptrs)
 	return n;
 }
 
-struct pulling {
-	const char *id;
-};
-
 static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset, struct image_chunk **chunks,
 		 int *nchunks, struct verr *err)
 {
@@ -102,10 +98,9 @@ static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset,
 }
 
 /* Room for bytes more: least recently used images go, those jobs here hold
- * and the one being pulled stay. */
+ * and the one being pulled (arg, its id) stay. */
 static int make_room(void *arg, uint64_t bytes, struct verr *err)
 {
-	const struct pulling *p = arg;
 	const char **keep;
 	char (*ids)[65];
 	int n, rc;
@@ -115,7 +110,7 @@ static int make_room(void *arg, uint64_t bytes, struct verr *err)
 		pthread_mutex_unlock(&cache_mu);
 		return verr_set(err, "out of memory");
 	}
-	keep[n++] = p->id;
+	keep[n++] = arg;
 	rc = image_cache_evict(vd.cache, vd.cache_size, bytes, keep, n, err);
 	pthread_mutex_unlock(&cache_mu);
 	free(keep);
@@ -135,10 +130,9 @@ static int use(const char *id, struct image_info *out, struct verr *err)
 
 int vd_image_get(const struct vjob *j, struct image_info *out, struct verr *err)
 {
-	struct pulling p = { j->p.image_id };
 	struct image_pull_req rq = {
 		.cache = vd.cache, .id = j->p.image_id, .name = j->p.image, .fetch = fetch,
-		.make_room = make_room, .arg = &p,
+		.make_room = make_room, .arg = (void *)j->p.image_id,
 	};
 	struct image_pull_stats st;
 	struct verr miss;
