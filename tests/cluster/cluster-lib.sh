@@ -104,10 +104,16 @@ cl_ctld_up() {  # extra vhpc-ctld options
 
 # cl_push_default: the default image, built on this machine (with its kvm
 # parts when CL_KVM is set), pushed into the controller's store: nodes
-# pull it from there, and a job names it.  Kept in $CL_DIR/push.log.
+# pull it from there, and a job names it.  CL_PUSH_IMAGE=NAME pushes that
+# image of this machine as the cluster's default instead.  Kept in
+# $CL_DIR/push.log.
 cl_push_default() {
 	local kvm=--no-kvm
 	[ -n "${CL_KVM-}" ] && kvm=
+	if [ -n "${CL_PUSH_IMAGE-}" ]; then
+		vc image push "$CL_PUSH_IMAGE" --as default >>"$CL_DIR/push.log" 2>&1
+		return
+	fi
 	"$BIN/vhpc" image build $kvm "$VHPC_TOP/configs/images/default.yaml" >>"$CL_DIR/push.log" 2>&1 &&
 		vc image push default >>"$CL_DIR/push.log" 2>&1
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # timeout: 240
 # needs: hardware-virtualization
+# lab-prepare: tests/kvm/compact-images
 # A kvm cluster job that loses a node (see kvm.t): 2 nodes, vhpcd in two
 # network namespaces, in the virtualization lab where the host has no
 # VT-x/AMD-V:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # timeout: 300
 # needs: hardware-virtualization
+# lab-prepare: tests/kvm/compact-images
 # A kvm cluster job whose guests share a node (see kvm.t): 2 nodes, vhpcd
 # in two network namespaces, in the virtualization lab where the host has
 # no VT-x/AMD-V; node 1 has two cores, node 2 one, so of three 1-vCPU
