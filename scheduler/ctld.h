@@ -25,7 +25,7 @@
 #include "lib/inet.h"
 #include "lib/jobspec.h"
 #include "lib/wire.h"
-#include "jobpaths.h"
+#include "lib/jobpaths.h"
 #include "sched.h"
 #include "store.h"
 

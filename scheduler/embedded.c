@@ -18,7 +18,7 @@
 #include "lib/tuning.h"
 #include "embedded.h"
 #include "cli.h"
-#include "jobpaths.h"
+#include "lib/jobpaths.h"
 #include "launch.h"
 #include "nodeagent/nodeagent.h"
 
@@ -31,7 +31,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
 #define READY_TIMEOUT_S 60
 
 /* forward_sig is consumed by gexec_run when it passes the signal on to the
@@ -323,7 +322,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
 	lp.vmshm = r.nj.vmshm[0] != 0;
-	lp.vmshm_component_dir = VMSHM_COMPONENT_DIR;
+	lp.vmshm_component_dir = VHPC_VMSHM_COMPONENT_DIR;
 	lp.workdir = r.paths.wdir;
 	lp.home = r.paths.home;
 	if (run_job(&r, &lp, &status, err) < 0)

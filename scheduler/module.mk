@@ -1,10 +1,10 @@
 # vhpc (the CLI, with the embedded scheduler and node agent) and its tests.
 VHPC_SRCS := scheduler/vhpc.c $(sort $(wildcard scheduler/cmd_*.c)) scheduler/embedded.c scheduler/launch.c \
-             scheduler/client.c scheduler/jobargs.c scheduler/jobjson.c scheduler/jobpaths.c
+             scheduler/client.c scheduler/jobargs.c scheduler/jobjson.c
 $(eval $(call program,vhpc,$(VHPC_SRCS),$(NODEAGENT_LIBS)))
 
 # vhpc-ctld: the cluster controller (scheduler/PROTOCOL.md).
 CTLD_SRCS := scheduler/ctld_main.c scheduler/ctld_msg.c scheduler/ctld_state.c scheduler/ctld_req.c \
              scheduler/ctld_sched.c scheduler/ctld_rpc.c scheduler/sched.c scheduler/store.c \
-             scheduler/launch.c scheduler/jobjson.c scheduler/jobpaths.c
+             scheduler/launch.c scheduler/jobjson.c
 $(eval $(call program,vhpc-ctld,$(CTLD_SRCS),-lsqlite3))
