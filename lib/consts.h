@@ -19,5 +19,8 @@
  * on it), and where a guest finds the job's vmshm region. */
 #define VHPC_GUEST_BIN        "/usr/local/bin"
 #define VHPC_VMSHM_GUEST_PATH "/run/vhpc-vmshm"
+/* Where images keep the vmshm BTL (mca_btl_vmshm.so), outside Open MPI's
+ * own component folder. */
+#define VHPC_VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
 
 #endif

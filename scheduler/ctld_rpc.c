@@ -22,7 +22,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define VMSHM_COMPONENT_DIR "/usr/local/lib/vhpc/openmpi"
 #define FANOUT_THREADS 32
 
 struct call {
@@ -228,7 +227,7 @@ static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
 	lp.vmshm = job_vmshm(j);
-	lp.vmshm_component_dir = VMSHM_COMPONENT_DIR;
+	lp.vmshm_component_dir = VHPC_VMSHM_COMPONENT_DIR;
 	lp.workdir = j->paths.wdir;
 	lp.home = j->paths.home;
 	/* launch_mpirun_argv reads ranks from the spec */
