@@ -182,6 +182,12 @@ const char *na_kvm_hvlog(const struct na_kvm *k)
 	return k->hvlog;
 }
 
+const char *na_kvm_vsock(const struct na_kvm *k, unsigned *port)
+{
+	*port = k->port;
+	return k->vsock;
+}
+
 int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
 		   int timeout_ms, struct verr *err)
 {
