@@ -120,6 +120,26 @@ int na_cgroup_enter(const char *rel, struct verr *err)
 	return rc;
 }
 
+void na_cgroup_leave(const char *rel)
+{
+	char **m, pid[24];
+	int n;
+	struct verr e;
+
+	if (na_cgroup_mounts(&m, &n, &e) < 0)
+		return;
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	for (int i = 0; i < n; i++) {
+		char dir[PATH_MAX], procs[PATH_MAX + 16];
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", m[i]);
+		snprintf(dir, sizeof(dir), "%s/%s", m[i], rel);
+		if (write_str(procs, pid, &e) == 0)
+			rmdir(dir);
+	}
+	na_cgroup_mounts_free(m, n);
+}
+
 /* A frozen (v1 freezer) task cannot die from SIGKILL until thawed. */
 static void thaw(const char *dir)
 {

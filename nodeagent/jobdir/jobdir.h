@@ -76,6 +76,9 @@ void na_cgroup_rmdir_job(const char *job);
  * missing): out of whatever cgroups it was started in, such as a
  * scheduler's, which would otherwise stop it with them. */
 int na_cgroup_enter(const char *rel, struct verr *err);
+/* Back to each hierarchy's root, and <rel> removed unless another process
+ * is still in it. */
+void na_cgroup_leave(const char *rel);
 /* Removes <every hierarchy>/<rel> and all below it, leaves first; kills
  * (SIGKILL) processes still inside when kill is set.  Counts removed dirs. */
 int na_cgroup_remove(const char *rel, bool kill, int *removed, struct verr *err);
