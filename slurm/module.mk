@@ -7,11 +7,10 @@
 # calls) and exports only what Slurm looks up (spank_vhpc.map).  What it
 # shares with vhpc-slurmjob is compiled into it position-independent.
 VS_SHARED_SRCS := slurm/opts.c slurm/kv.c slurm/state.c
-VS_HOLDER_SRCS := slurm/holder.c slurm/spec.c slurm/derive.c slurm/peers.c slurm/hostlist.c slurm/layout.c \
-                  $(VS_SHARED_SRCS)
-$(eval $(call program,vhpc-slurmjob,$(VS_HOLDER_SRCS),$(NODEAGENT_LIBS)))
-# What `vhpc mpirun` (scheduler/) reads of slurm/: slurm/slurm.h.
-VS_PUBLIC_SRCS := slurm/hostlist.c slurm/layout.c $(VS_SHARED_SRCS)
+# slurm/slurm.h, for vhpc-slurmjob and `vhpc mpirun` (scheduler/).
+$(eval $(call library,vslurm,slurm/hostlist.c slurm/layout.c $(VS_SHARED_SRCS)))
+VS_HOLDER_SRCS := slurm/holder.c slurm/spec.c slurm/derive.c slurm/peers.c
+$(eval $(call program,vhpc-slurmjob,$(VS_HOLDER_SRCS),$(B)/lib/libvslurm.a $(NODEAGENT_LIBS)))
 
 ifneq ($(wildcard /usr/include/slurm/spank.h),)
 VS_PLUGIN_SRCS := slurm/spank_vhpc.c slurm/task.c slurm/pmix.c $(VS_SHARED_SRCS) lib/parse.c

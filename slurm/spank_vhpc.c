@@ -55,7 +55,6 @@ static struct {
 
 static struct vs_opts opts;
 static bool given[5];
-static char opt_err[600];
 
 /* This step's view of the job's guests here, for its tasks. */
 static struct vs_state *st;
@@ -75,9 +74,8 @@ static int opt_cb(int val, const char *optarg, int remote)
 		return -1;
 	given[val] = true;
 	if (vs_opt_set(&opts, vs_opt_names[val], val == 4 ? NULL : optarg, why, sizeof(why)) < 0) {
-		/* Reported (and fatal) in init_post_opt, with every option seen. */
-		if (!opt_err[0])
-			snprintf(opt_err, sizeof(opt_err), "%s", why);
+		/* Slurm's own words then name only the option. */
+		slurm_error("vhpc: %s", why);
 		return -1;
 	}
 	return 0;
@@ -248,10 +246,6 @@ static int submit_side(spank_t sp)
 {
 	char why[800], words[400];
 
-	if (opt_err[0]) {
-		slurm_error("vhpc: %s", opt_err);
-		return -1;
-	}
 	if (vs_opts_env(&opts, given, environ, why, sizeof(why)) < 0) {
 		slurm_error("vhpc: %s", why);
 		return -1;

@@ -169,8 +169,11 @@ int vs_become_guest_task(const struct vs_guest *g, char *why, size_t len)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return 0;
 	}
-	/* The parent: what Slurm sees as the task. */
+	/* The parent: what Slurm sees as the task.  It never execs, so it
+	 * drops what exec would have closed (slurmstepd's ends of the task's
+	 * pipes among them: held here, the task would never see EOF). */
 	child = pid;
+	close_range(3, ~0u, 0);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
 	for (int fd = 0; fd < 3; fd++) {
