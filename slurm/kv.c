@@ -84,8 +84,10 @@ int vs_kv_parse(const char *text, size_t len, const char *magic, struct vs_kvfil
 		}
 		*sp = 0;
 		if (!key_ok(line) || !value_ok(sp + 1)) {
+			bool key = key_ok(line);
+
 			vs_kv_free(out);
-			return bad(why, wlen, "line %d: bad %s", lineno, key_ok(line) ? "value" : "key");
+			return bad(why, wlen, "line %d: bad %s", lineno, key ? "value" : "key");
 		}
 		out->v[out->n++] = (struct vs_kv){ line, sp + 1 };
 	}
