@@ -130,7 +130,8 @@ sl_ctld_up() {
 	sl_in "$SL_HUB" unshare --uts sh -c "hostname ctl; exec slurmctld -D -i -f '$SL_DIR/slurm.conf'" \
 		>>"$SL_DIR/ctld.out" 2>&1 &
 	SL_CTLD_PID=$!
-	at_exit "kill -9 $SL_CTLD_PID 2>/dev/null; wait $SL_CTLD_PID 2>/dev/null"
+	# $! is the subshell's: slurmctld is what runs in the hub namespace.
+	at_exit "ip netns pids '$SL_HUB' 2>/dev/null | xargs -r kill -9; kill -9 $SL_CTLD_PID 2>/dev/null; wait $SL_CTLD_PID 2>/dev/null"
 }
 
 # sl_node_up I: slurmd of node nI (again, after sl_node_kill)
@@ -162,9 +163,17 @@ sl_node_procs() { ip netns pids "$SL-n$1" 2>/dev/null; }
 sl_node_kill() {
 	local pid
 	eval "pid=\$SL_NODE_PID_$1"
-	kill -9 "$pid" 2>/dev/null
+	kill -9 "$(sl_slurmd_pid "$1")" "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	true
+}
+
+# slurmd of node nI (its parent is the subshell sl_node_up started).
+sl_slurmd_pid() {
+	local p
+	for p in $(sl_node_procs "$1"); do
+		[ "$(cat /proc/"$p"/comm 2>/dev/null)" = slurmd ] && echo "$p" && return 0
+	done
 }
 
 # Until N nodes are idle (slurmctld sees them).
