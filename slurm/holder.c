@@ -2,7 +2,7 @@
  * vhpc-slurmjob: the node side of vhpc under Slurm, run by the SPANK
  * plugin (never by users).
  *
- *   vhpc-slurmjob hold JOB --cores LIST [--secret FILE] [--peers FILE]
+ *   vhpc-slurmjob hold JOB --cores LIST [--secret FILE] [--peers FILE] [--cpus FILE]
  *       from the job's extern step (root): starts the job's guests on this
  *       node through the node agent's lifecycle, publishes them in
  *       <run dir>/slurm/JOB.state and holds their job dir (its lock says
@@ -53,7 +53,7 @@
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: vhpc-slurmjob hold JOB --cores LIST [--secret FILE] [--peers FILE]\n"
+	fprintf(stderr, "usage: vhpc-slurmjob hold JOB --cores LIST [--secret FILE] [--peers FILE] [--cpus FILE]\n"
 			"       vhpc-slurmjob sweep\n"
 			"       vhpc-slurmjob check IMAGE\n"
 			"(run by the vhpc SPANK plugin; see slurm/README.md)\n");
@@ -210,7 +210,7 @@ static void hold_guests(struct hold *h, struct na_job *nj)
 	}
 }
 
-static int hold(uint32_t id, const char *cores, const char *secret, const char *peers)
+static int hold(uint32_t id, const char *cores, const struct vs_site *site)
 {
 	struct hold h = { .id = id };
 	struct vs_job vj;
@@ -230,7 +230,7 @@ static int hold(uint32_t id, const char *cores, const char *secret, const char *
 		log_warn("sweeping what dead jobs left: %s", e.msg);
 	else if (removed)
 		log_info("removed %d resources that dead jobs left behind", removed);
-	if (vs_job_load(&vj, id, opts, cores, secret, peers, &e) < 0) {
+	if (vs_job_load(&vj, id, opts, cores, site, &e) < 0) {
 		log_err("job %u: %s", id, e.msg);
 		fail_state(&h, e.msg);
 		vs_job_free(&vj);
@@ -355,9 +355,10 @@ static void log_to(const char *name)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "cores", 1, 0, 'c' }, { "secret", 1, 0, 's' }, { "peers", 1, 0, 'p' }, { 0 }
+		{ "cores", 1, 0, 'c' }, { "secret", 1, 0, 's' }, { "peers", 1, 0, 'p' }, { "cpus", 1, 0, 'u' }, { 0 }
 	};
-	const char *cores = NULL, *secret = NULL, *peers = NULL;
+	struct vs_site site = { 0 };
+	const char *cores = NULL;
 	long long id;
 	sigset_t sigs;
 	int c;
@@ -383,9 +384,11 @@ int main(int argc, char **argv)
 		if (c == 'c')
 			cores = optarg;
 		else if (c == 's')
-			secret = optarg;
+			site.secret = optarg;
 		else if (c == 'p')
-			peers = optarg;
+			site.peers = optarg;
+		else if (c == 'u')
+			site.cpus = optarg;
 		else
 			return usage();
 	}
@@ -423,7 +426,7 @@ int main(int argc, char **argv)
 		if (na_cgroup_enter("vhpc/slurm", &e) < 0)
 			log_warn("job %lld: %s; Slurm may stop this process before its guests are removed", id, e.msg);
 	}
-	c = hold((uint32_t)id, cores, secret, peers);
+	c = hold((uint32_t)id, cores, &site);
 	na_cgroup_leave("vhpc/slurm");
 	return c;
 }

@@ -20,9 +20,18 @@ uint32_t vs_job_vni(const uint8_t *secret, size_t slen, uint32_t job);
 /* The secret file: root's, mode 0600, at least 16 bytes. */
 int vs_secret_load(const char *path, uint8_t *buf, size_t max, size_t *len, struct verr *err);
 
-/* peers.c: a node's underlay address (where its VXLAN ends), from the
- * admin's file of "NAME ADDRESS" lines when one is given, else the name
- * resolved as IPv4. */
+/* What the admin gives vhpc-slurmjob about the site (plugstack.conf). */
+struct vs_site {
+	const char *secret;        /* the site secret's file */
+	const char *peers;         /* NAME ADDRESS: underlay addresses; NULL = resolve names */
+	const char *cpus;          /* NAME CPULIST: a node's CPUs of its machine (several
+	                            * slurmd on one machine); NULL = all of them */
+};
+
+/* peers.c: the value of node's line of a file of "NAME VALUE" lines. */
+int vs_node_value(const char *path, const char *node, char *val, size_t len, struct verr *err);
+/* A node's underlay address (where its VXLAN ends), from the peers file
+ * when one is given, else the name resolved as IPv4. */
 int vs_underlay_addr(const char *peers_file, const char *node, uint32_t *addr, struct verr *err);
 
 /* The node agent's job id for Slurm job `job` on the node at place `node`

@@ -1,5 +1,7 @@
 /*
- * Where a node of the job is on the underlay, for the job network's VXLAN.
+ * Files of "NAME VALUE" lines the admin gives, one line per node, and what
+ * they say: where a node of the job is on the underlay, for the job
+ * network's VXLAN.
  * Slurm's own NodeAddr is not at hand outside slurmctld, and a site's
  * fast network is often not the one its node names resolve to, so the
  * admin may give a file (plugstack.conf: peers=FILE) of "NAME ADDRESS"
@@ -16,29 +18,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int from_file(const char *path, const char *node, uint32_t *addr, struct verr *err)
+int vs_node_value(const char *path, const char *node, char *val, size_t len, struct verr *err)
 {
 	char *text, *p, *line;
-	size_t len;
+	size_t n;
 	int lineno = 0, rc = 1;
 
-	if (read_file(path, &text, &len, 1 << 20, err) < 0)
-		return verr_wrap(err, "the peers file");
+	if (read_file(path, &text, &n, 1 << 20, err) < 0)
+		return -1;
 	for (p = text; (line = strsep(&p, "\n"));) {
-		char name[128], a[64], extra[8];
-		int n;
+		char name[128], v[256], extra[8];
+		int w;
 
 		lineno++;
 		line[strcspn(line, "#")] = 0;
-		n = sscanf(line, "%127s %63s %7s", name, a, extra);
-		if (n <= 0)
+		w = sscanf(line, "%127s %255s %7s", name, v, extra);
+		if (w <= 0)
 			continue;
-		if (n != 2 || ipv4_parse(a, addr) < 0) {
-			verr_set(err, "%s:%d: expected NAME IPV4-ADDRESS", path, lineno);
+		if (w != 2) {
+			verr_set(err, "%s:%d: expected NAME VALUE", path, lineno);
 			rc = -1;
 			break;
 		}
 		if (!strcmp(name, node)) {
+			snprintf(val, len, "%s", v);
 			rc = 0;
 			break;
 		}
@@ -54,8 +57,15 @@ int vs_underlay_addr(const char *peers_file, const char *node, uint32_t *addr, s
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *res = NULL;
 	int rc;
 
-	if (peers_file && *peers_file)
-		return from_file(peers_file, node, addr, err);
+	if (peers_file && *peers_file) {
+		char v[256];
+
+		if (vs_node_value(peers_file, node, v, sizeof(v), err) < 0)
+			return -1;
+		if (ipv4_parse(v, addr) < 0)
+			return verr_set(err, "%s: node %s: '%s' is not an IPv4 address", peers_file, node, v);
+		return 0;
+	}
 	rc = getaddrinfo(node, NULL, &hints, &res);
 	if (rc != 0 || !res)
 		return verr_set(err, "node %s has no IPv4 address (%s): give the plugin a peers file (plugstack.conf: peers=FILE)",

@@ -13,7 +13,7 @@
  *   batch step           tells `vhpc mpirun` where the state is
  *   job epilog (root)    stops vhpc-slurmjob, sweeps
  *
- * plugstack.conf arguments: secret=FILE (required), peers=FILE,
+ * plugstack.conf arguments: secret=FILE (required), peers=FILE, cpus=FILE,
  * run_dir=DIR ("%h" = host name), state_dir=DIR, config_dir=DIR,
  * bindir=DIR (where vhpc-slurmjob is).  slurm/README.md has the rest.
  */
@@ -50,7 +50,7 @@ SPANK_PLUGIN(vhpc, 1);
 
 static struct {
 	char run_dir[PATH_MAX], state_dir[PATH_MAX], config_dir[PATH_MAX], bindir[PATH_MAX];
-	char secret[PATH_MAX], peers[PATH_MAX];
+	char secret[PATH_MAX], peers[PATH_MAX], cpus[PATH_MAX];
 } cfg;
 
 static struct vs_opts opts;
@@ -136,6 +136,7 @@ static int parse_args(int ac, char **av)
 
 		r += set_arg(av[i], "secret", cfg.secret, sizeof(cfg.secret));
 		r += set_arg(av[i], "peers", cfg.peers, sizeof(cfg.peers));
+		r += set_arg(av[i], "cpus", cfg.cpus, sizeof(cfg.cpus));
 		r += set_arg(av[i], "run_dir", cfg.run_dir, sizeof(cfg.run_dir));
 		r += set_arg(av[i], "state_dir", cfg.state_dir, sizeof(cfg.state_dir));
 		r += set_arg(av[i], "config_dir", cfg.config_dir, sizeof(cfg.config_dir));
@@ -143,7 +144,7 @@ static int parse_args(int ac, char **av)
 		if (r < 0)
 			return -1;
 		if (r == 0) {
-			slurm_error("vhpc: plugstack.conf: unknown argument '%s' (secret=, peers=, run_dir=, "
+			slurm_error("vhpc: plugstack.conf: unknown argument '%s' (secret=, peers=, cpus=, run_dir=, "
 				    "state_dir=, config_dir=, bindir=)", av[i]);
 			return -1;
 		}
@@ -167,7 +168,7 @@ static pid_t run_tool(const char *const *args, bool as_child, bool quiet, char *
 {
 	char prog[PATH_MAX + 32], env[4][PATH_MAX + 20];
 	char *envp[] = { env[0], env[1], env[2], env[3], "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	const char *argv[12];
+	const char *argv[14];
 	int p[2], n = 0, status;
 	pid_t pid;
 
@@ -177,7 +178,7 @@ static pid_t run_tool(const char *const *args, bool as_child, bool quiet, char *
 	snprintf(env[2], sizeof(env[2]), "VHPC_CONFIG_DIR=%s", cfg.config_dir[0] ? cfg.config_dir : "/etc/vhpc");
 	snprintf(env[3], sizeof(env[3]), "VHPC_LOG=%s", getenv("VHPC_LOG") ? getenv("VHPC_LOG") : "info");
 	argv[n++] = prog;
-	for (; *args && n < 11; args++)
+	for (; *args && n < 13; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -275,7 +276,7 @@ static int submit_side(spank_t sp)
 static int extern_step(spank_t sp)
 {
 	char opts_path[PATH_MAX + 32], jobs[24], cores_buf[4096];
-	const char *args[10];
+	const char *args[12];
 	char *cores = NULL;
 	uint32_t job = 0;
 	int n = 0;
@@ -302,6 +303,10 @@ static int extern_step(spank_t sp)
 	if (cfg.peers[0]) {
 		args[n++] = "--peers";
 		args[n++] = cfg.peers;
+	}
+	if (cfg.cpus[0]) {
+		args[n++] = "--cpus";
+		args[n++] = cfg.cpus;
 	}
 	args[n] = NULL;
 	if (run_tool(args, true, true, NULL, 0) < 0)

@@ -77,8 +77,10 @@ out:
 	return rc;
 }
 
-/* The job's guests here are placed on the CPUs Slurm gave it here only. */
-static int cpus_here(struct vs_job *j, const char *cores, struct verr *err)
+/* The job's guests here are placed on the CPUs Slurm gave it here only:
+ * Slurm's core k of the node is the k-th core of the node's CPUs (all of
+ * the machine's, unless the site's cpus file gives it part of them). */
+static int cpus_here(struct vs_job *j, const char *cores, const char *cpus_file, struct verr *err)
 {
 	int c[4096], *pus = NULL, npus = 0;
 	size_t nc = 0;
@@ -86,8 +88,20 @@ static int cpus_here(struct vs_job *j, const char *cores, struct verr *err)
 	if (!cores || cpulist_parse(cores, c, 4096, &nc) < 0 || !nc)
 		return verr_set(err, "the job's cores on node %s: '%.60s' is not a core list", j->node,
 				cores ? cores : "");
-	if (na_topo_load(&j->topo, NULL, err) < 0 ||
-	    na_topo_core_pus(j->topo, c, (int)nc, &pus, &npus, err) < 0)
+	if (na_topo_load(&j->topo, NULL, err) < 0)
+		return verr_wrap(err, "node %s", j->node);
+	if (cpus_file && *cpus_file) {
+		char v[256];
+		size_t n = 0;
+
+		if (vs_node_value(cpus_file, j->node, v, sizeof(v), err) < 0)
+			return -1;
+		if (cpulist_parse(v, c + nc, 4096 - nc, &n) < 0 || !n ||
+		    na_topo_restrict(j->topo, c + nc, (int)n, err) < 0)
+			return verr_set(err, "%s: node %s: '%s': %s", cpus_file, j->node, v,
+					n ? err->msg : "expected a cpu list such as 0-3");
+	}
+	if (na_topo_core_pus(j->topo, c, (int)nc, &pus, &npus, err) < 0)
 		return verr_wrap(err, "node %s", j->node);
 	if (na_topo_restrict(j->topo, pus, npus, err) < 0) {
 		free(pus);
@@ -181,8 +195,8 @@ static int user(struct vs_job *j, struct verr *err)
 	return job_paths_plan(&j->cl, &js, j->uid, &j->paths, err);
 }
 
-int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char *cores, const char *secret,
-		const char *peers, struct verr *err)
+int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char *cores, const struct vs_site *site,
+		struct verr *err)
 {
 	struct na_job_spec *s = &j->s;
 
@@ -193,7 +207,7 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	if (cluster_load(NULL, &j->cl, err) < 0)
 		return -1;
 	j->have_cl = true;
-	if (cpus_here(j, cores, err) < 0 || layout(j, err) < 0 || network(j, secret, peers, err) < 0 ||
+	if (cpus_here(j, cores, site->cpus, err) < 0 || layout(j, err) < 0 || network(j, site->secret, site->peers, err) < 0 ||
 	    driver(j, err) < 0 || user(j, err) < 0)
 		return -1;
 	if (tuning_load(j->cl.default_tuning, &j->tun, err) < 0)

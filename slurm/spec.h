@@ -42,8 +42,9 @@ struct vs_job {
 };
 
 /* Everything but the cancel callback; cores is S_JOB_ALLOC_CORES. */
-int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char *cores, const char *secret,
-		const char *peers, struct verr *err);
+struct vs_site;
+int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char *cores, const struct vs_site *site,
+		struct verr *err);
 void vs_job_free(struct vs_job *j);
 
 #endif

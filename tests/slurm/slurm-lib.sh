@@ -76,10 +76,12 @@ sl_munge_up() {
 	at_exit "munged -S '$SL_DIR/munge.sock' -s"
 }
 
-# sl_conf [EXTRA slurm.conf LINES]: node i has 2 CPUs (cores 0-1 of this
-# machine, shared by all nodes).
+# sl_conf [EXTRA slurm.conf LINES]: node i has 2 CPUs, cores 0-1 of this
+# machine, shared by all nodes; or, with SL_CPUS="C1 C2 ..." (1 or 2 per
+# node), node i with 1 has core (i - 1) mod nproc of its own (the plugin's
+# cpus= file says which).
 sl_conf() {
-	local i
+	local i cpus c=(${SL_CPUS:-})
 	head -c 64 /dev/urandom >"$SL_DIR/secret"
 	chmod 600 "$SL_DIR/secret"
 	cat >"$SL_DIR/slurm.conf" <<EOF
@@ -117,11 +119,17 @@ SlurmdDebug=debug
 $*
 EOF
 	for ((i = 1; i <= SL_NODES; i++)); do
-		echo "NodeName=n$i NodeAddr=198.18.2.$((10 + i)) CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=2000 State=UNKNOWN" >>"$SL_DIR/slurm.conf"
+		cpus=${c[i - 1]:-2}
+		echo "NodeName=n$i NodeAddr=198.18.2.$((10 + i)) CPUs=$cpus Sockets=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=2000 State=UNKNOWN" >>"$SL_DIR/slurm.conf"
+		if [ "$cpus" = 1 ]; then
+			echo "n$i $(( (i - 1) % $(nproc) ))" >>"$SL_DIR/cpus"
+		else
+			echo "n$i 0-$(( $(nproc) - 1 ))" >>"$SL_DIR/cpus"
+		fi
 		mkdir -p "$SL_DIR/n$i/spool" "$SL_DIR/n$i/tmp"
 	done
 	echo "PartitionName=p Nodes=n[1-$SL_NODES] Default=YES MaxTime=INFINITE State=UP" >>"$SL_DIR/slurm.conf"
-	echo "required $SL_PLUGIN secret=$SL_DIR/secret peers=$SL_DIR/peers run_dir=$SL_DIR/run-%h" \
+	echo "required $SL_PLUGIN secret=$SL_DIR/secret peers=$SL_DIR/peers cpus=$SL_DIR/cpus run_dir=$SL_DIR/run-%h" \
 		"state_dir=$VHPC_STATE_DIR config_dir=$VHPC_CONFIG_DIR bindir=$BIN" >"$SL_DIR/plugstack.conf"
 	mkdir -p "$SL_DIR/ctld"
 }

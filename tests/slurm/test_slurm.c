@@ -346,10 +346,12 @@ static void peers_come_from_the_admins_file(void **state)
 	assert_int_equal(vs_underlay_addr(path, "n3", &a, &e), -1);
 	assert_non_null(strstr(e.msg, "names no node n3"));
 	fd = open(path, O_WRONLY | O_APPEND);
-	assert_int_equal(write(fd, "n4 nowhere\n", 11), 11);
+	assert_int_equal(write(fd, "n4 nowhere\nn5 a b\n", 18), 18);
 	close(fd);
+	assert_int_equal(vs_underlay_addr(path, "n4", &a, &e), -1);
+	assert_non_null(strstr(e.msg, "node n4: 'nowhere' is not an IPv4 address"));
 	assert_int_equal(vs_underlay_addr(path, "n9", &a, &e), -1);
-	assert_non_null(strstr(e.msg, ":5: expected NAME IPV4-ADDRESS"));
+	assert_non_null(strstr(e.msg, ":6: expected NAME VALUE"));
 	unlink(path);
 	/* Without a file: the name, resolved. */
 	assert_int_equal(vs_underlay_addr(NULL, "localhost", &a, &e), 0);
