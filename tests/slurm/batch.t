@@ -58,13 +58,20 @@ check_eq "in the same guests for both steps (one pid namespace per guest)" 2 \
 check_match "the batch script itself ran on the node, not in a guest" "^n[1-3]$" \
 	"$(sl_user sbatch --parsable --wait -N 1 --vhpc-image=default -o "$W/host.out" --wrap hostname >/dev/null 2>&1; cat "$W/host.out")"
 
+# -- a step asking for other guests than its job's is refused, with the job's
+out=$(sl_user sbatch --parsable --wait -N 1 --vhpc-image=default -o "$W/other.out" \
+	--wrap 'srun --vhpc-mem=1G hostname; echo "srun exit $?"' 2>&1)
+check_match "an srun inside the job with another --vhpc-mem fails with the job's options" \
+	"vhpc: this step's --vhpc-\* options differ from its job's \(image=default driver= vcpus=0 mem=0 vmshm=1\).*srun exit [1-9]" \
+	"$(tr '\n' ' ' <"$W/other.out")"
+
 # -- scancel mid-job
 cat >"$W/long.sh" <<'EOF'
 #!/bin/sh
 srun sleep 300
 EOF
 chmod 755 "$W/long.sh"
-id=$(sl_user sbatch --parsable -N 2 -n 4 --vhpc-image=default -o /dev/null "$W/long.sh" 2>"$T/err")
+id=$(sl_user sbatch --parsable -N 2 -n 4 -w n1,n2 --vhpc-image=default -o /dev/null "$W/long.sh" 2>"$T/err")
 check "a long job's guests become ready on both nodes" ready "$id" 1
 ready "$id" 2
 inits="$(guest_inits "$id" 1) $(guest_inits "$id" 2)"
@@ -78,7 +85,7 @@ check_eq "scancel mid-job: nothing is left on any node" "$before" "$(sl_leftover
 check_eq "the guests' inits are gone" "" "$(alive "${id}s0" $inits; alive "${id}s1" $inits)"
 
 # -- kill -9 of a slurmd mid-job: its steps run on; the job ends normally
-id=$(sl_user sbatch --parsable -N 2 -n 4 --vhpc-image=default -o "$W/k1.out" --wrap \
+id=$(sl_user sbatch --parsable -N 2 -n 4 -w n1,n2 --vhpc-image=default -o "$W/k1.out" --wrap \
 	'srun sh -c "sleep 4; echo done \$(hostname)"' 2>"$T/err")
 ready "$id" 2
 sl_node_kill 2
@@ -93,7 +100,7 @@ check_eq "and leaves nothing on any node" "$before" "$(sl_leftovers)"
 
 # -- node n2's Slurm and vhpc-slurmjob die (kill -9 of everything in the
 # node's namespace); its guests outlive them
-id=$(sl_user sbatch --parsable -N 2 -n 4 --vhpc-image=default -o /dev/null "$W/long.sh" 2>"$T/err")
+id=$(sl_user sbatch --parsable -N 2 -n 4 -w n1,n2 --vhpc-image=default -o /dev/null "$W/long.sh" 2>"$T/err")
 ready "$id" 2
 inits=$(guest_inits "$id" 2)
 sl_node_procs 2 | xargs -r kill -9

@@ -26,7 +26,7 @@ check_eq "srun -N 2 --vhpc-image=default hostname exits 0" 0 "$rc"
 [ "$rc" = 0 ] || diag "$(cat "$T/err")"
 check_eq "it prints the guests' names, one per node, not the nodes'" "g0 g1" "$(echo "$out" | sort | tr '\n' ' ' | sed 's/ $//')"
 check_eq "the same srun without --vhpc-image prints the nodes'" "n1 n2" \
-	"$(sl_user srun -N 2 hostname 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//')"
+	"$(sl_user srun -N 2 -w n1,n2 hostname 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//')"
 
 # -- the job's user, its folder, its environment, its network
 out=$(sl_user srun -N 2 -n 4 --vhpc-image=default sh -c \
