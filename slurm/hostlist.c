@@ -15,17 +15,6 @@
 #define MAX_NAME    64
 #define MAX_GROUPS  4
 
-static int bad(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 struct names {
 	char (*v)[MAX_NAME];
 	int n;
@@ -40,9 +29,9 @@ static bool name_char(char c)
 static int add(struct names *o, const char *s, char *why, size_t len)
 {
 	if (o->n == MAX_HOSTS)
-		return bad(why, len, "more than %d hosts", MAX_HOSTS);
+		return vs_fail(why, len, "more than %d hosts", MAX_HOSTS);
 	if (!*s || strlen(s) >= MAX_NAME)
-		return bad(why, len, "host name '%.70s': empty or longer than %d", s, MAX_NAME - 1);
+		return vs_fail(why, len, "host name '%.70s': empty or longer than %d", s, MAX_NAME - 1);
 	snprintf(o->v[o->n++], MAX_NAME, "%s", s);
 	return 0;
 }
@@ -74,23 +63,23 @@ static int expand(const char *expr, char *out, size_t olen, struct names *o, int
 	size_t pre;
 
 	if (depth > MAX_GROUPS)
-		return bad(why, len, "more than %d [] groups in one host", MAX_GROUPS);
+		return vs_fail(why, len, "more than %d [] groups in one host", MAX_GROUPS);
 	if (!lb) {
 		if (strchr(expr, ']'))
-			return bad(why, len, "']' without '['");
+			return vs_fail(why, len, "']' without '['");
 		if (olen + strlen(expr) >= MAX_NAME)
-			return bad(why, len, "host name longer than %d", MAX_NAME - 1);
+			return vs_fail(why, len, "host name longer than %d", MAX_NAME - 1);
 		strcpy(out + olen, expr);
 		return add(o, out, why, len);
 	}
 	pre = (size_t)(lb - expr);
 	if (olen + pre >= MAX_NAME || memchr(expr, ']', pre))
-		return bad(why, len, "host name too long or ']' before '['");
+		return vs_fail(why, len, "host name too long or ']' before '['");
 	memcpy(out + olen, expr, pre);
 	const char *p = lb + 1, *rb = strchr(p, ']');
 
 	if (!rb)
-		return bad(why, len, "'[' without ']'");
+		return vs_fail(why, len, "'[' without ']'");
 	while (p < rb) {
 		long lo, hi;
 		int wlo, whi;
@@ -98,25 +87,25 @@ static int expand(const char *expr, char *out, size_t olen, struct names *o, int
 		(void)whi;
 
 		if (bound(&p, &lo, &wlo) < 0)
-			return bad(why, len, "bad range in '[%.*s]'", (int)(rb - lb - 1), lb + 1);
+			return vs_fail(why, len, "bad range in '[%.*s]'", (int)(rb - lb - 1), lb + 1);
 		hi = lo;
 		whi = wlo;
 		if (*p == '-') {
 			p++;
 			if (bound(&p, &hi, &whi) < 0 || hi < lo)
-				return bad(why, len, "bad range in '[%.*s]'", (int)(rb - lb - 1), lb + 1);
+				return vs_fail(why, len, "bad range in '[%.*s]'", (int)(rb - lb - 1), lb + 1);
 		}
 		if (*p != ',' && p != rb)
-			return bad(why, len, "bad range in '[%.*s]'", (int)(rb - lb - 1), lb + 1);
+			return vs_fail(why, len, "bad range in '[%.*s]'", (int)(rb - lb - 1), lb + 1);
 		if (*p == ',')
 			p++;
 		if (hi - lo >= MAX_HOSTS)
-			return bad(why, len, "more than %d hosts", MAX_HOSTS);
+			return vs_fail(why, len, "more than %d hosts", MAX_HOSTS);
 		for (long x = lo; x <= hi; x++) {
 			int w = snprintf(out + olen + pre, MAX_NAME - olen - pre, "%0*ld", wlo, x);
 
 			if (w < 0 || olen + pre + (size_t)w >= MAX_NAME)
-				return bad(why, len, "host name longer than %d", MAX_NAME - 1);
+				return vs_fail(why, len, "host name longer than %d", MAX_NAME - 1);
 			if (expand(rb + 1, out, olen + pre + (size_t)w, o, depth + 1, why, len) < 0)
 				return -1;
 		}
@@ -134,14 +123,14 @@ int vs_hostlist_expand(const char *s, char ***names, int *n, char *why, size_t l
 	*names = NULL;
 	*n = 0;
 	if (!s || !*s || strlen(s) > (1u << 20))
-		return bad(why, len, "empty or too long");
+		return vs_fail(why, len, "empty or too long");
 	for (p = (char *)s; *p; p++)
 		if (!name_char(*p) && *p != '[' && *p != ']' && *p != ',')
-			return bad(why, len, "character '%c' (0x%02x) in a host list", *p > 32 && *p < 127 ? *p : '?',
+			return vs_fail(why, len, "character '%c' (0x%02x) in a host list", *p > 32 && *p < 127 ? *p : '?',
 				   (unsigned char)*p);
 	if (!(o.v = malloc(sizeof(*o.v) * MAX_HOSTS)) || !(copy = strdup(s))) {
 		free(o.v);
-		return bad(why, len, "out of memory");
+		return vs_fail(why, len, "out of memory");
 	}
 	/* Split at the commas outside brackets. */
 	for (char *start = copy, *q = copy;; q++) {
@@ -150,7 +139,7 @@ int vs_hostlist_expand(const char *s, char ***names, int *n, char *why, size_t l
 		else if (*q == ']')
 			depth--;
 		if (depth < 0 || depth > 1) {
-			bad(why, len, "unbalanced brackets");
+			vs_fail(why, len, "unbalanced brackets");
 			goto out;
 		}
 		if ((*q == ',' && depth == 0) || !*q) {
@@ -165,13 +154,13 @@ int vs_hostlist_expand(const char *s, char ***names, int *n, char *why, size_t l
 		}
 	}
 	if (depth) {
-		bad(why, len, "unbalanced brackets");
+		vs_fail(why, len, "unbalanced brackets");
 		goto out;
 	}
 	/* One block: the pointers, then the names. */
 	v = malloc(sizeof(char *) * (size_t)o.n + (size_t)o.n * MAX_NAME);
 	if (!v) {
-		bad(why, len, "out of memory");
+		vs_fail(why, len, "out of memory");
 		goto out;
 	}
 	for (int i = 0; i < o.n; i++) {
@@ -193,28 +182,28 @@ int vs_cpus_per_node(const char *s, int *out, int max, int *n, char *why, size_t
 
 	*n = 0;
 	if (!s || !*s)
-		return bad(why, len, "empty");
+		return vs_fail(why, len, "empty");
 	for (;;) {
 		long c, rep = 1;
 		int w;
 
 		if (bound(&p, &c, &w) < 0 || c < 1 || c > 1 << 20)
-			return bad(why, len, "'%.40s': expected COUNT[(xREPEAT)],...", s);
+			return vs_fail(why, len, "'%.40s': expected COUNT[(xREPEAT)],...", s);
 		if (*p == '(') {
 			if (p[1] != 'x')
-				return bad(why, len, "'%.40s': expected (xREPEAT)", s);
+				return vs_fail(why, len, "'%.40s': expected (xREPEAT)", s);
 			p += 2;
 			if (bound(&p, &rep, &w) < 0 || rep < 1 || *p != ')')
-				return bad(why, len, "'%.40s': expected (xREPEAT)", s);
+				return vs_fail(why, len, "'%.40s': expected (xREPEAT)", s);
 			p++;
 		}
 		if (rep > max - *n)
-			return bad(why, len, "'%.40s': more than %d nodes", s, max);
+			return vs_fail(why, len, "'%.40s': more than %d nodes", s, max);
 		for (long i = 0; i < rep; i++)
 			out[(*n)++] = (int)c;
 		if (!*p)
 			return 0;
 		if (*p++ != ',')
-			return bad(why, len, "'%.40s': expected ',' between counts", s);
+			return vs_fail(why, len, "'%.40s': expected ',' between counts", s);
 	}
 }

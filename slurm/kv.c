@@ -19,8 +19,7 @@
 #define KV_MAX_BYTES (1u << 20)
 #define KV_MAX_LINES 4096
 
-static int bad(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t len, const char *fmt, ...)
+int vs_fail(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -57,12 +56,12 @@ int vs_kv_parse(const char *text, size_t len, const char *magic, struct vs_kvfil
 
 	memset(out, 0, sizeof(*out));
 	if (len > KV_MAX_BYTES)
-		return bad(why, wlen, "%zu bytes: more than %u", len, KV_MAX_BYTES);
+		return vs_fail(why, wlen, "%zu bytes: more than %u", len, KV_MAX_BYTES);
 	if (memchr(text, 0, len))
-		return bad(why, wlen, "a NUL byte in the text");
+		return vs_fail(why, wlen, "a NUL byte in the text");
 	if (!(out->buf = malloc(len + 1)) || !(out->v = calloc(KV_MAX_LINES, sizeof(*out->v)))) {
 		vs_kv_free(out);
-		return bad(why, wlen, "out of memory");
+		return vs_fail(why, wlen, "out of memory");
 	}
 	memcpy(out->buf, text, len);
 	out->buf[len] = 0;
@@ -70,7 +69,7 @@ int vs_kv_parse(const char *text, size_t len, const char *magic, struct vs_kvfil
 	line = strsep(&p, "\n");
 	if (strcmp(line, magic)) {
 		vs_kv_free(out);
-		return bad(why, wlen, "line 1: expected '%s'", magic);
+		return vs_fail(why, wlen, "line 1: expected '%s'", magic);
 	}
 	while (p && *p) {
 		char *sp;
@@ -80,14 +79,14 @@ int vs_kv_parse(const char *text, size_t len, const char *magic, struct vs_kvfil
 		sp = strchr(line, ' ');
 		if (!sp || out->n == KV_MAX_LINES) {
 			vs_kv_free(out);
-			return bad(why, wlen, "line %d: %s", lineno, sp ? "too many lines" : "expected KEY VALUE");
+			return vs_fail(why, wlen, "line %d: %s", lineno, sp ? "too many lines" : "expected KEY VALUE");
 		}
 		*sp = 0;
 		if (!key_ok(line) || !value_ok(sp + 1)) {
 			bool key = key_ok(line);
 
 			vs_kv_free(out);
-			return bad(why, wlen, "line %d: bad %s", lineno, key ? "value" : "key");
+			return vs_fail(why, wlen, "line %d: bad %s", lineno, key ? "value" : "key");
 		}
 		out->v[out->n++] = (struct vs_kv){ line, sp + 1 };
 	}
@@ -104,14 +103,14 @@ int vs_file_read(const char *path, char **text, size_t *n, char *why, size_t wle
 	*text = NULL;
 	*n = 0;
 	if (fd < 0)
-		return bad(why, wlen, "%s: %s", path, strerror(errno));
+		return vs_fail(why, wlen, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > KV_MAX_BYTES) {
 		close(fd);
-		return bad(why, wlen, "%s: not a file of at most %u bytes", path, KV_MAX_BYTES);
+		return vs_fail(why, wlen, "%s: not a file of at most %u bytes", path, KV_MAX_BYTES);
 	}
 	if (!(buf = malloc((size_t)st.st_size + 1))) {
 		close(fd);
-		return bad(why, wlen, "out of memory");
+		return vs_fail(why, wlen, "out of memory");
 	}
 	while (len < (size_t)st.st_size) {
 		ssize_t r = read(fd, buf + len, (size_t)st.st_size - len);
@@ -140,13 +139,16 @@ int vs_kv_load(const char *path, const char *magic, struct vs_kvfile *out, char 
 		return -1;
 	rc = vs_kv_parse(text, n, magic, out, why, wlen);
 	free(text);
-	if (rc < 0) {
-		char m[600];
+	return rc < 0 ? vs_fail_in(path, why, wlen) : 0;
+}
 
-		snprintf(m, sizeof(m), "%s: %s", path, why);
-		snprintf(why, wlen, "%s", m);
-	}
-	return rc;
+int vs_fail_in(const char *path, char *why, size_t len)
+{
+	char m[600];
+
+	snprintf(m, sizeof(m), "%s: %s", path, why);
+	snprintf(why, len, "%s", m);
+	return -1;
 }
 
 const char *vs_kv_get(const struct vs_kvfile *f, const char *key)

@@ -21,17 +21,6 @@ static const char *const env_names[5] = {
 	"SLURM_VHPC_IMAGE", "SLURM_VHPC_DRIVER", "SLURM_VHPC_VCPUS", "SLURM_VHPC_MEM", "SLURM_VHPC_NO_VMSHM"
 };
 
-static int bad(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* where: "--vhpc-mem" or "SLURM_VHPC_MEM" */
 static int set_value(struct vs_opts *o, int which, const char *where, const char *val, char *why, size_t len)
 {
@@ -41,31 +30,31 @@ static int set_value(struct vs_opts *o, int which, const char *where, const char
 	switch (which) {
 	case 0:
 		if (!val || !ident_ok(val, 64))
-			return bad(why, len, "%s '%s': expected an image name (letters, digits, '.', '_', '-'; "
+			return vs_fail(why, len, "%s '%s': expected an image name (letters, digits, '.', '_', '-'; "
 				   "at most 64, as `vhpc image list` shows them)", where, val ? val : "");
 		snprintf(o->image, sizeof(o->image), "%s", val);
 		break;
 	case 1:
 		if (!val || (strcmp(val, "auto") && strcmp(val, "container") && strcmp(val, "kvm")))
-			return bad(why, len, "%s '%s': expected auto, container or kvm", where, val ? val : "");
+			return vs_fail(why, len, "%s '%s': expected auto, container or kvm", where, val ? val : "");
 		snprintf(o->driver, sizeof(o->driver), "%s", val);
 		break;
 	case 2:
 		if (parse_ll(val, 1, VHPC_MAX_VCPUS, &n) < 0)
-			return bad(why, len, "%s '%s': expected vCPUs per guest, 1..%d", where, val ? val : "",
+			return vs_fail(why, len, "%s '%s': expected vCPUs per guest, 1..%d", where, val ? val : "",
 				   VHPC_MAX_VCPUS);
 		o->vcpus = (int)n;
 		break;
 	case 3:
 		if (parse_size(val, &sz) < 0 || sz < MEM_MIN || sz > MEM_MAX)
-			return bad(why, len, "%s '%s': expected memory per guest from 64M to 4T (e.g. 512M, 2G)", where,
+			return vs_fail(why, len, "%s '%s': expected memory per guest from 64M to 4T (e.g. 512M, 2G)", where,
 				   val ? val : "");
 		o->mem = sz;
 		break;
 	default:
 		/* A flag: from the environment 1 or 0, on the command line none. */
 		if (val && strcmp(val, "1") && strcmp(val, "0"))
-			return bad(why, len, "%s '%s': expected 1 or 0", where, val);
+			return vs_fail(why, len, "%s '%s': expected 1 or 0", where, val);
 		o->no_vmshm = !val || !strcmp(val, "1");
 		break;
 	}
@@ -80,13 +69,13 @@ int vs_opt_set(struct vs_opts *o, const char *name, const char *val, char *why, 
 		if (!strcmp(name, vs_opt_names[i])) {
 			snprintf(where, sizeof(where), "--vhpc-%s", name);
 			if (i == 4 && val)
-				return bad(why, len, "--vhpc-no-vmshm takes no value");
+				return vs_fail(why, len, "--vhpc-no-vmshm takes no value");
 			if (set_value(o, i, where, val, why, len) < 0)
 				return -1;
 			o->set = true;
 			return 0;
 		}
-	return bad(why, len, "--vhpc-%s: no such option", name);
+	return vs_fail(why, len, "--vhpc-%s: no such option", name);
 }
 
 static const char *env_get(char *const *env, const char *name)
@@ -132,23 +121,23 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 
 	memset(o, 0, sizeof(*o));
 	if (!s || strlen(s) >= sizeof(buf))
-		return bad(why, len, "options: missing or too long");
+		return vs_fail(why, len, "options: missing or too long");
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (char *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
 		char *eq = strchr(w, '=');
 		int i;
 
 		if (!eq)
-			return bad(why, len, "options: '%.40s' is not KEY=VALUE", w);
+			return vs_fail(why, len, "options: '%.40s' is not KEY=VALUE", w);
 		*eq++ = 0;
 		for (i = 0; i < 5 && strcmp(w, keys[i]); i++)
 			;
 		if (i == 5 || seen[i])
-			return bad(why, len, "options: %s '%.40s'", i == 5 ? "unknown key" : "repeated key", w);
+			return vs_fail(why, len, "options: %s '%.40s'", i == 5 ? "unknown key" : "repeated key", w);
 		seen[i] = true;
 		if (i == 4) {
 			if (strcmp(eq, "0") && strcmp(eq, "1"))
-				return bad(why, len, "options: vmshm '%.20s': expected 0 or 1", eq);
+				return vs_fail(why, len, "options: vmshm '%.20s': expected 0 or 1", eq);
 			o->no_vmshm = !strcmp(eq, "0");
 			continue;
 		}
@@ -160,7 +149,7 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 
 			/* bytes, as vs_opts_format wrote them */
 			if (parse_ll(eq, (long long)MEM_MIN, (long long)MEM_MAX, &n) < 0)
-				return bad(why, len, "options: mem '%.30s': expected bytes from 64 MiB to 4 TiB", eq);
+				return vs_fail(why, len, "options: mem '%.30s': expected bytes from 64 MiB to 4 TiB", eq);
 			o->mem = (uint64_t)n;
 			continue;
 		}
@@ -169,7 +158,7 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 	}
 	for (int i = 0; i < 5; i++)
 		if (!seen[i])
-			return bad(why, len, "options: %s missing", keys[i]);
+			return vs_fail(why, len, "options: %s missing", keys[i]);
 	o->set = true;
 	return 0;
 }

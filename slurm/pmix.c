@@ -25,17 +25,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int bad(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 int vs_pmix_uri_rewrite(const char *uri, int relay_port, char *out, size_t len, int *server_port)
 {
 	static const char lo[] = "tcp4://127.0.0.1:";
@@ -176,20 +165,20 @@ static int listen_in(const char *path, int fd[VS_RELAY_PORTS], int port[VS_RELAY
 	for (i = 0; i < VS_RELAY_PORTS; i++)
 		fd[i] = -1;
 	if (own < 0 || ns < 0) {
-		bad(why, len, "%s: %s", own < 0 ? "/proc/self/ns/net" : path, strerror(errno));
+		vs_fail(why, len, "%s: %s", own < 0 ? "/proc/self/ns/net" : path, strerror(errno));
 		goto out;
 	}
 	if (setns(ns, CLONE_NEWNET) < 0) {
-		bad(why, len, "joining %s: %s", path, strerror(errno));
+		vs_fail(why, len, "joining %s: %s", path, strerror(errno));
 		goto out;
 	}
 	for (i = 0; i < VS_RELAY_PORTS; i++)
 		if ((fd[i] = listen_lo(&port[i])) < 0)
 			break;
-	rc = i == VS_RELAY_PORTS ? 0 : bad(why, len, "a socket on the guest's 127.0.0.1: %s", strerror(errno));
+	rc = i == VS_RELAY_PORTS ? 0 : vs_fail(why, len, "a socket on the guest's 127.0.0.1: %s", strerror(errno));
 	/* Back in the node's namespace whatever happened. */
 	if (setns(own, CLONE_NEWNET) < 0)
-		rc = bad(why, len, "returning to the node's network namespace: %s", strerror(errno));
+		rc = vs_fail(why, len, "returning to the node's network namespace: %s", strerror(errno));
 out:
 	if (rc < 0)
 		for (i = 0; i < VS_RELAY_PORTS; i++)
@@ -213,14 +202,14 @@ int vs_relay_start(const char *guest_netns, uid_t uid, gid_t gid, struct vs_rela
 	if (listen_in(path, lfd, r->port, why, len) < 0)
 		return -1;
 	if (pipe2(p, O_CLOEXEC) < 0) {
-		bad(why, len, "pipe: %s", strerror(errno));
+		vs_fail(why, len, "pipe: %s", strerror(errno));
 		goto fail;
 	}
 	r->pid = fork();
 	if (r->pid < 0) {
 		close(p[0]);
 		close(p[1]);
-		bad(why, len, "fork: %s", strerror(errno));
+		vs_fail(why, len, "fork: %s", strerror(errno));
 		goto fail;
 	}
 	if (r->pid == 0) {
@@ -258,7 +247,7 @@ int vs_relay_aim(struct vs_relay *r, const int server[VS_RELAY_PORTS], char *why
 	int n = snprintf(buf, sizeof(buf), "%d %d %d %d\n", server[0], server[1], server[2], server[3]);
 
 	if (r->aim_fd < 0 || write(r->aim_fd, buf, (size_t)n) != n)
-		return bad(why, len, "telling the PMIx relay its server: %s", strerror(errno));
+		return vs_fail(why, len, "telling the PMIx relay its server: %s", strerror(errno));
 	close(r->aim_fd);
 	r->aim_fd = -1;
 	return 0;

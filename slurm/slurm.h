@@ -16,6 +16,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The error messages of slurm/'s code go into a caller's buffer (why,
+ * len): the plugin has no libvhpc and its struct verr.  Returns -1. */
+int vs_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Prefixes why with "path: ". */
+int vs_fail_in(const char *path, char *why, size_t len);
+
 /* ------------------------------------------------------------ options */
 
 /* What a job asked for with --vhpc-* (or SLURM_VHPC_* in its

@@ -18,17 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int bad(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static bool num(const char *s, long long max, long long *out)
 {
 	char *end;
@@ -104,14 +93,14 @@ int vs_state_parse(const char *text, size_t n, struct vs_state *s, char *why, si
 			else if (!strcmp(v, "preparing"))
 				s->status = VS_PREPARING;
 			else {
-				bad(why, len, "status '%.20s'", v);
+				vs_fail(why, len, "status '%.20s'", v);
 				goto out;
 			}
 		} else if (!strcmp(k, "error")) {
 			snprintf(s->error, sizeof(s->error), "%s", v);
 		} else if (!strcmp(k, "holder")) {
 			if (!num(v, 1 << 30, &x) || x < 1) {
-				bad(why, len, "holder '%.20s'", v);
+				vs_fail(why, len, "holder '%.20s'", v);
 				goto out;
 			}
 			s->holder = (pid_t)x;
@@ -122,31 +111,31 @@ int vs_state_parse(const char *text, size_t n, struct vs_state *s, char *why, si
 				  : !strcmp(k, "driver") ? sizeof(s->driver) : sizeof(s->key);
 
 			if (!word_ok(v) || !copy(dst, dl, v)) {
-				bad(why, len, "%s '%.40s'", k, v);
+				vs_fail(why, len, "%s '%.40s'", k, v);
 				goto out;
 			}
 		} else if (!strcmp(k, "env")) {
 			if (s->nenv == VS_MAX_ENV || !strchr(v, '=') || *v == '=' ||
 			    !copy(s->env[s->nenv], sizeof(s->env[0]), v)) {
-				bad(why, len, "env '%.40s'", v);
+				vs_fail(why, len, "env '%.40s'", v);
 				goto out;
 			}
 			s->nenv++;
 		} else if (!strcmp(k, "guest")) {
 			if (s->nguests == VS_MAX_GUESTS || guest_line(v, &s->g[s->nguests]) < 0) {
-				bad(why, len, "guest '%.60s'", v);
+				vs_fail(why, len, "guest '%.60s'", v);
 				goto out;
 			}
 			s->nguests++;
 		} else {
-			bad(why, len, "unknown key '%s'", k);
+			vs_fail(why, len, "unknown key '%s'", k);
 			goto out;
 		}
 	}
 	if (s->status == VS_READY && (!s->holder || !s->jobdir[0] || !s->nguests || !s->driver[0]))
-		bad(why, len, "ready without holder, jobdir, driver or guests");
+		vs_fail(why, len, "ready without holder, jobdir, driver or guests");
 	else if (s->status == VS_FAILED && !s->error[0])
-		bad(why, len, "failed without an error");
+		vs_fail(why, len, "failed without an error");
 	else
 		rc = 0;
 out:
@@ -165,13 +154,7 @@ int vs_state_load(const char *path, struct vs_state *s, char *why, size_t len)
 		return -1;
 	rc = vs_state_parse(text, n, s, why, len);
 	free(text);
-	if (rc < 0) {
-		char m[600];
-
-		snprintf(m, sizeof(m), "%s: %s", path, why);
-		snprintf(why, len, "%s", m);
-	}
-	return rc;
+	return rc < 0 ? vs_fail_in(path, why, len) : 0;
 }
 
 static const char *dash(const char *s)

@@ -27,17 +27,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int bad(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 static const struct {
 	const char *name;
 	int type;
@@ -60,25 +49,25 @@ int vs_enter_guest(const struct vs_guest *g, char *why, size_t len)
 	for (i = 0; i < NKINDS; i++)
 		fd[i] = -1;
 	if (g->pid <= 0 || !g->netns[0])
-		return bad(why, len, "guest g%d has no namespaces to join (a VM)", g->index);
+		return vs_fail(why, len, "guest g%d has no namespaces to join (a VM)", g->index);
 	/* The pid is its init's only while its network namespace is the
 	 * guest's: a recycled pid would have another. */
 	snprintf(path, sizeof(path), "/run/netns/%s", g->netns);
 	if (stat(path, &named) < 0)
-		return bad(why, len, "guest g%d: %s: %s", g->index, path, strerror(errno));
+		return vs_fail(why, len, "guest g%d: %s: %s", g->index, path, strerror(errno));
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)g->pid);
 	if (stat(path, &init) < 0 || init.st_ino != named.st_ino || init.st_dev != named.st_dev)
-		return bad(why, len, "guest g%d has stopped (its init, pid %d, is gone)", g->index, (int)g->pid);
+		return vs_fail(why, len, "guest g%d has stopped (its init, pid %d, is gone)", g->index, (int)g->pid);
 	for (i = 0; i < NKINDS; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)g->pid, kinds[i].name);
 		if ((fd[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-			bad(why, len, "guest g%d: %s: %s", g->index, path, strerror(errno));
+			vs_fail(why, len, "guest g%d: %s: %s", g->index, path, strerror(errno));
 			goto out;
 		}
 	}
 	for (i = 0; i < NKINDS; i++)
 		if (setns(fd[i], kinds[i].type) < 0) {
-			bad(why, len, "guest g%d: joining its %s namespace: %s", g->index, kinds[i].name, strerror(errno));
+			vs_fail(why, len, "guest g%d: joining its %s namespace: %s", g->index, kinds[i].name, strerror(errno));
 			goto out;
 		}
 	rc = 0;
@@ -157,7 +146,7 @@ int vs_become_guest_task(const struct vs_guest *g, char *why, size_t len)
 	pid = fork();
 	if (pid < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		return bad(why, len, "fork: %s", strerror(errno));
+		return vs_fail(why, len, "fork: %s", strerror(errno));
 	}
 	if (pid == 0) {
 		/* The task.  No set-user-ID program of the image may give it

@@ -68,13 +68,6 @@ sl_net_down() {
 	true
 }
 
-sl_munge_up() {
-	head -c 1024 /dev/urandom >"$SL_DIR/munge.key"
-	chmod 600 "$SL_DIR/munge.key"
-	munged -f -S "$SL_DIR/munge.sock" --key-file="$SL_DIR/munge.key" --pid-file="$SL_DIR/munged.pid" \
-		--log-file="$SL_DIR/munged.log" --seed-file="$SL_DIR/munged.seed" || return 1
-	at_exit "munged -S '$SL_DIR/munge.sock' -s"
-}
 
 # sl_conf [EXTRA slurm.conf LINES]: node i has 2 CPUs, cores 0-1 of this
 # machine, shared by all nodes; or, with SL_CPUS="C1 C2 ..." (1 or 2 per
@@ -195,7 +188,7 @@ sl_wait_idle() {
 }
 
 sl_up() {  # N
-	sl_net_up "$1" && sl_munge_up && sl_conf && sl_ctld_up || return 1
+	sl_net_up "$1" && munged_up "$SL_DIR" && sl_conf && sl_ctld_up || return 1
 	local i
 	for ((i = 1; i <= $1; i++)); do sl_node_up "$i"; done
 	sl_wait_idle "$1"
