@@ -17,6 +17,9 @@
  *   vhpc-slurmjob check IMAGE
  *       from srun, sbatch or salloc (the user): exit 0 if IMAGE is
  *       stored or can be built here, else the reason on stderr.
+ *   vhpc-slurmjob task --sock PATH [--vsock-port N] --key FILE -- PROGRAM...
+ *       a task of a job whose guests are VMs (the user, exec'd by the
+ *       plugin): runs PROGRAM in its guest (relay.c).
  *
  * The run, state and config dirs come from VHPC_RUN_DIR, VHPC_STATE_DIR
  * and VHPC_CONFIG_DIR, which the plugin sets from plugstack.conf.
@@ -56,6 +59,7 @@ static int usage(void)
 	fprintf(stderr, "usage: vhpc-slurmjob hold JOB --cores LIST [--secret FILE] [--peers FILE] [--cpus FILE]\n"
 			"       vhpc-slurmjob sweep\n"
 			"       vhpc-slurmjob check IMAGE\n"
+			"       vhpc-slurmjob task --sock PATH [--vsock-port N] --key FILE -- PROGRAM...\n"
 			"(run by the vhpc SPANK plugin; see slurm/README.md)\n");
 	return 2;
 }
@@ -368,6 +372,8 @@ int main(int argc, char **argv)
 		return usage();
 	if (!strcmp(argv[1], "check"))
 		return argc == 3 ? check(argv[2]) : usage();
+	if (!strcmp(argv[1], "task"))
+		return vs_task_relay(argc - 1, argv + 1);
 	if (getuid() != 0) {
 		fprintf(stderr, "vhpc-slurmjob %s: root only (the SPANK plugin runs it)\n", argv[1]);
 		return 2;

@@ -34,6 +34,9 @@ int vs_node_value(const char *path, const char *node, char *val, size_t len, str
  * when one is given, else the name resolved as IPv4. */
 int vs_underlay_addr(const char *peers_file, const char *node, uint32_t *addr, struct verr *err);
 
+/* relay.c: `vhpc-slurmjob task ...`, a task run in a VM through its agent. */
+int vs_task_relay(int argc, char **argv);
+
 /* The node agent's job id for Slurm job `job` on the node at place `node`
  * of its node list: "<job>s<node in base 32>", which no other scheduler's
  * ids look like (vhpc-ctld's hold an 'x', `vhpc run`'s are hex), so test

@@ -9,7 +9,7 @@
 VS_SHARED_SRCS := slurm/opts.c slurm/kv.c slurm/state.c
 # slurm/slurm.h, for vhpc-slurmjob and `vhpc mpirun` (scheduler/).
 $(eval $(call library,vslurm,slurm/hostlist.c slurm/layout.c $(VS_SHARED_SRCS)))
-VS_HOLDER_SRCS := slurm/holder.c slurm/spec.c slurm/derive.c slurm/peers.c
+VS_HOLDER_SRCS := slurm/holder.c slurm/spec.c slurm/derive.c slurm/peers.c slurm/relay.c
 $(eval $(call program,vhpc-slurmjob,$(VS_HOLDER_SRCS),$(B)/lib/libvslurm.a $(NODEAGENT_LIBS)))
 
 ifneq ($(wildcard /usr/include/slurm/spank.h),)

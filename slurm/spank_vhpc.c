@@ -434,11 +434,9 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		return -1;
 	/* Tasks go round-robin over the node's guests. */
 	my_guest = &st->g[task % st->nguests];
-	if (strcmp(st->driver, "container")) {
-		slurm_error("vhpc: guests of driver %s cannot run Slurm tasks yet; use --vhpc-driver=container",
-			    st->driver);
-		return -1;
-	}
+	/* A VM's task is relayed in task_init; nothing to join here. */
+	if (strcmp(st->driver, "container"))
+		return 0;
 	if (vs_relay_start(my_guest->netns, uid, gid, &relay, why, sizeof(why)) < 0) {
 		slurm_error("vhpc: task %d: PMIx relay into guest g%d: %s", task, my_guest->index, why);
 		return -1;
@@ -510,7 +508,7 @@ static int guest_env(spank_t sp)
 		if (vs_pmix_uri_rewrite(v, relay.port[k], buf, sizeof(buf), &port) == 0)
 			spank_setenv(sp, uri[i], buf, 1);
 	}
-	if (!nserver)
+	if (!nserver || !have_relay)
 		return 0;
 	/* Its shared-memory store lives in the node's /tmp, which the guest
 	 * does not see: data comes over the relayed connection instead. */
@@ -521,6 +519,47 @@ static int guest_env(spank_t sp)
 		return -1;
 	}
 	return 0;
+}
+
+/* A task whose guest is a VM becomes `vhpc-slurmjob task`, which runs
+ * the program there (relay.c): its exec replaces slurmstepd's. */
+static int relay_into_vm(spank_t sp)
+{
+	char prog[PATH_MAX + 32], port[16], guest[16], **env = NULL, **jargv = NULL;
+	const char *args[16 + 4096];
+	int jargc = 0, n = 0;
+
+	if (spank_get_item(sp, S_JOB_ARGV, &jargc, &jargv) != ESPANK_SUCCESS || jargc < 1 ||
+	    spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS) {
+		slurm_error("vhpc: the task's command line or environment is not at hand");
+		return -1;
+	}
+	if (jargc > 4096) {
+		slurm_error("vhpc: a task of %d words is more than a guest takes (4096)", jargc);
+		return -1;
+	}
+	snprintf(prog, sizeof(prog), "%s/vhpc-slurmjob", cfg.bindir);
+	snprintf(port, sizeof(port), "%u", my_guest->vsock_port);
+	snprintf(guest, sizeof(guest), "g%d", my_guest->index);
+	args[n++] = prog;
+	args[n++] = "task";
+	args[n++] = "--sock";
+	args[n++] = my_guest->sock;
+	if (my_guest->vsock_port) {
+		args[n++] = "--vsock-port";
+		args[n++] = port;
+	}
+	args[n++] = "--key";
+	args[n++] = st->key;
+	args[n++] = "--guest";
+	args[n++] = guest;
+	args[n++] = "--";
+	for (int i = 0; i < jargc; i++)
+		args[n++] = jargv[i];
+	args[n] = NULL;
+	execve(prog, (char *const *)args, env);
+	slurm_error("vhpc: cannot run %s: %s", prog, strerror(errno));
+	return -1;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
@@ -538,6 +577,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		close(relay.aim_fd);
 		relay.aim_fd = -1;
 	}
+	if (!my_guest->pid)
+		return relay_into_vm(sp);
 	if (vs_become_guest_task(my_guest, why, sizeof(why)) < 0) {
 		slurm_error("vhpc: %s", why);
 		return -1;
