@@ -78,6 +78,13 @@ int vs_task_relay(int argc, char **argv)
 	}
 	explicit_bzero(key, sizeof(key));
 	rc = gexec_run(&c, &req, &status, &e);
+	/* A folder the VM does not share: as slurmstepd does on a node
+	 * without the job's folder. */
+	if (rc < 0 && req.cwd && strstr(e.msg, "cannot change to directory")) {
+		fprintf(stderr, "vhpc: guest %s: no %s there: going to /tmp instead\n", guest, req.cwd);
+		req.cwd = "/tmp";
+		rc = gexec_run(&c, &req, &status, &e);
+	}
 	chan_close(&c);
 	if (rc < 0) {
 		fprintf(stderr, "vhpc: guest %s: %s\n", guest, e.msg);

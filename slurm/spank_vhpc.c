@@ -53,6 +53,8 @@ static struct {
 	char secret[PATH_MAX], peers[PATH_MAX], cpus[PATH_MAX];
 } cfg;
 
+extern char **environ;
+
 static struct vs_opts opts;
 static bool given[5];
 
@@ -167,7 +169,8 @@ static void file_of(char *buf, size_t len, uint32_t job, const char *ext)
 static pid_t run_tool(const char *const *args, bool as_child, bool quiet, char *err, size_t elen)
 {
 	char prog[PATH_MAX + 32], env[4][PATH_MAX + 20];
-	char *envp[] = { env[0], env[1], env[2], env[3], "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	char *envp[64] = { env[0], env[1], env[2], env[3], "PATH=/usr/sbin:/usr/bin:/sbin:/bin" };
+	int ne = 5;
 	const char *argv[14];
 	int p[2], n = 0, status;
 	pid_t pid;
@@ -177,6 +180,14 @@ static pid_t run_tool(const char *const *args, bool as_child, bool quiet, char *
 	snprintf(env[1], sizeof(env[1]), "VHPC_STATE_DIR=%s", cfg.state_dir[0] ? cfg.state_dir : "/var/lib/vhpc");
 	snprintf(env[2], sizeof(env[2]), "VHPC_CONFIG_DIR=%s", cfg.config_dir[0] ? cfg.config_dir : "/etc/vhpc");
 	snprintf(env[3], sizeof(env[3]), "VHPC_LOG=%s", getenv("VHPC_LOG") ? getenv("VHPC_LOG") : "info");
+	/* The rest of vhpc's settings slurmd was started with (its kernel
+	 * cache, the kvm driver's time scale, ...) go to vhpc-slurmjob too;
+	 * the four above are plugstack.conf's. */
+	for (char **e = environ; *e && ne < 63; e++)
+		if (!strncmp(*e, "VHPC_", 5) && strncmp(*e, "VHPC_RUN_DIR=", 13) && strncmp(*e, "VHPC_STATE_DIR=", 15) &&
+		    strncmp(*e, "VHPC_CONFIG_DIR=", 16) && strncmp(*e, "VHPC_LOG=", 9))
+			envp[ne++] = *e;
+	envp[ne] = NULL;
 	argv[n++] = prog;
 	for (; *args && n < 13; args++)
 		argv[n++] = *args;
@@ -241,8 +252,6 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 }
 
 /* srun, sbatch, salloc: the job's options, checked while the user waits. */
-extern char **environ;
-
 static int submit_side(spank_t sp)
 {
 	char why[800], words[400];
