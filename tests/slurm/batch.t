@@ -13,19 +13,8 @@ SL=vsb$$
 sl_need
 T=$SL_DIR
 
-hello_user vsbuser$$
-sl_up 3 || { fail "a Slurm cluster of 3 nodes comes up"; cat "$SL_DIR"/*.out | tail -20; done_testing; exit 1; }
-before=$(sl_leftovers)
+sl_test_up 3
 
-# ready JOB NODE: the job's guests on node nNODE are ready
-ready() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -qs 'status ready' "$SL_DIR/run-n$2/slurm/$1.state" && return 0
-		sleep 0.1
-	done
-	return 1
-}
 # guest_inits JOB NODE: pids of the job's guest inits on node nNODE
 guest_inits() { sed -n 's/^guest [0-9]* \([0-9]*\) .*/\1/p' "$SL_DIR/run-n$2/slurm/$1.state" 2>/dev/null; }
 # alive LOCAL PID...: those still running (not zombies waiting for init to
@@ -72,8 +61,8 @@ srun sleep 300
 EOF
 chmod 755 "$W/long.sh"
 id=$(sl_user sbatch --parsable -N 2 -n 4 -w n1,n2 --vhpc-image=default -o /dev/null "$W/long.sh" 2>"$T/err")
-check "a long job's guests become ready on both nodes" ready "$id" 1
-ready "$id" 2
+check "a long job's guests become ready on both nodes" sl_ready "$id" 1
+sl_ready "$id" 2
 inits="$(guest_inits "$id" 1) $(guest_inits "$id" 2)"
 check_eq "two guests on each node" 4 "$(echo $inits | wc -w)"
 t0=$(date +%s%N)
@@ -87,7 +76,7 @@ check_eq "the guests' inits are gone" "" "$(alive "${id}s0" $inits; alive "${id}
 # -- kill -9 of a slurmd mid-job: its steps run on; the job ends normally
 id=$(sl_user sbatch --parsable -N 2 -n 4 -w n1,n2 --vhpc-image=default -o "$W/k1.out" --wrap \
 	'srun sh -c "sleep 4; echo done \$(hostname)"' 2>"$T/err")
-ready "$id" 2
+sl_ready "$id" 2
 sl_node_kill 2
 sleep 1
 check "node n2's guests run on without its slurmd" test -n "$(alive "${id}s1" $(guest_inits "$id" 2))"
@@ -101,7 +90,7 @@ check_eq "and leaves nothing on any node" "$before" "$(sl_leftovers)"
 # -- node n2's Slurm and vhpc-slurmjob die (kill -9 of everything in the
 # node's namespace); its guests outlive them
 id=$(sl_user sbatch --parsable -N 2 -n 4 -w n1,n2 --vhpc-image=default -o /dev/null "$W/long.sh" 2>"$T/err")
-ready "$id" 2
+sl_ready "$id" 2
 inits=$(guest_inits "$id" 2)
 sl_node_procs 2 | xargs -r kill -9
 sleep 1

@@ -26,9 +26,7 @@ cp -r "$VHPC_TOP/configs/." "$T/configs/"
 sed -i -e 's/^bind_home: .*/bind_home: false/' -e 's/^bind_workdir: .*/bind_workdir: false/' "$T/configs/cluster.yaml"
 export VHPC_CONFIG_DIR=$T/configs
 
-hello_user vskuser$$
-sl_up 1 || { fail "a Slurm cluster of 1 node comes up"; cat "$SL_DIR"/*.out | tail -20; done_testing; exit 1; }
-before=$(sl_leftovers)
+sl_test_up 1
 
 cat >"$W/steps.sh" <<'EOF'
 #!/bin/sh

@@ -15,9 +15,7 @@ for p in vhpc-mpibench vhpc-imbcheck; do [ -x "$BIN/$p" ] || skip_all "$p is not
 sl_in_list() { sl_in "$SL_HUB" srun --mpi=list 2>&1; }
 T=$SL_DIR
 
-hello_user vsmuser$$
-sl_up 3 || { fail "a Slurm cluster of 3 nodes comes up"; cat "$SL_DIR"/*.out | tail -20; done_testing; exit 1; }
-before=$(sl_leftovers)
+sl_test_up 3
 sl_in_list | grep -q pmix || skip_all "this Slurm has no PMIx plugin (srun --mpi=list)"
 # Three nodes of two CPUs share this machine's cores: ranks that wait
 # must yield, or they spin each other out.

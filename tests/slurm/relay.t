@@ -14,13 +14,10 @@ SL=vsr$$
 sl_need
 T=$SL_DIR
 
-hello_user vsruser$$
-sl_up 1 || { fail "a Slurm cluster of 1 node comes up"; cat "$SL_DIR"/*.out | tail -20; done_testing; exit 1; }
-before=$(sl_leftovers)
+sl_test_up 1
 id=$(sl_user sbatch --parsable -N 1 -n 1 --vhpc-image=default -o /dev/null --wrap 'sleep 300' 2>"$T/err")
 state=$SL_DIR/run-n1/slurm/$id.state
-for ((i = 0; i < 200; i++)); do grep -qs 'status ready' "$state" && break; sleep 0.1; done
-check "a job's guest is ready" grep -qs 'status ready' "$state"
+check "a job's guest is ready" sl_ready "$id" 1
 sock=$(sed -n 's/^guest 0 [0-9]* [^ ]* [^ ]* [^ ]* [^ ]* \([^ ]*\) 0$/\1/p' "$state")
 key=$(sed -n 's/^key //p' "$state")
 relay() { sl_user env FOO=bar "$BIN/vhpc-slurmjob" task --sock "$sock" --key "$key" --guest g0 -- "$@"; }
@@ -39,8 +36,8 @@ check_eq "3 MB through stdin and back out, intact" "$(sha256sum <"$W/in" | cut -
 	"$(relay cat <"$W/in" 2>/dev/null | sha256sum | cut -c1-64)"
 relay sh -c 'trap "echo got-usr1; exit 4" USR1; sleep 30 & wait' >"$T/sig" 2>/dev/null </dev/null &
 for ((i = 0; i < 100; i++)); do
-	p=$(pgrep -u "vsruser$$" -f 'vhpc-slurmjob task')
-	[ -n "$p" ] && ps -eo user:32,comm | awk -v u="vsruser$$" '$1 == u && $2 == "sleep"' | grep -q . && break
+	p=$(pgrep -u "$U" -f 'vhpc-slurmjob task')
+	[ -n "$p" ] && ps -eo user:32,comm | awk -v u="$U" '$1 == u && $2 == "sleep"' | grep -q . && break
 	sleep 0.1
 done
 kill -USR1 $p

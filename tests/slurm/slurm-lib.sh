@@ -194,6 +194,25 @@ sl_up() {  # N
 	sl_wait_idle "$1"
 }
 
+# sl_test_up N: the test's user (hello_user ${SL}u: $U, $uid, $gid, $W)
+# and a cluster of N nodes, or the test ends failed; $before is what the
+# test must leave.
+sl_test_up() {
+	hello_user "${SL}u"
+	sl_up "$1" || { fail "a Slurm cluster of $1 node(s) comes up"; tail -20 "$SL_DIR"/*.out; done_testing; exit 1; }
+	before=$(sl_leftovers)
+}
+
+# sl_ready JOB NODE: until the job's guests on node nNODE are ready (20 s).
+sl_ready() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -qs 'status ready' "$SL_DIR/run-n$2/slurm/$1.state" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # Until no job is left in slurmctld's queue.
 sl_wait_empty() {
 	local i

@@ -13,11 +13,9 @@ SL=vss$$
 sl_need
 T=$SL_DIR
 
-hello_user vssuser$$
 t0=$(date +%s%N)
-sl_up 3 || { fail "a Slurm cluster of 3 nodes comes up"; cat "$SL_DIR"/*.out | tail -20; done_testing; exit 1; }
-ok "a Slurm cluster of 3 nodes comes up ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"
-before=$(sl_leftovers)
+sl_test_up 3
+ok "the test's user and a Slurm cluster of 3 nodes come up ($(( ($(date +%s%N) - t0) / 1000000 )) ms)"
 
 # -- the guests' names, not the nodes'
 out=$(sl_user srun -N 2 --vhpc-image=default hostname 2>"$T/err")
@@ -55,9 +53,9 @@ check_eq "and its stderr in err.%t" "to-err to-err" "$(cat "$W/err.0" "$W/err.1"
 check_eq "the files are the user's" "$uid:$gid" "$(stat -c %u:%g "$W/out.0" 2>/dev/null)"
 sl_user srun -N 1 --vhpc-image=default sh -c 'trap "echo got-usr1; exit 3" USR1; sleep 30 & wait' >"$T/sig" 2>/dev/null &
 spid=$!
-for ((i = 0; i < 100; i++)); do [ "$(ps -eo user:32,comm | awk -v u="vssuser$$" '$1 == u && $2 == "sleep"' | wc -l)" -ge 1 ] && break; sleep 0.1; done
+for ((i = 0; i < 100; i++)); do [ "$(ps -eo user:32,comm | awk -v u="$U" '$1 == u && $2 == "sleep"' | wc -l)" -ge 1 ] && break; sleep 0.1; done
 t0=$(date +%s%N)
-kill -USR1 $(pgrep -u "vssuser$$" -x srun)
+kill -USR1 $(pgrep -u "$U" -x srun)
 wait $spid
 check_eq "a signal srun forwards (USR1) reaches the task in its guest, whose exit code comes back" "3 got-usr1" "$? $(cat "$T/sig")"
 diag "srun ended $(( ($(date +%s%N) - t0) / 1000000 )) ms after SIGUSR1"
