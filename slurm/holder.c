@@ -132,9 +132,12 @@ static void add_env(struct vs_state *st, const char *fmt, ...)
 
 /* What tasks that run in the guests need: where each guest is, and the
  * environment guestd would have given them.  Open MPI under srun knows
- * nothing of guests: its ranks talk over the job network (eth0) and, to
- * ranks in other guests on this host, through the vmshm BTL; never vader,
- * whose segments live in each guest's own /dev/shm. */
+ * nothing of guests: PMIx tells a rank that every rank of the node is
+ * local, but vader's segments live in each guest's own /dev/shm, and vader
+ * between two guests crashes the ranks.  So ranks in other guests of the
+ * node talk through vmshm (it outranks vader for them), ranks of one guest
+ * through vader, the rest over the job network (eth0); without a vmshm
+ * region, vader only where a node has a single guest. */
 static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct verr *err)
 {
 	struct vs_state *st = &h->st;
@@ -153,7 +156,8 @@ static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct
 	add_env(st, "VHPC_SLURM_OPTIONS=%s", words);
 	add_env(st, "OMPI_MCA_pml=ob1");
 	add_env(st, "OMPI_MCA_osc=^rdma");
-	add_env(st, "OMPI_MCA_btl=self,%stcp", nj->s.vmshm ? "vmshm," : "");
+	add_env(st, "OMPI_MCA_btl=self,%stcp",
+		nj->s.vmshm ? "vader,vmshm," : nj->s.nguests == 1 ? "vader," : "");
 	add_env(st, "OMPI_MCA_btl_tcp_if_include=eth0");
 	add_env(st, "OMPI_MCA_oob_tcp_if_include=eth0");
 	if (nj->s.vmshm)

@@ -44,6 +44,17 @@ check_eq "the co-located guests talk through vmshm (both pairs, both ways)" 4 \
 check_match "the vmshm region is one per node, shared by its two guests" \
 	"host '[^']*:n1' guest 'g[01]'.*host '[^']*:n1' guest 'g[01]'" "$(grep 'region /run/vhpc-vmshm' "$T/err" | sort | tr '\n' ' ')"
 
+# -- two ranks in one guest (vader there), and two guests without vmshm (TCP)
+sl_user srun --mpi=pmix -N 1 -n 2 -w n1 --vhpc-vcpus=2 --vhpc-image=default \
+	vhpc-mpibench -show-hosts -msglog 0:12 PingPong >"$T/one" 2>"$T/err"
+check_eq "--vhpc-vcpus=2: two ranks in one guest, g0" "g0 g0" "$(sed -n 's/^# rank [01]: host=\(g[0-9]*\) .*/\1/p' "$T/one" | tr '\n' ' ' | sed 's/ $//')"
+check "and their PingPong table parses" vhpc-imbcheck -expect PingPong@2 "$T/one"
+sl_user env OMPI_MCA_btl_base_verbose=100 srun --mpi=pmix -N 1 -n 2 -w n1 --vhpc-no-vmshm --vhpc-image=default \
+	vhpc-mpibench -show-hosts -msglog 0:12 PingPong >"$T/novm" 2>"$T/err"
+check "--vhpc-no-vmshm: two guests of a node still run MPI (their table parses)" vhpc-imbcheck -expect PingPong@2 "$T/novm"
+check_eq "over TCP: never vader, which cannot reach into another guest" "0 2" \
+	"$(grep -c 'Using vader btl' "$T/err") $(grep -c 'Using tcp btl' "$T/err")"
+
 # -- vhpc mpirun in an sbatch script
 cat >"$W/mpirun.sh" <<EOF
 #!/bin/sh
