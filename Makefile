@@ -19,7 +19,8 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	runc libcmocka-dev libsqlite3-dev libseccomp-dev libnl-3-dev libnl-route-3-dev \
 	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
 	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
-	skopeo umoci squashfs-tools erofs-utils
+	skopeo umoci squashfs-tools erofs-utils \
+	libslurm-dev slurmctld slurmd slurm-client
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
@@ -159,6 +160,8 @@ install: all
 	cp -r $(B)/share/vhpc/. $(DESTDIR)$(PREFIX)/share/vhpc/
 	cp -r $(B)/lib/openmpi/. $(DESTDIR)$(PREFIX)/lib/openmpi/
 	cp -r configs/. $(DESTDIR)/etc/vhpc/
+	if [ -f $(B)/lib/slurm/spank_vhpc.so ]; then install -D -m 0755 $(B)/lib/slurm/spank_vhpc.so \
+		$(DESTDIR)$(PREFIX)/lib/vhpc/spank_vhpc.so; fi
 
 clean:
 	rm -rf $(B)

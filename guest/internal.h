@@ -30,6 +30,10 @@
 #define GD_JSON_DEPTH      4
 /* Output is relayed in frames of at most this much. */
 #define GD_OUT_CHUNK       (64u * 1024)
+/* Stdin a session holds for a command that does not read it yet; past
+ * this it stops reading the client's frames (the client then stops
+ * sending: gexec_run sends only while the socket takes it). */
+#define GD_STDIN_MAX       (1u << 20)
 /* Once a frame's first byte arrived, the rest must follow within this. */
 #define GD_FRAME_TIMEOUT_MS 10000
 #define GD_MAX_TIMEOUT_MS  (366LL * 24 * 3600 * 1000)
@@ -92,6 +96,7 @@ struct greq {
 	size_t envc;
 	char *cwd;                /* NULL = $HOME, else / */
 	long long timeout_ms;     /* 0 = none */
+	bool stdin_pipe;          /* exec: the command's stdin comes in STDIN frames */
 	int sig;
 	char id[GD_ID_MAX + 1];   /* spawn, status, wait, kill, output */
 	long long wait_ms;        /* wait */
@@ -143,6 +148,7 @@ struct json_object *gd_hello_info(const struct gd_opts *o, double started_s, pid
 struct gd_child {
 	pid_t pid;                /* also the process group and session id */
 	int out_fd, err_fd;       /* read ends, non-blocking */
+	int in_fd;                /* write end of its stdin (stdin_pipe), non-blocking; else -1 */
 };
 /* Starts r->argv in a new session with stdin /dev/null; fails (and reaps)
  * when the cwd or the program cannot be used, naming which. */

@@ -122,7 +122,7 @@ static int get_strv(struct json_object *v, const char *what, bool need_one, bool
 static bool key_allowed(enum greq_op op, const char *key)
 {
 	static const char *const common[] = { "v", "op", NULL };
-	static const char *const exec[] = { "argv", "env", "cwd", "timeout_ms", NULL };
+	static const char *const exec[] = { "argv", "env", "cwd", "timeout_ms", "stdin", NULL };
 	static const char *const sig[] = { "signal", NULL };
 	static const char *const spawn[] = { "argv", "env", "cwd", "timeout_ms", "id", NULL };
 	static const char *const status[] = { "id", NULL };
@@ -227,6 +227,11 @@ static int parse_obj(struct json_object *obj, struct greq *r, struct verr *err)
 	}
 	switch (r->op) {
 	case GREQ_EXEC:
+		if (json_object_object_get_ex(obj, "stdin", &v)) {
+			if (!json_object_is_type(v, json_type_boolean))
+				return verr_set(err, "stdin: expected true or false");
+			r->stdin_pipe = json_object_get_boolean(v);
+		}
 		return parse_exec(obj, op, r, err);
 	case GREQ_SIGNAL:
 		if (!json_object_object_get_ex(obj, "signal", &v))
@@ -382,7 +387,7 @@ void gd_dispatch(enum gd_state st, uint8_t type, const char *buf, size_t len,
 
 	memset(out, 0, sizeof(*out));
 	if (type == CHAN_STDIN) {
-		verr_set(&e, "stdin frames are not accepted: a command's stdin is /dev/null");
+		verr_set(&e, "stdin frames are not accepted: a command's stdin is /dev/null unless its exec asks for stdin");
 		reject(out, NULL, &e);
 		return;
 	}

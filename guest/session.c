@@ -288,6 +288,75 @@ static int relay(struct sess *S, int *fd, uint8_t type, char *buf)
 	return 0;
 }
 
+/* The command's stdin, as the client sends it (exec with "stdin": true):
+ * held here until the command takes it, never more than GD_STDIN_MAX
+ * before the session stops reading the client. */
+struct stdin_buf {
+	bool asked;               /* the exec asked for stdin */
+	char *b;
+	size_t len;
+	bool eof;                 /* the client's EOF came: close once drained */
+};
+
+static void stdin_close(struct sess *S, struct stdin_buf *in)
+{
+	if (S->ch.in_fd >= 0)
+		close(S->ch.in_fd);
+	S->ch.in_fd = -1;
+	free(in->b);
+	in->b = NULL;
+	in->len = 0;
+}
+
+/* Hands what the pipe takes to the command; a command that closed its
+ * stdin gets no more (what was left is dropped). */
+static void stdin_flush(struct sess *S, struct stdin_buf *in)
+{
+	while (S->ch.in_fd >= 0 && in->len) {
+		ssize_t n = write(S->ch.in_fd, in->b, in->len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			stdin_close(S, in);
+			return;
+		}
+		memmove(in->b, in->b + n, in->len - (size_t)n);
+		in->len -= (size_t)n;
+	}
+	if (in->eof && !in->len)
+		stdin_close(S, in);
+}
+
+/* A STDIN frame, or the EOF of stdin; 0 when it was one of those. */
+static int stdin_frame(struct sess *S, struct stdin_buf *in, uint8_t type, const char *buf, size_t len)
+{
+	if (!in->asked)
+		return -1;
+	if (type == CHAN_EOF && len == 1 && (uint8_t)buf[0] == CHAN_STDIN) {
+		in->eof = true;
+		stdin_flush(S, in);
+		return 0;
+	}
+	if (type != CHAN_STDIN)
+		return -1;
+	if (S->ch.in_fd < 0 || in->eof || !len)
+		return 0;   /* the command closed its stdin: dropped */
+	char *nb = realloc(in->b, in->len + len);
+
+	if (!nb) {
+		stdin_close(S, in);
+		return 0;
+	}
+	in->b = nb;
+	memcpy(in->b + in->len, buf, len);
+	in->len += len;
+	stdin_flush(S, in);
+	return 0;
+}
+
 static int poll_timeout(uint64_t deadline)
 {
 	uint64_t now = now_ns();
@@ -306,12 +375,14 @@ static int run_exec(struct sess *S, struct greq *req)
 	uint64_t deadline = 0;
 	bool gone = false;
 	struct json_object *extra;
+	struct stdin_buf in = { 0 };
 
 	if (gd_spawn(req, &S->ch, &e) < 0) {
 		log_warn("%s: %s", S->ctx->peer, e.msg);
 		return send_json(S, gd_reply_error("exec", e.msg));
 	}
 	g_pgid = S->ch.pid;
+	in.asked = S->ch.in_fd >= 0;
 	S->running = true;
 	S->exited = S->stopping = S->timed_out = false;
 	log_info("%s: exec pid %d: %s%s", S->ctx->peer, (int)S->ch.pid, req->argv[0],
@@ -325,14 +396,20 @@ static int run_exec(struct sess *S, struct greq *req)
 	buf = malloc(GD_OUT_CHUNK);
 	if (!buf)
 		gone = true;
+	/* A stdin that stays open is a command that never exits on its EOF:
+	 * it goes when the command does. */
 	while (!gone && !(S->exited && S->ch.out_fd < 0 && S->ch.err_fd < 0)) {
-		struct pollfd p[4];
-		int n = 0, i_sock, i_out = -1, i_err = -1, i_sig, r;
+		struct pollfd p[5];
+		int n = 0, i_sock, i_out = -1, i_err = -1, i_in = -1, i_sig, r;
 
 		if (g_term)
 			stop_group(S, "guestd is stopping");
 		i_sock = n;
-		p[n++] = (struct pollfd){ .fd = S->c.fd, .events = POLLIN };
+		p[n++] = (struct pollfd){ .fd = in.len < GD_STDIN_MAX ? S->c.fd : -1, .events = POLLIN };
+		if (S->ch.in_fd >= 0 && in.len) {
+			i_in = n;
+			p[n++] = (struct pollfd){ .fd = S->ch.in_fd, .events = POLLOUT };
+		}
 		i_sig = n;
 		p[n++] = (struct pollfd){ .fd = S->sfd, .events = POLLIN };
 		if (S->ch.out_fd >= 0) {
@@ -364,6 +441,8 @@ static int run_exec(struct sess *S, struct greq *req)
 			gone = true;
 		if (!gone && i_err >= 0 && p[i_err].revents && relay(S, &S->ch.err_fd, CHAN_STDERR, buf) < 0)
 			gone = true;
+		if (i_in >= 0 && p[i_in].revents)
+			stdin_flush(S, &in);
 		if (!gone && p[i_sock].revents) {
 			uint8_t type;
 			char *fb;
@@ -375,7 +454,7 @@ static int run_exec(struct sess *S, struct greq *req)
 					 (int)S->ch.pid, r < 0 ? ": " : "", r < 0 ? e.msg : "");
 				gone = true;
 			} else {
-				if (running_frame(S, type, fb, len) < 0)
+				if (stdin_frame(S, &in, type, fb, len) < 0 && running_frame(S, type, fb, len) < 0)
 					gone = true;
 				free(fb);
 			}
@@ -394,6 +473,7 @@ static int run_exec(struct sess *S, struct greq *req)
 		if (kill(-S->ch.pid, 0) == 0)
 			stop_group(S, "the command ended; stopping what it left running");
 	}
+	stdin_close(S, &in);
 	wait_group_gone(S);
 	if (S->ch.out_fd >= 0)
 		close(S->ch.out_fd);

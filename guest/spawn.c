@@ -79,7 +79,7 @@ struct exec_failure {
 	char stage[8];    /* "chdir", "exec", "setup" */
 };
 
-static void __attribute__((noreturn)) child(const struct greq *r, char **envp, int out_w,
+static void __attribute__((noreturn)) child(const struct greq *r, char **envp, int in_r, int out_w,
 					     int err_w, int report_w)
 {
 	struct exec_failure f = { 0, "setup" };
@@ -95,7 +95,7 @@ static void __attribute__((noreturn)) child(const struct greq *r, char **envp, i
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0)
 		goto fail;
-	null_fd = open("/dev/null", O_RDONLY);
+	null_fd = in_r >= 0 ? in_r : open("/dev/null", O_RDONLY);
 	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		goto fail;
 	/* Everything else closes at exec; the report pipe stays open until then. */
@@ -144,7 +144,7 @@ static int await_exec(pid_t pid, int rep_r, const struct greq *r, struct verr *e
 
 int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
 {
-	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 };
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 }, in[2] = { -1, -1 };
 	char **envp;
 	pid_t pid;
 	int rc;
@@ -152,7 +152,8 @@ int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
 	envp = gd_merge_env(environ, r->env);
 	if (!envp)
 		return verr_set(err, "out of memory");
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0 ||
+	    (r->stdin_pipe && pipe2(in, O_CLOEXEC) < 0)) {
 		verr_errno(err, "pipe");
 		goto fail;
 	}
@@ -162,13 +163,15 @@ int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
 		goto fail;
 	}
 	if (pid == 0)
-		child(r, envp, out[1], errp[1], rep[1]);
+		child(r, envp, in[0], out[1], errp[1], rep[1]);
 	free(envp);
 	envp = NULL;
 	close(out[1]);
 	close(errp[1]);
 	close(rep[1]);
-	out[1] = errp[1] = rep[1] = -1;
+	if (in[0] >= 0)
+		close(in[0]);
+	out[1] = errp[1] = rep[1] = in[0] = -1;
 	rc = await_exec(pid, rep[0], r, err);
 	close(rep[0]);
 	rep[0] = -1;
@@ -176,13 +179,18 @@ int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
 		goto fail;
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	if (in[1] >= 0)
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
 	c->pid = pid;
 	c->out_fd = out[0];
 	c->err_fd = errp[0];
+	c->in_fd = in[1];
 	return 0;
 fail:
 	free(envp);
 	for (int i = 0; i < 2; i++) {
+		if (in[i] >= 0)
+			close(in[i]);
 		if (out[i] >= 0)
 			close(out[i]);
 		if (errp[i] >= 0)
@@ -215,7 +223,7 @@ int gd_spawn_fd(const struct greq *r, int out_fd, pid_t *pid_out, struct verr *e
 		return -1;
 	}
 	if (pid == 0)
-		child(r, envp, out_fd, out_fd, rep[1]);
+		child(r, envp, -1, out_fd, out_fd, rep[1]);
 	free(envp);
 	close(rep[1]);
 	rc = await_exec(pid, rep[0], r, err);

@@ -33,6 +33,8 @@
 /* After the guest's own timeout handling should have ended a command, how
  * long the client still waits before it gives up on the guest. */
 #define BACKSTOP_MS 60000
+/* Stdin goes in frames a unix socket that polls writable always takes. */
+#define STDIN_CHUNK 4096
 #define GONE_GRACE_TICKS 100   /* x 100 ms: a guest resetting under the nested lab took seconds */
 
 static int remaining_ms(uint64_t deadline)
@@ -422,11 +424,35 @@ static int send_signal(struct chan *c, int sig, struct verr *err)
 	return send_obj(c, o, err);
 }
 
+/* One chunk of stdin, sent when the socket has room for it now (else
+ * *full: wait until it has); at the end of in_fd, the EOF frame. */
+static int send_stdin_chunk(struct chan *c, int in_fd, bool *open, bool *full, struct verr *err)
+{
+	struct pollfd w = { .fd = c->fd, .events = POLLOUT };
+	char buf[STDIN_CHUNK];
+	uint8_t which = CHAN_STDIN;
+	ssize_t n;
+
+	if (poll(&w, 1, 0) != 1 || !(w.revents & POLLOUT)) {
+		*full = true;
+		return 0;
+	}
+	do
+		n = read(in_fd, buf, sizeof(buf));
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	if (n > 0)
+		return chan_send(c, CHAN_STDIN, buf, (size_t)n, err) < 0 ? verr_wrap(err, "sending stdin") : 0;
+	*open = false;
+	return chan_send(c, CHAN_EOF, &which, 1, err) < 0 ? verr_wrap(err, "sending the end of stdin") : 0;
+}
+
 int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct verr *err)
 {
 	struct json_object *o = new_req("exec");
 	uint64_t backstop = 0;
-	bool started = false;
+	bool started = false, in_open = r->send_stdin && r->in_fd >= 0, in_full = false;
 	char why[512];
 
 	if (!r->argv || !r->argv[0])
@@ -440,10 +466,12 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 		json_object_object_add(o, "timeout_ms", json_object_new_int(r->timeout_ms));
 		backstop = now_ns() + ((uint64_t)r->timeout_ms + BACKSTOP_MS) * 1000000ull;
 	}
+	if (r->send_stdin)
+		json_object_object_add(o, "stdin", json_object_new_boolean(1));
 	if (send_obj(c, o, err) < 0)
 		return verr_wrap(err, "exec");
 	for (;;) {
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		struct pollfd p[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = -1, .events = POLLIN } };
 		uint8_t type;
 		char *buf;
 		size_t len;
@@ -461,12 +489,27 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 		if (ms < 0)
 			return verr_set(err, "the guest did not end the command %d s after its timeout",
 					BACKSTOP_MS / 1000);
+		/* Stdin goes only while the socket takes it without blocking:
+		 * a guest whose command does not read stops reading us, and a
+		 * blocked send here would stop us reading its output too. */
+		if (in_open && started) {
+			if (in_full)
+				p[0].events |= POLLOUT;
+			else
+				p[1].fd = r->in_fd;
+		}
 		/* The tick bounds how late a cancel set by a signal handler
 		 * between the check above and poll() is noticed. */
-		rc = poll(&p, 1, ms == 0 || ms > 100 ? 100 : ms);
+		rc = poll(p, 2, ms == 0 || ms > 100 ? 100 : ms);
 		if (rc < 0 && errno != EINTR)
 			return verr_errno(err, "exec: poll");
 		if (rc <= 0)
+			continue;
+		if (p[0].revents & POLLOUT)
+			in_full = false;
+		if (p[1].revents && send_stdin_chunk(c, r->in_fd, &in_open, &in_full, err) < 0)
+			return -1;
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		rc = chan_recv(c, &type, &buf, &len, FRAME_TIMEOUT_MS, err);
 		/* A guest that ended closes the channel a moment before its end

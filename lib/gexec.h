@@ -45,6 +45,10 @@ struct gexec_req {
 	int out_fd, err_fd;        /* where the command's output goes (-1: discard);
 	                              a closed pipe raises SIGPIPE unless the caller
 	                              ignores it (then gexec_run fails with EPIPE) */
+	bool send_stdin;           /* gexec_run: in_fd is the command's stdin, sent as
+	                              the guest takes it, then its end; else the
+	                              command's stdin is /dev/null */
+	int in_fd;
 	int timeout_ms;            /* 0 = none; on expiry the guest stops the command
 	                              (SIGTERM to its process group, SIGKILL after grace) */
 	volatile int *cancel;      /* set to a signal number (e.g. from a signal

@@ -242,7 +242,9 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	 * runs it; a kvm guest boots the file itself. */
 	if (!(s->drv->image_flags & IMAGE_KVM) && image_mount(&j->img, err) < 0)
 		return -1;
-	log_info("job %s: image %s (%.12s)", j->jd.job, j->img.name, j->img.id);
+	if (s->verify_image && image_verify(&j->img, err) < 0)
+		return -1;
+	log_info("job %s: image %s (%.12s)%s", j->jd.job, j->img.name, j->img.id, s->verify_image ? ", verified" : "");
 	if ((s->drv->image_flags & IMAGE_KVM) && !j->img.kvm)
 		return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs, root disk): give its YAML a kvm: section",
 				j->img.name, j->img.id);
@@ -354,6 +356,13 @@ bool na_job_guest_gone(struct na_job *j, char *why, size_t len)
 		}
 	}
 	return false;
+}
+
+int na_job_guest_access(struct na_job *j, int k, struct na_guest_access *a, struct verr *err)
+{
+	if (k < 0 || k >= j->s.nguests || !j->g || !j->g[k].priv)
+		return verr_set(err, "guest %d of this node was not started", k);
+	return j->s.drv->access(&j->g[k], a, err);
 }
 
 int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, struct verr *err)

@@ -138,6 +138,7 @@ struct na_job_spec {
 	/* The image itself, when the caller has it already (vhpcd: pulled
 	 * into its cache by id, mounted); NULL: image_ensure(image) here. */
 	const struct image_info *img;
+	bool verify_image;             /* hash it against its id before any guest starts */
 	const struct tuning *tuning;
 	const struct na_topo *topo;
 	int vcpus;                     /* per guest */
@@ -207,6 +208,17 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 int na_job_wait_ready(struct na_job *j, struct verr *err);
 /* Whether a guest has stopped; *why says which and how. */
 bool na_job_guest_gone(struct na_job *j, char *why, size_t len);
+/* How a process on the host reaches guest k (of this node) without the
+ * agent's help, e.g. a Slurm task that runs inside it: its agent's unix
+ * socket (for a VM, the VMM's vsock bridge, where vsock_port is asked
+ * for: gexec_connect_vsock), and for a container the host pid of its init,
+ * whose namespaces such a process joins (0 for a VM). */
+struct na_guest_access {
+	char sock[512];
+	unsigned vsock_port;
+	pid_t init_pid;
+};
+int na_job_guest_access(struct na_job *j, int k, struct na_guest_access *a, struct verr *err);
 /* An authenticated channel to guest k's agent (k indexes this node's guests). */
 int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, struct verr *err);
 /* Asks each guest agent to shut down, stops the guests (one grace period

@@ -22,6 +22,8 @@ int image_push_to(const char *ctl, const char *name, const char *as, bool quiet,
 int cmd_image_store_list(const char *ctl, bool json);
 int cmd_cleanup(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* In a Slurm batch job's script: mpirun in the job's guest 0 (slurm/). */
+int cmd_mpirun(int argc, char **argv);
 /* The cluster (vhpc-ctld, scheduler/PROTOCOL.md). */
 int cmd_submit(int argc, char **argv);
 int cmd_queue(int argc, char **argv);

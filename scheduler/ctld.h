@@ -27,7 +27,7 @@
 #include "lib/inet.h"
 #include "lib/jobspec.h"
 #include "lib/wire.h"
-#include "jobpaths.h"
+#include "lib/jobpaths.h"
 #include "imgstore.h"
 #include "sched.h"
 #include "store.h"

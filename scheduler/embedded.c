@@ -18,7 +18,7 @@
 #include "lib/tuning.h"
 #include "embedded.h"
 #include "cli.h"
-#include "jobpaths.h"
+#include "lib/jobpaths.h"
 #include "launch.h"
 #include "nodeagent/nodeagent.h"
 

@@ -39,8 +39,7 @@ static int parse_duration(const char *s, long long *out)
 	return 0;
 }
 
-/* NAME=VALUE, or NAME alone for the submitter's own value (as mpirun's -x). */
-static int add_env(struct job_spec *j, const char *kv, const char *cmd)
+int job_args_env(struct job_spec *j, const char *kv, const char *cmd)
 {
 	const char *eq = strchr(kv, '=');
 	char **nk, **nv;
@@ -56,7 +55,7 @@ static int add_env(struct job_spec *j, const char *kv, const char *cmd)
 			return usage_error(cmd, "-x %s: %s is not set in your environment (give -x %s=VALUE)", kv, kv, kv);
 		if (asprintf(&both, "%s=%s", kv, v) < 0)
 			return usage_error(cmd, "out of memory");
-		rc = add_env(j, both, cmd);
+		rc = job_args_env(j, both, cmd);
 		free(both);
 		return rc;
 	}
@@ -227,7 +226,7 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 			break;
 		}
 		case 'x':
-			if ((rc = add_env(&j, optarg, cmd)) != 0) {
+			if ((rc = job_args_env(&j, optarg, cmd)) != 0) {
 				job_spec_free(&j);
 				return rc;
 			}

@@ -12,6 +12,10 @@
 int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		   struct embedded_opts *eo_out, void (*help)(void));
 
+/* -x NAME=VALUE, or NAME alone for the caller's own value (as mpirun's
+ * -x), into j's env; 0 or a usage error's exit status (printed). */
+int job_args_env(struct job_spec *j, const char *kv, const char *cmd);
+
 /* Submits j to the controller at ctl, streams its output to stdout until
  * it ends and returns its exit status (as `vhpc wait`). */
 int cluster_run(const char *ctl, const struct job_spec *j);

@@ -59,6 +59,16 @@ lab_no_default_binds() {
 	export VHPC_CLUSTER=$T/cluster-lab.yaml
 }
 
+# munged_up DIR: a munged of the test's own, with its key, socket
+# (DIR/munge.sock), pid, log and seed in DIR; stopped at exit.
+munged_up() {
+	head -c 1024 /dev/urandom >"$1/munge.key"
+	chmod 600 "$1/munge.key"
+	munged -f -S "$1/munge.sock" --key-file="$1/munge.key" --pid-file="$1/munged.pid" \
+		--log-file="$1/munged.log" --seed-file="$1/munged.seed" || return 1
+	at_exit "munged -S '$1/munge.sock' -s"
+}
+
 # hello_user NAME: a user of the test's own (removed at exit) with a home
 # in $T/home, who compiles tests/integration/hello.c with mpicc in $W
 # ($H/run).  Sets U, uid, gid, H, W; asu CMD runs CMD as them.

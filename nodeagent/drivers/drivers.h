@@ -47,6 +47,8 @@ struct na_driver {
 	bool (*reachable)(const struct na_guest *g);
 	int (*connect)(struct na_guest *g, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
 		       int timeout_ms, struct verr *err);
+	/* How a host process reaches the guest (na_job_guest_access). */
+	int (*access)(const struct na_guest *g, struct na_guest_access *a, struct verr *err);
 	/* Logs the last lines that say why a guest failed. */
 	void (*log_tail)(const struct na_guest *g);
 	/* Stops every started guest of the job (one grace period in all) and

@@ -61,6 +61,85 @@ void na_cgroup_mounts_free(char **mnts, int n)
 	free(mnts);
 }
 
+/* A v1 cpuset cgroup takes no task until it has cpus and mems: those of
+ * its parent, down from the hierarchy's root. */
+static int cpuset_inherit(const char *root, const char *rel, struct verr *err)
+{
+	char dir[PATH_MAX], *p;
+	size_t base;
+
+	snprintf(dir, sizeof(dir), "%s/%s", root, rel);
+	base = strlen(root);
+	for (p = dir + base + 1;; p++) {
+		bool last = !*p;
+
+		if (*p == '/' || last) {
+			static const char *const files[] = { "cpuset.cpus", "cpuset.mems" };
+
+			*p = 0;
+			for (int f = 0; f < 2; f++) {
+				char mine[PATH_MAX + 16], parent[PATH_MAX + 16], *v = NULL, *pv = NULL;
+				size_t n;
+				struct verr e;
+
+				snprintf(mine, sizeof(mine), "%s/%s", dir, files[f]);
+				snprintf(parent, sizeof(parent), "%.*s/%s", (int)(strrchr(dir, '/') - dir), dir, files[f]);
+				if (read_file(mine, &v, &n, 4096, &e) == 0 && v[strspn(v, " \n")] == 0 &&
+				    read_file(parent, &pv, &n, 4096, &e) == 0 && write_str(mine, pv, err) < 0) {
+					free(v);
+					free(pv);
+					return -1;
+				}
+				free(v);
+				free(pv);
+			}
+			if (last)
+				return 0;
+			*p = '/';
+		}
+	}
+}
+
+int na_cgroup_enter(const char *rel, struct verr *err)
+{
+	char **m, pid[24];
+	int n, rc = 0;
+
+	if (na_cgroup_mounts(&m, &n, err) < 0)
+		return -1;
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	for (int i = 0; i < n && rc == 0; i++) {
+		char dir[PATH_MAX], procs[PATH_MAX + 16];
+
+		snprintf(dir, sizeof(dir), "%s/%s", m[i], rel);
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+		if (mkdir_p(dir, 0755, err) < 0 || cpuset_inherit(m[i], rel, err) < 0 || write_str(procs, pid, err) < 0)
+			rc = verr_wrap(err, "entering cgroup %s", dir);
+	}
+	na_cgroup_mounts_free(m, n);
+	return rc;
+}
+
+void na_cgroup_leave(const char *rel)
+{
+	char **m, pid[24];
+	int n;
+	struct verr e;
+
+	if (na_cgroup_mounts(&m, &n, &e) < 0)
+		return;
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	for (int i = 0; i < n; i++) {
+		char dir[PATH_MAX], procs[PATH_MAX + 16];
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", m[i]);
+		snprintf(dir, sizeof(dir), "%s/%s", m[i], rel);
+		if (write_str(procs, pid, &e) == 0)
+			rmdir(dir);
+	}
+	na_cgroup_mounts_free(m, n);
+}
+
 /* A frozen (v1 freezer) task cannot die from SIGKILL until thawed. */
 static void thaw(const char *dir)
 {

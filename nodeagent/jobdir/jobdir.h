@@ -72,6 +72,13 @@ int na_each_mount(int (*fn)(const char *mnt, const char *fstype, void *arg),
 int na_cgroup_mounts(char ***mnts, int *n, struct verr *err);
 void na_cgroup_mounts_free(char **mnts, int n);
 void na_cgroup_rmdir_job(const char *job);
+/* Moves the calling process into <every hierarchy>/<rel> (made if
+ * missing): out of whatever cgroups it was started in, such as a
+ * scheduler's, which would otherwise stop it with them. */
+int na_cgroup_enter(const char *rel, struct verr *err);
+/* Back to each hierarchy's root, and <rel> removed unless another process
+ * is still in it. */
+void na_cgroup_leave(const char *rel);
 /* Removes <every hierarchy>/<rel> and all below it, leaves first; kills
  * (SIGKILL) processes still inside when kill is set.  Counts removed dirs. */
 int na_cgroup_remove(const char *rel, bool kill, int *removed, struct verr *err);

@@ -35,7 +35,8 @@ static bool indexed(const char *name, const char *prefix)
 	for (const char *p = name + n; *p; p++)
 		if (*p < '0' || *p > '9')
 			return false;
-	return strlen(name + n) <= 4;
+	/* A Slurm job may have more than 9999 guests (slurm/layout.c). */
+	return strlen(name + n) <= 6;
 }
 
 static int sweep_containers(const char *job, const char *why, int *removed, struct verr *err)

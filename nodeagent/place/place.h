@@ -24,6 +24,11 @@ void na_topo_free(struct na_topo *t);
  * "nodes" of a test cluster on one host). */
 int na_topo_restrict(struct na_topo *t, const int *cpus, int n, struct verr *err);
 
+/* The PUs (os indexes) of cores given by hwloc logical index, the way
+ * Slurm numbers a node's cores (S_JOB_ALLOC_CORES): *pus is malloc'd.  An
+ * error names a core the topology lacks. */
+int na_topo_core_pus(const struct na_topo *t, const int *cores, int n, int **pus, int *npus, struct verr *err);
+
 struct na_numa_info {
 	int os_index;          /* host NUMA node number */
 	int ncores;

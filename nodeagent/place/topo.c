@@ -214,6 +214,41 @@ out:
 	return rc;
 }
 
+int na_topo_core_pus(const struct na_topo *t, const int *cores, int n, int **pus, int *npus, struct verr *err)
+{
+	int ncores = hwloc_get_nbobjs_by_type(t->h, HWLOC_OBJ_CORE), cap = 0;
+
+	*pus = NULL;
+	*npus = 0;
+	for (int i = 0; i < n; i++) {
+		hwloc_obj_t c = cores[i] >= 0 ? hwloc_get_obj_by_type(t->h, HWLOC_OBJ_CORE, (unsigned)cores[i]) : NULL;
+		unsigned pu;
+
+		if (!c || !c->cpuset) {
+			free(*pus);
+			*pus = NULL;
+			*npus = 0;
+			return verr_set(err, "core %d: this machine has cores 0-%d", cores[i], ncores - 1);
+		}
+		hwloc_bitmap_foreach_begin(pu, c->cpuset) {
+			if (*npus == cap) {
+				int *v = realloc(*pus, (size_t)(cap = cap ? cap * 2 : 16) * sizeof(int));
+
+				if (!v) {
+					free(*pus);
+					*pus = NULL;
+					*npus = 0;
+					return verr_set(err, "out of memory");
+				}
+				*pus = v;
+			}
+			(*pus)[(*npus)++] = (int)pu;
+		}
+		hwloc_bitmap_foreach_end();
+	}
+	return 0;
+}
+
 void na_topo_free(struct na_topo *t)
 {
 	if (!t)

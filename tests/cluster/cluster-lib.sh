@@ -67,11 +67,7 @@ cl_net_down() {
 }
 
 cl_munge_up() {
-	head -c 1024 /dev/urandom >"$CL_DIR/munge.key"
-	chmod 600 "$CL_DIR/munge.key"
-	munged -f -S "$CL_DIR/munge.sock" --key-file="$CL_DIR/munge.key" --pid-file="$CL_DIR/munged.pid" \
-		--log-file="$CL_DIR/munged.log" --seed-file="$CL_DIR/munged.seed" || return 1
-	at_exit "munged -S '$CL_DIR/munge.sock' -s"
+	munged_up "$CL_DIR" || return 1
 	export VHPC_MUNGE_SOCKET=$CL_DIR/munge.sock
 	# other users (the permission tests) reach it too
 	chmod 755 "$CL_DIR"

@@ -4,8 +4,9 @@
  *   gprobe (--tcp HOST:PORT | --unix PATH) --key FILE COMMAND...
  *     hello                  print the hello reply
  *     shutdown               ask guestd to stop
- *     exec [--env K=V]... [--cwd DIR] [--timeout MS] -- ARGV...
- *                            run ARGV via gexec_run; exit with its status,
+ *     exec [--env K=V]... [--cwd DIR] [--timeout MS] [--stdin] -- ARGV...
+ *                            run ARGV via gexec_run (--stdin: with ours as
+ *                            its stdin); exit with its status,
  *                            print "gprobe: timeout" on stderr when stopped by
  *                            the timeout; 255 on errors
  *     send TYPE:PAYLOAD...   send each frame (TYPE a number, PAYLOAD text)
@@ -168,6 +169,8 @@ static int cmd_exec(int argc, char **argv)
 			cwd = argv[++i];
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
 			timeout = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--stdin"))
+			req.send_stdin = true;
 		else
 			die("exec: bad option", NULL);
 	}

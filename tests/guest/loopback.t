@@ -60,6 +60,13 @@ check_eq "a closed stdout ends vhpc-rsh by SIGPIPE, like a local pipeline" 141 $
 for _ in $(seq 40); do pgrep -f "^yes $mark" >/dev/null || break; sleep 0.05; done
 check_eq "... and the remote writer is stopped" "" "$(pgrep -f "^yes $mark")"
 check_eq "stdin is /dev/null" "done" "$(echo secret | "$RSH" 127.0.0.1 'cat; echo done')"
+check_eq "exec with stdin: the command reads what the client sends, to its end" "secret|done" \
+	"$(echo secret | "${P[@]}" exec --stdin -- sh -c 'cat; echo done' | tr '\n' '|' | sed 's/|$//')"
+head -c 3000000 /dev/urandom >"$tmp/in"
+check_eq "3 MB through stdin and back out at once, intact (neither side stops the other)" \
+	"$(sha256sum <"$tmp/in" | cut -c1-64)" "$("${P[@]}" exec --stdin -- cat <"$tmp/in" | sha256sum | cut -c1-64)"
+check_eq "a command that reads no stdin ends, and so does the client" "7" \
+	"$(head -c 5000000 /dev/zero | "${P[@]}" exec --stdin -- sh -c 'exit 7'; echo $?)"
 check_eq "the control socket runs commands too" "via unix" "$("$RSH" "$tmp/ctl.sock" echo via unix)"
 check_eq "env and cwd of a request" "bar $tmp" \
 	"$("${P[@]}" exec --env FOO=bar --env PATH=/usr/bin:/bin --cwd "$tmp" -- sh -c 'echo $FOO $(pwd)')"

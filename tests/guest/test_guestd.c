@@ -68,6 +68,10 @@ static void valid_requests_parse(void **state)
 	assert_null(r.env[3]);
 	assert_string_equal(r.cwd, "/tmp");
 	assert_int_equal(r.timeout_ms, 5000);
+	assert_false(r.stdin_pipe);
+	greq_free(&r);
+	assert_int_equal(parse("{\"v\":1,\"op\":\"exec\",\"argv\":[\"cat\"],\"stdin\":true}", &r, &e), 0);
+	assert_true(r.stdin_pipe);
 	greq_free(&r);
 	/* Unicode escapes are fine as long as they are not NUL. */
 	assert_int_equal(parse("{\"v\":1,\"op\":\"exec\",\"argv\":[\"echo\",\"\\u00e9\"]}", &r, &e), 0);
@@ -172,7 +176,8 @@ static void fields_are_validated(void **state)
 	rejects("{\"v\":1,\"op\":\"exec\",\"argv\":[\"ls\"],\"timeout_ms\":1e3}", "timeout_ms: expected an integer");
 	rejects("{\"v\":1,\"op\":\"exec\",\"argv\":[\"ls\"],\"timeout_ms\":99999999999999999999999}",
 		"timeout_ms");
-	rejects("{\"v\":1,\"op\":\"exec\",\"argv\":[\"ls\"],\"stdin\":\"x\"}", "exec: unknown field \"stdin\"");
+	rejects("{\"v\":1,\"op\":\"exec\",\"argv\":[\"ls\"],\"stdin\":\"x\"}", "stdin: expected true or false");
+	rejects("{\"v\":1,\"op\":\"spawn\",\"id\":\"a\",\"argv\":[\"ls\"],\"stdin\":true}", "spawn: unknown field \"stdin\"");
 	rejects("{\"v\":1,\"op\":\"signal\"}", "missing \"signal\"");
 	rejects("{\"v\":1,\"op\":\"signal\",\"signal\":0}", "signal: 0 is outside");
 	rejects("{\"v\":1,\"op\":\"signal\",\"signal\":65}", "signal: 65 is outside");

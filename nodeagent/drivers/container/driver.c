@@ -189,6 +189,17 @@ static bool reachable(const struct na_guest *g)
 	return cg && access(cg->sock, F_OK) == 0;
 }
 
+static int guest_access(const struct na_guest *g, struct na_guest_access *a, struct verr *err)
+{
+	const struct ctr_guest *cg = g->priv;
+
+	if (!cg || !cg->ctr || (a->init_pid = na_ctr_pid(cg->ctr)) <= 0)
+		return verr_set(err, "guest g%d is not running", g->index);
+	snprintf(a->sock, sizeof(a->sock), "%s", cg->sock);
+	a->vsock_port = 0;
+	return 0;
+}
+
 static int connect_agent(struct na_guest *g, struct chan *c, const uint8_t key[CHAN_KEY_LEN], int timeout_ms,
 			 struct verr *err)
 {
@@ -264,6 +275,7 @@ const struct na_driver na_driver_container = {
 	.running = running,
 	.reachable = reachable,
 	.connect = connect_agent,
+	.access = guest_access,
 	.log_tail = log_tail,
 	.stop_all = stop_all,
 	.release = release,

@@ -169,6 +169,15 @@ static bool reachable(const struct na_guest *g)
 	return g->priv != NULL;
 }
 
+static int guest_access(const struct na_guest *g, struct na_guest_access *a, struct verr *err)
+{
+	if (!g->priv)
+		return verr_set(err, "guest g%d was not started", g->index);
+	snprintf(a->sock, sizeof(a->sock), "%s", na_kvm_vsock(g->priv, &a->vsock_port));
+	a->init_pid = 0;
+	return 0;
+}
+
 static int connect_agent(struct na_guest *g, struct chan *c, const uint8_t key[CHAN_KEY_LEN], int timeout_ms,
 			 struct verr *err)
 {
@@ -231,6 +240,7 @@ const struct na_driver na_driver_kvm = {
 	.running = running,
 	.reachable = reachable,
 	.connect = connect_agent,
+	.access = guest_access,
 	.log_tail = log_tail,
 	.stop_all = stop_all,
 	.release = release,

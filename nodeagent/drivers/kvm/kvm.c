@@ -182,6 +182,12 @@ const char *na_kvm_hvlog(const struct na_kvm *k)
 	return k->hvlog;
 }
 
+const char *na_kvm_vsock(const struct na_kvm *k, unsigned *port)
+{
+	*port = k->port;
+	return k->vsock;
+}
+
 int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
 		   int timeout_ms, struct verr *err)
 {
@@ -339,17 +345,19 @@ static int wait_up(struct na_kvm *k, int timeout_ms, struct verr *err)
 }
 
 /* The guest's own small tmpfs: its sockets and logs, and a guest that
- * floods its console fills that and nothing else.  Root's (mode 0700), so
- * nobody but the agent reaches in; inside, hv/ is vhpc-hv's (the only
- * place it can write) and root/ is where its jail's root is mounted. */
+ * floods its console fills that and nothing else.  Root's, mode 0711:
+ * inside, hv/ is vhpc-hv's (the only place it can write; the job's user's,
+ * who may reach their VM's agent through its vsock bridge there, as a
+ * Slurm task in the VM does) and root/ is where its jail's root is
+ * mounted; the job dir (its user's group only) keeps other users out. */
 static int make_gdir(struct na_kvm *k, uid_t uid, gid_t gid, struct verr *err)
 {
 	char opts[64], src[32], jroot[PATH_MAX + 8];
 
-	if (mkdir(k->dir, 0700) < 0)
+	if (mkdir(k->dir, 0711) < 0)
 		return verr_errno(err, "%s", k->dir);
 	snprintf(src, sizeof(src), "vhpc-%s", k->job);
-	snprintf(opts, sizeof(opts), "size=%u,mode=0700", NA_KVM_LOG_MAX);
+	snprintf(opts, sizeof(opts), "size=%u,mode=0711", NA_KVM_LOG_MAX);
 	if (mount(src, k->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
 		verr_errno(err, "cannot mount a tmpfs on %s", k->dir);
 		rmdir(k->dir);

@@ -160,6 +160,8 @@ pid_t na_kvm_pid(const struct na_kvm *k);
 bool na_kvm_running(struct na_kvm *k, char *why, size_t len);
 const char *na_kvm_serial(const struct na_kvm *k);   /* console log path */
 const char *na_kvm_hvlog(const struct na_kvm *k);    /* vhpc-hv's own log */
+/* vhpc-hv's vsock bridge (a unix socket) and the agent's port behind it. */
+const char *na_kvm_vsock(const struct na_kvm *k, unsigned *port);
 /* An authenticated channel to the guest's vhpc-guestd over vsock. */
 int na_kvm_connect(struct na_kvm *k, struct chan *c, const uint8_t key[CHAN_KEY_LEN],
 		   int timeout_ms, struct verr *err);

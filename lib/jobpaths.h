@@ -1,7 +1,7 @@
 /* Where a job runs and what host paths its guests get: the same answer
- * for `vhpc run` on one machine and for vhpc-ctld. */
-#ifndef VHPC_SCHED_JOBPATHS_H
-#define VHPC_SCHED_JOBPATHS_H
+ * for `vhpc run` on one machine, for vhpc-ctld and for Slurm jobs. */
+#ifndef VHPC_LIB_JOBPATHS_H
+#define VHPC_LIB_JOBPATHS_H
 
 #include <sys/types.h>
 #include "lib/binds.h"

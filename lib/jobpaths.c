@@ -1,7 +1,7 @@
 #include "lib/binds.h"
 #include "lib/err.h"
 #include "lib/log.h"
-#include "jobpaths.h"
+#include "lib/jobpaths.h"
 
 #include <pwd.h>
 #include <stdio.h>

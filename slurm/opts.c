@@ -1,0 +1,164 @@
+/*
+ * --vhpc-* values: checked where the user typed them (srun, sbatch,
+ * salloc), carried to the nodes as one line of words, and checked again
+ * there by vhpc-slurmjob, which trusts nothing the job's user could set.
+ */
+#include "lib/consts.h"
+#include "lib/parse.h"
+#include "slurm/slurm.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MEM_MIN (64ull << 20)
+#define MEM_MAX (4ull << 40)
+
+const char *const vs_opt_names[5] = { "image", "driver", "vcpus", "mem", "no-vmshm" };
+
+static const char *const env_names[5] = {
+	"SLURM_VHPC_IMAGE", "SLURM_VHPC_DRIVER", "SLURM_VHPC_VCPUS", "SLURM_VHPC_MEM", "SLURM_VHPC_NO_VMSHM"
+};
+
+/* where: "--vhpc-mem" or "SLURM_VHPC_MEM" */
+static int set_value(struct vs_opts *o, int which, const char *where, const char *val, char *why, size_t len)
+{
+	long long n;
+	uint64_t sz;
+
+	switch (which) {
+	case 0:
+		if (!val || !ident_ok(val, 64))
+			return vs_fail(why, len, "%s '%s': expected an image name (letters, digits, '.', '_', '-'; "
+				   "at most 64, as `vhpc image list` shows them)", where, val ? val : "");
+		snprintf(o->image, sizeof(o->image), "%s", val);
+		break;
+	case 1:
+		if (!val || (strcmp(val, "auto") && strcmp(val, "container") && strcmp(val, "kvm")))
+			return vs_fail(why, len, "%s '%s': expected auto, container or kvm", where, val ? val : "");
+		snprintf(o->driver, sizeof(o->driver), "%s", val);
+		break;
+	case 2:
+		if (parse_ll(val, 1, VHPC_MAX_VCPUS, &n) < 0)
+			return vs_fail(why, len, "%s '%s': expected vCPUs per guest, 1..%d", where, val ? val : "",
+				   VHPC_MAX_VCPUS);
+		o->vcpus = (int)n;
+		break;
+	case 3:
+		if (parse_size(val, &sz) < 0 || sz < MEM_MIN || sz > MEM_MAX)
+			return vs_fail(why, len, "%s '%s': expected memory per guest from 64M to 4T (e.g. 512M, 2G)", where,
+				   val ? val : "");
+		o->mem = sz;
+		break;
+	default:
+		/* A flag: from the environment 1 or 0, on the command line none. */
+		if (val && strcmp(val, "1") && strcmp(val, "0"))
+			return vs_fail(why, len, "%s '%s': expected 1 or 0", where, val);
+		o->no_vmshm = !val || !strcmp(val, "1");
+		break;
+	}
+	return 0;
+}
+
+int vs_opt_set(struct vs_opts *o, const char *name, const char *val, char *why, size_t len)
+{
+	char where[48];
+
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(name, vs_opt_names[i])) {
+			snprintf(where, sizeof(where), "--vhpc-%s", name);
+			if (i == 4 && val)
+				return vs_fail(why, len, "--vhpc-no-vmshm takes no value");
+			if (set_value(o, i, where, val, why, len) < 0)
+				return -1;
+			o->set = true;
+			return 0;
+		}
+	return vs_fail(why, len, "--vhpc-%s: no such option", name);
+}
+
+static const char *env_get(char *const *env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; env && *env; env++)
+		if (!strncmp(*env, name, n) && (*env)[n] == '=')
+			return *env + n + 1;
+	return NULL;
+}
+
+int vs_opts_env(struct vs_opts *o, const bool given[5], char *const *env, char *why, size_t len)
+{
+	for (int i = 0; i < 5; i++) {
+		const char *v = env_get(env, env_names[i]);
+
+		if (given[i] || !v || !*v)
+			continue;
+		if (set_value(o, i, env_names[i], v, why, len) < 0)
+			return -1;
+		/* Only an image makes a job run in guests; the others are
+		 * defaults for jobs that do. */
+		if (i == 0)
+			o->set = true;
+	}
+	return 0;
+}
+
+int vs_opts_format(const struct vs_opts *o, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "image=%s driver=%s vcpus=%d mem=%llu vmshm=%d", o->image, o->driver, o->vcpus,
+			 (unsigned long long)o->mem, o->no_vmshm ? 0 : 1);
+
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
+{
+	static const char *const keys[5] = { "image", "driver", "vcpus", "mem", "vmshm" };
+	bool seen[5] = { 0 };
+	char buf[512], *save = NULL;
+
+	memset(o, 0, sizeof(*o));
+	if (!s || strlen(s) >= sizeof(buf))
+		return vs_fail(why, len, "options: missing or too long");
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (char *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		char *eq = strchr(w, '=');
+		int i;
+
+		if (!eq)
+			return vs_fail(why, len, "options: '%.40s' is not KEY=VALUE", w);
+		*eq++ = 0;
+		for (i = 0; i < 5 && strcmp(w, keys[i]); i++)
+			;
+		if (i == 5 || seen[i])
+			return vs_fail(why, len, "options: %s '%.40s'", i == 5 ? "unknown key" : "repeated key", w);
+		seen[i] = true;
+		if (i == 4) {
+			if (strcmp(eq, "0") && strcmp(eq, "1"))
+				return vs_fail(why, len, "options: vmshm '%.20s': expected 0 or 1", eq);
+			o->no_vmshm = !strcmp(eq, "0");
+			continue;
+		}
+		/* Empty and zero are the defaults. */
+		if (!*eq || ((i == 2 || i == 3) && !strcmp(eq, "0")))
+			continue;
+		if (i == 3) {
+			long long n;
+
+			/* bytes, as vs_opts_format wrote them */
+			if (parse_ll(eq, (long long)MEM_MIN, (long long)MEM_MAX, &n) < 0)
+				return vs_fail(why, len, "options: mem '%.30s': expected bytes from 64 MiB to 4 TiB", eq);
+			o->mem = (uint64_t)n;
+			continue;
+		}
+		if (set_value(o, i, keys[i], eq, why, len) < 0)
+			return -1;
+	}
+	for (int i = 0; i < 5; i++)
+		if (!seen[i])
+			return vs_fail(why, len, "options: %s missing", keys[i]);
+	o->set = true;
+	return 0;
+}
