@@ -138,7 +138,10 @@ programs: $(PROGRAMS) $(EXTRA_ALL)
 tests: $(UNIT_TESTS) $(EXTRA_TESTS)
 fuzzers: $(FUZZERS)
 
-check: all tests fuzzers kernels
+# The build part in parallel on every core: make 4.3 ignores a -j that a
+# makefile adds to its own MAKEFLAGS, so a sub-make gets it.
+check:
+	@$(MAKE) --no-print-directory -j$(shell nproc) all tests fuzzers kernels
 	@B=$(B) tests/run
 
 # The Debian kernel kvm images and the hv smoke tests boot, fetched during
@@ -148,7 +151,8 @@ kernels: programs
 	@VHPC_KERNEL_CACHE=$(CURDIR)/$(B)/kernels $(B)/bin/vhpc image fetch-kernel $(KERNEL_PACKAGE) >/dev/null || \
 		echo "warning: could not fetch $(KERNEL_PACKAGE); kvm image and kernel boot tests will be skipped"
 
-demo: all
+demo:
+	@$(MAKE) --no-print-directory -j$(shell nproc) all
 	$(B)/bin/vhpc run -N 2 -n 4 -- vhpc-mpibench PingPong Sendrecv
 
 fuzz: fuzzers
