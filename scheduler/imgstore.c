@@ -643,6 +643,10 @@ static int live_objects(struct imgstore *s, const char *id, struct shaset *set)
 	return 0;
 }
 
+/* Objects are kept by name only (a ref, a held id, a push under way), never
+ * by age: a file's mtime can be a few ms ahead of time(NULL) (multigrain
+ * timestamps), so no cut-off from the clock can mean "everything up to
+ * now".  Parts are aged: older than before goes. */
 static void sweep_dir(struct imgstore *s, const char *dir, const struct shaset *live, time_t before,
 		      long *removed, uint64_t *freed, bool parts)
 {
@@ -660,7 +664,7 @@ static void sweep_dir(struct imgstore *s, const char *dir, const struct shaset *
 			continue;
 		snprintf(sha, sizeof(sha), "%.64s", e->d_name);
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_mtime >= before)
+		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || (parts && st.st_mtime >= before))
 			continue;
 		if (!parts && image_id_ok(e->d_name) && bsearch(sha, live->v, live->n, sizeof(*live->v), cmp65))
 			continue;
@@ -701,7 +705,7 @@ int imgstore_gc(struct imgstore *s, const char *const *held, int nheld, long *re
 	qsort(live.v, live.n, sizeof(*live.v), cmp65);
 	for (int hi = 0; hi < 256; hi++) {
 		snprintf(path, sizeof(path), "%s/objects/%02x", s->dir, hi);
-		sweep_dir(s, path, &live, time(NULL) + 1, removed, freed, false);
+		sweep_dir(s, path, &live, 0, removed, freed, false);
 		rmdir(path);
 	}
 	/* Uploads nobody finished in a day. */
