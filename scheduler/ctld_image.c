@@ -150,7 +150,15 @@ static struct json_object *do_get(const struct cmsg *m)
 	return r;
 }
 
-/* Ids that jobs not yet ended hold.  Takes g.mu. */
+static void free_ids(const char **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free((char *)v[i]);
+	free(v);
+}
+
+/* Ids that jobs not yet ended hold; -1 when out of memory (an empty list
+ * would let a collection take their images).  Takes g.mu. */
 static int held_ids(const char ***out)
 {
 	const char **v;
@@ -159,18 +167,14 @@ static int held_ids(const char ***out)
 	pthread_mutex_lock(&g.mu);
 	v = calloc((size_t)g.njobs + 1, sizeof(*v));
 	for (int i = 0; v && i < g.njobs; i++)
-		if (!job_state_final(g.jobs[i]->state) && g.jobs[i]->image_id[0])
-			v[n++] = strdup(g.jobs[i]->image_id);
+		if (!job_state_final(g.jobs[i]->state) && g.jobs[i]->image_id[0] &&
+		    !(v[n++] = strdup(g.jobs[i]->image_id))) {
+			free_ids(v, n);
+			v = NULL;
+		}
 	pthread_mutex_unlock(&g.mu);
 	*out = v;
-	return v ? n : 0;
-}
-
-static void free_ids(const char **v, int n)
-{
-	for (int i = 0; i < n; i++)
-		free((char *)v[i]);
-	free(v);
+	return v ? n : -1;
 }
 
 void ctld_image_gc(void)
@@ -181,9 +185,13 @@ void ctld_image_gc(void)
 	uint64_t freed;
 	struct verr e;
 
-	if (imgstore_gc(g.images, held, nheld, &removed, &freed, &e) < 0) {
-		log_warn("image store: collecting: %s", e.msg);
-		free_ids(held, nheld);
+	if (nheld < 0 || imgstore_gc(g.images, held, nheld, &removed, &freed, &e) < 0) {
+		log_warn("image store: collecting: %s; trying again later", nheld < 0 ? "out of memory" : e.msg);
+		if (nheld >= 0)
+			free_ids(held, nheld);
+		pthread_mutex_lock(&g.mu);
+		g.img_gc_pending = true;
+		pthread_mutex_unlock(&g.mu);
 		return;
 	}
 	if (removed) {

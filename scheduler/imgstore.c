@@ -536,7 +536,9 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct imgstore_ref *)a)->name, ((const struct imgstore_ref *)b)->name);
 }
 
-static int refs_locked(struct imgstore *s, struct imgstore_ref **out, size_t *n, struct verr *err)
+/* strict: a ref that is there but cannot be read fails the listing (a
+ * collection must not lose the image it names); else it is left out. */
+static int refs_locked(struct imgstore *s, struct imgstore_ref **out, size_t *n, bool strict, struct verr *err)
 {
 	char path[PATH_MAX];
 	struct imgstore_ref *v = NULL;
@@ -568,8 +570,13 @@ static int refs_locked(struct imgstore *s, struct imgstore_ref **out, size_t *n,
 			}
 			v = nv;
 		}
-		if (ref_read(s, name, &v[cnt], &ignore) == 0)
+		if (ref_read(s, name, &v[cnt], strict ? err : &ignore) == 0) {
 			cnt++;
+		} else if (strict) {
+			free(v);
+			closedir(d);
+			return -1;
+		}
 	}
 	closedir(d);
 	if (cnt)
@@ -584,7 +591,7 @@ int imgstore_refs(struct imgstore *s, struct imgstore_ref **out, size_t *n, stru
 	int rc;
 
 	pthread_mutex_lock(&s->mu);
-	rc = refs_locked(s, out, n, err);
+	rc = refs_locked(s, out, n, false, err);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
@@ -616,19 +623,25 @@ static int cmp65(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-/* The objects an image needs: its manifest and every file.  An image
- * whose manifest is unreadable keeps nothing but itself. */
-static int live_objects(struct imgstore *s, const char *id, struct shaset *set)
+/* The objects an image needs: its manifest and every file.  An id with no
+ * object, or whose object is no manifest (a job may name any object),
+ * keeps nothing but itself.  A manifest that is there but cannot be read
+ * now (EMFILE, EIO, ENOMEM) is an error: guessing "nothing" would remove
+ * the files of a named or running image. */
+static int live_objects(struct imgstore *s, const char *id, struct shaset *set, struct verr *err)
 {
 	struct image_mf m;
 	struct verr e;
-	char *text;
+	char *text, path[PATH_MAX];
 	size_t len;
 
 	if (set_add(set, id) < 0)
-		return -1;
-	if (read_object(s, id, IMAGE_MF_TEXT_MAX, &text, &len, &e) < 0)
+		return verr_set(err, "out of memory");
+	obj_path(s, id, path, sizeof(path));
+	if (access(path, F_OK) < 0 && errno == ENOENT)
 		return 0;
+	if (read_object(s, id, IMAGE_MF_TEXT_MAX, &text, &len, err) < 0)
+		return verr_wrap(err, "image %.12s", id);
 	if (image_mf_parse(text, len, &m, &e) < 0) {
 		free(text);
 		return 0;
@@ -637,7 +650,7 @@ static int live_objects(struct imgstore *s, const char *id, struct shaset *set)
 	for (size_t i = 0; i < m.n; i++)
 		if (m.v[i].type == 'f' && set_add(set, m.v[i].sha) < 0) {
 			image_mf_free(&m);
-			return -1;
+			return verr_set(err, "out of memory");
 		}
 	image_mf_free(&m);
 	return 0;
@@ -694,14 +707,14 @@ int imgstore_gc(struct imgstore *s, const char *const *held, int nheld, long *re
 	*removed = 0;
 	*freed = 0;
 	pthread_mutex_lock(&s->mu);
-	if (refs_locked(s, &refs, &nrefs, err) < 0)
+	if (refs_locked(s, &refs, &nrefs, true, err) < 0)
 		goto out;
 	for (size_t i = 0; i < nrefs; i++)
-		if (live_objects(s, refs[i].id, &live) < 0)
-			goto oom;
+		if (live_objects(s, refs[i].id, &live, err) < 0)
+			goto done;
 	for (int i = 0; i < nheld; i++)
-		if (image_id_ok(held[i]) && live_objects(s, held[i], &live) < 0)
-			goto oom;
+		if (image_id_ok(held[i]) && live_objects(s, held[i], &live, err) < 0)
+			goto done;
 	qsort(live.v, live.n, sizeof(*live.v), cmp65);
 	for (int hi = 0; hi < 256; hi++) {
 		snprintf(path, sizeof(path), "%s/objects/%02x", s->dir, hi);
@@ -712,9 +725,6 @@ int imgstore_gc(struct imgstore *s, const char *const *held, int nheld, long *re
 	snprintf(path, sizeof(path), "%s/tmp", s->dir);
 	sweep_dir(s, path, &live, time(NULL) - 86400, removed, freed, true);
 	rc = 0;
-	goto done;
-oom:
-	verr_set(err, "out of memory");
 done:
 	free(refs);
 out:

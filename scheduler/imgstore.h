@@ -61,7 +61,8 @@ int imgstore_untag(struct imgstore *s, const char *name, char id[65], struct ver
 /* Every ref, by name; *out malloc'd. */
 int imgstore_refs(struct imgstore *s, struct imgstore_ref **out, size_t *n, struct verr *err);
 /* Removes the objects no name and no image in held[] needs, except those
- * of pushes under way (imgstore_missing), and uploads left for a day. */
+ * of pushes under way (imgstore_missing), and uploads left for a day.
+ * -1, removing nothing, when a ref or a needed manifest cannot be read. */
 int imgstore_gc(struct imgstore *s, const char *const *held, int nheld, long *removed, uint64_t *freed,
 		struct verr *err);
 /* Bytes and objects the store holds. */

@@ -223,12 +223,60 @@ static void collection(void **state)
 	imgstore_close(s);
 }
 
+static void obj_file(const char *id, char *path, size_t len)
+{
+	snprintf(path, len, "%s/objects/%.2s/%s", dir, id, id);
+}
+
+/* A manifest or a ref that is there but cannot be read now stops the
+ * collection: it must not take the files of the image it names. */
+static void unreadable_stops_collection(void **state)
+{
+	struct imgstore *s;
+	struct imgstore_ref r;
+	struct verr e;
+	char id1[65], id2[65], mf[200], aside[220], ref[120], want[20];
+	const char *held[1];
+	long removed;
+	uint64_t freed;
+
+	(void)state;
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	image(s, "named-a", "named-b", id1);
+	assert_int_equal(imgstore_tag(s, "named", id1, 0, 1, &r, &e), 0);
+	image(s, "held-a", "held-b", id2);
+	held[0] = id2;
+	/* a directory where the held image's manifest was: open works, read
+	 * fails, as with EIO or EMFILE */
+	obj_file(id2, mf, sizeof(mf));
+	snprintf(aside, sizeof(aside), "%s.aside", mf);
+	assert_int_equal(rename(mf, aside), 0);
+	assert_int_equal(mkdir(mf, 0700), 0);
+	assert_int_equal(imgstore_gc(s, held, 1, &removed, &freed, &e), -1);
+	snprintf(want, sizeof(want), "image %.12s", id2);
+	assert_non_null(strstr(e.msg, want));
+	assert_int_equal(removed, 0);
+	assert_true(present(s, "held-a"));
+	assert_int_equal(rmdir(mf), 0);
+	assert_int_equal(rename(aside, mf), 0);
+	/* a ref that does not parse: which image it names is unknown */
+	snprintf(ref, sizeof(ref), "%s/refs/named.json", dir);
+	assert_int_equal(write_file_atomic(ref, "{", 1, 0600, &e), 0);
+	assert_int_equal(imgstore_gc(s, held, 1, &removed, &freed, &e), -1);
+	assert_non_null(strstr(e.msg, "named.json"));
+	assert_int_equal(removed, 0);
+	assert_true(present(s, "named-a"));
+	assert_true(present(s, "held-b"));
+	imgstore_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(uploads_are_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(tags_and_history, setup, teardown),
 		cmocka_unit_test_setup_teardown(collection, setup, teardown),
+		cmocka_unit_test_setup_teardown(unreadable_stops_collection, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
