@@ -18,7 +18,8 @@ static void usage(FILE *f)
 	fprintf(f,
 "usage: vhpc-imbcheck [options] FILE...   (FILE \"-\" = stdin)\n"
 "Parses IMB-MPI1 output (Intel's IMB-MPI1 or vhpc-mpibench) and checks each\n"
-"table: message sizes grow, times are positive and t_min <= t_avg <= t_max,\n"
+"table: message sizes grow, times are positive (0.00 allowed for a collective\n"
+"at 0 bytes, which may not communicate) and t_min <= t_avg <= t_max,\n"
 "Mbytes/sec = factor x bytes / t_max within rounding (PingPong/PingPing 1,\n"
 "Sendrecv 2, Exchange 4), repetitions = min(N, max(1, VOL / bytes)), no\n"
 "failed samples or data-check defects.\n"

@@ -100,8 +100,9 @@ mpi 4 "$MB" -np-only -iter 50 -msglog 0:3 Sendrecv Bcast >"$tmp/only.out" 2>&1
 check_eq "-np-only run: exit 0" 0 "$?"
 check_eq "-np-only: only 4-process tables" "4 4 " \
 	"$(sed -n 's/^# #processes = \([0-9]*\) $/\1/p' "$tmp/only.out" | tr '\n' ' ')"
-check_eq "-iter 50: vhpc-imbcheck -iter 50 accepts it" 0 \
-	"$("$CHK" -q -iter 50 "$tmp/only.out" >/dev/null 2>&1; echo $?)"
+out=$("$CHK" -q -iter 50 "$tmp/only.out" 2>&1)
+check_eq "-iter 50: vhpc-imbcheck -iter 50 accepts it" 0 "$?"
+[ -z "$out" ] || diag "$out"
 check_eq "-iter 50: the default rule does not" 1 \
 	"$("$CHK" -q "$tmp/only.out" >/dev/null 2>&1; echo $?)"
 

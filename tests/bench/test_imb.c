@@ -389,6 +389,18 @@ static void checks_find_each_violation(void **state)
 	assert_int_equal(check_text(HDR_SR "            0         1000         0.00         0.00         0.00         0.00\n",
 				    &opts, &s), 1);
 	assert_true(seen_has(&s, "time 0.00 usec is not positive"));
+	/* A 0-byte collective may not communicate at all: 0.00 is honest
+	 * there, and only there. */
+	assert_int_equal(check_text("# Benchmarking Bcast\n# #processes = 4\n"
+				    " #bytes #repetitions t_min[usec] t_max[usec] t_avg[usec]\n"
+				    " 0 1000 0.00 0.00 0.00\n 1 1000 0.05 1.42 0.42\n", &opts, &s), 0);
+	assert_int_equal(check_text("# Benchmarking Bcast\n# #processes = 4\n"
+				    " #bytes #repetitions t_min[usec] t_max[usec] t_avg[usec]\n"
+				    " 0 1000 0.00 0.00 0.00\n 1 1000 0.00 0.00 0.00\n", &opts, &s), 1);
+	assert_true(seen_has(&s, "1 bytes: time 0.00 usec is not positive"));
+	assert_int_equal(check_text("# Benchmarking Barrier\n# #processes = 2\n"
+				    " #repetitions t_min[usec] t_max[usec] t_avg[usec]\n 1000 0.00 0.00 0.00\n",
+				    &opts, &s), 1);
 	assert_int_equal(check_text(HDR_SR "            0         1000         2.00         1.00         1.50         0.00\n",
 				    &opts, &s), 1);
 	assert_true(seen_has(&s, "t_min 2.00 <= t_avg 1.50 <= t_max 1.00 does not hold"));
