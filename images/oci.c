@@ -309,6 +309,6 @@ int image_import(const struct image_import *im, struct image_info *out, struct v
 	if (r == 0)
 		stage[0] = 0;
 out:
-	image_stage_abort(r < 0 ? stage : NULL, lock);
+	image_stage_abort(stage, lock);
 	return r;
 }

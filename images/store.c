@@ -414,7 +414,7 @@ int image_build(const char *yaml_path, unsigned flags, struct image_info *out,
 			 fmt_size(out->bytes, sz, sizeof(sz)), now_s() - t0);
 	}
 out:
-	image_stage_abort(r < 0 ? stage : NULL, lock);
+	image_stage_abort(stage, lock);
 	image_spec_free(&s);
 	return r;
 }

@@ -14,7 +14,7 @@ CL=vcf$$
 
 # -- a node lost mid-job ---------------------------------------------------
 J=$(sub "${KVM[@]}" -- sleep 600)
-check "job $J runs" wait_state "$J" RUNNING 300
+check "job $J runs" wait_state "$J" RUNNING 180
 nodes=$(job_json "$J" | grep -o '"guest":[01],"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/' | tr '\n' ' ')
 live=$(echo $nodes | cut -d' ' -f1); dead=$(echo $nodes | cut -d' ' -f2)
 pids=$(hv_pids "$J")

@@ -31,6 +31,9 @@ id2=$(vhpc image list --local --json | sed -n 's/.*"id": *"\([0-9a-f]\{64\}\)".*
 check "its id is a sha256" test ${#id1} = 64
 check_eq "a second build has the same id" "$id1" "$id2"
 check_eq "one image is stored, not two" 1 "$(vhpc image list --local --json | grep -c '"id"')"
+vhpc image build "$yaml" >"$T/b3" 2>&1
+check_eq "a build its fingerprint makes unnecessary leaves no staging folder" "" \
+	"$(ls -A "$VHPC_STATE_DIR/images" | grep '^\.build-')"
 root=$VHPC_STATE_DIR/images/$id1/rootfs
 for f in usr/bin/mpirun usr/bin/orted usr/local/bin/vhpc-guestd usr/local/bin/vhpc-rsh \
 	usr/local/bin/vhpc-mpibench bin/sh usr/share/openmpi/help-btl-vader.txt; do
