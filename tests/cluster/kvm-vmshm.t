@@ -44,7 +44,7 @@ J=$(sub --driver kvm -N 3 -n 3 --vcpus 1 --mem 384M --timeout 600 \
 	-x OMPI_MCA_btl_base_verbose=1 -x OMPI_MCA_btl_vmshm_stats=1 -- \
 	vhpc-mpibench -msglog 10:10 -iter $REPS PingPong Sendrecv)
 check_match "the job is accepted" '^[0-9]+$' "$J"
-check "job $J runs" wait_state "$J" RUNNING 300
+check "job $J runs" wait_state "$J" RUNNING 200
 diag "submit to RUNNING: $(( ($(date +%s%N) - t0) / 1000000 )) ms (three VMs booting, nested/TCG)"
 check_eq "g0 and g1 share node 1, g2 is on node 2" "g0:n1 g1:n1 g2:n2" "$(guests_on "$J")"
 pids=$(hv_pids "$J")

@@ -32,7 +32,7 @@ wait_output() {  # ID
 t0=$(date +%s%N)
 J=$(sub "${KVM[@]}" -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$TICKS; exec vhpc-mpibench -msglog 0:6 PingPong")
 check_match "the job is accepted" '^[0-9]+$' "$J"
-check "job $J runs" wait_state "$J" RUNNING 300
+check "job $J runs" wait_state "$J" RUNNING 200
 diag "submit to RUNNING: $(( ($(date +%s%N) - t0) / 1000000 )) ms (two VMs booting, nested/TCG)"
 check_eq "one guest on each node" "n1 n2" \
 	"$(job_json "$J" | grep -o '"guest":[01],"node":"n[0-9]"' | sed 's/.*"\(n[0-9]\)"/\1/' | sort | tr '\n' ' ' | sed 's/ $//')"
