@@ -98,20 +98,34 @@ cl_ctld_up() {  # extra vhpc-ctld options
 		{ [ -n "${CL_NO_PUSH-}" ] || cl_push_default; }
 }
 
-# cl_push_default: the default image, built on this machine (with its kvm
-# parts when CL_KVM is set), pushed into the controller's store: nodes
-# pull it from there, and a job names it.  CL_PUSH_IMAGE=NAME pushes that
-# image of this machine as the cluster's default instead.  Kept in
-# $CL_DIR/push.log.
+# cl_ctr_image: builds the default image without its kvm parts under the
+# name default-ctr (container guests need none of them).  The state folder's
+# "default" is the lab's, kernel, initramfs and ext4 root included: 245 MiB
+# against 68 to push, pull and check for every container job.
+CL_CTR_IMAGE=default-ctr
+cl_ctr_image() {
+	sed -e '/^kvm:/,$d' -e "s/^name: default$/name: $CL_CTR_IMAGE/" \
+		"$VHPC_TOP/configs/images/default.yaml" >"$CL_DIR/$CL_CTR_IMAGE.yaml" &&
+		"$BIN/vhpc" image build "$CL_DIR/$CL_CTR_IMAGE.yaml"
+}
+
+# cl_push_default: the cluster's default image, built on this machine
+# (cl_ctr_image; with its kvm parts when CL_KVM is set), pushed into the
+# controller's store as "default": nodes pull it from there, and a job
+# names it.  CL_PUSH_IMAGE=NAME pushes that image of this machine as the
+# cluster's default instead.  Kept in $CL_DIR/push.log.
 cl_push_default() {
-	local kvm=--no-kvm
-	[ -n "${CL_KVM-}" ] && kvm=
 	if [ -n "${CL_PUSH_IMAGE-}" ]; then
 		vc image push "$CL_PUSH_IMAGE" --as default >>"$CL_DIR/push.log" 2>&1
 		return
 	fi
-	"$BIN/vhpc" image build $kvm "$VHPC_TOP/configs/images/default.yaml" >>"$CL_DIR/push.log" 2>&1 &&
-		vc image push default >>"$CL_DIR/push.log" 2>&1
+	if [ -n "${CL_KVM-}" ]; then
+		"$BIN/vhpc" image build "$VHPC_TOP/configs/images/default.yaml" >>"$CL_DIR/push.log" 2>&1 &&
+			vc image push default >>"$CL_DIR/push.log" 2>&1
+		return
+	fi
+	cl_ctr_image >>"$CL_DIR/push.log" 2>&1 &&
+		vc image push "$CL_CTR_IMAGE" --as default >>"$CL_DIR/push.log" 2>&1
 }
 
 cl_ctld_kill() {  # SIGNAL
