@@ -67,6 +67,8 @@ for ((i = 0; i < 100; i++)); do [ -n "$(ls "$SL_DIR/run-n3/jobs" 2>/dev/null)" ]
 out=$(sl_user srun -N 1 -n 1 -w n3 --vhpc-image=default sh -c 'grep Cpus_allowed_list /proc/self/status' 2>/dev/null | awk '{print $2}')
 first=$(sed -n 's/^guest [0-9]* [0-9]* [^ ]* \([0-9,-]*\) .*/\1/p' "$SL_DIR"/run-n3/slurm/*.state 2>/dev/null | head -1)
 check "a second job on node n3 runs on the other core than the first ($first, $out)" test -n "$first" -a -n "$out" -a "$first" != "$out"
+# Killing srun leaves the job's step running to its end: cancel the job.
+sl_user scancel -n sleep 2>/dev/null
 kill $hold 2>/dev/null; wait $hold 2>/dev/null
 
 # -- a bad image or option fails at srun, before any job exists
