@@ -67,10 +67,10 @@ check_match "and it says L1 hung" "lab failure: L1 hung: .*rcu_preempt detected 
 check "long before the time-out ($((SECONDS - t0)) s of 300)" test $((SECONDS - t0)) -lt 120
 check_eq "nothing is left after a hang" "" "$(leftovers)"
 
-"$LAB" --timeout 25 -- sleep 600 >"$W/out" 2>"$W/err"
+"$LAB" --timeout 12 -- sleep 600 >"$W/out" 2>"$W/err"
 rc=$?
 check_eq "a command over its time ends the lab with 125" 125 "$rc"
-check_match "and it says the command did not finish" "lab failure: the command did not finish within 25s" "$(cat "$W/err")"
+check_match "and it says the command did not finish" "lab failure: the command did not finish within 12s" "$(cat "$W/err")"
 check_eq "nothing is left after a time-out" "" "$(leftovers)"
 
 for bad in "--smp x -- true" "--mem 4 -- true" "--timeout -1 -- true" "--frobnicate -- true" "--"; do
