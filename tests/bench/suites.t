@@ -237,7 +237,7 @@ bad "--iter without a value" "--iter needs a value" --iter
 check_eq "bad options leave no results folder behind" "" "$(ls -d "$tmp"/b[0-9]* 2>/dev/null)"
 hv=$(grep -cwE 'vmx|svm' /proc/cpuinfo)
 if [ "$hv" = 0 ]; then
-	bad "kvm without hardware virtualization, with the reason" "driver kvm: .*(software-only|no vmx/svm)" --driver kvm
+	bad "kvm without hardware virtualization, with the reason" "driver kvm: .*(software-only|no vmx/svm|/dev/kvm cannot be opened \(no KVM on this host\))" --driver kvm
 else
 	skip "this host has hardware virtualization: --driver kvm is not refused here"
 fi
