@@ -41,10 +41,11 @@ struct image_info {
 #define IMAGE_KVM   2u   /* with the kvm parts (kernel, initramfs, ext4 root) */
 #define IMAGE_SQUASHFS 4u /* the rootfs as one read-only squashfs file */
 #define IMAGE_EROFS 8u   /* the rootfs as one read-only erofs file */
+#define IMAGE_NO_KVM 16u /* without the kvm parts, even if a stored build has them */
 
 /* Builds the image a YAML file describes (configs/images/NAME.yaml); reuses
  * the stored one when its sources have not changed (and it has the kvm parts
- * if IMAGE_KVM asks for them). */
+ * if IMAGE_KVM asks for them, none if IMAGE_NO_KVM does). */
 int image_build(const char *yaml_path, unsigned flags, struct image_info *out,
 		struct verr *err);
 /* Whether an image file describes kvm parts (kvm: section). */

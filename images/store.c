@@ -358,7 +358,7 @@ static unsigned build_format(const struct image_spec *s, unsigned flags)
 int image_build(const char *yaml_path, unsigned flags, struct image_info *out,
 		struct verr *err)
 {
-	bool force = flags & IMAGE_FORCE, want_kvm = flags & IMAGE_KVM;
+	bool force = flags & IMAGE_FORCE, want_kvm = flags & IMAGE_KVM, no_kvm = flags & IMAGE_NO_KVM;
 	struct image_spec s;
 	char dir[PATH_MAX], stage[PATH_MAX + 64] = "", root[PATH_MAX + 80], path[PATH_MAX + 80];
 	char fp[65];
@@ -387,7 +387,7 @@ int image_build(const char *yaml_path, unsigned flags, struct image_info *out,
 			const char *old_fp = jstr(o, "fingerprint"), *old_id = jstr(o, "id");
 
 			if (old_fp && old_id && !strcmp(old_fp, fp) && image_id_ok(old_id) &&
-			    load_info(old_id, out, &ignore) == 0 && (!want_kvm || out->kvm)) {
+			    load_info(old_id, out, &ignore) == 0 && (!want_kvm || out->kvm) && !(no_kvm && out->kvm)) {
 				json_object_put(o);
 				r = 0;
 				goto out;

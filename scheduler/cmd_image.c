@@ -109,14 +109,18 @@ int cmd_image(int argc, char **argv)
 		bool kvm = false;
 
 		/* An admin's build makes everything the file describes, unless
-		 * the kvm parts are not wanted (container-only nodes). */
+		 * the kvm parts are not wanted (container-only nodes): then a
+		 * stored build that has them is not reused, since every node
+		 * would pull and check them for nothing (245 MiB against 65). */
 		if (image_spec_wants_kvm(file, &kvm, &err) < 0) {
 			log_err("%s", err.msg);
 			return 1;
 		}
 		if (nokvm)
 			kvm = false;
-		if (image_build(file, (force ? IMAGE_FORCE : 0) | (kvm ? IMAGE_KVM : 0) | format, &img, &err) < 0) {
+		unsigned flags = (force ? IMAGE_FORCE : 0) | (kvm ? IMAGE_KVM : 0) | (nokvm ? IMAGE_NO_KVM : 0) | format;
+
+		if (image_build(file, flags, &img, &err) < 0) {
 			log_err("%s", err.msg);
 			return 1;
 		}

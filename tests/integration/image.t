@@ -66,6 +66,20 @@ if [ $kvm = 1 ]; then
 	rmdir "$T/ext/lost+found"
 	check "the ext4 root holds exactly the container rootfs" diff -r --no-dereference "$root" "$T/ext/"
 	check "and the guest agent there is runnable (mode kept)" test -x "$T/ext/usr/local/bin/vhpc-guestd"
+	# A container-only build is asked for: the stored build with kvm parts
+	# does not do (every node would pull and check them for nothing).
+	vhpc image build --no-kvm "$yaml" >"$T/nk" 2>&1
+	check_eq "--no-kvm after a build with kvm parts builds again" 0 "$?"
+	nk=$(sed -n 's/.*"id": *"\([0-9a-f]\{64\}\)".*/\1/p' "$VHPC_STATE_DIR/images/refs/default.json")
+	check "... an image without them, under another id" \
+		test -n "$nk" -a "$nk" != "$id1" -a ! -e "$VHPC_STATE_DIR/images/$nk/kvm"
+	vhpc image build --no-kvm "$yaml" >"$T/nk2" 2>&1
+	check_eq "... which the next --no-kvm build reuses" "$nk" \
+		"$(sed -n 's/.*"id": *"\([0-9a-f]\{64\}\)".*/\1/p' "$VHPC_STATE_DIR/images/refs/default.json")"
+	check "... without building" test "$(grep -c 'building image' "$T/nk2")" = 0
+	vhpc image build "$yaml" >"$T/k2" 2>&1
+	check_eq "a build with kvm parts then gives the first id again" "$id1" \
+		"$(sed -n 's/.*"id": *"\([0-9a-f]\{64\}\)".*/\1/p' "$VHPC_STATE_DIR/images/refs/default.json")"
 fi
 check "verify passes on the stored image" vhpc image verify default
 chmod u+w "$root/usr/local/bin/vhpc-rsh"
