@@ -99,9 +99,10 @@ cl_ctld_up() {  # extra vhpc-ctld options
 }
 
 # cl_ctr_image: builds the default image without its kvm parts under the
-# name default-ctr (container guests need none of them).  The state folder's
-# "default" is the lab's, kernel, initramfs and ext4 root included: 245 MiB
-# against 68 to push, pull and check for every container job.
+# name default-ctr (container guests need none of them: 65 MiB against 245
+# to push, pull and check for every job).  Not as "default": the state
+# folder's default is the lab's, kernel, initramfs and ext4 root included,
+# and a --no-kvm build of it would replace it for every test after.
 CL_CTR_IMAGE=default-ctr
 cl_ctr_image() {
 	sed -e '/^kvm:/,$d' -e "s/^name: default$/name: $CL_CTR_IMAGE/" \
