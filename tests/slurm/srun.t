@@ -51,13 +51,16 @@ sl_user srun -N 2 -n 2 --vhpc-image=default -o "out.%t" -e "err.%t" sh -c 'echo 
 check_eq "srun -o out.%t: each task's output lands in its file" "to-out g0|to-out g1" "$(cat "$W/out.0" "$W/out.1" 2>/dev/null | tr '\n' '|' | sed 's/|$//')"
 check_eq "and its stderr in err.%t" "to-err to-err" "$(cat "$W/err.0" "$W/err.1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//')"
 check_eq "the files are the user's" "$uid:$gid" "$(stat -c %u:%g "$W/out.0" 2>/dev/null)"
-sl_user srun -N 1 --vhpc-image=default sh -c 'trap "echo got-usr1; exit 3" USR1; sleep 30 & wait' >"$T/sig" 2>/dev/null &
+# The signal goes once the task says its trap is set (a user's sleep seen
+# in ps could be a task of an earlier srun still going away: once, this
+# srun then ended 0 with no output).
+sl_user srun -N 1 --vhpc-image=default sh -c 'trap "echo got-usr1; exit 3" USR1; echo trap-set; sleep 30 & wait' >"$T/sig" 2>/dev/null &
 spid=$!
-for ((i = 0; i < 100; i++)); do [ "$(ps -eo user:32,comm | awk -v u="$U" '$1 == u && $2 == "sleep"' | wc -l)" -ge 1 ] && break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do grep -q '^trap-set$' "$T/sig" 2>/dev/null && break; sleep 0.1; done
 t0=$(date +%s%N)
 kill -USR1 $(pgrep -u "$U" -x srun)
 wait $spid
-check_eq "a signal srun forwards (USR1) reaches the task in its guest, whose exit code comes back" "3 got-usr1" "$? $(cat "$T/sig")"
+check_eq "a signal srun forwards (USR1) reaches the task in its guest, whose exit code comes back" "3 got-usr1" "$? $(grep -v '^trap-set$' "$T/sig")"
 diag "srun ended $(( ($(date +%s%N) - t0) / 1000000 )) ms after SIGUSR1"
 
 # -- placement: within the CPUs Slurm gave the job
