@@ -58,8 +58,16 @@ $(B)/vmshm/bin/vmshm-copybench: $(VMSHM_DIR)/bench/copybench.c
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 
-EXTRA_ALL   += $(VMSHM_SO) $(VMSHM_MPI_PROGS) $(B)/vmshm/bin/vmshm-copybench
-EXTRA_TESTS += $(VMSHM_SO) $(VMSHM_MPI_PROGS) $(B)/vmshm/bin/vmshm-copybench
+# And the time the machine takes away from a running core (bench/holes.c).
+$(B)/vmshm/bin/vmshm-holes: $(VMSHM_DIR)/bench/holes.c
+	@mkdir -p $(@D)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $<
+
+EXTRA_ALL   += $(VMSHM_SO) $(VMSHM_MPI_PROGS) $(B)/vmshm/bin/vmshm-copybench \
+               $(B)/vmshm/bin/vmshm-holes
+EXTRA_TESTS += $(VMSHM_SO) $(VMSHM_MPI_PROGS) $(B)/vmshm/bin/vmshm-copybench \
+               $(B)/vmshm/bin/vmshm-holes
 
 # The top Makefile reads dependency files from $(B)/obj and $(B)/san only.
 -include $(shell find $(B)/vmshm -name '*.d' -type f 2>/dev/null)

@@ -33,4 +33,14 @@ check_eq "a bad size is refused" 2 "$rc"
 check_match "naming it" "not a message size .*'12Q'" "$err"
 err=$("$prog" -f 1M -R 64K 2>&1); rc=$?
 check_eq "a ring smaller than a fragment is refused" 2 "$rc"
+
+# vmshm-holes: the time the machine takes from a running core (README).
+holes=$VHPC_TOP/$B/vmshm/bin/vmshm-holes
+out=$(timeout 20 "$holes" -t 0.2 2>&1)
+check_eq "vmshm-holes runs to the end" 0 "$?"
+check_eq "... with one line per CPU of this process" "$(nproc)" \
+	"$(echo "$out" | grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+\.[0-9]+% +[0-9]+\.[0-9]+( +[0-9]+){6}$')"
+err=$("$holes" -t 0 2>&1); rc=$?
+check_eq "vmshm-holes -t 0 is refused" 2 "$rc"
+check_match "naming the option" "-t 0: seconds between 0 and 600" "$err"
 done_testing
