@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # timeout: 240
-# alone: it boots L1s of its own and checks that no QEMU or virtiofsd is left, which the suite's lab would be
 # The virtualization lab itself: a command runs in an L1 VM with AMD-V, in
 # the caller's directory and environment, on the host's files; its output
 # streams back, its status is the lab's; a crashed L1 and a command over
