@@ -43,4 +43,10 @@ check_eq "... with one line per CPU of this process" "$(nproc)" \
 err=$("$holes" -t 0 2>&1); rc=$?
 check_eq "vmshm-holes -t 0 is refused" 2 "$rc"
 check_match "naming the option" "-t 0: seconds between 0 and 600" "$err"
+err=$("$holes" -T 99999999999999999999 2>&1); rc=$?
+check_eq "an out-of-range threshold is refused" 2 "$rc"
+check_match "naming it" "-T 99999999999999999999: nanoseconds, 100 to 1000000000" "$err"
+err=$("$holes" surplus 2>&1); rc=$?
+check_eq "a stray argument is refused" 2 "$rc"
+check_match "naming it" "unexpected argument 'surplus'" "$err"
 done_testing

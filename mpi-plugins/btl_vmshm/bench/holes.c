@@ -14,6 +14,7 @@
  *
  *   vmshm-holes [-t SECONDS] [-T THRESHOLD_NS]
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -89,9 +90,10 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'T':
+			errno = 0;
 			threshold = strtoull(optarg, &end, 10);
-			if (*end || threshold < 100) {
-				fprintf(stderr, "vmshm-holes: -T %s: nanoseconds, at least 100\n", optarg);
+			if (*end || errno || threshold < 100 || threshold > 1000000000ull) {
+				fprintf(stderr, "vmshm-holes: -T %s: nanoseconds, 100 to 1000000000\n", optarg);
 				return 2;
 			}
 			break;
@@ -99,6 +101,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "usage: vmshm-holes [-t SECONDS] [-T THRESHOLD_NS]\n");
 			return c == 'h' ? 0 : 2;
 		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vmshm-holes: unexpected argument '%s'\n", argv[optind]);
+		return 2;
 	}
 	cpu_set_t mine;
 	if (sched_getaffinity(0, sizeof(mine), &mine)) {
