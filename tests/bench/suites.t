@@ -7,6 +7,9 @@
 # run; SIGTERM during a guest run; bad options.  Numbers are not judged (they are this machine's), only that
 # they were measured, are consistent and end up where they belong.
 . "$(dirname "$0")/../lib.sh"
+# The tests' image store, never the machine's (/var/lib/vhpc): the mpi
+# suite builds the guests' image when it finds none.
+export VHPC_STATE_DIR=${VHPC_TEST_STATE_DIR:-$VHPC_TOP/$B/state}
 
 need_root
 V=$BIN/vhpc
