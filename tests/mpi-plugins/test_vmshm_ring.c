@@ -337,6 +337,29 @@ static void a_consumer_that_keeps_up_stays_in_the_hot_window(void **state)
 	free(r.data);
 }
 
+/* One record of len bytes; tracks the furthest offset written. */
+static void put_rec(struct ring *r, uint32_t len, uint64_t *maxpos)
+{
+	void *dst;
+
+	assert_int_equal(vmshm_prod_reserve(&r->p, len, &dst), 0);
+	vmshm_prod_commit(&r->p, len, 1);
+	if ((r->p.res & (r->size - 1)) > *maxpos)
+		*maxpos = r->p.res & (r->size - 1);
+}
+
+/* Takes every record there is and publishes the tail. */
+static void take_all(struct ring *r)
+{
+	char err[256];
+	struct vmshm_msg m;
+
+	while (vmshm_cons_peek(&r->c, &m, err, sizeof(err)) == 1) {
+		vmshm_cons_pop(&r->c);
+		vmshm_cons_publish(&r->c);
+	}
+}
+
 /* Sendrecv's pattern: both sides send before they receive, so the consumer
  * is often a record behind when the producer looks; and a look that finds
  * it further behind is repeated a little later, not a lap later. */
@@ -345,18 +368,13 @@ static void a_consumer_a_record_behind_stays_in_the_hot_window(void **state)
 	struct ring r;
 	char err[256];
 	struct vmshm_msg m;
-	void *dst;
 	uint64_t maxpos = 0;
 
 	(void)state;
 	ring_open(&r, 1 << 20, 7);
-	for (int i = 0; i < 5000; i++) {
-		assert_int_equal(vmshm_prod_reserve(&r.p, 1, &dst), 0);
-		vmshm_prod_commit(&r.p, 1, 1);
-		if ((r.p.res & ((1 << 20) - 1)) > maxpos)
-			maxpos = r.p.res & ((1 << 20) - 1);
-		if (i == 0)
-			continue;
+	put_rec(&r, 1, &maxpos);
+	for (int i = 1; i < 5000; i++) {
+		put_rec(&r, 1, &maxpos);
 		/* Take the record before the one just sent. */
 		assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
 		vmshm_cons_pop(&r.c);
@@ -371,15 +389,9 @@ static void a_consumer_a_record_behind_stays_in_the_hot_window(void **state)
 	ring_open(&r, 1 << 20, 8);
 	maxpos = 0;
 	for (int i = 0; i < 2000; i++) {
-		assert_int_equal(vmshm_prod_reserve(&r.p, 1, &dst), 0);
-		vmshm_prod_commit(&r.p, 1, 1);
-		if ((r.p.res & ((1 << 20) - 1)) > maxpos)
-			maxpos = r.p.res & ((1 << 20) - 1);
+		put_rec(&r, 1, &maxpos);
 		if (r.p.head < VMSHM_HOT_WINDOW - 32 * 64 || r.p.head > VMSHM_HOT_WINDOW + 64 * 64)
-			while (vmshm_cons_peek(&r.c, &m, err, sizeof(err)) == 1) {
-				vmshm_cons_pop(&r.c);
-				vmshm_cons_publish(&r.c);
-			}
+			take_all(&r);
 	}
 	assert_true(maxpos >= VMSHM_HOT_WINDOW + VMSHM_HOT_RETRY);
 	assert_true(maxpos < VMSHM_HOT_WINDOW + 2 * VMSHM_HOT_RETRY + 128);
