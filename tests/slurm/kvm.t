@@ -32,10 +32,11 @@ cat >"$W/steps.sh" <<'EOF'
 #!/bin/sh
 echo from-stdin | srun sh -c 'cat; hostname; echo to-err >&2; exit 5' >step1.out 2>step1.err
 echo "step1 exit $?" >>steps.log
-srun sh -c 'trap "echo got-usr1; exit 4" USR1; sleep 120 & wait' >step2.out 2>/dev/null &
+srun sh -c 'trap "echo got-usr1; exit 4" USR1; echo trap-set; sleep 120 & wait' >step2.out 2>/dev/null &
 s=$!
-# Time for the step to start in the VM (seconds under nested TCG).
-sleep 20
+# The signal goes once the step says its trap is set (its start in the VM
+# takes seconds under nested TCG; a fixed wait was either long or short).
+for _ in $(seq 400); do grep -q trap-set step2.out 2>/dev/null && break; sleep 0.5; done
 kill -USR1 $s
 wait $s
 echo "step2 exit $?" >>steps.log
@@ -52,8 +53,8 @@ check_match "step 1's exit code is its program's in the VM" "step1 exit 5" "$(ca
 check_eq "it read srun's stdin and ran in guest g0" "from-stdin|g0" \
 	"$(tr '\n' '|' <"$W/step1.out" 2>/dev/null | sed 's/|$//')"
 check_match "its stderr came back as srun's" "to-err" "$(cat "$W/step1.err" 2>/dev/null)"
-check_eq "a signal srun forwards reached the program in the VM" "step2 exit 4 got-usr1" \
-	"$(grep step2 "$W/steps.log" 2>/dev/null) $(cat "$W/step2.out" 2>/dev/null)"
+check_eq "a signal srun forwards reached the program in the VM" "step2 exit 4 trap-set got-usr1" \
+	"$(grep step2 "$W/steps.log" 2>/dev/null) $(tr '\n' ' ' <"$W/step2.out" 2>/dev/null | sed 's/ $//')"
 sl_wait_empty 60
 sleep 1
 check_eq "nothing is left" "$before" "$(sl_leftovers)"
