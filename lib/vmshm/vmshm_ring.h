@@ -157,25 +157,28 @@ static inline int vmshm_prod_reserve(struct vmshm_prod *p, uint32_t len, void **
 	uint64_t need = VMSHM_ALIGN_UP(VMSHM_REC_HDR + (uint64_t)len, VMSHM_REC_ALIGN);
 	uint64_t pos = p->head & (p->size - 1);
 	uint64_t pad = pos + need > p->size ? p->size - pos : 0;
-	if (p->hot && p->hot_lap != (p->head >> p->shift)) {
-		p->hot_lap = p->head >> p->shift;
-		p->hot_at = p->hot;
-	}
-	if (p->hot && need > p->hot / 8) {
-		/* A large record in this lap: no rewind until the next one.
-		 * Rewriting lines the consumer has just read costs large records
-		 * more than the window saves small ones. */
-		p->hot_at = UINT64_MAX;
-	} else if (!pad && p->hot && pos >= p->hot_at) {
-		/* Past the hot window: if the consumer keeps up, start over at
-		 * the beginning (a pad to the end).  Its tail is a line it
-		 * writes: read it every VMSHM_HOT_RETRY bytes, not every record. */
-		uint64_t t = __atomic_load_n(p->tail, __ATOMIC_ACQUIRE);
+	if (p->hot) {
+		if (p->hot_lap != (p->head >> p->shift)) {
+			p->hot_lap = p->head >> p->shift;
+			p->hot_at = p->hot;
+		}
+		if (need > p->hot / 8) {
+			/* A large record in this lap: no rewind until the next
+			 * one.  Rewriting lines the consumer has just read costs
+			 * large records more than the window saves small ones. */
+			p->hot_at = UINT64_MAX;
+		} else if (!pad && pos >= p->hot_at) {
+			/* Past the hot window: if the consumer keeps up, start
+			 * over at the beginning (a pad to the end).  Its tail is a
+			 * line it writes: read it every VMSHM_HOT_RETRY bytes, not
+			 * every record. */
+			uint64_t t = __atomic_load_n(p->tail, __ATOMIC_ACQUIRE);
 
-		p->hot_at = pos + VMSHM_HOT_RETRY;
-		if (t <= p->head && p->head - t <= VMSHM_HOT_LAG && t >= p->tail_seen) {
-			p->tail_seen = t;
-			pad = p->size - pos;
+			p->hot_at = pos + VMSHM_HOT_RETRY;
+			if (t <= p->head && p->head - t <= VMSHM_HOT_LAG && t >= p->tail_seen) {
+				p->tail_seen = t;
+				pad = p->size - pos;
+			}
 		}
 	}
 	int rc = vmshm_have_room(p, pad + need);
