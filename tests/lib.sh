@@ -31,6 +31,30 @@ _run_cleanups() {
 trap _run_cleanups EXIT
 trap 'exit 130' INT TERM
 done_testing() { echo "1..$T_N"; }
+# live_cgroup_procs REGEX: pids of the tasks alive in cgroups whose path in
+# /proc/PID/cgroup matches REGEX (grep -E).  Not alive: zombies and tasks being
+# reaped (Z, X), and tasks whose cgroup v2 shows "(deleted)": the kernel
+# removes a cgroup only once no live task is in it, so such a task is in its
+# last steps of exit (cgroup v1 shows an exiting task in "/" instead).
+live_cgroup_procs() {
+	local f p st
+	for f in $(grep -lE -- "$1" /proc/[0-9]*/cgroup 2>/dev/null); do
+		p=${f%/cgroup}
+		grep -q ' (deleted)$' "$f" 2>/dev/null && continue
+		st=$(sed 's/.*) //' "$p/stat" 2>/dev/null | cut -d' ' -f1)
+		case $st in Z | X | x | '') continue ;; esac
+		echo "${p#/proc/}"
+	done
+}
+# procs_diag PID...: one line per task (state, command, cgroups) for a diag
+procs_diag() {
+	local p
+	for p in "$@"; do
+		echo "pid $p: $(sed 's/.*) //' /proc/"$p"/stat 2>/dev/null | cut -d' ' -f1)" \
+			"$(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null | cut -c1-80)" \
+			"| $(grep vhpc /proc/"$p"/cgroup 2>/dev/null | tr '\n' ' ')"
+	done
+}
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root (network namespaces, cgroups)"; }
 
 # lab_check FILE...: inside the virtualization lab, a guest that crashed in

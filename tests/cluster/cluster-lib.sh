@@ -211,7 +211,7 @@ cl_leftovers() {
 	echo "mounts $(grep " $CL_DIR/" /proc/self/mountinfo | grep -vc " $CL_DIR/cache-n")"
 	echo "cgroups $(find /sys/fs/cgroup -maxdepth 3 -type d -path '*/vhpc/*x*' 2>/dev/null | grep -cE '/vhpc/[0-9a-z]+x[0-9a-z]+(/|$)')"
 	echo "shm $(ls /dev/shm 2>/dev/null | grep -cE '^vhpc-[0-9a-z]+x[0-9a-z]+-')"
-	echo "procs $(for f in $(grep -lE ':/vhpc/[0-9a-z]+x[0-9a-z]+/' /proc/[0-9]*/cgroup 2>/dev/null); do p=${f%/cgroup}; [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || echo "$p"; done | wc -l)"
+	echo "procs $(live_cgroup_procs ':/vhpc/[0-9a-z]+x[0-9a-z]+/' | wc -l)"
 }
 
 # cl_ticks_ok OUTPUT: a job's TICKS output (12 numbered lines per guest,

@@ -7,15 +7,9 @@ export PATH=$BIN:$PATH
 T=$(mktemp -d /tmp/vhpc-t.XXXXXX)
 at_exit "rm -rf '$T'"
 
-# Live processes in job cgroups.  Zombies do not count: a guest init whose
-# owner was SIGKILLed is the host init's to reap, and it may take its time.
-live_job_procs() {
-	local f p
-	for f in $(grep -l ':/vhpc/' /proc/[0-9]*/cgroup 2>/dev/null); do
-		p=${f%/cgroup}
-		[ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || echo "${p#/proc/}"
-	done
-}
+# Live processes in job cgroups (a guest init whose owner was SIGKILLed is
+# left a zombie for the host's init to reap, in its own time).
+live_job_procs() { live_cgroup_procs ':/vhpc/'; }
 
 # Counts of everything a job may create, one per line, for before/after diffs.
 resource_counts() {
@@ -28,18 +22,24 @@ resource_counts() {
 	echo "procs $(live_job_procs | wc -l) $(pgrep -c -f "runc --root $VHPC_RUN_DIR" || true)"
 	echo "jobdirs $(ls "$VHPC_RUN_DIR/jobs" 2>/dev/null | wc -l)"
 }
+# check_counts DESCRIPTION BEFORE: resource_counts are back to BEFORE; if not,
+# the diag shows both and the tasks still in job cgroups
+check_counts() {
+	local now
+	now=$(resource_counts)
+	check_eq "$1" "$2" "$now"
+	[ "$2" = "$now" ] || diag "tasks in job cgroups:" "$(procs_diag $(live_job_procs))"
+}
 
 # Everything that still exists of one job, by its id (netns, cgroups, live
 # processes in them, mounts, shm files, runc state, its job dir); empty when
 # the job left nothing.  Unlike host-wide counts, this ignores whatever
 # other tests on the machine are doing.
 job_leftovers() {
-	local j=$1 f
+	local j=$1
 	ip netns list 2>/dev/null | grep -E "^vhpc-$j(-| |\$)" | sed 's/^/netns /'
 	find /sys/fs/cgroup -maxdepth 4 -type d -path "*/vhpc/$j*" 2>/dev/null | sed 's/^/cgroup /'
-	for f in $(grep -l ":/vhpc/$j/" /proc/[0-9]*/cgroup 2>/dev/null); do
-		[ "$(awk '{print $3}' "${f%/cgroup}/stat" 2>/dev/null)" = Z ] || echo "process ${f#/proc/}"
-	done
+	live_cgroup_procs ":/vhpc/$j/" | sed 's/^/process /'
 	grep -e "/$j/" -e "vhpc-$j" /proc/self/mountinfo | awk '{print "mount " $5}'
 	ls /dev/shm 2>/dev/null | grep "^vhpc-$j-" | sed 's/^/shm /'
 	ls -d "$VHPC_RUN_DIR"/runc/"$j"-* "$VHPC_RUN_DIR/jobs/$j" 2>/dev/null | sed 's/^/state /'

@@ -126,7 +126,7 @@ vhpc service stop >"$T/stop.out" 2>&1
 check_eq "vhpc service stop" "vhpc service: stopped" "$(cat "$T/stop.out")"
 check_eq "no daemon of the service is left" "" "$(pgrep -af "vhpc-ctld --listen 127.0.0.1:$PORT|vhpcd --listen 127.0.0.1:$((PORT + 1))")"
 check "its folder is gone" test ! -e "$VHPC_SERVICE_DIR"
-check_eq "nothing of the jobs is left (netns, links, cgroups, mounts, shm, processes)" "$before" "$(resource_counts)"
+check_counts "nothing of the jobs is left (netns, links, cgroups, mounts, shm, processes)" "$before"
 as "$U" run -N 1 -- true >/dev/null 2>"$T/after.err"
 check_match "after stop, the user's vhpc run names the admin step again" "vhpc service start" "$(cat "$T/after.err")"
 done_testing

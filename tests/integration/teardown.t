@@ -18,7 +18,7 @@ check_eq "a job runs" 0 "$?"
 j=$(job_id_of "$T/err")
 check "its id is reported" test -n "$j"
 check_eq "after a job nothing of it is left" "" "$(job_leftovers "$j")"
-check_eq "after a job every count is back" "$before" "$(resource_counts)"
+check_counts "after a job every count is back" "$before"
 
 start_and_wait() {  # starts a 2-guest job in the background, waits for ready
 	vhpc run -N 2 -n 2 --timeout 120 -- sleep 100 >/dev/null 2>"$T/k.err" &
@@ -35,8 +35,7 @@ check "SIGKILL leaves the job's resources behind (before the sweep)" test -n "$(
 vhpc cleanup >"$T/c.out" 2>&1
 check_match "vhpc cleanup says what it removed" "removed [1-9][0-9]* leftover" "$(cat "$T/c.out")"
 check_eq "after cleanup nothing of the killed job is left" "" "$(job_leftovers "$j")"
-check_eq "after cleanup every count is back" "$before" "$(resource_counts)"
-[ "$before" = "$(resource_counts)" ] || diag "before:" "$before" "after:" "$(resource_counts)"
+check_counts "after cleanup every count is back" "$before"
 
 check "another job starts" start_and_wait
 j=$(job_id_of "$T/k.err")
@@ -45,12 +44,12 @@ vhpc run -N 1 -- true >/dev/null 2>"$T/n.err"
 check_eq "the next run works" 0 "$?"
 check_match "and removed what the killed one left" "removed [1-9][0-9]* resources that earlier jobs left" "$(cat "$T/n.err")"
 check_eq "nothing of the killed job is left" "" "$(job_leftovers "$j")"
-check_eq "after that run every count is back" "$before" "$(resource_counts)"
+check_counts "after that run every count is back" "$before"
 
 check "a third job starts" start_and_wait
 j=$(job_id_of "$T/k.err")
 kill -INT $kpid; wait $kpid
 check_eq "Ctrl-C: the run exits 130" 130 "$?"
 check_eq "after Ctrl-C nothing of the job is left" "" "$(job_leftovers "$j")"
-check_eq "after Ctrl-C every count is back" "$before" "$(resource_counts)"
+check_counts "after Ctrl-C every count is back" "$before"
 done_testing

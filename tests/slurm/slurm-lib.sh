@@ -236,5 +236,5 @@ sl_leftovers() {
 	done
 	echo "mounts $(grep -c " $SL_DIR/" /proc/self/mountinfo)"
 	echo "cgroups $(find /sys/fs/cgroup -maxdepth 3 -type d -path '*/vhpc/*s*' 2>/dev/null | grep -cE '/vhpc/[0-9]+s[0-9a-v]+(/|$)')"
-	echo "procs $(for f in $(grep -lE ':/vhpc/[0-9]+s[0-9a-v]+/' /proc/[0-9]*/cgroup 2>/dev/null); do p=${f%/cgroup}; [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" = Z ] || echo "$p"; done | wc -l)"
+	echo "procs $(live_cgroup_procs ':/vhpc/[0-9]+s[0-9a-v]+/' | wc -l)"
 }
