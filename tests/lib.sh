@@ -24,12 +24,15 @@ check_match() {
 	if printf '%s' "$3" | grep -qE -- "$2"; then ok "$1"; else fail "$1"; diag "no match for /$2/ in:" "$3"; fi
 }
 at_exit() { T_CLEANUPS+=("$*"); }
-# Cleanups run with their output discarded; one that must say it failed
-# writes to fd 9, the test's own stderr.
-exec 9>&2
+# at_exit_said CMD: a cleanup whose output goes to the test's stderr (the
+# others' is discarded), for one that must say when it failed.
+at_exit_said() { T_CLEANUPS+=("!$*"); }
 _run_cleanups() {
-	local i
-	for ((i=${#T_CLEANUPS[@]}-1; i>=0; i--)); do eval "${T_CLEANUPS[$i]}" >/dev/null 2>&1 || true; done
+	local i c
+	for ((i=${#T_CLEANUPS[@]}-1; i>=0; i--)); do
+		c=${T_CLEANUPS[$i]}
+		if [ "${c:0:1}" = '!' ]; then eval "${c:1}" >&2 || true; else eval "$c" >/dev/null 2>&1 || true; fi
+	done
 }
 trap _run_cleanups EXIT
 trap 'exit 130' INT TERM
@@ -58,9 +61,9 @@ procs_diag() {
 			"| $(grep vhpc /proc/"$p"/cgroup 2>/dev/null | tr '\n' ' ')"
 	done
 }
-# remove_user NAME (an at_exit cleanup): the user and their group go, even if
-# a process of theirs is still ending (userdel refuses while one runs: exit
-# 8); any other failure is said on fd 9, since a user left in /etc/passwd
+# remove_user NAME (an at_exit_said cleanup): the user and their group go,
+# even if a process of theirs is still ending (userdel refuses while one
+# runs: exit 8); any other failure is said, since a user left in /etc/passwd
 # outlives the test.
 remove_user() {
 	local rc out i
@@ -71,10 +74,10 @@ remove_user() {
 		pkill -KILL -u "$1"
 		sleep 0.5
 	done
-	case $rc in 0 | 6) ;; *) echo "# cleanup: userdel $1 failed (exit $rc): $out" >&9 ;; esac
+	case $rc in 0 | 6) ;; *) echo "# cleanup: userdel $1 failed (exit $rc): $out" ;; esac
 	out=$(groupdel -- "$1" 2>&1)
 	rc=$?
-	case $rc in 0 | 6) ;; *) echo "# cleanup: groupdel $1 failed (exit $rc): $out" >&9 ;; esac
+	case $rc in 0 | 6) ;; *) echo "# cleanup: groupdel $1 failed (exit $rc): $out" ;; esac
 }
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root (network namespaces, cgroups)"; }
 
@@ -123,7 +126,7 @@ hello_user() {
 	chmod 755 "$T"
 	mkdir -p "$T/home"
 	useradd -m -d "$T/home/$U" -U -s /bin/sh "$U" || { fail "useradd $U"; done_testing; exit 1; }
-	at_exit "remove_user '$U'"
+	at_exit_said "remove_user '$U'"
 	uid=$(id -u "$U") gid=$(id -g "$U")
 	H=$T/home/$U W=$T/home/$U/run
 	asu mkdir -p "$W"

@@ -17,7 +17,7 @@ service_setup
 U=vhpcs$$ U2=vhpct$$
 for u in "$U" "$U2"; do
 	useradd -M -U -s /usr/sbin/nologin "$u" || { fail "useradd $u"; done_testing; exit 1; }
-	at_exit "remove_user '$u'"
+	at_exit_said "remove_user '$u'"
 done
 uid=$(id -u "$U")
 as() { local u=$1; shift; setpriv --reuid "$(id -u "$u")" --regid "$(id -g "$u")" --clear-groups env VHPC_SERVICE_DIR="$VHPC_SERVICE_DIR" VHPC_MUNGE_SOCKET="$VHPC_MUNGE_SOCKET" VHPC_CONFIG_DIR="${VHPC_CONFIG_DIR:-}" "$BIN/vhpc" "$@"; }

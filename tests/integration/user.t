@@ -12,13 +12,13 @@ command -v useradd >/dev/null || skip_all "useradd is not installed (passwd)"
 
 U=vhpcu$$
 useradd -M -U -s /usr/sbin/nologin "$U" || { fail "useradd $U"; done_testing; exit 1; }
-at_exit "remove_user '$U'"
+at_exit_said "remove_user '$U'"
 uid=$(id -u "$U") gid=$(id -g "$U")
 diag "test user $U: uid $uid gid $gid"
 # A second user with a job of its own, running beside the first one's.
 U2=vhpcv$$
 useradd -M -U -s /usr/sbin/nologin "$U2" || { fail "useradd $U2"; done_testing; exit 1; }
-at_exit "remove_user '$U2'"
+at_exit_said "remove_user '$U2'"
 vhpc run --user "$U2" -N 2 -n 2 --oversubscribe --timeout 120 -- sleep 100 >"$T/b.out" 2>"$T/b.err" &
 bpid=$!
 at_exit "kill -INT $bpid 2>/dev/null; wait $bpid 2>/dev/null"
