@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 120
+# needs: hardware-virtualization
 # Boot information a PVH test guest receives: memory map equal to the
 # configured layout (low RAM, the 32-bit hole with the PCI ECAM area
 # reserved, RAM above 4 GiB), the command

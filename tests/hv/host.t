@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 120
+# needs: hardware-virtualization
 # Host-side placement: each vCPU thread runs only on its assigned CPU, guest
 # RAM is bound to (and sits on) the requested host NUMA node, the control
 # socket reports both, pause/resume really stop the vCPUs, kill ends the

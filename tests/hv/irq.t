@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 60
+# needs: hardware-virtualization
 # Interrupt delivery through the in-kernel LAPIC: a timer interrupt wakes
 # hlt, and fixed IPIs go both ways between two vCPUs.
 . "$(dirname "$0")/../lib.sh"

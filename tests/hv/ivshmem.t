@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 60
+# needs: hardware-virtualization
 # ivshmem-plain: two vhpc-hv processes map one file in /dev/shm as BAR2 of
 # their guests; each guest sees the other's writes, and the host sees both
 # in the file.  BAR2 moved by the guest keeps the memory.

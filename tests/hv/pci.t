@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 60
+# needs: hardware-virtualization
 # The PCI host bridge and the virtio transport from a test guest (see
 # tests/hv/guests/pci.c): MCFG/e820/DSDT, ECAM vs 0xCF8, BAR sizing and
 # moves, MSI-X masking and the PBA, the PCI-cfg window, refusals.

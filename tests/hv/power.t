@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 60
+# needs: hardware-virtualization
 # How a guest ends: ACPI power-off exits 0, a reset and a triple fault exit
 # with their own statuses and say so, and the control socket's "poweroff"
 # presses the ACPI power button (GED interrupt) for the guest to act on.

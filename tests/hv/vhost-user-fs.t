@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 300
+# needs: hardware-virtualization
 # vhost-user-fs (--fs) against QEMU's C virtiofsd, with a test guest that
 # speaks FUSE over the rings vhpc-hv handed to it: it reads a file the test
 # put in the shared folder and writes one the test checks here, through

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 60
+# needs: hardware-virtualization
 # virtio-blk on a raw image: a test guest reads the pattern this test wrote,
 # writes sectors 8-15 and flushes (checked here in the image file), gets the
 # serial, sees errors for out-of-range and unknown requests, and survives

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 60
+# needs: hardware-virtualization
 # virtio-console: guest text out (one buffer, three descriptors, emergency
 # write) to a file and to stdout, and a line from stdin into the guest and
 # back, with COM1 moved off stdio; devices from a YAML file.

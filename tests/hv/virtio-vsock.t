@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 90
+# needs: hardware-virtualization
 # virtio-vsock bridged to unix sockets (Firecracker's hybrid vsock): the
 # guest connects to host port 1234 (this test listens on UDS_1234) and
 # exchanges a line and 64 KiB each way; a port nobody listens on resets;

@@ -108,8 +108,12 @@ void test_main(void)
 	printf("CPUID_B1 shift %u count %u type %u\n", r[0] & 0x1f, r[1] & 0xffff, (r[2] >> 8) & 0xff);
 	cpuid(0x1f, 1, r);
 	printf("CPUID_1F1 shift %u count %u type %u\n", r[0] & 0x1f, r[1] & 0xffff, (r[2] >> 8) & 0xff);
+	/* Leaf 4 describes caches only on Intel; AMD's (and the lab's) is
+	 * empty, cache type 0, and cores per package are 0x80000008's. */
 	cpuid(4, 0, r);
-	printf("CPUID_4 cores %u\n", (r[0] >> 26) + 1);
+	printf("CPUID_4 cores %u type %u\n", (r[0] >> 26) + 1, r[0] & 0x1f);
+	cpuid(0x80000008, 0, r);
+	printf("CPUID_80000008 cores %u\n", (r[2] & 0xff) + 1);
 	cpuid(1, 0, r);
 	printf("CPUID_1 lps %u htt %u\n", (r[1] >> 16) & 0xff, (r[3] >> 28) & 1);
 
