@@ -284,6 +284,9 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	for (int k = 0; k < s->nguests; k++)
 		if (cancelled(j, err) || s->drv->start(j, k, err) < 0)
 			return -1;
+	for (int k = 0; s->drv->wait_started && k < s->nguests; k++)
+		if (cancelled(j, err) || s->drv->wait_started(j, k, err) < 0)
+			return -1;
 	if (s->drv->started)
 		s->drv->started(j);
 	return 0;

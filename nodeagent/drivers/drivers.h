@@ -36,6 +36,10 @@ struct na_driver {
 	/* Words after a guest's placement in the log ("in hugepages"). */
 	const char *(*placement_note)(const struct na_job *j, int k);
 	int (*start)(struct na_job *j, int k, struct verr *err);
+	/* Optional: start only launched guest k, and this waits until it is
+	 * up.  Every guest is launched before any is waited for, so that what
+	 * takes time in their start-up (a VM's prefault) overlaps. */
+	int (*wait_started)(struct na_job *j, int k, struct verr *err);
 	/* Logged once every guest has started (where their consoles are). */
 	void (*started)(const struct na_job *j);
 	/* Takes over guest k left running by a dead agent. */

@@ -136,6 +136,11 @@ static int start(struct na_job *j, int k, struct verr *err)
 	return 0;
 }
 
+static int wait_started(struct na_job *j, int k, struct verr *err)
+{
+	return na_kvm_wait_up(j->g[k].priv, err);
+}
+
 static void started(const struct na_job *j)
 {
 	log_info("job %s: guest consoles in %s/kvm*/hv/serial", j->jd.job, j->jd.path);
@@ -163,10 +168,10 @@ static bool running(struct na_guest *g, char *why, size_t len)
 	return false;
 }
 
-/* vhpc-hv's vsock socket exists before it returns from na_kvm_start. */
+/* vhpc-hv's vsock socket exists once it is up. */
 static bool reachable(const struct na_guest *g)
 {
-	return g->priv != NULL;
+	return g->priv && na_kvm_is_up(g->priv);
 }
 
 static int guest_access(const struct na_guest *g, struct na_guest_access *a, struct verr *err)
@@ -235,6 +240,7 @@ const struct na_driver na_driver_kvm = {
 	.prepare = prepare,
 	.placement_note = placement_note,
 	.start = start,
+	.wait_started = wait_started,
 	.started = started,
 	.adopt = adopt,
 	.running = running,

@@ -481,12 +481,10 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	fds.tap = -1;
 	close_files(&fds);
 	/* Prefaulting RAM is what takes time before vhpc-hv listens. */
-	if (wait_up(k, (int)((20000 + (int)(s->mem >> 20) * 2) * na_kvm_time_scale()), err) < 0 || kvm_check_pinning(k->ctl, s->place, err) < 0) {
-		kill_and_reap(k);
-		goto fail;
-	}
-	log_info("guest %s: vhpc-hv pid %d up in %.0f ms (%s%s, %d vCPU%s, %llu MiB%s)", k->name, (int)k->pid,
-		 (now_s() - t0) * 1000, kvm_kernel_path(s->img) == s->img->vmlinux ? "PVH vmlinux" : "bzImage",
+	k->up_timeout_ms = (int)((20000 + (int)(s->mem >> 20) * 2) * na_kvm_time_scale());
+	k->place = *s->place;
+	snprintf(k->what, sizeof(k->what), "%s%s, %d vCPU%s, %llu MiB%s",
+		 kvm_kernel_path(s->img) == s->img->vmlinux ? "PVH vmlinux" : "bzImage",
 		 s->emulated ? " under emulation" : "", s->place->ncpus, s->place->ncpus == 1 ? "" : "s",
 		 (unsigned long long)(s->mem >> 20), s->hugepages ? " in 2 MiB pages" : "");
 	*out = k;
@@ -527,6 +525,23 @@ done:
 		close(cg[i]);
 	na_kvm_argv_free(argv);
 	return rc;
+}
+
+int na_kvm_wait_up(struct na_kvm *k, struct verr *err)
+{
+	if (wait_up(k, k->up_timeout_ms, err) < 0 || kvm_check_pinning(k->ctl, &k->place, err) < 0) {
+		kill_and_reap(k);
+		return verr_wrap(err, "guest %s", k->name);
+	}
+	k->up = true;
+	log_info("guest %s: vhpc-hv pid %d up in %.0f ms (%s)", k->name, (int)k->pid, (now_s() - k->started) * 1000,
+		 k->what);
+	return 0;
+}
+
+bool na_kvm_is_up(const struct na_kvm *k)
+{
+	return k->up;
 }
 
 int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
@@ -613,6 +628,7 @@ int na_kvm_adopt(const char *job, int index, const char *name, int guest_port, s
 	set_paths(k, dir, index);
 	k->mounted = true;
 	k->adopted = true;
+	k->up = true;
 	k->pidfd = -1;
 	snprintf(pidf, sizeof(pidf), "%s/pid", k->dir);
 	if (read_file(pidf, &txt, &len, 32, err) < 0 || parse_ll(strtok(txt, "\n") ? txt : "", 2, INT32_MAX, &pid) < 0) {

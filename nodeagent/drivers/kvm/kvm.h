@@ -140,11 +140,19 @@ int na_kvm_env_text(const char *const *env, char **out, struct verr *err);
 int na_kvm_sysctl_text(const struct tuning *t, char **out, struct verr *err);
 
 /* Needs the job dir held and the job network made with no_guest_netns.
- * Makes the tap, starts vhpc-hv, and returns once its control and vsock
- * sockets are there and each vCPU thread's affinity is the placed CPU
- * (asked over the control socket); a vhpc-hv that exits first is an error
- * that quotes its log. */
+ * Makes the tap and starts vhpc-hv, without waiting for it: from here *out
+ * is the guest's, to end with na_kvm_stop_all whatever happens next.  A
+ * job starts all its guests and then waits for each (na_kvm_wait_up), so
+ * that their RAM is prefaulted at the same time, not one after another. */
 int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *err);
+/* Returns once the vhpc-hv of na_kvm_start has its control and vsock
+ * sockets and each vCPU thread's affinity is the placed CPU (asked over
+ * the control socket).  A vhpc-hv that exits first is an error that quotes
+ * its log; one that takes too long is killed (na_kvm_stop_all still ends
+ * the rest). */
+int na_kvm_wait_up(struct na_kvm *k, struct verr *err);
+/* Whether na_kvm_wait_up succeeded (an adopted guest is up). */
+bool na_kvm_is_up(const struct na_kvm *k);
 /* Takes over the running vhpc-hv of guest index of a job whose dir this
  * process holds after na_jobdir_adopt (a restarted vhpcd): found by the
  * pid file its starter left, checked against its command line, watched

@@ -86,6 +86,11 @@ struct na_kvm {
 	off_t serial_seen;     /* console bytes already searched for a panic */
 	char panic[200];       /* the guest kernel's panic line, once seen */
 	pid_t fs_pid[NA_KVM_MAX_FS]; /* its virtiofsd, our children (0: none) */
+	/* Between na_kvm_start and na_kvm_wait_up: */
+	bool up;               /* its sockets are there and its vCPUs pinned */
+	int up_timeout_ms;
+	struct na_placement place;
+	char what[96];         /* "PVH vmlinux, 1 vCPU, 384 MiB" for the log */
 };
 
 /* vhpc-hv's control socket: one request, one JSON reply line (malloc'd). */
