@@ -32,7 +32,9 @@ cat >"$W/steps.sh" <<'EOF'
 #!/bin/sh
 echo from-stdin | srun sh -c 'cat; hostname; echo to-err >&2; exit 5' >step1.out 2>step1.err
 echo "step1 exit $?" >>steps.log
-srun sh -c 'trap "echo got-usr1; exit 4" USR1; echo trap-set; sleep 120 & wait' >step2.out 2>/dev/null &
+# The sleep ignores USR1: Slurm signals it too, and had it died first the
+# shell's wait could end 0 before the shell's own USR1 came.
+srun sh -c 'trap "kill \$! 2>/dev/null; echo got-usr1; exit 4" USR1; echo trap-set; (trap "" USR1; exec sleep 120) & wait' >step2.out 2>/dev/null &
 s=$!
 # The signal goes once the step says its trap is set (its start in the VM
 # takes seconds under nested TCG; a fixed wait was either long or short).

@@ -34,7 +34,7 @@ head -c 3000000 /dev/urandom >"$W/in"
 chmod 644 "$W/in"
 check_eq "3 MB through stdin and back out, intact" "$(sha256sum <"$W/in" | cut -c1-64)" \
 	"$(relay cat <"$W/in" 2>/dev/null | sha256sum | cut -c1-64)"
-relay sh -c 'trap "echo got-usr1; exit 4" USR1; sleep 30 & wait' >"$T/sig" 2>/dev/null </dev/null &
+relay sh -c 'trap "kill \$! 2>/dev/null; echo got-usr1; exit 4" USR1; (trap "" USR1; exec sleep 30) & wait' >"$T/sig" 2>/dev/null </dev/null &
 for ((i = 0; i < 100; i++)); do
 	p=$(pgrep -u "$U" -f 'vhpc-slurmjob task')
 	[ -n "$p" ] && ps -eo user:32,comm | awk -v u="$U" '$1 == u && $2 == "sleep"' | grep -q . && break

@@ -52,9 +52,12 @@ check_eq "srun -o out.%t: each task's output lands in its file" "to-out g0|to-ou
 check_eq "and its stderr in err.%t" "to-err to-err" "$(cat "$W/err.0" "$W/err.1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//')"
 check_eq "the files are the user's" "$uid:$gid" "$(stat -c %u:%g "$W/out.0" 2>/dev/null)"
 # The signal goes once the task says its trap is set (a user's sleep seen
-# in ps could be a task of an earlier srun still going away: once, this
-# srun then ended 0 with no output).
-sl_user srun -N 1 --vhpc-image=default sh -c 'trap "echo got-usr1; exit 3" USR1; echo trap-set; sleep 30 & wait' >"$T/sig" 2>/dev/null &
+# in ps could be a task of an earlier srun still going away).  Slurm signals
+# every process of the step, the sleep too: one that died of it first let
+# the shell's wait end 0 before its own signal came (srun ended 0 with no
+# output, in a clean-clone run and in CI), so the sleep ignores USR1 and
+# the trap ends it.
+sl_user srun -N 1 --vhpc-image=default sh -c 'trap "kill \$! 2>/dev/null; echo got-usr1; exit 3" USR1; echo trap-set; (trap "" USR1; exec sleep 30) & wait' >"$T/sig" 2>/dev/null &
 spid=$!
 for ((i = 0; i < 300; i++)); do grep -q '^trap-set$' "$T/sig" 2>/dev/null && break; sleep 0.1; done
 t0=$(date +%s%N)
