@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "opal/mca/btl/btl.h"
 #include "opal/mca/btl/base/base.h"
@@ -20,7 +21,7 @@
 #include "lib/vmshm/vmshm_region.h"
 #include "lib/vmshm/vmshm_ring.h"
 
-#define VMSHM_MODEX_VERSION 1u
+#define VMSHM_MODEX_VERSION 2u
 #define VMSHM_ID_LEN 64
 
 /* What each rank publishes (global scope) so peers can decide reachability. */
@@ -31,6 +32,13 @@ struct vmshm_modex {
 	uint8_t uuid[16];
 	char host_id[VMSHM_ID_LEN];
 	char guest_id[VMSHM_ID_LEN];
+	/* Single copy (btl_vmshm_single_copy): a peer in our PID namespace
+	 * reads large messages straight out of our memory (process_vm_readv);
+	 * it first reads our key at probe to prove that it can. */
+	uint64_t pidns;        /* inode of /proc/self/ns/pid */
+	uint64_t probe;        /* address of our key in our memory */
+	uint32_t pid;
+	uint32_t pad;
 };
 
 enum vmshm_frag_kind { FRAG_EAGER, FRAG_MAX, FRAG_INPLACE };
@@ -50,6 +58,7 @@ struct mca_btl_base_endpoint_t {
 	opal_proc_t *proc;
 	opal_process_name_t name;
 	uint32_t peer_slot;
+	pid_t cma_pid;         /* > 0: large messages from this peer are read from it */
 	bool broken;
 	bool pending_listed;
 	struct vmshm_prod prod;
@@ -57,6 +66,7 @@ struct mca_btl_base_endpoint_t {
 	struct mca_btl_base_endpoint_t *next;         /* all endpoints */
 	struct mca_btl_base_endpoint_t *pend_next;    /* endpoints with pending frags */
 	uint64_t tx_frags, tx_bytes, tx_full;
+	uint64_t gets, get_bytes;
 };
 
 /* Per-producer state on the receiving side. */
@@ -83,6 +93,8 @@ typedef struct {
 	int attach_timeout_ms;
 	int verbose;
 	bool stats;
+	bool single_copy;
+	uint64_t my_pidns;
 
 	/* the region */
 	void *base;

@@ -158,6 +158,14 @@ static int vmshm_register(void)
 		"1: say which peers use vmshm and why others do not; 2: more",
 		MCA_BASE_VAR_TYPE_INT, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE,
 		OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &C->verbose);
+	e = getenv("VHPC_VMSHM_SINGLE_COPY");
+	C->single_copy = e && !strcmp(e, "1");
+	(void)mca_base_component_var_register(&C->super.btl_version, "single_copy",
+		"Messages above the rendezvous limit are read straight from the sender's "
+		"memory (process_vm_readv) by a peer in the same PID and user namespace; "
+		"set where co-located guests share them (default: $VHPC_VMSHM_SINGLE_COPY=1)",
+		MCA_BASE_VAR_TYPE_BOOL, NULL, 0, MCA_BASE_VAR_FLAG_SETTABLE, OPAL_INFO_LVL_5,
+		MCA_BASE_VAR_SCOPE_READONLY, &C->single_copy);
 	C->stats = false;
 	(void)mca_base_component_var_register(&C->super.btl_version, "stats",
 		"Print per-peer fragment and byte counters at finalize (vmshm-stats: lines)",
@@ -186,6 +194,12 @@ static int vmshm_register(void)
 	 * straight into the ring and completes at once.  prepare_src still
 	 * references contiguous data in place for rendezvous fragments. */
 	mca_btl_vmshm.btl_flags = MCA_BTL_FLAGS_SEND;
+	/* GET on every rank, single copy or not: ob1 aborts a receiver whose
+	 * BTL cannot take a peer's RGET header.  Whether a sender uses RGET is
+	 * decided per peer by btl_register_mem (module). */
+	mca_btl_vmshm.btl_flags |= MCA_BTL_FLAGS_GET;
+	mca_btl_vmshm.btl_get_limit = SIZE_MAX;
+	mca_btl_vmshm.btl_get_alignment = 0;
 	mca_btl_vmshm.btl_latency = 1;
 	mca_btl_vmshm.btl_bandwidth = 20000;
 	return mca_btl_base_param_register(&C->super.btl_version, &mca_btl_vmshm);
@@ -367,6 +381,19 @@ static mca_btl_base_module_t **vmshm_init(int *num_btls, bool progress_threads,
 	memcpy(mx.uuid, C->geom.uuid, sizeof(mx.uuid));
 	snprintf(mx.host_id, sizeof(mx.host_id), "%s", C->host_id);
 	snprintf(mx.guest_id, sizeof(mx.guest_id), "%s", C->guest_id ? C->guest_id : "");
+	if (C->single_copy) {
+		struct stat ns;
+
+		if (stat("/proc/self/ns/pid", &ns) == 0) {
+			C->my_pidns = (uint64_t)ns.st_ino;
+			mx.pidns = C->my_pidns;
+			mx.pid = (uint32_t)getpid();
+			mx.probe = (uint64_t)(uintptr_t)&C->my_key;
+		} else {
+			VMSHM_VERBOSE(1, "no /proc/self/ns/pid (%s): no single copy", strerror(errno));
+			C->single_copy = false;
+		}
+	}
 	/* Global scope: peers in other guests run under other orteds. */
 	OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, &C->super.btl_version, &mx, sizeof(mx));
 	if (rc != OPAL_SUCCESS) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include "opal/class/opal_bitmap.h"
 #include "opal/datatype/opal_convertor.h"
@@ -46,6 +47,17 @@ static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 		       mca_btl_base_tag_t tag, mca_btl_base_descriptor_t **descriptor);
 static int vmshm_register_error(struct mca_btl_base_module_t *btl,
 				mca_btl_base_module_error_cb_fn_t cbfunc);
+static int vmshm_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+		     void *local_address, uint64_t remote_address,
+		     struct mca_btl_base_registration_handle_t *local_handle,
+		     struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+		     int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+		     void *cbcontext, void *cbdata);
+static struct mca_btl_base_registration_handle_t *
+vmshm_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+		   void *base, size_t size, uint32_t flags);
+static int vmshm_deregister_mem(struct mca_btl_base_module_t *btl,
+				struct mca_btl_base_registration_handle_t *handle);
 
 mca_btl_base_module_t mca_btl_vmshm = {
 	.btl_component = &mca_btl_vmshm_component.super,
@@ -59,6 +71,10 @@ mca_btl_base_module_t mca_btl_vmshm = {
 	.btl_sendi = vmshm_sendi,
 	.btl_dump = mca_btl_base_dump,
 	.btl_register_error = vmshm_register_error,
+	.btl_get = vmshm_get,
+	.btl_register_mem = vmshm_register_mem,
+	.btl_deregister_mem = vmshm_deregister_mem,
+	.btl_registration_handle_size = 0,
 };
 
 /* ------------------------------------------------------------ fragments */
@@ -519,6 +535,40 @@ static bool peer_reachable(opal_proc_t *proc, const struct vmshm_modex *mx, size
 	return true;
 }
 
+/* The peer's pid if we may read its messages out of its memory: single
+ * copy is on here and there (it published its pid only then), it is in our
+ * PID namespace, and reading its key at the address it published gives the
+ * key (a peer in another user namespace, or whose pid means another
+ * process, fails here, not in a message).  Both ends decide alike, so a
+ * sender uses RGET exactly with the peers that will read. */
+static pid_t single_copy_pid(opal_proc_t *proc, const struct vmshm_modex *mx)
+{
+	uint64_t got = 0;
+	struct iovec l = { &got, sizeof(got) }, r = { (void *)(uintptr_t)mx->probe, sizeof(got) };
+	ssize_t n;
+
+	if (!C->single_copy)
+		return 0;
+	if (!mx->pid) {
+		VMSHM_VERBOSE(1, "peer " NAMEFMT " does not offer single copy: large messages "
+			      "go through the ring", NAMEARG(proc->proc_name));
+		return 0;
+	}
+	if (mx->pidns != C->my_pidns) {
+		VMSHM_VERBOSE(1, "peer " NAMEFMT " is in another PID namespace: no single copy, "
+			      "large messages go through the ring", NAMEARG(proc->proc_name));
+		return 0;
+	}
+	n = process_vm_readv((pid_t)mx->pid, &l, 1, &r, 1, 0);
+	if (n != (ssize_t)sizeof(got) || got != mx->key) {
+		VMSHM_VERBOSE(1, "peer " NAMEFMT ": cannot read its memory (%s): no single copy, "
+			      "large messages go through the ring", NAMEARG(proc->proc_name),
+			      n < 0 ? strerror(errno) : "another process");
+		return 0;
+	}
+	return (pid_t)mx->pid;
+}
+
 static struct mca_btl_base_endpoint_t *connect_peer(opal_proc_t *proc,
 						    const struct vmshm_modex *mx)
 {
@@ -528,6 +578,7 @@ static struct mca_btl_base_endpoint_t *connect_peer(opal_proc_t *proc,
 	ep->proc = proc;
 	ep->name = proc->proc_name;
 	ep->peer_slot = mx->slot;
+	ep->cma_pid = single_copy_pid(proc, mx);
 	vmshm_prod_init(&ep->prod, vmshm_ring_ctrl(C->base, &C->geom, C->my_slot, mx->slot),
 			vmshm_ring_data(C->base, &C->geom, C->my_slot, mx->slot),
 			C->geom.ring_size, C->geom.ring_shift, mx->key);
@@ -537,8 +588,8 @@ static struct mca_btl_base_endpoint_t *connect_peer(opal_proc_t *proc,
 	vmshm_slot_mark_active(C->base, mx->slot, C->my_slot);
 	ep->next = C->endpoints;
 	C->endpoints = ep;
-	VMSHM_VERBOSE(1, "using vmshm for peer " NAMEFMT " (slot %u)",
-		      NAMEARG(proc->proc_name), mx->slot);
+	VMSHM_VERBOSE(1, "using vmshm for peer " NAMEFMT " (slot %u%s)",
+		      NAMEARG(proc->proc_name), mx->slot, ep->cma_pid ? ", single copy" : "");
 	return ep;
 }
 
@@ -618,6 +669,75 @@ static int vmshm_register_error(struct mca_btl_base_module_t *btl,
 
 /* -------------------------------------------------------------- finalize */
 
+/* Nothing is pinned: process_vm_readv takes plain addresses.  A handle for
+ * a peer we may read from (or be read by) makes ob1 use RGET with it; none
+ * makes it send through the ring. */
+static struct mca_btl_base_registration_handle_t *
+vmshm_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+		   void *base, size_t size, uint32_t flags)
+{
+	static char handle;
+
+	(void)btl;
+	(void)base;
+	(void)size;
+	(void)flags;
+	if (!ep || ep->cma_pid <= 0)
+		return NULL;
+	return (struct mca_btl_base_registration_handle_t *)&handle;
+}
+
+static int vmshm_deregister_mem(struct mca_btl_base_module_t *btl,
+				struct mca_btl_base_registration_handle_t *handle)
+{
+	(void)btl;
+	(void)handle;
+	return OPAL_SUCCESS;
+}
+
+/* ob1's RGET: the sender's rendezvous header names its buffer, and we copy
+ * the message from there into ours in one copy.  An error makes ob1 ask the
+ * sender for the rest through send fragments (the ring), so a peer we
+ * cannot read costs a round trip, not the message.  The remote address is
+ * whatever the peer sent: reading it can only give us the peer's own
+ * memory, and the length is ob1's, bounded by our receive buffer. */
+static int vmshm_get(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
+		     void *local_address, uint64_t remote_address,
+		     struct mca_btl_base_registration_handle_t *local_handle,
+		     struct mca_btl_base_registration_handle_t *remote_handle, size_t size,
+		     int flags, int order, mca_btl_base_rdma_completion_fn_t cbfunc,
+		     void *cbcontext, void *cbdata)
+{
+	struct iovec l = { local_address, size }, r = { (void *)(uintptr_t)remote_address, size };
+
+	(void)remote_handle;
+	(void)flags;
+	(void)order;
+	if (!ep || ep->cma_pid <= 0)
+		return OPAL_ERROR;
+	/* A single iovec moves whole or not at all, up to 0x7ffff000 bytes a
+	 * call (what Linux gives for more). */
+	while (r.iov_len) {
+		ssize_t n = process_vm_readv(ep->cma_pid, &l, 1, &r, 1, 0);
+
+		if (n <= 0) {
+			VMSHM_VERBOSE(1, "peer " NAMEFMT ": reading %zu bytes of its memory failed (%s): "
+				      "no single copy from it from now on", NAMEARG(ep->name), r.iov_len,
+				      n < 0 ? strerror(errno) : "nothing read");
+			ep->cma_pid = 0;
+			return OPAL_ERROR;
+		}
+		l.iov_base = (char *)l.iov_base + n;
+		l.iov_len -= (size_t)n;
+		r.iov_base = (char *)r.iov_base + n;
+		r.iov_len -= (size_t)n;
+	}
+	ep->gets++;
+	ep->get_bytes += size;
+	cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, OPAL_SUCCESS);
+	return OPAL_SUCCESS;
+}
+
 void vmshm_print_stats(void)
 {
 	for (uint32_t s = 0; s < C->geom.nslots; s++) {
@@ -633,11 +753,13 @@ void vmshm_print_stats(void)
 			(unsigned)(__atomic_load_n(&vmshm_slot_at(C->base, s)->owner,
 						   __ATOMIC_RELAXED) & 0xffffffffu);
 		vmshm_log("vmshm-stats: peer %u slot %u tx_frags %llu tx_bytes %llu "
-			  "rx_frags %llu rx_bytes %llu ring_full %llu", peer, s,
-			  (unsigned long long)(ep ? ep->tx_frags : 0),
+			  "rx_frags %llu rx_bytes %llu ring_full %llu gets %llu get_bytes %llu",
+			  peer, s, (unsigned long long)(ep ? ep->tx_frags : 0),
 			  (unsigned long long)(ep ? ep->tx_bytes : 0),
 			  (unsigned long long)in->rx_frags, (unsigned long long)in->rx_bytes,
-			  (unsigned long long)(ep ? ep->tx_full : 0));
+			  (unsigned long long)(ep ? ep->tx_full : 0),
+			  (unsigned long long)(ep ? ep->gets : 0),
+			  (unsigned long long)(ep ? ep->get_bytes : 0));
 	}
 }
 
