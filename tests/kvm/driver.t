@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # timeout: 200
-# The kvm driver runs the real vhpc-hv from a built image.  Here KVM is
-# software-only, so --allow-emulated-kvm starts the guests anyway: their
-# early kernel console (the serial log the driver collects) must show our
-# command line and the CPU count placement gave them.  While they run:
-# each vhpc-hv is pinned as placed (vCPU threads and its cpuset cgroup),
-# boots the PVH vmlinux, has its tap on the job bridge, its vsock socket,
-# the config disk (the job key on no command line) and the vmshm region.
-# Ctrl-C tears everything down; after a SIGKILLed `vhpc run`, `vhpc cleanup`
-# does, and hugepages a guest took are back in the pool.  (With hardware
-# virtualization the same checks hold: the guests then boot for real and
-# run the job's `sleep`.)
+# needs: hardware-virtualization
+# The kvm driver runs the real vhpc-hv from a built image.  Where KVM is
+# software-only (the lab's nested kvm_amd), --allow-emulated-kvm starts
+# the guests anyway: their early kernel console (the serial log the driver
+# collects) must show our command line and the CPU count placement gave
+# them.  While they run: each vhpc-hv is pinned as placed (vCPU threads
+# and its cpuset cgroup), boots the PVH vmlinux, has its tap on the job
+# bridge, its vsock socket, the config disk (the job key on no command
+# line) and the vmshm region. Ctrl-C tears everything down; after a
+# SIGKILLed `vhpc run`, `vhpc cleanup` does, and hugepages a guest took
+# are back in the pool.  (With hardware virtualization the same checks
+# hold: the guests then boot for real and run the job's `sleep`.)
 . "$(dirname "$0")/kvmlib.sh"
 kvm_setup kvmt
 [ -c /dev/kvm ] || skip_all "no /dev/kvm on this host"
