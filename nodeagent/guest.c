@@ -57,3 +57,15 @@ const char *const *na_guest_env(struct na_guest_env *e, const char *job, int ind
 	e->v[n] = NULL;
 	return e->v;
 }
+
+void na_guest_env_add(struct na_guest_env *e, const char *name_value)
+{
+	int n = 0;
+
+	while (e->v[n])
+		n++;
+	if (n + 1 < (int)(sizeof(e->v) / sizeof(e->v[0]))) {
+		e->v[n] = name_value;
+		e->v[n + 1] = NULL;
+	}
+}

@@ -181,6 +181,8 @@ static int make_net(struct na_job *j, struct verr *err)
 		.peers = j->s.peers, .npeers = j->s.npeers, .no_guest_netns = !j->s.drv->guest_netns,
 	};
 
+	if (j->s.drv->prepare_net && j->s.drv->prepare_net(j, &nr, err) < 0)
+		return -1;
 	if (na_net_create(&nr, &j->net, err) < 0)
 		return -1;
 	j->have_net = true;
@@ -373,6 +375,11 @@ int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, stru
 	if (k < 0 || k >= j->s.nguests || !j->g || !j->g[k].priv)
 		return verr_set(err, "guest %d of this node was not started", k);
 	return j->s.drv->connect(&j->g[k], c, j->s.key, timeout_ms, err);
+}
+
+bool na_job_single_copy(const struct na_job *j)
+{
+	return j->vmshm[0] && j->s.drv && j->s.drv->single_copy && j->s.drv->single_copy(j);
 }
 
 const char *na_job_spool(const struct na_job *j)

@@ -233,6 +233,10 @@ int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s,
  * when its driver keeps it inside the guest; either way the output is read
  * over the guest channel (gexec_output). */
 const char *na_job_spool(const struct na_job *j);
+/* Whether the job's ranks in different guests here may copy large messages
+ * once, straight from each other's memory (VHPC_VMSHM_SINGLE_COPY=1 for
+ * the vmshm BTL): the container driver's guests of a pod. */
+bool na_job_single_copy(const struct na_job *j);
 /* Makes path (a file or dir of the job's) belong to the job's user. */
 int na_job_give_user(const struct na_job *j, const char *path, struct verr *err);
 
@@ -247,6 +251,8 @@ struct na_guest_env {
 };
 const char *const *na_guest_env(struct na_guest_env *e, const char *job, int index,
 				const char *host_id, int vmshm_slots);
+/* Adds NAME=VALUE (a string that outlives e) to what na_guest_env gave. */
+void na_guest_env_add(struct na_guest_env *e, const char *name_value);
 
 /* This machine's boot id: the same for every guest here, different on any
  * other host (the vmshm BTL's idea of "same host"). */

@@ -13,6 +13,8 @@
 #include "lib/jobspec.h"
 #include "nodeagent/nodeagent.h"
 
+struct na_net_req;
+
 struct na_driver {
 	const char *name;            /* as job specs spell it */
 	enum vhpc_driver id;
@@ -30,9 +32,16 @@ struct na_driver {
 	/* Seconds a guest may take to become ready here, from the seconds on
 	 * hardware. */
 	double (*ready_seconds)(const struct na_job *j, double on_hardware);
+	/* Optional, once placement exists, before the job's network is made:
+	 * what the driver needs of it (the container driver's pod, which the
+	 * guests' network namespaces must belong to). */
+	int (*prepare_net)(struct na_job *j, struct na_net_req *nr, struct verr *err);
 	/* Once placement, network, region and shared files exist, before any
 	 * guest starts: the driver's per-job files and plans. */
 	int (*prepare)(struct na_job *j, struct verr *err);
+	/* Optional: whether ranks in different guests of the job here may
+	 * read each other's memory (one user and PID namespace for all). */
+	bool (*single_copy)(const struct na_job *j);
 	/* Words after a guest's placement in the log ("in hugepages"). */
 	const char *(*placement_note)(const struct na_job *j, int k);
 	int (*start)(struct na_job *j, int k, struct verr *err);

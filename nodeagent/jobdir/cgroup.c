@@ -102,12 +102,17 @@ static int cpuset_inherit(const char *root, const char *rel, struct verr *err)
 
 int na_cgroup_enter(const char *rel, struct verr *err)
 {
+	return na_cgroup_attach(rel, getpid(), err);
+}
+
+int na_cgroup_attach(const char *rel, pid_t who, struct verr *err)
+{
 	char **m, pid[24];
 	int n, rc = 0;
 
 	if (na_cgroup_mounts(&m, &n, err) < 0)
 		return -1;
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	snprintf(pid, sizeof(pid), "%d", (int)who);
 	for (int i = 0; i < n && rc == 0; i++) {
 		char dir[PATH_MAX], procs[PATH_MAX + 16];
 

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include "lib/consts.h"
 #include "lib/err.h"
 
@@ -76,6 +77,8 @@ void na_cgroup_rmdir_job(const char *job);
  * missing): out of whatever cgroups it was started in, such as a
  * scheduler's, which would otherwise stop it with them. */
 int na_cgroup_enter(const char *rel, struct verr *err);
+/* The same for process who. */
+int na_cgroup_attach(const char *rel, pid_t who, struct verr *err);
 /* Back to each hierarchy's root, and <rel> removed unless another process
  * is still in it. */
 void na_cgroup_leave(const char *rel);

@@ -442,7 +442,7 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 		goto fail;
 	job_ns = true;
 	for (created = 0; created < r->nguests && !r->no_guest_netns; created++)
-		if (na_netns_add(out->guest_netns[created], err) < 0)
+		if (na_netns_add_owned(out->guest_netns[created], r->guest_netns_owner, err) < 0)
 			goto fail;
 	if (na_netns_run(out->job_netns, job_setup, &jc, err) < 0)
 		goto fail;

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/inet.h"
@@ -35,6 +36,8 @@ struct na_net_req {
 	int npeers;
 	bool no_guest_netns;     /* kvm: the guests are VMs, each with a tap on the
 	                          * bridge (na_kvm_start), so no guest netns/veth */
+	pid_t guest_netns_owner; /* >0: the guests' netns belong to this process's
+	                          * user namespace (a container pod's) */
 };
 
 struct na_net {
@@ -73,6 +76,9 @@ int na_subnet_alloc(const struct cluster_cfg *c, struct na_jobdir *jd,
 /* Creates /run/netns/<name> holding a fresh network namespace; fails if the
  * name exists. */
 int na_netns_add(const char *name, struct verr *err);
+/* The same, owned by the user namespace of process owner (0: the host's):
+ * processes of that namespace may then join it and mount its sysfs. */
+int na_netns_add_owned(const char *name, pid_t owner, struct verr *err);
 /* Unmounts and unlinks /run/netns/<name>; 0 if it was not there. */
 int na_netns_del(const char *name, struct verr *err);
 /* Runs fn in a thread that has joined /run/netns/<name>, so the caller's

@@ -2,7 +2,10 @@
  * Named network namespaces, compatible with iproute2 (`ip netns`): a
  * namespace is kept alive by a bind mount of its nsfs file on
  * /run/netns/<name>.  All namespace switching happens in short-lived
- * threads, so the caller's threads never leave their own namespace.
+ * threads, so the caller's threads never leave their own namespace; a
+ * namespace owned by another user namespace is made by a short-lived
+ * child process (only a single-threaded process may join a user
+ * namespace).
  */
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Like iproute2: /run/netns is a shared mount, so a namespace mounted or
@@ -73,7 +77,66 @@ static void *add_thread(void *p)
 	return NULL;
 }
 
+/* A child that joins owner's user namespace makes the network namespace
+ * there (so that namespace owns it), and holds it while the parent, with
+ * the host's rights, binds it on path. */
+static int add_owned(const char *path, pid_t owner, struct verr *err)
+{
+	char userns[64], nsfile[64], ok = 0;
+	int ufd, up[2], down[2], status, rc = 0;
+	pid_t pid;
+
+	snprintf(userns, sizeof(userns), "/proc/%d/ns/user", (int)owner);
+	ufd = open(userns, O_RDONLY | O_CLOEXEC);
+	if (ufd < 0)
+		return verr_errno(err, "%s", userns);
+	if (pipe2(up, O_CLOEXEC) < 0) {
+		close(ufd);
+		return verr_errno(err, "pipe");
+	}
+	if (pipe2(down, O_CLOEXEC) < 0) {
+		close(ufd);
+		close(up[0]);
+		close(up[1]);
+		return verr_errno(err, "pipe");
+	}
+	pid = fork();
+	if (pid == 0) {
+		char b;
+
+		close(up[0]);
+		close(down[1]);
+		b = setns(ufd, CLONE_NEWUSER) == 0 && unshare(CLONE_NEWNET) == 0;
+
+		if (write(up[1], &b, 1) == 1 && b)
+			(void)!read(down[0], &b, 1);
+		_exit(b ? 0 : 1);
+	}
+	close(ufd);
+	close(up[1]);
+	close(down[0]);
+	if (pid < 0) {
+		rc = verr_errno(err, "fork");
+	} else if (read(up[0], &ok, 1) != 1 || !ok) {
+		rc = verr_set(err, "cannot make a network namespace in the user namespace of pid %d", (int)owner);
+	} else {
+		snprintf(nsfile, sizeof(nsfile), "/proc/%d/ns/net", (int)pid);
+		if (mount(nsfile, path, "none", MS_BIND, NULL) < 0)
+			rc = verr_errno(err, "bind-mount the new namespace on %s", path);
+	}
+	close(down[1]);
+	close(up[0]);
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return rc;
+}
+
 int na_netns_add(const char *name, struct verr *err)
+{
+	return na_netns_add_owned(name, 0, err);
+}
+
+int na_netns_add_owned(const char *name, pid_t owner, struct verr *err)
 {
 	char path[PATH_MAX];
 	struct add_call c = { .path = path };
@@ -92,6 +155,13 @@ int na_netns_add(const char *name, struct verr *err)
 		return verr_errno(err, "create %s", path);
 	}
 	close(fd);
+	if (owner > 0) {
+		if (add_owned(path, owner, err) < 0) {
+			unlink(path);
+			return verr_wrap(err, "network namespace %s", name);
+		}
+		return 0;
+	}
 	if ((e = pthread_create(&th, NULL, add_thread, &c)) != 0) {
 		errno = e;
 		verr_errno(err, "network namespace %s: thread", name);

@@ -5,7 +5,10 @@
 # guests where vader carries same-guest pairs and vmshm cross-guest pairs
 # (the component's counters and Open MPI's bml output prove which), a peer
 # killed mid-message ends the job without a hang, --no-vmshm falls back to
-# TCP, and the region file is gone after every job.
+# TCP, and the region file is gone after every job.  With vmshm the guests
+# share the job's pod (one user and PID namespace, their own network, UTS
+# and mount namespaces) and large messages cross in one copy; without it
+# each guest has its own; no pod init outlives its job.
 . "$(dirname "$0")/../integration/common.sh"
 need_root
 for f in "$BIN/vhpc" "$BIN/vhpc-guestd" "$VHPC_TOP/$B/vmshm/bin/vmshm-test" "$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so"; do
@@ -35,10 +38,31 @@ counter() {  # NAME RANK PEER FIELD
 
 job sizes -N 2 -n 2 -- vmshm-test sizes
 if [ $rc = 0 ] && grep -q '^OK sizes' "$T/sizes.out"; then ok "0..4 MiB across two guests, every byte verified"; else fail "sizes"; show sizes; fi
-tx=$(counter sizes 0 1 tx_bytes); rx=$(counter sizes 1 0 rx_bytes)
-check "rank 0 in g0 sent to rank 1 in g1 through vmshm (${tx:-0} bytes)" test "${tx:-0}" -gt 8000000
-check_eq "and rank 1 received exactly that" "$tx" "$rx"
+# The two guests share the job's pod here (one user and PID namespace), so
+# rank 1 reads large messages straight out of rank 0 (single copy); the
+# rest goes through the ring.
+tx=$(counter sizes 0 1 tx_bytes); rx=$(counter sizes 1 0 rx_bytes); g=$(counter sizes 1 0 get_bytes)
+check "rank 1 in g1 read large messages out of rank 0's memory in g0 (${g:-0} bytes, single copy)" \
+	test "${g:-0}" -gt 8000000
+check "and the smaller ones came through rank 0's ring to it (${tx:-0} bytes)" test "${tx:-0}" -gt 100000
+check_eq "rank 1 received from the ring exactly what rank 0 put there" "$tx" "$rx"
 check_eq "the region file is removed after the job" 0 "$leftover"
+check_eq "no pod init is left after the job" "" "$(pgrep -x vhpc-pod)"
+
+ns='echo NS $(hostname) $(readlink /proc/self/ns/pid) $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/net) $(readlink /proc/self/ns/uts) $(readlink /proc/self/ns/mnt) $(id -u)'
+job ns -N 2 -n 2 -- sh -c "$ns"
+read -r _ h0 pid0 user0 net0 uts0 mnt0 id0 < <(grep '^NS g0 ' "$T/ns.out")
+read -r _ h1 pid1 user1 net1 uts1 mnt1 id1 < <(grep '^NS g1 ' "$T/ns.out")
+check "with vmshm, g0 and g1 share one PID and one user namespace ($pid0, $user0)" \
+	test -n "$pid0" -a "$pid0" = "$pid1" -a "$user0" = "$user1"
+check "and keep their own network, UTS and mount namespaces" \
+	test -n "$net0" -a "$net0" != "$net1" -a "$uts0" != "$uts1" -a "$mnt0" != "$mnt1"
+check_eq "their processes run as root of that namespace (the job's user outside)" "0 0" "$id0 $id1"
+job ns-novmshm -N 2 -n 2 --no-vmshm -- sh -c "$ns"
+read -r _ _ pid0 user0 _ < <(grep '^NS g0 ' "$T/ns-novmshm.out")
+read -r _ _ pid1 user1 _ < <(grep '^NS g1 ' "$T/ns-novmshm.out")
+check "without vmshm each guest has a PID and user namespace of its own" \
+	test -n "$pid0" -a "$pid0" != "$pid1" -a "$user0" != "$user1"
 
 job many2one -N 2 -n 4 -- vmshm-test many2one
 if [ $rc = 0 ] && grep -q '^OK many2one' "$T/many2one.out"; then ok "many-to-one, 4 ranks in 2 guests"; else fail "many2one"; show many2one; fi

@@ -204,6 +204,44 @@ static void config_isolates_and_applies_placement(void **state)
 	json_object_put(c);
 }
 
+/* A guest of a pod joins the pod's user and PID namespaces, makes the rest,
+ * and keeps the one-id mapping (runc needs it to know its root). */
+static void pod_guest_joins_user_and_pid_namespaces(void **state)
+{
+	struct na_ctr_spec s = spec();
+	json_object *c, *ns;
+	struct verr e;
+	int joined = 0, made = 0;
+
+	(void)state;
+	s.pod = 4321;
+	assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
+	ns = get(c, "linux.namespaces");
+	for (size_t i = 0; i < json_object_array_length(ns); i++) {
+		json_object *n = json_object_array_get_idx(ns, i);
+		const char *t = json_object_get_string(get(n, "type"));
+		const char *path = json_object_get_string(get(n, "path"));
+
+		if (!strcmp(t, "user") || !strcmp(t, "pid")) {
+			char want[64];
+
+			snprintf(want, sizeof(want), "/proc/4321/ns/%s", t);
+			assert_non_null(path);
+			assert_string_equal(path, want);
+			joined++;
+		} else if (!strcmp(t, "network")) {
+			assert_string_equal(path, "/run/netns/vhpc-j1-3");
+		} else {
+			assert_null(path);
+			made++;
+		}
+	}
+	assert_int_equal(joined, 2);
+	assert_int_equal(made, 4);
+	assert_int_equal(json_object_array_length(get(c, "linux.uidMappings")), 1);
+	json_object_put(c);
+}
+
 static void expect_refused(struct na_ctr_spec *s, const char *what)
 {
 	json_object *c = NULL;
@@ -278,6 +316,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(config_isolates_and_applies_placement),
 		cmocka_unit_test(bad_specs_are_refused_with_reasons),
+		cmocka_unit_test(pod_guest_joins_user_and_pid_namespaces),
 	};
 
 	vlog_init("test-oci");

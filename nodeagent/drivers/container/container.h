@@ -45,6 +45,9 @@ struct na_ctr_spec {
 	uid_t uid;
 	gid_t gid;
 	const char *sysfs;         /* a sysfs of the guest's netns, bound read-only at /sys */
+	pid_t pod;                 /* >0: join the user and PID namespace of this
+	                            * process (the job's pod, pod.c) instead of
+	                            * making them; the netns must be the pod's too */
 };
 
 struct na_ctr;
@@ -74,6 +77,21 @@ int na_ctr_stop(struct na_ctr *c, int grace_ms, struct verr *err);
 /* The same for all guests of a job at once (one grace period in all);
  * sets each cs[i] to NULL. */
 int na_ctr_stop_all(struct na_ctr **cs, int n, int grace_ms, struct verr *err);
+
+/* ---------------------------------------------------------------- pod */
+
+/* The user and PID namespace a job's co-located guests share (pod.c). */
+struct na_pod {
+	pid_t pid;                 /* its init, on the host */
+	int pidfd;
+	char job[16];
+};
+/* Clones the pod's init (root inside is uid/gid outside) into cgroup
+ * vhpc/<job>/pod.  Needs the job dir held. */
+int na_pod_create(const char *job, uid_t uid, gid_t gid, struct na_pod *pod, struct verr *err);
+/* Kills its init, and with it whatever is still in its PID namespace, and
+ * removes its cgroup (and the job's, once empty). */
+void na_pod_destroy(struct na_pod *pod);
 
 /* --------------------------------------------------------------- runc */
 

@@ -16,6 +16,7 @@
 #include "lib/log.h"
 #include "nodeagent/drivers/container/container.h"
 #include "nodeagent/drivers/drivers.h"
+#include "nodeagent/net/net.h"
 #include "nodeagent/nodeagent.h"
 
 #include <errno.h>
@@ -37,20 +38,58 @@ struct ctr_guest {
 	bool mounted, sys_mounted;
 };
 
-/* The job's rootfs: the image, or an overlay with the binds' mountpoints. */
+/* The job's rootfs: the image, or an overlay with the binds' mountpoints;
+ * the pod its guests here share when they talk through vmshm. */
 struct ctr_job {
 	char rootfs[PATH_MAX];
 	bool overlay;
+	struct na_pod pod;
+	bool have_pod;
 };
+
+static struct ctr_job *job_state(struct na_job *j, struct verr *err)
+{
+	struct ctr_job *cj = j->drv_job;
+
+	if (!cj && (cj = calloc(1, sizeof(*cj))))
+		j->drv_job = cj;
+	if (!cj)
+		verr_set(err, "out of memory");
+	return cj;
+}
+
+/* Guests that share a vmshm region share a pod, so their ranks can copy
+ * large messages once (pod.c); their network namespaces are then made in
+ * the pod's user namespace. */
+static int prepare_net(struct na_job *j, struct na_net_req *nr, struct verr *err)
+{
+	struct ctr_job *cj;
+
+	if (!j->s.vmshm || j->s.nguests < 2)
+		return 0;
+	if (!(cj = job_state(j, err)))
+		return -1;
+	if (na_pod_create(j->jd.job, j->s.uid, j->s.gid, &cj->pod, err) < 0)
+		return -1;
+	cj->have_pod = true;
+	nr->guest_netns_owner = cj->pod.pid;
+	return 0;
+}
+
+static bool single_copy(const struct na_job *j)
+{
+	const struct ctr_job *cj = j->drv_job;
+
+	return cj && cj->have_pod;
+}
 
 static int prepare(struct na_job *j, struct verr *err)
 {
-	struct ctr_job *cj = calloc(1, sizeof(*cj));
+	struct ctr_job *cj = job_state(j, err);
 	int rc;
 
 	if (!cj)
-		return verr_set(err, "out of memory");
-	j->drv_job = cj;
+		return -1;
 	rc = na_ctr_rootfs_make(j->jd.path, j->img.rootfs, j->hb, j->nhb, cj->rootfs, sizeof(cj->rootfs), err);
 	if (rc < 0)
 		return -1;
@@ -145,6 +184,10 @@ static int start(struct na_job *j, int k, struct verr *err)
 	s.rootfs = cj ? cj->rootfs : j->img.rootfs;
 	s.argv = argv;
 	s.env = na_guest_env(&env, j->s.label, gi, vmshm ? j->s.host_id : NULL, j->s.vmshm_slots);
+	if (cj && cj->have_pod)
+		s.pod = cj->pod.pid;
+	if (na_job_single_copy(j))
+		na_guest_env_add(&env, "VHPC_VMSHM_SINGLE_COPY=1");
 	s.binds = binds;
 	s.netns = j->net.guest_netns[k];
 	s.place = &j->place[k];
@@ -245,6 +288,8 @@ static void release(struct na_job *j)
 	/* Also after a takeover, which never ran prepare: by its name. */
 	if (j->have_jd)
 		na_ctr_rootfs_remove(j->jd.path);
+	if (j->drv_job && ((struct ctr_job *)j->drv_job)->have_pod)
+		na_pod_destroy(&((struct ctr_job *)j->drv_job)->pod);
 	free(j->drv_job);
 	j->drv_job = NULL;
 	for (int k = 0; j->g && k < j->s.nguests; k++) {
@@ -268,6 +313,8 @@ const struct na_driver na_driver_container = {
 	.host_spool = true,
 	.host_paths = true,
 	.check = check,
+	.prepare_net = prepare_net,
+	.single_copy = single_copy,
 	.prepare = prepare,
 	.ready_seconds = ready_seconds,
 	.start = start,

@@ -7,7 +7,9 @@
  * (seccomp.c), read-only rootfs, /sys and /proc/sys read-only, runc's
  * default masked paths, a device cgroup that allows only the default
  * devices, and its own PID, mount, UTS, IPC and cgroup namespaces; its
- * network namespace is one the node agent made.
+ * network namespace is one the node agent made.  Guests of a job that share
+ * a host with vmshm share the user and PID namespace of the job's pod
+ * there (pod.c), the same user's for all of them.
  *
  * Root inside rather than the user's own uid inside: runc needs the
  * container's root mapped to set the guest up, and mapping it to the user
@@ -295,6 +297,12 @@ static struct json_object *oci_namespaces(const struct na_ctr_spec *s)
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "type", json_object_new_string(types[i]));
+		/* A pod's: runc joins them (the user namespace first, which is
+		 * why the guest's netns belongs to the pod's user namespace). */
+		if (s->pod > 0 && i < 2) {
+			snprintf(nspath, sizeof(nspath), "/proc/%d/ns/%s", (int)s->pod, types[i]);
+			json_object_object_add(o, "path", json_object_new_string(nspath));
+		}
 		json_object_array_add(ns, o);
 	}
 	{
