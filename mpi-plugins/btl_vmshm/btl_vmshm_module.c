@@ -18,6 +18,7 @@
 #include "opal/class/opal_bitmap.h"
 #include "opal/datatype/opal_convertor.h"
 #include "opal/mca/pmix/pmix.h"
+#include "opal/runtime/opal_progress.h"
 #include "opal/util/proc.h"
 
 #define C (&mca_btl_vmshm_component)
@@ -681,8 +682,14 @@ vmshm_register_mem(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoi
 	(void)btl;
 	(void)base;
 	(void)size;
-	(void)flags;
 	if (!ep || ep->cma_pid <= 0)
+		return NULL;
+	/* Ranks that share cores (mpi_yield_when_idle, which vhpc sets when
+	 * the guests oversubscribe the host) send through the ring: there a
+	 * receiver's single copy waits for the receiver to be scheduled while
+	 * the sender cannot go on, where the ring lets each side copy in its
+	 * own time slice (README, "Single copy in container guests"). */
+	if ((flags & MCA_BTL_REG_FLAG_REMOTE_READ) && opal_progress_yield_when_idle)
 		return NULL;
 	return (struct mca_btl_base_registration_handle_t *)&handle;
 }

@@ -205,6 +205,14 @@ if [ "${g:-0}" -ge 16000000 ] && [ "${rs_bytes:-x}" = 0 ]; then
 	ok "rank 1 read $g bytes in $(counter 1 0 gets) messages out of rank 0's memory (0 without single copy)"
 else fail "large messages went by single copy (get_bytes ${g:-none}, ${rs_bytes:-none} without)"; show $name; fi
 
+# Ranks that share cores yield when idle (vhpc then passes
+# mpi_yield_when_idle): they keep the ring.
+name=sc-yield
+mpi $name 2 --mca btl self,vmshm,tcp --mca btl_vmshm_single_copy 1 --mca mpi_yield_when_idle 1 -- "$prog" sizes
+ok_run $name "single copy with mpi_yield_when_idle: every size still verified both ways" "^OK sizes"
+check_eq "and large messages went through the ring, none by single copy" "0 0" \
+	"$(counter 1 0 get_bytes) $(counter 0 1 get_bytes)"
+
 # Only the sender offers it: its RGET headers reach a receiver that will not
 # read, and ob1 falls back to sending those messages through the ring.
 name=sc-half
