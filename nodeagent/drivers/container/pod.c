@@ -81,6 +81,9 @@ static int pod_init(void *arg)
 	/* Nothing of the agent's stays open here (its job dir lock among
 	 * them: held by us it would look alive after the agent died). */
 	close_range(0, ~0u, 0);
+	/* Nor its working folder, which would keep a mount busy. */
+	if (chdir("/") < 0)
+		_exit(1);
 	prctl(PR_SET_NAME, "vhpc-pod", 0, 0, 0);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
