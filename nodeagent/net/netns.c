@@ -107,7 +107,6 @@ static int add_owned(const char *path, pid_t owner, struct verr *err)
 		close(up[0]);
 		close(down[1]);
 		b = setns(ufd, CLONE_NEWUSER) == 0 && unshare(CLONE_NEWNET) == 0;
-
 		if (write(up[1], &b, 1) == 1 && b)
 			(void)!read(down[0], &b, 1);
 		_exit(b ? 0 : 1);

@@ -285,11 +285,15 @@ static int stop_all(struct na_job *j, int grace_ms, struct verr *err)
 
 static void release(struct na_job *j)
 {
+	struct ctr_job *cj = j->drv_job;
+
 	/* Also after a takeover, which never ran prepare: by its name. */
 	if (j->have_jd)
 		na_ctr_rootfs_remove(j->jd.path);
-	if (j->drv_job && ((struct ctr_job *)j->drv_job)->have_pod)
-		na_pod_destroy(&((struct ctr_job *)j->drv_job)->pod);
+	/* After a takeover the pod is unknown here; the job's cgroup sweep
+	 * ends it. */
+	if (cj && cj->have_pod)
+		na_pod_destroy(&cj->pod);
 	free(j->drv_job);
 	j->drv_job = NULL;
 	for (int k = 0; j->g && k < j->s.nguests; k++) {
