@@ -86,10 +86,15 @@ need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root (network namespaces, cg
 # stack guard page hit) is the lab's failure, not the test's: say so, and
 # tests/run runs the test again in a fresh lab (tests/lab/vhpc-lab).
 lab_check() {
-	local hit
+	local hit f re='triple fault or KVM internal error|guest triple fault|stack guard page was hit|Fatal exception in interrupt|corrupted stack end'
 	[ -n "${VHPC_IN_LAB-}" ] || return 0
-	hit=$(grep -h -m 1 -aE 'triple fault or KVM internal error|guest triple fault|stack guard page was hit|Fatal exception in interrupt|corrupted stack end' "$@" 2>/dev/null | head -n 1)
-	[ -n "$hit" ] && echo "# lab failure: an L2 guest crashed: $hit"
+	hit=$(grep -h -m 1 -aE "$re" "$@" 2>/dev/null | head -n 1)
+	[ -n "$hit" ] || return 0
+	echo "# lab failure: an L2 guest crashed: $hit"
+	# The console goes with the job's folder: keep what led to the crash
+	# (an oops's trace) in the test's log.
+	f=$(grep -l -m 1 -aE "$re" "$@" 2>/dev/null | head -n 1)
+	[ -n "$f" ] && grep -a -B 60 -m 1 -E "$re" "$f" | tail -n 60 | sed "s|^|#   |"
 	return 0
 }
 
