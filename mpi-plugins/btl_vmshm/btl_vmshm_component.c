@@ -160,6 +160,8 @@ static int vmshm_register(void)
 		OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &C->verbose);
 	e = getenv("VHPC_VMSHM_SINGLE_COPY");
 	C->single_copy = e && !strcmp(e, "1");
+	if (e && *e && strcmp(e, "0") && strcmp(e, "1"))
+		vmshm_log("VHPC_VMSHM_SINGLE_COPY='%.40s' is neither 0 nor 1: single copy stays off", e);
 	(void)mca_base_component_var_register(&C->super.btl_version, "single_copy",
 		"Messages above the rendezvous limit are read straight from the sender's "
 		"memory (process_vm_readv) by a peer in the same PID and user namespace; "
