@@ -158,6 +158,47 @@ static void the_job_runs_in_its_folder_with_the_image_first_in_its_paths(void **
 	launch_free_argv(argv);
 }
 
+/* Ranks sharing a core get 64 KiB fast boxes in vader: a rank that runs
+ * ahead of its core mate then waits for it 16x less often.  Not with many
+ * ranks per guest (segment space), with a core each, or when the job sets
+ * its own. */
+static void ranks_that_share_cores_get_big_fast_boxes(void **state)
+{
+	static char *ek[] = { "OMPI_MCA_btl_vader_fbox_size" }, *ev[] = { "8192" };
+	struct launch_plan p = plan();
+	char **argv;
+
+	(void)state;
+	argv = launch_mpirun_argv(&p);
+	assert_string_equal(arg_after(argv, "--mca", "btl_vader_fbox_size"), "65536");
+	launch_free_argv(argv);
+
+	guests[0].vcpus = guests[1].vcpus = 2;
+	argv = launch_mpirun_argv(&p);
+	assert_null(arg_after(argv, "--mca", "btl_vader_fbox_size"));
+	launch_free_argv(argv);
+
+	guests[0].vcpus = guests[1].vcpus = 1;
+	guests[0].ranks = 9;
+	argv = launch_mpirun_argv(&p);
+	assert_string_equal(arg_after(argv, "--mca", "mpi_yield_when_idle"), "1");
+	assert_null(arg_after(argv, "--mca", "btl_vader_fbox_size"));
+	launch_free_argv(argv);
+	guests[0].ranks = 8;
+	argv = launch_mpirun_argv(&p);
+	assert_string_equal(arg_after(argv, "--mca", "btl_vader_fbox_size"), "65536");
+	launch_free_argv(argv);
+	guests[0].ranks = 2;
+
+	spec.env.key = ek;
+	spec.env.val = ev;
+	spec.env.n = 1;
+	argv = launch_mpirun_argv(&p);
+	assert_null(arg_after(argv, "--mca", "btl_vader_fbox_size"));
+	assert_string_equal(x_var(argv, "OMPI_MCA_btl_vader_fbox_size"), "8192");
+	launch_free_argv(argv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,6 +206,7 @@ int main(void)
 		cmocka_unit_test(hostfile_and_hosts_list_every_guest),
 		cmocka_unit_test(mpirun_gets_launcher_interfaces_and_command),
 		cmocka_unit_test(the_job_runs_in_its_folder_with_the_image_first_in_its_paths),
+		cmocka_unit_test(ranks_that_share_cores_get_big_fast_boxes),
 	};
 	return cmocka_run_group_tests_name("launch", tests, NULL, NULL);
 }
