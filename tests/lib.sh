@@ -149,3 +149,13 @@ hello_outputs() {
 	done
 	check_eq "the ranks ran in both guests" "g0 g1" "$(sed -n 's/.* on \(g[01]\) in .*/\1/p' "$W"/out.* 2>/dev/null | sort -u | tr '\n' ' ' | sed 's/ $//')"
 }
+
+# alive PID: the process exists and is not a zombie waiting for its reaper
+# (a guest's init is reparented to PID 1 of the machine, which reaps it
+# when it gets to it).
+alive() {
+	local st
+	st=$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+gone() { ! alive "$1"; }

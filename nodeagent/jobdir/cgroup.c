@@ -185,6 +185,41 @@ static int procs(const char *dir, bool kill_them)
 	return n;
 }
 
+int na_cgroup_pids(const char *rel, pid_t *pids, int max, struct verr *err)
+{
+	char **m;
+	int n, count = 0;
+
+	if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
+		return verr_set(err, "cgroup path '%s' must be relative and inside its hierarchy", rel);
+	if (na_cgroup_mounts(&m, &n, err) < 0)
+		return -1;
+	/* Every hierarchy holds the same tasks (na_cgroup_attach): the first
+	 * that has rel answers. */
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX], *buf, *p, *end;
+		size_t len;
+		struct verr e;
+
+		snprintf(path, sizeof(path), "%s/%s/cgroup.procs", m[i], rel);
+		if (read_file(path, &buf, &len, 1 << 20, &e) < 0)
+			continue;
+		for (p = buf; *p; p = end) {
+			long pid = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (pid > 0 && count < max)
+				pids[count] = (pid_t)pid;
+			count += pid > 0;
+		}
+		free(buf);
+		break;
+	}
+	na_cgroup_mounts_free(m, n);
+	return count;
+}
+
 static int remove_tree(const char *dir, bool kill_them, int depth, int *removed,
 		       struct verr *err)
 {

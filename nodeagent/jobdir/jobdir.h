@@ -82,6 +82,9 @@ int na_cgroup_attach(const char *rel, pid_t who, struct verr *err);
 /* Back to each hierarchy's root, and <rel> removed unless another process
  * is still in it. */
 void na_cgroup_leave(const char *rel);
+/* The processes in <rel> (up to max of them in pids); 0 also when no
+ * hierarchy has it. */
+int na_cgroup_pids(const char *rel, pid_t *pids, int max, struct verr *err);
 /* Removes <every hierarchy>/<rel> and all below it, leaves first; kills
  * (SIGKILL) processes still inside when kill is set.  Counts removed dirs. */
 int na_cgroup_remove(const char *rel, bool kill, int *removed, struct verr *err);

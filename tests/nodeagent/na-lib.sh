@@ -59,12 +59,3 @@ leftovers() {
 	echo "jobs $(ls "$VHPC_RUN_DIR/jobs" 2>/dev/null | wc -l)"
 }
 
-# alive PID: the process exists and is not a zombie waiting for its reaper
-# (a guest's init is reparented to PID 1 of the machine, which reaps it
-# when it gets to it).
-alive() {
-	local st
-	st=$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
-gone() { ! alive "$1"; }

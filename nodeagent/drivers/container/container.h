@@ -89,6 +89,9 @@ struct na_pod {
 /* Clones the pod's init (root inside is uid/gid outside) into cgroup
  * vhpc/<job>/pod.  Needs the job dir held. */
 int na_pod_create(const char *job, uid_t uid, gid_t gid, struct na_pod *pod, struct verr *err);
+/* Finds the pod a dead agent made for job (its init, alone in cgroup
+ * vhpc/<job>/pod): 1 and *pod set, 0 when the job has none. */
+int na_pod_adopt(const char *job, struct na_pod *pod, struct verr *err);
 /* Kills its init, and with it whatever is still in its PID namespace, and
  * removes its cgroup (and the job's, once empty). */
 void na_pod_destroy(struct na_pod *pod);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CTL_DIR_SIZE (1u << 20)
@@ -45,6 +46,7 @@ struct ctr_job {
 	bool overlay;
 	struct na_pod pod;
 	bool have_pod;
+	bool pod_looked;           /* after a takeover: na_pod_adopt was tried */
 };
 
 static struct ctr_job *job_state(struct na_job *j, struct verr *err)
@@ -203,6 +205,45 @@ static int start(struct na_job *j, int k, struct verr *err)
 	return 0;
 }
 
+static int same_ns(pid_t a, pid_t b, const char *ns)
+{
+	char pa[64], pb[64];
+	struct stat sa, sb;
+
+	snprintf(pa, sizeof(pa), "/proc/%d/ns/%s", (int)a, ns);
+	snprintf(pb, sizeof(pb), "/proc/%d/ns/%s", (int)b, ns);
+	if (stat(pa, &sa) < 0 || stat(pb, &sb) < 0)
+		return -1;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* The pod of a dead agent's job, found once (its first guest), so that the
+ * teardown ends it and Slurm's tasks keep single copy; each guest must
+ * live in it. */
+static int adopt_pod(struct na_job *j, pid_t init, struct verr *err)
+{
+	struct ctr_job *cj;
+	int rc;
+
+	if (!j->s.vmshm || j->s.nguests < 2)
+		return 0;
+	if (!(cj = job_state(j, err)))
+		return -1;
+	if (!cj->pod_looked) {
+		cj->pod_looked = true;
+		if ((rc = na_pod_adopt(j->jd.job, &cj->pod, err)) < 0)
+			return -1;
+		cj->have_pod = rc > 0;
+		if (cj->have_pod)
+			log_info("job %s: its guests' pod is pid %d", j->jd.job, (int)cj->pod.pid);
+	}
+	if (!cj->have_pod)
+		return 0;
+	if (same_ns(init, cj->pod.pid, "user") != 1 || same_ns(init, cj->pod.pid, "pid") != 1)
+		return verr_set(err, "its init (pid %d) is not in the job's pod (pid %d)", (int)init, (int)cj->pod.pid);
+	return 0;
+}
+
 static int adopt(struct na_job *j, int k, struct verr *err)
 {
 	struct ctr_guest *cg = guest_state(j, k, err);
@@ -211,7 +252,9 @@ static int adopt(struct na_job *j, int k, struct verr *err)
 		return -1;
 	cg->mounted = true;
 	cg->sys_mounted = true;
-	return na_ctr_adopt(j->jd.job, j->g[k].index, &cg->ctr, err);
+	if (na_ctr_adopt(j->jd.job, j->g[k].index, &cg->ctr, err) < 0)
+		return -1;
+	return adopt_pod(j, na_ctr_pid(cg->ctr), err);
 }
 
 static bool running(struct na_guest *g, char *why, size_t len)
@@ -290,8 +333,6 @@ static void release(struct na_job *j)
 	/* Also after a takeover, which never ran prepare: by its name. */
 	if (j->have_jd)
 		na_ctr_rootfs_remove(j->jd.path);
-	/* After a takeover the pod is unknown here; the job's cgroup sweep
-	 * ends it. */
 	if (cj && cj->have_pod)
 		na_pod_destroy(&cj->pod);
 	free(j->drv_job);

@@ -31,6 +31,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -166,6 +167,63 @@ int na_pod_create(const char *job, uid_t uid, gid_t gid, struct na_pod *pod, str
 	return 0;
 }
 
+/* Whether pid (held by pidfd, so the number cannot move on) is the pod's
+ * init of job: its cgroup and its name say so. */
+static int is_pod_init(pid_t pid, const char *job, struct verr *err)
+{
+	char path[64], want[64], *buf;
+	size_t len;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	snprintf(want, sizeof(want), "/vhpc/%s/pod\n", job);
+	if (read_file(path, &buf, &len, 1 << 16, err) < 0)
+		return verr_wrap(err, "pid %d", (int)pid);
+	ok = strstr(buf, want) != NULL;
+	free(buf);
+	if (!ok)
+		return verr_set(err, "pid %d is not in cgroup vhpc/%s/pod", (int)pid, job);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (read_file(path, &buf, &len, 64, err) < 0)
+		return verr_wrap(err, "pid %d", (int)pid);
+	ok = !strcmp(buf, "vhpc-pod\n");
+	free(buf);
+	if (!ok)
+		return verr_set(err, "pid %d in cgroup vhpc/%s/pod is not a vhpc-pod", (int)pid, job);
+	return 0;
+}
+
+int na_pod_adopt(const char *job, struct na_pod *pod, struct verr *err)
+{
+	char rel[64];
+	pid_t pids[2];
+	int n;
+
+	pod->pid = -1;
+	pod->pidfd = -1;
+	if (na_job_check(job, err) < 0)
+		return -1;
+	snprintf(pod->job, sizeof(pod->job), "%s", job);
+	snprintf(rel, sizeof(rel), "vhpc/%s/pod", job);
+	if ((n = na_cgroup_pids(rel, pids, 2, err)) < 0)
+		return verr_wrap(err, "job %s pod", job);
+	if (n == 0)
+		return 0;
+	/* Its init reaps every orphan at once, so it is alone there. */
+	if (n > 1)
+		return verr_set(err, "job %s pod: cgroup %s holds %d processes, not its init alone", job, rel, n);
+	pod->pidfd = (int)syscall(SYS_pidfd_open, pids[0], 0);
+	if (pod->pidfd < 0)
+		return verr_errno(err, "job %s pod: its init (pid %d) is gone", job, (int)pids[0]);
+	if (is_pod_init(pids[0], job, err) < 0) {
+		close(pod->pidfd);
+		pod->pidfd = -1;
+		return verr_wrap(err, "job %s pod", job);
+	}
+	pod->pid = pids[0];
+	return 1;
+}
+
 void na_pod_destroy(struct na_pod *pod)
 {
 	char rel[64];
@@ -177,6 +235,8 @@ void na_pod_destroy(struct na_pod *pod)
 	/* Through the pidfd: the number may have been reaped and reused. */
 	if (pod->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, pod->pidfd, SIGKILL, NULL, 0);
+	/* Not our child after a takeover (ECHILD): the cgroup's removal
+	 * below waits for it instead. */
 	while (waitpid(pod->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	if (pod->pidfd >= 0)
