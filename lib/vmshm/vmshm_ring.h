@@ -1,8 +1,12 @@
 /*
  * One single-producer/single-consumer ring of variable-size records.
  *
- * A record is a 16-byte header and a payload, padded to 64 bytes; records
- * never wrap (a PAD record fills the end of the ring instead).  The consumer
+ * A record is a 16-byte header and a payload.  One of at most 32 bytes
+ * takes 32, so two small messages share a cache line (vader's fast boxes
+ * pack them the same way); a larger one takes whole 64-byte lines and
+ * starts on one, after a 32-byte PAD record where a small record left
+ * half a line.  Records never wrap (a PAD record fills
+ * the end of the ring instead).  The consumer
  * owns `tail` (a monotonic byte count, published in the ring's control
  * page); the producer keeps `head` to itself.
  *
@@ -27,12 +31,14 @@
 #define VHPC_VMSHM_RING_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #define VMSHM_REC_HDR    16u
-#define VMSHM_REC_ALIGN  64u
+#define VMSHM_REC_ALIGN  32u
+#define VMSHM_LINE       64u
 #define VMSHM_REC_DATA   0xd1u
 #define VMSHM_REC_PAD    0x9au
 /* A consumer that keeps up with small records is kept inside the first
@@ -72,6 +78,8 @@ struct vmshm_prod {
 	uint32_t hot;          /* 0, or the size of the hot window */
 	uint64_t hot_lap;      /* lap that hot_at is for */
 	uint64_t hot_at;       /* where in that lap to look for a rewind next */
+	uint64_t laps;         /* laps begun, and how many by a rewind */
+	uint64_t rewinds;
 };
 
 struct vmshm_cons {
@@ -95,7 +103,7 @@ struct vmshm_msg {
  * enough that an empty ring always has room for it wherever head is. */
 static inline uint32_t vmshm_ring_max_payload(uint32_t size)
 {
-	return size / 2 - 2 * VMSHM_REC_ALIGN;
+	return size / 2 - 2 * VMSHM_LINE;
 }
 
 /* Consumer, when it claims its slot: empty ring. */
@@ -132,6 +140,16 @@ static inline uint64_t vmshm_stamp(uint64_t key, uint64_t pos, uint32_t shift)
 	return (z ^ (z >> 31)) | 1;
 }
 
+/* Bytes a record of len takes: 32 for the smallest (two share a line),
+ * whole lines for the rest, so that a run of larger records needs no pad
+ * between them. */
+static inline uint64_t vmshm_rec_need(uint64_t len)
+{
+	uint64_t n = VMSHM_REC_HDR + len;
+
+	return n <= VMSHM_REC_ALIGN ? VMSHM_REC_ALIGN : VMSHM_ALIGN_UP(n, VMSHM_LINE);
+}
+
 static inline struct vmshm_rec *vmshm_rec_at(uint8_t *data, uint64_t pos, uint32_t size)
 {
 	return (struct vmshm_rec *)(data + (pos & (size - 1)));
@@ -154,13 +172,16 @@ static inline int vmshm_prod_reserve(struct vmshm_prod *p, uint32_t len, void **
 {
 	if (len > vmshm_ring_max_payload(p->size))
 		return -EMSGSIZE;
-	uint64_t need = VMSHM_ALIGN_UP(VMSHM_REC_HDR + (uint64_t)len, VMSHM_REC_ALIGN);
+	uint64_t need = vmshm_rec_need(len);
 	uint64_t pos = p->head & (p->size - 1);
-	uint64_t pad = pos + need > p->size ? p->size - pos : 0;
+	/* Payloads past a cache line start on one (copies run at full speed). */
+	uint64_t skip = need > VMSHM_REC_ALIGN && (pos & (VMSHM_LINE - 1)) ? VMSHM_LINE - (pos & (VMSHM_LINE - 1)) : 0;
+	uint64_t pad = pos + skip + need > p->size ? p->size - pos : 0;
 	if (p->hot) {
 		if (p->hot_lap != (p->head >> p->shift)) {
 			p->hot_lap = p->head >> p->shift;
 			p->hot_at = p->hot;
+			p->laps++;
 		}
 		if (need > p->hot / 8) {
 			/* A large record in this lap: no rewind until the next
@@ -178,9 +199,12 @@ static inline int vmshm_prod_reserve(struct vmshm_prod *p, uint32_t len, void **
 			if (t <= p->head && p->head - t <= VMSHM_HOT_LAG && t >= p->tail_seen) {
 				p->tail_seen = t;
 				pad = p->size - pos;
+				p->rewinds++;
 			}
 		}
 	}
+	if (!pad)
+		pad = skip;
 	int rc = vmshm_have_room(p, pad + need);
 	if (rc)
 		return rc;
@@ -208,7 +232,7 @@ static inline void vmshm_prod_commit(struct vmshm_prod *p, uint32_t len, uint8_t
 	r->tag = tag;
 	r->type = VMSHM_REC_DATA;
 	__atomic_store_n(&r->stamp, vmshm_stamp(p->key, p->res, p->shift), __ATOMIC_RELEASE);
-	p->head = p->res + VMSHM_ALIGN_UP(VMSHM_REC_HDR + (uint64_t)len, VMSHM_REC_ALIGN);
+	p->head = p->res + vmshm_rec_need(len);
 }
 
 static inline int vmshm_cons_peek(struct vmshm_cons *c, struct vmshm_msg *m,
@@ -229,14 +253,19 @@ static inline int vmshm_cons_peek(struct vmshm_cons *c, struct vmshm_msg *m,
 		uint8_t tag = *(const volatile uint8_t *)&r->tag;
 
 		if (type == VMSHM_REC_PAD) {
-			if (pos == 0 || pos + VMSHM_REC_HDR + len != c->size) {
-				snprintf(err, errlen, "pad record at offset %llu claims %u bytes "
-					 "but the ring ends %llu bytes later",
-					 (unsigned long long)pos, len,
-					 (unsigned long long)(c->size - pos));
+			/* Either to the ring's end, or 32 bytes to the next line. */
+			bool to_end = pos != 0 && pos + VMSHM_REC_HDR + len == c->size;
+			bool to_line = (pos & (VMSHM_LINE - 1)) == VMSHM_REC_ALIGN &&
+				       VMSHM_REC_HDR + len == VMSHM_REC_ALIGN;
+
+			if (!to_end && !to_line) {
+				snprintf(err, errlen, "pad record at offset %llu claims %u bytes, "
+					 "neither to the ring's end (%llu bytes later) nor to the "
+					 "next %u-byte line", (unsigned long long)pos, len,
+					 (unsigned long long)(c->size - pos), VMSHM_LINE);
 				return -EPROTO;
 			}
-			c->tail += c->size - pos;
+			c->tail += VMSHM_REC_HDR + len;
 			continue;
 		}
 		if (type != VMSHM_REC_DATA) {
@@ -253,8 +282,7 @@ static inline int vmshm_cons_peek(struct vmshm_cons *c, struct vmshm_msg *m,
 		m->payload = r + 1;
 		m->len = len;
 		m->tag = tag;
-		c->last_need = (uint32_t)VMSHM_ALIGN_UP(VMSHM_REC_HDR + (uint64_t)len,
-							VMSHM_REC_ALIGN);
+		c->last_need = (uint32_t)vmshm_rec_need(len);
 		return 1;
 	}
 	return 0;

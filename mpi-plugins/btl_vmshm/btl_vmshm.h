@@ -21,7 +21,9 @@
 #include "lib/vmshm/vmshm_region.h"
 #include "lib/vmshm/vmshm_ring.h"
 
-#define VMSHM_MODEX_VERSION 2u
+/* 3: ring records on 32 bytes (lib/vmshm/vmshm_ring.h); a peer with an
+ * older BTL is not reached through vmshm. */
+#define VMSHM_MODEX_VERSION 3u
 #define VMSHM_ID_LEN 64
 
 /* What each rank publishes (global scope) so peers can decide reachability. */

@@ -760,13 +760,16 @@ void vmshm_print_stats(void)
 			(unsigned)(__atomic_load_n(&vmshm_slot_at(C->base, s)->owner,
 						   __ATOMIC_RELAXED) & 0xffffffffu);
 		vmshm_log("vmshm-stats: peer %u slot %u tx_frags %llu tx_bytes %llu "
-			  "rx_frags %llu rx_bytes %llu ring_full %llu gets %llu get_bytes %llu",
+			  "rx_frags %llu rx_bytes %llu ring_full %llu gets %llu get_bytes %llu "
+			  "laps %llu rewinds %llu",
 			  peer, s, (unsigned long long)(ep ? ep->tx_frags : 0),
 			  (unsigned long long)(ep ? ep->tx_bytes : 0),
 			  (unsigned long long)in->rx_frags, (unsigned long long)in->rx_bytes,
 			  (unsigned long long)(ep ? ep->tx_full : 0),
 			  (unsigned long long)(ep ? ep->gets : 0),
-			  (unsigned long long)(ep ? ep->get_bytes : 0));
+			  (unsigned long long)(ep ? ep->get_bytes : 0),
+			  (unsigned long long)(ep ? ep->prod.laps : 0),
+			  (unsigned long long)(ep ? ep->prod.rewinds : 0));
 	}
 }
 

@@ -72,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int steps = 0; in.n && steps < 4096; steps++) {
 		switch (take(&in, 1) % 6) {
 		case 0: { /* forge a header the consumer will accept as stamped */
-			uint64_t pos = (c.tail & ~63ull) + 64 * (take(&in, 1) % 4);
+			uint64_t pos = (c.tail & ~(uint64_t)(VMSHM_REC_ALIGN - 1)) +
+				       VMSHM_REC_ALIGN * (take(&in, 1) % 8);
 			struct vmshm_rec *r = (void *)(ring + (pos & (rsize - 1)));
 			r->stamp = vmshm_stamp(key, pos, shift);
 			r->len = (uint32_t)take(&in, 4);
@@ -110,7 +111,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			vmshm_cons_publish(&c);
 			break;
 		case 4: /* the hostile side moves the published tail */
-			tail = take(&in, 1) & 1 ? take(&in, 8) : p.head - (take(&in, 2) & ~63ull);
+			tail = take(&in, 1) & 1 ? take(&in, 8) :
+			       p.head - (take(&in, 2) & ~(uint64_t)(VMSHM_REC_ALIGN - 1));
 			break;
 		case 5: { /* produce */
 			void *dst;

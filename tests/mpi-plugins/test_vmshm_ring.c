@@ -383,14 +383,14 @@ static void a_consumer_a_record_behind_stays_in_the_hot_window(void **state)
 	assert_true(maxpos < VMSHM_HOT_WINDOW + 128);
 	assert_true(r.c.tail > 4ull * VMSHM_HOT_WINDOW);
 
-	/* 32 records (2 KiB) behind at the first look past the window: no
-	 * rewind there; caught up, the next look 4 KiB on rewinds. */
+	/* 2 KiB behind at the first look past the window: no rewind there;
+	 * caught up, the next look 4 KiB on rewinds. */
 	free(r.data);
 	ring_open(&r, 1 << 20, 8);
 	maxpos = 0;
-	for (int i = 0; i < 2000; i++) {
+	for (uint32_t i = 0; i < 4 * VMSHM_HOT_WINDOW / VMSHM_REC_ALIGN; i++) {
 		put_rec(&r, 1, &maxpos);
-		if (r.p.head < VMSHM_HOT_WINDOW - 32 * 64 || r.p.head > VMSHM_HOT_WINDOW + 64 * 64)
+		if (r.p.head < VMSHM_HOT_WINDOW - 2048 || r.p.head > VMSHM_HOT_WINDOW + 4096)
 			take_all(&r);
 	}
 	assert_true(maxpos >= VMSHM_HOT_WINDOW + VMSHM_HOT_RETRY);
@@ -463,6 +463,53 @@ static void damaged_records_are_errors_not_reads(void **state)
 	free(r.data);
 }
 
+/* Two 1-byte messages in one cache line (one line for the consumer to
+ * fetch, as with vader's fast boxes); a record longer than 32 bytes starts
+ * on a line of its own, after a 32-byte pad that the consumer steps over.
+ * A 32-byte pad anywhere but mid-line is an error. */
+static void small_records_share_a_line_large_ones_start_on_one(void **state)
+{
+	struct ring r;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+
+	(void)state;
+	ring_open(&r, 4096, 42);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(vmshm_prod_reserve(&r.p, 1, &dst), 0);
+		vmshm_prod_commit(&r.p, 1, 1);
+	}
+	assert_int_equal(r.p.head, 3 * VMSHM_REC_ALIGN);
+	assert_int_equal(vmshm_prod_reserve(&r.p, 100, &dst), 0);
+	assert_int_equal(((uintptr_t)dst - VMSHM_REC_HDR - (uintptr_t)r.data) % VMSHM_LINE, 0);
+	memset(dst, 0x5a, 100);
+	vmshm_prod_commit(&r.p, 100, 2);
+	assert_int_equal(r.p.res, 2 * VMSHM_LINE);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+		assert_int_equal(m.len, 1);
+		vmshm_cons_pop(&r.c);
+	}
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	assert_int_equal(m.len, 100);
+	assert_int_equal(m.tag, 2);
+	assert_int_equal(((const uint8_t *)m.payload)[99], 0x5a);
+	vmshm_cons_pop(&r.c);
+	assert_int_equal(r.c.tail, r.p.head);
+	free(r.data);
+
+	/* A line-sized pad at a line's start: hostile, refused. */
+	ring_open(&r, 4096, 43);
+	assert_int_equal(vmshm_prod_reserve(&r.p, 40, &dst), 0);
+	vmshm_prod_commit(&r.p, 40, 1);
+	next_rec(&r)->type = VMSHM_REC_PAD;
+	next_rec(&r)->len = VMSHM_REC_ALIGN - VMSHM_REC_HDR;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "pad record at offset 0"));
+	free(r.data);
+}
+
 static void impossible_tail_is_an_error_for_the_producer(void **state)
 {
 	struct ring r;
@@ -502,6 +549,7 @@ int main(void)
 		cmocka_unit_test(wrong_key_or_stale_lap_is_not_a_record),
 		cmocka_unit_test(damaged_records_are_errors_not_reads),
 		cmocka_unit_test(impossible_tail_is_an_error_for_the_producer),
+		cmocka_unit_test(small_records_share_a_line_large_ones_start_on_one),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
