@@ -159,3 +159,16 @@ alive() {
 	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
 }
 gone() { ! alive "$1"; }
+
+# need_built PROG...: skip unless each is built in $BIN.
+need_built() {
+	local p
+	for p in "$@"; do [ -x "$BIN/$p" ] || skip_all "$p is not built"; done
+}
+# need_cluster [PROG...]: what a tests/cluster test needs (root, munged,
+# the CLI and daemons), and PROG too.
+need_cluster() {
+	need_root
+	need_built vhpc vhpc-ctld vhpcd vhpc-guestd "$@"
+	command -v munged >/dev/null || skip_all "munged is not installed"
+}

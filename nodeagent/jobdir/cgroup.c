@@ -159,8 +159,9 @@ static void thaw(const char *dir)
 		write_str(path, "0", &e);
 }
 
-/* Number of tasks still inside (killing them when asked). */
-static int procs(const char *dir, bool kill_them)
+/* The tasks in dir: how many (-1 when it cannot be read), the first max of
+ * them in pids, each killed when asked. */
+static int read_procs(const char *dir, pid_t *pids, int max, bool kill_them)
 {
 	char path[PATH_MAX], *buf, *p, *end;
 	size_t len;
@@ -169,20 +170,38 @@ static int procs(const char *dir, bool kill_them)
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	if (read_file(path, &buf, &len, 1 << 20, &e) < 0)
-		return 0;
+		return -1;
 	for (p = buf; *p; p = end) {
 		long pid = strtol(p, &end, 10);
 
 		if (end == p)
 			break;
-		if (pid > 0) {
-			n++;
-			if (kill_them)
-				kill((pid_t)pid, SIGKILL);
-		}
+		if (pid <= 0)
+			continue;
+		if (n < max)
+			pids[n] = (pid_t)pid;
+		n++;
+		if (kill_them)
+			kill((pid_t)pid, SIGKILL);
 	}
 	free(buf);
 	return n;
+}
+
+/* Number of tasks still inside (killing them when asked). */
+static int procs(const char *dir, bool kill_them)
+{
+	int n = read_procs(dir, NULL, 0, kill_them);
+
+	return n < 0 ? 0 : n;
+}
+
+/* The hierarchies' mount points, for a cgroup path rel inside each. */
+static int mounts_for(const char *rel, char ***m, int *n, struct verr *err)
+{
+	if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
+		return verr_set(err, "cgroup path '%s' must be relative and inside its hierarchy", rel);
+	return na_cgroup_mounts(m, n, err);
 }
 
 int na_cgroup_pids(const char *rel, pid_t *pids, int max, struct verr *err)
@@ -190,31 +209,17 @@ int na_cgroup_pids(const char *rel, pid_t *pids, int max, struct verr *err)
 	char **m;
 	int n, count = 0;
 
-	if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
-		return verr_set(err, "cgroup path '%s' must be relative and inside its hierarchy", rel);
-	if (na_cgroup_mounts(&m, &n, err) < 0)
+	if (mounts_for(rel, &m, &n, err) < 0)
 		return -1;
 	/* Every hierarchy holds the same tasks (na_cgroup_attach): the first
 	 * that has rel answers. */
 	for (int i = 0; i < n; i++) {
-		char path[PATH_MAX], *buf, *p, *end;
-		size_t len;
-		struct verr e;
+		char dir[PATH_MAX];
 
-		snprintf(path, sizeof(path), "%s/%s/cgroup.procs", m[i], rel);
-		if (read_file(path, &buf, &len, 1 << 20, &e) < 0)
-			continue;
-		for (p = buf; *p; p = end) {
-			long pid = strtol(p, &end, 10);
-
-			if (end == p)
-				break;
-			if (pid > 0 && count < max)
-				pids[count] = (pid_t)pid;
-			count += pid > 0;
-		}
-		free(buf);
-		break;
+		snprintf(dir, sizeof(dir), "%s/%s", m[i], rel);
+		if ((count = read_procs(dir, pids, max, false)) >= 0)
+			break;
+		count = 0;
 	}
 	na_cgroup_mounts_free(m, n);
 	return count;
@@ -272,9 +277,7 @@ int na_cgroup_remove(const char *rel, bool kill_them, int *removed, struct verr 
 	char **mnts;
 	int n, rc = 0;
 
-	if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
-		return verr_set(err, "cgroup path '%s' must be relative and inside its hierarchy", rel);
-	if (na_cgroup_mounts(&mnts, &n, err) < 0)
+	if (mounts_for(rel, &mnts, &n, err) < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {
 		char dir[PATH_MAX];

@@ -7,10 +7,7 @@
 # taken from root only, to either daemon.  Another user neither sees nor
 # cancels, waits for or reads root's job, but handles its own.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
+need_cluster
 WP=$VHPC_TOP/$B/testbin/wireprobe
 [ -x "$WP" ] || { echo "Bail out! $WP is not built (make tests)"; exit 1; }
 command -v munged >/dev/null || skip_all "munged is not installed"

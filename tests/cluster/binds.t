@@ -8,11 +8,7 @@
 # job that binds it and lands on node 3 fails its start naming n3 and the
 # path, and leaves nothing on any node.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster
 command -v mpicc >/dev/null || skip_all "mpicc is not installed (libopenmpi-dev)"
 command -v useradd >/dev/null || skip_all "useradd is not installed (passwd)"
 CL=vcb$$

@@ -13,11 +13,7 @@
 #  - a node's vhpcd killed and the job's mpirun failing right after:
 #    NODE_FAIL too, not mpirun's exit status.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster vhpc-na
 CL=vcc$$
 . "$(dirname "$0")/cluster-lib.sh"
 T=$CL_DIR

@@ -7,11 +7,7 @@
 # whose start fails on one node is torn down on the others and requeued,
 # and then starts.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster vhpc-na
 CL=vcg$$
 . "$(dirname "$0")/cluster-lib.sh"
 

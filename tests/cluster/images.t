@@ -20,11 +20,7 @@
 #    used image, never one a running job uses;
 #  - nothing is left.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster vhpc-na
 CL=vci$$
 CL_NO_PUSH=1
 . "$(dirname "$0")/cluster-lib.sh"

@@ -5,11 +5,7 @@
 # not even from an address of the other job's subnet on the same node; two
 # MPI benchmarks run side by side and both complete correctly.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-mpibench vhpc-imbcheck; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster vhpc-mpibench vhpc-imbcheck
 CL=vci$$
 . "$(dirname "$0")/cluster-lib.sh"
 T=$CL_DIR

@@ -7,11 +7,7 @@
 # output, job files, time limits and cancel work through submit, queue,
 # wait, output and cancel, with --json for scripts; nothing is left.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-mpibench vhpc-imbcheck; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster vhpc-mpibench vhpc-imbcheck
 CL=vcj$$
 . "$(dirname "$0")/cluster-lib.sh"
 T=$CL_DIR

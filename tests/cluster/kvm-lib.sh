@@ -2,11 +2,7 @@
 # after tests/lib.sh with CL set.  Checks what they need, brings up a
 # 2-node cluster (cluster-lib.sh) and gives them the job's command line
 # and its VMs' pids.
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na vhpc-hv; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster vhpc-na vhpc-hv
 export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
 [ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
 	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"

@@ -6,11 +6,7 @@
 # that lives in the image; its squashfs and erofs imports likewise, each
 # node mounting them once for all of its jobs; nothing is left.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na vhpc-sysexec; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster vhpc-na vhpc-sysexec
 for t in skopeo umoci mpicc mksquashfs; do
 	command -v $t >/dev/null || skip_all "$t is not installed (make installs it)"
 done

@@ -7,11 +7,7 @@
 # guests'), so the job's own teardown ends it, not a sweep for leftovers.
 # One node with two cores, so both 1-vCPU guests land on it.
 . "$(dirname "$0")/../lib.sh"
-need_root
-for p in vhpc vhpc-ctld vhpcd vhpc-guestd vhpc-na; do
-	[ -x "$BIN/$p" ] || skip_all "$p is not built"
-done
-command -v munged >/dev/null || skip_all "munged is not installed"
+need_cluster vhpc-na
 [ "$(nproc)" -ge 2 ] || skip_all "the node needs two cpus of this machine for its two guests"
 CL=vcp$$
 . "$(dirname "$0")/cluster-lib.sh"

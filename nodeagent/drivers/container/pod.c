@@ -108,17 +108,25 @@ static int write_map(pid_t pid, const char *file, unsigned id, struct verr *err)
 	return write_str(path, line, err);
 }
 
+/* No process yet; the job's name checked and kept. */
+static int pod_begin(const char *job, struct na_pod *pod, struct verr *err)
+{
+	pod->pid = -1;
+	pod->pidfd = -1;
+	if (na_job_check(job, err) < 0)
+		return -1;
+	snprintf(pod->job, sizeof(pod->job), "%s", job);
+	return 0;
+}
+
 int na_pod_create(const char *job, uid_t uid, gid_t gid, struct na_pod *pod, struct verr *err)
 {
 	char rel[64], *stack, ack = 0;
 	int go[2], back[2], fds[4], rc = 0;
 	pid_t pid;
 
-	pod->pid = -1;
-	pod->pidfd = -1;
-	if (na_job_check(job, err) < 0)
+	if (pod_begin(job, pod, err) < 0)
 		return -1;
-	snprintf(pod->job, sizeof(pod->job), "%s", job);
 	if (!(stack = malloc(POD_STACK)))
 		return verr_set(err, "out of memory");
 	if (pipe2(go, O_CLOEXEC) < 0) {
@@ -199,11 +207,8 @@ int na_pod_adopt(const char *job, struct na_pod *pod, struct verr *err)
 	pid_t pids[2];
 	int n;
 
-	pod->pid = -1;
-	pod->pidfd = -1;
-	if (na_job_check(job, err) < 0)
+	if (pod_begin(job, pod, err) < 0)
 		return -1;
-	snprintf(pod->job, sizeof(pod->job), "%s", job);
 	snprintf(rel, sizeof(rel), "vhpc/%s/pod", job);
 	if ((n = na_cgroup_pids(rel, pids, 2, err)) < 0)
 		return verr_wrap(err, "job %s pod", job);
