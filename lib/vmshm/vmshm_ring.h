@@ -5,10 +5,9 @@
  * takes 32, so two small messages share a cache line (vader's fast boxes
  * pack them the same way); a larger one takes whole 64-byte lines and
  * starts on one, after a 32-byte PAD record where a small record left
- * half a line.  Records never wrap (a PAD record fills
- * the end of the ring instead).  The consumer
- * owns `tail` (a monotonic byte count, published in the ring's control
- * page); the producer keeps `head` to itself.
+ * half a line.  Records never wrap (a PAD record fills the end of the ring
+ * instead).  The consumer owns `tail` (a monotonic byte count, published
+ * in the ring's control page); the producer keeps `head` to itself.
  *
  * A record is ready when its 64-bit stamp equals stamp(key, lap), where lap
  * = position / ring size and key is a random number the consumer drew when
@@ -78,8 +77,8 @@ struct vmshm_prod {
 	uint32_t hot;          /* 0, or the size of the hot window */
 	uint64_t hot_lap;      /* lap that hot_at is for */
 	uint64_t hot_at;       /* where in that lap to look for a rewind next */
-	uint64_t laps;         /* laps begun, and how many by a rewind */
-	uint64_t rewinds;
+	uint64_t laps;         /* with a hot window: laps begun, and how */
+	uint64_t rewinds;      /* many of them began early by a rewind */
 };
 
 struct vmshm_cons {

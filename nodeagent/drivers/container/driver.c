@@ -217,9 +217,8 @@ static int same_ns(pid_t a, pid_t b, const char *ns)
 	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* The pod of a dead agent's job, found once (its first guest), so that the
- * teardown ends it and Slurm's tasks keep single copy; each guest must
- * live in it. */
+/* The pod of a dead agent's job, found once (at its first guest), so that
+ * the job's teardown ends it; each guest must live in it. */
 static int adopt_pod(struct na_job *j, pid_t init, struct verr *err)
 {
 	struct ctr_job *cj;
