@@ -79,6 +79,11 @@ remove_user() {
 	rc=$?
 	case $rc in 0 | 6) ;; *) echo "# cleanup: groupdel $1 failed (exit $rc): $out" ;; esac
 }
+# poll_pause [SECONDS]: the pause between two looks of a polling loop
+# (default 0.1 s).  In the virtualization lab every process a look starts
+# is emulated by TCG in L1, and the CPU it takes is the L2 guests' that the
+# loop waits for: there the pause is 1 s.
+poll_pause() { if [ -n "${VHPC_IN_LAB-}" ]; then sleep 1; else sleep "${1:-0.1}"; fi; }
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root (network namespaces, cgroups)"; }
 
 # lab_check FILE...: inside the virtualization lab, a guest that crashed in

@@ -176,7 +176,7 @@ cl_wait_nodes_up() {  # N
 	local i
 	for ((i = 0; i < 200; i++)); do
 		[ "$(vc nodes --json 2>/dev/null | tr -d ' \n' | grep -o '"state":"up"' | wc -l)" -ge "$1" ] && return 0
-		sleep 0.1
+		poll_pause
 	done
 	return 1
 }
@@ -190,7 +190,7 @@ wait_state() {  # ID REGEX [SECONDS]
 	for ((i = 0; i < ${3:-60} * 10; i++)); do
 		s=$(job_state "$1")
 		[[ $s =~ ^($2)$ ]] && return 0
-		sleep 0.1
+		poll_pause
 	done
 	echo "# job $1 is '$s', not /$2/ after ${3:-60}s"
 	return 1

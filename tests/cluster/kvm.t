@@ -24,7 +24,7 @@ CL=vck$$
 # own; then a PingPong across the nodes.
 TICKS='for i in $(seq 12); do echo "$(hostname) tick $i"; sleep 1; done'
 wait_output() {  # ID
-	for _ in $(seq 600); do [ "$(job_field "$1" output_bytes)" -gt 0 ] 2>/dev/null && return 0; sleep 0.2; done
+	for _ in $(seq 600); do [ "$(job_field "$1" output_bytes)" -gt 0 ] 2>/dev/null && return 0; poll_pause 0.2; done
 	return 1
 }
 

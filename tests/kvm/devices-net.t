@@ -27,7 +27,7 @@ for _ in $(seq 1500); do
 	[ -n "$job" ] && g0=$(pgrep -af "vhpc-hv .*/jobs/$job/kvm0/" | sed -n 's/.*vhpc\.addr=\([0-9.]*\/[0-9]*\).*/\1/p' | head -n 1)
 	[ -n "$g0" ] && break
 	kill -0 $pid 2>/dev/null || break
-	sleep 0.2
+	poll_pause 0.2
 done
 check_match "g0 has an address on the job network" '^[0-9.]+/[0-9]+$' "$g0"
 IFS=./ read -r a b c d plen <<<"${g0:-0.0.0.0/32}"

@@ -57,7 +57,7 @@ for _ in $(seq 900); do
 	hvc=$(cat "$VHPC_RUN_DIR"/jobs/*/kvm[01]/hv/console 2>/dev/null | grep -c 'vhpc-devices-t hvc0 of rank')
 	[ "$hvc" = 2 ] && break
 	kill -0 $pid 2>/dev/null || break
-	sleep 0.2
+	poll_pause 0.2
 done
 wait $pid
 check_eq "the probe job exits 0" 0 "$?"

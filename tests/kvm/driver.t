@@ -19,7 +19,7 @@ kvm_setup kvmt
 job_of() { sed -n 's/^vhpc: job \([a-z0-9]*\): .*/\1/p' "$1" | head -n 1; }
 hv_pids() { pgrep -f "vhpc-hv .*$VHPC_RUN_DIR/jobs/$1/" || true; }
 wait_log() {  # wait_log FILE REGEX SECONDS
-	for _ in $(seq $(($3 * 10))); do grep -qE "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	for _ in $(seq $(($3 * 10))); do grep -qE "$2" "$1" 2>/dev/null && return 0; poll_pause; done
 	return 1
 }
 # Every resource of job $1, one per line (empty when all are gone).

@@ -23,7 +23,7 @@ unset VHPC_KVM_ALLOW_EMULATION
 			{ cat "/proc/$pid/status"; echo "mntns: $(readlink "/proc/$pid/ns/mnt")"; } >"$T/hv.status"
 			exit 0
 		fi
-		sleep 0.1
+		poll_pause
 	done
 ) &
 wpid=$!

@@ -29,7 +29,7 @@ start_job() {
 	for _ in $(seq 600); do
 		grep -q 'guests\? ready in' "$T/$name.err" && break
 		kill -0 $pid 2>/dev/null || break
-		sleep 0.2
+		poll_pause 0.2
 	done
 	job=$(job_id_of "$T/$name.err")
 	# Not ready in time and still waiting: say where each guest got to.

@@ -208,7 +208,7 @@ sl_ready() {
 	local i
 	for ((i = 0; i < 200; i++)); do
 		grep -qs 'status ready' "$SL_DIR/run-n$2/slurm/$1.state" && return 0
-		sleep 0.1
+		poll_pause
 	done
 	return 1
 }
@@ -218,7 +218,7 @@ sl_wait_empty() {
 	local i
 	for ((i = 0; i < ${1:-30} * 10; i++)); do
 		[ -z "$(sl_in "$SL_HUB" squeue -h 2>/dev/null)" ] && return 0
-		sleep 0.1
+		poll_pause
 	done
 	return 1
 }
