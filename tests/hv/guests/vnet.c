@@ -51,24 +51,13 @@ static void post_rx(struct kvq *q, int n)
 static int recv_frame(struct kvq *const *qs, int nq, uint8_t *f, int *nbufs, int *qi)
 {
 	uint32_t len;
-	int h = -1, n, total = 0;
-	struct kvq *q = NULL;
+	int h = vq_wait_any(qs, nq, &len, 700, qi), n, total = 0;
+	struct kvq *q;
 	uint8_t *b;
 
-	for (int spin = 0; spin <= 700 && h < 0; spin++) {
-		cli();
-		for (int i = 0; i < nq && h < 0; i++)
-			if ((h = vq_get(qs[i], &len)) >= 0) {
-				q = qs[i];
-				*qi = i;
-			}
-		if (h < 0 && spin < 700)
-			sti_hlt();
-		else
-			sti();
-	}
 	if (h < 0)
 		return -1;
+	q = qs[*qi];
 	b = (uint8_t *)q->desc[h].addr;
 	n = b[10] | b[11] << 8;
 	*nbufs = n;

@@ -381,22 +381,43 @@ int vq_get(struct kvq *q, uint32_t *len)
 	return (int)e[0];
 }
 
-int vq_wait(struct kvq *q, uint32_t *len, uint64_t spins)
+/* One look at each queue, interrupts off so that a completion cannot slip
+ * in between the look and the hlt. */
+static int vq_get_any(struct kvq *const *qs, int n, uint32_t *len, int *which)
+{
+	for (int i = 0; i < n; i++) {
+		int h = vq_get(qs[i], len);
+
+		if (h >= 0) {
+			if (which)
+				*which = i;
+			return h;
+		}
+	}
+	return -1;
+}
+
+int vq_wait_any(struct kvq *const *qs, int n, uint32_t *len, uint64_t spins, int *which)
 {
 	int h;
 
 	for (uint64_t i = 0; i < spins; i++) {
 		cli();
-		if ((h = vq_get(q, len)) >= 0) {
+		if ((h = vq_get_any(qs, n, len, which)) >= 0) {
 			sti();
 			return h;
 		}
 		sti_hlt();
 	}
 	cli();
-	h = vq_get(q, len);
+	h = vq_get_any(qs, n, len, which);
 	sti();
 	return h;
+}
+
+int vq_wait(struct kvq *q, uint32_t *len, uint64_t spins)
+{
+	return vq_wait_any(&q, 1, len, spins, NULL);
 }
 
 uint8_t vcfg8(struct kvdev *d, unsigned off) { return mmio_read8(d->devcfg + off); }

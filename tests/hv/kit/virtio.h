@@ -74,6 +74,8 @@ void vq_kick(struct kvq *q);
 int vq_get(struct kvq *q, uint32_t *len);
 /* Waits (hlt, interrupts on) until a used element arrives or spins run out. */
 int vq_wait(struct kvq *q, uint32_t *len, uint64_t spins);
+/* The same over n queues; *which (if not NULL) says whose element it is. */
+int vq_wait_any(struct kvq *const *qs, int n, uint32_t *len, uint64_t spins, int *which);
 uint8_t vcfg8(struct kvdev *d, unsigned off);
 uint16_t vcfg16(struct kvdev *d, unsigned off);
 uint32_t vcfg32(struct kvdev *d, unsigned off);
