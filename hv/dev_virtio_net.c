@@ -572,6 +572,12 @@ static int open_tap(struct vnet *n, const struct net_cfg *c, const char *where, 
 		n->p[i].attached = true;
 	}
 	n->is_tap = true;
+	/* Until the driver enables more pairs the tap steers every frame to
+	 * queue 0, where it waits for the driver.  Attached, the other queues
+	 * would take their share of what arrives before the driver starts, and
+	 * the kernel drops a queue's frames when it is detached at start. */
+	for (int i = 1; i < n->npairs; i++)
+		attach(n, i, false);
 	if (c->mtu) {
 		int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		struct ifreq ifr;
