@@ -94,8 +94,12 @@ sl_ready "$id" 2
 inits=$(guest_inits "$id" 2)
 sl_node_procs 2 | xargs -r kill -9
 sleep 1
-check_eq "after kill -9 of node n2's slurmd, slurmstepds and vhpc-slurmjob its two guests still run" 2 \
-	"$(alive "${id}s1" $inits | wc -l)"
+n=$(alive "${id}s1" $inits | wc -l)
+check_eq "after kill -9 of node n2's slurmd, slurmstepds and vhpc-slurmjob its two guests still run" 2 "$n"
+# Seen 3 times in 14 runs on 2026-12-03: one of the two inits had exited.
+[ "$n" = 2 ] || for p in $inits; do
+	diag "guest init $p: state and exit code $(awk '{print $3, $NF}' /proc/"$p"/stat 2>&1)"
+done
 check "and the job's dir is there, unlocked" test -d "$SL_DIR/run-n2/jobs/${id}s1"
 sl_node_up 2
 sl_wait_idle 1
