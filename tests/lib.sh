@@ -82,7 +82,9 @@ remove_user() {
 # poll_pause [SECONDS]: the pause between two looks of a polling loop
 # (default 0.1 s).  In the virtualization lab every process a look starts
 # is emulated by TCG in L1, and the CPU it takes is the L2 guests' that the
-# loop waits for: there the pause is 1 s.
+# loop waits for: there the pause is 1 s.  The loops still count looks,
+# not seconds, so in the lab a limit such as wait_state's SECONDS stretches
+# to ten times or more (the test's own "# timeout:" still bounds it).
 poll_pause() { if [ -n "${VHPC_IN_LAB-}" ]; then sleep 1; else sleep "${1:-0.1}"; fi; }
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root (network namespaces, cgroups)"; }
 
