@@ -53,10 +53,11 @@ chmod 755 "$work/pin"
 args=(-npmin 4 -msglen "$work/sizes" -iter 2000 -time 10 "$bench")
 mpi=(mpirun --allow-run-as-root --oversubscribe -np 4 --bind-to none --mca btl_vader_fbox_size 65536)
 # Rows of the benchmark's own table (IMB-MPI1 runs others for a name it does
-# not know): bytes reps t_min t_max t_avg.
+# not know): bytes reps t_min t_max t_avg, or for PingPong and PingPing
+# bytes reps t MB/s (t stands for both).
 rows() {
 	awk -v L="$1" -v R="$2" -v B="$bench" '/^# Benchmarking / { on = ($3 == B) }
-		on && NF >= 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { print L, R, $1, $4, $5; n++ }
+		on && NF >= 4 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { print L, R, $1, NF == 4 ? $3 : $4, NF == 4 ? $3 : $5; n++ }
 		END { exit n ? 0 : 1 }'
 }
 run_one() { # LAYOUT ROUND
