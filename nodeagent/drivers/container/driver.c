@@ -99,12 +99,39 @@ static int prepare(struct na_job *j, struct verr *err)
 	return 0;
 }
 
+/* Chrooted: no mount of our mount table is at "/" (the table lists only
+ * what lies under our root).  Without /proc: not known, so not said. */
+static int at_root(const char *mnt, const char *fstype, void *arg)
+{
+	(void)fstype;
+	if (strcmp(mnt, "/"))
+		return 0;
+	*(bool *)arg = true;
+	return -1;
+}
+
+static bool chrooted(void)
+{
+	struct verr e;
+	bool root = false;
+
+	return na_each_mount(at_root, &root, &e) == 0 && !root;
+}
+
 static int check(bool allow_emulated, bool *emulated, struct verr *err)
 {
 	(void)allow_emulated;
 	*emulated = false;
 	if (!na_runc_path())
 		return verr_set(err, "driver container: runc not found ($VHPC_RUNC, /usr/sbin/runc, PATH): install the Debian package runc");
+	/* The kernel refuses a new user namespace to a chrooted process, and
+	 * guests and their pod each need one.  Said here, at the start: from
+	 * runc it comes as "can't get final child's PID from pipe: EOF", and
+	 * an admin trying a debootstrap root with chroot would look at sysctls. */
+	if (chrooted())
+		return verr_set(err, "driver container: this process is in a chroot, where the kernel refuses the "
+				     "user namespaces guests need; run vhpc in the machine's own root, or in a "
+				     "container or after pivot_root in a mount namespace of its own");
 	return 0;
 }
 
