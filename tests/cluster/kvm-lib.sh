@@ -11,10 +11,16 @@ export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
 # lab build it on the host first): its one root file serves as the VMs'
 # root disk, a third of the tree's size with its ext4 disk, and every test
 # pushes it and both nodes pull it (under TCG: 25 s and 40 s for the tree).
+# Where the set-up got to, and when: under TCG it can take most of a
+# test's time-out, and a time-out alone (CI, 2026-12-03: kvm-vmshm.t
+# printed nothing in 300 s) does not say which step it was in.
+setup_t0=$SECONDS
+setup_mark() { diag "set-up: $* after $((SECONDS - setup_t0)) s"; }
 img_dir=$(mktemp -d /tmp/vhpct-kvmimg.XXXXXX)
 at_exit "rm -rf '$img_dir'"
 "$VHPC_TOP/tests/kvm/compact-images" "$img_dir" | grep -q '^squashfs 0$' ||
 	{ echo "Bail out! the squashfs image does not build: $(tail -n 3 "$img_dir/build-squashfs")"; exit 1; }
+setup_mark "the squashfs image is there"
 CL_PUSH_IMAGE=kvmsquashfs
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 T=$CL_DIR
@@ -26,11 +32,19 @@ lab_no_default_binds
 # for 3.4 s, and the controller then failed a healthy node's job.
 : "${CL_HB_MS:=1000}" "${CL_HB_MISSES:=8}"
 cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
+setup_mark "network, munge and vhpc-ctld up"
 before=$(cl_leftovers)
 # KVM_NODE_ARGS_<I> (set before sourcing): more vhpcd options for node I,
 # e.g. more cpus so that two guests fit there.
 for i in 1 2; do v=KVM_NODE_ARGS_$i; cl_node_up $i ${!v-} || fail "node $i starts"; done
-check "two nodes register" cl_wait_nodes_up 2
+setup_mark "both vhpcd started"
+if cl_wait_nodes_up 2; then
+	ok "two nodes register"
+else
+	fail "two nodes register"
+	diag "$(vc nodes 2>&1 | head -5)" "$(tail -n 8 "$CL_DIR"/n[12].log 2>&1)"
+fi
+setup_mark "the nodes registered"
 
 sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
 KVM=(--driver kvm -N 2 -n 2 --vcpus 1 --mem 384M --timeout 600)
