@@ -6,16 +6,16 @@ need_cluster vhpc-na vhpc-hv
 export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
 [ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
 	skip_all "no kernel package in $VHPC_KERNEL_CACHE (make kernels fetches it during set-up)"
-# The cluster's default image is the squashfs build of the default image,
-# kvm parts included (tests/kvm/compact-images; "# lab-prepare:" has the
-# lab build it on the host first): its one root file serves as the VMs'
-# root disk, a third of the tree's size with its ext4 disk, and every test
-# pushes it and both nodes pull it (under TCG: 25 s and 40 s for the tree).
 # Where the set-up got to, and when: under TCG it can take most of a
 # test's time-out, and a time-out alone (CI, 2026-12-03: kvm-vmshm.t
 # printed nothing in 300 s) does not say which step it was in.
 setup_t0=$SECONDS
 setup_mark() { diag "set-up: $* after $((SECONDS - setup_t0)) s"; }
+# The cluster's default image is the squashfs build of the default image,
+# kvm parts included (tests/kvm/compact-images; "# lab-prepare:" has the
+# lab build it on the host first): its one root file serves as the VMs'
+# root disk, a third of the tree's size with its ext4 disk, and every test
+# pushes it and both nodes pull it (under TCG: 25 s and 40 s for the tree).
 img_dir=$(mktemp -d /tmp/vhpct-kvmimg.XXXXXX)
 at_exit "rm -rf '$img_dir'"
 "$VHPC_TOP/tests/kvm/compact-images" "$img_dir" | grep -q '^squashfs 0$' ||
