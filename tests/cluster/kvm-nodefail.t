@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 240
+# timeout: 400
 # needs: hardware-virtualization
 # lab-prepare: tests/kvm/compact-images
 # A kvm cluster job that loses a node (see kvm.t): 2 nodes, vhpcd in two

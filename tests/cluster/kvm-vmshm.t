@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 300
+# timeout: 600
 # needs: hardware-virtualization
 # lab-prepare: tests/kvm/compact-images
 # A kvm cluster job whose guests share a node (see kvm.t): 2 nodes, vhpcd

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 300
+# timeout: 600
 # needs: hardware-virtualization
 # lab-prepare: tests/kvm/compact-images
 # lab-kvm-amd: npt=0 vgif=0 vls=0 lbrv=0

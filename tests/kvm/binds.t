@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 300
+# timeout: 500
 # needs: hardware-virtualization
 # Users' own programs in kvm guests (issue 15): a test user compiles an MPI
 # hello world on the host in a folder of their own, and `vhpc run --driver

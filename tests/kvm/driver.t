@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 200
+# timeout: 250
 # needs: hardware-virtualization
 # The kvm driver runs the real vhpc-hv from a built image.  Where KVM is
 # software-only (the lab's nested kvm_amd), --allow-emulated-kvm starts

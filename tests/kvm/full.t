@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 150
+# timeout: 250
 # needs: hardware-virtualization
 # The whole kvm path: two VMs boot the image's kernel and initramfs, mount
 # their ext4 root and config disk, vhpc-guestd reports ready over vsock,
