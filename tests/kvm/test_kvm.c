@@ -190,6 +190,27 @@ static void argv_from_placement_and_image(void **state)
 	assert_null(strstr(joined(argv), "hugepages"));
 	assert_null(strstr(joined(argv), "--shm"));
 	na_kvm_argv_free(argv);
+
+	/* VHPC_KVM_PREFAULT=0 (the nested lab): no prefault, except with
+	 * hugepages, whose pool must be found short at start. */
+	s.emulated = false;
+	setenv("VHPC_KVM_PREFAULT", "0", 1);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
+	assert_non_null(strstr(joined(argv), "|--host-node|1|--no-prefault|--require-hw|"));
+	na_kvm_argv_free(argv);
+	s.hugepages = true;
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
+	assert_null(strstr(joined(argv), "prefault"));
+	na_kvm_argv_free(argv);
+	s.hugepages = false;
+	setenv("VHPC_KVM_PREFAULT", "1", 1);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
+	assert_null(strstr(joined(argv), "prefault"));
+	na_kvm_argv_free(argv);
+	setenv("VHPC_KVM_PREFAULT", "no", 1);
+	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), -1);
+	assert_string_equal(e.msg, "VHPC_KVM_PREFAULT: expected 0 or 1, got 'no'");
+	unsetenv("VHPC_KVM_PREFAULT");
 }
 
 static void argv_prefers_the_pvh_kernel(void **state)
