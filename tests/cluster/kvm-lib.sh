@@ -33,6 +33,18 @@ lab_no_default_binds
 : "${CL_HB_MS:=1000}" "${CL_HB_MISSES:=8}"
 cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
 setup_mark "network, munge and vhpc-ctld up"
+# Stopped at its time limit (tests/run's timeout sends TERM to the test's
+# process group): say where the job was, from the logs the clean-up is
+# about to remove.  CI on 2026-12-03 timed out cluster/kvm.t waiting for
+# its job after the vhpcd takeover, with nothing to say why.
+on_term() {
+	diag "stopped at the time limit; the controller's jobs:" "$(vc queue --all 2>&1 | tail -n 4)"
+	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n[12].log; do
+		[ -f "$f" ] && diag "--- ${f##*/}, last lines:" "$(tail -n 12 "$f")"
+	done
+	exit 130
+}
+trap on_term TERM
 before=$(cl_leftovers)
 # KVM_NODE_ARGS_<I> (set before sourcing): more vhpcd options for node I,
 # e.g. more cpus so that two guests fit there.

@@ -21,7 +21,9 @@
 CL=vck$$
 . "$(dirname "$0")/kvm-lib.sh"
 # 12 numbered lines per guest, one a second: each guest's rank prints its
-# own; then a PingPong across the nodes.
+# own; then a PingPong across the nodes, 20 repetitions a size: in the
+# lab its half round trip over TCP took 7.4-11.7 ms (nested/TCG), so the
+# default 1000 took about 3 minutes, and CI's slower lab ran out of time.
 TICKS='for i in $(seq 12); do echo "$(hostname) tick $i"; sleep 1; done'
 wait_output() {  # ID
 	for _ in $(seq 600); do [ "$(job_field "$1" output_bytes)" -gt 0 ] 2>/dev/null && return 0; poll_pause 0.2; done
@@ -30,7 +32,7 @@ wait_output() {  # ID
 
 # -- a kvm job across the two nodes, and a vhpcd restart under it --------
 t0=$(date +%s%N)
-J=$(sub "${KVM[@]}" -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$TICKS; exec vhpc-mpibench -msglog 0:6 PingPong")
+J=$(sub "${KVM[@]}" -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$TICKS; exec vhpc-mpibench -msglog 0:6 -iter 20 PingPong")
 check_match "the job is accepted" '^[0-9]+$' "$J"
 check "job $J runs" wait_state "$J" RUNNING 200
 diag "submit to RUNNING: $(( ($(date +%s%N) - t0) / 1000000 )) ms (two VMs booting, nested/TCG)"
@@ -53,7 +55,7 @@ vc wait "$J"
 check_eq "the job completes with exit status 0" 0 "$?"
 vc output "$J" >"$T/j1.out"
 check "its output is whole: every line of both guests, each once" cl_ticks_ok "$T/j1.out"
-check "the PingPong across the nodes ran" vhpc-imbcheck -expect PingPong@2 "$T/j1.out"
+check "the PingPong across the nodes ran" vhpc-imbcheck -iter 20 -expect PingPong@2 "$T/j1.out"
 check_match "the ranks talk TCP between the nodes" "Using tcp btl" "$(cat "$T/j1.out")"
 check_eq "and never vmshm (no two guests share a node)" 0 "$(grep -c 'Using vmshm btl' "$T/j1.out")"
 for i in 1 2; do
