@@ -311,6 +311,13 @@ static void bad_specs_say_what_is_wrong(void **state)
 	BAD("a path with a comma");
 	s = spec(&p); s.config_disk = NULL;
 	BAD("config disk: no path");
+	/* Found after the argv was begun: what was built is freed (ASan). */
+	s = spec(&p); s.nfs = NA_KVM_MAX_FS + 1;
+	BAD("shared folders: a kvm guest has at most");
+	setenv("VHPC_KVM_PREFAULT", "", 1);
+	s = spec(&p);
+	BAD("VHPC_KVM_PREFAULT: expected 0 or 1, got ''");
+	unsetenv("VHPC_KVM_PREFAULT");
 	struct na_placement none = { 0 };
 	s = spec(&none);
 	BAD("a placement with 1..256 CPUs");

@@ -361,8 +361,10 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 		add(&a, "--blk");
 		add(&a, "path=%s,serial=vhpc-scratch", file_arg(fds->scratch, s->scratch_disk, fb, sizeof(fb)));
 	}
-	if (s->nfs < 0 || s->nfs > NA_KVM_MAX_FS || (s->nfs && !s->fs))
+	if (s->nfs < 0 || s->nfs > NA_KVM_MAX_FS || (s->nfs && !s->fs)) {
+		na_kvm_argv_free(a.v);
 		return verr_set(err, "%d shared folders: a kvm guest has at most %d", s->nfs, NA_KVM_MAX_FS);
+	}
 	for (int i = 0; i < s->nfs; i++) {
 		add(&a, "--fs");
 		add(&a, "tag=vhpc%d,socket=/dev/fd/%d", i, fds->fs[i]);
