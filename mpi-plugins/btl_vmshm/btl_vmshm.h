@@ -21,9 +21,10 @@
 #include "lib/vmshm/vmshm_region.h"
 #include "lib/vmshm/vmshm_ring.h"
 
-/* 3: ring records on 32 bytes (lib/vmshm/vmshm_ring.h); a peer with an
+/* 4: a large record's payload may sit up to a page after its header (its
+ * skew); 3: records on 32 bytes (lib/vmshm/vmshm_ring.h).  A peer with an
  * older BTL is not reached through vmshm. */
-#define VMSHM_MODEX_VERSION 3u
+#define VMSHM_MODEX_VERSION 4u
 #define VMSHM_ID_LEN 64
 
 /* What each rank publishes (global scope) so peers can decide reachability. */

@@ -269,7 +269,13 @@ static int write_frag(struct mca_btl_base_endpoint_t *ep, vmshm_frag_t *f)
 
 	if (len > UINT32_MAX)
 		return -EMSGSIZE;
-	rc = vmshm_prod_reserve(&ep->prod, (uint32_t)len, &dst);
+	/* The last segment carries the data (the user's bytes in place, or our
+	 * packed copy): the payload goes where that segment's page offset puts
+	 * it (vmshm_ring.h, VMSHM_MATCH_MIN). */
+	const mca_btl_base_segment_t *last = &f->segs[f->base.des_segment_count - 1];
+	uint32_t page_off = (uint32_t)(((uintptr_t)last->seg_addr.pval -
+					(len - last->seg_len)) & (VMSHM_PAGE - 1));
+	rc = vmshm_prod_reserve_at(&ep->prod, (uint32_t)len, page_off, &dst);
 	if (rc)
 		return rc;
 	for (size_t i = 0, off = 0; i < f->base.des_segment_count; i++) {
@@ -368,11 +374,20 @@ static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 		return OPAL_ERR_UNREACH;
 	if (total > btl->btl_max_send_size)
 		return OPAL_ERR_OUT_OF_RESOURCE;
+	/* Contiguous bytes are copied from where they are, and their payload
+	 * goes at their page offset (vmshm_ring.h, VMSHM_MATCH_MIN). */
+	void *src = NULL;
+	uint32_t page_off = VMSHM_NO_MATCH;
+	if (payload_size && !opal_convertor_need_buffers(conv)) {
+		opal_convertor_get_current_pointer(conv, &src);
+		page_off = (uint32_t)(((uintptr_t)src - header_size) & (VMSHM_PAGE - 1));
+	}
 	OPAL_THREAD_LOCK(&C->send_lock);
 	/* Queued fragments go first (ordering); a full ring waits.  Either way
 	 * the PML gets a descriptor to pack into and send: it then queues
 	 * behind the others here instead of on the PML's own pending list. */
-	rc = ep->pend_head ? -EAGAIN : vmshm_prod_reserve(&ep->prod, (uint32_t)total, &dst);
+	rc = ep->pend_head ? -EAGAIN :
+	     vmshm_prod_reserve_at(&ep->prod, (uint32_t)total, page_off, &dst);
 	if (rc) {
 		if (rc == -EAGAIN) {
 			ep->tx_full++;
@@ -387,11 +402,9 @@ static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 		return OPAL_ERROR;
 	}
 	memcpy(dst, header, header_size);
-	if (payload_size && !opal_convertor_need_buffers(conv)) {
+	if (src) {
 		/* Contiguous: the PML considers the send done when we return, so
 		 * the convertor's position does not matter; skip its machinery. */
-		void *src;
-		opal_convertor_get_current_pointer(conv, &src);
 		memcpy((uint8_t *)dst + header_size, src, payload_size);
 	} else if (payload_size) {
 		struct iovec iov = { .iov_base = (uint8_t *)dst + header_size,

@@ -81,6 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (take(&in, 1) & 1)
 				r->type = (uint8_t)take(&in, 1);
 			r->tag = (uint8_t)take(&in, 1);
+			if (take(&in, 1) & 1)
+				r->skew = (uint16_t)take(&in, 2);
 			break;
 		}
 		case 1: { /* scribble */
@@ -117,7 +119,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 5: { /* produce */
 			void *dst;
 			uint32_t len = (uint32_t)take(&in, 3) % (rsize + 64);
-			if (vmshm_prod_reserve(&p, len, &dst) == 0) {
+			uint32_t off = take(&in, 1) & 1 ? (uint32_t)take(&in, 2) % VMSHM_PAGE :
+				       VMSHM_NO_MATCH;
+			if (vmshm_prod_reserve_at(&p, len, off, &dst) == 0) {
 				uint8_t *d = dst;
 				if (d < ring || d + len > ring + rsize)
 					abort();

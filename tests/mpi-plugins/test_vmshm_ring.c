@@ -533,6 +533,90 @@ static void impossible_tail_is_an_error_for_the_producer(void **state)
 	free(r.data);
 }
 
+/* Large payloads land at the page offset asked for, through wraps, and
+ * arrive whole; small ones, and ones too large to leave room for a page of
+ * skew, are placed as before. */
+static void large_payloads_land_at_their_source_page_offset(void **state)
+{
+	struct ring r;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+	uint64_t sent = 0, got = 0;
+
+	(void)state;
+	ring_open(&r, 64 << 10, 77);
+	while (got < 300) {
+		for (;;) {
+			uint32_t len = VMSHM_MATCH_MIN + (uint32_t)(sent * 997) % 12000;
+			uint32_t off = (uint32_t)(sent * 4093) % VMSHM_PAGE;
+			int rc = vmshm_prod_reserve_at(&r.p, len, off, &dst);
+			if (rc == -EAGAIN)
+				break;
+			assert_int_equal(rc, 0);
+			assert_int_equal((uintptr_t)dst % VMSHM_PAGE, off);
+			assert_true((uint8_t *)dst + len <= r.data + r.size);
+			fillpat(dst, len, sent);
+			vmshm_prod_commit(&r.p, len, (uint8_t)sent);
+			sent++;
+		}
+		while (vmshm_cons_peek(&r.c, &m, err, sizeof(err)) == 1) {
+			uint8_t want[VMSHM_MATCH_MIN + 12000];
+			assert_int_equal(m.len, VMSHM_MATCH_MIN + (uint32_t)(got * 997) % 12000);
+			assert_int_equal((uintptr_t)m.payload % VMSHM_PAGE, (got * 4093) % VMSHM_PAGE);
+			fillpat(want, m.len, got);
+			assert_memory_equal(m.payload, want, m.len);
+			vmshm_cons_pop(&r.c);
+			got++;
+		}
+		vmshm_cons_publish(&r.c);
+	}
+	assert_true(r.c.tail > 20ull * r.size);
+	/* Below the threshold: on the line, as without a page offset. */
+	assert_int_equal(vmshm_prod_reserve_at(&r.p, VMSHM_MATCH_MIN - 1, 5, &dst), 0);
+	assert_int_equal(((uintptr_t)dst - VMSHM_REC_HDR - (uintptr_t)r.data) % VMSHM_LINE, 0);
+	free(r.data);
+	/* 16 KiB ring: 8 KiB payloads at most, no room for a page of skew. */
+	ring_open(&r, 16 << 10, 78);
+	uint32_t big = vmshm_ring_max_payload(16 << 10);
+	assert_int_equal(vmshm_prod_reserve_at(&r.p, big, 5, &dst), 0);
+	assert_ptr_equal(dst, r.data + VMSHM_REC_HDR);
+	free(r.data);
+}
+
+/* The skew is hostile too: more than a page, or one that carries the
+ * payload past the ring's end, is an error before any read. */
+static void a_hostile_skew_is_an_error(void **state)
+{
+	struct ring r;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+
+	(void)state;
+	ring_open(&r, 16 << 10, 79);
+	assert_int_equal(vmshm_prod_reserve_at(&r.p, 3000, 100, &dst), 0);
+	vmshm_prod_commit(&r.p, 3000, 1);
+	uint16_t skew = next_rec(&r)->skew;
+	assert_true(skew > 0 && skew < VMSHM_PAGE);
+	next_rec(&r)->skew = VMSHM_PAGE;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "more than a page"));
+	next_rec(&r)->skew = VMSHM_PAGE - 1;
+	next_rec(&r)->len = (16 << 10) - VMSHM_REC_HDR - (VMSHM_PAGE - 1) + 1;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "after a skew of 4095, past the end"));
+	/* Exactly to the end is fine. */
+	next_rec(&r)->len -= 1;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	assert_ptr_equal(m.payload, r.data + VMSHM_REC_HDR + VMSHM_PAGE - 1);
+	next_rec(&r)->skew = skew;
+	next_rec(&r)->len = 3000;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	assert_int_equal((uintptr_t)m.payload % VMSHM_PAGE, 100);
+	free(r.data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -550,6 +634,8 @@ int main(void)
 		cmocka_unit_test(damaged_records_are_errors_not_reads),
 		cmocka_unit_test(impossible_tail_is_an_error_for_the_producer),
 		cmocka_unit_test(small_records_share_a_line_large_ones_start_on_one),
+		cmocka_unit_test(large_payloads_land_at_their_source_page_offset),
+		cmocka_unit_test(a_hostile_skew_is_an_error),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
