@@ -72,6 +72,14 @@
 #define VMSHM_PAGE       4096u
 #define VMSHM_MATCH_MIN  2048u
 #define VMSHM_NO_MATCH   UINT32_MAX
+#define VMSHM_MATCH_SHIFT 2048u
+
+/* Page offset for a payload whose first `lead` bytes are headers and whose
+ * rest is copied from `src`. */
+static inline uint32_t vmshm_page_off_for(const void *src, size_t lead)
+{
+	return (uint32_t)(((uintptr_t)src - lead + VMSHM_MATCH_SHIFT) & (VMSHM_PAGE - 1));
+}
 
 struct vmshm_rec {
 	uint64_t stamp;

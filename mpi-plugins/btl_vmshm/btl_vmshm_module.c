@@ -271,10 +271,9 @@ static int write_frag(struct mca_btl_base_endpoint_t *ep, vmshm_frag_t *f)
 		return -EMSGSIZE;
 	/* The last segment carries the data (the user's bytes in place, or our
 	 * packed copy): the payload goes where that segment's page offset puts
-	 * it (vmshm_ring.h, VMSHM_MATCH_MIN). */
+	 * it (vmshm_ring.h, VMSHM_MATCH_SHIFT). */
 	const mca_btl_base_segment_t *last = &f->segs[f->base.des_segment_count - 1];
-	uint32_t page_off = (uint32_t)(((uintptr_t)last->seg_addr.pval -
-					(len - last->seg_len)) & (VMSHM_PAGE - 1));
+	uint32_t page_off = vmshm_page_off_for(last->seg_addr.pval, len - last->seg_len);
 	rc = vmshm_prod_reserve_at(&ep->prod, (uint32_t)len, page_off, &dst);
 	if (rc)
 		return rc;
@@ -375,12 +374,12 @@ static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 	if (total > btl->btl_max_send_size)
 		return OPAL_ERR_OUT_OF_RESOURCE;
 	/* Contiguous bytes are copied from where they are, and their payload
-	 * goes at their page offset (vmshm_ring.h, VMSHM_MATCH_MIN). */
+	 * goes where their page offset puts it (vmshm_ring.h, VMSHM_MATCH_SHIFT). */
 	void *src = NULL;
 	uint32_t page_off = VMSHM_NO_MATCH;
 	if (payload_size && !opal_convertor_need_buffers(conv)) {
 		opal_convertor_get_current_pointer(conv, &src);
-		page_off = (uint32_t)(((uintptr_t)src - header_size) & (VMSHM_PAGE - 1));
+		page_off = vmshm_page_off_for(src, header_size);
 	}
 	OPAL_THREAD_LOCK(&C->send_lock);
 	/* Queued fragments go first (ordering); a full ring waits.  Either way
