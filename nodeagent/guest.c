@@ -5,6 +5,7 @@
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/vmshm/vmshm_copyprobe.h"
 #include "nodeagent/nodeagent.h"
 
 #include <stdio.h>
@@ -68,4 +69,26 @@ void na_guest_env_add(struct na_guest_env *e, const char *name_value)
 		e->v[n] = name_value;
 		e->v[n + 1] = NULL;
 	}
+}
+
+int na_movsb_env(const char **env, double *ratio, struct verr *err)
+{
+	static int measured = -1;
+	static double measured_ratio;
+	const char *force = getenv("VHPC_AVOID_MOVSB");
+
+	*env = NULL;
+	*ratio = 0;
+	if (force && *force) {
+		if (strcmp(force, "0") && strcmp(force, "1"))
+			return verr_set(err, "VHPC_AVOID_MOVSB: expected 0 or 1 (unset: measure), got '%.40s'",
+					force);
+		*env = *force == '1' ? VMSHM_AVOID_MOVSB_ENV : NULL;
+		return 0;
+	}
+	if (measured < 0)
+		measured = vmshm_short_copies_slow(&measured_ratio);
+	*ratio = measured_ratio;
+	*env = measured ? VMSHM_AVOID_MOVSB_ENV : NULL;
+	return 0;
 }

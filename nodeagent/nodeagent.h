@@ -188,6 +188,7 @@ struct na_job {
 	bool have_net;
 	char vmshm[PATH_MAX];          /* the job's region on the host, or "" */
 	uint64_t vmshm_size;
+	const char *movsb_env;         /* guests' GLIBC_TUNABLES, or NULL (na_movsb_env) */
 	char shared[512];              /* <job dir>/shared: key, hosts, hostfile */
 	char spool[512];               /* <job dir>/spool when s.spool_size */
 	bool spool_mounted;
@@ -253,6 +254,13 @@ const char *const *na_guest_env(struct na_guest_env *e, const char *job, int ind
 				const char *host_id, int vmshm_slots);
 /* Adds NAME=VALUE (a string that outlives e) to what na_guest_env gave. */
 void na_guest_env_add(struct na_guest_env *e, const char *name_value);
+
+/* What guests whose ranks copy through vmshm rings get to keep glibc's
+ * memcpy off `rep movsb` (lib/vmshm/vmshm_copyprobe.h): *env is the
+ * GLIBC_TUNABLES entry or NULL.  This agent measures once whether the CPU
+ * needs it (*ratio: slow/fast time at short distance, 0 if not measured);
+ * VHPC_AVOID_MOVSB=1 or 0 decides instead.  -1 on another value. */
+int na_movsb_env(const char **env, double *ratio, struct verr *err);
 
 /* This machine's boot id: the same for every guest here, different on any
  * other host (the vmshm BTL's idea of "same host"). */

@@ -162,6 +162,8 @@ static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct
 	add_env(st, "OMPI_MCA_oob_tcp_if_include=eth0");
 	if (na_job_single_copy(nj))
 		add_env(st, "VHPC_VMSHM_SINGLE_COPY=1");
+	if (nj->s.vmshm && nj->movsb_env)
+		add_env(st, "%s", nj->movsb_env);
 	if (nj->s.vmshm)
 		add_env(st, "OMPI_MCA_mca_base_component_path=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s",
 			VHPC_GUEST_VMSHM_DIR);

@@ -5,4 +5,5 @@
 # else links libvmshm.a.
 VMSHM_CORE := lib/vmshm/vmshm_region.c lib/vmshm/vmshm_ring.c
 VMSHM_HDRS := lib/vmshm/vmshm_region.h lib/vmshm/vmshm_ring.h
-$(eval $(call library,vmshm,$(VMSHM_CORE)))
+# The copy probe is the node agent's alone (vmshm_copyprobe.h).
+$(eval $(call library,vmshm,$(VMSHM_CORE) lib/vmshm/vmshm_copyprobe.c))

@@ -89,6 +89,32 @@ dt=$((SECONDS - t0))
 check "a rank killed mid-message ends the job with an error ($rc) and no hang (${dt}s)" test "$rc" != 0 -a "$dt" -lt 60
 check_eq "and its region is removed" 0 "$leftover"
 
+# glibc's memcpy off `rep movsb` (lib/vmshm/vmshm_copyprobe.h): measured
+# by the node agent unless VHPC_AVOID_MOVSB says; only for vmshm guests.
+tun='echo "TUN $OMPI_COMM_WORLD_RANK [$GLIBC_TUNABLES]"'
+want='[glibc.cpu.x86_rep_movsb_threshold=1073741824]'
+VHPC_AVOID_MOVSB=1 job movsb1 -N 2 -n 2 -- sh -c "$tun"
+check_eq "VHPC_AVOID_MOVSB=1: both ranks get the tunable" "TUN 0 $want TUN 1 $want" \
+	"$(grep '^TUN' "$T/movsb1.out" | sort | tr '\n' ' ' | sed 's/ $//')"
+VHPC_AVOID_MOVSB=0 job movsb0 -N 2 -n 2 -- sh -c "$tun"
+check_eq "VHPC_AVOID_MOVSB=0: neither does" "TUN 0 [] TUN 1 []" \
+	"$(grep '^TUN' "$T/movsb0.out" | sort | tr '\n' ' ' | sed 's/ $//')"
+VHPC_AVOID_MOVSB= job movsb -N 2 -n 2 -- sh -c "$tun"
+said=$(grep -oE 'memcpy of 64 KiB here: 16 bytes past its source [0-9.]+x the time of 2 KiB past, so guests (get|keep)' "$T/movsb.err")
+check "unset: the agent measures and says what it found (${said##*: })" test -n "$said"
+case $said in
+*get) exp="TUN 0 $want TUN 1 $want" ;;
+*) exp="TUN 0 [] TUN 1 []" ;;
+esac
+check_eq "... and the ranks have what it said" "$exp" \
+	"$(grep '^TUN' "$T/movsb.out" | sort | tr '\n' ' ' | sed 's/ $//')"
+VHPC_AVOID_MOVSB=yes job movsb-bad -N 2 -n 2 -- true
+check "VHPC_AVOID_MOVSB=yes is refused by name" \
+	sh -c "test $rc != 0 && grep -q \"VHPC_AVOID_MOVSB: expected 0 or 1 (unset: measure), got 'yes'\" '$T/movsb-bad.err'"
+VHPC_AVOID_MOVSB=1 job movsb-novmshm -N 2 -n 2 --no-vmshm -- sh -c "$tun"
+check_eq "without vmshm the guests keep glibc's default" "TUN 0 [] TUN 1 []" \
+	"$(grep '^TUN' "$T/movsb-novmshm.out" | sort | tr '\n' ' ' | sed 's/ $//')"
+
 job novmshm -N 2 -n 2 --no-vmshm -x OMPI_MCA_btl_base_verbose=1 -- vmshm-test sizes
 if [ $rc = 0 ] && grep -q '^OK sizes' "$T/novmshm.out"; then ok "--no-vmshm: the same job over TCP"; else fail "--no-vmshm"; show novmshm; fi
 check "--no-vmshm really used tcp and no vmshm" sh -c "grep -q 'Using tcp btl' '$T/novmshm.out' '$T/novmshm.err' && ! grep -q 'vmshm-stats' '$T/novmshm.out' '$T/novmshm.err'"

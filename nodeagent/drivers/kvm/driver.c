@@ -94,9 +94,11 @@ static int prepare(struct na_job *j, struct verr *err)
 			return -1;
 	}
 	/* What vhpc-guestd starts with (the guest's init adds its index). */
-	return na_kvm_config_disk(&j->jd, j->shared,
-				  na_guest_env(&env, j->s.label, -1, j->vmshm[0] ? j->s.host_id : NULL, j->s.vmshm_slots),
-				  j->s.tuning, kj->config_disk, sizeof(kj->config_disk), err);
+	na_guest_env(&env, j->s.label, -1, j->vmshm[0] ? j->s.host_id : NULL, j->s.vmshm_slots);
+	if (j->vmshm[0] && j->movsb_env)
+		na_guest_env_add(&env, j->movsb_env);
+	return na_kvm_config_disk(&j->jd, j->shared, env.v, j->s.tuning, kj->config_disk,
+				  sizeof(kj->config_disk), err);
 }
 
 static const char *placement_note(const struct na_job *j, int k)
