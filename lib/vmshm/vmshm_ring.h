@@ -62,16 +62,19 @@
 /* glibc copies 2 KiB to 512 KiB with `rep movsb`, and on the AMD EPYC
  * machines here that runs at 1.7-2.9 GB/s instead of 35-48 whenever the
  * destination is 1 to 31 bytes past the source modulo 4 KiB (measured
- * byte by byte at 8-256 KiB; README, "Copy distance").  A ring position
- * cut through such a window one record in fifteen and made a run of 4-rank
- * Exchange 2.4 times slower, depending only on where malloc had put the
- * application's buffer.  So a payload of at least VMSHM_MATCH_MIN bytes
- * goes at the page offset of its source: the copy in has distance 0, the
- * copy out the distance between the two applications' buffers, as with a
- * single copy. */
-#define VMSHM_PAGE       4096u
-#define VMSHM_MATCH_MIN  2048u
-#define VMSHM_NO_MATCH   UINT32_MAX
+ * byte by byte at 8-256 KiB; btl_vmshm README, "Copy distance").  A ring
+ * position cut through such a window one record in fifteen and made a run
+ * of 4-rank Exchange 2.4 times slower, depending only on where malloc had
+ * put the application's buffer.  So a payload of at least VMSHM_MATCH_MIN
+ * bytes goes VMSHM_MATCH_SHIFT past its source's page offset: the copy in
+ * has distance 2048, and the copy out the distance between the two
+ * applications' buffers minus 2048.  With no shift the copy out would hit
+ * the window for malloc'd neighbours of whole-page size (16 bytes apart);
+ * with half a page only buffers 2049-2079 bytes apart do.  The copies ob1
+ * makes elsewhere are the node agent's concern (vmshm_copyprobe.h). */
+#define VMSHM_PAGE        4096u
+#define VMSHM_MATCH_MIN   2048u
+#define VMSHM_NO_MATCH    UINT32_MAX
 #define VMSHM_MATCH_SHIFT 2048u
 
 /* Page offset for a payload whose first `lead` bytes are headers and whose

@@ -25,6 +25,14 @@ check_match "a message of several fragments through a small ring, not a multiple
 check_match "a message larger than a pipe goes through it in pieces, both ways" \
 	"^  splice-bi +3145728 +[0-9.]+ " "$(echo "$out" | grep splice-bi)"
 
+# -d: one core's memcpy at every distance modulo 4 KiB the ring can give
+# its copies; each copy's bytes are compared with the source.
+out=$(timeout 30 "$prog" -d -r 1 -t 0.0005 8K 2>&1)
+check_eq "-d runs to the end" 0 "$?"
+check_eq "... with one line per distance: 0-63, then every 64 to 4032" 127 \
+	"$(echo "$out" | grep -cE '^  distance +8192 +[0-9]+ +[0-9]+\.[0-9]+$')"
+check "... each a positive rate, the last at 4032" sh -c "echo '$out' |
+	awk '\$1 == \"distance\" { n++; if (\$4 <= 0) bad = 1; last = \$3 } END { exit bad || last != 4032 }'"
 err=$("$prog" -r 0 2>&1); rc=$?
 check_eq "-r 0 is refused" 2 "$rc"
 check_match "naming the option" "-r: repetitions must be 1..1000, not '0'" "$err"

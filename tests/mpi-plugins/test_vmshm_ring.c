@@ -572,6 +572,10 @@ static void large_payloads_land_at_their_source_page_offset(void **state)
 		vmshm_cons_publish(&r.c);
 	}
 	assert_true(r.c.tail > 20ull * r.size);
+	/* What the BTL asks for: half a page from the source, past headers. */
+	assert_int_equal(vmshm_page_off_for((void *)0x7f0000001010, 16), 2048);
+	assert_int_equal(vmshm_page_off_for((void *)0x7f0000001810, 16), 0);
+	assert_int_equal(vmshm_page_off_for((void *)0x7f0000000008, 40), 4096 - 32 - 2048);
 	/* Below the threshold: on the line, as without a page offset. */
 	assert_int_equal(vmshm_prod_reserve_at(&r.p, VMSHM_MATCH_MIN - 1, 5, &dst), 0);
 	assert_int_equal(((uintptr_t)dst - VMSHM_REC_HDR - (uintptr_t)r.data) % VMSHM_LINE, 0);

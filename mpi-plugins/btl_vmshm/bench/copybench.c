@@ -24,11 +24,18 @@
  * buffer is checked against the pattern the sender wrote, so a broken mode
  * prints an error, not a number.
  *
+ * -d instead sweeps one core's memcpy over the distance from source to
+ * destination modulo 4 KiB (0-64 bytes, then every 64): where the ring puts
+ * a payload against the bytes it is copied from decides which distance its
+ * copies have (lib/vmshm/vmshm_ring.h, VMSHM_MATCH_MIN).
+ *
  *   vmshm-copybench [-r REPS] [-t SECONDS] [-f FRAGMENT] [-R RING] [SIZE...]
+ *   vmshm-copybench -d [-r REPS] [-t SECONDS] [SIZE...]
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -381,14 +388,72 @@ static double run(enum mode m, size_t size, long iters)
 	       (t1 - t0);
 }
 
+/* One core: memcpy of size bytes to a destination `d` bytes past the
+ * source's page offset, best of reps, each about secs long. */
+static int distance_sweep(const long *sizes, int ns, long reps, double secs)
+{
+	long max = 0;
+
+	for (int i = 0; i < ns; i++)
+		max = sizes[i] > max ? sizes[i] : max;
+	unsigned char *src = aligned_alloc(4096, (size_t)max + 8192);
+	unsigned char *dst = aligned_alloc(4096, (size_t)max + 8192);
+	if (!src || !dst)
+		return perror("vmshm-copybench"), 1;
+	memset(dst, 0, (size_t)max + 8192);
+	printf("# vmshm-copybench -d: one core's memcpy, destination page offset minus the "
+	       "source's; best of %ld, about %.3f s each\n", reps, secs);
+	printf("# %-8s %10s %5s %10s\n", "mode", "bytes", "dist", "GB/s");
+	for (int si = 0; si < ns; si++) {
+		size_t size = (size_t)sizes[si];
+		/* The source sits mid-page so that both directions stay inside
+		 * the buffers. */
+		unsigned char *s = src + 2048;
+
+		fill(s, size, (unsigned)si + 1);
+		for (int d = 0; d < 4096; d += d < 64 ? 1 : 64) {
+			unsigned char *t = dst + ((2048 + d) & 4095);
+			double best = 0;
+			long iters = 1;
+
+			for (long k = 0; k <= reps; k++) {
+				double t0 = now();
+				for (long i = 0; i < iters; i++) {
+					memcpy(t, s, size);
+					__asm__ volatile("" ::: "memory");
+				}
+				double dt = now() - t0;
+				if (k == 0) {       /* calibration */
+					iters = (long)(secs / (dt > 1e-9 ? dt : 1e-9)) + 1;
+					continue;
+				}
+				double gbs = (double)size * (double)iters / dt / 1e9;
+				best = gbs > best ? gbs : best;
+			}
+			if (memcmp(t, s, size)) {
+				fprintf(stderr, "vmshm-copybench: memcpy of %zu bytes at distance %d "
+					"delivered other bytes\n", size, d);
+				return 1;
+			}
+			printf("  %-8s %10zu %5d %10.2f\n", "distance", size, d, best);
+		}
+	}
+	free(src);
+	free(dst);
+	return 0;
+}
+
 static void usage(const char *why, const char *what)
 {
 	if (why)
 		fprintf(stderr, "vmshm-copybench: %s '%s'\n", why, what);
 	fputs("usage: vmshm-copybench [-r REPS] [-t SECONDS] [-f FRAGMENT] [-R RING] [SIZE...]\n"
+	      "       vmshm-copybench -d [-r REPS] [-t SECONDS] [SIZE...]\n"
 	      "  one line per size and mode: median GB/s over REPS (default 5) and the range;\n"
 	      "  each measurement runs about SECONDS (default 0.1); sizes default 64K 1M 4M;\n"
-	      "  the ring has RING bytes (default 1M) in FRAGMENT slots (default 128K)\n", stderr);
+	      "  the ring has RING bytes (default 1M) in FRAGMENT slots (default 128K);\n"
+	      "  -d: one core's memcpy against the distance modulo 4 KiB from source to\n"
+	      "  destination, best of REPS, one line per distance\n", stderr);
 	exit(2);
 }
 
@@ -397,9 +462,13 @@ int main(int argc, char **argv)
 	long sizes[MAX_SIZES], reps = 5, v;
 	double secs = 0.1;
 	int ns = 0, opt;
+	bool sweep = false;
 
-	while ((opt = getopt(argc, argv, "r:t:f:R:h")) != -1) {
+	while ((opt = getopt(argc, argv, "dr:t:f:R:h")) != -1) {
 		switch (opt) {
+		case 'd':
+			sweep = true;
+			break;
 		case 'r':
 			reps = strtol(optarg, NULL, 10);
 			if (reps < 1 || reps > 1000)
@@ -431,6 +500,8 @@ int main(int argc, char **argv)
 		sizes[ns++] = 1 << 20;
 		sizes[ns++] = 4 << 20;
 	}
+	if (sweep)
+		return distance_sweep(sizes, ns, reps, secs);
 	long max = 0;
 	for (int i = 0; i < ns; i++)
 		max = sizes[i] > max ? sizes[i] : max;
