@@ -184,6 +184,7 @@ struct bench_opts {
 	double seconds;          /* net, sys: seconds per test; 0: the suite's default */
 	bool no_vmshm;           /* guests talk TCP (vhpc run --no-vmshm) */
 	const char *native_btl;  /* mpi, net: Open MPI BTLs of the native ranks; NULL: self,vader,tcp */
+	const char *native_env;  /* mpi: NAME=VALUE for the native ranks (mpirun -x); NULL: none */
 	int timeout_s;           /* per run; 0: 600 */
 	const char *out;         /* results folder; NULL: <state dir>/bench/<time>-<suite> */
 	int argc;                /* the command line, kept with the results */

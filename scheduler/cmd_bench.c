@@ -45,6 +45,8 @@ static void bench_usage(void)
 	       "      --no-vmshm     guests talk TCP to each other (vhpc run --no-vmshm)\n"
 	       "      --native-btl L mpi: the native ranks' Open MPI BTLs (default self,vader,tcp;\n"
 	       "                     self,tcp: loopback TCP, apart from what shared memory saves)\n"
+	       "      --native-env NAME=VALUE  mpi: an environment variable for the native ranks\n"
+	       "                     only, e.g. what the guests got (the job log says)\n"
 	       "      --timeout T    limit per run: seconds, or 30s, 10m (default 10m)\n"
 	       "      --out DIR      results folder (default: $VHPC_STATE_DIR/bench/TIME-SUITE)\n"
 	       "\n"
@@ -97,7 +99,7 @@ static int cmd_compare(int argc, char **argv)
 }
 
 enum { O_SUITE = 256, O_DRIVER, O_IMAGE, O_IMB, O_REPS, O_SIZES, O_MSGLOG, O_TIME, O_NOVMSHM,
-       O_TIMEOUT, O_OUT, O_NATIVE_BTL, O_ITER, O_HELP };
+       O_TIMEOUT, O_OUT, O_NATIVE_BTL, O_NATIVE_ENV, O_ITER, O_HELP };
 
 int cmd_bench(int argc, char **argv)
 {
@@ -116,6 +118,7 @@ int cmd_bench(int argc, char **argv)
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "out", required_argument, NULL, O_OUT },
 		{ "native-btl", required_argument, NULL, O_NATIVE_BTL },
+		{ "native-env", required_argument, NULL, O_NATIVE_ENV },
 		{ "iter", required_argument, NULL, O_ITER },
 		{ "help", no_argument, NULL, O_HELP },
 		{ 0 }
@@ -198,6 +201,10 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case O_NATIVE_BTL:
 			o.native_btl = optarg;
+			break;
+		case O_NATIVE_ENV:
+			/* Checked with the suite (bench_run): it is the mpi suite's. */
+			o.native_env = optarg;
 			break;
 		case O_ITER:
 			/* Checked with the suite (bench_run): it is the mpi suite's. */

@@ -258,6 +258,7 @@ static struct json_object *config_json(const struct bh_ctx *c)
 	json_object_object_add(o, "iter", iter_json(c));
 	json_object_object_add(o, "no_vmshm", json_object_new_boolean(c->o->no_vmshm));
 	json_object_object_add(o, "native_btl", jstr_or_null(c->o->native_btl));
+	json_object_object_add(o, "native_env", jstr_or_null(c->o->native_env));
 	json_object_object_add(o, "timeout_s", json_object_new_int(c->o->timeout_s > 0 ? c->o->timeout_s : 600));
 	return o;
 }
@@ -362,6 +363,17 @@ static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
 			return verr_set(err, "--native-btl: only the mpi suite's native ranks talk MPI");
 		if (!*o->native_btl || strspn(o->native_btl, "abcdefghijklmnopqrstuvwxyz0123456789_,^") != strlen(o->native_btl))
 			return verr_set(err, "--native-btl: expected Open MPI BTL names such as self,tcp, got '%s'", o->native_btl);
+	}
+	if (o->native_env) {
+		const char *eq = strchr(o->native_env, '=');
+		size_t n = eq ? (size_t)(eq - o->native_env) : 0;
+
+		if (strcmp(c->s->name, "mpi"))
+			return verr_set(err, "--native-env: only the mpi suite's native ranks are started by mpirun");
+		if (!n || strspn(o->native_env, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != n ||
+		    (o->native_env[0] >= '0' && o->native_env[0] <= '9') || strpbrk(eq, "\n\r"))
+			return verr_set(err, "--native-env: expected NAME=VALUE with a name of letters, digits "
+					"and _, got '%.80s'", o->native_env);
 	}
 	snprintf(c->driver, sizeof(c->driver), "%s", o->driver_used ? o->driver_used : "container");
 	snprintf(c->driver_why, sizeof(c->driver_why), "%s", o->driver_why ? o->driver_why : "");

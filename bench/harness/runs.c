@@ -77,14 +77,24 @@ char **bh_native_mpirun(const struct bh_ctx *c, int ranks)
 	char np[16];
 	const char *btl = bh_native_btl(c);
 
+	char **a;
+	size_t n = 0;
+
 	snprintf(np, sizeof(np), "%d", ranks);
 	/* As vhpc run pins guests' ranks: a core each while there are cores,
 	 * else shared, yielding so they do not spin each other out. */
 	if (ranks <= c->ncores)
-		return bh_argv("mpirun", "--allow-run-as-root", "-np", np, "--map-by", "core",
-			       "--bind-to", "core", "--mca", "pml", "ob1", "--mca", "btl", btl, NULL);
-	return bh_argv("mpirun", "--allow-run-as-root", "-np", np, "--oversubscribe", "--bind-to", "none",
-		       "--mca", "mpi_yield_when_idle", "1", "--mca", "pml", "ob1", "--mca", "btl", btl, NULL);
+		a = bh_argv("mpirun", "--allow-run-as-root", "-np", np, "--map-by", "core",
+			    "--bind-to", "core", "--mca", "pml", "ob1", "--mca", "btl", btl, NULL);
+	else
+		a = bh_argv("mpirun", "--allow-run-as-root", "-np", np, "--oversubscribe", "--bind-to", "none",
+			    "--mca", "mpi_yield_when_idle", "1", "--mca", "pml", "ob1", "--mca", "btl", btl, NULL);
+	if (!a || !c->o->native_env)
+		return a;
+	while (a[n])
+		n++;
+	a = argv_push(a, &n, "-x");
+	return argv_push(a, &n, c->o->native_env);
 }
 
 char **bh_vhpc_run(const struct bh_ctx *c, int guests, int ranks, int vcpus, const char *mem)

@@ -107,8 +107,9 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 	free(script);
 	if (bh_add_run(c, BH_GUEST, bh_argv_cat(guest, cmd), "", -1, err) < 0)
 		return -1;
-	snprintf(c->native_how, sizeof(c->native_how), "mpirun -np %d on this host (btl %s)%s", c->ranks,
-		 bh_native_btl(c), c->ranks <= c->ncores ? ", a core each" : ", sharing cores");
+	snprintf(c->native_how, sizeof(c->native_how), "mpirun -np %d on this host (btl %s)%s%s%.200s", c->ranks,
+		 bh_native_btl(c), c->ranks <= c->ncores ? ", a core each" : ", sharing cores",
+		 c->o->native_env ? ", -x " : "", c->o->native_env ? c->o->native_env : "");
 	snprintf(c->guest_how, sizeof(c->guest_how), "vhpc run -N %d -n %d (%s guests%s)", c->guests,
 		 c->ranks, c->driver, c->o->no_vmshm ? ", --no-vmshm" : "");
 	return 0;

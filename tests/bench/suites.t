@@ -117,8 +117,13 @@ fi
 # ---- mpi with --imb: an IMB-compatible binary goes into its own image
 # (built in a state folder of this test's, so the shared store stays as it was)
 mkdir -p "$tmp/imbstate"
-if VHPC_STATE_DIR=$tmp/imbstate bench "mpi --imb" "$tmp/imb" --suite mpi --imb "$BIN/vhpc-mpibench" --reps 1 --sizes 1K; then
+if VHPC_STATE_DIR=$tmp/imbstate bench "mpi --imb" "$tmp/imb" --suite mpi --imb "$BIN/vhpc-mpibench" --reps 1 --sizes 1K \
+	--native-env VHPC_BENCH_T=a=b; then
 	results "$tmp/imb" mpi 1 9
+	check_eq "--native-env: the native mpirun passes it on, the guests' run does not" "1 0" \
+		"$(jq -r '[(.native.commands | map(select(test(" -x VHPC_BENCH_T=a=b "))) | length),
+			   (.guest.commands | map(select(test("VHPC_BENCH_T"))) | length)] | join(" ")' "$tmp/imb/results.json")"
+	check_eq "--native-env: kept with the results" "VHPC_BENCH_T=a=b" "$(jq -r .config.native_env "$tmp/imb/results.json")"
 	check_match "--imb: without --iter, IMB's own repetition rule" "^# no --iter, the programs' default: min\(1000, 40M / size\)" \
 		"$(cat "$tmp/imb/results.txt")"
 	check_eq "--imb: without --iter, no -iter or -time" "null" \
@@ -230,6 +235,9 @@ bad "a stray argument" "unexpected argument 'PingPong'" PingPong
 bad "a missing value" "--reps needs a value" --reps
 bad "native BTLs with shell characters" "--native-btl: expected Open MPI BTL names" --native-btl 'self;tcp'
 bad "native BTLs for the sys suite" "only the mpi suite" --suite sys --native-btl self,tcp --out "$tmp/b11"
+bad "a native variable without a name" "--native-env: expected NAME=VALUE" --native-env =1 --out "$tmp/b17"
+bad "a native variable with a space in its name" "--native-env: expected NAME=VALUE .*got 'A B=1'" --native-env 'A B=1' --out "$tmp/b18"
+bad "a native variable for the net suite" "--native-env: only the mpi suite" --suite net --native-env A=1 --out "$tmp/b19"
 bad "an unknown driver" "--driver: expected auto, container or kvm" --driver xen
 bad "--iter 0" "--iter '0': N must be a whole number from 1 to 1000000000" --iter 0 --out "$tmp/b12"
 bad "--iter that is not a number" "--iter 'many': N must be" --iter many --out "$tmp/b13"
