@@ -8,6 +8,7 @@
 #include "lib/vmshm/vmshm_copyprobe.h"
 #include "nodeagent/nodeagent.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,10 +72,18 @@ void na_guest_env_add(struct na_guest_env *e, const char *name_value)
 	}
 }
 
+static bool movsb_slow;
+static double movsb_ratio;
+
+static void movsb_measure(void)
+{
+	movsb_slow = vmshm_short_copies_slow(&movsb_ratio);
+}
+
 int na_movsb_env(const char **env, double *ratio, struct verr *err)
 {
-	static int measured = -1;
-	static double measured_ratio;
+	/* vhpcd prepares jobs in several threads: measure once for all. */
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	const char *force = getenv("VHPC_AVOID_MOVSB");
 
 	*env = NULL;
@@ -86,9 +95,8 @@ int na_movsb_env(const char **env, double *ratio, struct verr *err)
 		*env = *force == '1' ? VMSHM_AVOID_MOVSB_ENV : NULL;
 		return 0;
 	}
-	if (measured < 0)
-		measured = vmshm_short_copies_slow(&measured_ratio);
-	*ratio = measured_ratio;
-	*env = measured ? VMSHM_AVOID_MOVSB_ENV : NULL;
+	pthread_once(&once, movsb_measure);
+	*ratio = movsb_ratio;
+	*env = movsb_slow ? VMSHM_AVOID_MOVSB_ENV : NULL;
 	return 0;
 }
