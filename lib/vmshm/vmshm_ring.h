@@ -22,8 +22,8 @@
  * VMSHM_HOT_WINDOW), so small-message ping-pong stays in a few cache lines.
  *
  * A large payload may start up to a page after its header (the record's
- * skew), at the page offset of the bytes it is copied from (see
- * VMSHM_MATCH_MIN).
+ * skew), half a page from the page offset of the bytes it is copied from
+ * (see VMSHM_MATCH_MIN).
  *
  * The consumer trusts nothing it reads: every length is checked against the
  * ring bounds before a payload pointer is handed out, and only its own copy

@@ -272,8 +272,12 @@ static int write_frag(struct mca_btl_base_endpoint_t *ep, vmshm_frag_t *f)
 	/* The last segment carries the data (the user's bytes in place, or our
 	 * packed copy): the payload goes where that segment's page offset puts
 	 * it (vmshm_ring.h, VMSHM_MATCH_SHIFT). */
-	const mca_btl_base_segment_t *last = &f->segs[f->base.des_segment_count - 1];
-	uint32_t page_off = vmshm_page_off_for(last->seg_addr.pval, len - last->seg_len);
+	uint32_t page_off = VMSHM_NO_MATCH;
+	if (f->base.des_segment_count) {
+		const mca_btl_base_segment_t *last = &f->segs[f->base.des_segment_count - 1];
+
+		page_off = vmshm_page_off_for(last->seg_addr.pval, len - last->seg_len);
+	}
 	rc = vmshm_prod_reserve_at(&ep->prod, (uint32_t)len, page_off, &dst);
 	if (rc)
 		return rc;
