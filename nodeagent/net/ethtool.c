@@ -82,16 +82,18 @@ static int ioc(int fd, const char *ifname, void *data)
 /* Feature names, and for each feature the family it belongs to (-1). */
 static int feature_names(int fd, const char *ifname, int *count, int **fam, struct verr *err)
 {
-	struct {
+	/* Room for the one count asked for after the header's flexible array;
+	 * a union, since a struct with such a header first is a GNU extension. */
+	union {
 		struct ethtool_sset_info hdr;
-		uint32_t buf[1];
+		uint8_t raw[sizeof(struct ethtool_sset_info) + sizeof(uint32_t)];
 	} info = { .hdr = { .cmd = ETHTOOL_GSSET_INFO, .sset_mask = 1ull << ETH_SS_FEATURES } };
 	struct ethtool_gstrings *gs;
 	int n;
 
 	if (ioc(fd, ifname, &info) < 0 || !info.hdr.sset_mask)
 		return verr_errno(err, "%s: ethtool feature count", ifname);
-	n = (int)info.buf[0];
+	n = (int)info.hdr.data[0];
 	gs = calloc(1, sizeof(*gs) + (size_t)n * ETH_GSTRING_LEN);
 	*fam = calloc((size_t)n, sizeof(int));
 	if (!gs || !*fam) {
