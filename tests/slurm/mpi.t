@@ -44,6 +44,15 @@ check_eq "the co-located guests talk through vmshm (both pairs, both ways)" 4 \
 check_match "the vmshm region is one per node, shared by its two guests" \
 	"host '[^']*:n1' guest 'g[01]'.*host '[^']*:n1' guest 'g[01]'" "$(grep 'region /run/vhpc-vmshm' "$T/err" | sort | tr '\n' ' ')"
 
+# glibc's memcpy off rep movsb where the node agent measures it slow at
+# short distances (lib/vmshm/vmshm_copyprobe.h): Slurm tasks in vmshm guests
+# get what `vhpc run`'s guests get on this machine.
+tun='echo "TUN [$GLIBC_TUNABLES]"'
+sl_user srun --mpi=pmix -N 1 -n 2 -w n1 --vhpc-image=default sh -c "$tun" >"$T/tun" 2>"$T/err"
+exp=$(vhpc run -N 2 -n 2 -- sh -c "$tun" 2>"$T/tun-run.err" | sort -u)
+check_match "vhpc run's two vmshm guests say what they got" '^TUN \[.*\]$' "$exp"
+check_eq "Slurm tasks in two vmshm guests of a node got the same ($exp)" "$exp" "$(sort -u "$T/tun")"
+
 # -- two ranks in one guest (vader there), and two guests without vmshm (TCP)
 sl_user srun --mpi=pmix -N 1 -n 2 -w n1 --vhpc-vcpus=2 --vhpc-image=default \
 	vhpc-mpibench -show-hosts -msglog 0:12 PingPong >"$T/one" 2>"$T/err"
