@@ -231,10 +231,11 @@ static inline int vmshm_prod_reserve_at(struct vmshm_prod *p, uint32_t len, uint
 			p->hot_at = p->hot;
 			p->laps++;
 		}
-		if (need > p->hot / 8) {
+		if (vmshm_rec_need(len) > p->hot / 8) {
 			/* A large record in this lap: no rewind until the next
 			 * one.  Rewriting lines the consumer has just read costs
-			 * large records more than the window saves small ones. */
+			 * large records more than the window saves small ones.
+			 * Large by its bytes, not its skew, as before skews. */
 			p->hot_at = UINT64_MAX;
 		} else if (!pad && pos >= p->hot_at) {
 			/* Past the hot window: if the consumer keeps up, start

@@ -588,6 +588,34 @@ static void large_payloads_land_at_their_source_page_offset(void **state)
 	free(r.data);
 }
 
+/* A record counts as large for the hot window by its bytes, not its skew:
+ * 7000-byte records 3000 bytes after their headers still rewind to the
+ * window's start while the consumer keeps up. */
+static void a_skew_does_not_make_a_record_large(void **state)
+{
+	struct ring r;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+
+	(void)state;
+	ring_open(&r, 256 << 10, 80);
+	assert_int_equal(r.p.hot, VMSHM_HOT_WINDOW);
+	for (int i = 0; i < 200; i++) {
+		uint64_t at = VMSHM_ALIGN_UP(r.p.head & (r.size - 1), VMSHM_LINE);
+		uint32_t off = (uint32_t)(((uintptr_t)r.data + at + VMSHM_REC_HDR + 3000) % VMSHM_PAGE);
+
+		assert_int_equal(vmshm_prod_reserve_at(&r.p, 7000, off, &dst), 0);
+		vmshm_prod_commit(&r.p, 7000, 1);
+		assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+		vmshm_cons_pop(&r.c);
+		vmshm_cons_publish(&r.c);
+	}
+	assert_true(r.p.rewinds > 0);
+	assert_true(r.p.rewinds + 2 >= r.p.laps);
+	free(r.data);
+}
+
 /* The skew is hostile too: more than a page, or one that carries the
  * payload past the ring's end, is an error before any read. */
 static void a_hostile_skew_is_an_error(void **state)
@@ -640,6 +668,7 @@ int main(void)
 		cmocka_unit_test(small_records_share_a_line_large_ones_start_on_one),
 		cmocka_unit_test(large_payloads_land_at_their_source_page_offset),
 		cmocka_unit_test(a_hostile_skew_is_an_error),
+		cmocka_unit_test(a_skew_does_not_make_a_record_large),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
