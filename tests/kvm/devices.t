@@ -4,7 +4,7 @@
 # vhpc-hv's devices under the guests' real Linux drivers, in a 2-guest kvm
 # job (the TCP streams are devices-net.t's):
 # - virtio-net: checksum and TSO offloads negotiated and on, the tuning
-#   profile's MTU;
+#   profile's MTU and sysctls;
 # - virtio-blk: the image's ext4 root, the config disk, and a --scratch
 #   disk written, synced and read back from the disk;
 # - virtio-console: hvc0 reaches the guest's console file on the host;
@@ -28,6 +28,9 @@ echo "rank=$r host=$(hostname) mtu=$(cat /sys/class/net/eth0/mtu)"
 ethtool -k eth0 | grep -E "^(rx-checksumming|tx-checksumming|tcp-segmentation-offload):" | sed "s/^/rank=$r offload /"
 for d in /sys/bus/virtio/devices/*; do
 	echo "rank=$r virtio $(cat $d/device) $(basename "$(readlink $d/driver)") $(cat $d/features)"
+done
+for k in net/ipv4/tcp_rmem net/ipv4/tcp_wmem net/ipv4/tcp_slow_start_after_idle net/core/somaxconn; do
+	echo "rank=$r sysctl $k=$(tr -s "\t" " " </proc/sys/$k)"
 done
 grep -E " / | /vhpc | /scratch " /proc/mounts | sed "s/^/rank=$r mount /"
 # The scratch disk: written, synced, the page cache dropped, read back.
@@ -59,6 +62,8 @@ for _ in $(seq 900); do
 	kill -0 $pid 2>/dev/null || break
 	poll_pause 0.2
 done
+# The init's lines come before vhpc-guestd starts; the job dir goes with the job.
+serial=$(cat "$VHPC_RUN_DIR"/jobs/*/kvm[01]/hv/serial 2>/dev/null)
 wait $pid
 check_eq "the probe job exits 0" 0 "$?"
 check_eq "virtio-console: each guest's hvc0 reached its console file on the host" 2 "${hvc:-0}"
@@ -66,6 +71,11 @@ check_eq "the scratch disks went with the job" "" "$(ls "$VHPC_RUN_DIR"/jobs/*/s
 p=$(cat "$T/p.out" "$T/p.err")
 for r in 0 1; do
 	check_match "g$r: eth0 has the tuning profile's MTU ($mtu)" "rank=$r host=g$r mtu=$mtu\$" "$p"
+	for k in net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_slow_start_after_idle net.core.somaxconn; do
+		want=$(sed -n "s/^ *$k: *\"\([^\"]*\)\".*/\1/p" "$VHPC_TOP/configs/tuning/hpc.yaml")
+		check_eq "g$r: the tuning profile's $k ($want)" "rank=$r sysctl ${k//.//}=$want" \
+			"$(grep "^rank=$r sysctl ${k//.//}=" <<<"$p")"
+	done
 	for o in tx-checksumming rx-checksumming tcp-segmentation-offload; do
 		check_match "g$r: $o is on" "rank=$r offload $o: on" "$p"
 	done
@@ -87,6 +97,8 @@ for r in 0 1; do
 	check_eq "g$r: read back from the disk after dropping the page cache, the same bytes" "$w" "$rd"
 	check_eq "g$r: /scratch is writable by every user, sticky" 1777 "$md"
 done
+check_match "both guests' consoles were read while the job ran" "starting vhpc-guestd as g0.*starting vhpc-guestd as g1|starting vhpc-guestd as g1.*starting vhpc-guestd as g0" "$(tr '\n' ' ' <<<"$serial")"
+check_eq "no guest says a sysctl of the profile was not applied" "" "$(grep "vhpc-init:.*sysctl" <<<"$serial")"
 check_match "the ranks used vmshm over ivshmem" "Using vmshm btl" "$p"
 check_match "the region is mapped through /dev/mem at the BAR's address" \
 	"rank=0 region-link /dev/mem offset=0x[0-9a-f]+ size=[0-9]+" "$p"

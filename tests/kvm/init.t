@@ -4,7 +4,8 @@
 # userspace on this software KVM, so its logic is tested here in busybox's
 # shell on fixture trees: the kernel command line the driver writes, disks
 # found by virtio serial, the ivshmem device for the vmshm region, and the
-# environment file taken line by line, never evaluated.
+# environment file taken line by line, never evaluated, and the tuning
+# profile's sysctls.
 . "$(dirname "$0")/../lib.sh"
 BB=/bin/busybox
 INIT=$VHPC_TOP/guest/initramfs/init
@@ -71,6 +72,30 @@ check "a value is never evaluated" test ! -e /tmp/vhpc-init-pwned
 check_match "lines that are not NAME=VALUE are reported and skipped" \
 	"env: ignored 'bad-name=1'.*env: ignored 'no equals sign'" "$(printf '%s' "$out" | tr '\n' ' ')"
 rm -f /tmp/vhpc-init-pwned
+
+# The tuning profile's sysctls, written under the new root's /proc/sys (a
+# fixture tree here), as the node agent's sysctl.conf spells them.
+mkdir -p "$T/sys/net/ipv4" "$T/sys/net/core"
+: >"$T/sys/net/ipv4/tcp_rmem"; : >"$T/sys/net/core/somaxconn"; : >"$T/sys/net/ipv4/tcp_no_metrics_save"
+cat >"$T/sysctl.conf" <<'E'
+# a comment
+net.ipv4.tcp_rmem = 4096 1048576 67108864
+
+net.core.somaxconn=4096
+  net.ipv4.tcp_no_metrics_save =   1
+E
+check "a profile whose keys all exist is applied with status 0" lib "apply_sysctls '$T/sys' '$T/sysctl.conf'"
+check_eq "values are written as given, blanks around them trimmed" "4096 1048576 67108864|4096|1" \
+	"$(cat "$T/sys/net/ipv4/tcp_rmem")|$(cat "$T/sys/net/core/somaxconn")|$(cat "$T/sys/net/ipv4/tcp_no_metrics_save")"
+printf '%s\n' 'net.ipv4.tcp_sack = 1' 'kernel.panic = 1' 'net.ipv4/../../x = 1' 'no equals sign' 'net.core.somaxconn = 512' >"$T/bad.conf"
+out=$(lib "apply_sysctls '$T/sys' '$T/bad.conf'; echo status=\$?")
+check_match "a key this kernel lacks is named" "sysctl net.ipv4.tcp_sack: this kernel has no such setting" "$out"
+check_match "a key outside net.* is not written" "sysctl: ignored 'kernel.panic' \(only net.\* keys\)" "$out"
+check_match "a key with a path in it is not written" "sysctl: ignored 'net.ipv4/../../x' \(not a key\)" "$out"
+check_match "a line without '=' is named" "sysctl: ignored 'no equals sign'" "$out"
+check_match "the status says some were not applied" "status=1" "$out"
+check_eq "the good keys after bad ones are still applied" 512 "$(cat "$T/sys/net/core/somaxconn")"
+check "nothing is written outside the tree" test ! -e "$T/x"
 
 # The image's initramfs carries this very init (the image id covers it:
 # an image built before the init changed is rebuilt here).
