@@ -98,6 +98,8 @@ for r in 0 1; do
 	check_eq "g$r: /scratch is writable by every user, sticky" 1777 "$md"
 done
 check_match "both guests' consoles were read while the job ran" "starting vhpc-guestd as g0.*starting vhpc-guestd as g1|starting vhpc-guestd as g1.*starting vhpc-guestd as g0" "$(tr '\n' ' ' <<<"$serial")"
+check_eq "the guests' kernels boot quiet (no info lines such as 'Run /init' on the console)" "" \
+	"$(grep "Run /init as init process" <<<"$serial")"
 check_eq "no guest says a sysctl of the profile was not applied" "" "$(grep "vhpc-init:.*sysctl" <<<"$serial")"
 check_match "the ranks used vmshm over ivshmem" "Using vmshm btl" "$p"
 check_match "the region is mapped through /dev/mem at the BAR's address" \

@@ -35,7 +35,9 @@ leftovers() {
 }
 
 t0=$(date +%s.%N)
-vhpc run --driver kvm --allow-emulated-kvm -N 2 -n 2 --mem 256M --timeout 180 -- sleep 100 \
+# loglevel=7: guests that boot for real are quiet, and this test reads the
+# kernel's early lines.
+VHPC_KVM_APPEND=loglevel=7 vhpc run --driver kvm --allow-emulated-kvm -N 2 -n 2 --mem 256M --timeout 180 -- sleep 100 \
 	>"$T/run.out" 2>"$T/run.err" &
 rpid=$!
 at_exit "kill -9 $rpid"

@@ -75,7 +75,7 @@ static void cmdline_carries_identity_and_guestd_takes_it(void **state)
 
 	(void)state;
 	assert_int_equal(na_kvm_cmdline(&s, cl, sizeof(cl), &e), 0);
-	assert_string_equal(cl, "console=ttyS0 panic=-1 vhpc.name=g1 vhpc.job=ab12 vhpc.index=1 "
+	assert_string_equal(cl, "console=ttyS0 quiet panic=-1 vhpc.name=g1 vhpc.job=ab12 vhpc.index=1 "
 			    "vhpc.addr=10.213.0.3/24 vhpc.mtu=9000 vhpc.listen=vsock:7707 "
 			    "vhpc.listen=10.213.0.3:7707");
 	/* What the guest agent makes of it: the init's words are not errors. */
@@ -143,7 +143,7 @@ static void argv_from_placement_and_image(void **state)
 	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", &fds5, &argv, &e), 0);
 	assert_string_equal(joined(argv),
 		"/usr/bin/vhpc-hv|--kernel|/img/kvm/vmlinuz|--initrd|/img/kvm/initramfs.img|"
-		"--cmdline|console=ttyS0 panic=-1 vhpc.name=g1 vhpc.job=ab12 vhpc.index=1 vhpc.addr=10.213.0.3/24 "
+		"--cmdline|console=ttyS0 quiet panic=-1 vhpc.name=g1 vhpc.job=ab12 vhpc.index=1 vhpc.addr=10.213.0.3/24 "
 		"vhpc.mtu=9000 vhpc.listen=vsock:7707 vhpc.listen=10.213.0.3:7707|"
 		"--vcpus|2|--mem|512M|--cpu-affinity|3,1|--host-node|1|--hugepages=2M|--require-hw|"
 		"--serial|file:/run/vhpc/jobs/ab12/kvm1/serial|--control|/run/vhpc/jobs/ab12/kvm1/ctl|"
