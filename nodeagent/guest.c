@@ -72,6 +72,16 @@ void na_guest_env_add(struct na_guest_env *e, const char *name_value)
 	}
 }
 
+void na_guest_env_vmshm(struct na_guest_env *e, const struct na_job *j)
+{
+	if (!j->vmshm[0])
+		return;
+	if (na_job_single_copy(j))
+		na_guest_env_add(e, "VHPC_VMSHM_SINGLE_COPY=1");
+	if (j->movsb_env)
+		na_guest_env_add(e, j->movsb_env);
+}
+
 static bool movsb_slow;
 static double movsb_ratio;
 

@@ -254,6 +254,11 @@ const char *const *na_guest_env(struct na_guest_env *e, const char *job, int ind
 				const char *host_id, int vmshm_slots);
 /* Adds NAME=VALUE (a string that outlives e) to what na_guest_env gave. */
 void na_guest_env_add(struct na_guest_env *e, const char *name_value);
+/* Adds what a job's ranks need for vmshm beyond na_guest_env's settings,
+ * the same for every driver: VHPC_VMSHM_SINGLE_COPY=1 where
+ * na_job_single_copy, and the glibc setting of na_movsb_env.  Nothing for
+ * a job without a vmshm region. */
+void na_guest_env_vmshm(struct na_guest_env *e, const struct na_job *j);
 
 /* What guests whose ranks copy through vmshm rings get to keep glibc's
  * memcpy off `rep movsb` (lib/vmshm/vmshm_copyprobe.h): *env is the

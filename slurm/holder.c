@@ -145,6 +145,8 @@ static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct
 	char words[400];
 	const char *const *env = na_guest_env(&ge, vj->label, -1, nj->s.vmshm ? vj->host_id : NULL, nj->s.vmshm_slots);
 
+	na_guest_env_vmshm(&ge, nj);
+
 	snprintf(st->job, sizeof(st->job), "%s", vj->local);
 	snprintf(st->jobdir, sizeof(st->jobdir), "%s", nj->jd.path);
 	snprintf(st->driver, sizeof(st->driver), "%s", na_driver_name(nj->s.drv));
@@ -160,10 +162,6 @@ static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct
 		nj->s.vmshm ? "vader,vmshm," : nj->s.nguests == 1 ? "vader," : "");
 	add_env(st, "OMPI_MCA_btl_tcp_if_include=eth0");
 	add_env(st, "OMPI_MCA_oob_tcp_if_include=eth0");
-	if (na_job_single_copy(nj))
-		add_env(st, "VHPC_VMSHM_SINGLE_COPY=1");
-	if (nj->s.vmshm && nj->movsb_env)
-		add_env(st, "%s", nj->movsb_env);
 	if (nj->s.vmshm)
 		add_env(st, "OMPI_MCA_mca_base_component_path=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s",
 			VHPC_GUEST_VMSHM_DIR);

@@ -10,7 +10,8 @@
 # - virtio-console: hvc0 reaches the guest's console file on the host;
 # - vsock: the guest agent (every job needs it);
 # - ivshmem: the vmshm region mapped write-back in the guest, read from the
-#   guest kernel's PAT memtype list while the BTL has it mapped.
+#   guest kernel's PAT memtype list while the BTL has it mapped, and the
+#   ranks get the node agent's glibc setting for vmshm (config disk env).
 . "$(dirname "$0")/kvmlib.sh"
 kvm_setup kvmd
 unset VHPC_KVM_ALLOW_EMULATION
@@ -25,6 +26,7 @@ mtu=$(sed -n 's/^mtu: *\([0-9][0-9]*\).*/\1/p' "$VHPC_TOP/configs/tuning/hpc.yam
 # the region mapped.
 probe='r=$OMPI_COMM_WORLD_RANK
 echo "rank=$r host=$(hostname) mtu=$(cat /sys/class/net/eth0/mtu)"
+echo "rank=$r tunables=[$GLIBC_TUNABLES]"
 ethtool -k eth0 | grep -E "^(rx-checksumming|tx-checksumming|tcp-segmentation-offload):" | sed "s/^/rank=$r offload /"
 for d in /sys/bus/virtio/devices/*; do
 	echo "rank=$r virtio $(cat $d/device) $(basename "$(readlink $d/driver)") $(cat $d/features)"
@@ -53,7 +55,9 @@ if [ "$r" = 0 ]; then
 	 done) &
 fi
 exec vhpc-mpibench -msglog 0:20 -iter 200 PingPong'
-"${RUN[@]}" --scratch 64M -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$probe" >"$T/p.out" 2>"$T/p.err" &
+# VHPC_AVOID_MOVSB=1: the node agent's glibc setting for vmshm ranks
+# reaches kvm guests (through the config disk's env) whatever this CPU is.
+VHPC_AVOID_MOVSB=1 "${RUN[@]}" --scratch 64M -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$probe" >"$T/p.out" 2>"$T/p.err" &
 pid=$!
 hvc=
 for _ in $(seq 900); do
@@ -70,6 +74,8 @@ check_eq "virtio-console: each guest's hvc0 reached its console file on the host
 check_eq "the scratch disks went with the job" "" "$(ls "$VHPC_RUN_DIR"/jobs/*/scratch*.ext4 2>/dev/null)"
 p=$(cat "$T/p.out" "$T/p.err")
 for r in 0 1; do
+	check_match "g$r: the rank has the glibc setting for vmshm (VHPC_AVOID_MOVSB=1)" \
+		"rank=$r tunables=\[glibc.cpu.x86_rep_movsb_threshold=1073741824\]" "$p"
 	check_match "g$r: eth0 has the tuning profile's MTU ($mtu)" "rank=$r host=g$r mtu=$mtu\$" "$p"
 	for k in net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_slow_start_after_idle net.core.somaxconn; do
 		want=$(sed -n "s/^ *$k: *\"\([^\"]*\)\".*/\1/p" "$VHPC_TOP/configs/tuning/hpc.yaml")

@@ -215,10 +215,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 	s.env = na_guest_env(&env, j->s.label, gi, vmshm ? j->s.host_id : NULL, j->s.vmshm_slots);
 	if (cj && cj->have_pod)
 		s.pod = cj->pod.pid;
-	if (na_job_single_copy(j))
-		na_guest_env_add(&env, "VHPC_VMSHM_SINGLE_COPY=1");
-	if (vmshm && j->movsb_env)
-		na_guest_env_add(&env, j->movsb_env);
+	na_guest_env_vmshm(&env, j);
 	s.binds = binds;
 	s.netns = j->net.guest_netns[k];
 	s.place = &j->place[k];

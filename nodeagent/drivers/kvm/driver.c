@@ -95,8 +95,7 @@ static int prepare(struct na_job *j, struct verr *err)
 	}
 	/* What vhpc-guestd starts with (the guest's init adds its index). */
 	na_guest_env(&env, j->s.label, -1, j->vmshm[0] ? j->s.host_id : NULL, j->s.vmshm_slots);
-	if (j->vmshm[0] && j->movsb_env)
-		na_guest_env_add(&env, j->movsb_env);
+	na_guest_env_vmshm(&env, j);
 	return na_kvm_config_disk(&j->jd, j->shared, env.v, j->s.tuning, kj->config_disk,
 				  sizeof(kj->config_disk), err);
 }
