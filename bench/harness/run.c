@@ -370,10 +370,21 @@ static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
 
 		if (strcmp(c->s->name, "mpi"))
 			return verr_set(err, "--native-env: only the mpi suite's native ranks are started by mpirun");
+		const char *ctl = o->native_env + strcspn(o->native_env, "\n\r\t\v\f");
+		char shown[81];
+		size_t k;
+
+		/* Shown on one line: control characters as '?'. */
+		for (k = 0; k + 1 < sizeof(shown) && o->native_env[k]; k++)
+			shown[k] = (unsigned char)o->native_env[k] < 0x20 ? '?' : o->native_env[k];
+		shown[k] = 0;
 		if (!n || strspn(o->native_env, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != n ||
-		    (o->native_env[0] >= '0' && o->native_env[0] <= '9') || strpbrk(eq, "\n\r"))
+		    (o->native_env[0] >= '0' && o->native_env[0] <= '9'))
 			return verr_set(err, "--native-env: expected NAME=VALUE with a name of letters, digits "
-					"and _, got '%.80s'", o->native_env);
+					"and _, got '%s'", shown);
+		if (*ctl)
+			return verr_set(err, "--native-env: the value has a control character (0x%02x) at offset %td: '%s'",
+					(unsigned char)*ctl, ctl - o->native_env, shown);
 	}
 	snprintf(c->driver, sizeof(c->driver), "%s", o->driver_used ? o->driver_used : "container");
 	snprintf(c->driver_why, sizeof(c->driver_why), "%s", o->driver_why ? o->driver_why : "");

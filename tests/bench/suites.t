@@ -237,6 +237,9 @@ bad "native BTLs with shell characters" "--native-btl: expected Open MPI BTL nam
 bad "native BTLs for the sys suite" "only the mpi suite" --suite sys --native-btl self,tcp --out "$tmp/b11"
 bad "a native variable without a name" "--native-env: expected NAME=VALUE" --native-env =1 --out "$tmp/b17"
 bad "a native variable with a space in its name" "--native-env: expected NAME=VALUE .*got 'A B=1'" --native-env 'A B=1' --out "$tmp/b18"
+bad "a line break in a native variable's value, shown on one line" \
+	"^vhpc bench: --native-env: the value has a control character \(0x0a\) at offset 3: 'A=1\?2'$" \
+	--native-env "$(printf 'A=1\n2')" --out "$tmp/b20"
 bad "a native variable for the net suite" "--native-env: only the mpi suite" --suite net --native-env A=1 --out "$tmp/b19"
 bad "an unknown driver" "--driver: expected auto, container or kvm" --driver xen
 bad "--iter 0" "--iter '0': N must be a whole number from 1 to 1000000000" --iter 0 --out "$tmp/b12"
