@@ -8,12 +8,14 @@
 
 #include "bench/harness/bh.h"
 
+/* Every digit results.json has (json-c writes %.17g): nine digits rounded
+ * a value a second time, so a reader rounding both could see two numbers. */
 static void val(FILE *f, double v)
 {
 	if (isnan(v))
 		fputs(" ?", f);
 	else
-		fprintf(f, " %.9g", v);
+		fprintf(f, " %.17g", v);
 }
 
 static bool same_series(const struct bh_metric *a, const struct bh_metric *b)

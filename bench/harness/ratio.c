@@ -24,12 +24,14 @@ static bool in_panel(const struct bh_metric *m, enum bh_better k)
 	return m->panel[0] && m->better == k && m->ratio.ok;
 }
 
+/* Every digit results.json has (json-c writes %.17g): nine digits rounded
+ * a value a second time, so a reader rounding both could see two numbers. */
 static void val(FILE *f, double v)
 {
 	if (isnan(v))
 		fputs(" ?", f);
 	else
-		fprintf(f, " %.9g", v);
+		fprintf(f, " %.17g", v);
 }
 
 /* size (or label) ratio lo hi best pairs */
