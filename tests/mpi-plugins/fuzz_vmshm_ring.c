@@ -83,6 +83,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			r->tag = (uint8_t)take(&in, 1);
 			if (take(&in, 1) & 1)
 				r->skew = (uint16_t)take(&in, 2);
+			if (take(&in, 1) & 1) {
+				/* a short record: length and tag in its last bytes */
+				r->stamp ^= VMSHM_SHORT_BIT;
+				((uint8_t *)r)[VMSHM_REC_ALIGN - 2] = (uint8_t)take(&in, 1);
+			}
 			break;
 		}
 		case 1: { /* scribble */

@@ -440,8 +440,9 @@ static void damaged_records_are_errors_not_reads(void **state)
 
 	(void)state;
 	ring_open(&r, 4096, 99);
-	assert_int_equal(vmshm_prod_reserve(&r.p, 10, &dst), 0);
-	vmshm_prod_commit(&r.p, 10, 3);
+	/* (more than a short record holds: the 16-byte header) */
+	assert_int_equal(vmshm_prod_reserve(&r.p, VMSHM_SHORT_MAX + 1, &dst), 0);
+	vmshm_prod_commit(&r.p, VMSHM_SHORT_MAX + 1, 3);
 	next_rec(&r)->len = 4096 - 16 + 1;
 	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
 	assert_non_null(strstr(err, "past the end"));
@@ -460,6 +461,73 @@ static void damaged_records_are_errors_not_reads(void **state)
 	next_rec(&r)->len = 4096 - 16;
 	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
 	assert_int_equal(m.len, 4096 - 16);
+	free(r.data);
+}
+
+/* A payload of up to VMSHM_SHORT_MAX bytes (ob1's 14-byte header and 8
+ * bytes) takes 32 bytes, from offset 8, with its length and tag at the end;
+ * one byte more takes the 16-byte header and a line.  A long reservation
+ * committed short stays long. */
+static void short_records_hold_ob1s_header_and_8_bytes(void **state)
+{
+	struct ring r;
+	char err[256];
+	struct vmshm_msg m;
+	void *dst;
+
+	(void)state;
+	assert_int_equal(VMSHM_SHORT_MAX, 14 + 8);
+	ring_open(&r, 4096, 77);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(vmshm_prod_reserve(&r.p, VMSHM_SHORT_MAX, &dst), 0);
+		assert_ptr_equal(dst, r.data + i * VMSHM_REC_ALIGN + 8);
+		memset(dst, 0xa0 + i, VMSHM_SHORT_MAX);
+		vmshm_prod_commit(&r.p, VMSHM_SHORT_MAX - i, (uint8_t)(7 + i));
+	}
+	assert_int_equal(r.p.head, VMSHM_LINE);
+	assert_int_equal(vmshm_prod_reserve(&r.p, VMSHM_SHORT_MAX + 1, &dst), 0);
+	assert_ptr_equal(dst, r.data + VMSHM_LINE + VMSHM_REC_HDR);
+	memset(dst, 0xb0, VMSHM_SHORT_MAX + 1);
+	vmshm_prod_commit(&r.p, VMSHM_SHORT_MAX + 1, 9);
+	assert_int_equal(r.p.head, 2 * VMSHM_LINE);
+	assert_int_equal(vmshm_prod_reserve(&r.p, 100, &dst), 0);
+	vmshm_prod_commit(&r.p, 5, 10);
+	assert_int_equal(r.p.head, 2 * VMSHM_LINE + VMSHM_REC_ALIGN);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+		assert_int_equal(m.len, VMSHM_SHORT_MAX - i);
+		assert_int_equal(m.tag, 7 + i);
+		assert_ptr_equal(m.payload, r.data + i * VMSHM_REC_ALIGN + 8);
+		assert_int_equal(((const uint8_t *)m.payload)[m.len - 1], 0xa0 + i);
+		vmshm_cons_pop(&r.c);
+	}
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	assert_int_equal(m.len, VMSHM_SHORT_MAX + 1);
+	assert_int_equal(m.tag, 9);
+	assert_int_equal(((const uint8_t *)m.payload)[VMSHM_SHORT_MAX], 0xb0);
+	vmshm_cons_pop(&r.c);
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	assert_int_equal(m.len, 5);
+	assert_int_equal(m.tag, 10);
+	vmshm_cons_pop(&r.c);
+	assert_int_equal(r.c.tail, r.p.head);
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 0);
+
+	/* A short record that claims more than it holds: an error, not a read. */
+	assert_int_equal(vmshm_prod_reserve(&r.p, 3, &dst), 0);
+	vmshm_prod_commit(&r.p, 3, 1);
+	((uint8_t *)next_rec(&r))[VMSHM_REC_ALIGN - 2] = VMSHM_SHORT_MAX + 1;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "short record at offset 160 claims 23 bytes"));
+	/* Its stamp with the other form's bit, or a lap old: not a record. */
+	((uint8_t *)next_rec(&r))[VMSHM_REC_ALIGN - 2] = 3;
+	next_rec(&r)->stamp ^= VMSHM_SHORT_BIT;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), -EPROTO);
+	next_rec(&r)->stamp = vmshm_stamp(77, r.c.tail + 4096, 12) ^ VMSHM_SHORT_BIT;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 0);
+	next_rec(&r)->stamp = vmshm_stamp(77, r.c.tail, 12) ^ VMSHM_SHORT_BIT;
+	assert_int_equal(vmshm_cons_peek(&r.c, &m, err, sizeof(err)), 1);
+	assert_int_equal(m.len, 3);
 	free(r.data);
 }
 
@@ -665,6 +733,7 @@ int main(void)
 		cmocka_unit_test(wrong_key_or_stale_lap_is_not_a_record),
 		cmocka_unit_test(damaged_records_are_errors_not_reads),
 		cmocka_unit_test(impossible_tail_is_an_error_for_the_producer),
+		cmocka_unit_test(short_records_hold_ob1s_header_and_8_bytes),
 		cmocka_unit_test(small_records_share_a_line_large_ones_start_on_one),
 		cmocka_unit_test(large_payloads_land_at_their_source_page_offset),
 		cmocka_unit_test(a_hostile_skew_is_an_error),
