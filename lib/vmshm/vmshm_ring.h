@@ -7,8 +7,8 @@
  * small messages share a cache line (vader's fast boxes pack them the same
  * way) up to ob1's header and 8 bytes of data.  A larger record takes
  * whole 64-byte lines and starts on one, after a 32-byte PAD record where
- * a short record left half a line.  Records never wrap (a PAD record fills the end of the ring
- * instead).  The consumer owns `tail` (a monotonic byte count, published
+ * a short record left half a line.  Records never wrap (a PAD record
+ * fills the end of the ring instead).  The consumer owns `tail` (a monotonic byte count, published
  * in the ring's control page); the producer keeps `head` to itself.
  *
  * A record is ready when its 64-bit stamp equals stamp(key, lap), where lap
@@ -60,17 +60,21 @@
  * that fails is tried again VMSHM_HOT_RETRY bytes further on, not a lap
  * later. */
 #define VMSHM_HOT_LAG    1024u
+#define VMSHM_HOT_RETRY  4096u
 /* Short records: stamp(key, lap) ^ VMSHM_SHORT_BIT, then up to
- * VMSHM_SHORT_MAX payload bytes from offset 8, length and tag in the
+ * VMSHM_SHORT_MAX payload bytes from VMSHM_SHORT_HDR, length and tag in the
  * record's last two bytes.  With the 16-byte header a 32-byte record held
  * ob1's 14-byte header and 2 bytes of data; 4 and 8 bytes took a line of
  * their own, and that cost 2-rank Sendrecv 0.44 -> 0.55 us, Bcast 0.71 ->
  * 0.98 us and Allreduce 4 B 1.6-2x vader's (IMB-MPI1; btl_vmshm README,
  * "Short records").  The bit costs the stamp one of its 63 random bits. */
 #define VMSHM_SHORT_BIT  2u
+#define VMSHM_SHORT_HDR  8u
+#define VMSHM_SHORT_MAX  (VMSHM_REC_ALIGN - VMSHM_SHORT_HDR - 2u)
+/* The consumer asks for the later lines of a long record up to this size
+ * as soon as it finds it (vmshm_cons_peek); beyond, the hardware
+ * prefetcher follows the copy by itself (README, "Two-line records"). */
 #define VMSHM_PREFETCH_MAX 2048u
-#define VMSHM_SHORT_MAX  (VMSHM_REC_ALIGN - 8u - 2u)
-#define VMSHM_HOT_RETRY  4096u
 /* glibc copies 2 KiB to 512 KiB with `rep movsb`, and on the AMD EPYC
  * machines here that runs at 1.7-2.9 GB/s instead of 35-48 whenever the
  * destination is 1 to 31 bytes past the source modulo 4 KiB (measured
@@ -294,7 +298,7 @@ static inline int vmshm_prod_reserve_at(struct vmshm_prod *p, uint32_t len, uint
 	p->res_skew = skew;
 	/* (a short payload is never skewed: VMSHM_MATCH_MIN is far larger) */
 	*payload = (uint8_t *)vmshm_rec_at(p->data, p->head, p->size) +
-		   (len <= VMSHM_SHORT_MAX ? 8u : VMSHM_REC_HDR + skew);
+		   (len <= VMSHM_SHORT_MAX ? VMSHM_SHORT_HDR : VMSHM_REC_HDR + skew);
 	return 0;
 }
 
@@ -348,7 +352,7 @@ static inline int vmshm_cons_peek(struct vmshm_cons *c, struct vmshm_msg *m,
 					 len, VMSHM_SHORT_MAX);
 				return -EPROTO;
 			}
-			m->payload = (const uint8_t *)r + 8;
+			m->payload = (const uint8_t *)r + VMSHM_SHORT_HDR;
 			m->len = len;
 			m->tag = b[VMSHM_REC_ALIGN - 1];
 			c->last_need = VMSHM_REC_ALIGN;
@@ -402,7 +406,7 @@ static inline int vmshm_cons_peek(struct vmshm_cons *c, struct vmshm_msg *m,
 		 * message before it copies them, and their fetch overlaps that
 		 * instead of following it. */
 		if (len <= VMSHM_PREFETCH_MAX)
-			for (uint32_t o = VMSHM_LINE; o < VMSHM_REC_HDR + len; o += VMSHM_LINE)
+			for (uint32_t o = VMSHM_LINE; o < VMSHM_REC_HDR + skew + len; o += VMSHM_LINE)
 				__builtin_prefetch((const uint8_t *)r + o);
 		c->last_need = (uint32_t)vmshm_long_need((uint64_t)len + skew);
 		return 1;

@@ -431,16 +431,16 @@ static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 		/* Contiguous: the PML considers the send done when we return, so
 		 * the convertor's position does not matter; skip its machinery. */
 		copy_lines_last_first(dst, header, header_size, src, payload_size);
-	} else if (!payload_size) {
-		memcpy(dst, header, header_size);
 	} else {
 		memcpy(dst, header, header_size);
-		struct iovec iov = { .iov_base = (uint8_t *)dst + header_size,
-				     .iov_len = payload_size };
-		uint32_t cnt = 1;
-		size_t max = payload_size;
-		(void)opal_convertor_pack(conv, &iov, &cnt, &max);
-		total = header_size + max;
+		if (payload_size) {
+			struct iovec iov = { .iov_base = (uint8_t *)dst + header_size,
+					     .iov_len = payload_size };
+			uint32_t cnt = 1;
+			size_t max = payload_size;
+			(void)opal_convertor_pack(conv, &iov, &cnt, &max);
+			total = header_size + max;
+		}
 	}
 	vmshm_prod_commit(&ep->prod, (uint32_t)total, tag);
 	ep->tx_frags++;
