@@ -78,6 +78,22 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 	if (c->guests > c->ranks)
 		return verr_set(err, "--guests %d is more than --ranks %d: every guest needs a rank",
 				c->guests, c->ranks);
+	/* IMB-MPI1 rounds each size up to whole floats for Allreduce (1, 2
+	 * and 3 bytes all run as 4), so two sizes could give the same row
+	 * twice, and the run would fail after the first repetition.
+	 * vhpc-mpibench skips such sizes instead.  (The list is sorted.) */
+	for (size_t i = 1; c->imb[0] && i < c->nsizes; i++) {
+		long long a = c->sizes[i - 1], b = c->sizes[i];
+
+		if (a > 0 && (a + 3) / 4 == (b + 3) / 4) {
+			char x[32], y[32];
+
+			return verr_set(err, "--sizes %s and %s with --imb: IMB-MPI1 runs Allreduce on "
+					"whole floats and measures both as %lld bytes; leave one of them out",
+					bh_fmt_x((double)a, x, sizeof(x)), bh_fmt_x((double)b, y, sizeof(y)),
+					(b + 3) / 4 * 4);
+		}
+	}
 	snprintf(np, sizeof(np), "%d", c->ranks);
 	bin = c->imb[0] ? c->imb : bh_prog(c, "vhpc-mpibench", prog, sizeof(prog));
 

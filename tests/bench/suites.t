@@ -248,6 +248,9 @@ bad "--iter with VOL in bytes" "--iter '1000,40': VOL must be whole MiB from 1M 
 bad "--iter with VOL too large for IMB" "--iter '1000,4G': VOL must be whole MiB" --iter 1000,4G --out "$tmp/b15"
 bad "--iter for the net suite" "--iter: only the mpi suite" --suite net --iter 1000 --out "$tmp/b16"
 bad "--iter without a value" "--iter needs a value" --iter
+bad "IMB sizes that Allreduce runs as one" \
+	"^vhpc bench: --sizes 1 and 3 with --imb: IMB-MPI1 runs Allreduce on whole floats and measures both as 4 bytes; leave one of them out$" \
+	--imb "$BIN/vhpc-mpibench" --sizes 0,1,3,8,9 --out "$tmp/b21"
 check_eq "bad options leave no results folder behind" "" "$(ls -d "$tmp"/b[0-9]* 2>/dev/null)"
 hv=$(grep -cwE 'vmx|svm' /proc/cpuinfo)
 if [ "$hv" = 0 ]; then
