@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 60
+# needs: kvm
 # Command line and YAML config: good settings boot, bad ones fail with a
 # message that names the problem (and file:line:column for YAML), and the
 # hardware-virtualization check warns or, with --require-hw, refuses.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 240
+# needs: kvm
 # vhpc-hv --seccomp: every test guest of tests/hv runs again under the
 # allowlist and must pass as it does without (each result is repeated here,
 # prefixed "seccomp:"), so the list holds every call a running guest's

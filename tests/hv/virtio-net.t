@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 90
+# needs: kvm
 # virtio-net over a tap, inside a network namespace this test creates: the
 # test sends a frame into the tap (AF_PACKET) that the guest receives in
 # two mergeable buffers; the guest's frames come out of the tap: a raw
