@@ -21,6 +21,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,34 @@ static void region_map(struct pci_dev *d, int bar, uint64_t addr, bool mapped)
 
 static const struct pci_dev_ops shm_ops = { .bar_read = regs_read, .bar_write = regs_write, .bar_map = region_map };
 
+/* A file that appears under its name already has its size: it is made and
+ * sized under a temporary name and linked into place.  Created in place
+ * with O_EXCL, a second vhpc-hv starting at the same moment could open it
+ * between creation and ftruncate and find 0 bytes (seen in CI).  Returns
+ * the fd, or -1 with errno EEXIST when another vhpc-hv linked it first. */
+static int create_sized(const char *path, uint64_t size)
+{
+	char tmp[PATH_MAX];
+	int fd, e;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);   /* mode 0600 */
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)size) < 0 || link(tmp, path) < 0) {
+		e = errno;
+		unlink(tmp);
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	unlink(tmp);
+	return fd;
+}
+
 static int shm_open_file(struct ivshmem *s, const struct shm_cfg *c, const char *where, struct verr *err)
 {
 	struct stat st;
@@ -127,14 +157,12 @@ static int shm_open_file(struct ivshmem *s, const struct shm_cfg *c, const char 
 			break;
 		if (!c->size)
 			return verr_set(err, "%s: %s does not exist; give size= to create it", where, c->path);
-		s->fd = open(c->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (s->fd >= 0) {
-			if (ftruncate(s->fd, (off_t)c->size) < 0)
-				return verr_errno(err, "%s: sizing %s", where, c->path);
+		s->fd = create_sized(c->path, c->size);
+		if (s->fd >= 0)
 			break;
-		}
 		if (errno != EEXIST)  /* else another vhpc-hv was quicker: open it */
-			break;
+			return verr_errno(err, "%s: creating %s with %llu bytes", where, c->path,
+					  (unsigned long long)c->size);
 	}
 	if (s->fd < 0)
 		return verr_errno(err, "%s: opening %s", where, c->path);

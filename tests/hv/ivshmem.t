@@ -30,6 +30,31 @@ check "the host sees guest a's text in the file" grep -qa "A:$nonce" "$SHM"
 check "the host sees guest b's text in the file" grep -qa "B:$nonce" "$SHM"
 check "the file's mode is 0600" [ "$(stat -c %a "$SHM")" = 600 ]
 
+# Guests started together on a new file: each must find it at its size,
+# never half made (one found 0 bytes in CI when the file was created in place).
+for round in 1 2; do
+	F=$SHM-race$round
+	at_exit rm -f "$F"
+	pids=
+	for g in 1 2 3 4; do
+		"$HV" --kernel "$GUESTS/shm.elf" --debug-exit --vcpus 1 --mem 16M --shm "path=$F,size=1M" \
+			--cmdline "role=c size=1048576" >"$T/race$g.out" 2>"$T/race$g.err" </dev/null &
+		pids="$pids $!"
+		at_exit kill -9 $!
+	done
+	g=0
+	for p in $pids; do
+		g=$((g + 1))
+		timeout 60 tail --pid=$p -f /dev/null
+		wait $p
+		RC=$?
+		OUT=$T/race$g.out ERR=$T/race$g.err
+		guest_ok "round $round: guest $g of 4 started together"
+	done
+	check "round $round: the file is 1 MiB" [ "$(stat -c %s "$F")" = 1048576 ]
+	check "round $round: no temporary file is left beside it" [ -z "$(ls -d "$F".* 2>/dev/null)" ]
+done
+
 run_guest shm --vcpus 1 --mem 32M --shm "path=$SHM,size=4M"
 check_match "a size other than the file's is refused" "is 2097152 bytes, not size=4194304" "$(cat "$ERR")"
 run_guest shm --vcpus 1 --mem 32M --shm "path=$SHM-none"

@@ -3,7 +3,7 @@
  * 64-bit window above 4 GiB), maps it write-back with the kit's page
  * tables, and the two exchange text through it.  Role b then moves BAR2
  * and reads the region at its new address.
- * Command line: role=a|b size=BYTES nonce=S */
+ * Command line: role=a|b|c size=BYTES nonce=S  (c: only looks at BAR2) */
 #include "virtio.h"
 
 #define FLAG_A 0
@@ -66,7 +66,7 @@ void test_main(void)
 		__atomic_store_n(flag(base, FLAG_A), 0xa1, __ATOMIC_RELEASE);
 		check(wait_flag(base, FLAG_B, 0xb1), "guest b answered through the region");
 		check(has_text(base + TEXT_B, 'B', nonce), "guest b's text is visible here");
-	} else {
+	} else if (role[0] == 'b') {
 		check(wait_flag(base, FLAG_A, 0xa1), "guest a's flag is visible here");
 		check(has_text(base + TEXT_A, 'A', nonce), "guest a's text is visible here");
 		put_text(base + TEXT_B, 'B', nonce);
