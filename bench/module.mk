@@ -37,7 +37,7 @@ $(call dir_cflags,bench/netbench,$$(MPI_CFLAGS))
 BENCH_HARNESS_CORE := bench/harness/stats.c bench/harness/metrics.c bench/harness/parse.c \
 	bench/harness/sizes.c bench/harness/iter.c
 BENCH_HARNESS_SRCS := $(BENCH_HARNESS_CORE) bench/harness/proc.c bench/harness/runs.c \
-	bench/harness/run.c bench/harness/suite_mpi.c bench/harness/suite_net.c \
+	bench/harness/run.c bench/harness/linetrip.c bench/harness/suite_mpi.c bench/harness/suite_net.c \
 	bench/harness/suite_mem.c bench/harness/suite_sys.c bench/harness/machine.c \
 	bench/harness/table.c bench/harness/plot.c bench/harness/ratio.c bench/harness/gnuplot.c \
 	bench/harness/compare.c bench/harness/image.c

@@ -196,6 +196,11 @@ struct bh_ctx {
 	struct bh_run *runs;
 	size_t nruns;
 	struct bh_results res;
+	/* The machine's state before each repetition (linetrip.c): ns, NaN
+	 * where not measured; none at all when why_no_trip says why. */
+	int trip_cpu[2];
+	double *trip_ns;
+	char why_no_trip[160];
 };
 
 /* Appends a run (argv is taken over). */
@@ -249,6 +254,16 @@ int bh_spawn(char *const *argv, const char *out_path, const char *err_path, int 
  * memory, driver, versions of vhpc, Open MPI, runc, gnuplot; sets
  * c->machine and writes lstopo's text to topology.txt. */
 struct json_object *bh_machine(struct bh_ctx *c);
+#define BH_TRIP_WHAT "round trip of one cache line between two cores, before each repetition"
+/* A run whose slowest round trip is this many times its fastest changed
+ * state under the benchmarks (the table says so). */
+#define BH_TRIP_SWING 1.5
+/* Median time of a cache line's round trip between CPUs a and b (two
+ * pinned threads taking turns to write it), in ns: the machine's state. */
+int bh_linetrip(int cpu_a, int cpu_b, double *ns, struct verr *err);
+/* The first CPU of each of the first two cores (hwloc): where the ranks
+ * of both sides run.  -1 on a machine with one core. */
+int bh_linetrip_cpus(int *cpu_a, int *cpu_b);
 /* Physical cores of this host (hwloc), at least 1. */
 int bh_host_cores(void);
 /* The table of results, as printed. */

@@ -63,6 +63,24 @@ static void iter_line(FILE *f, const struct bh_ctx *c)
 		c->imb[0] && !c->iter.set ? ", fewer where IMB's -time (10 s) cuts a sample" : "");
 }
 
+/* The machine's state over the run (linetrip.c): small-message times of
+ * both sides follow it, so a reader needs it to trust their ratio. */
+static void state_line(FILE *f, const struct bh_ctx *c)
+{
+	struct bh_stat st;
+
+	if (!c->trip_ns || bh_stat_compute(c->trip_ns, (size_t)c->reps, &st) < 0) {
+		fprintf(f, "# machine state: not measured (%s)\n", c->why_no_trip[0] ? c->why_no_trip : "no value");
+		return;
+	}
+	fprintf(f, "# machine state: a cache line's round trip CPU %d<->%d, median %.0f ns (%.0f-%.0f) over %zu repetition%s\n",
+		c->trip_cpu[0], c->trip_cpu[1], st.median, st.min, st.max, st.n, st.n == 1 ? "" : "s");
+	if (st.max > BH_TRIP_SWING * st.min)
+		fprintf(f, "# the state changed during the run (slowest %.1fx the fastest): small-message times of\n"
+			   "# both sides move with it, so their medians may come from different states\n",
+			st.max / st.min);
+}
+
 void bh_table(FILE *f, const struct bh_ctx *c)
 {
 	const struct bh_results *r = &c->res;
@@ -77,6 +95,7 @@ void bh_table(FILE *f, const struct bh_ctx *c)
 	}
 	fprintf(f, "# vhpc bench %s, %s\n", c->s->name, c->started);
 	fprintf(f, "# machine: %s\n", c->machine);
+	state_line(f, c);
 	fprintf(f, "# native: %s\n", c->native_how);
 	fprintf(f, "# guest:  %s\n", c->guest_how);
 	if (!strcmp(c->s->name, "mpi"))

@@ -40,6 +40,16 @@ results() {
 		"$(jq -r '"\(.format) \(.suite) \(.config.reps) \(.metrics | length)"' "$j" 2>&1)"
 	check_eq "$suite: machine description (hwloc, kernel, Open MPI, driver)" "true true true container" \
 		"$(jq -r '.machine | "\(.hwloc | test("[0-9]+ cores")) \(.kernel | startswith("Linux")) \(.versions.openmpi | test("Open MPI")) \(.driver)"' "$j" 2>&1)"
+	# the machine's state: a cache line's round trip before each repetition,
+	# between two different CPUs, a plausible time (0.01-100 us), and its
+	# median in the table
+	check_eq "$suite: machine state: one round trip per repetition, two CPUs, 10 ns-100 us" "true" \
+		"$(jq -r --argjson r "$reps" '.machine_state | (.values | length) == $r and .n == $r
+			and (.cpus | length) == 2 and .cpus[0] != .cpus[1]
+			and all(.values[]; . > 10 and . < 100000) and .min <= .median and .median <= .max' "$j" 2>&1)"
+	check_match "$suite: the table gives the state's median" \
+		"^# machine state: a cache line's round trip CPU [0-9]+<->[0-9]+, median $(jq -r '.machine_state.median | round' "$j") ns" \
+		"$(cat "$dir/results.txt")"
 	check_eq "$suite: every metric measured on both sides in every repetition" "[]" \
 		"$(jq -c --argjson r "$reps" '[.metrics[] | select(.native.n != $r or .guest.n != $r or (.native.values | length) != $r) | .key]' "$j" 2>&1)"
 	# ratio = guest median / native median, positive, wherever no value is 0

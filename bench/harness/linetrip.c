@@ -1,0 +1,140 @@
+/* The machine's state: how long one cache line takes to go from one core
+ * to the other and back.  On the VMs these benchmarks run on it swings
+ * about 2.5x from one minute to the next (the host moves our vCPUs), and
+ * small-message times of both sides swing with it, so a ratio means little
+ * without it (btl_vmshm README, "The second look").  Measured before each
+ * repetition on the first two cores, where the ranks of both sides run. */
+#include <errno.h>
+#include <hwloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/harness/bh.h"
+
+/* A batch of round trips takes a few milliseconds even at 500 ns each;
+ * the median of the batches drops one preempted by the host. */
+#define TRIPS   4000
+#define BATCHES 7
+
+struct trip {
+	_Alignas(64) _Atomic uint64_t line;
+	_Alignas(64) int cpu;        /* the echoing thread's */
+	int pinned;                  /* its sched_setaffinity result */
+	_Atomic int started;
+};
+
+static int pin(int cpu)
+{
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	return sched_setaffinity(0, sizeof(s), &s);
+}
+
+/* Echoes every odd value back as the next even one, until UINT64_MAX. */
+static void *echo(void *arg)
+{
+	struct trip *t = arg;
+	uint64_t v;
+
+	t->pinned = pin(t->cpu);
+	atomic_store(&t->started, 1);
+	if (t->pinned < 0)
+		return NULL;
+	for (;;) {
+		while (!((v = atomic_load_explicit(&t->line, memory_order_acquire)) & 1))
+			;
+		if (v == UINT64_MAX)
+			return NULL;
+		atomic_store_explicit(&t->line, v + 1, memory_order_release);
+	}
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+int bh_linetrip(int cpu_a, int cpu_b, double *ns, struct verr *err)
+{
+	struct trip *t = aligned_alloc(64, sizeof(*t));
+	double batch[BATCHES];
+	cpu_set_t old;
+	pthread_t th;
+	uint64_t v = 0;
+	int rc;
+
+	if (!t)
+		return verr_set(err, "cache-line round trip: out of memory");
+	memset(t, 0, sizeof(*t));
+	t->cpu = cpu_b;
+	if (sched_getaffinity(0, sizeof(old), &old) < 0 || pin(cpu_a) < 0) {
+		free(t);
+		return verr_errno(err, "cache-line round trip: cannot run on CPU %d", cpu_a);
+	}
+	if ((rc = pthread_create(&th, NULL, echo, t)) != 0) {
+		sched_setaffinity(0, sizeof(old), &old);
+		free(t);
+		errno = rc;
+		return verr_errno(err, "cache-line round trip: starting a thread");
+	}
+	while (!atomic_load(&t->started))
+		;
+	if (t->pinned < 0) {
+		pthread_join(th, NULL);
+		sched_setaffinity(0, sizeof(old), &old);
+		free(t);
+		return verr_set(err, "cache-line round trip: cannot run on CPU %d", cpu_b);
+	}
+	for (int b = 0; b < BATCHES; b++) {
+		uint64_t t0 = now_ns();
+
+		for (int i = 0; i < TRIPS; i++) {
+			atomic_store_explicit(&t->line, ++v, memory_order_release);
+			while (atomic_load_explicit(&t->line, memory_order_acquire) != v + 1)
+				;
+			v++;
+		}
+		batch[b] = (double)(now_ns() - t0) / TRIPS;
+	}
+	atomic_store_explicit(&t->line, UINT64_MAX, memory_order_release);
+	pthread_join(th, NULL);
+	sched_setaffinity(0, sizeof(old), &old);
+	free(t);
+	qsort(batch, BATCHES, sizeof(batch[0]), cmp_double);
+	*ns = batch[BATCHES / 2];
+	return 0;
+}
+
+int bh_linetrip_cpus(int *cpu_a, int *cpu_b)
+{
+	hwloc_topology_t topo;
+	hwloc_obj_t c0, c1;
+	int rc = -1;
+
+	if (hwloc_topology_init(&topo) < 0)
+		return -1;
+	if (hwloc_topology_load(topo) == 0 && (c0 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, 0)) &&
+	    (c1 = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, 1)) && c0->cpuset && c1->cpuset) {
+		*cpu_a = hwloc_bitmap_first(c0->cpuset);
+		*cpu_b = hwloc_bitmap_first(c1->cpuset);
+		rc = *cpu_a >= 0 && *cpu_b >= 0 ? 0 : -1;
+	}
+	hwloc_topology_destroy(topo);
+	return rc;
+}
