@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +20,7 @@
  * the median of the batches drops one preempted by the host. */
 #define TRIPS   4000
 #define BATCHES 7
+#define LATE_NS 1000000000ull   /* a batch that takes longer is given up */
 
 struct trip {
 	_Alignas(64) _Atomic uint64_t line;
@@ -51,7 +53,10 @@ static void *echo(void *arg)
 			;
 		if (v == UINT64_MAX)
 			return NULL;
-		atomic_store_explicit(&t->line, v + 1, memory_order_release);
+		/* Not a plain store: it could overwrite the UINT64_MAX of a
+		 * prober that gave up on us, and we would spin for ever. */
+		atomic_compare_exchange_strong_explicit(&t->line, &v, v + 1, memory_order_release,
+							memory_order_relaxed);
 	}
 }
 
@@ -77,6 +82,7 @@ int bh_linetrip(int cpu_a, int cpu_b, double *ns, struct verr *err)
 	cpu_set_t old;
 	pthread_t th;
 	uint64_t v = 0;
+	bool late = false;
 	int rc;
 
 	if (!t)
@@ -101,13 +107,18 @@ int bh_linetrip(int cpu_a, int cpu_b, double *ns, struct verr *err)
 		free(t);
 		return verr_set(err, "cache-line round trip: cannot run on CPU %d", cpu_b);
 	}
-	for (int b = 0; b < BATCHES; b++) {
+	for (int b = 0; b < BATCHES && !late; b++) {
 		uint64_t t0 = now_ns();
 
-		for (int i = 0; i < TRIPS; i++) {
+		for (int i = 0; i < TRIPS && !late; i++) {
 			atomic_store_explicit(&t->line, ++v, memory_order_release);
-			while (atomic_load_explicit(&t->line, memory_order_acquire) != v + 1)
-				;
+			/* A starved echo (something else holds its CPU) must not
+			 * hold up the benchmark: a look at the clock now and then. */
+			for (unsigned spin = 1; atomic_load_explicit(&t->line, memory_order_acquire) != v + 1; spin++)
+				if (!(spin & 0xffff) && now_ns() - t0 > LATE_NS) {
+					late = true;
+					break;
+				}
 			v++;
 		}
 		batch[b] = (double)(now_ns() - t0) / TRIPS;
@@ -116,6 +127,9 @@ int bh_linetrip(int cpu_a, int cpu_b, double *ns, struct verr *err)
 	pthread_join(th, NULL);
 	sched_setaffinity(0, sizeof(old), &old);
 	free(t);
+	if (late)
+		return verr_set(err, "cache-line round trip: CPU %d did not answer CPU %d within %d ms", cpu_b, cpu_a,
+				(int)(LATE_NS / 1000000));
 	qsort(batch, BATCHES, sizeof(batch[0]), cmp_double);
 	*ns = batch[BATCHES / 2];
 	return 0;
