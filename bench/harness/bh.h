@@ -264,6 +264,16 @@ int bh_linetrip(int cpu_a, int cpu_b, double *ns, struct verr *err);
 /* The first CPU of each of the first two cores (hwloc): where the ranks
  * of both sides run.  -1 on a machine with one core. */
 int bh_linetrip_cpus(int *cpu_a, int *cpu_b);
+/* The state before each repetition of a run, in c->trip_*: set-up (which
+ * CPUs, or why none), one measurement (a failure leaves NaN, says why once
+ * on stderr, and the run goes on), "; cache line CPU a<->b: N ns" for the
+ * progress line ("" when not measured), and results.json's machine_state:
+ * {"what","unit","cpus","values":[..|null],"n","min","median","max"
+ * [,"failed"]} or {"what","skipped"}. */
+void bh_trip_setup(struct bh_ctx *c);
+void bh_trip_measure(struct bh_ctx *c, size_t rep);
+const char *bh_trip_note(const struct bh_ctx *c, size_t rep, char *buf, size_t len);
+struct json_object *bh_trip_json(const struct bh_ctx *c);
 /* Physical cores of this host (hwloc), at least 1. */
 int bh_host_cores(void);
 /* The table of results, as printed. */

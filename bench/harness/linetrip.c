@@ -5,6 +5,9 @@
  * without it (btl_vmshm README, "The second look").  Measured before each
  * repetition on the first two cores, where the ranks of both sides run. */
 #include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
 #include <hwloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -151,4 +154,73 @@ int bh_linetrip_cpus(int *cpu_a, int *cpu_b)
 	}
 	hwloc_topology_destroy(topo);
 	return rc;
+}
+
+/* ---- per repetition, for bench_run (run.c) */
+
+void bh_trip_setup(struct bh_ctx *c)
+{
+	if (bh_linetrip_cpus(&c->trip_cpu[0], &c->trip_cpu[1]) < 0) {
+		snprintf(c->why_no_trip, sizeof(c->why_no_trip), "this machine has one core");
+		return;
+	}
+	if (!(c->trip_ns = malloc((size_t)c->reps * sizeof(double)))) {
+		snprintf(c->why_no_trip, sizeof(c->why_no_trip), "out of memory");
+		return;
+	}
+	for (int i = 0; i < c->reps; i++)
+		c->trip_ns[i] = NAN;
+}
+
+void bh_trip_measure(struct bh_ctx *c, size_t rep)
+{
+	struct verr err;
+
+	if (!c->trip_ns)
+		return;
+	if (bh_linetrip(c->trip_cpu[0], c->trip_cpu[1], &c->trip_ns[rep], &err) < 0) {
+		c->trip_ns[rep] = NAN;
+		if (!c->why_no_trip[0]) {
+			snprintf(c->why_no_trip, sizeof(c->why_no_trip), "%s", err.msg);
+			fprintf(stderr, "vhpc bench: %s (the run goes on without it)\n", err.msg);
+		}
+	}
+}
+
+const char *bh_trip_note(const struct bh_ctx *c, size_t rep, char *buf, size_t len)
+{
+	*buf = 0;
+	if (c->trip_ns && !isnan(c->trip_ns[rep]))
+		snprintf(buf, len, "; cache line CPU %d<->%d: %.0f ns", c->trip_cpu[0], c->trip_cpu[1],
+			 c->trip_ns[rep]);
+	return buf;
+}
+
+struct json_object *bh_trip_json(const struct bh_ctx *c)
+{
+	struct json_object *o = json_object_new_object(), *v, *cpus;
+	struct bh_stat st;
+
+	json_object_object_add(o, "what", json_object_new_string(BH_TRIP_WHAT));
+	if (!c->trip_ns) {
+		json_object_object_add(o, "skipped", json_object_new_string(c->why_no_trip));
+		return o;
+	}
+	json_object_object_add(o, "unit", json_object_new_string("ns"));
+	cpus = json_object_new_array();
+	json_object_array_add(cpus, json_object_new_int(c->trip_cpu[0]));
+	json_object_array_add(cpus, json_object_new_int(c->trip_cpu[1]));
+	json_object_object_add(o, "cpus", cpus);
+	v = json_object_new_array();
+	for (int i = 0; i < c->reps; i++)
+		json_object_array_add(v, isnan(c->trip_ns[i]) ? NULL : json_object_new_double(c->trip_ns[i]));
+	json_object_object_add(o, "values", v);
+	if (c->why_no_trip[0])
+		json_object_object_add(o, "failed", json_object_new_string(c->why_no_trip));
+	bh_stat_compute(c->trip_ns, (size_t)c->reps, &st);
+	json_object_object_add(o, "n", json_object_new_int64((int64_t)st.n));
+	json_object_object_add(o, "min", st.n ? json_object_new_double(st.min) : NULL);
+	json_object_object_add(o, "median", st.n ? json_object_new_double(st.median) : NULL);
+	json_object_object_add(o, "max", st.n ? json_object_new_double(st.max) : NULL);
+	return o;
 }

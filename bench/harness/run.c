@@ -276,76 +276,6 @@ static struct json_object *side_json(const struct bh_ctx *c, enum bh_side side)
 	return o;
 }
 
-static void trip_setup(struct bh_ctx *c)
-{
-	if (bh_linetrip_cpus(&c->trip_cpu[0], &c->trip_cpu[1]) < 0) {
-		snprintf(c->why_no_trip, sizeof(c->why_no_trip), "this machine has one core");
-		return;
-	}
-	if (!(c->trip_ns = malloc((size_t)c->reps * sizeof(double)))) {
-		snprintf(c->why_no_trip, sizeof(c->why_no_trip), "out of memory");
-		return;
-	}
-	for (int i = 0; i < c->reps; i++)
-		c->trip_ns[i] = NAN;
-}
-
-/* A probe that fails leaves NaN and says why once; the run goes on. */
-static void trip_measure(struct bh_ctx *c, size_t rep)
-{
-	struct verr err;
-
-	if (!c->trip_ns)
-		return;
-	if (bh_linetrip(c->trip_cpu[0], c->trip_cpu[1], &c->trip_ns[rep], &err) < 0) {
-		c->trip_ns[rep] = NAN;
-		if (!c->why_no_trip[0]) {
-			snprintf(c->why_no_trip, sizeof(c->why_no_trip), "%s", err.msg);
-			say("%s (the run goes on without it)", err.msg);
-		}
-	}
-}
-
-static const char *trip_note(const struct bh_ctx *c, size_t rep, size_t k, char *buf, size_t len)
-{
-	*buf = 0;
-	if (k == 0 && c->trip_ns && !isnan(c->trip_ns[rep]))
-		snprintf(buf, len, "; cache line CPU %d<->%d: %.0f ns", c->trip_cpu[0], c->trip_cpu[1],
-			 c->trip_ns[rep]);
-	return buf;
-}
-
-/* {"what","unit","cpus","values":[..|null],"n","min","median","max"}, or
- * {"what","skipped": why} */
-static struct json_object *trip_json(const struct bh_ctx *c)
-{
-	struct json_object *o = json_object_new_object(), *v, *cpus;
-	struct bh_stat st;
-
-	json_object_object_add(o, "what", json_object_new_string(BH_TRIP_WHAT));
-	if (!c->trip_ns) {
-		json_object_object_add(o, "skipped", json_object_new_string(c->why_no_trip));
-		return o;
-	}
-	json_object_object_add(o, "unit", json_object_new_string("ns"));
-	cpus = json_object_new_array();
-	json_object_array_add(cpus, json_object_new_int(c->trip_cpu[0]));
-	json_object_array_add(cpus, json_object_new_int(c->trip_cpu[1]));
-	json_object_object_add(o, "cpus", cpus);
-	v = json_object_new_array();
-	for (int i = 0; i < c->reps; i++)
-		json_object_array_add(v, isnan(c->trip_ns[i]) ? NULL : json_object_new_double(c->trip_ns[i]));
-	json_object_object_add(o, "values", v);
-	if (c->why_no_trip[0])
-		json_object_object_add(o, "failed", json_object_new_string(c->why_no_trip));
-	bh_stat_compute(c->trip_ns, (size_t)c->reps, &st);
-	json_object_object_add(o, "n", json_object_new_int64((int64_t)st.n));
-	json_object_object_add(o, "min", st.n ? json_object_new_double(st.min) : NULL);
-	json_object_object_add(o, "median", st.n ? json_object_new_double(st.median) : NULL);
-	json_object_object_add(o, "max", st.n ? json_object_new_double(st.max) : NULL);
-	return o;
-}
-
 static int write_results(struct bh_ctx *c, struct json_object *machine, struct verr *err)
 {
 	struct json_object *doc = json_object_new_object(), *cmd = json_object_new_array();
@@ -366,7 +296,7 @@ static int write_results(struct bh_ctx *c, struct json_object *machine, struct v
 	json_object_object_add(doc, "native", side_json(c, BH_NATIVE));
 	json_object_object_add(doc, "guest", side_json(c, BH_GUEST));
 	json_object_object_add(doc, "machine", json_object_get(machine));
-	json_object_object_add(doc, "machine_state", trip_json(c));
+	json_object_object_add(doc, "machine_state", bh_trip_json(c));
 	json_object_object_add(doc, "metrics", bh_results_to_json(&c->res));
 	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	snprintf(path, sizeof(path), "%s/results.json", c->dir);
@@ -505,14 +435,14 @@ int bench_run(const struct bench_opts *o)
 		goto out;
 	}
 	machine = bh_machine(&c);
-	trip_setup(&c);
+	bh_trip_setup(&c);
 	say("%s suite, %d repetitions, results in %s", c.s->name, c.reps, c.dir);
 	say("native: %s", c.native_how);
 	say("guest:  %s", c.guest_how);
 	/* Pairs of runs (native, guest); the order flips every pair and
 	 * repetition, so slow drift of the machine hits both sides alike. */
 	for (size_t rep = 0; rep < (size_t)c.reps; rep++) {
-		trip_measure(&c, rep);
+		bh_trip_measure(&c, rep);
 		for (size_t k = 0; k + 1 < c.nruns; k += 2) {
 			double secs[2] = { 0, 0 };
 			char note[64];
@@ -528,7 +458,7 @@ int bench_run(const struct bench_opts *o)
 			}
 			say("repetition %zu/%d%s%s: native %.2f s, guest %.2f s%s", rep + 1, c.reps,
 			    c.runs[k].tag[0] ? ", " : "", c.runs[k].tag, secs[BH_NATIVE], secs[BH_GUEST],
-			    trip_note(&c, rep, k, note, sizeof(note)));
+			    k == 0 ? bh_trip_note(&c, rep, note, sizeof(note)) : "");
 		}
 	}
 	bh_results_finish(&c.res);
