@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #define VMSHM_REC_HDR    16u
 #define VMSHM_REC_ALIGN  32u
@@ -412,6 +413,29 @@ static inline int vmshm_cons_peek(struct vmshm_cons *c, struct vmshm_msg *m,
 		return 1;
 	}
 	return 0;
+}
+
+/* A record's header, then its payload, to dst, the bytes past dst's cache
+ * line first.  The consumer spins on the record's first line (its stamp):
+ * bytes stored there before the rest were written let it take the line
+ * back in between, and the stamp then waits for the line a second time. */
+static inline void vmshm_copy_lines_last_first(uint8_t *dst, const void *header, size_t hs,
+					       const void *src, size_t n)
+{
+	size_t first = VMSHM_LINE - ((uintptr_t)dst & (VMSHM_LINE - 1));
+
+	if (hs + n > first) {
+		if (first <= hs) {
+			memcpy(dst + first, (const uint8_t *)header + first, hs - first);
+			memcpy(dst + hs, src, n);
+			memcpy(dst, header, first);
+			return;
+		}
+		memcpy(dst + first, (const uint8_t *)src + (first - hs), hs + n - first);
+		n = first - hs;
+	}
+	memcpy(dst, header, hs);
+	memcpy(dst + hs, src, n);
 }
 
 static inline void vmshm_cons_pop(struct vmshm_cons *c)

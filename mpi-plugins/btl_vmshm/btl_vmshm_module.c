@@ -42,29 +42,6 @@ static mca_btl_base_descriptor_t *vmshm_prepare_src(struct mca_btl_base_module_t
 						    size_t *size, uint32_t flags);
 static int vmshm_send(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
 		      struct mca_btl_base_descriptor_t *des, mca_btl_base_tag_t tag);
-/* header, then payload, to dst; the bytes past dst's cache line first.
- * The consumer spins on the record's first line (its stamp): bytes
- * stored there before the rest were written let it take the line back in
- * between, and the stamp then waits for the line a second time. */
-static inline void copy_lines_last_first(uint8_t *dst, const void *header, size_t hs,
-					 const void *src, size_t n)
-{
-	size_t first = VMSHM_LINE - ((uintptr_t)dst & (VMSHM_LINE - 1));
-
-	if (hs + n > first) {
-		if (first <= hs) {
-			memcpy(dst + first, (const uint8_t *)header + first, hs - first);
-			memcpy(dst + hs, src, n);
-			memcpy(dst, header, first);
-			return;
-		}
-		memcpy(dst + first, (const uint8_t *)src + (first - hs), hs + n - first);
-		n = first - hs;
-	}
-	memcpy(dst, header, hs);
-	memcpy(dst + hs, src, n);
-}
-
 static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_endpoint_t *ep,
 		       struct opal_convertor_t *conv, void *header, size_t header_size,
 		       size_t payload_size, uint8_t order, uint32_t flags,
@@ -430,7 +407,7 @@ static int vmshm_sendi(struct mca_btl_base_module_t *btl, struct mca_btl_base_en
 	if (src) {
 		/* Contiguous: the PML considers the send done when we return, so
 		 * the convertor's position does not matter; skip its machinery. */
-		copy_lines_last_first(dst, header, header_size, src, payload_size);
+		vmshm_copy_lines_last_first(dst, header, header_size, src, payload_size);
 	} else {
 		memcpy(dst, header, header_size);
 		if (payload_size) {

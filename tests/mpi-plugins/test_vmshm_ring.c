@@ -686,6 +686,37 @@ static void a_skew_does_not_make_a_record_large(void **state)
 
 /* The skew is hostile too: more than a page, or one that carries the
  * payload past the ring's end, is an error before any read. */
+/* Every destination offset within two lines, header and payload sizes
+ * around one and two lines: the bytes are the header then the payload,
+ * and nothing before or after them is touched. */
+static void copy_lines_last_first_writes_exactly_header_then_payload(void **state)
+{
+	(void)state;
+	uint8_t hdr[80], src[300], want[400];
+	uint8_t *buf = aligned_alloc(VMSHM_LINE, 512);
+
+	assert_non_null(buf);
+	for (unsigned i = 0; i < sizeof(hdr); i++)
+		hdr[i] = (uint8_t)(0x40 + i);
+	for (unsigned i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(0x80 + i * 7);
+	for (size_t off = 0; off < 2 * VMSHM_LINE; off++)
+		for (size_t hs = 0; hs <= 72; hs++)
+			for (size_t n = 0; n <= 200; n += (n < 140 ? 1 : 29)) {
+				memset(buf, 0xee, 512);
+				vmshm_copy_lines_last_first(buf + off, hdr, hs, src, n);
+				memcpy(want, hdr, hs);
+				memcpy(want + hs, src, n);
+				if (memcmp(buf + off, want, hs + n) != 0)
+					fail_msg("offset %zu, header %zu, payload %zu: wrong bytes", off, hs, n);
+				for (size_t k = 0; k < 512; k++)
+					if ((k < off || k >= off + hs + n) && buf[k] != 0xee)
+						fail_msg("offset %zu, header %zu, payload %zu: byte %zu outside written",
+							 off, hs, n, k);
+			}
+	free(buf);
+}
+
 static void a_hostile_skew_is_an_error(void **state)
 {
 	struct ring r;
@@ -737,6 +768,7 @@ int main(void)
 		cmocka_unit_test(small_records_share_a_line_large_ones_start_on_one),
 		cmocka_unit_test(large_payloads_land_at_their_source_page_offset),
 		cmocka_unit_test(a_hostile_skew_is_an_error),
+		cmocka_unit_test(copy_lines_last_first_writes_exactly_header_then_payload),
 		cmocka_unit_test(a_skew_does_not_make_a_record_large),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
