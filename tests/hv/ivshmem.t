@@ -62,4 +62,7 @@ check_match "a missing file without size= is refused" "does not exist; give size
 run_guest shm --vcpus 1 --mem 32M --shm "path=$SHM-x,size=3M"
 check_match "a size that is no power of two is refused" "size=3145728 is not a power of two" "$(cat "$ERR")"
 check "... and creates nothing" [ ! -e "$SHM-x" ]
+run_guest shm --vcpus 1 --mem 32M --shm "path=$T/no-such-folder/r,size=1M"
+check_match "a file in a folder that does not exist is refused by name" \
+	"creating $T/no-such-folder/r with 1048576 bytes: No such file or directory" "$(cat "$ERR")"
 done_testing
