@@ -38,7 +38,7 @@ $(VMSHM_SO): $(patsubst $(VMSHM_DIR)/%.c,$(B)/vmshm/obj/%.o,$(VMSHM_BTL_SRCS)) \
 
 # MPI programs for the tests and the benchmark.
 VMSHM_MPI_PROGS := $(B)/vmshm/bin/vmshm-test $(B)/vmshm/bin/vmshm-scribble \
-                   $(B)/vmshm/bin/vmshm-pingpong
+                   $(B)/vmshm/bin/vmshm-pingpong $(B)/vmshm/bin/vmshm-bcastloop
 $(B)/vmshm/bin/vmshm-test: tests/mpi-plugins/vmshm_test.c
 	@mkdir -p $(@D)
 	$(call say,MPICC,$@)
@@ -48,6 +48,10 @@ $(B)/vmshm/bin/vmshm-scribble: tests/mpi-plugins/vmshm_scribble.c $(B)/lib/libvm
 	$(call say,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.a,$^)
 $(B)/vmshm/bin/vmshm-pingpong: $(VMSHM_DIR)/bench/pingpong.c
+	@mkdir -p $(@D)
+	$(call say,MPICC,$@)
+	$(Q)$(MPICC) $(CFLAGS) -o $@ $<
+$(B)/vmshm/bin/vmshm-bcastloop: $(VMSHM_DIR)/bench/bcastloop.c
 	@mkdir -p $(@D)
 	$(call say,MPICC,$@)
 	$(Q)$(MPICC) $(CFLAGS) -o $@ $<

@@ -12,8 +12,9 @@ command -v mpirun >/dev/null || skip_all "mpirun not installed"
 so=$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so
 prog=$VHPC_TOP/$B/vmshm/bin/vmshm-test
 scribble=$VHPC_TOP/$B/vmshm/bin/vmshm-scribble
+bcastloop=$VHPC_TOP/$B/vmshm/bin/vmshm-bcastloop
 here=$VHPC_TOP/tests/mpi-plugins
-for f in "$so" "$prog" "$scribble"; do
+for f in "$so" "$prog" "$scribble" "$bcastloop"; do
 	[ -e "$f" ] || { echo "Bail out! $f not built (make first)"; exit 1; }
 done
 sysdir=$(dirname "$(find /usr/lib -name mca_btl_vader.so -path '*openmpi*' 2>/dev/null | head -1)")
@@ -129,6 +130,24 @@ mpi $name 4 --mca plm_rsh_agent "$here/fake-guest-rsh" -host 127.0.0.2:2,127.0.0
 ok_run $name "one-sided put/accumulate/get across guests (osc ^rdma, as vhpc run passes)" "^OK onesided"
 if [ -n "$(counter 0 2 tx_bytes)" ]; then ok "and the cross-guest part went through vmshm"
 else fail "one-sided traffic went through vmshm"; show $name; fi
+
+# -- 6b. vmshm-bcastloop (the BTL README's "IMB's Bcast, timed whole"): IMB's
+# Bcast loop across two guests, timed three ways; the loop's messages went
+# through vmshm, and each rank's iteration holds its Bcast and its barrier.
+name=bcastloop
+mpi $name 2 --mca plm_rsh_agent "$here/fake-guest-rsh" -host 127.0.0.2:1,127.0.0.3:1 \
+	--mca pml ob1 --mca btl self,vader,vmshm,tcp -- "$bcastloop" 3000 4 1
+ok_run $name "vmshm-bcastloop across guests: one line per rank" "^RESULT rank 1 bytes 4 iterations 3000 bcast"
+check_eq "... both ranks, each with its Bcast, barrier and iteration time" 2 \
+	"$(grep -cE '^RESULT rank [01] bytes 4 iterations 3000 bcast [0-9]+\.[0-9]{4} barrier [0-9]+\.[0-9]{4} iteration [0-9]+\.[0-9]{4}$' "$T/$name.out")"
+check "... an iteration takes at least its Bcast and barrier, and they are not 0" awk '
+	/^RESULT/ { n++; if ($8 <= 0 || $10 <= 0 || $12 + 0.0002 < $8 + $10) bad = 1 }
+	END { exit !(n == 2 && !bad) }' "$T/$name.out"
+rx=$(counter 1 0 rx_frags)
+if [ "${rx:-0}" -ge 6000 ]; then ok "vmshm carried the Bcasts and barriers to rank 1 ($rx fragments)"
+else fail "the loop went through vmshm (rx_frags=${rx:-none})"; show $name; fi
+mpi bcastloop-bad 2 -- "$bcastloop" 12x
+check_match "a bad iteration count is refused by name" "ITERATIONS: expected a whole number from 1 to [0-9]+, got '12x'" "$out"
 
 # -- 7. region created by the first rank (test option) --------------------------
 name=create
