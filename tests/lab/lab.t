@@ -36,7 +36,7 @@ EOF
 chmod +x "$W/cmd"
 mkdir -p "$W/cwd"
 t0=$(date +%s.%N)
-(cd "$W/cwd" && LABTEST_VALUE='a b  c' LABTEST_DIR=$W "$LAB" -- "$W/cmd") >"$W/out" 2>"$W/err"
+(cd "$W/cwd" && LABTEST_VALUE='a b  c' LABTEST_DIR=$W VHPC_LAB_PULSE_LOG=$W/pulse "$LAB" -- sh -c "sleep 7; exec $W/cmd") >"$W/out" 2>"$W/err"
 rc=$?
 diag "one lab run: $(echo "$(date +%s.%N) - $t0" | bc) s wall"
 check_eq "the command's exit status is the lab's" 7 "$rc"
@@ -48,6 +48,7 @@ check_match "kvm_amd is loaded in L1 and /dev/kvm is there" "kvm_amd is loaded" 
 check_match "L1 has a name of its own" "^vhpc-lab$" "$(cat "$W/out")"
 check_eq "a file written in L1 is on the host" "written in L1" "$(cat "$W/from-l1" 2>/dev/null)"
 check_eq "nothing is left after a run" "" "$(leftovers)"
+check_match "the longest silence between L1's pulses is logged (5 s apart)" '^([5-9]|[1-9][0-9])$' "$(cat "$W/pulse" 2>/dev/null)"
 
 # L1's kernel crashing is the lab's failure, not the command's.
 "$LAB" -- sh -c 'echo c >/proc/sysrq-trigger; sleep 60' >"$W/out" 2>"$W/err"
@@ -66,6 +67,21 @@ check_eq "a hung L1 ends the lab with 125" 125 "$rc"
 check_match "and it says L1 hung" "lab failure: L1 hung: .*rcu_preempt detected stalls" "$(cat "$W/err")"
 check "long before the time-out ($((SECONDS - t0)) s of 300)" test $((SECONDS - t0)) -lt 120
 check_eq "nothing is left after a hang" "" "$(leftovers)"
+
+# An L1 that stops without a word: here its pulse file is made a folder,
+# so the 5-second writer in L1 can no longer change it.
+t0=$SECONDS
+VHPC_LAB_FROZEN_AFTER=15 "$LAB" --timeout 300 -- sh -c \
+	'run=$(sed -n "s/.*vhpclab.run=\([^ ]*\).*/\1/p" /proc/cmdline); rm -f "$run/alive"; mkdir "$run/alive"; sleep 280' \
+	>"$W/out" 2>"$W/err"
+rc=$?
+check_eq "a frozen L1 ends the lab with 125" 125 "$rc"
+check_match "and it says for how long and how much CPU QEMU used meanwhile" \
+	"lab failure: L1 froze: no pulse for 1[5-9] s, QEMU used [0-9.]+ s of CPU meanwhile" "$(cat "$W/err")"
+check "long before the time-out ($((SECONDS - t0)) s of 300)" test $((SECONDS - t0)) -lt 120
+check_eq "nothing is left after a freeze" "" "$(leftovers)"
+VHPC_LAB_FROZEN_AFTER=1.5 "$LAB" -- true >"$W/out" 2>"$W/err"
+check_match "a limit that is not whole seconds is refused by name" "VHPC_LAB_FROZEN_AFTER must be whole seconds, got '1.5'" "$(cat "$W/err")"
 
 "$LAB" --timeout 12 -- sleep 600 >"$W/out" 2>"$W/err"
 rc=$?
