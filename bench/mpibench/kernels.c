@@ -7,6 +7,13 @@
  *   Allreduce  MPI_FLOAT, MPI_SUM, size/4 elements
  *   Bcast      from rank 0
  *   Barrier    MPI_Barrier
+ * The point-to-point kernels and Barrier time the whole loop.  Allreduce and
+ * Bcast time each call alone and follow it with an MPI_Barrier outside the
+ * time (-sync 1, IMB's default; src_c/IMB_allreduce.c, IMB_bcast.c): a
+ * back-to-back loop would let the root run ahead into later calls, and with
+ * ranks sharing cores its time depends on how the scheduler interleaves
+ * them (4 ranks on this 2-core VM: Bcast 4 KiB took 15 or 33-37 us from one
+ * run to the next).
  * In check mode each repetition fills the send buffer with a pattern of
  * (sender, size, repetition) and verifies every byte it receives; that work
  * is inside the timed loop, so check-mode times are not performance numbers.
@@ -27,7 +34,19 @@ struct sample {
 	int count;          /* size as an MPI count */
 	bool check;
 	bool injected;
+	double timed;       /* collectives: seconds inside the calls themselves */
 };
+
+/* IMB's collective step: the call alone is timed, then the ranks line up
+ * (-sync 1) so that the next call starts together. */
+#define TIMED_COLLECTIVE(s, call)                                   \
+	do {                                                        \
+		double t_ = MPI_Wtime();                            \
+		call;                                               \
+		(s)->timed += MPI_Wtime() - t_;                     \
+		if ((s)->c->o->sync)                                \
+			MPI_Barrier((s)->comm);                     \
+	} while (0)
 
 /* Test-only: simulate a byte corrupted in transit, once per sample. */
 static void inject(struct sample *s, void *buf, long long rep)
@@ -192,7 +211,7 @@ static void k_allreduce(struct sample *s, long long first, long long n)
 	for (long long i = first; i < first + n; i++) {
 		if (s->check)
 			mb_red_fill(sb, count, s->rank, s->size, i);
-		MPI_Allreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, s->comm);
+		TIMED_COLLECTIVE(s, MPI_Allreduce(sb, rb, count, MPI_FLOAT, MPI_SUM, s->comm));
 		if (s->check) {
 			long long off = 0, bad;
 			unsigned want = 0, got = 0;
@@ -213,9 +232,9 @@ static void k_bcast(struct sample *s, long long first, long long n)
 		if (s->rank == 0) {
 			if (s->check)
 				mb_fill(sb, s->size, 0, s->size, i);
-			MPI_Bcast(sb, s->count, MPI_BYTE, 0, s->comm);
+			TIMED_COLLECTIVE(s, MPI_Bcast(sb, s->count, MPI_BYTE, 0, s->comm));
 		} else {
-			MPI_Bcast(rb, s->count, MPI_BYTE, 0, s->comm);
+			TIMED_COLLECTIVE(s, MPI_Bcast(rb, s->count, MPI_BYTE, 0, s->comm));
 			if (s->check)
 				check_bytes(s, rb, 0, i);
 		}
@@ -250,8 +269,12 @@ double mb_measure(struct mb_ctx *c, enum mb_bench b, MPI_Comm comm, long long si
 	kernels[b](&s, reps, mb_warmup_reps(reps));
 	for (int i = 0; i < 2; i++)
 		MPI_Barrier(comm);
+	s.timed = 0;
 	t0 = MPI_Wtime();
 	kernels[b](&s, 0, reps);
-	t = (MPI_Wtime() - t0) / (double)reps * 1e6;
+	t = MPI_Wtime() - t0;
+	if (b == MB_ALLREDUCE || b == MB_BCAST)
+		t = s.timed;
+	t = t / (double)reps * 1e6;
 	return b == MB_PINGPONG ? t / 2 : t;
 }

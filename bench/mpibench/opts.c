@@ -28,6 +28,7 @@ void mb_opts_defaults(struct mb_opts *o)
 	o->msglog_max = IMB_MAX_MSGLOG;
 	o->max_size = -1;
 	o->zero_size = true;
+	o->sync = true;
 	o->iter = IMB_MSGS_PER_SAMPLE;
 	o->overall_vol = IMB_OVERALL_VOL;
 	o->npmin = 2;
@@ -46,6 +47,8 @@ void mb_usage(FILE *f)
 "  -minsize SIZE       drop sizes below SIZE (e.g. 1, 64K)\n"
 "  -maxsize SIZE       drop sizes above SIZE (e.g. 4M)\n"
 "  -zero_size 0|1      whether to run size 0 (default 1)\n"
+"  -sync 0|1           MPI_Barrier after each Allreduce and Bcast, outside\n"
+"                      the time (default 1, as IMB)\n"
 "  -iter N[,VOL]       repetitions per size: min(N, VOL / size), at least 1\n"
 "                      (default 1000,40M)\n"
 "  -npmin P            run multi-process benchmarks on P, 2P, 4P, ... and np\n"
@@ -59,7 +62,9 @@ void mb_usage(FILE *f)
 "  -h, -help           this text\n"
 "\n"
 "Each size: a warm-up (10%% of the repetitions), two MPI_Barrier, then the\n"
-"timed repetitions; t_min/t_max/t_avg are over the active ranks;\n"
+"timed repetitions; Allreduce and Bcast time each call alone, as IMB does,\n"
+"so the barrier after it is not counted; t_min/t_max/t_avg are over the\n"
+"active ranks;\n"
 "Mbytes/sec = factor x bytes / t_max with 10^6 bytes per MB (PingPong and\n"
 "PingPing 1, Sendrecv 2, Exchange 4).  PingPong reports half a round trip.\n"
 "Exit status: 0 ok, 1 data check failed or a run error, 2 bad arguments.\n",
@@ -148,7 +153,7 @@ enum { A_NONE, A_VALUE };
 static const struct { const char *name; int arg; } options[] = {
 	{ "h", A_NONE }, { "help", A_NONE }, { "msglog", A_VALUE }, { "msglen", A_VALUE },
 	{ "minsize", A_VALUE }, { "maxsize", A_VALUE }, { "zero_size", A_VALUE },
-	{ "iter", A_VALUE }, { "npmin", A_VALUE }, { "np-only", A_NONE },
+	{ "sync", A_VALUE }, { "iter", A_VALUE }, { "npmin", A_VALUE }, { "np-only", A_NONE },
 	{ "include", A_VALUE }, { "exclude", A_VALUE }, { "check", A_NONE },
 	{ "show-hosts", A_NONE },
 };
@@ -156,7 +161,7 @@ static const struct { const char *name; int arg; } options[] = {
 /* IMB-MPI1 options this program does not implement: named as such, so an
  * IMB command line fails with a reason rather than "unknown option". */
 static const char *const imb_unsupported[] = {
-	"time", "mem", "multi", "off_cache", "map", "input", "sync", "root_shift",
+	"time", "mem", "multi", "off_cache", "map", "input", "root_shift",
 	"imb_barrier", "thread_level", "iter_policy", "data_type", "red_data_type",
 	"contig_type", "warm_up", "mem_alloc_type", "msgsz", NULL,
 };
@@ -178,13 +183,15 @@ static int one_option(const char *name, const char *v, struct mb_opts *o, bool *
 		return size_arg("-minsize", v, &o->min_size, err);
 	} else if (!strcmp(name, "maxsize")) {
 		return size_arg("-maxsize", v, &o->max_size, err);
-	} else if (!strcmp(name, "zero_size")) {
+	} else if (!strcmp(name, "zero_size") || !strcmp(name, "sync")) {
+		bool *flag = name[0] == 'z' ? &o->zero_size : &o->sync;
+
 		if (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "yes"))
-			o->zero_size = true;
+			*flag = true;
 		else if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no"))
-			o->zero_size = false;
+			*flag = false;
 		else
-			return verr_set(err, "-zero_size '%s': expected 0 or 1", v);
+			return verr_set(err, "-%s '%s': expected 0 or 1", name, v);
 	} else if (!strcmp(name, "iter")) {
 		return parse_iter(v, o, err);
 	} else if (!strcmp(name, "npmin")) {

@@ -34,6 +34,7 @@ struct mb_opts {
 	const char *msglen_file;      /* IMB -msglen: lengths from a file */
 	long long min_size, max_size; /* filters; max_size < 0: none */
 	bool zero_size;               /* IMB -zero_size: include size 0 */
+	bool sync;                    /* IMB -sync: MPI_Barrier after each collective */
 	long long iter;               /* IMB -iter: repetitions per sample */
 	long long overall_vol;        /* ... capped by this volume per sample */
 	int npmin;                    /* IMB -npmin */

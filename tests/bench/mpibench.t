@@ -137,6 +137,46 @@ check_eq "fault injection acts only in -check mode" 0 "$?"
 check_eq "failed runs leave nothing either" "" "$(leftovers)"
 
 # ---- bad arguments: exit 2 and a message that names the problem
+# ---- Allreduce and Bcast as IMB times them: each call alone, then an
+# MPI_Barrier outside the time (-sync 1).  A PMPI shim counts the barriers
+# and makes each one take 2 ms: inside the time it would show as >= 2000 us.
+cat >"$tmp/slowbar.c" <<'EOF'
+#include <mpi.h>
+#include <stdio.h>
+#include <unistd.h>
+static long n;
+int MPI_Barrier(MPI_Comm c) { n++; usleep(2000); return PMPI_Barrier(c); }
+int MPI_Finalize(void)
+{
+	int r;
+	PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+	fprintf(stderr, "slowbar: rank %d barriers %ld\n", r, n);
+	return PMPI_Finalize();
+}
+EOF
+printf '4\n' >"$tmp/len4"
+if mpicc -shared -fPIC -o "$tmp/slowbar.so" "$tmp/slowbar.c" 2>"$tmp/slowbar.err"; then
+	for sync in 1 0; do
+		mpi 2 -x LD_PRELOAD="$tmp/slowbar.so" "$MB" -sync $sync -iter 50 -msglen "$tmp/len4" \
+			Allreduce Bcast >"$tmp/sync$sync.out" 2>"$tmp/sync$sync.err"
+		check_eq "-sync $sync: exit 0" 0 "$?"
+		bars=$(sed -n 's/^slowbar: rank 0 barriers //p' "$tmp/sync$sync.err")
+		tmax=$(awk '/^# Benchmarking/ { b = $3 } $1 == 4 && NF >= 5 { printf "%s %s ", b, $4 }' "$tmp/sync$sync.out")
+		diag "-sync $sync: rank 0 called MPI_Barrier ${bars:-?} times; t_max (us): $tmax"
+		check "-sync $sync: both tables have a 4-byte row" test "$(wc -w <<<"$tmax")" = 4
+		check "-sync $sync: Allreduce and Bcast t_max under 1000 us, though each barrier takes 2000 ($tmax)" \
+			awk -v t="$tmax" 'BEGIN { n = split(t, a, " "); exit !(n == 4 && a[2] < 1000 && a[4] < 1000) }'
+		if [ $sync = 1 ]; then
+			# 50 timed and 5 warm-up repetitions of each, a barrier after each.
+			check "-sync 1: a barrier after every call (${bars:-none}, want >= 110)" test "${bars:-0}" -ge 110
+		else
+			check "-sync 0: no barrier between calls (${bars:-none}, want < 20)" test "${bars:-999}" -lt 20
+		fi
+	done
+else
+	fail "mpicc builds the PMPI shim: $(head -3 "$tmp/slowbar.err")"
+fi
+
 bad() {
 	local want=$1; shift
 	local out rc
@@ -152,6 +192,7 @@ bad "IMB option -time is not supported" -time 5
 bad "unknown option '-frobnicate'" -frobnicate
 bad "needs a value" -npmin
 bad "expected 0 or 1" -zero_size 7
+bad "-sync '2': expected 0 or 1" -sync 2
 VHPC_MPIBENCH_TEST_CORRUPT=x bad "VHPC_MPIBENCH_TEST_CORRUPT='x'" -check
 out=$(mpi 2 "$MB" -msglog 1:x 2>&1)
 rc=$?

@@ -114,6 +114,12 @@ static void sizes_narrow_as_asked(void **state)
 	assert_int_equal(s[6], 65536);
 	free(s);
 
+	assert_true(o.sync);                     /* IMB's default: -sync 1 */
+	assert_int_equal(parse(&o, &err, "-sync", "0", NULL), 0);
+	assert_false(o.sync);
+	assert_int_equal(parse(&o, &err, "-sync", "on", NULL), 0);
+	assert_true(o.sync);
+
 	assert_int_equal(parse(&o, &err, "-msglog", "0:2", "-zero_size", "0", NULL), 0);
 	sizes_of(&o, NULL, 0, &s, &n);
 	assert_int_equal(n, 3);
@@ -174,6 +180,8 @@ static void bad_arguments_are_named(void **state)
 		{ { "-iter", "10,0" }, "VOL must be a size" },
 		{ { "-npmin", "-1" }, "-npmin '-1'" },
 		{ { "-zero_size", "maybe" }, "expected 0 or 1" },
+		{ { "-sync", "2" }, "-sync '2': expected 0 or 1" },
+		{ { "-sync" }, "option -sync needs a value" },
 		{ { "-minsize", "1.5K" }, "-minsize '1.5K'" },
 		{ { "-maxsize", "4G" }, "up to 1G" },
 		{ { "-minsize", "8K", "-maxsize", "4K" }, "-minsize 8192 is larger than -maxsize 4096" },
