@@ -136,7 +136,7 @@ else fail "one-sided traffic went through vmshm"; show $name; fi
 # through vmshm, and each rank's iteration holds its Bcast and its barrier.
 name=bcastloop
 mpi $name 2 --mca plm_rsh_agent "$here/fake-guest-rsh" -host 127.0.0.2:1,127.0.0.3:1 \
-	--mca pml ob1 --mca btl self,vader,vmshm,tcp -- "$bcastloop" 3000 4 1
+	--bind-to none --mca pml ob1 --mca btl self,vader,vmshm,tcp -- "$bcastloop" 3000 4 1
 ok_run $name "vmshm-bcastloop across guests: one line per rank" "^RESULT rank 1 bytes 4 iterations 3000 bcast"
 check_eq "... both ranks, each with its Bcast, barrier and iteration time" 2 \
 	"$(grep -cE '^RESULT rank [01] bytes 4 iterations 3000 bcast [0-9]+\.[0-9]{4} barrier [0-9]+\.[0-9]{4} iteration [0-9]+\.[0-9]{4}$' "$T/$name.out")"
