@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/reboot.h>
+#include <termios.h>
 #include <unistd.h>
 
 int main(void)
@@ -11,6 +12,10 @@ int main(void)
 
 	if (fd >= 0) {
 		dprintf(fd, "VHPC-USERSPACE-MARKER pid=%d\n", (int)getpid());
+		/* The write only queues the line for the serial port; powering
+		 * off before the UART has sent it loses it (seen once in the lab:
+		 * exit 0, no marker).  Wait until it has gone out. */
+		tcdrain(fd);
 		close(fd);
 	}
 	sync();
