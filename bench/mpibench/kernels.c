@@ -12,8 +12,8 @@
  * time (-sync 1, IMB's default; src_c/IMB_allreduce.c, IMB_bcast.c): a
  * back-to-back loop would let the root run ahead into later calls, and with
  * ranks sharing cores its time depends on how the scheduler interleaves
- * them (4 ranks on this 2-core VM: Bcast 4 KiB took 15 or 33-37 us from one
- * run to the next).
+ * them (4 ranks in 2 guests on this 2-core VM: Bcast 4 KiB took 15 to 38 us
+ * from one repetition to the next).
  * In check mode each repetition fills the send buffer with a pattern of
  * (sender, size, repetition) and verifies every byte it receives; that work
  * is inside the timed loop, so check-mode times are not performance numbers.
