@@ -115,14 +115,22 @@ bool na_driver_emulation(const struct na_driver *d);
 
 /* A job's host path, as this node's check found it (binds.c). */
 struct na_hbind {
-	char src[PATH_MAX];            /* resolved, as the user's lookup reached it */
+	int fd;                        /* O_PATH, opened by the user's own lookup:
+	                                * what guests get, never src looked up again */
+	char src[PATH_MAX];            /* where that lookup reached (messages, logs) */
 	char dst[BIND_PATH_MAX];
 	bool ro, dir;
 	unsigned long flags;           /* the source mount's statvfs f_flag */
 };
 /* Each of l's sources exists here and the user (uid, gid and the groups
- * of that uid's passwd entry) may read it; out[i] for l->v[i]. */
+ * of that uid's passwd entry) may read it; out[i] for l->v[i], each with
+ * its source open (na_binds_close; on failure none is left open). */
 int na_binds_check(const struct bind_list *l, uid_t uid, gid_t gid, struct na_hbind *out, struct verr *err);
+void na_binds_close(struct na_hbind *hb, int n);
+/* Mounts b's open source at `at`, a new folder or file of root's made
+ * here (nosuid, nodev, and read-only when b is): a path for a runtime
+ * that binds by path, which no user can swap. */
+int na_binds_mount(const struct na_hbind *b, const char *at, struct verr *err);
 
 struct na_job_spec {
 	const char *label;             /* VHPC_JOB inside the guests */
