@@ -7,3 +7,7 @@ $(B)/testbin/swap-paths: $(B)/obj/tests/security/swap-paths.o
 
 EXTRA_ALL += $(B)/testbin/swap-paths
 EXTRA_TESTS += $(B)/testbin/swap-paths
+
+# kvm_control (nodeagent/drivers/kvm) against a symlink planted at vhpc-hv's
+# control socket: a unit test, no KVM needed.
+$(eval $(call unit_test,unit-kvm-control-symlink,tests/security/kvm-control-symlink.c,$(NODEAGENT_LIBS)))

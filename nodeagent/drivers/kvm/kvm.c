@@ -332,7 +332,9 @@ static int wait_up(struct na_kvm *k, int timeout_ms, struct verr *err)
 		struct stat a, b;
 		char why[160], tail[1200];
 
-		if (stat(k->ctl, &a) == 0 && S_ISSOCK(a.st_mode) && stat(k->vsock, &b) == 0 && S_ISSOCK(b.st_mode))
+		/* lstat: hv/ is the user's, and a symlink there is not vhpc-hv's
+		 * socket (kvm_control would refuse it anyway). */
+		if (lstat(k->ctl, &a) == 0 && S_ISSOCK(a.st_mode) && lstat(k->vsock, &b) == 0 && S_ISSOCK(b.st_mode))
 			return 0;
 		if (!na_kvm_running(k, why, sizeof(why))) {
 			tail_of(k->hvlog, tail, sizeof(tail));
