@@ -17,10 +17,13 @@
  *   shm files         /dev/shm/vhpc-<job>-*
  *   VXLAN (cluster)   vxlan0 inside the job netns; its UDP socket lives in
  *                     the namespace of the vhpcd that made it
- *   kvm guests        vhpc-hv processes in the cgroups above (cpuset and
- *                     cgroup2); tap t<guest index> on the bridge of the job
- *                     netns; <job dir>/config.ext4 (config disk),
- *                     <job dir>/scratch<i>.ext4 (--scratch); per guest
+ *   host paths        container guests: <job dir>/binds/<i>, each the
+ *                     job's bind i mounted from its checked descriptor
+ *   kvm guests        vhpc-hv processes in the cgroups above (cpuset,
+ *                     memory and cgroup2); tap t<guest index> on the bridge
+ *                     of the job netns; <job dir>/config.ext4 (config disk);
+ *                     --scratch disks have no name (the scratch folder's
+ *                     unnamed files, gone with vhpc-hv); per guest
  *                     a small tmpfs <job dir>/kvm<i>/ holding vsock (and
  *                     vsock_<port>), ctl (vhpc-hv's control socket), serial
  *                     (console log), hv.log and pid (vhpc-hv's, for an

@@ -11,3 +11,6 @@ EXTRA_TESTS += $(B)/testbin/swap-paths
 # kvm_control (nodeagent/drivers/kvm) against a symlink planted at vhpc-hv's
 # control socket: a unit test, no KVM needed.
 $(eval $(call unit_test,unit-kvm-control-symlink,tests/security/kvm-control-symlink.c,$(NODEAGENT_LIBS)))
+
+# A kvm guest's cgroups against a process that allocates past its limit.
+$(eval $(call unit_test,unit-kvm-guest-memory,tests/security/kvm-guest-memory.c,$(NODEAGENT_LIBS)))
