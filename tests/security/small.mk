@@ -14,3 +14,6 @@ $(eval $(call unit_test,unit-kvm-control-symlink,tests/security/kvm-control-syml
 
 # A kvm guest's cgroups against a process that allocates past its limit.
 $(eval $(call unit_test,unit-kvm-guest-memory,tests/security/kvm-guest-memory.c,$(NODEAGENT_LIBS)))
+
+# The kvm driver's virtiofsd against a bind source path swapped after the check.
+$(eval $(call unit_test,unit-bind-kvm-fs,tests/security/bind-kvm-fs.c,$(NODEAGENT_LIBS)))
