@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -519,6 +520,13 @@ static void scratch_disk_is_an_unnamed_reserved_ext4(void **state)
 	assert_int_equal(chown(dir, 65534, 65534), 0);
 	assert_int_equal(na_kvm_scratch_disk(dir, 16ull << 20, &fd, &e), -1);
 	assert_non_null(strstr(e.msg, "must be root's"));
+	assert_int_equal(chown(dir, 0, 0), 0);
+	/* A folder without the room refuses the disk at once, by name. */
+	assert_int_equal(mount("vhpc-kvmt", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=8m,mode=0700"), 0);
+	assert_int_equal(na_kvm_scratch_disk(dir, 16ull << 20, &fd, &e), -1);
+	umount2(dir, MNT_DETACH);
+	assert_non_null(strstr(e.msg, "(the scratch folder has no room for it)"));
+	assert_non_null(strstr(e.msg, dir));
 	assert_int_equal(rm_rf(top, &e), 0);
 }
 
