@@ -28,6 +28,9 @@ struct cluster_cfg {
 	struct cf_strlist binds;
 	struct cf_strlist bind_allow;
 	bool bind_home, bind_workdir;
+	/* Each node's folder for kvm guests' scratch disks, on a local disk;
+	 * NULL: <state dir>/scratch (nodeagent/README.md). */
+	char *scratch_dir;
 };
 extern const struct cf_schema cluster_schema;
 /* path NULL: $VHPC_CLUSTER, else <config dir>/cluster.yaml. */

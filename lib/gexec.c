@@ -155,7 +155,7 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
  * the socket may sit in a directory the guest can write, where it could plant
  * a link to any socket of the host.  The final name is opened O_PATH and
  * checked to be a socket; the connect goes through the descriptor. */
-static int open_unix(const char *path, uint64_t deadline, const char *what, struct verr *err)
+int gexec_unix_open(const char *path, uint64_t deadline, const char *what, struct verr *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -194,7 +194,7 @@ int gexec_connect_unix(struct chan *c, const char *path,
 	int fd;
 
 	snprintf(what, sizeof(what), "guest socket %s", path);
-	fd = open_unix(path, deadline, what, err);
+	fd = gexec_unix_open(path, deadline, what, err);
 	if (fd < 0)
 		return -1;
 	return handshake(c, fd, key, deadline, what, err);
@@ -246,7 +246,7 @@ int gexec_connect_vsock(struct chan *c, const char *uds, unsigned port,
 	snprintf(what, sizeof(what), "guest vsock port %u through %s", port, uds);
 	if (port < 1 || port > 0xfffffffeu)
 		return verr_set(err, "%s: the port must be 1..4294967294", what);
-	fd = open_unix(uds, deadline, what, err);
+	fd = gexec_unix_open(uds, deadline, what, err);
 	if (fd < 0)
 		return -1;
 	snprintf(req, sizeof(req), "CONNECT %u\n", port);

@@ -199,6 +199,7 @@ static const struct cf_field cluster_fields[] = {
 	{ .key = "bind_allow", .kind = CF_CUSTOM, .off = C(bind_allow), .parse = parse_allow, .release = release_pathlist },
 	{ .key = "bind_home", .kind = CF_BOOL, .off = C(bind_home) },
 	{ .key = "bind_workdir", .kind = CF_BOOL, .off = C(bind_workdir) },
+	{ .key = "scratch_dir", .kind = CF_STR, .off = C(scratch_dir), .what = "an absolute path" },
 	{ .key = "name", .kind = CF_STR, .off = C(name), .flags = CF_REQUIRED },
 	{ .key = "controller", .kind = CF_STR, .off = C(controller), .what = "host:port" },
 	{ .key = "job_network", .kind = CF_STRUCT, .off = C(job_pool), .sub = &jobnet_schema, .flags = CF_REQUIRED },

@@ -435,6 +435,7 @@ void na_job_teardown(struct na_job *j)
 	j->have_jd = false;
 	free(j->place);
 	free(j->g);
+	na_binds_close(j->hb, j->nhb);
 	free(j->hb);
 	j->place = NULL;
 	j->g = NULL;

@@ -230,7 +230,7 @@ sl_leftovers() {
 	echo "netns $(ls /run/netns 2>/dev/null | grep -cE '^vhpc-[0-9]+s[0-9a-v]+(-[0-9]+)?$')"
 	for ((i = 1; i <= SL_NODES; i++)); do
 		echo "n$i jobs $(ls "$SL_DIR/run-n$i/jobs" 2>/dev/null | grep -c .) runc $(ls "$SL_DIR/run-n$i/runc" 2>/dev/null | grep -c .)" \
-			"state $(ls "$SL_DIR/run-n$i/slurm" 2>/dev/null | grep -cE '\.(state|opts)$')"
+			"state $(ls "$SL_DIR/run-n$i/slurm" 2>/dev/null | grep -cE '\.(state|user|opts)$')"
 		echo "n$i vxlan $(ip -n "$SL-n$i" -d link 2>/dev/null | grep -c vxlan)"
 		echo "n$i holders $(for p in $(sl_node_procs "$i"); do cat /proc/"$p"/comm 2>/dev/null; done | grep -c vhpc-slurmjob)"
 	done
