@@ -71,7 +71,9 @@ serial=$(cat "$VHPC_RUN_DIR"/jobs/*/kvm[01]/hv/serial 2>/dev/null)
 # Each vhpc-hv holds its scratch disk: a file with no name in the node's
 # scratch folder (<state dir>/scratch by default), not in the run dir.
 hvs=$(pgrep -x vhpc-hv)
-scratch_fds=$(for p in $hvs; do ls -l /proc/"$p"/fd 2>/dev/null; done | grep -c -- "-> $VHPC_STATE_DIR/scratch/.* (deleted)\$")
+# (vhpc-hv opens the disk it was given as /dev/fd/N again: count guests,
+# not descriptors.)
+scratch_fds=$(for p in $hvs; do ls -l /proc/"$p"/fd 2>/dev/null | grep -q -- "-> $VHPC_STATE_DIR/scratch/.* (deleted)\$" && echo "$p"; done | wc -l)
 wait $pid
 check_eq "the probe job exits 0" 0 "$?"
 check_eq "virtio-console: each guest's hvc0 reached its console file on the host" 2 "${hvc:-0}"
