@@ -88,9 +88,14 @@ int image_import(const struct image_import *im, struct image_info *out, struct v
 /*
  * A manifest as text (an image's id is the sha256 of it), parsed and
  * checked: one entry per line, paths inside the image, each below a folder
- * listed before it, none twice, no setuid or setgid file.  Manifests come
- * over the network, so every field is checked (fuzzed: fuzz-image-manifest).
+ * listed before it, none twice, no setuid or setgid file, and at the top
+ * only the image's parts (IMAGE_MF_PARTS, each of its type) and what is
+ * under /rootfs/: every other name in an image's folder is the node's own.
+ * Manifests come over the network, so every field is checked (fuzzed:
+ * fuzz-image-manifest).
  */
+#define IMAGE_MF_PARTS "rootfs/ (a folder), rootfs.squashfs, rootfs.erofs, kvm/vmlinuz, kvm/vmlinux, " \
+	"kvm/initramfs.img, kvm/kernel.version, kvm/rootfs.ext4"
 #define IMAGE_MF_PATH_MAX    4096
 #define IMAGE_MF_FILE_MAX    (1ull << 40)
 #define IMAGE_MF_TEXT_MAX    (256u << 20)

@@ -1,8 +1,9 @@
 /* Manifests as the image code writes and reads them, and a node's pull:
  * the parser takes what image_manifest writes and names what is wrong in
- * anything else; a pull through a fetch function makes a tree whose
- * manifest hashes to the id, and refuses a changed or truncated file
- * without leaving anything under the id. */
+ * anything else, the names a node keeps for itself above all; a pull
+ * through a fetch function makes a tree whose manifest hashes to the id,
+ * and refuses a changed or truncated file without leaving anything under
+ * the id. */
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -128,23 +129,62 @@ static void names_what_is_wrong(void **state)
 	refuses("f 0644 0 E3B0 /a\n", "not a sha256");
 	refuses("f 4755 0 " H " /a\n", "setuid or setgid");
 	refuses("l 0644 - x /a\n", "a symlink is");
-	refuses("f 0644 0 " H " /a/b\n", "not inside a folder listed before it");
-	refuses("f 0644 0 " H " /a\nf 0644 0 " H " /a/b\n", "not inside a folder");
-	refuses("d 0755 - - /a\nd 0755 - - /a\n", "listed twice");
-	refuses("d 0755 - - /a/b\nd 0755 - - /a\n", "not inside a folder listed before it");
+	refuses("f 0644 0 " H " /rootfs/b\n", "not inside a folder listed before it");
+	refuses("d 0755 - - /rootfs\nf 0644 0 " H " /rootfs/a\nf 0644 0 " H " /rootfs/a/b\n", "not inside a folder");
+	refuses("d 0755 - - /rootfs\nd 0755 - - /rootfs\n", "listed twice");
+	refuses("d 0755 - - /rootfs/b\nd 0755 - - /rootfs\n", "not inside a folder listed before it");
 	refuses("l 0777 - a b /c\n", "not a plain path");
 	{
 		struct image_mf m;
 		struct verr e;
 
-		const char *ok = "d 0755 - - /a\nf 0644 0 " H " /a/b c\nl 0777 - ../x /a/c\n";
+		const char *ok = "d 0755 - - /rootfs\nf 0644 0 " H " /rootfs/b c\nl 0777 - ../x /rootfs/c\n";
 
 		assert_int_equal(image_mf_parse(ok, strlen(ok), &m, &e), 0);
 		assert_int_equal(m.n, 3);
-		assert_string_equal(m.v[1].path, "/a/b c");
+		assert_string_equal(m.v[1].path, "/rootfs/b c");
 		image_mf_free(&m);
 		assert_int_equal(image_mf_parse("", 0, &m, &e), 0);
 		assert_int_equal(m.n, 0);
+		image_mf_free(&m);
+	}
+}
+
+/* The names a node writes, locks or mounts in an image's folder are no
+ * image's: a manifest that puts anything there, a symlink above all, is
+ * refused, and so is a part of the wrong type; inside rootfs/ the same
+ * names are the guest's own. */
+static void refuses_the_nodes_names(void **state)
+{
+	(void)state;
+	refuses("l 0777 - /etc/ld.so.preload /manifest\n", "'/manifest' is not part of an image");
+	refuses("f 0644 0 " H " /info.json\n", "'/info.json' is not part of an image");
+	refuses("l 0777 - /usr /.mnt\n", "'/.mnt' is not part of an image");
+	refuses("d 0755 - - /.mnt\n", "'/.mnt' is not part of an image");
+	refuses("l 0777 - /etc/shadow /.used\n", "'/.used' is not part of an image");
+	refuses("l 0777 - /etc/passwd /.lock\n", "'/.lock' is not part of an image");
+	refuses("d 0755 - - /.pull-x\n", "'/.pull-x' is not part of an image");
+	refuses("d 0755 - - /etc\n", "'/etc' is not part of an image");
+	refuses("l 0777 - / /rootfs\n", "/rootfs is a folder in an image, not a symlink");
+	refuses("d 0755 - - /rootfs.squashfs\n", "/rootfs.squashfs is a file in an image, not a folder");
+	refuses("l 0777 - /dev/sda /rootfs.erofs\n", "/rootfs.erofs is a file in an image, not a symlink");
+	refuses("l 0777 - /kvm2 /kvm\n", "/kvm is a folder in an image, not a symlink");
+	refuses("d 0755 - - /kvm\nl 0777 - /dev/sda /kvm/rootfs.ext4\n",
+		"/kvm/rootfs.ext4 is a file in an image, not a symlink");
+	refuses("d 0755 - - /kvm\nl 0777 - /boot/vmlinuz /kvm/vmlinuz\n", "/kvm/vmlinuz is a file in an image");
+	refuses("d 0755 - - /kvm\nf 0644 0 " H " /kvm/extra\n", "'/kvm/extra' is not part of an image");
+	refuses("d 0755 - - /kvm\nd 0755 - - /kvm/rootfs.ext4\n", "/kvm/rootfs.ext4 is a file in an image, not a folder");
+	{
+		const char *ok = "d 0755 - - /rootfs\nl 0777 - /etc/ld.so.preload /rootfs/manifest\n"
+				 "d 0755 - - /rootfs/.mnt\nd 0755 - - /kvm\nf 0644 0 " H " /kvm/vmlinuz\n"
+				 "f 0644 0 " H " /kvm/vmlinux\nf 0644 0 " H " /kvm/initramfs.img\n"
+				 "f 0644 0 " H " /kvm/kernel.version\nf 0644 0 " H " /kvm/rootfs.ext4\n"
+				 "f 0644 0 " H " /rootfs.squashfs\nf 0644 0 " H " /rootfs.erofs\n";
+		struct image_mf m;
+		struct verr e;
+
+		assert_int_equal(image_mf_parse(ok, strlen(ok), &m, &e), 0);
+		assert_int_equal(m.n, 11);
 		image_mf_free(&m);
 	}
 }
@@ -297,6 +337,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(parses_what_it_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(names_what_is_wrong, setup, teardown),
+		cmocka_unit_test_setup_teardown(refuses_the_nodes_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(pulls, setup, teardown),
 	};
 

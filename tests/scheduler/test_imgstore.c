@@ -146,7 +146,7 @@ static void tags_and_history(void **state)
 	assert_int_equal(imgstore_lookup(s, "broken", &r, &e), -1);
 	assert_non_null(strstr(e.msg, "no image named 'broken'"));
 	/* nor one without a rootfs */
-	snprintf(half, sizeof(half), "d 0755 - - /etc\n");
+	snprintf(half, sizeof(half), "d 0755 - - /kvm\n");
 	put(s, half);
 	sha(half, strlen(half), hid);
 	assert_int_equal(imgstore_tag(s, "norootfs", hid, 0, 1, &r, &e), -1);
