@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "lib/err.h"
 #include "lib/imgwire.h"
 
@@ -82,6 +83,29 @@ struct image_import {
 	unsigned flags;         /* IMAGE_SQUASHFS, IMAGE_EROFS */
 };
 int image_import(const struct image_import *im, struct image_info *out, struct verr *err);
+
+/* --------------------------------- files root opens in stores and caches */
+
+/*
+ * An image's content is a user's, symlinks and all: root reaches the files
+ * of the image store and of a node's cache only through a folder's
+ * descriptor, and no component below it may be a symlink or leave it
+ * (openat2, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH; nofollow.c).  err may
+ * be NULL; errno is the open's either way.
+ */
+int image_openat(int dirfd, const char *rel, int flags, mode_t mode, struct verr *err);
+/* A regular file of at most max bytes, whole and NUL-terminated (*buf
+ * malloc'd; len may be NULL). */
+int image_read_at(int dirfd, const char *rel, size_t max, char **buf, size_t *len, struct verr *err);
+/* A new file name (a plain name) in dirfd's folder, on disk when this
+ * returns: created O_EXCL, or with replace, written beside it and renamed
+ * over it (readers see one or the other whole). */
+int image_write_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode, bool replace,
+		   struct verr *err);
+/* One of img's files (path inside img->dir: its kernel, initramfs or root
+ * disk), opened read-only for a guest: refused unless it is a regular file
+ * reached without a symlink from the folder that holds img->dir. */
+int image_open_part(const struct image_info *img, const char *path, struct verr *err);
 
 /* ------------------------------------------------------------ manifests */
 

@@ -3,7 +3,7 @@
  * anything else, the names a node keeps for itself above all; a pull
  * through a fetch function makes a tree whose manifest hashes to the id,
  * and refuses a changed or truncated file without leaving anything under
- * the id. */
+ * the id; root opens an image's files through no symlink. */
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -332,6 +332,84 @@ static void pulls(void **state)
 	free(text);
 }
 
+/* An image folder in a cache, by hand: c/<H>/ */
+static void cached(struct image_info *img)
+{
+	char path[400];
+	struct verr e;
+
+	memset(img, 0, sizeof(*img));
+	snprintf(img->id, sizeof(img->id), "%s", H);
+	snprintf(img->dir, sizeof(img->dir), "%s/c/%s", dir, H);
+	snprintf(path, sizeof(path), "%s/kvm", img->dir);
+	assert_int_equal(mkdir_p(path, 0755, &e), 0);
+}
+
+static int part(const struct image_info *img, const char *rel, struct verr *e)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s", img->dir, rel);
+	return image_open_part(img, path, e);
+}
+
+/* Root opens an image's parts for a guest only as regular files of its
+ * folder, never through a symlink (kvm/rootfs.ext4 -> a host disk), marks
+ * it used without following one, and reads no info.json through one. */
+static void opens_no_symlink(void **state)
+{
+	struct image_info img, out;
+	char path[600], canary[300], sub[300];
+	struct verr e = { "" };
+	int fd;
+
+	(void)state;
+	cached(&img);
+	put("c/" H "/kvm/vmlinuz", "a kernel", 0644);
+	fd = part(&img, "kvm/vmlinuz", &e);
+	assert_true(fd >= 0);
+	close(fd);
+	/* the root disk a symlink to a host disk (here a canary file) */
+	snprintf(canary, sizeof(canary), "%s/host-disk", dir);
+	put("host-disk", "a host disk\n", 0644);
+	snprintf(path, sizeof(path), "%s/kvm/rootfs.ext4", img.dir);
+	assert_int_equal(symlink(canary, path), 0);
+	assert_int_equal(part(&img, "kvm/rootfs.ext4", &e), -1);
+	assert_non_null(strstr(e.msg, "a symlink where root keeps image files"));
+	/* a symlink above it: kvm2 -> kvm */
+	snprintf(path, sizeof(path), "%s/kvm2", img.dir);
+	assert_int_equal(symlink("kvm", path), 0);
+	assert_int_equal(part(&img, "kvm2/vmlinuz", &e), -1);
+	assert_non_null(strstr(e.msg, "a symlink where root keeps image files"));
+	/* the image's own folder a symlink */
+	snprintf(sub, sizeof(sub), "%s/c/%.63sf", dir, H);
+	assert_int_equal(symlink(img.dir, sub), 0);
+	snprintf(img.dir, sizeof(img.dir), "%s", sub);
+	assert_int_equal(part(&img, "kvm/vmlinuz", &e), -1);
+	cached(&img);
+	/* not a regular file: a fifo, which would block an open */
+	snprintf(path, sizeof(path), "%s/kvm/initramfs.img", img.dir);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(part(&img, "kvm/initramfs.img", &e), -1);
+	assert_non_null(strstr(e.msg, "not a regular file"));
+	/* .used a symlink: touching the image follows nothing */
+	snprintf(canary, sizeof(canary), "%s/created-by-root", dir);
+	snprintf(path, sizeof(path), "%s/.used", img.dir);
+	assert_int_equal(symlink(canary, path), 0);
+	image_cache_touch(&img);
+	assert_int_not_equal(access(canary, F_OK), 0);
+	/* info.json a symlink: the image is not loaded from it */
+	put("info", "{\"name\":\"t\",\"format\":\"tree\"}", 0644);
+	snprintf(path, sizeof(path), "%s/info.json", img.dir);
+	snprintf(canary, sizeof(canary), "%s/info", dir);
+	assert_int_equal(symlink(canary, path), 0);
+	snprintf(path, sizeof(path), "%s/rootfs", img.dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/c", dir);
+	assert_int_equal(image_load(path, H, &out, &e), -1);
+	assert_non_null(strstr(e.msg, "a symlink where root keeps image files"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -339,6 +417,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(names_what_is_wrong, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuses_the_nodes_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(pulls, setup, teardown),
+		cmocka_unit_test_setup_teardown(opens_no_symlink, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
