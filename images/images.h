@@ -164,8 +164,11 @@ const char *image_format_name(unsigned flags);
  */
 
 /* The bytes of objs[0] from offset on, then of objs[1], ..., as many as
- * one answer holds; *chunks is malloc'd (image_chunks_free). */
-typedef int (*image_fetch_fn)(void *arg, const char *const *objs, int nobjs, uint64_t offset,
+ * one answer holds; *chunks is malloc'd (image_chunks_free).  manifest:
+ * objs[0] (alone) is the image's id, asked for as an image: the store
+ * answers only for a manifest it took as one (pushed and tagged), never
+ * for a file that merely has that sha256. */
+typedef int (*image_fetch_fn)(void *arg, const char *const *objs, int nobjs, uint64_t offset, bool manifest,
 			      struct image_chunk **chunks, int *nchunks, struct verr *err);
 
 struct image_pull_req {

@@ -149,7 +149,7 @@ static int fetch_manifest(struct pull *p, struct verr *err)
 		struct image_chunk *c;
 		int n;
 
-		if (p->fetch(p->arg, objs, 1, have, &c, &n, err) < 0) {
+		if (p->fetch(p->arg, objs, 1, have, true, &c, &n, err) < 0) {
 			free(buf);
 			return verr_wrap(err, "image %.12s: its manifest", p->id);
 		}
@@ -253,7 +253,7 @@ static int fetch_files(struct pull *p, const struct want *w, struct verr *err)
 
 		for (size_t k = idx; k < w->n && nobj < FETCH_BATCH; k++)
 			objs[nobj++] = w->v[k]->sha;
-		if (p->fetch(p->arg, objs, nobj, off, &c, &n, err) < 0)
+		if (p->fetch(p->arg, objs, nobj, off, false, &c, &n, err) < 0)
 			goto out;
 		if (n < 1) {
 			image_chunks_free(c, n);

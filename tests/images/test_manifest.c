@@ -2,8 +2,9 @@
  * the parser takes what image_manifest writes and names what is wrong in
  * anything else, the names a node keeps for itself above all; a pull
  * through a fetch function makes a tree whose manifest hashes to the id,
- * and refuses a changed or truncated file without leaving anything under
- * the id; root opens an image's files through no symlink. */
+ * refuses a changed or truncated file without leaving anything under the
+ * id, and pulls no manifest the store does not hold as an image's; root
+ * opens an image's files through no symlink. */
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -192,17 +193,25 @@ static void refuses_the_nodes_names(void **state)
 /* ---------------------------------------------------------------- pulls */
 
 /* A store in a folder: objects by name, served a few bytes at a time so
- * that parts and offsets are exercised. */
+ * that parts and offsets are exercised; a manifest only for an id it
+ * holds as an image (images), as vhpc-ctld's store does. */
 static char store[300];
+static char images[4][65];
 
-static int fetch(void *arg, const char *const *objs, int n, uint64_t offset, struct image_chunk **out, int *nout,
-		 struct verr *err)
+static int fetch(void *arg, const char *const *objs, int n, uint64_t offset, bool manifest,
+		 struct image_chunk **out, int *nout, struct verr *err)
 {
-	struct image_chunk *c = calloc((size_t)n, sizeof(*c));
+	struct image_chunk *c;
 	size_t room = 7;
 	int k = 0;
+	bool image = false;
 
 	(void)arg;
+	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++)
+		image |= !strcmp(images[i], objs[0]);
+	if (manifest && (n != 1 || !image))
+		return verr_set(err, "image %s is not an image of the store", objs[0]);
+	c = calloc((size_t)n, sizeof(*c));
 	for (int i = 0; i < n && room; i++, offset = 0) {
 		char path[400], *buf;
 		size_t len;
@@ -240,6 +249,8 @@ static void fill_store(const char *img, const char *text, size_t len, const char
 	assert_int_equal(mkdir_p(store, 0755, &e), 0);
 	snprintf(path, sizeof(path), "%s/%s", store, id);
 	assert_int_equal(write_file(path, text, len, 0644, &e), 0);
+	memset(images, 0, sizeof(images));
+	snprintf(images[0], sizeof(images[0]), "%s", id);
 	assert_int_equal(image_mf_parse(text, len, &m, &e), 0);
 	for (size_t i = 0; i < m.n; i++) {
 		char *buf;
@@ -332,6 +343,45 @@ static void pulls(void **state)
 	free(text);
 }
 
+/* Asked for an id the store does not hold as an image, a pull gets no
+ * manifest; given a manifest that puts a symlink where the node writes its
+ * own files, it refuses it before writing anything: the canary outside
+ * the cache (standing in for /etc/ld.so.preload) stays as it was. */
+static void pulls_no_forged_manifest(void **state)
+{
+	char cache[300], canary[300], mf[600], id[65], path[400], *text;
+	struct image_pull_req rq = { .cache = cache, .id = id, .name = "t", .fetch = fetch };
+	struct image_pull_stats st;
+	struct image_info out;
+	unsigned char d[32];
+	struct verr e = { "" };
+
+	(void)state;
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	snprintf(canary, sizeof(canary), "%s/ld.so.preload", dir);
+	put("ld.so.preload", "a system file\n", 0644);
+	snprintf(mf, sizeof(mf), "d 0755 - - /rootfs\nl 0777 - %s /manifest\nl 0777 - %s /info.json\n", canary, canary);
+	crypto_hash_sha256(d, (const unsigned char *)mf, strlen(mf));
+	hex_encode(d, 32, id);
+	snprintf(store, sizeof(store), "%s/store", dir);
+	assert_int_equal(mkdir_p(store, 0755, &e), 0);
+	snprintf(path, sizeof(path), "%s/%s", store, id);
+	assert_int_equal(write_file(path, mf, strlen(mf), 0644, &e), 0);
+	/* an object of the store, not an image of it */
+	memset(images, 0, sizeof(images));
+	assert_int_equal(image_pull(&rq, &st, &out, &e), -1);
+	assert_non_null(strstr(e.msg, "is not an image of the store"));
+	/* the store's word for it all the same: the manifest is refused */
+	snprintf(images[0], sizeof(images[0]), "%s", id);
+	assert_int_equal(image_pull(&rq, &st, &out, &e), -1);
+	assert_non_null(strstr(e.msg, "'/manifest' is not part of an image"));
+	assert_int_equal(read_file(canary, &text, NULL, 1 << 10, &e), 0);
+	assert_string_equal(text, "a system file\n");
+	free(text);
+	snprintf(path, sizeof(path), "%s/%s", cache, id);
+	assert_int_not_equal(access(path, F_OK), 0);
+}
+
 /* An image folder in a cache, by hand: c/<H>/ */
 static void cached(struct image_info *img)
 {
@@ -417,6 +467,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(names_what_is_wrong, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuses_the_nodes_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(pulls, setup, teardown),
+		cmocka_unit_test_setup_teardown(pulls_no_forged_manifest, setup, teardown),
 		cmocka_unit_test_setup_teardown(opens_no_symlink, setup, teardown),
 	};
 
