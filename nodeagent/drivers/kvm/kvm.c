@@ -273,11 +273,11 @@ static int open_files(const struct na_kvm_spec *s, struct na_kvm_fds *f, struct 
 	struct {
 		int *fd;
 		const char *path, *what;
-		int flags;
+		int flags;      /* -1: a part of the image */
 	} t[] = {
-		{ &f->kernel, kvm_kernel_path(s->img), "kernel", O_RDONLY },
-		{ &f->initrd, s->img->initrd, "initramfs", O_RDONLY },
-		{ &f->root, s->img->disk, "root disk", O_RDONLY },
+		{ &f->kernel, kvm_kernel_path(s->img), "kernel", -1 },
+		{ &f->initrd, s->img->initrd, "initramfs", -1 },
+		{ &f->root, s->img->disk, "root disk", -1 },
 		{ &f->config, s->config_disk, "config disk", O_RDONLY },
 		{ &f->scratch, s->scratch_disk, "scratch disk", O_RDWR },
 		{ &f->vmshm, s->vmshm, "vmshm region", O_RDWR },
@@ -286,6 +286,14 @@ static int open_files(const struct na_kvm_spec *s, struct na_kvm_fds *f, struct 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		if (!t[i].path)
 			continue;
+		/* The image's parts are a user's content: regular files of its
+		 * folder, reached without a symlink (not a host disk a link in
+		 * kvm/ would point at). */
+		if (t[i].flags < 0) {
+			if ((*t[i].fd = image_open_part(s->img, t[i].path, err)) < 0)
+				return verr_wrap(err, "%s", t[i].what);
+			continue;
+		}
 		*t[i].fd = open(t[i].path, t[i].flags | O_CLOEXEC | O_NOCTTY);
 		if (*t[i].fd < 0)
 			return verr_errno(err, "%s %s", t[i].what, t[i].path);
