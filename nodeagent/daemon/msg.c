@@ -25,6 +25,7 @@ void vprep_free(struct vprep *p)
 	free(p->here);
 	free(p->ranks);
 	free(p->peers);
+	free(p->guest_nodes);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -99,12 +100,37 @@ static int parse_binds(struct json_object *o, struct bind_list *l, struct verr *
 	return 0;
 }
 
+/* Optional (older controllers): where each guest of the job is.  The node
+ * agent checks that they name this node or its peers. */
+static int parse_guest_nodes(struct json_object *o, struct vprep *p, struct verr *err)
+{
+	struct json_object *a;
+
+	if (!json_object_object_get_ex(o, "guest_nodes", NULL))
+		return 0;
+	if (jf_array(o, "guest_nodes", true, VD_MAX_JOB_GUESTS, &a, err) < 0)
+		return -1;
+	if ((int)json_object_array_length(a) != p->ntotal)
+		return verr_set(err, "\"guest_nodes\": %d entries for %d guests", (int)json_object_array_length(a),
+				p->ntotal);
+	if (!(p->guest_nodes = calloc((size_t)p->ntotal, sizeof(uint32_t))))
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < p->ntotal; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(e, json_type_string) ||
+		    ipv4_parse(json_object_get_string(e), &p->guest_nodes[i]) < 0 || !p->guest_nodes[i])
+			return verr_set(err, "\"guest_nodes\"[%d]: expected an IPv4 address", i);
+	}
+	return 0;
+}
+
 static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *err)
 {
 	static const char *const f[] = {
 		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "image_id", "tuning", "driver",
 		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers",
-		"binds", NULL
+		"guest_nodes", "binds", NULL
 	};
 	const char *s;
 	long long v;
@@ -202,7 +228,7 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 		    ipv4_parse(json_object_get_string(e), &p->peers[i]) < 0 || !p->peers[i])
 			return verr_set(err, "\"peers\"[%d]: expected an IPv4 address", i);
 	}
-	return 0;
+	return parse_guest_nodes(o, p, err);
 }
 
 int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)

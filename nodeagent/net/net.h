@@ -34,6 +34,10 @@ struct na_net_req {
 	uint32_t underlay;       /* this node's address the VXLAN runs over */
 	const uint32_t *peers;   /* the job's other nodes' underlay addresses */
 	int npeers;
+	int ntotal;              /* guests of the job on all nodes */
+	const uint32_t *guest_node; /* [ntotal]: the underlay address of each guest's
+	                          * node (NULL: not known; remote guests are then
+	                          * reached by flooding to every peer) */
 	bool no_guest_netns;     /* kvm: the guests are VMs, each with a tap on the
 	                          * bridge (na_kvm_start), so no guest netns/veth */
 	pid_t guest_netns_owner; /* >0: the guests' netns belong to this process's
@@ -56,14 +60,29 @@ struct na_net {
  * Creates the job netns with a bridge, one netns per guest with eth0 (a veth
  * whose peer is on the bridge), addresses subnet+2+i, MTU and offloads from
  * the tuning profile, lo up, and the tuning sysctls inside each guest netns.
- * With a vni: a VXLAN device made from the caller's network namespace (the
- * node's underlay: UDP port NA_VXLAN_PORT from the underlay address) but
- * placed in the job netns as vxlan0 on the bridge, with a flooding entry in
- * its forwarding database for each peer (MAC addresses are then learnt);
- * every MTU of the job network is the profile's less NA_VXLAN_OVERHEAD, so
- * encapsulated frames fit the underlay's MTU. */
+ * Each guest's eth0 has the MAC na_guest_mac gives its address.
+ * With a vni: first the job's firewall in the caller's network namespace
+ * (na_fw_add), then a VXLAN device made from there (the node's underlay:
+ * UDP port NA_VXLAN_PORT from the underlay address) but placed in the job
+ * netns as vxlan0 on the bridge.  It learns nothing: its forwarding
+ * database has a flooding entry per peer (broadcast, multicast) and, with
+ * guest_node, each remote guest's MAC to its node, which the bridge then
+ * has as static entries on vxlan0 (a port that neither learns nor floods
+ * unknown unicast).  Every MTU of the job network is the profile's less
+ * NA_VXLAN_OVERHEAD, so encapsulated frames fit the underlay's MTU. */
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
 int na_net_destroy(struct na_net *n, struct verr *err);
+/* 52:54 and the address's four bytes. */
+void na_guest_mac(uint32_t addr, uint8_t mac[6]);
+
+/* The job's firewall (fw.c): table ip vhpc-<job> in the calling thread's
+ * network namespace, which is pinned on <job dir>/fw.netns.  It drops
+ * VXLAN packets with the job's vni from any source but peers, and those
+ * sent by a user socket of anyone but root. */
+int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, struct verr *err);
+/* Removes the table in the pinned namespace, from any namespace, and the
+ * pin: 1 if there was one, 0 if not. */
+int na_fw_remove(const char *job, struct verr *err);
 /* Allocates a free subnet of the pool for a job on this machine (embedded
  * mode); released by na_jobdir_remove / cleanup. */
 int na_subnet_alloc(const struct cluster_cfg *c, struct na_jobdir *jd,
