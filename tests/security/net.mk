@@ -1,0 +1,9 @@
+# Job networks (tests/security/vxlan-*.t): vxlan-inject, the attacker that
+# builds VXLAN frames in a plain UDP socket, and its counter in a guest.
+$(B)/testbin/vxlan-inject: $(B)/obj/tests/security/vxlan-inject.o
+	@mkdir -p $(@D)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $<
+
+EXTRA_ALL += $(B)/testbin/vxlan-inject
+EXTRA_TESTS += $(B)/testbin/vxlan-inject
