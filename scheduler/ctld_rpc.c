@@ -202,6 +202,15 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 	json_object_object_add(o, "ranks", ranks);
 	json_object_object_add(o, "peers", peers);
 	json_object_object_add(o, "guest_nodes", where);
+	if (g.cl.wg.key) {
+		struct json_object *w = json_object_new_object();
+
+		snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(g.cl.wg.pool.addr, a, sizeof(a)), g.cl.wg.pool.prefix);
+		json_object_object_add(w, "key", json_object_new_string(g.cl.wg.key));
+		json_object_object_add(w, "pool", json_object_new_string(sub));
+		json_object_object_add(w, "port", json_object_new_int64(g.cl.wg.port));
+		json_object_object_add(o, "underlay_encryption", w);
+	}
 	free(rpg);
 	return o;
 }

@@ -9,15 +9,12 @@
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/secret.h"
 #include "slurm/holder.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static void mac(const uint8_t *secret, size_t slen, const char *what, uint32_t job, uint8_t out[32])
 {
@@ -88,21 +85,5 @@ uint32_t vs_job_vni(const uint8_t *secret, size_t slen, uint32_t job)
 
 int vs_secret_load(const char *path, uint8_t *buf, size_t max, size_t *len, struct verr *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
-	ssize_t r;
-
-	if (fd < 0)
-		return verr_errno(err, "the site secret %s", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-		close(fd);
-		return verr_set(err, "the site secret %s must be a file of root's that only root reads (mode 0600)", path);
-	}
-	r = read(fd, buf, max);
-	close(fd);
-	if (r < 16)
-		return verr_set(err, "the site secret %s holds %zd bytes: at least 16 expected (e.g. head -c 64 /dev/urandom)",
-				path, r < 0 ? (ssize_t)0 : r);
-	*len = (size_t)r;
-	return 0;
+	return secret_load(path, buf, max, len, err);
 }

@@ -26,6 +26,7 @@ void vprep_free(struct vprep *p)
 	free(p->ranks);
 	free(p->peers);
 	free(p->guest_nodes);
+	free(p->wg.key);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -125,12 +126,37 @@ static int parse_guest_nodes(struct json_object *o, struct vprep *p, struct verr
 	return 0;
 }
 
+/* Optional: the job's VXLAN rides over WireGuard (nodeagent/net/wg.c);
+ * the key is a path on this node, as the cluster file names it. */
+static int parse_wg(struct json_object *o, struct vprep *p, struct verr *err)
+{
+	static const char *const f[] = { "key", "pool", "port", NULL };
+	struct json_object *w;
+	const char *key, *pool;
+	long long port;
+
+	if (!json_object_object_get_ex(o, "underlay_encryption", &w))
+		return 0;
+	if (!json_object_is_type(w, json_type_object) || jf_only(w, "underlay_encryption", f, err) < 0 ||
+	    jf_str(w, "key", true, 255, &key, err) < 0 || jf_str(w, "pool", true, 18, &pool, err) < 0 ||
+	    jf_int(w, "port", true, 1, 65535, &port, err) < 0)
+		return verr_wrap(err, "\"underlay_encryption\"");
+	if (key[0] != '/')
+		return verr_set(err, "\"underlay_encryption\": key '%.60s' is not an absolute path", key);
+	if (ipv4net_parse(pool, false, &p->wg.pool) < 0 || p->wg.pool.prefix < 8 || p->wg.pool.prefix > 24)
+		return verr_set(err, "\"underlay_encryption\": pool '%s' is not a network /8../24", pool);
+	p->wg.port = port;
+	if (!(p->wg.key = strdup(key)))
+		return verr_set(err, "out of memory");
+	return 0;
+}
+
 static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *err)
 {
 	static const char *const f[] = {
 		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "image_id", "tuning", "driver",
 		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers",
-		"guest_nodes", "binds", NULL
+		"guest_nodes", "underlay_encryption", "binds", NULL
 	};
 	const char *s;
 	long long v;
@@ -228,7 +254,7 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 		    ipv4_parse(json_object_get_string(e), &p->peers[i]) < 0 || !p->peers[i])
 			return verr_set(err, "\"peers\"[%d]: expected an IPv4 address", i);
 	}
-	return parse_guest_nodes(o, p, err);
+	return parse_guest_nodes(o, p, err) < 0 ? -1 : parse_wg(o, p, err);
 }
 
 int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)

@@ -61,22 +61,24 @@ static int nft_run(const char *cmd, struct verr *err)
 }
 
 /* "add; delete" first, so the batch replaces a table of the same name and
- * the delete alone never fails for a missing one; all in one transaction. */
-static char *rules_text(const char *job, uint32_t vni, const uint32_t *peers, int npeers)
+ * the delete alone never fails for a missing one; all in one transaction.
+ * With iif (underlay encryption): the VNI is taken only from that
+ * interface, where what arrives was decrypted and its source checked. */
+static char *rules_text(const char *job, uint32_t vni, const uint32_t *peers, int npeers, const char *iif)
 {
 	size_t cap = 1024 + (size_t)npeers * 18;
 	char *t = malloc(cap), *p, a[20];
-	size_t len;
 
 	if (!t)
 		return NULL;
-	len = (size_t)snprintf(t, cap,
+	p = t + snprintf(t, cap,
 		"add table ip vhpc-%s\ndelete table ip vhpc-%s\n"
 		"table ip vhpc-%s {\n"
-		" chain in {\n  type filter hook input priority filter - 10; policy accept;\n"
-		"  udp dport %d @th,96,24 %u ",
-		job, job, job, NA_VXLAN_PORT, vni);
-	p = t + len;
+		" chain in {\n  type filter hook input priority filter - 10; policy accept;\n",
+		job, job, job);
+	if (iif)
+		p += sprintf(p, "  udp dport %d @th,96,24 %u iifname != \"%.15s\" counter drop\n", NA_VXLAN_PORT, vni, iif);
+	p += sprintf(p, "  udp dport %d @th,96,24 %u ", NA_VXLAN_PORT, vni);
 	if (npeers > 0) {
 		p += sprintf(p, "ip saddr != {");
 		for (int i = 0; i < npeers; i++)
@@ -114,7 +116,8 @@ static int pin_netns(const char *path, struct verr *err)
 	return 0;
 }
 
-int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, struct verr *err)
+int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, const char *iif,
+	      struct verr *err)
 {
 	char path[PATH_MAX], *rules;
 	int rc;
@@ -126,7 +129,7 @@ int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, 
 	/* Pinned first: a crash after the table is made leaves it findable. */
 	if (pin_netns(pin_path(job, path, sizeof(path)), err) < 0)
 		return verr_wrap(err, "job %s firewall", job);
-	if (!(rules = rules_text(job, vni, peers, npeers)))
+	if (!(rules = rules_text(job, vni, peers, npeers, iif)))
 		return verr_set(err, "job %s firewall: out of memory", job);
 	rc = nft_run(rules, err);
 	free(rules);
@@ -164,6 +167,9 @@ static void *del_thread(void *p)
 	close(fd);
 	snprintf(cmd, sizeof(cmd), "add table ip vhpc-%s\ndelete table ip vhpc-%s\n", c->job, c->job);
 	c->rc = nft_run(cmd, &c->err);
+	/* In the node's namespace, where the WireGuard device is too. */
+	if (c->rc == 0)
+		c->rc = na_wg_release(c->job, &c->err);
 	return NULL;
 }
 

@@ -5,6 +5,7 @@
  * two jobs' guests have no path to each other, and a job's addresses can
  * never collide with the host's.  Links are made over netlink (libnl-route).
  */
+#include "lib/cluster.h"
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -265,6 +266,13 @@ out:
 	return rc;
 }
 
+/* Where the VXLAN of a node ends: its underlay address, or with underlay
+ * encryption its WireGuard address. */
+static uint32_t endpoint(const struct na_net_req *r, uint32_t underlay)
+{
+	return r->wg && r->wg->key ? na_wg_addr(r->wg, underlay) : underlay;
+}
+
 /* In the caller's (the node's) namespace: the VXLAN device, created
  * straight into the job netns.  Its socket stays where it was made, so it
  * encapsulates over the node's network while it sits on the job's bridge. */
@@ -274,7 +282,7 @@ static int vxlan_create(const struct na_net_req *r, const char *job_netns, int m
 	struct nl_sock *sk = nl_open(err);
 	struct rtnl_link *vx = NULL;
 	struct nl_addr *local = NULL;
-	uint32_t be = htonl(r->underlay);
+	uint32_t be = htonl(endpoint(r, r->underlay));
 	char path[PATH_MAX];
 	int fd = -1, rc = -1, e;
 
@@ -422,7 +430,7 @@ static int vxlan_setup(void *arg, struct verr *err)
 	    link_set(sk, "vxlan0", c->mtu, brx, err) < 0)
 		goto out;
 	for (int i = 0; i < r->npeers; i++)
-		if (fdb_add(sk, vx, zero, r->peers[i], NTF_SELF, err) < 0)
+		if (fdb_add(sk, vx, zero, endpoint(r, r->peers[i]), NTF_SELF, err) < 0)
 			goto out;
 	if (r->guest_node) {
 		if (port_static(sk, vx, err) < 0)
@@ -433,7 +441,7 @@ static int vxlan_setup(void *arg, struct verr *err)
 			if (r->guest_node[g] == r->underlay)
 				continue;
 			na_guest_mac(r->subnet.addr + 2 + (uint32_t)g, mac);
-			if (fdb_add(sk, vx, mac, r->guest_node[g], NTF_SELF, err) < 0 ||
+			if (fdb_add(sk, vx, mac, endpoint(r, r->guest_node[g]), NTF_SELF, err) < 0 ||
 			    fdb_add(sk, vx, mac, 0, NTF_MASTER, err) < 0)
 				goto out;
 		}
@@ -510,6 +518,40 @@ static int check_req(const struct na_net_req *r, struct verr *err)
 	return check_guest_nodes(r, err);
 }
 
+/* The job's firewall, and with underlay encryption WireGuard, whose
+ * overhead *mtu (the underlay's) then loses.  The firewall names the
+ * peers by where their VXLAN ends.  0, or -1 with nothing left. */
+static int job_guard(const struct na_net_req *r, int *mtu, struct verr *err)
+{
+	bool wg = r->wg && r->wg->key;
+	uint32_t *ep = calloc((size_t)r->npeers + 1, sizeof(uint32_t));
+	int dev_mtu = 0;
+
+	if (!ep)
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < r->npeers; i++)
+		ep[i] = endpoint(r, r->peers[i]);
+	if (na_fw_add(r->job, r->vni, ep, r->npeers, wg ? NA_WG_DEV : NULL, err) < 0) {
+		free(ep);
+		return -1;
+	}
+	free(ep);
+	if (!wg)
+		return 0;
+	*mtu -= NA_WG_OVERHEAD;
+	if (na_wg_up(r->wg, r->job, r->underlay, r->peers, r->npeers, *mtu, &dev_mtu, err) < 0) {
+		struct verr e;
+
+		if (na_fw_remove(r->job, &e) < 0)
+			log_warn("%s", e.msg);
+		return -1;
+	}
+	/* A device an earlier job made with a smaller MTU bounds this one. */
+	if (dev_mtu < *mtu)
+		*mtu = dev_mtu;
+	return 0;
+}
+
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err)
 {
 	struct job_ctx jc = { .r = r };
@@ -521,11 +563,17 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 		return -1;
 	jc.n = out;
 	jc.mtu = r->tuning ? (int)r->tuning->mtu : 1500;
+	/* The firewall (and WireGuard) before anything of the job: never a
+	 * moment with a device that takes the job's VNI from anyone. */
+	if (r->vni && (fw = job_guard(r, &jc.mtu, err)) < 0)
+		goto fail;
 	/* Encapsulated frames must still fit the underlay's MTU. */
 	if (r->vni)
 		jc.mtu -= NA_VXLAN_OVERHEAD;
-	if (jc.mtu < 576)
-		return verr_set(err, "job %s network: MTU %d is too small", r->job, jc.mtu);
+	if (jc.mtu < 576) {
+		verr_set(err, "MTU %d is too small", jc.mtu);
+		goto fail;
+	}
 	snprintf(out->job, sizeof(out->job), "%s", r->job);
 	snprintf(out->job_netns, sizeof(out->job_netns), "vhpc-%s", r->job);
 	out->prefix = r->subnet.prefix;
@@ -547,10 +595,7 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 			goto fail;
 	if (na_netns_run(out->job_netns, job_setup, &jc, err) < 0)
 		goto fail;
-	/* The firewall before the VXLAN: never a moment with a device that
-	 * takes the job's VNI from anyone. */
-	if (r->vni && ((fw = na_fw_add(r->job, r->vni, r->peers, r->npeers, err)) < 0 ||
-		       vxlan_create(r, out->job_netns, jc.mtu, err) < 0 ||
+	if (r->vni && (vxlan_create(r, out->job_netns, jc.mtu, err) < 0 ||
 		       na_netns_run(out->job_netns, vxlan_setup, &jc, err) < 0))
 		goto fail;
 	for (i = 0; i < r->nguests && !r->no_guest_netns; i++) {

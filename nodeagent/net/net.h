@@ -13,6 +13,7 @@
 #include "lib/inet.h"
 
 struct cluster_cfg;
+struct cluster_wg;
 struct na_jobdir;
 struct tuning;
 
@@ -38,6 +39,7 @@ struct na_net_req {
 	const uint32_t *guest_node; /* [ntotal]: the underlay address of each guest's
 	                          * node (NULL: not known; remote guests are then
 	                          * reached by flooding to every peer) */
+	const struct cluster_wg *wg; /* key set: the VXLAN rides over WireGuard (wg.c) */
 	bool no_guest_netns;     /* kvm: the guests are VMs, each with a tap on the
 	                          * bridge (na_kvm_start), so no guest netns/veth */
 	pid_t guest_netns_owner; /* >0: the guests' netns belong to this process's
@@ -78,11 +80,31 @@ void na_guest_mac(uint32_t addr, uint8_t mac[6]);
 /* The job's firewall (fw.c): table ip vhpc-<job> in the calling thread's
  * network namespace, which is pinned on <job dir>/fw.netns.  It drops
  * VXLAN packets with the job's vni from any source but peers, and those
- * sent by a user socket of anyone but root. */
-int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, struct verr *err);
+ * sent by a user socket of anyone but root; with iif, also those that did
+ * not arrive on that interface. */
+int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, const char *iif,
+	      struct verr *err);
 /* Removes the table in the pinned namespace, from any namespace, and the
- * pin: 1 if there was one, 0 if not. */
+ * pin: 1 if there was one, 0 if not.  The job's hold on the WireGuard
+ * device goes with it (na_wg_release). */
 int na_fw_remove(const char *job, struct verr *err);
+
+/* Underlay encryption (wg.c): WireGuard device NA_WG_DEV in the calling
+ * thread's namespace, shared by the node's jobs. */
+#define NA_WG_DEV      "vhpcwg"
+#define NA_WG_OVERHEAD 60   /* outer IPv4 (20) + UDP (8) + WireGuard (32) */
+/* A node's WireGuard address: the pool's network and the underlay
+ * address's host bits. */
+uint32_t na_wg_addr(const struct cluster_wg *w, uint32_t underlay);
+/* A node's key pair, from the cluster's secret and its underlay address. */
+int na_wg_keys(const uint8_t *secret, size_t slen, uint32_t underlay, uint8_t priv[32], uint8_t pub[32],
+	       struct verr *err);
+/* Makes the device if no job has (MTU mtu) and adds the job's peers;
+ * marks the job as one of its users; *dev_mtu is the device's MTU. */
+int na_wg_up(const struct cluster_wg *w, const char *job, uint32_t underlay, const uint32_t *peers, int npeers,
+	     int mtu, int *dev_mtu, struct verr *err);
+/* The job no longer uses the device; the last user removes it. */
+int na_wg_release(const char *job, struct verr *err);
 /* Allocates a free subnet of the pool for a job on this machine (embedded
  * mode); released by na_jobdir_remove / cleanup. */
 int na_subnet_alloc(const struct cluster_cfg *c, struct na_jobdir *jd,

@@ -7,3 +7,6 @@ $(B)/testbin/vxlan-inject: $(B)/obj/tests/security/vxlan-inject.o
 
 EXTRA_ALL += $(B)/testbin/vxlan-inject
 EXTRA_TESTS += $(B)/testbin/vxlan-inject
+
+# Underlay encryption's parts that need no WireGuard in the kernel.
+$(eval $(call unit_test,unit-net-wg,tests/security/test_net_wg.c,$(NODEAGENT_LIBS)))
