@@ -43,6 +43,17 @@ net_job_up() {
 		[ -n "$G1NS" ]
 }
 
+# net_encrypt: the controller's cluster file (before net_job_up) asks for
+# underlay encryption: WireGuard addresses 10.254.0.0/16, a fresh secret.
+net_encrypt() {
+	head -c 64 /dev/urandom >"$CL_DIR/underlay.key" && chmod 600 "$CL_DIR/underlay.key" &&
+		awk -v key="$CL_DIR/underlay.key" '{ print } /^  guest_port:/ {
+			print "  underlay_encryption:"; print "    key: " key; print "    pool: 10.254.0.0/16" }' \
+			"$VHPC_TOP/configs/cluster.yaml" >"$CL_DIR/cluster.yaml" &&
+		grep -q underlay_encryption "$CL_DIR/cluster.yaml" && export VHPC_CLUSTER=$CL_DIR/cluster.yaml
+}
+wgaddr() { echo "10.254.0.$((10 + $1))"; }
+
 net_submit() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
 guest_node() { echo "$2" | grep -o "\"guest\":$1,\"node\":\"n[0-9]\"" | sed 's/.*"n\([0-9]\)"/\1/'; }
 
