@@ -101,28 +101,38 @@ static int parse_binds(struct json_object *o, struct bind_list *l, struct verr *
 	return 0;
 }
 
+/* A list of non-zero IPv4 addresses, at most max of them. */
+static int addr_array(struct json_object *o, const char *key, int max, uint32_t **out, int *n, struct verr *err)
+{
+	struct json_object *a;
+
+	if (jf_array(o, key, true, max, &a, err) < 0)
+		return -1;
+	*n = (int)json_object_array_length(a);
+	if (!(*out = calloc(*n ? (size_t)*n : 1, sizeof(uint32_t))))
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < *n; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(e, json_type_string) ||
+		    ipv4_parse(json_object_get_string(e), &(*out)[i]) < 0 || !(*out)[i])
+			return verr_set(err, "\"%s\"[%d]: expected an IPv4 address", key, i);
+	}
+	return 0;
+}
+
 /* Optional (older controllers): where each guest of the job is.  The node
  * agent checks that they name this node or its peers. */
 static int parse_guest_nodes(struct json_object *o, struct vprep *p, struct verr *err)
 {
-	struct json_object *a;
+	int n;
 
 	if (!json_object_object_get_ex(o, "guest_nodes", NULL))
 		return 0;
-	if (jf_array(o, "guest_nodes", true, VD_MAX_JOB_GUESTS, &a, err) < 0)
+	if (addr_array(o, "guest_nodes", VD_MAX_JOB_GUESTS, &p->guest_nodes, &n, err) < 0)
 		return -1;
-	if ((int)json_object_array_length(a) != p->ntotal)
-		return verr_set(err, "\"guest_nodes\": %d entries for %d guests", (int)json_object_array_length(a),
-				p->ntotal);
-	if (!(p->guest_nodes = calloc((size_t)p->ntotal, sizeof(uint32_t))))
-		return verr_set(err, "out of memory");
-	for (int i = 0; i < p->ntotal; i++) {
-		struct json_object *e = json_object_array_get_idx(a, i);
-
-		if (!json_object_is_type(e, json_type_string) ||
-		    ipv4_parse(json_object_get_string(e), &p->guest_nodes[i]) < 0 || !p->guest_nodes[i])
-			return verr_set(err, "\"guest_nodes\"[%d]: expected an IPv4 address", i);
-	}
+	if (n != p->ntotal)
+		return verr_set(err, "\"guest_nodes\": %d entries for %d guests", n, p->ntotal);
 	return 0;
 }
 
@@ -160,7 +170,6 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	};
 	const char *s;
 	long long v;
-	struct json_object *a;
 	int k;
 
 	if (jf_only(o, "job_prepare", f, err) < 0 ||
@@ -241,19 +250,8 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	for (int i = 1; i < p->nhere; i++)
 		if (p->here[i] == p->here[i - 1])
 			return verr_set(err, "\"guests\": guest %d given twice", p->here[i]);
-	if (jf_array(o, "peers", true, VD_MAX_PEERS, &a, err) < 0)
+	if (addr_array(o, "peers", VD_MAX_PEERS, &p->peers, &p->npeers, err) < 0)
 		return -1;
-	p->npeers = (int)json_object_array_length(a);
-	p->peers = calloc(p->npeers ? p->npeers : 1, sizeof(uint32_t));
-	if (!p->peers)
-		return verr_set(err, "out of memory");
-	for (int i = 0; i < p->npeers; i++) {
-		struct json_object *e = json_object_array_get_idx(a, i);
-
-		if (!json_object_is_type(e, json_type_string) ||
-		    ipv4_parse(json_object_get_string(e), &p->peers[i]) < 0 || !p->peers[i])
-			return verr_set(err, "\"peers\"[%d]: expected an IPv4 address", i);
-	}
 	return parse_guest_nodes(o, p, err) < 0 ? -1 : parse_wg(o, p, err);
 }
 

@@ -17,6 +17,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/ether.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
@@ -31,12 +32,11 @@
 
 static int parse_mac(const char *s, uint8_t m[6])
 {
-	unsigned v[6];
+	struct ether_addr e;
 
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6)
+	if (!ether_aton_r(s, &e))
 		return -1;
-	for (int i = 0; i < 6; i++)
-		m[i] = (uint8_t)v[i];
+	memcpy(m, e.ether_addr_octet, 6);
 	return 0;
 }
 
