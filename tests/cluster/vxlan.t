@@ -54,9 +54,10 @@ check_match "vxlan0 learns nothing" "vxlan id 5001 .*nolearning" "$vx"
 check_match "guest 0's MAC follows from its address (10.77.0.2)" "link/ether 52:54:0a:4d:00:02 " \
 	"$(ip -n "vhpc-$A1-0" link show eth0)"
 fw() { nsenter --net=/run/netns/$CL-n$1 -- nft list table ip "vhpc-$2" 2>/dev/null; }
+# (nft shows the raw payload's value in hex: 5001 = 0x1389)
 check_match "node 1 has job A's firewall: VNI 5001 only from node 2" \
-	'udp dport 4789 @th,96,24 5001 ip saddr != \{ 198.18.0.12 \} counter' "$(fw 1 "$A1")"
-check_match "... and not from other users' sockets" '@th,96,24 5001 meta skuid != 0 counter' "$(fw 1 "$A1")"
+	'udp dport 4789 @th,96,24 0x1389 ip saddr != 198.18.0.12 counter .* drop' "$(fw 1 "$A1")"
+check_match "... and not from other users' sockets" '@th,96,24 0x1389 meta skuid != 0 counter .* drop' "$(fw 1 "$A1")"
 
 check "A's guests reach each other across the nodes" quiet ip netns exec "vhpc-$A1-0" ping -c 2 -W 2 -q 10.77.0.3
 check "jumbo frames (8900 bytes, DF) pass the VXLAN" quiet ip netns exec "vhpc-$A1-0" ping -c 1 -W 2 -q -M do -s 8900 10.77.0.3

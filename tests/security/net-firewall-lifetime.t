@@ -17,10 +17,13 @@ local_id() { ls "$CL_DIR/run-n$1/jobs" 2>/dev/null | grep "^$2x"; }
 table() { cl_in "$CL-n$1" nft list table ip "vhpc-$(local_id "$1" "$2")" 2>/dev/null; }
 tables() { cl_in "$CL-n$1" nft list tables 2>/dev/null | grep -c "vhpc-"; }
 LA=$(local_id "$NA" "$A")
-check_match "n$NA has job $A's table, its VNI and its peer n$NB" \
-	"@th,96,24 $VNI ip saddr != \\{ $(ul "$NB") \\} counter" "$(table "$NA" "$A")"
-check_match "... and the rule against other users' sockets" "@th,96,24 $VNI meta skuid != 0 counter" "$(table "$NA" "$A")"
-check_match "n$NB has one that names n$NA" "ip saddr != \\{ $(ul "$NA") \\}" "$(table "$NB" "$A")"
+# nft shows a raw payload's value in hex, and a set of one without braces
+HVNI=$(printf '0x%x' "$VNI")
+check_match "n$NA has job $A's table, its VNI ($HVNI) and its peer n$NB" \
+	"@th,96,24 $HVNI ip saddr != $(ul "$NB") counter .* drop" "$(table "$NA" "$A")"
+check_match "... and the rule against other users' sockets" "@th,96,24 $HVNI meta skuid != 0 counter .* drop" \
+	"$(table "$NA" "$A")"
+check_match "n$NB has one that names n$NA" "@th,96,24 $HVNI ip saddr != $(ul "$NA") counter" "$(table "$NB" "$A")"
 check_eq "n$NOUT, not in the job, has none" 0 "$(tables "$NOUT")"
 check_match "vxlan0 learns nothing" "vxlan id $VNI .*nolearning" "$(ip -n "vhpc-$LA" -d link show vxlan0)"
 check_match "its bridge port neither learns nor floods unknown unicast" "learning off flood off" \
@@ -63,5 +66,5 @@ VHPC_RUN_DIR=$CL_DIR/run-n$n0 "$BIN/vhpc-na" cleanup >"$CL_DIR/cleanup.out" 2>&1
 diag "$(grep -i firewall "$CL_DIR/cleanup.out")"
 check_eq "vhpc-na cleanup, run in the host's namespace, removed n$n0's table" 0 "$(tables "$n0")"
 check_match "... and says so" "removed its firewall" "$(cat "$CL_DIR/cleanup.out")"
-check_eq "no firewall pin is left mounted" 0 "$(grep -c "$CL_DIR/.*/fw.netns" /proc/self/mountinfo)"
+check_eq "... and its pin" 0 "$(grep -c "$CL_DIR/run-n$n0/.*/fw.netns" /proc/self/mountinfo)"
 done_testing

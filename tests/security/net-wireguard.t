@@ -26,7 +26,7 @@ check_match "n$NA's peer is n$NB, at its underlay address" "endpoint: $(ul "$NB"
 	"$(cl_in "$CL-n$NA" wg show vhpcwg)"
 check_match "vxlan0 ends at n$NA's WireGuard address" "vxlan id $VNI local $(wgaddr "$NA") " \
 	"$(ip -n "vhpc-$LA" -d link show vxlan0)"
-check_match "the job's firewall takes its VNI only from the device" "@th,96,24 $VNI iifname != \"vhpcwg\"" \
+check_match "the job's firewall takes its VNI only from the device" "@th,96,24 $(printf '0x%x' "$VNI") iifname != \"vhpcwg\"" \
 	"$(cl_in "$CL-n$NA" nft list table ip "vhpc-$LA")"
 
 # What crosses the hub between the nodes
