@@ -11,16 +11,16 @@
  * A VNI no job of this node has is dropped by the kernel (no device), so
  * every packet that could reach a guest passed one of these tables.
  *
- * The namespace the table lives in is pinned by a bind mount on
- * <job dir>/fw.netns, so whoever removes the job (its owner, a restarted
- * vhpcd, `vhpc-na cleanup` run from another namespace) removes the table
- * in the right namespace.
+ * Which namespace the table lives in is recorded in <job dir>/fw.netns, so
+ * whoever removes the job (its owner, a restarted vhpcd, `vhpc-na cleanup`
+ * run from another namespace) removes the table in the right namespace.
  */
 #include "lib/err.h"
 #include "lib/inet.h"
 #include "nodeagent/jobdir/jobdir.h"
 #include "nodeagent/net/net.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,20 +99,71 @@ static const char *pin_path(const char *job, char *buf, size_t len)
 	return buf;
 }
 
-/* Binds the calling thread's network namespace on the job dir's pin. */
+/* Records which namespace the calling thread is in (its nsfs device and
+ * inode): a record, not a reference, so a namespace whose node is gone
+ * (tests delete a node's namespace to kill it) is not kept alive by it. */
 static int pin_netns(const char *path, struct verr *err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct stat st;
+	char rec[64];
+	int fd, n;
 
+	if (stat("/proc/thread-self/ns/net", &st) < 0)
+		return verr_errno(err, "/proc/thread-self/ns/net");
+	n = snprintf(rec, sizeof(rec), "%llu %llu\n", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return verr_errno(err, "%s", path);
-	close(fd);
-	if (mount("/proc/thread-self/ns/net", path, "none", MS_BIND, NULL) < 0) {
-		verr_errno(err, "bind the node's network namespace on %s", path);
+	if (write(fd, rec, (size_t)n) != n) {
+		verr_errno(err, "%s", path);
+		close(fd);
 		unlink(path);
 		return -1;
 	}
+	close(fd);
 	return 0;
+}
+
+static int open_if(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || st.st_dev != dev || st.st_ino != ino)
+		return -1;
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The recorded namespace, opened, or -1 when no process and no name under
+ * /run/netns has it any more (it is gone, and its tables with it): ours
+ * first (a node's usual case), then the named ones, then every process's. */
+static int find_netns(const char *rec_path)
+{
+	unsigned long long dev, ino;
+	char path[PATH_MAX], rec[64] = "";
+	const char *dirs[] = { NA_NETNS_DIR, "/proc", NULL };
+	int fd = open(rec_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, rec, sizeof(rec) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || sscanf(rec, "%llu %llu", &dev, &ino) != 2)
+		return -1;
+	if ((fd = open_if("/proc/thread-self/ns/net", (dev_t)dev, (ino_t)ino)) >= 0)
+		return fd;
+	for (int k = 0; dirs[k] && fd < 0; k++) {
+		DIR *d = opendir(dirs[k]);
+		struct dirent *de;
+
+		while (d && fd < 0 && (de = readdir(d))) {
+			if (de->d_name[0] == '.' || (k == 1 && (de->d_name[0] < '0' || de->d_name[0] > '9')))
+				continue;
+			snprintf(path, sizeof(path), k == 1 ? "%s/%s/ns/net" : "%s/%s", dirs[k], de->d_name);
+			fd = open_if(path, (dev_t)dev, (ino_t)ino);
+		}
+		if (d)
+			closedir(d);
+	}
+	return fd;
 }
 
 int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, const char *iif,
@@ -126,7 +176,7 @@ int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, 
 		return -1;
 	if (vni < 1 || vni > VHPC_VNI_MAX || npeers < 0 || (npeers && !peers))
 		return verr_set(err, "job %s firewall: bad VNI or peers", job);
-	/* Pinned first: a crash after the table is made leaves it findable. */
+	/* Recorded first: a crash after the table is made leaves it findable. */
 	if (pin_netns(pin_path(job, path, sizeof(path)), err) < 0)
 		return verr_wrap(err, "job %s firewall", job);
 	if (!(rules = rules_text(job, vni, peers, npeers, iif)))
@@ -143,7 +193,8 @@ int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, 
 }
 
 struct del_call {
-	const char *job, *pin;
+	const char *job;
+	int ns;
 	struct verr err;
 	int rc;
 };
@@ -152,31 +203,23 @@ static void *del_thread(void *p)
 {
 	struct del_call *c = p;
 	char cmd[128];
-	int fd = open(c->pin, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd < 0) {
-		c->rc = verr_errno(&c->err, "%s", c->pin);
+	if (setns(c->ns, CLONE_NEWNET) < 0) {
+		c->rc = verr_errno(&c->err, "enter the node's network namespace");
 		return NULL;
 	}
-	if (setns(fd, CLONE_NEWNET) < 0) {
-		/* Not a namespace: the pin's mount is already gone. */
-		close(fd);
-		c->rc = errno == EINVAL ? 0 : verr_errno(&c->err, "enter the namespace pinned on %s", c->pin);
-		return NULL;
-	}
-	close(fd);
 	snprintf(cmd, sizeof(cmd), "add table ip vhpc-%s\ndelete table ip vhpc-%s\n", c->job, c->job);
 	c->rc = nft_run(cmd, &c->err);
 	/* In the node's namespace, where the WireGuard device is too. */
 	if (c->rc == 0)
-		c->rc = na_wg_release(c->job, &c->err);
+		c->rc = na_wg_release(c->job, true, &c->err);
 	return NULL;
 }
 
 int na_fw_remove(const char *job, struct verr *err)
 {
 	char path[PATH_MAX];
-	struct del_call c = { .job = job, .pin = path };
+	struct del_call c = { .job = job };
 	struct stat st;
 	pthread_t th;
 	int e;
@@ -185,19 +228,25 @@ int na_fw_remove(const char *job, struct verr *err)
 		return -1;
 	if (lstat(pin_path(job, path, sizeof(path)), &st) < 0)
 		return errno == ENOENT ? 0 : verr_errno(err, "%s", path);
-	/* The namespace is entered by a thread of its own: no caller thread
-	 * ever changes namespace. */
-	if ((e = pthread_create(&th, NULL, del_thread, &c)) != 0) {
-		errno = e;
-		return verr_errno(err, "job %s firewall: thread", job);
+	if ((c.ns = find_netns(path)) < 0) {
+		/* Gone with its namespace: the table and the device both. */
+		if (na_wg_release(job, false, err) < 0)
+			return -1;
+	} else {
+		/* Entered by a thread of its own: no caller thread ever
+		 * changes namespace. */
+		if ((e = pthread_create(&th, NULL, del_thread, &c)) != 0) {
+			close(c.ns);
+			errno = e;
+			return verr_errno(err, "job %s firewall: thread", job);
+		}
+		pthread_join(th, NULL);
+		close(c.ns);
+		if (c.rc < 0) {
+			*err = c.err;
+			return verr_wrap(err, "job %s firewall (table ip vhpc-%s)", job, job);
+		}
 	}
-	pthread_join(th, NULL);
-	if (c.rc < 0) {
-		*err = c.err;
-		return verr_wrap(err, "job %s firewall (table ip vhpc-%s)", job, job);
-	}
-	if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL)
-		return verr_errno(err, "unmount %s", path);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return verr_errno(err, "unlink %s", path);
 	return 1;

@@ -78,14 +78,15 @@ int na_net_destroy(struct na_net *n, struct verr *err);
 void na_guest_mac(uint32_t addr, uint8_t mac[6]);
 
 /* The job's firewall (fw.c): table ip vhpc-<job> in the calling thread's
- * network namespace, which is pinned on <job dir>/fw.netns.  It drops
+ * network namespace, which is recorded in <job dir>/fw.netns.  It drops
  * VXLAN packets with the job's vni from any source but peers, and those
  * sent by a user socket of anyone but root; with iif, also those that did
  * not arrive on that interface. */
 int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, const char *iif,
 	      struct verr *err);
-/* Removes the table in the pinned namespace, from any namespace, and the
- * pin: 1 if there was one, 0 if not.  The job's hold on the WireGuard
+/* Removes the table in the recorded namespace (found from any namespace;
+ * gone, it took the table along) and the record: 1 if there was one, 0 if
+ * not.  The job's hold on the WireGuard
  * device goes with it (na_wg_release). */
 int na_fw_remove(const char *job, struct verr *err);
 
@@ -103,8 +104,10 @@ int na_wg_keys(const uint8_t *secret, size_t slen, uint32_t underlay, uint8_t pr
  * marks the job as one of its users; *dev_mtu is the device's MTU. */
 int na_wg_up(const struct cluster_wg *w, const char *job, uint32_t underlay, const uint32_t *peers, int npeers,
 	     int mtu, int *dev_mtu, struct verr *err);
-/* The job no longer uses the device; the last user removes it. */
-int na_wg_release(const char *job, struct verr *err);
+/* The job no longer uses the device; the last user removes it (in the
+ * calling thread's namespace; alive false: the namespace is gone, and the
+ * device with it). */
+int na_wg_release(const char *job, bool alive, struct verr *err);
 /* Allocates a free subnet of the pool for a job on this machine (embedded
  * mode); released by na_jobdir_remove / cleanup. */
 int na_subnet_alloc(const struct cluster_cfg *c, struct na_jobdir *jd,

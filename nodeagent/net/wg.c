@@ -286,7 +286,7 @@ static bool others_use_it(const char *job)
 	return used;
 }
 
-int na_wg_release(const char *job, struct verr *err)
+int na_wg_release(const char *job, bool alive, struct verr *err)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	struct nl_sock *sk;
@@ -298,7 +298,7 @@ int na_wg_release(const char *job, struct verr *err)
 		return 0;
 	if ((lock = na_run_lock(err)) < 0)
 		return -1;
-	if (!others_use_it(job) && (sk = nl_socket_alloc())) {
+	if (alive && !others_use_it(job) && (sk = nl_socket_alloc())) {
 		if (nl_connect(sk, NETLINK_ROUTE) == 0 && rtnl_link_get_kernel(sk, 0, NA_WG_DEV, &l) == 0) {
 			if ((e = rtnl_link_delete(sk, l)) < 0)
 				rc = verr_set(err, "delete %s: %s", NA_WG_DEV, nl_geterror(e));
