@@ -122,12 +122,35 @@ static int parse_pool(const cf_doc *d, const cf_node *n, void *dst, struct verr 
 	return 0;
 }
 
-struct job_network { struct ipv4net pool; long long prefix; long long port; };
+/* A node's WireGuard address is the pool's network with its underlay
+ * address's host bits: a /16 holds any underlay whose nodes differ in
+ * their last two bytes. */
+static int parse_wg_pool(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
+{
+	const char *s = cf_scalar(n);
+	struct ipv4net *net = dst;
+
+	if (!s || ipv4net_parse(s, false, net) < 0 || net->prefix < 8 || net->prefix > 24)
+		return cf_error(d, n, err, "job_network.underlay_encryption.pool: expected an IPv4 network /8../24 such as 10.254.0.0/16 (host bits zero), got %s",
+				s ? s : "a list or mapping");
+	return 0;
+}
+
 #define C(f) offsetof(struct cluster_cfg, f)
+static const struct cf_field wg_fields[] = {
+	{ .key = "key", .kind = CF_STR, .off = C(wg.key) - C(wg), .what = "a root-only file", .flags = CF_REQUIRED },
+	{ .key = "pool", .kind = CF_CUSTOM, .off = C(wg.pool) - C(wg), .parse = parse_wg_pool, .flags = CF_REQUIRED },
+	{ .key = "port", .kind = CF_INT, .off = C(wg.port) - C(wg), .min = 1, .max = 65535 },
+	{ 0 }
+};
+static const struct cf_schema wg_schema = { "underlay_encryption", 0, wg_fields };
+
+struct job_network { struct ipv4net pool; long long prefix; long long port; };
 static const struct cf_field jobnet_fields[] = {
 	{ .key = "pool", .kind = CF_CUSTOM, .off = C(job_pool) - C(job_pool), .parse = parse_pool, .flags = CF_REQUIRED },
 	{ .key = "prefix", .kind = CF_INT, .off = C(job_prefix) - C(job_pool), .min = 16, .max = 29 },
 	{ .key = "guest_port", .kind = CF_INT, .off = C(guest_port) - C(job_pool), .min = 1, .max = 65535 },
+	{ .key = "underlay_encryption", .kind = CF_STRUCT, .off = C(wg) - C(job_pool), .sub = &wg_schema },
 	{ 0 }
 };
 /* job_pool, job_prefix and guest_port sit together in struct cluster_cfg. */
@@ -219,6 +242,7 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 	c->default_timeout = 3600;
 	c->bind_home = true;
 	c->bind_workdir = true;
+	c->wg.port = 51820;
 	if (!path)
 		path = getenv("VHPC_CLUSTER");
 	if (!path || !*path) {

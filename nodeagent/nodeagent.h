@@ -174,6 +174,9 @@ struct na_job_spec {
 	uint32_t vni, underlay;
 	const uint32_t *peers;
 	int npeers;
+	const uint32_t *guest_node;    /* [ntotal] each guest's node's underlay
+	                                * address, or NULL (nodeagent/net/net.h) */
+	const struct cluster_wg *wg;   /* underlay encryption, or NULL */
 	int ready_timeout_s;           /* per guest, on hardware; the driver scales it */
 	long long job_timeout_s;       /* the job's limit: an emulated guest waits that long */
 	/* Polled while waiting: a job stopped or interrupted meanwhile. */
