@@ -68,6 +68,53 @@ int send_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* poll()'s wait until deadline (0 = none: -1); 0 once it has passed. */
+static int wait_ms(uint64_t deadline)
+{
+	uint64_t now;
+
+	if (!deadline)
+		return -1;
+	now = now_ns();
+	return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
+}
+
+int send_full_deadline(int fd, const void *buf, size_t len, uint64_t deadline)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int ms = wait_ms(deadline), pr;
+		ssize_t r;
+
+		if (ms == 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		pr = poll(&p, 1, ms);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr < 0)
+			return -1;
+		if (pr == 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		/* Never blocks past the deadline, even on a blocking socket. */
+		r = send(fd, (const char *)buf + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (r < 0 && errno == ENOTSOCK)
+			r = write(fd, (const char *)buf + off, len - off);
+		if (r < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return -1;
+		}
+		off += r;
+	}
+	return 0;
+}
+
 int read_full_deadline(int fd, void *buf, size_t len, uint64_t deadline, bool *eof_at_start)
 {
 	size_t off = 0;
