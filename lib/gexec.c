@@ -66,25 +66,8 @@ static int connect_deadline(int fd, const struct sockaddr *sa, socklen_t len, ui
 	if (connect(fd, sa, len) < 0) {
 		if (errno != EINPROGRESS && errno != EAGAIN)
 			return -1;
-		for (;;) {
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
-			int ms = remaining_ms(deadline), r;
-
-			if (ms < 0) {
-				errno = ETIMEDOUT;
-				return -1;
-			}
-			r = poll(&p, 1, ms);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				return -1;
-			if (r == 0) {
-				errno = ETIMEDOUT;
-				return -1;
-			}
-			break;
-		}
+		if (fd_wait(fd, POLLOUT, deadline) < 0)
+			return -1;
 		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 			return -1;
 		if (soerr) {
