@@ -166,18 +166,10 @@ static int recv_notice(int fd, uint32_t n, uint64_t deadline, struct verr *err)
  * valid type, and nothing that only the wire may put there. */
 static int parse_body(const char *text, size_t len, struct json_object **msg, struct verr *err)
 {
-	struct json_tokener *tok = json_tokener_new_ex(32);
-	struct json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL, *v, *t;
+	struct json_object *o = wire_json_object(text, len, 32), *v, *t;
 
-	if (o && json_tokener_get_parse_end(tok) != len) {
-		json_object_put(o);
-		o = NULL;
-	}
-	json_tokener_free(tok);
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
+	if (!o)
 		return verr_set(err, "rejected message: not a JSON object");
-	}
 	if (!json_object_object_get_ex(o, "v", &v) || !json_object_is_type(v, json_type_int) ||
 	    json_object_get_int(v) != WIRE_VERSION) {
 		json_object_put(o);

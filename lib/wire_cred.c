@@ -78,25 +78,30 @@ static bool id_ok(const char *s)
 	return s && hex_decode(s, b, sizeof(b)) == 0;
 }
 
-/* The header's fields, each checked; nothing else may be there. */
-static int parse_hdr(const char *text, int len, struct wire_hdr *h, struct verr *err)
+struct json_object *wire_json_object(const char *text, size_t len, int depth)
 {
-	static const char *const fields[] = { "len", "key", "id", "re", NULL };
-	struct json_tokener *tok = json_tokener_new_ex(2);
-	struct json_object *o = tok ? json_tokener_parse_ex(tok, text, len) : NULL, *v;
-	const char *id = NULL, *re = NULL, *key = NULL;
-	long long n;
-	int rc = 0;
+	struct json_tokener *tok = json_tokener_new_ex(depth);
+	struct json_object *o = tok ? json_tokener_parse_ex(tok, text, (int)len) : NULL;
 
-	if (o && json_tokener_get_parse_end(tok) != (size_t)len) {
+	if (o && (json_tokener_get_parse_end(tok) != len || !json_object_is_type(o, json_type_object))) {
 		json_object_put(o);
 		o = NULL;
 	}
 	json_tokener_free(tok);
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
+	return o;
+}
+
+/* The header's fields, each checked; nothing else may be there. */
+static int parse_hdr(const char *text, int len, struct wire_hdr *h, struct verr *err)
+{
+	static const char *const fields[] = { "len", "key", "id", "re", NULL };
+	struct json_object *o = wire_json_object(text, (size_t)len, 2), *v;
+	const char *id = NULL, *re = NULL, *key = NULL;
+	long long n;
+	int rc = 0;
+
+	if (!o)
 		return verr_set(err, "rejected message: its credential does not hold a header");
-	}
 	if (!json_object_object_get_ex(o, "v", &v) || !json_object_is_type(v, json_type_int) ||
 	    json_object_get_int(v) != WIRE_VERSION)
 		rc = verr_set(err, "rejected message: unsupported version (this side speaks %d)", WIRE_VERSION);

@@ -18,6 +18,10 @@ struct wire_hdr {
 	uint8_t key[crypto_secretbox_KEYBYTES];
 };
 
+/* The JSON object that is exactly text[0..len) (at most depth levels
+ * deep), or NULL. */
+struct json_object *wire_json_object(const char *text, size_t len, int depth);
+
 /* A munge credential (malloc'd) of h, restricted to uid to. */
 int wire_cred_encode(const struct wire_hdr *h, uid_t to, char **cred, struct verr *err);
 /* Checks cred with munged (valid, and restricted to this process's uid)

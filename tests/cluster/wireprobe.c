@@ -24,7 +24,6 @@
 #include <arpa/inet.h>
 #include <json-c/json.h>
 #include <munge.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +35,7 @@
 #include "lib/inet.h"
 #include "lib/parse.h"
 #include "lib/wire.h"
+#include "tests/cluster/wireframe.h"
 
 static const char *target;
 /* This request's id: the reply must name it. */
@@ -69,57 +69,6 @@ static void print_reply(int fd)
 		json_object_put(r);
 	}
 	fflush(stdout);
-}
-
-struct how {
-	int ttl;
-	const char *sock;
-	uid_t to;          /* (uid_t)MUNGE_UID_ANY: not restricted */
-	const char *header; /* NULL: a proper one */
-};
-
-static char *encode(const char *payload, const struct how *h)
-{
-	munge_ctx_t ctx = munge_ctx_create();
-	char *cred = NULL;
-
-	if (h->sock)
-		munge_ctx_set(ctx, MUNGE_OPT_SOCKET, h->sock);
-	if (h->ttl)
-		munge_ctx_set(ctx, MUNGE_OPT_TTL, h->ttl);
-	if (h->to != (uid_t)MUNGE_UID_ANY)
-		munge_ctx_set(ctx, MUNGE_OPT_UID_RESTRICTION, h->to);
-	if (munge_encode(&cred, ctx, payload, (int)strlen(payload)) != EMUNGE_SUCCESS) {
-		fprintf(stderr, "wireprobe: munge_encode failed\n");
-		exit(2);
-	}
-	munge_ctx_destroy(ctx);
-	return cred;
-}
-
-/* A whole frame: length, credential, and body sealed with the header's key. */
-static char *make_frame(const char *body, const struct how *h, size_t *len)
-{
-	uint8_t key[crypto_secretbox_KEYBYTES], nonce[crypto_secretbox_NONCEBYTES] = { 0 };
-	char khex[2 * sizeof(key) + 1], hdr[512], *cred, *buf;
-	size_t blen = strlen(body), clen;
-	uint32_t n;
-
-	random_bytes(key, sizeof(key));
-	hex_encode(key, sizeof(key), khex);
-	snprintf(hdr, sizeof(hdr), "{\"v\":%d,\"id\":\"%s\",\"len\":%zu,\"key\":\"%s\"}", WIRE_VERSION, rid, blen, khex);
-	cred = encode(h->header ? h->header : hdr, h);
-	clen = strlen(cred);
-	buf = malloc(4 + clen + blen + crypto_secretbox_MACBYTES);
-	if (!buf)
-		exit(2);
-	n = htonl((uint32_t)clen);
-	memcpy(buf, &n, 4);
-	memcpy(buf + 4, cred, clen);
-	crypto_secretbox_easy((unsigned char *)buf + 4 + clen, (const unsigned char *)body, blen, nonce, key);
-	*len = 4 + clen + (h->header ? 0 : blen + crypto_secretbox_MACBYTES);
-	free(cred);
-	return buf;
 }
 
 static void send_raw(int fd, const void *buf, size_t len)
@@ -162,7 +111,7 @@ int main(int argc, char **argv)
 {
 	const char *cmd = argc > 2 ? argv[1] : "";
 	const char *arg = argc > 3 ? argv[3] : "";
-	struct how how = { .to = 0, .sock = getenv("VHPC_MUNGE_SOCKET") };
+	struct wireframe how = { .to = 0, .id = rid };
 	uint8_t id[WIRE_ID_HEX / 2];
 	int fd;
 
@@ -199,7 +148,11 @@ int main(int argc, char **argv)
 			how.to = (uid_t)MUNGE_UID_ANY;
 		if (!strcmp(cmd, "header"))
 			how.header = arg;
-		f = make_frame(!strcmp(cmd, "header") ? "" : arg, &how, &len);
+		how.body = arg;
+		if (!(f = wireframe_make(&how, &len))) {
+			fprintf(stderr, "wireprobe: munged would not sign it\n");
+			return 2;
+		}
 		if (!strcmp(cmd, "tamper"))
 			f[4 + 40] = f[4 + 40] == 'A' ? 'B' : 'A';
 		if (!strcmp(cmd, "expired"))

@@ -28,6 +28,7 @@
 #include "lib/err.h"
 #include "lib/fdio.h"
 #include "lib/wire.h"
+#include "tests/cluster/wireframe.h"
 
 static char dir[] = "/tmp/vhpc-munge-XXXXXX";
 static const char rid[] = "00112233445566778899aabbccddeeff";
@@ -104,10 +105,27 @@ static void roundtrip_carries_sender_uid(void **state)
 	close(sv[1]);
 }
 
+/* uid 65534 sends m to root over fd, in a child (reaped by the caller). */
+static pid_t send_as_nobody(int fd, struct json_object *m)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct wire_to to = { .uid = 0 };
+		struct verr err;
+
+		snprintf(to.id, sizeof(to.id), "%s", rid);
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(3);
+		_exit(wire_send(fd, m, &to, 2000, &err) == 0 ? 0 : 4);
+	}
+	return pid;
+}
+
 static void another_uid_is_reported_as_itself(void **state)
 {
 	int sv[2], st;
-	struct json_object *got;
+	struct json_object *got, *m;
 	struct wire_peer peer;
 	struct verr err;
 	pid_t pid;
@@ -116,19 +134,12 @@ static void another_uid_is_reported_as_itself(void **state)
 	if (getuid() != 0)
 		skip();
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct json_object *m = msg("cancel");
-		struct wire_to to = { .uid = 0 };
-
-		snprintf(to.id, sizeof(to.id), "%s", rid);
-		if (setgid(65534) < 0 || setuid(65534) < 0)
-			_exit(3);
-		_exit(wire_send(sv[0], m, &to, 2000, &err) == 0 ? 0 : 4);
-	}
+	m = msg("cancel");
+	pid = send_as_nobody(sv[0], m);
 	assert_int_equal(wire_recv(sv[1], &got, &peer, NULL, 5000, &err), 0);
 	assert_int_equal(peer.uid, 65534);
 	json_object_put(got);
+	json_object_put(m);
 	waitpid(pid, &st, 0);
 	assert_int_equal(WEXITSTATUS(st), 0);
 	close(sv[0]);
@@ -288,7 +299,8 @@ static void data_rides_signed(void **state)
 static void data_from_a_user_is_refused(void **state)
 {
 	int sv[2], st;
-	struct json_object *got;
+	struct json_object *got, *m;
+	char *big;
 	struct wire_peer peer;
 	struct verr err;
 	pid_t pid;
@@ -297,62 +309,28 @@ static void data_from_a_user_is_refused(void **state)
 	if (getuid() != 0)
 		skip();
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	pid = fork();
-	if (pid == 0) {
-		struct json_object *m = msg("image_put");
-		struct wire_to to = { .uid = 0 };
-		char *big = calloc(1, 1 << 20);
-
-		json_object_object_add(m, WIRE_DATA, json_object_new_string_len(big, 1 << 20));
-		snprintf(to.id, sizeof(to.id), "%s", rid);
-		if (setgid(65534) < 0 || setuid(65534) < 0)
-			_exit(3);
-		wire_send(sv[0], m, &to, 2000, &err);
-		_exit(0);
-	}
+	m = msg("image_put");
+	big = calloc(1, 1 << 20);
+	json_object_object_add(m, WIRE_DATA, json_object_new_string_len(big, 1 << 20));
+	free(big);
+	pid = send_as_nobody(sv[0], m);
 	assert_int_equal(wire_recv(sv[1], &got, &peer, NULL, 5000, &err), -1);
 	assert_non_null(strstr(err.msg, "bulk data comes from root only"));
 	close(sv[1]);
 	waitpid(pid, &st, 0);
 	close(sv[0]);
+	json_object_put(m);
 }
 
-static char *encode(const char *payload, int ttl, uid_t to)
-{
-	munge_ctx_t ctx = munge_ctx_create();
-	char *cred = NULL;
-
-	munge_ctx_set(ctx, MUNGE_OPT_SOCKET, getenv("VHPC_MUNGE_SOCKET"));
-	if (ttl)
-		munge_ctx_set(ctx, MUNGE_OPT_TTL, ttl);
-	if (to != (uid_t)MUNGE_UID_ANY)
-		munge_ctx_set(ctx, MUNGE_OPT_UID_RESTRICTION, to);
-	assert_int_equal(munge_encode(&cred, ctx, payload, (int)strlen(payload)), EMUNGE_SUCCESS);
-	munge_ctx_destroy(ctx);
-	return cred;
-}
-
-/* A frame made here, not by lib/wire.c: header (NULL: a proper one for
- * body) in a credential for uid to, then body sealed with its key. */
+/* A frame made outside lib/wire.c (tests/cluster/wireframe.c): header
+ * (NULL: a proper one for body) in a credential for uid to, then body
+ * sealed with its key. */
 static char *make_frame(const char *header, const char *body, int ttl, uid_t to, size_t *len)
 {
-	uint8_t key[crypto_secretbox_KEYBYTES], nonce[crypto_secretbox_NONCEBYTES] = { 0 };
-	char khex[2 * sizeof(key) + 1], hdr[512], *cred, *buf;
-	size_t blen = strlen(body), clen;
-	uint32_t n;
+	struct wireframe f = { .header = header, .body = body, .id = rid, .ttl = ttl, .to = to };
+	char *buf = wireframe_make(&f, len);
 
-	random_bytes(key, sizeof(key));
-	hex_encode(key, sizeof(key), khex);
-	snprintf(hdr, sizeof(hdr), "{\"v\":%d,\"id\":\"%s\",\"len\":%zu,\"key\":\"%s\"}", WIRE_VERSION, rid, blen, khex);
-	cred = encode(header ? header : hdr, ttl, to);
-	clen = strlen(cred);
-	buf = malloc(4 + clen + blen + crypto_secretbox_MACBYTES);
-	n = htonl((uint32_t)clen);
-	memcpy(buf, &n, 4);
-	memcpy(buf + 4, cred, clen);
-	crypto_secretbox_easy((unsigned char *)buf + 4 + clen, (const unsigned char *)body, blen, nonce, key);
-	*len = 4 + clen + blen + crypto_secretbox_MACBYTES;
-	free(cred);
+	assert_non_null(buf);
 	return buf;
 }
 
