@@ -164,9 +164,10 @@ static void refuse(int fd, const char *who, const char *why)
 	char junk[2048];
 	uint64_t now = now_ns();
 
+	pthread_mutex_lock(&live.mu);
 	if (now - last_ns >= 1000000000ull) {
 		if (quiet)
-			log_warn("%s: refused: %s (and %u more refused in the last %.1f s)", who, why, quiet,
+			log_warn("%s: refused: %s (and %u more refused since the last such line, %.1f s ago)", who, why, quiet,
 				 (double)(now - last_ns) / 1e9);
 		else
 			log_warn("%s: refused: %s", who, why);
@@ -175,6 +176,7 @@ static void refuse(int fd, const char *who, const char *why)
 	} else {
 		quiet++;
 	}
+	pthread_mutex_unlock(&live.mu);
 	wire_notice(fd, why);
 	/* What the peer sent already, read, so that closing does not reset
 	 * the connection before the notice arrives. */
@@ -228,9 +230,11 @@ static void *conn_thread(void *arg)
 
 void wire_serve(int lfd, size_t stack, wire_handler handle)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_attr_t a;
 
-	setup_limits();
+	/* One set of limits for every listener of the daemon. */
+	pthread_once(&once, setup_limits);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	if (stack)
