@@ -39,8 +39,8 @@ flood() {
 	local name=$1 pid=$2 target=$3 max=$4 t0 r0 t1 r1 out
 	shift 4
 	t0=$(settle "$pid") r0=$(wl_status "$pid" VmRSS)
-	cl_in "$CL_HUB" "$FLOOD" idle "$target" $N 6 "$@" >"$T/flood.out" 2>&1 &
-	local fp=$!
+	wl_bg "$CL_HUB" "$T/flood.out" "$FLOOD" idle "$target" $N 6 "$@"
+	local fp=$WL_BG
 	wait_log "$T/flood.out" '^connected' 15
 	sleep 2
 	t1=$(wl_status "$pid" Threads) r1=$(wl_status "$pid" VmRSS)

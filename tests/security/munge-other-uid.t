@@ -20,8 +20,7 @@ EVIL=12345
 # copy of both directions: what a user on the path would see.
 mkdir "$T/cap"
 chmod 755 "$T/cap"
-cl_in "$CL_HUB" "$RELAY" 198.18.0.1:7002 "$CL_CTL" "$T/cap" pass >"$T/relay.log" 2>&1 &
-at_exit "kill -9 $!"
+wl_bg "$CL_HUB" "$T/relay.log" "$RELAY" 198.18.0.1:7002 "$CL_CTL" "$T/cap" pass
 wait_log "$T/relay.log" listening 5
 out=$(VHPC_CONTROLLER=198.18.0.1:7002 as_nobody "$BIN/vhpc" queue --json 2>&1)
 check_match "the victim's request is answered through the relay" '^\[' "$out"

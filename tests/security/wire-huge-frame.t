@@ -13,8 +13,8 @@ T=$CL_DIR
 N=200
 wl_up 0
 r0=$(wl_status "$CTLD_PID" VmRSS)
-cl_in "$CL_HUB" "$FLOOD" bigframe "$CL_CTL" $N 5 >"$T/flood.out" 2>&1 &
-fp=$!
+wl_bg "$CL_HUB" "$T/flood.out" "$FLOOD" bigframe "$CL_CTL" $N 5
+fp=$WL_BG
 wait_log "$T/flood.out" '^connected' 15
 sleep 3
 r1=$(wl_status "$CTLD_PID" VmRSS)

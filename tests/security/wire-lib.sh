@@ -18,3 +18,14 @@ wl_up() {
 
 # wl_status PID FIELD: a number of /proc/PID/status (Threads; VmRSS in kB)
 wl_status() { awk -v f="$2:" '$1 == f {print $2}' "/proc/$1/status"; }
+
+# wl_bg NS LOG CMD...: CMD in namespace NS in the background, its output in
+# LOG, killed at exit.  nsenter execs CMD, so $! is CMD's own pid (a
+# function run with & would leave CMD behind when its subshell is killed).
+wl_bg() {
+	local ns=$1 log=$2
+	shift 2
+	nsenter --net=/run/netns/"$ns" -- "$@" >"$log" 2>&1 &
+	WL_BG=$!
+	at_exit "kill -9 $WL_BG"
+}

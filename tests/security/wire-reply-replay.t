@@ -15,8 +15,7 @@ RELAYED=198.18.0.1:7003
 
 # 1: the relay passes the request on, keeps the reply, drops the client.
 mkdir "$T/r"
-cl_in "$CL_HUB" "$RELAY" "$RELAYED" "$CL_CTL" "$T/r" keep replay >"$T/relay.log" 2>&1 &
-at_exit "kill -9 $!"
+wl_bg "$CL_HUB" "$T/relay.log" "$RELAY" "$RELAYED" "$CL_CTL" "$T/r" keep replay
 wait_log "$T/relay.log" listening 5
 out=$(VHPC_CONTROLLER=$RELAYED vc nodes --json 2>&1)
 check_match "the first request gets no reply" 'closed the connection without a reply' "$out"

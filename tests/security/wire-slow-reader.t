@@ -18,9 +18,8 @@ N=20 LIMIT_MS=8000
 export VHPC_WIRE_TIMEOUT_MS=$LIMIT_MS
 cl_net_up 1 && ip netns exec "$CL_HUB" sysctl -qw net.ipv4.tcp_wmem="4096 16384 16384" &&
 	cl_munge_up && CL_HB_MS=60000 CL_NO_PUSH=1 cl_ctld_up || { echo "Bail out! cluster set-up"; exit 1; }
-cl_in "$CL-n1" "$BIN/vhpcd" --simulate 400 --name sim --listen 198.18.0.11:6818 --controller "$CL_CTL" \
-	--topology "synthetic:pack:1 numa:1 core:2 pu:1" --log "$T/sim.log" &
-at_exit "kill -9 $!"
+wl_bg "$CL-n1" "$T/sim.out" "$BIN/vhpcd" --simulate 400 --name sim --listen 198.18.0.11:6818 \
+	--controller "$CL_CTL" --topology "synthetic:pack:1 numa:1 core:2 pu:1" --log "$T/sim.log"
 check "400 simulated nodes register" wait_log "$T/sim.log" "simulated nodes registered" 60
 size=$(vc nodes --json | wc -c)
 check "the node list is bigger than the buffers ($size bytes)" test "$size" -gt 65536
@@ -28,9 +27,7 @@ base=$(wl_status "$CTLD_PID" Threads)
 
 # The clients: each through a relay that stops reading (wirerelay stall).
 mkdir "$T/relay"
-cl_in "$CL_HUB" "$RELAY" 198.18.0.1:7001 "$CL_CTL" "$T/relay" $(for _ in $(seq $N); do echo stall; done) \
-	>"$T/relay.log" 2>&1 &
-at_exit "kill -9 $!"
+wl_bg "$CL_HUB" "$T/relay.log" "$RELAY" 198.18.0.1:7001 "$CL_CTL" "$T/relay" $(for _ in $(seq $N); do echo stall; done)
 wait_log "$T/relay.log" listening 5
 t0=$(date +%s%N)
 for _ in $(seq $N); do
