@@ -31,7 +31,7 @@ ethtool -k eth0 | grep -E "^(rx-checksumming|tx-checksumming|tcp-segmentation-of
 for d in /sys/bus/virtio/devices/*; do
 	echo "rank=$r virtio $(cat $d/device) $(basename "$(readlink $d/driver)") $(cat $d/features)"
 done
-for k in net/ipv4/tcp_rmem net/ipv4/tcp_wmem net/ipv4/tcp_slow_start_after_idle net/core/somaxconn; do
+for k in net/ipv4/tcp_rmem net/ipv4/tcp_wmem net/ipv4/tcp_slow_start_after_idle net/ipv4/tcp_no_metrics_save; do
 	echo "rank=$r sysctl $k=$(tr -s "\t" " " </proc/sys/$k)"
 done
 grep -E " / | /vhpc | /scratch " /proc/mounts | sed "s/^/rank=$r mount /"
@@ -91,7 +91,7 @@ for r in 0 1; do
 	check_match "g$r: the rank has the glibc setting for vmshm (VHPC_AVOID_MOVSB=1)" \
 		"rank=$r tunables=\[glibc.cpu.x86_rep_movsb_threshold=1073741824\]" "$p"
 	check_match "g$r: eth0 has the tuning profile's MTU ($mtu)" "rank=$r host=g$r mtu=$mtu\$" "$p"
-	for k in net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_slow_start_after_idle net.core.somaxconn; do
+	for k in net.ipv4.tcp_rmem net.ipv4.tcp_wmem net.ipv4.tcp_slow_start_after_idle net.ipv4.tcp_no_metrics_save; do
 		want=$(sed -n "s/^ *$k: *\"\([^\"]*\)\".*/\1/p" "$VHPC_TOP/configs/tuning/hpc.yaml")
 		check_eq "g$r: the tuning profile's $k ($want)" "rank=$r sysctl ${k//.//}=$want" \
 			"$(grep "^rank=$r sysctl ${k//.//}=" <<<"$p")"
