@@ -103,6 +103,7 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
 	struct addrinfo *res, *ai;
 	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
 	char portstr[8];
+	bool unreachable = false;
 	int r;
 
 	if (port <= 0 || port > 65535)
@@ -113,6 +114,7 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
 		return verr_set(err, "cannot resolve guest '%s': %s", host,
 				r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
 	verr_set(err, "cannot reach %s:%d: no address", host, port);
+again:
 	for (ai = res; ai; ai = ai->ai_next) {
 		char addr[NI_MAXHOST] = "?", what[NI_MAXHOST + 300];
 		int fd, one = 1;
@@ -125,6 +127,7 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
 			continue;
 		}
 		if (connect_deadline(fd, ai->ai_addr, ai->ai_addrlen, deadline) < 0) {
+			unreachable |= errno == EHOSTUNREACH || errno == ENETUNREACH || errno == ECONNREFUSED;
 			verr_errno(err, "cannot connect to %s", what);
 			close(fd);
 			continue;
@@ -135,6 +138,15 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
 			freeaddrinfo(res);
 			return 0;
 		}
+	}
+	/* A job network that is still coming up (ARP unanswered while a
+	 * WireGuard handshake completes, a guest whose agent is not yet
+	 * listening) refuses for a moment what it takes a second later; one
+	 * failed look would end the job.  Tried again until the deadline. */
+	if (unreachable && deadline && remaining_ms(deadline) > CONNECT_RETRY_MS) {
+		unreachable = false;
+		usleep(CONNECT_RETRY_MS * 1000);
+		goto again;
 	}
 	freeaddrinfo(res);
 	return -1;

@@ -18,11 +18,15 @@
  * a channel can carry several requests in turn.
  */
 #define GUEST_PORT_DEFAULT 7707
+/* The pause between two connects to a guest that refused or was unreachable. */
+#define CONNECT_RETRY_MS 200
 /* Where guests find the job key (vhpc-guestd --key, vhpc-rsh $VHPC_JOB_KEY). */
 #define GUEST_KEY_PATH_DEFAULT "/vhpc/job.key"
 
 /* Connect (each address getaddrinfo gives, in turn, within timeout_ms) and
- * run the channel handshake.  Errors say which host/address and why. */
+ * run the channel handshake.  A refused or unreachable guest is tried
+ * again every CONNECT_RETRY_MS until timeout_ms is over (a job network
+ * may still be coming up).  Errors say which host/address and why. */
 int gexec_connect_tcp(struct chan *c, const char *host, int port,
 		      const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
 int gexec_connect_unix(struct chan *c, const char *path,

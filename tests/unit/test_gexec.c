@@ -53,6 +53,52 @@ static void planted_symlink_is_not_followed(void **state)
 	rmdir(dir);
 }
 
+/* A guest whose agent starts listening only after the first connect
+ * (a job network coming up) is reached: refused at first, then tried
+ * again until the timeout.  Once, a refused connect ended the job. */
+static void refused_guest_is_tried_again_until_the_timeout(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	uint8_t key[CHAN_KEY_LEN] = { 1 };
+	uint64_t t0;
+	struct chan c;
+	struct verr err;
+	int s, st;
+	pid_t pid;
+
+	(void)state;
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&sa, &sl), 0);
+	close(s);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int one = 1, a;
+
+		usleep(500 * 1000);
+		s = socket(AF_INET, SOCK_STREAM, 0);
+		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(s, 4) < 0 || wait_readable(s, 3000) != 0)
+			_exit(1);
+		a = accept(s, NULL, NULL);
+		usleep(1500 * 1000);
+		_exit(a >= 0 ? 0 : 1);
+	}
+	/* The agent never answers the handshake, so this still fails, but
+	 * only after it connected. */
+	assert_int_equal(gexec_connect_tcp(&c, "127.0.0.1", ntohs(sa.sin_port), key, 1500, &err), -1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* Nothing listens: refused for the whole timeout, then the error. */
+	t0 = now_ns();
+	assert_int_equal(gexec_connect_tcp(&c, "127.0.0.1", ntohs(sa.sin_port), key, 600, &err), -1);
+	assert_true(now_ns() - t0 >= 300 * 1000000ull);
+	assert_non_null(strstr(err.msg, "Connection refused"));
+}
+
 /* A guest that holds the key (the fake one here) answers the first request
  * with a frame announcing len bytes of type; whole (sent with a valid MAC)
  * or only its length word. */
@@ -159,6 +205,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(planted_symlink_is_not_followed),
+		cmocka_unit_test(refused_guest_is_tried_again_until_the_timeout),
 		cmocka_unit_test(huge_frame_from_a_guest_is_refused_unread),
 	};
 	return cmocka_run_group_tests_name("gexec", tests, NULL, NULL);
