@@ -168,11 +168,17 @@ out:
 }
 
 /* Adds (or updates) each peer: its public key, where it is on the
- * underlay, and its WireGuard address as the one source it may use. */
+ * underlay, and its WireGuard address as the one source it may use.
+ * A persistent keepalive makes the device greet each peer at once, so
+ * the node that comes up last completes the handshakes while its guests
+ * start.  Without it the first handshake waited for the job's first
+ * packet, and when that initiation was lost (the peer not up yet) its
+ * retry came 5 s later: the guests' ARP had given up by then, and
+ * mpirun's daemons failed with "no route" (1 job in 7 in the lab). */
 static int wg_peers(const struct cluster_wg *w, const uint8_t *secret, size_t slen, const uint32_t *peers,
 		    int npeers, struct verr *err)
 {
-	const char **argv = calloc((size_t)npeers * 7 + 4, sizeof(char *));
+	const char **argv = calloc((size_t)npeers * 9 + 4, sizeof(char *));
 	char (*txt)[3][48] = calloc((size_t)npeers, sizeof(*txt));
 	int n = 0, rc = -1;
 
@@ -199,6 +205,8 @@ static int wg_peers(const struct cluster_wg *w, const uint8_t *secret, size_t sl
 		argv[n++] = txt[i][1];
 		argv[n++] = "allowed-ips";
 		argv[n++] = txt[i][2];
+		argv[n++] = "persistent-keepalive";
+		argv[n++] = "25";
 	}
 	rc = npeers ? wg_tool(argv, err) : 0;
 out:
