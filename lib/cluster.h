@@ -12,7 +12,7 @@
 /* vhpc-ctld's defaults when the cluster file's `ctld:` is silent. */
 #define CLUSTER_OUTPUT_LIMIT       (256ull << 20)
 #define CLUSTER_OUTPUT_LIMIT_MIN   (64ull << 10)
-#define CLUSTER_MAX_JOBS_PER_USER  1000
+#define CLUSTER_MAX_JOBS_PER_USER  500
 #define CLUSTER_KEEP_ENDED         3600
 #define CLUSTER_SPOOL_MAX          512
 
