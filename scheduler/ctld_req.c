@@ -302,7 +302,8 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 	struct cjob *j = user_job(m->id, uid, &owned, &err);
 	char *b64;
 	uint8_t *buf;
-	ssize_t n = 0;
+	int64_t want = 0;
+	ssize_t n;
 
 	if (!j)
 		return err;
@@ -316,8 +317,10 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 		return ctld_error("internal", "out of memory");
 	}
 	if (m->offset < j->out_size)
-		n = spool_read(j->id, buf, (size_t)(j->out_size - m->offset < m->max ? j->out_size - m->offset : m->max),
-			       m->offset);
+		want = j->out_size - m->offset < m->max ? j->out_size - m->offset : m->max;
+	/* A file shorter than the controller knows (an admin removed it to
+	 * make room) ends where it ends. */
+	n = want ? spool_read(j->id, buf, (size_t)want, m->offset) : 0;
 	sodium_bin2base64(b64, sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL),
 			  buf, (size_t)n, sodium_base64_VARIANT_ORIGINAL);
 	r = ctld_reply("output");
@@ -327,7 +330,7 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 	json_object_object_add(r, "size", json_object_new_int64(j->out_size));
 	json_object_object_add(r, "state", json_object_new_string(job_state_names[j->state]));
 	json_object_object_add(r, "final", json_object_new_boolean(
-		job_state_final(j->state) && m->offset + n >= j->out_size));
+		job_state_final(j->state) && (m->offset + n >= j->out_size || n < want)));
 	free(b64);
 	free(buf);
 	if (owned)
