@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # timeout: 300
 # Attack: a user's job writes more output than the controller's disk
-# holds.  The state folder and the spool share a small filesystem (a
+# holds (1 GiB: its output made a sparse file).  The state folder and the spool share a small filesystem (a
 # 128 MiB tmpfs the test mounts), as they share one by default.  The spool
 # stops short of the database's room: the job's output, and that of
 # another user's job running beside it, is cut with a line naming the full
@@ -17,7 +17,9 @@ diag "with the image pushed, the filesystem has $(free_kib) KiB free"
 
 B=$(sub -N 1 --vcpus 1 -- sh -c 'echo other-begin; sleep 45; echo other-end')
 for _ in $(seq 100); do [ "$(job_field "$B" output_bytes)" -gt 0 ] 2>/dev/null && break; sleep 0.1; done
-A=$(nb_sub -N 1 --vcpus 1 -- sh -c 'yes flood-flood-flood | head -c 60000000; echo flood-end')
+# 1 GiB of output the job's guest holds as a sparse file (tmpfs there is
+# 64 MiB): the controller's spool gets zeros until it is full.
+A=$(nb_sub -N 1 --vcpus 1 -- sh -c 'echo flood-begin; truncate -s 1G /vhpc/spool/job.out; echo flood-end')
 check_match "another user's job runs ($B), then a user submits the flood ($A)" '^[0-9]+ [0-9]+$' "$B $A"
 check "the flood job ends" wait_state "$A" COMPLETED 120
 check_eq "the other user's job still runs" RUNNING "$(job_state "$B")"
