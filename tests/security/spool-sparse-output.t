@@ -12,7 +12,9 @@
 ctld_cluster_file output_limit=1M
 ctld_cluster_up 2
 
-SPARSE='echo sparse-begin; truncate -s 4G /vhpc/spool/job.out; echo sparse-end'
+# (mpirun forwards a rank's lines in its own time: a pause lets the first
+# reach the file before the file grows)
+SPARSE='echo sparse-begin; sleep 1; truncate -s 4G /vhpc/spool/job.out; echo sparse-end'
 t0=$(date +%s)
 A=$(nb_sub -N 1 --vcpus 1 -- sh -c "$SPARSE")
 B=$(sub -N 1 --vcpus 1 -- sh -c "sleep 1; $OTHER_JOB")
