@@ -16,11 +16,11 @@ PREFIX   ?= /usr/local
 DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	libyaml-dev libjson-c-dev libsodium-dev libhwloc-dev hwloc \
 	libopenmpi-dev openmpi-bin libibverbs-dev munge libmunge-dev \
-	runc libcmocka-dev libsqlite3-dev libseccomp-dev libnl-3-dev libnl-route-3-dev \
+	runc libcmocka-dev libsqlite3-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libnftables-dev nftables wireguard-tools \
 	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
 	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
 	skopeo umoci squashfs-tools erofs-utils \
-	libslurm-dev slurmctld slurmd slurm-client
+	libslurm-dev slurmctld slurmd slurm-client debootstrap
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
@@ -44,7 +44,7 @@ UNIT_TESTS :=
 FUZZERS    :=
 EXTRA_ALL  :=
 
-.PHONY: all deps check demo fuzz clean install kernels
+.PHONY: all deps check demo fuzz clean install kernels lab
 all: deps programs
 
 # -- Debian packages ------------------------------------------------------
@@ -141,7 +141,7 @@ fuzzers: $(FUZZERS)
 # The build part in parallel on every core: make 4.3 ignores a -j that a
 # makefile adds to its own MAKEFLAGS, so a sub-make gets it.
 check:
-	@$(MAKE) --no-print-directory -j$(shell nproc) all tests fuzzers kernels
+	@$(MAKE) --no-print-directory -j$(shell nproc) all tests fuzzers kernels lab
 	@B=$(B) tests/run
 
 # The Debian kernel kvm images and the hv smoke tests boot, fetched during
@@ -150,6 +150,13 @@ KERNEL_PACKAGE := linux-image-cloud-amd64
 kernels: programs
 	@VHPC_KERNEL_CACHE=$(CURDIR)/$(B)/kernels $(B)/bin/vhpc image fetch-kernel $(KERNEL_PACKAGE) >/dev/null || \
 		echo "warning: could not fetch $(KERNEL_PACKAGE); kvm image and kernel boot tests will be skipped"
+
+# The virtualization lab's QEMU (Debian 13's, in a root of its own under
+# $(B)/lab: tests/lab/prepare), fetched during set-up like the kernels.
+# Offline, the lab runs on the host's QEMU and says so.
+lab: deps
+	@B=$(B) tests/lab/prepare || \
+		echo "warning: could not set up the lab's QEMU 10; the lab uses the host's QEMU 7.2, which loses more attempts"
 
 demo:
 	@$(MAKE) --no-print-directory -j$(shell nproc) all

@@ -111,7 +111,7 @@ void hv_usage(FILE *f)
 		"               [--cpu-affinity LIST] [--topology SxCxT] [--hugepages[=2M|1G]]\n"
 		"               [--prefault-threads N] [--no-prefault] [--serial stdio|none|file:PATH]\n"
 		"               [--control PATH] [--require-hw] [--debug-exit] [--cpuid-hide LIST]\n"
-		"               [--seccomp] [--seccomp-probe] [--config FILE] [-v] [-q]\n");
+		"               [--seccomp] [--seccomp-probe[=execve|tiocsti|connect]] [--config FILE] [-v] [-q]\n");
 	{
 		const struct hv_devopt *const *opts;
 		int n = hv_devopts(&opts);
@@ -122,7 +122,8 @@ void hv_usage(FILE *f)
 	}
 	fprintf(f, "Runs one KVM guest; exits 0 when the guest powers off (see hv/hv.h).\n"
 		"--seccomp: once set up, only the system calls a running guest needs (hv/sandbox.c);\n"
-		"--seccomp-probe: the same, then one forbidden call, to show that the filter ends vhpc-hv.\n");
+		"--seccomp-probe[=CALL]: the same, then one forbidden call (execve, the default; ioctl TIOCSTI;\n"
+		"                connect), to show that the filter ends vhpc-hv.\n");
 }
 
 static int set_str(char **dst, const char *v)
@@ -222,7 +223,7 @@ static const struct option base_opts[] = {
 	{ "config", required_argument, 0, O_CONFIG },
 	{ "help", no_argument, 0, O_HELP },
 	{ "seccomp", no_argument, 0, O_SECCOMP },
-	{ "seccomp-probe", no_argument, 0, O_SECCOMP_PROBE },
+	{ "seccomp-probe", optional_argument, 0, O_SECCOMP_PROBE },
 };
 #define NBASE_OPTS (sizeof(base_opts) / sizeof(base_opts[0]))
 
@@ -312,7 +313,19 @@ int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err
 		case 'q': vlog_set_level(VLOG_WARN); break;
 		case O_HELP: return 1;
 		case O_SECCOMP: c->seccomp = true; break;
-		case O_SECCOMP_PROBE: c->seccomp = c->seccomp_probe = true; break;
+		case O_SECCOMP_PROBE: {
+			static const char *const calls[] = { [HV_PROBE_EXECVE] = "execve", [HV_PROBE_TIOCSTI] = "tiocsti",
+							      [HV_PROBE_CONNECT] = "connect" };
+
+			c->seccomp = true;
+			c->seccomp_probe = HV_PROBE_NONE;
+			for (int k = HV_PROBE_EXECVE; k <= HV_PROBE_CONNECT; k++)
+				if (!strcmp(optarg ? optarg : "execve", calls[k]))
+					c->seccomp_probe = k;
+			if (c->seccomp_probe == HV_PROBE_NONE)
+				return verr_set(err, "--seccomp-probe=%.40s: expected execve, tiocsti or connect", optarg);
+			break;
+		}
 		case O_DEVOPT ... O_DEVOPT + HV_MAX_DEVOPTS - 1: {
 			struct hv_devset *ds = &c->dev[o - O_DEVOPT];
 			const char *arg = optarg;

@@ -67,6 +67,10 @@ int hv_devset_yaml(const cf_doc *d, const cf_node *n, void *dst, struct verr *er
 void hv_devset_free(struct hv_devset *s);
 int hv_devsets_check(struct hv_config *c, struct verr *err);
 
+/* --seccomp-probe[=CALL]: the forbidden call to make once the allowlist
+ * is in force. */
+enum { HV_PROBE_NONE, HV_PROBE_EXECVE, HV_PROBE_TIOCSTI, HV_PROBE_CONNECT };
+
 struct hv_config {
 	char *kernel, *initrd, *cmdline;
 	long long vcpus;
@@ -84,7 +88,7 @@ struct hv_config {
 	bool debug_exit;
 	char *cpuid_hide;
 	bool seccomp;               /* the allowlist once set up (sandbox.c) */
-	bool seccomp_probe;         /* then a forbidden call: the filter's own test */
+	int seccomp_probe;          /* then a forbidden call (HV_PROBE_*): the filter's own test */
 	struct hv_devset dev[HV_MAX_DEVOPTS];   /* one per registered option */
 	int ndevopts;
 };

@@ -6,6 +6,10 @@
  *     closes it.
  *   - guest-initiated: a connection to host CID 2, port P, is connected to
  *     the unix socket "PATH_P"; nobody listening there means a reset.
+ *     Under --seccomp it is always reset: the allowlist has no socket or
+ *     connect (sandbox.c), so a guest that owned vhpc-hv could not reach
+ *     other sockets of the host (abstract ones ignore the jail's mount
+ *     namespace).  vhpc's guests never connect to the host.
  * Streams only.  Credit-based flow control both ways: the guest may not
  * send more than our per-connection buffer holds (a guest that does is
  * reset), and we read a host socket only while the guest has credit and
@@ -113,6 +117,7 @@ struct vvsock {
 	int nrst;
 	unsigned rr;               /* round robin over connections */
 	unsigned long resets_sent, bad_packets;
+	unsigned long refused;     /* guest-initiated connections under --seccomp */
 };
 
 static struct vvsock *vsk;
@@ -457,8 +462,15 @@ static void rw(struct conn *c, const struct vq_chain *ch, uint32_t len)
 static int uds_connect(struct vvsock *s, uint32_t port)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int fd;
 
+	if (s->v.vm->cfg && s->v.vm->cfg->seccomp) {
+		if (!s->refused++)
+			log_warn("vsock: the guest's connection to host port %u reset: under --seccomp vhpc-hv "
+				 "makes no connections once the guest runs", port);
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s_%u", s->uds, port);
 	if (fd < 0)
 		return -1;

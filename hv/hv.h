@@ -31,7 +31,8 @@
  *   --cpuid-hide LIST    hide CPUID features (cx16,xsave,avx,...)      cpuid_hide:
  *   --seccomp            once set up, run under a system-call allowlist
  *                        (a call outside it: HV_EXIT_SECCOMP)          seccomp:
- *   --seccomp-probe      --seccomp, then one forbidden call (the filter's test)
+ *   --seccomp-probe[=CALL]  --seccomp, then one forbidden call (the filter's
+ *                        test): execve (default), tiocsti or connect
  *   --config FILE        YAML file with the keys above
  *   -v / -q              more / less logging (also $VHPC_LOG)
  *

@@ -1,16 +1,27 @@
 /*
  * The allowlist is what vhpc-hv does once the guest runs, not what set-up
- * does: set-up (opening files, memfd_create, mbind, binding sockets) is
- * over before sandbox_enter, so a guest that takes over a device model
- * cannot open a file, exec, make an inet socket, trace or signal another
- * process, or change its own mappings' backing.  libseccomp builds the BPF
- * program: its argument comparisons and per-arch syscall tables are easy to
- * get wrong by hand.
+ * does: set-up (opening files, memfd_create, mbind, binding and connecting
+ * sockets) is over before sandbox_enter, so a guest that takes over a
+ * device model cannot open a file, exec, make or connect a socket, trace or
+ * signal another process, or change its own mappings' backing.  libseccomp
+ * builds the BPF program: its argument comparisons and per-arch syscall
+ * tables are easy to get wrong by hand.
+ *
+ * ioctl is allowed for the requests a running guest's devices make, each
+ * by name (ioctl_reqs below, read from every ioctl() in hv/ that can run
+ * after set-up), not by family: the whole 'T' family would let a guest
+ * that owns vhpc-hv push keystrokes into the terminal it was started from
+ * (TIOCSTI), and the whole KVM family would let it make VMs and vCPUs.
+ * No connect, and no socket: a guest-initiated vsock stream, the one
+ * connection vhpc-hv made after set-up, is refused under the allowlist
+ * (dev_virtio_vsock.c); vhpc's guests only listen.
  *
  * The action is SCMP_ACT_TRAP rather than a silent kill so that the log
- * names the call; the call itself never runs either way.
+ * names the call (and an ioctl's request); the call itself never runs
+ * either way.
  */
 #include "sandbox.h"
+#include "config.h"
 #include "hv.h"
 #include "lib/log.h"
 
@@ -22,10 +33,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
+#include <ucontext.h>
 #include <unistd.h>
+#include <linux/if_tun.h>
 #include <linux/kvm.h>
 
 #define NAMES 512
@@ -34,14 +49,22 @@ static char *names[NAMES];
 
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
-	char msg[160];
+	char msg[200], req[40] = "";
 	int nr = si->si_syscall, n;
 
 	(void)sig;
+#ifdef __x86_64__
+	/* The registers hold the call's arguments: ioctl's request is the
+	 * second (RSI). */
+	if (nr == SYS_ioctl && uc)
+		snprintf(req, sizeof(req), ", request 0x%llx",
+			 (unsigned long long)(unsigned)((ucontext_t *)uc)->uc_mcontext.gregs[REG_RSI]);
+#else
 	(void)uc;
+#endif
 	n = snprintf(msg, sizeof(msg),
-		     "vhpc-hv: error: system call %d (%s) is outside the seccomp allowlist; stopping the guest\n",
-		     nr, nr >= 0 && nr < NAMES && names[nr] ? names[nr] : "?");
+		     "vhpc-hv: error: system call %d (%s%s) is outside the seccomp allowlist; stopping the guest\n",
+		     nr, nr >= 0 && nr < NAMES && names[nr] ? names[nr] : "?", req);
 	if (n > 0 && write(2, msg, (size_t)n) < 0) {
 		/* nowhere else to tell it */
 	}
@@ -60,11 +83,13 @@ static const int plain[] = {
 	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait),
 	SCMP_SYS(epoll_pwait2), SCMP_SYS(epoll_ctl), SCMP_SYS(epoll_create1), SCMP_SYS(eventfd2),
 	SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime), SCMP_SYS(timerfd_gettime),
-	/* sockets already there: the control socket's clients, vsock streams,
-	 * the vhost-user back-end's connection (sendmsg/recvmsg with
+	/* sockets already there: the control socket's clients and the
+	 * host-initiated vsock streams (accept4 on sockets listening since
+	 * set-up), the vhost-user back-end's connection (sendmsg/recvmsg with
 	 * SCM_RIGHTS carry guest RAM's memfd and the ring eventfds at every
-	 * device start; recvfrom peeks when the back-end hangs up) */
-	SCMP_SYS(accept), SCMP_SYS(accept4), SCMP_SYS(connect), SCMP_SYS(sendmsg),
+	 * device start; recvfrom peeks when the back-end hangs up).  No
+	 * socket, no connect: nothing new is reached. */
+	SCMP_SYS(accept4), SCMP_SYS(sendmsg),
 	SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(shutdown),
 	SCMP_SYS(getsockopt), SCMP_SYS(setsockopt), SCMP_SYS(getsockname), SCMP_SYS(getpeername),
 	/* memory: malloc, thread stacks */
@@ -82,9 +107,29 @@ static const int plain[] = {
 	/* its own sockets go at exit */
 	SCMP_SYS(unlink), SCMP_SYS(unlinkat),
 };
-/* The calls allowed with argument checks in rules() (ioctl has two
- * rules); clone3's ENOSYS is not an allowance. */
-#define CHECKED 7
+/* The ioctl requests of a running guest, each with the code that makes it.
+ * Anything else (set-up's KVM_CREATE_*, KVM_SET_CPUID2, TUNSETIFF, any tty
+ * request) traps. */
+static const struct {
+	unsigned long req;
+	const char *why;
+} ioctl_reqs[] = {
+	{ KVM_RUN, "vcpu.c: every vCPU" },
+	{ KVM_GET_REGS, "vcpu.c report_regs: a crashed guest's registers in the log" },
+	{ KVM_GET_SREGS, "vcpu.c report_regs" },
+	{ KVM_IRQ_LINE, "vm.c vm_set_irq: UART, i8042, ACPI and legacy INTx lines" },
+	{ KVM_SIGNAL_MSI, "irq.c: MSIs without an irqfd" },
+	{ KVM_IRQFD, "irq.c, pci.c: MSI-X vectors bound and unbound as the guest masks them" },
+	{ KVM_SET_GSI_ROUTING, "irq.c: MSI routes as the guest programs its MSI-X tables" },
+	{ KVM_IOEVENTFD, "virtio_pci.c: queue notifications follow BAR 0 where the guest puts it" },
+	{ KVM_SET_USER_MEMORY_REGION, "dev_ivshmem.c: the region follows BAR 2" },
+	{ TUNSETOFFLOAD, "dev_virtio_net.c: the offloads the guest's driver accepted" },
+	{ TUNSETQUEUE, "dev_virtio_net.c: tap queues follow the guest's queue pairs" },
+};
+#define NREQS (sizeof(ioctl_reqs) / sizeof(ioctl_reqs[0]))
+/* The calls allowed with argument checks in rules(), ioctl once; clone3's
+ * ENOSYS is not an allowance. */
+#define CHECKED 6
 
 static int add(scmp_filter_ctx c, int nr, unsigned n, const struct scmp_arg_cmp *a)
 {
@@ -97,14 +142,19 @@ static int rules(scmp_filter_ctx c)
 
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]) && rc == 0; i++)
 		rc = add(c, plain[i], 0, NULL);
+	/* The kernel reads the request as 32 bits: the upper half of the
+	 * register is not compared. */
+	for (size_t i = 0; i < NREQS && rc == 0; i++) {
+		struct scmp_arg_cmp r = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, (scmp_datum_t)ioctl_reqs[i].req);
+
+		rc = add(c, SCMP_SYS(ioctl), 1, &r);
+	}
 	if (rc)
 		return rc;
 	{
 		/* Threads only: no fork.  glibc falls back from clone3, whose
 		 * flags sit in memory a filter cannot read, to clone on ENOSYS. */
 		struct scmp_arg_cmp thr = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
-		/* A guest-initiated vsock stream connects a new unix socket. */
-		struct scmp_arg_cmp unx = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
 		/* /proc/self/task/N/stat for the control socket's status; nothing
 		 * is ever opened for writing. */
 		struct scmp_arg_cmp rdonly = SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND, 0);
@@ -114,29 +164,51 @@ static int rules(scmp_filter_ctx c)
 		struct scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid());
 		/* A thread naming itself. */
 		struct scmp_arg_cmp name = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
-		/* ioctls of two families only: KVM's (KVM_RUN, irqfds, ioeventfds,
-		 * memory slots when a BAR moves, vhost-user call eventfds bound
-		 * and unbound as MSI-X vectors are masked) and type 'T' (the tap's
-		 * TUNSETOFFLOAD when the guest's driver changes offloads,
-		 * FIONREAD, FIONBIO).  No socket, block-device or other ioctl. */
-		struct scmp_arg_cmp kvm = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)KVMIO << 8);
-		struct scmp_arg_cmp tun = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, (scmp_datum_t)'T' << 8);
 
-		if ((rc = add(c, SCMP_SYS(clone), 1, &thr)) || (rc = add(c, SCMP_SYS(socket), 1, &unx)) ||
-		    (rc = add(c, SCMP_SYS(openat), 1, &rdonly)) || (rc = add(c, SCMP_SYS(move_pages), 1, &query)) ||
-		    (rc = add(c, SCMP_SYS(tgkill), 1, &self)) || (rc = add(c, SCMP_SYS(prctl), 1, &name)) ||
-		    (rc = add(c, SCMP_SYS(ioctl), 1, &kvm)) || (rc = add(c, SCMP_SYS(ioctl), 1, &tun)))
+		if ((rc = add(c, SCMP_SYS(clone), 1, &thr)) || (rc = add(c, SCMP_SYS(openat), 1, &rdonly)) ||
+		    (rc = add(c, SCMP_SYS(move_pages), 1, &query)) || (rc = add(c, SCMP_SYS(tgkill), 1, &self)) ||
+		    (rc = add(c, SCMP_SYS(prctl), 1, &name)))
 			return rc;
 		rc = seccomp_rule_add(c, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	}
 	return rc;
 }
 
-int sandbox_enter(bool probe, struct verr *err)
+/* One call the allowlist must stop (--seccomp-probe[=CALL]); returning
+ * means it did not. */
+static int probe_call(int probe, int sock, struct verr *err)
+{
+	switch (probe) {
+	case HV_PROBE_TIOCSTI: {
+		char c = '\n';
+
+		log_info("seccomp: probing with ioctl TIOCSTI, which must end this process");
+		ioctl(STDIN_FILENO, TIOCSTI, &c);
+		return verr_set(err, "seccomp: ioctl TIOCSTI was not stopped by the allowlist");
+	}
+	case HV_PROBE_CONNECT: {
+		/* An abstract name: reachable from any mount namespace. */
+		struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "\0vhpc-hv-probe" };
+
+		log_info("seccomp: probing with connect, which must end this process");
+		connect(sock, (struct sockaddr *)&a, sizeof(a));
+		return verr_set(err, "seccomp: connect was not stopped by the allowlist");
+	}
+	default: {
+		char *const argv[] = { (char *)"/bin/sh", NULL };
+
+		log_info("seccomp: probing with execve, which must end this process");
+		syscall(SYS_execve, argv[0], argv, NULL);
+		return verr_set(err, "seccomp: execve was not stopped by the allowlist");
+	}
+	}
+}
+
+int sandbox_enter(int probe, struct verr *err)
 {
 	struct sigaction sa;
 	scmp_filter_ctx c;
-	int rc;
+	int rc, sock = -1;
 
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return verr_errno(err, "seccomp: PR_SET_DUMPABLE");
@@ -149,6 +221,9 @@ int sandbox_enter(bool probe, struct verr *err)
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(SIGSYS, &sa, NULL) < 0)
 		return verr_errno(err, "seccomp: SIGSYS handler");
+	/* The connect probe's socket: making one is refused as well. */
+	if (probe == HV_PROBE_CONNECT && (sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return verr_errno(err, "seccomp: the probe's socket");
 	c = seccomp_init(SCMP_ACT_TRAP);
 	if (!c)
 		return verr_set(err, "seccomp: seccomp_init failed");
@@ -164,13 +239,9 @@ int sandbox_enter(bool probe, struct verr *err)
 		errno = -rc;
 		return verr_errno(err, "seccomp: loading the allowlist");
 	}
-	log_info("seccomp: allowlist of %zu system calls in force", sizeof(plain) / sizeof(plain[0]) + CHECKED);
-	if (probe) {
-		char *const argv[] = { (char *)"/bin/sh", NULL };
-
-		log_info("seccomp: probing with execve, which must end this process");
-		syscall(SYS_execve, argv[0], argv, NULL);
-		return verr_set(err, "seccomp: execve was not stopped by the allowlist");
-	}
+	log_info("seccomp: allowlist of %zu system calls in force, ioctl for %zu requests",
+		 sizeof(plain) / sizeof(plain[0]) + CHECKED, NREQS);
+	if (probe != HV_PROBE_NONE)
+		return probe_call(probe, sock, err);
 	return 0;
 }

@@ -7,9 +7,10 @@
 
 /* From here on, in every thread of the process, only the calls a running
  * guest needs; any other ends the process with HV_EXIT_SECCOMP and a log
- * line naming the call.  Also makes the process non-dumpable, so a process
- * of the same uid can neither ptrace it nor read its memory.  With probe,
- * makes one forbidden call (execve) at once: the filter's own test. */
-int sandbox_enter(bool probe, struct verr *err);
+ * line naming the call (and an ioctl's request).  Also makes the process
+ * non-dumpable, so a process of the same uid can neither ptrace it nor
+ * read its memory.  probe (HV_PROBE_*, config.h) other than HV_PROBE_NONE
+ * makes that forbidden call at once: the filter's own test. */
+int sandbox_enter(int probe, struct verr *err);
 
 #endif

@@ -28,10 +28,10 @@ static long long used_time(const char *cache, const char *id)
 	struct stat st;
 
 	snprintf(path, sizeof(path), "%s/%s/.used", cache, id);
-	if (stat(path, &st) == 0)
+	if (lstat(path, &st) == 0)
 		return st.st_mtime;
 	snprintf(path, sizeof(path), "%s/%s/info.json", cache, id);
-	return stat(path, &st) == 0 ? st.st_mtime : 0;
+	return lstat(path, &st) == 0 ? st.st_mtime : 0;
 }
 
 static int by_used(const void *a, const void *b)
@@ -84,15 +84,17 @@ int image_cache_list(const char *cache, struct image_cached **out, size_t *n, st
 
 void image_cache_touch(const struct image_info *img)
 {
-	char path[PATH_MAX];
-	int fd;
+	int dfd = open(img->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), fd;
 
-	snprintf(path, sizeof(path), "%s/.used", img->dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
+	if (dfd < 0)
 		return;
-	futimens(fd, NULL);
-	close(fd);
+	/* Made once, then only its time changes: never through a link. */
+	fd = image_openat(dfd, ".used", O_WRONLY | O_CREAT | O_EXCL, 0644, NULL);
+	if (fd >= 0)
+		close(fd);
+	else if (errno == EEXIST)
+		utimensat(dfd, ".used", NULL, AT_SYMLINK_NOFOLLOW);
+	close(dfd);
 }
 
 static bool kept(const char *id, const char *const *keep, int nkeep)

@@ -2,8 +2,9 @@
  * Compact images: the rootfs as one read-only file system in one file,
  * squashfs (mksquashfs, zstd) or erofs (mkfs.erofs, lz4hc), made by
  * Debian's squashfs-tools and erofs-utils rather than by hand.  A node
- * mounts it once (a loop device, by mount(8)) and every guest of every
- * job shares that mount; a kvm guest gets the same file as its root disk.
+ * mounts it once (a loop device over the file it opened, loop.c) and every
+ * guest of every job shares that mount; a kvm guest gets the same file as
+ * its root disk.
  * Both are made reproducible (fixed times, root owners, no xattrs, a uuid
  * from the content), so the same tree gives the same bytes and id.
  */
@@ -14,6 +15,7 @@
 #include "images/images.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,58 +61,95 @@ int image_compact_make(unsigned flags, const char *rootfs, const char *out, cons
 }
 
 /* Mounted already: the mount point is on another device than its folder. */
-static bool mounted(const char *mnt, const char *dir)
+static bool mounted(int dfd)
 {
 	struct stat a, b;
 
-	return stat(mnt, &a) == 0 && stat(dir, &b) == 0 && a.st_dev != b.st_dev;
+	return fstatat(dfd, ".mnt", &a, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(a.st_mode) && fstat(dfd, &b) == 0 &&
+	       a.st_dev != b.st_dev;
 }
 
-/* The image's own lock (a .lock file in its folder): jobs starting at once,
- * in one process or several, mount it once. */
-static int lock_image(const struct image_info *img, struct verr *err)
+/* The image's folder, and its own lock (a .lock file in it): jobs starting
+ * at once, in one process or several, mount it once. */
+static int lock_image(const struct image_info *img, int *dfd, struct verr *err)
 {
-	char path[600];
+	int lock;
 
-	snprintf(path, sizeof(path), "%s/.lock", img->dir);
-	return image_lock_file(path, err);
+	if ((*dfd = open(img->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return verr_errno(err, "cannot open %s", img->dir);
+	if ((lock = image_openat(*dfd, ".lock", O_RDWR | O_CREAT, 0644, err)) < 0 || image_lock_fd(lock, err) < 0) {
+		close(*dfd);
+		return verr_wrap(err, "image %.12s", img->id);
+	}
+	return lock;
+}
+
+/* The file system on .mnt, both reached through descriptors: the blob must
+ * be the image's regular file, and .mnt its own folder, not what a link in
+ * their place would point at. */
+static int mount_at(const struct image_info *img, int dfd, struct verr *err)
+{
+	char blob[32], dev[32], target[32];
+	int bfd, mfd = -1, lfd = -1, rc = -1;
+	struct stat st;
+
+	snprintf(blob, sizeof(blob), "rootfs.%s", img->format);
+	if ((bfd = image_openat(dfd, blob, O_RDONLY, 0, err)) < 0)
+		goto out;
+	if (fstat(bfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		verr_set(err, "%s is not a regular file; refused", blob);
+		goto out;
+	}
+	if (mkdirat(dfd, ".mnt", 0755) < 0 && errno != EEXIST) {
+		verr_errno(err, "cannot create %s", img->rootfs);
+		goto out;
+	}
+	if ((mfd = image_openat(dfd, ".mnt", O_RDONLY | O_DIRECTORY, 0, err)) < 0 ||
+	    (lfd = image_loop_attach(bfd, img->blob, dev, sizeof(dev), err)) < 0)
+		goto out;
+	snprintf(target, sizeof(target), "/proc/self/fd/%d", mfd);
+	if (mount(dev, target, img->format, MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) < 0) {
+		verr_errno(err, "mounting %s (%s) on %s", img->blob, dev, img->rootfs);
+		goto out;
+	}
+	rc = 0;
+out:
+	/* The mount holds the loop device now; closing ours leaves it. */
+	if (lfd >= 0)
+		close(lfd);
+	if (mfd >= 0)
+		close(mfd);
+	if (bfd >= 0)
+		close(bfd);
+	return rc;
 }
 
 int image_mount(const struct image_info *img, struct verr *err)
 {
-	char opts[64];
-	const char *argv[] = { "mount", "-t", img->format, "-o", opts, img->blob, img->rootfs, NULL };
-	int lock, rc = 0;
+	int lock, dfd, rc = 0;
 
 	if (!img->blob[0])
 		return 0;
-	if ((lock = lock_image(img, err)) < 0)
+	if ((lock = lock_image(img, &dfd, err)) < 0)
 		return -1;
-	if (mounted(img->rootfs, img->dir))
-		goto out;
-	if (mkdir(img->rootfs, 0755) < 0 && errno != EEXIST) {
-		rc = verr_errno(err, "cannot create %s", img->rootfs);
-		goto out;
-	}
-	/* mount(8) sets the loop device up and frees it at unmount. */
-	snprintf(opts, sizeof(opts), "ro,nodev,nosuid,loop");
-	if (run_capture(argv, NULL, NULL, 1 << 16, 60000, err) != 0)
+	if (!mounted(dfd) && mount_at(img, dfd, err) < 0)
 		rc = verr_wrap(err, "image %.12s: mounting its %s file system", img->id, img->format);
-out:
 	close(lock);
+	close(dfd);
 	return rc;
 }
 
 int image_unmount(const struct image_info *img, struct verr *err)
 {
-	int lock, rc = 0;
+	int lock, dfd, rc = 0;
 
 	if (!img->blob[0])
 		return 0;
-	if ((lock = lock_image(img, err)) < 0)
+	if ((lock = lock_image(img, &dfd, err)) < 0)
 		return -1;
-	if (mounted(img->rootfs, img->dir) && umount2(img->rootfs, 0) < 0)
+	if (mounted(dfd) && umount2(img->rootfs, UMOUNT_NOFOLLOW) < 0)
 		rc = verr_errno(err, "cannot unmount image %.12s at %s", img->id, img->rootfs);
 	close(lock);
+	close(dfd);
 	return rc;
 }

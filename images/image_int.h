@@ -57,8 +57,15 @@ struct image_meta {
 	const char *source;            /* what it was made from */
 };
 int image_stage_begin(char *stage, size_t len, struct verr *err);
-/* An exclusive flock on path (made if missing); its fd, to close. */
+/* An exclusive flock on path (made if missing, never through a symlink);
+ * its fd, to close. */
 int image_lock_file(const char *path, struct verr *err);
+/* An exclusive flock on fd; fd, or -1 with fd closed. */
+int image_lock_fd(int fd, struct verr *err);
+/* A read-only loop device over the open file fd (name: what losetup shows
+ * for it), which the kernel detaches once it is unmounted and closed;
+ * *dev gets its /dev path.  Its fd: close it once it is mounted. */
+int image_loop_attach(int fd, const char *name, char *dev, size_t len, struct verr *err);
 int image_stage_finish(const char *stage, unsigned flags, const struct image_spec *s, const struct image_info *base,
 		       struct verr *err);
 int image_stage_commit(const char *stage, const struct image_meta *meta, struct image_info *out,

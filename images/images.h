@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "lib/err.h"
 #include "lib/imgwire.h"
 
@@ -83,14 +84,42 @@ struct image_import {
 };
 int image_import(const struct image_import *im, struct image_info *out, struct verr *err);
 
+/* --------------------------------- files root opens in stores and caches */
+
+/*
+ * An image's content is a user's, symlinks and all: root reaches the files
+ * of the image store and of a node's cache only through a folder's
+ * descriptor, and no component below it may be a symlink or leave it
+ * (openat2, RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH; nofollow.c).  err may
+ * be NULL; errno is the open's either way.
+ */
+int image_openat(int dirfd, const char *rel, int flags, mode_t mode, struct verr *err);
+/* A regular file of at most max bytes, whole and NUL-terminated (*buf
+ * malloc'd; len may be NULL). */
+int image_read_at(int dirfd, const char *rel, size_t max, char **buf, size_t *len, struct verr *err);
+/* A new file name (a plain name) in dirfd's folder, on disk when this
+ * returns: created O_EXCL, or with replace, written beside it and renamed
+ * over it (readers see one or the other whole). */
+int image_write_at(int dirfd, const char *name, const void *buf, size_t len, mode_t mode, bool replace,
+		   struct verr *err);
+/* One of img's files (path inside img->dir: its kernel, initramfs or root
+ * disk), opened read-only for a guest: refused unless it is a regular file
+ * reached without a symlink from the folder that holds img->dir. */
+int image_open_part(const struct image_info *img, const char *path, struct verr *err);
+
 /* ------------------------------------------------------------ manifests */
 
 /*
  * A manifest as text (an image's id is the sha256 of it), parsed and
  * checked: one entry per line, paths inside the image, each below a folder
- * listed before it, none twice, no setuid or setgid file.  Manifests come
- * over the network, so every field is checked (fuzzed: fuzz-image-manifest).
+ * listed before it, none twice, no setuid or setgid file, and at the top
+ * only the image's parts (IMAGE_MF_PARTS, each of its type) and what is
+ * under /rootfs/: every other name in an image's folder is the node's own.
+ * Manifests come over the network, so every field is checked (fuzzed:
+ * fuzz-image-manifest).
  */
+#define IMAGE_MF_PARTS "rootfs/ (a folder), rootfs.squashfs, rootfs.erofs, kvm/vmlinuz, kvm/vmlinux, " \
+	"kvm/initramfs.img, kvm/kernel.version, kvm/rootfs.ext4"
 #define IMAGE_MF_PATH_MAX    4096
 #define IMAGE_MF_FILE_MAX    (1ull << 40)
 #define IMAGE_MF_TEXT_MAX    (256u << 20)
@@ -135,8 +164,11 @@ const char *image_format_name(unsigned flags);
  */
 
 /* The bytes of objs[0] from offset on, then of objs[1], ..., as many as
- * one answer holds; *chunks is malloc'd (image_chunks_free). */
-typedef int (*image_fetch_fn)(void *arg, const char *const *objs, int nobjs, uint64_t offset,
+ * one answer holds; *chunks is malloc'd (image_chunks_free).  manifest:
+ * objs[0] (alone) is the image's id, asked for as an image: the store
+ * answers only for a manifest it took as one (pushed and tagged), never
+ * for a file that merely has that sha256. */
+typedef int (*image_fetch_fn)(void *arg, const char *const *objs, int nobjs, uint64_t offset, bool manifest,
 			      struct image_chunk **chunks, int *nchunks, struct verr *err);
 
 struct image_pull_req {

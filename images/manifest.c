@@ -214,6 +214,36 @@ static bool mf_path_ok(const char *p)
 	return true;
 }
 
+/* What an image's folder may hold besides rootfs/'s content, and as what.
+ * Every other name there is the node's own (manifest, info.json, .mnt,
+ * .used, .lock, and whatever it adds later): a manifest that put a symlink
+ * in one's place would have root write, lock or mount through it, and one
+ * in a part's place (kvm/rootfs.ext4 -> a host disk) would hand a guest
+ * what it points at. */
+static const struct {
+	const char *path;
+	char type;
+} mf_parts[] = {
+	{ "/rootfs", 'd' }, { "/rootfs.squashfs", 'f' }, { "/rootfs.erofs", 'f' }, { "/kvm", 'd' },
+	{ "/kvm/vmlinuz", 'f' }, { "/kvm/vmlinux", 'f' }, { "/kvm/initramfs.img", 'f' },
+	{ "/kvm/kernel.version", 'f' }, { "/kvm/rootfs.ext4", 'f' },
+};
+
+static int mf_place_ok(const struct image_mf_ent *e, size_t lineno, struct verr *err)
+{
+	static const char *const kind[] = { ['d'] = "folder", ['f'] = "file", ['l'] = "symlink" };
+
+	if (!strncmp(e->path, "/rootfs/", 8))
+		return 0;
+	for (size_t i = 0; i < sizeof(mf_parts) / sizeof(mf_parts[0]); i++)
+		if (!strcmp(e->path, mf_parts[i].path))
+			return e->type == mf_parts[i].type ? 0
+				: verr_set(err, "manifest line %zu: %s is a %s in an image, not a %s; refused", lineno,
+					   e->path, kind[(unsigned char)mf_parts[i].type], kind[(unsigned char)e->type]);
+	return verr_set(err, "manifest line %zu: '%.200s' is not part of an image (it holds " IMAGE_MF_PARTS
+			"; every other name in its folder is the node's own); refused", lineno, e->path);
+}
+
 static int split5(char *line, char *f[5])
 {
 	for (int i = 0; i < 4; i++) {
@@ -317,6 +347,8 @@ static int mf_line(struct image_mf *m, char *line, size_t lineno, struct verr *e
 	default:
 		return verr_set(err, "manifest line %zu: type '%c' is not d, f or l", lineno, e->type);
 	}
+	if (mf_place_ok(e, lineno, err) < 0)
+		return -1;
 	m->n++;
 	return 0;
 }

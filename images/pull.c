@@ -34,7 +34,7 @@
 /* Content this node has already: the files of its other cached images. */
 struct local_obj {
 	char sha[65];
-	char *path;
+	char *path;                  /* <id>/rootfs/..., from the cache folder */
 };
 
 static int by_sha(const void *a, const void *b)
@@ -51,7 +51,7 @@ static void local_free(struct local_obj *v, size_t n)
 
 /* Every file of every other complete image in the cache, by sha256.  Best
  * effort: what cannot be read is simply fetched. */
-static void local_index(const char *cache, const char *skip_id, struct local_obj **out, size_t *nout)
+static void local_index(const char *cache, int cfd, const char *skip_id, struct local_obj **out, size_t *nout)
 {
 	struct image_cached *c;
 	size_t nc, n = 0, cap = 0;
@@ -63,14 +63,14 @@ static void local_index(const char *cache, const char *skip_id, struct local_obj
 	if (image_cache_list(cache, &c, &nc, &e) < 0)
 		return;
 	for (size_t i = 0; i < nc; i++) {
-		char path[PATH_MAX], *text;
+		char path[80], *text;
 		size_t len;
 		struct image_mf m;
 
 		if (!strcmp(c[i].id, skip_id))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/manifest", cache, c[i].id);
-		if (read_file(path, &text, &len, IMAGE_MF_TEXT_MAX, &e) < 0)
+		snprintf(path, sizeof(path), "%s/manifest", c[i].id);
+		if (image_read_at(cfd, path, IMAGE_MF_TEXT_MAX, &text, &len, &e) < 0)
 			continue;
 		if (image_mf_parse(text, len, &m, &e) < 0) {
 			free(text);
@@ -88,7 +88,7 @@ static void local_index(const char *cache, const char *skip_id, struct local_obj
 				v = nv;
 			}
 			snprintf(v[n].sha, sizeof(v[n].sha), "%s", m.v[k].sha);
-			if (asprintf(&v[n].path, "%s/%s%s", cache, c[i].id, m.v[k].path) < 0)
+			if (asprintf(&v[n].path, "%s%s", c[i].id, m.v[k].path) < 0)
 				break;
 			n++;
 		}
@@ -103,7 +103,8 @@ static void local_index(const char *cache, const char *skip_id, struct local_obj
 
 struct pull {
 	const char *cache, *id;
-	int dfd;                     /* the staging folder */
+	int cfd;                     /* the cache folder */
+	int dfd;                     /* the staging folder in it */
 	char *mtext;                 /* the manifest as fetched */
 	size_t mlen;
 	struct image_mf mf;
@@ -148,7 +149,7 @@ static int fetch_manifest(struct pull *p, struct verr *err)
 		struct image_chunk *c;
 		int n;
 
-		if (p->fetch(p->arg, objs, 1, have, &c, &n, err) < 0) {
+		if (p->fetch(p->arg, objs, 1, have, true, &c, &n, err) < 0) {
 			free(buf);
 			return verr_wrap(err, "image %.12s: its manifest", p->id);
 		}
@@ -187,16 +188,17 @@ static int fetch_manifest(struct pull *p, struct verr *err)
 
 static int create_at(struct pull *p, const struct image_mf_ent *e, struct verr *err)
 {
-	int fd = openat(p->dfd, e->path + 1, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = image_openat(p->dfd, e->path + 1, O_WRONLY | O_CREAT | O_EXCL, 0600, err);
 
 	if (fd < 0)
-		return verr_errno(err, "cannot create %s%s in the pull folder", p->id, e->path);
+		return verr_wrap(err, "image %.12s: cannot create it in the pull folder", p->id);
 	return fd;
 }
 
-/* Copies a file this node already has, checking it on the way: a local
- * copy that does not match is not used (-1, nothing said; it is fetched). */
-static int copy_local(struct pull *p, const struct image_mf_ent *e, const char *src)
+/* Copies a file this node already has (src from the folder dirfd),
+ * checking it on the way: a local copy that does not match is not used
+ * (-1, nothing said; it is fetched). */
+static int copy_local(struct pull *p, const struct image_mf_ent *e, int dirfd, const char *src)
 {
 	crypto_hash_sha256_state h;
 	unsigned char buf[1 << 16];
@@ -204,7 +206,7 @@ static int copy_local(struct pull *p, const struct image_mf_ent *e, const char *
 	char hex[65];
 	ssize_t n;
 	struct verr err;
-	int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out;
+	int in = image_openat(dirfd, src, O_RDONLY, 0, NULL), out;
 
 	if (in < 0)
 		return -1;
@@ -251,7 +253,7 @@ static int fetch_files(struct pull *p, const struct want *w, struct verr *err)
 
 		for (size_t k = idx; k < w->n && nobj < FETCH_BATCH; k++)
 			objs[nobj++] = w->v[k]->sha;
-		if (p->fetch(p->arg, objs, nobj, off, &c, &n, err) < 0)
+		if (p->fetch(p->arg, objs, nobj, off, false, &c, &n, err) < 0)
 			goto out;
 		if (n < 1) {
 			image_chunks_free(c, n);
@@ -322,10 +324,7 @@ out:
 static int copy_within(struct pull *p, const struct image_mf_ent *from, const struct image_mf_ent *to,
 		       struct verr *err)
 {
-	char src[PATH_MAX];
-
-	snprintf(src, sizeof(src), "/proc/self/fd/%d%s", p->dfd, from->path);
-	if (copy_local(p, to, src) < 0)
+	if (copy_local(p, to, p->dfd, from->path + 1) < 0)
 		return verr_set(err, "image %.12s: cannot copy %s to %s in the pull folder", p->id, from->path, to->path);
 	p->st->copied -= to->size;
 	return 0;
@@ -350,6 +349,52 @@ static const struct image_mf_ent *first_of(const struct image_mf_ent **bysha, si
 	return *slot;
 }
 
+/* The folder that holds e, opened without following a symlink (the
+ * manifest's checks leave none on the way; this does not rely on them),
+ * and e's name in it. */
+static int parent_at(const struct pull *p, const struct image_mf_ent *e, const char **name, struct verr *err)
+{
+	const char *slash = strrchr(e->path, '/');
+	char dir[IMAGE_MF_PATH_MAX];
+	int fd;
+
+	*name = slash + 1;
+	if (slash == e->path)
+		fd = fcntl(p->dfd, F_DUPFD_CLOEXEC, 0);
+	else {
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - e->path - 1), e->path + 1);
+		fd = image_openat(p->dfd, dir, O_RDONLY | O_DIRECTORY, 0, err);
+	}
+	if (fd < 0)
+		return verr_wrap(err, "image %.12s: %s", p->id, e->path);
+	return fd;
+}
+
+/* One entry's folder, symlink or mode, made through its parent. */
+static int make_at(const struct pull *p, const struct image_mf_ent *e, char what, struct verr *err)
+{
+	const char *name;
+	int pfd = parent_at(p, e, &name, err), fd, r = 0;
+
+	if (pfd < 0)
+		return -1;
+	if (what == 'd' && mkdirat(pfd, name, 0700) < 0)
+		r = verr_errno(err, "cannot create %s%s in the pull folder", p->id, e->path);
+	else if (what == 'l' && symlinkat(e->target, pfd, name) < 0)
+		r = verr_errno(err, "cannot create the symlink %s%s", p->id, e->path);
+	else if (what == 'm') {
+		/* A file or folder this pull made (O_EXCL, mkdirat), never a
+		 * link: fchmod on what is open. */
+		fd = image_openat(pfd, name, O_RDONLY | (e->type == 'd' ? O_DIRECTORY : 0), 0, err);
+		if (fd < 0 || fchmod(fd, e->mode) < 0)
+			r = fd < 0 ? verr_wrap(err, "image %.12s", p->id) : verr_errno(err, "chmod %s%s", p->id, e->path);
+		if (fd >= 0)
+			close(fd);
+	}
+	close(pfd);
+	return r;
+}
+
 /* Folders, then every file's content (once per sha256: from this node's
  * other images when they hold it, else from the store), then the
  * duplicates, symlinks and modes. */
@@ -367,15 +412,13 @@ static int materialize(struct pull *p, struct verr *err)
 		goto out;
 	}
 	for (size_t i = 0; i < m->n; i++) {
-		if (m->v[i].type == 'd' && mkdirat(p->dfd, m->v[i].path + 1, 0700) < 0) {
-			verr_errno(err, "cannot create %s%s in the pull folder", p->id, m->v[i].path);
+		if (m->v[i].type == 'd' && make_at(p, &m->v[i], 'd', err) < 0)
 			goto out;
-		}
 		if (m->v[i].type == 'f')
 			bysha[nfiles++] = &m->v[i];
 	}
 	qsort(bysha, nfiles, sizeof(*bysha), by_ent_sha);
-	local_index(p->cache, p->id, &loc, &nloc);
+	local_index(p->cache, p->cfd, p->id, &loc, &nloc);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct image_mf_ent *e = &m->v[i];
 		struct local_obj lk, *hit;
@@ -392,7 +435,7 @@ static int materialize(struct pull *p, struct verr *err)
 		}
 		snprintf(lk.sha, sizeof(lk.sha), "%s", e->sha);
 		hit = nloc ? bsearch(&lk, loc, nloc, sizeof(*loc), by_sha) : NULL;
-		if (hit && copy_local(p, e, hit->path) == 0)
+		if (hit && copy_local(p, e, p->cfd, hit->path) == 0)
 			continue;
 		w.v[w.n++] = e;
 	}
@@ -405,20 +448,12 @@ static int materialize(struct pull *p, struct verr *err)
 
 		if (e->type == 'f' && (first = first_of(bysha, nfiles, e)) != e && copy_within(p, first, e, err) < 0)
 			goto out;
-		if (e->type == 'l' && symlinkat(e->target, p->dfd, e->path + 1) < 0) {
-			verr_errno(err, "cannot create the symlink %s%s", p->id, e->path);
+		if ((e->type == 'l' || e->type == 'f') && make_at(p, e, e->type == 'l' ? 'l' : 'm', err) < 0)
 			goto out;
-		}
-		if (e->type == 'f' && fchmodat(p->dfd, e->path + 1, e->mode, 0) < 0) {
-			verr_errno(err, "chmod %s%s", p->id, e->path);
-			goto out;
-		}
 	}
 	for (size_t i = m->n; i-- > 0;)
-		if (m->v[i].type == 'd' && fchmodat(p->dfd, m->v[i].path + 1, m->v[i].mode, 0) < 0) {
-			verr_errno(err, "chmod %s%s", p->id, m->v[i].path);
+		if (m->v[i].type == 'd' && make_at(p, &m->v[i], 'm', err) < 0)
 			goto out;
-		}
 	rc = 0;
 out:
 	free(bysha);
@@ -428,11 +463,11 @@ out:
 }
 
 /* What the manifest says the image is: its format, and kvm parts. */
-static int describe(const struct pull *p, const char *name, const char *stage, struct verr *err)
+static int describe(const struct pull *p, const char *name, struct verr *err)
 {
 	const char *format = NULL;
 	bool kvm = false;
-	char path[PATH_MAX + 80], rel[128] = "";
+	char rel[128] = "";
 	struct json_object *info;
 	const char *s;
 	int r;
@@ -455,9 +490,8 @@ static int describe(const struct pull *p, const char *name, const char *stage, s
 		char *v;
 		size_t vl;
 
-		snprintf(path, sizeof(path), "%s/kvm/kernel.version", stage);
-		if (read_file(path, &v, &vl, 127, err) < 0)
-			return -1;
+		if (image_read_at(p->dfd, "kvm/kernel.version", 127, &v, &vl, err) < 0)
+			return verr_wrap(err, "image %.12s", p->id);
 		v[strcspn(v, "\n")] = 0;
 		snprintf(rel, sizeof(rel), "%s", v);
 		free(v);
@@ -473,20 +507,20 @@ static int describe(const struct pull *p, const char *name, const char *stage, s
 	if (kvm)
 		json_object_object_add(info, "kernel_release", json_object_new_string(rel));
 	s = json_object_to_json_string_ext(info, JSON_C_TO_STRING_PRETTY);
-	snprintf(path, sizeof(path), "%s/info.json", stage);
-	r = write_file(path, s, strlen(s), 0644, err);
+	/* New files, O_EXCL: the manifest may not have put anything there. */
+	r = image_write_at(p->dfd, "info.json", s, strlen(s), 0644, false, err);
 	json_object_put(info);
-	if (r < 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/manifest", stage);
-	return write_file(path, p->mtext, p->mlen, 0644, err);
+	if (r < 0 || image_write_at(p->dfd, "manifest", p->mtext, p->mlen, 0644, false, err) < 0)
+		return verr_wrap(err, "image %.12s", p->id);
+	return 0;
 }
 
 int image_pull(const struct image_pull_req *rq, struct image_pull_stats *st, struct image_info *out,
 	       struct verr *err)
 {
-	struct pull p = { .cache = rq->cache, .id = rq->id, .dfd = -1, .fetch = rq->fetch, .arg = rq->arg, .st = st };
-	char stage[PATH_MAX], rnd[9], final[PATH_MAX + 80];
+	struct pull p = { .cache = rq->cache, .id = rq->id, .cfd = -1, .dfd = -1, .fetch = rq->fetch, .arg = rq->arg,
+			  .st = st };
+	char name[80], rnd[9], stage[PATH_MAX + 80];
 	double t0 = now_s();
 	int rc = -1;
 
@@ -495,20 +529,24 @@ int image_pull(const struct image_pull_req *rq, struct image_pull_stats *st, str
 		return verr_set(err, "'%.80s' is not an image id", rq->id);
 	if (mkdir_p(rq->cache, 0700, err) < 0)
 		return -1;
+	if ((p.cfd = open(rq->cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return verr_errno(err, "cannot open %s", rq->cache);
 	random_bytes(rnd, 4);
 	hex_encode(rnd, 4, rnd);
-	snprintf(stage, sizeof(stage), "%s/.pull-%.12s-%d-%s", rq->cache, rq->id, (int)getpid(), rnd);
-	if (mkdir(stage, 0700) < 0)
-		return verr_errno(err, "cannot create %s", stage);
-	if ((p.dfd = open(stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		verr_errno(err, "cannot open %s", stage);
-		goto out;
+	snprintf(name, sizeof(name), ".pull-%.12s-%d-%s", rq->id, (int)getpid(), rnd);
+	snprintf(stage, sizeof(stage), "%s/%s", rq->cache, name);
+	if (mkdirat(p.cfd, name, 0700) < 0) {
+		verr_errno(err, "cannot create %s", stage);
+		close(p.cfd);
+		return -1;
 	}
+	if ((p.dfd = image_openat(p.cfd, name, O_RDONLY | O_DIRECTORY, 0, err)) < 0)
+		goto out;
 	if (fetch_manifest(&p, err) < 0)
 		goto out;
 	if (rq->make_room && rq->make_room(rq->arg, p.mf.bytes, err) < 0)
 		goto out;
-	if (materialize(&p, err) < 0 || describe(&p, rq->name, stage, err) < 0)
+	if (materialize(&p, err) < 0 || describe(&p, rq->name, err) < 0)
 		goto out;
 	/* On disk before it has its name: a crash then finds it whole or
 	 * not at all. */
@@ -516,10 +554,9 @@ int image_pull(const struct image_pull_req *rq, struct image_pull_stats *st, str
 		verr_errno(err, "syncing %s", stage);
 		goto out;
 	}
-	snprintf(final, sizeof(final), "%s/%s", rq->cache, rq->id);
-	if (rename(stage, final) < 0) {
+	if (renameat(p.cfd, name, p.cfd, rq->id) < 0) {
 		if (errno != EEXIST && errno != ENOTEMPTY) {
-			verr_errno(err, "cannot move %s to %s", stage, final);
+			verr_errno(err, "cannot move %s to %s/%s", stage, rq->cache, rq->id);
 			goto out;
 		}
 		/* Another pull got there first: its copy is as good. */
@@ -531,11 +568,12 @@ out:
 		close(p.dfd);
 	image_mf_free(&p.mf);
 	free(p.mtext);
-	if (access(stage, F_OK) == 0) {
+	if (faccessat(p.cfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		struct verr e2;
 
 		if (rm_rf(stage, &e2) < 0)
 			log_warn("image pull: %s", e2.msg);
 	}
+	close(p.cfd);
 	return rc;
 }

@@ -30,18 +30,24 @@ const char *image_store_dir(char *buf, size_t len)
 	return buf;
 }
 
+int image_lock_fd(int fd, struct verr *err)
+{
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			verr_errno(err, "cannot lock it");
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
 int image_lock_file(const char *path, struct verr *err)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 
 	if (fd < 0)
 		return verr_errno(err, "cannot open %s", path);
-	while (flock(fd, LOCK_EX) < 0)
-		if (errno != EINTR) {
-			close(fd);
-			return verr_errno(err, "cannot lock %s", path);
-		}
-	return fd;
+	return image_lock_fd(fd, err) < 0 ? verr_wrap(err, "%s", path) : fd;
 }
 
 static int lock_store(struct verr *err)
@@ -56,13 +62,8 @@ static int lock_store(struct verr *err)
 	return image_lock_file(path, err);
 }
 
-static int read_json(const char *path, struct json_object **out, struct verr *err)
+static int parse_json(char *buf, const char *path, struct json_object **out, struct verr *err)
 {
-	char *buf;
-	size_t len;
-
-	if (read_file(path, &buf, &len, 1 << 20, err) < 0)
-		return -1;
 	*out = json_tokener_parse(buf);
 	free(buf);
 	if (!*out || !json_object_is_type(*out, json_type_object)) {
@@ -70,6 +71,33 @@ static int read_json(const char *path, struct json_object **out, struct verr *er
 		return verr_set(err, "%s is not a JSON object", path);
 	}
 	return 0;
+}
+
+static int read_json(const char *path, struct json_object **out, struct verr *err)
+{
+	char *buf;
+	size_t len;
+
+	if (read_file(path, &buf, &len, 1 << 20, err) < 0)
+		return -1;
+	return parse_json(buf, path, out, err);
+}
+
+/* What dir/id holds at rel, through dir's descriptor: a folder, a file or
+ * nothing (a symlink counts as nothing). */
+static mode_t kind_at(int dfd, const char *id, const char *rel)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", id, rel);
+	if ((fd = image_openat(dfd, p, O_PATH, 0, NULL)) < 0)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		st.st_mode = 0;
+	close(fd);
+	return st.st_mode & S_IFMT;
 }
 
 static const char *jstr(struct json_object *o, const char *key)
@@ -90,19 +118,24 @@ static long long jint(struct json_object *o, const char *key)
 
 int image_load(const char *dir, const char *id, struct image_info *out, struct verr *err)
 {
-	char path[PATH_MAX + 80];
+	char path[PATH_MAX + 80], *buf;
 	struct json_object *o;
 	const char *name, *fmt, *rel;
 	struct json_object *k;
-	struct stat st;
 	bool compact;
+	int dfd, r;
 
 	memset(out, 0, sizeof(*out));
 	if (!image_id_ok(id))
 		return verr_set(err, "'%.80s' is not an image id", id);
 	snprintf(path, sizeof(path), "%s/%s/info.json", dir, id);
-	if (read_json(path, &o, err) < 0)
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return verr_errno(err, "cannot open %s", dir);
+	if (image_read_at(dfd, path + strlen(dir) + 1, 1 << 20, &buf, NULL, err) < 0 ||
+	    parse_json(buf, path, &o, err) < 0) {
+		close(dfd);
 		return -1;
+	}
 	name = jstr(o, "name");
 	fmt = jstr(o, "format");
 	rel = jstr(o, "kernel_release");
@@ -131,7 +164,10 @@ int image_load(const char *dir, const char *id, struct image_info *out, struct v
 	else
 		snprintf(out->disk, sizeof(out->disk), "%s/%s/kvm/rootfs.ext4", dir, id);
 	json_object_put(o);
-	if (compact ? stat(out->blob, &st) < 0 || !S_ISREG(st.st_mode) : stat(out->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
+	r = compact ? kind_at(dfd, id, out->blob + strlen(out->dir) + 1) == S_IFREG
+		    : kind_at(dfd, id, "rootfs") == S_IFDIR;
+	close(dfd);
+	if (!r)
 		return verr_set(err, "image %.12s has no rootfs at %s", id, compact ? out->blob : out->rootfs);
 	return 0;
 }

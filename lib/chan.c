@@ -152,6 +152,12 @@ int chan_send(struct chan *c, uint8_t type, const void *buf, size_t len,
 int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 	      int timeout_ms, struct verr *err)
 {
+	return chan_recv_max(c, type, buf, len, CHAN_MAX_FRAME, timeout_ms, err);
+}
+
+int chan_recv_max(struct chan *c, uint8_t *type, char **buf, size_t *len, size_t max,
+		  int timeout_ms, struct verr *err)
+{
 	uint8_t hdr[5], mac[crypto_auth_hmacsha256_BYTES], want[sizeof(mac)];
 	uint64_t deadline = deadline_of(timeout_ms);
 	uint32_t nlen;
@@ -165,9 +171,11 @@ int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 	}
 	memcpy(&nlen, hdr, 4);
 	nlen = ntohl(nlen);
-	if (nlen > CHAN_MAX_FRAME)
-		return verr_set(err, "channel receive: frame of %u bytes exceeds the %u-byte limit",
-				nlen, CHAN_MAX_FRAME);
+	if (max > CHAN_MAX_FRAME)
+		max = CHAN_MAX_FRAME;
+	if (nlen > max)
+		return verr_set(err, "channel receive: frame of %u bytes exceeds the %zu-byte limit",
+				nlen, max);
 	b = malloc((size_t)nlen + 1);
 	if (!b)
 		return verr_set(err, "out of memory");

@@ -52,6 +52,10 @@ int chan_send(struct chan *c, uint8_t type, const void *buf, size_t len,
  * Returns 0 on a frame, 1 on clean EOF before a frame, -1 on error. */
 int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 	      int timeout_ms, struct verr *err);
+/* chan_recv refusing, before it allocates or reads it, a frame longer than
+ * max: holding the key does not make a peer's lengths trustworthy. */
+int chan_recv_max(struct chan *c, uint8_t *type, char **buf, size_t *len, size_t max,
+		  int timeout_ms, struct verr *err);
 void chan_close(struct chan *c);
 
 #endif

@@ -43,6 +43,17 @@ struct cluster_cfg {
 	uint64_t ctld_output_limit;
 	long long ctld_max_jobs_per_user;
 	long long ctld_keep_ended;
+	/* Each node's folder for kvm guests' scratch disks, on a local disk;
+	 * NULL: <state dir>/scratch (nodeagent/README.md). */
+	char *scratch_dir;
+	/* job_network.underlay_encryption: the job networks' VXLAN between
+	 * nodes rides over WireGuard (nodeagent/README.md, "Underlay
+	 * encryption"); off when key is NULL. */
+	struct cluster_wg {
+		char *key;             /* the cluster's secret, a root-only file on every node */
+		struct ipv4net pool;   /* the nodes' WireGuard addresses */
+		long long port;        /* its UDP port on the underlay */
+	} wg;
 };
 extern const struct cf_schema cluster_schema;
 /* path NULL: $VHPC_CLUSTER, else <config dir>/cluster.yaml. */

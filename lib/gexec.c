@@ -35,6 +35,12 @@
 #define BACKSTOP_MS 60000
 /* Stdin goes in frames a unix socket that polls writable always takes. */
 #define STDIN_CHUNK 4096
+/* The most a frame from the guest may hold, checked before anything is
+ * allocated for it: guestd sends output in frames of 64 KiB
+ * (guest/PROTOCOL.md), and its JSON replies are far smaller.  Only an
+ * output reply is bigger: base64 of what was asked, plus its fields. */
+#define MAX_GUEST_FRAME (64u << 10)
+#define OUTPUT_REPLY_MAX(max) (sodium_base64_ENCODED_LEN(max, sodium_base64_VARIANT_ORIGINAL) + 4096)
 #define GONE_GRACE_TICKS 100   /* x 100 ms: a guest resetting under the nested lab took seconds */
 
 static int remaining_ms(uint64_t deadline)
@@ -60,25 +66,8 @@ static int connect_deadline(int fd, const struct sockaddr *sa, socklen_t len, ui
 	if (connect(fd, sa, len) < 0) {
 		if (errno != EINPROGRESS && errno != EAGAIN)
 			return -1;
-		for (;;) {
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
-			int ms = remaining_ms(deadline), r;
-
-			if (ms < 0) {
-				errno = ETIMEDOUT;
-				return -1;
-			}
-			r = poll(&p, 1, ms);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				return -1;
-			if (r == 0) {
-				errno = ETIMEDOUT;
-				return -1;
-			}
-			break;
-		}
+		if (fd_wait(fd, POLLOUT, deadline) < 0)
+			return -1;
 		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 			return -1;
 		if (soerr) {
@@ -155,7 +144,7 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
  * the socket may sit in a directory the guest can write, where it could plant
  * a link to any socket of the host.  The final name is opened O_PATH and
  * checked to be a socket; the connect goes through the descriptor. */
-static int open_unix(const char *path, uint64_t deadline, const char *what, struct verr *err)
+int gexec_unix_open(const char *path, uint64_t deadline, const char *what, struct verr *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -194,7 +183,7 @@ int gexec_connect_unix(struct chan *c, const char *path,
 	int fd;
 
 	snprintf(what, sizeof(what), "guest socket %s", path);
-	fd = open_unix(path, deadline, what, err);
+	fd = gexec_unix_open(path, deadline, what, err);
 	if (fd < 0)
 		return -1;
 	return handshake(c, fd, key, deadline, what, err);
@@ -246,7 +235,7 @@ int gexec_connect_vsock(struct chan *c, const char *uds, unsigned port,
 	snprintf(what, sizeof(what), "guest vsock port %u through %s", port, uds);
 	if (port < 1 || port > 0xfffffffeu)
 		return verr_set(err, "%s: the port must be 1..4294967294", what);
-	fd = open_unix(uds, deadline, what, err);
+	fd = gexec_unix_open(uds, deadline, what, err);
 	if (fd < 0)
 		return -1;
 	snprintf(req, sizeof(req), "CONNECT %u\n", port);
@@ -326,15 +315,16 @@ static int closed_error(bool replied, struct verr *err)
 	return verr_set(err, "the guest closed the connection before the command finished");
 }
 
-/* Receives the reply to a simple request (no output frames expected). */
-static int simple_reply(struct chan *c, const char *op, int timeout_ms, char **text,
-			struct verr *err)
+/* Receives the reply to a simple request (no output frames expected), of
+ * at most max bytes. */
+static int simple_reply_max(struct chan *c, const char *op, int timeout_ms, size_t max, char **text,
+			    struct verr *err)
 {
 	uint8_t type;
 	char *buf;
 	size_t len;
 	struct json_object *o;
-	int r = chan_recv(c, &type, &buf, &len, timeout_ms, err);
+	int r = chan_recv_max(c, &type, &buf, &len, max, timeout_ms, err);
 
 	if (r == 1)
 		return closed_error(false, err);
@@ -361,6 +351,11 @@ static int simple_reply(struct chan *c, const char *op, int timeout_ms, char **t
 	else
 		free(buf);
 	return 0;
+}
+
+static int simple_reply(struct chan *c, const char *op, int timeout_ms, char **text, struct verr *err)
+{
+	return simple_reply_max(c, op, timeout_ms, MAX_GUEST_FRAME, text, err);
 }
 
 int gexec_hello(struct chan *c, char **info_json, int timeout_ms, struct verr *err)
@@ -511,7 +506,7 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 			return -1;
 		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
-		rc = chan_recv(c, &type, &buf, &len, FRAME_TIMEOUT_MS, err);
+		rc = chan_recv_max(c, &type, &buf, &len, MAX_GUEST_FRAME, FRAME_TIMEOUT_MS, err);
 		/* A guest that ended closes the channel a moment before its end
 		 * can be seen: the reason beats "closed". */
 		for (int i = 0; rc != 0 && r->gone && i < GONE_GRACE_TICKS; i++) {
@@ -689,7 +684,7 @@ int gexec_output(struct chan *c, const char *id, long long offset, size_t max, v
 	json_object_object_add(o, "max", json_object_new_int64((int64_t)max));
 	if (send_obj(c, o, err) < 0)
 		return verr_wrap(err, "output");
-	if (simple_reply(c, "output", 30000, &text, err) < 0)
+	if (simple_reply_max(c, "output", 30000, OUTPUT_REPLY_MAX(max), &text, err) < 0)
 		return -1;
 	rep = parse_obj(text, strlen(text), "reply", err);
 	free(text);

@@ -27,6 +27,11 @@ int gexec_connect_tcp(struct chan *c, const char *host, int port,
 		      const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
 int gexec_connect_unix(struct chan *c, const char *path,
 		       const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
+/* The connected socket of the unix socket at path, reached through an
+ * O_PATH|O_NOFOLLOW descriptor of it: a symlink planted in its place (the
+ * folder may be a guest's or a user's) is refused, never followed.
+ * deadline in CLOCK_MONOTONIC ns (0 = none); what names it in errors. */
+int gexec_unix_open(const char *path, uint64_t deadline, const char *what, struct verr *err);
 /* Through a VMM's vsock bridge (Firecracker-style hybrid vsock, hv/hv.h):
  * connects to the unix socket uds, asks for the guest's vsock port with
  * "CONNECT <port>\n", expects "OK <host port>\n", then runs the handshake.

@@ -122,12 +122,35 @@ static int parse_pool(const cf_doc *d, const cf_node *n, void *dst, struct verr 
 	return 0;
 }
 
-struct job_network { struct ipv4net pool; long long prefix; long long port; };
+/* A node's WireGuard address is the pool's network with its underlay
+ * address's host bits: a /16 holds any underlay whose nodes differ in
+ * their last two bytes. */
+static int parse_wg_pool(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
+{
+	const char *s = cf_scalar(n);
+	struct ipv4net *net = dst;
+
+	if (!s || ipv4net_parse(s, false, net) < 0 || net->prefix < 8 || net->prefix > 24)
+		return cf_error(d, n, err, "job_network.underlay_encryption.pool: expected an IPv4 network /8../24 such as 10.254.0.0/16 (host bits zero), got %s",
+				s ? s : "a list or mapping");
+	return 0;
+}
+
 #define C(f) offsetof(struct cluster_cfg, f)
+static const struct cf_field wg_fields[] = {
+	{ .key = "key", .kind = CF_STR, .off = C(wg.key) - C(wg), .what = "a root-only file", .flags = CF_REQUIRED },
+	{ .key = "pool", .kind = CF_CUSTOM, .off = C(wg.pool) - C(wg), .parse = parse_wg_pool, .flags = CF_REQUIRED },
+	{ .key = "port", .kind = CF_INT, .off = C(wg.port) - C(wg), .min = 1, .max = 65535 },
+	{ 0 }
+};
+static const struct cf_schema wg_schema = { "underlay_encryption", 0, wg_fields };
+
+struct job_network { struct ipv4net pool; long long prefix; long long port; };
 static const struct cf_field jobnet_fields[] = {
 	{ .key = "pool", .kind = CF_CUSTOM, .off = C(job_pool) - C(job_pool), .parse = parse_pool, .flags = CF_REQUIRED },
 	{ .key = "prefix", .kind = CF_INT, .off = C(job_prefix) - C(job_pool), .min = 16, .max = 29 },
 	{ .key = "guest_port", .kind = CF_INT, .off = C(guest_port) - C(job_pool), .min = 1, .max = 65535 },
+	{ .key = "underlay_encryption", .kind = CF_STRUCT, .off = C(wg) - C(job_pool), .sub = &wg_schema },
 	{ 0 }
 };
 /* job_pool, job_prefix and guest_port sit together in struct cluster_cfg. */
@@ -212,6 +235,7 @@ static const struct cf_field cluster_fields[] = {
 	{ .key = "bind_allow", .kind = CF_CUSTOM, .off = C(bind_allow), .parse = parse_allow, .release = release_pathlist },
 	{ .key = "bind_home", .kind = CF_BOOL, .off = C(bind_home) },
 	{ .key = "bind_workdir", .kind = CF_BOOL, .off = C(bind_workdir) },
+	{ .key = "scratch_dir", .kind = CF_STR, .off = C(scratch_dir), .what = "an absolute path" },
 	{ .key = "name", .kind = CF_STR, .off = C(name), .flags = CF_REQUIRED },
 	{ .key = "controller", .kind = CF_STR, .off = C(controller), .what = "host:port" },
 	{ .key = "job_network", .kind = CF_STRUCT, .off = C(job_pool), .sub = &jobnet_schema, .flags = CF_REQUIRED },
@@ -235,6 +259,7 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 	c->ctld_output_limit = CLUSTER_OUTPUT_LIMIT;
 	c->ctld_max_jobs_per_user = CLUSTER_MAX_JOBS_PER_USER;
 	c->ctld_keep_ended = CLUSTER_KEEP_ENDED;
+	c->wg.port = 51820;
 	if (!path)
 		path = getenv("VHPC_CLUSTER");
 	if (!path || !*path) {

@@ -1,46 +1,38 @@
 /*
- * Messages between vhpc daemons and clients: a JSON object carried inside a
- * munge credential, so every message says who sent it (uid/gid from munged,
- * not from the sender) and cannot be altered, replayed or used after its TTL.
+ * Messages between vhpc daemons and clients (lib/wire.h):
  *
- * Frame: u32 big-endian length | munge credential (ASCII) [| data_len bytes].
- * Payload: {"v": WIRE_VERSION, "type": "...", ..., ["data_len", "data_sha256"]}.
+ *   u32 big-endian length | credential (lib/wire_cred.c)
+ *   | body: secretbox(JSON, the header's key, nonce 0) [| data]
+ *
+ * The receiver reads the credential (at most WIRE_MAX_CRED bytes, on its
+ * stack), has munged check it, and only then reads and opens the body the
+ * credential announced.  The key is fresh for every message, so the zero
+ * nonce is never used twice with it.
  */
 #include "lib/wire.h"
 #include "lib/bytes.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/fdio.h"
-#include "lib/log.h"
 #include "lib/parse.h"
+#include "lib/wire_cred.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <json-c/json.h>
-#include <munge.h>
-#include <poll.h>
 #include <sodium.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-static munge_ctx_t make_ctx(struct verr *err)
-{
-	munge_ctx_t ctx = munge_ctx_create();
-	const char *sock = getenv("VHPC_MUNGE_SOCKET");
+static const uint8_t zero_nonce[crypto_secretbox_NONCEBYTES];
 
-	if (!ctx) {
-		verr_set(err, "munge: cannot create a context");
-		return NULL;
-	}
-	if (sock && *sock && munge_ctx_set(ctx, MUNGE_OPT_SOCKET, sock) != EMUNGE_SUCCESS) {
-		verr_set(err, "munge: cannot use socket %s", sock);
-		munge_ctx_destroy(ctx);
-		return NULL;
-	}
-	return ctx;
+static uint64_t deadline_of(int timeout_ms)
+{
+	return timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
 }
 
 /* The message's bytes out of its JSON, their length and digest in. */
@@ -72,91 +64,112 @@ static int take_data(struct json_object *msg, struct json_object **data, struct 
 	return 0;
 }
 
-int wire_send(int fd, struct json_object *msg, struct verr *err)
+/* Length word, credential and sealed body in one buffer (one send). */
+static int frame(struct json_object *msg, const struct wire_to *to, char **out, size_t *outlen,
+		 struct verr *err)
 {
-	const char *payload;
-	char *cred = NULL;
-	munge_ctx_t ctx;
-	munge_err_t e;
+	const char *payload = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	size_t plen = strlen(payload), clen;
+	struct wire_hdr h = { .reply = to->reply };
+	char *cred, *buf;
 	uint32_t nlen;
-	size_t plen, clen;
+
+	if (plen > WIRE_MAX_PAYLOAD)
+		return verr_set(err, "message of %zu bytes exceeds the %u-byte limit", plen, WIRE_MAX_PAYLOAD);
+	snprintf(h.id, sizeof(h.id), "%s", to->id);
+	h.len = (uint32_t)plen;
+	random_bytes(h.key, sizeof(h.key));
+	if (wire_cred_encode(&h, to->uid, &cred, err) < 0) {
+		sodium_memzero(h.key, sizeof(h.key));
+		return -1;
+	}
+	clen = strlen(cred);
+	buf = malloc(4 + clen + plen + crypto_secretbox_MACBYTES);
+	if (!buf || clen > WIRE_MAX_CRED) {
+		free(buf);
+		free(cred);
+		sodium_memzero(h.key, sizeof(h.key));
+		return verr_set(err, buf ? "munge made a credential of %zu bytes (the limit is %u)" : "out of memory",
+				clen, WIRE_MAX_CRED);
+	}
+	nlen = htonl((uint32_t)clen);
+	memcpy(buf, &nlen, 4);
+	memcpy(buf + 4, cred, clen);
+	crypto_secretbox_easy((unsigned char *)buf + 4 + clen, (const unsigned char *)payload, plen, zero_nonce,
+			      h.key);
+	sodium_memzero(h.key, sizeof(h.key));
+	free(cred);
+	*out = buf;
+	*outlen = 4 + clen + plen + crypto_secretbox_MACBYTES;
+	return 0;
+}
+
+int wire_send(int fd, struct json_object *msg, const struct wire_to *to, int timeout_ms,
+	      struct verr *err)
+{
+	uint64_t deadline = deadline_of(timeout_ms);
 	struct json_object *data;
+	size_t len = 0;
+	char *buf = NULL;
 	int rc = 0;
 
 	if (!json_object_object_get_ex(msg, "v", NULL))
 		json_object_object_add(msg, "v", json_object_new_int(WIRE_VERSION));
 	if (take_data(msg, &data, err) < 0)
 		return -1;
-	payload = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
-	plen = strlen(payload);
-	if (plen > WIRE_MAX_PAYLOAD) {
-		json_object_put(data);
-		return verr_set(err, "message of %zu bytes exceeds the %u-byte limit", plen, WIRE_MAX_PAYLOAD);
-	}
-	if (!(ctx = make_ctx(err))) {
+	if (frame(msg, to, &buf, &len, err) < 0) {
 		json_object_put(data);
 		return -1;
 	}
-	e = munge_encode(&cred, ctx, payload, (int)plen);
-	if (e != EMUNGE_SUCCESS) {
-		verr_set(err, "munge: cannot sign a message: %s (is munged running%s%s?)",
-			 munge_ctx_strerror(ctx) ? munge_ctx_strerror(ctx) : munge_strerror(e),
-			 getenv("VHPC_MUNGE_SOCKET") ? " on " : "",
-			 getenv("VHPC_MUNGE_SOCKET") ? getenv("VHPC_MUNGE_SOCKET") : "");
-		munge_ctx_destroy(ctx);
-		json_object_put(data);
-		return -1;
-	}
-	munge_ctx_destroy(ctx);
-	clen = strlen(cred);
-	nlen = htonl((uint32_t)clen);
-	if (send_full(fd, &nlen, 4) < 0 || send_full(fd, cred, clen) < 0 ||
-	    (data && send_full(fd, json_object_get_string(data), (size_t)json_object_get_string_len(data)) < 0))
-		rc = verr_errno(err, "sending a message");
-	free(cred);
+	if (send_full_deadline(fd, buf, len, deadline) < 0 ||
+	    (data && send_full_deadline(fd, json_object_get_string(data),
+					(size_t)json_object_get_string_len(data), deadline) < 0))
+		rc = errno == ETIMEDOUT ? verr_set(err, "sending a message: the peer did not take it within %d ms",
+						   timeout_ms)
+					: verr_errno(err, "sending a message");
+	free(buf);
 	json_object_put(data);
 	return rc;
 }
 
-int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *peer,
-		struct verr *err)
+void wire_notice(int fd, const char *text)
 {
-	void *payload = NULL;
-	int plen = 0;
-	uid_t uid;
-	gid_t gid;
-	munge_ctx_t ctx;
-	munge_err_t e;
-	struct json_object *o;
-	struct json_object *v, *t;
-	struct json_tokener *tok;
+	char buf[4 + WIRE_MAX_NOTICE];
+	size_t n = strlen(text) > WIRE_MAX_NOTICE ? WIRE_MAX_NOTICE : strlen(text);
+	uint32_t w = htonl(WIRE_NOTICE | (uint32_t)n);
 
-	if (!(ctx = make_ctx(err)))
-		return -1;
-	e = munge_decode(cred, ctx, &payload, &plen, &uid, &gid);
-	munge_ctx_destroy(ctx);
-	/* Replayed and expired credentials still yield a uid: only success
-	 * counts. */
-	if (e != EMUNGE_SUCCESS) {
-		free(payload);
-		return verr_set(err, "rejected message: munge credential %s", munge_strerror(e));
-	}
-	if (!payload || plen <= 0 || plen > (int)WIRE_MAX_PAYLOAD) {
-		free(payload);
-		return verr_set(err, "rejected message: empty or oversized payload");
-	}
-	tok = json_tokener_new_ex(32);
-	o = tok ? json_tokener_parse_ex(tok, payload, plen) : NULL;
-	if (o && json_tokener_get_parse_end(tok) != (size_t)plen) {
-		json_object_put(o);
-		o = NULL;
-	}
-	json_tokener_free(tok);
-	free(payload);
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
+	memcpy(buf, &w, 4);
+	memcpy(buf + 4, text, n);
+	/* Best effort: the socket's buffer takes it, or the peer goes without. */
+	if (send(fd, buf, 4 + n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		return;
+}
+
+/* A daemon's notice, shown (printable bytes only) as the error. */
+static int recv_notice(int fd, uint32_t n, uint64_t deadline, struct verr *err)
+{
+	char text[WIRE_MAX_NOTICE + 1];
+	bool eof;
+
+	if (n > WIRE_MAX_NOTICE)
+		return verr_set(err, "rejected reply: a notice of %u bytes (limit %u)", n, WIRE_MAX_NOTICE);
+	if (read_full_deadline(fd, text, n, deadline, &eof) < 0)
+		return verr_errno(err, "receiving a notice: truncated");
+	text[n] = 0;
+	for (char *p = text; *p; p++)
+		if (*p < ' ' || *p > '~')
+			*p = '?';
+	return verr_set(err, "refused: %s", text);
+}
+
+/* The JSON inside a body that opened: an object with our version, a
+ * valid type, and nothing that only the wire may put there. */
+static int parse_body(const char *text, size_t len, struct json_object **msg, struct verr *err)
+{
+	struct json_object *o = wire_json_object(text, len, 32), *v, *t;
+
+	if (!o)
 		return verr_set(err, "rejected message: not a JSON object");
-	}
 	if (!json_object_object_get_ex(o, "v", &v) || !json_object_is_type(v, json_type_int) ||
 	    json_object_get_int(v) != WIRE_VERSION) {
 		json_object_put(o);
@@ -172,15 +185,39 @@ int wire_decode(const char *cred, struct json_object **msg, struct wire_peer *pe
 		json_object_put(o);
 		return verr_set(err, "rejected message: \"%s\" is the wire's own", WIRE_DATA);
 	}
-	peer->uid = uid;
-	peer->gid = gid;
 	*msg = o;
 	return 0;
 }
 
-/* The bytes after the frame, when the (verified) message announces some:
+/* The body the credential announced: read only now that munged has
+ * vouched for its sender, and opened with the credential's key. */
+static int recv_body(int fd, struct wire_hdr *h, uint64_t deadline, struct json_object **msg,
+		     struct verr *err)
+{
+	size_t clen = h->len + crypto_secretbox_MACBYTES;
+	unsigned char *buf = malloc(clen);
+	bool eof;
+	int rc;
+
+	if (!buf)
+		return verr_set(err, "out of memory");
+	if (read_full_deadline(fd, buf, clen, deadline, &eof) < 0) {
+		free(buf);
+		return verr_errno(err, "receiving a message: truncated");
+	}
+	/* In place: the plaintext is the ciphertext less its MAC. */
+	if (crypto_secretbox_open_easy(buf, buf, clen, zero_nonce, h->key) < 0)
+		rc = verr_set(err, "rejected message: its body is not the one its credential seals");
+	else
+		rc = parse_body((const char *)buf, h->len, msg, err);
+	sodium_memzero(buf, clen);
+	free(buf);
+	return rc;
+}
+
+/* The bytes after the body, when the (verified) message announces some:
  * exactly data_len of them, hashing to data_sha256, as WIRE_DATA. */
-static int recv_data(int fd, struct json_object *msg, uint64_t deadline, struct verr *err)
+static int recv_data(int fd, struct json_object *msg, uid_t from, uint64_t deadline, struct verr *err)
 {
 	struct json_object *l, *h;
 	unsigned char d[32];
@@ -192,6 +229,9 @@ static int recv_data(int fd, struct json_object *msg, uint64_t deadline, struct 
 	if (!json_object_object_get_ex(msg, "data_len", &l))
 		return json_object_object_get_ex(msg, "data_sha256", NULL)
 			? verr_set(err, "rejected message: data_sha256 without data_len") : 0;
+	if (from != 0)
+		return verr_set(err, "rejected message: bulk data comes from root only (admins and daemons), not uid %u",
+				(unsigned)from);
 	if (!json_object_is_type(l, json_type_int) || (len = json_object_get_int64(l)) < 0 || len > WIRE_MAX_DATA ||
 	    !json_object_object_get_ex(msg, "data_sha256", &h) || !json_object_is_type(h, json_type_string) ||
 	    json_object_get_string_len(h) != 64)
@@ -207,7 +247,7 @@ static int recv_data(int fd, struct json_object *msg, uint64_t deadline, struct 
 	hex_encode(d, 32, hex);
 	if (strcmp(hex, json_object_get_string(h))) {
 		free(buf);
-		return verr_set(err, "rejected message: its data does not hash to the digest its credential signs");
+		return verr_set(err, "rejected message: its data does not hash to the digest its body signs");
 	}
 	json_object_object_add(msg, WIRE_DATA, json_object_new_string_len(buf, (int)len));
 	json_object_object_del(msg, "data_len");
@@ -216,42 +256,62 @@ static int recv_data(int fd, struct json_object *msg, uint64_t deadline, struct 
 	return 0;
 }
 
-int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer, int timeout_ms,
-	      struct verr *err)
+/* A request where one is expected, the reply to request answers where
+ * that is. */
+static int check_route(const struct wire_hdr *h, const char *answers, struct verr *err)
 {
-	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	if (!answers)
+		return h->reply ? verr_set(err, "rejected message: a reply where a request was expected") : 0;
+	if (!h->reply)
+		return verr_set(err, "rejected reply: a request where a reply was expected");
+	if (strcmp(h->id, answers))
+		return verr_set(err, "rejected reply: it answers another request (a replayed or misrouted reply)");
+	return 0;
+}
+
+int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer, const char *answers,
+	      int timeout_ms, struct verr *err)
+{
+	uint64_t deadline = deadline_of(timeout_ms);
+	char cred[WIRE_MAX_CRED + 1];
+	struct wire_hdr h;
 	uint32_t nlen;
-	char *cred;
 	bool eof;
 	int r;
 
+	*msg = NULL;
 	if (read_full_deadline(fd, &nlen, 4, deadline, &eof) < 0) {
 		if (eof)
 			return 1;
 		return verr_errno(err, "receiving a message");
 	}
 	nlen = ntohl(nlen);
-	if (nlen == 0 || nlen > WIRE_MAX_FRAME)
-		return verr_set(err, "rejected message: frame of %u bytes (limit %u)", nlen, WIRE_MAX_FRAME);
-	cred = malloc(nlen + 1);
-	if (!cred)
-		return verr_set(err, "out of memory");
-	if (read_full_deadline(fd, cred, nlen, deadline, &eof) < 0) {
-		free(cred);
+	if (answers && (nlen & WIRE_NOTICE))
+		return recv_notice(fd, nlen & ~WIRE_NOTICE, deadline, err);
+	/* Nothing bigger than a credential before munged has seen it. */
+	if (nlen == 0 || nlen > WIRE_MAX_CRED)
+		return verr_set(err, "rejected message: frame of %u bytes (a credential is at most %u: not this "
+				"protocol, or another version of it)", nlen, WIRE_MAX_CRED);
+	if (read_full_deadline(fd, cred, nlen, deadline, &eof) < 0)
 		return verr_errno(err, "receiving a message: truncated");
-	}
 	cred[nlen] = 0;
-	if (strlen(cred) != nlen) {
-		free(cred);
+	if (strlen(cred) != nlen)
 		return verr_set(err, "rejected message: NUL byte inside the credential");
-	}
-	r = wire_decode(cred, msg, peer, err);
-	free(cred);
-	if (r == 0 && (r = recv_data(fd, *msg, deadline, err)) < 0) {
+	if (wire_cred_decode(cred, &h, peer, err) < 0)
+		return -1;
+	r = check_route(&h, answers, err);
+	if (r == 0)
+		r = recv_body(fd, &h, deadline, msg, err);
+	sodium_memzero(h.key, sizeof(h.key));
+	if (r < 0)
+		return -1;
+	snprintf(peer->id, sizeof(peer->id), "%s", h.id);
+	if (recv_data(fd, *msg, peer->uid, deadline, err) < 0) {
 		json_object_put(*msg);
 		*msg = NULL;
+		return -1;
 	}
-	return r;
+	return 0;
 }
 
 const char *wire_type(struct json_object *msg)
@@ -273,13 +333,4 @@ struct json_object *wire_error(const char *fmt, ...)
 	json_object_object_add(o, "type", json_object_new_string("error"));
 	json_object_object_add(o, "error", json_object_new_string(buf));
 	return o;
-}
-
-void wire_reply(int fd, struct json_object *r, const char *peer)
-{
-	struct verr e;
-
-	if (wire_send(fd, r, &e) < 0)
-		log_info("%s: reply: %s", peer, e.msg);
-	json_object_put(r);
 }

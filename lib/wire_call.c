@@ -1,6 +1,7 @@
 /*
  * One wire request and its reply on a fresh TCP connection.
  */
+#include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/inet.h"
 #include "lib/wire.h"
@@ -13,17 +14,22 @@ int wire_call(const char *hostport, struct json_object *req, struct json_object 
 	      struct wire_peer *peer, int timeout_ms, struct verr *err)
 {
 	struct wire_peer ignore;
+	/* The daemons run as root; the reply must name this request's id. */
+	struct wire_to to = { .uid = 0 };
+	uint8_t id[WIRE_ID_HEX / 2];
 	int fd = tcp_connect(hostport, timeout_ms < 10000 && timeout_ms > 0 ? timeout_ms : 10000, err);
 	int r;
 
 	*reply = NULL;
 	if (fd < 0)
 		return -1;
-	if (wire_send(fd, req, err) < 0) {
+	random_bytes(id, sizeof(id));
+	hex_encode(id, sizeof(id), to.id);
+	if (wire_send(fd, req, &to, timeout_ms, err) < 0) {
 		close(fd);
 		return verr_wrap(err, "%s", hostport);
 	}
-	r = wire_recv(fd, reply, peer ? peer : &ignore, timeout_ms, err);
+	r = wire_recv(fd, reply, peer ? peer : &ignore, to.id, timeout_ms, err);
 	close(fd);
 	if (r == 1)
 		return verr_set(err, "%s closed the connection without a reply", hostport);

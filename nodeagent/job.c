@@ -180,6 +180,7 @@ static int make_net(struct na_job *j, struct verr *err)
 		.job = j->jd.job, .subnet = j->s.subnet, .nguests = j->s.nguests, .tuning = j->s.tuning,
 		.index = j->s.index, .vni = j->s.vni, .underlay = j->s.underlay,
 		.peers = j->s.peers, .npeers = j->s.npeers, .no_guest_netns = !j->s.drv->guest_netns,
+		.ntotal = j->s.ntotal, .guest_node = j->s.guest_node, .wg = j->s.wg,
 	};
 
 	if (j->s.drv->prepare_net && j->s.drv->prepare_net(j, &nr, err) < 0)
@@ -435,6 +436,7 @@ void na_job_teardown(struct na_job *j)
 	j->have_jd = false;
 	free(j->place);
 	free(j->g);
+	na_binds_close(j->hb, j->nhb);
 	free(j->hb);
 	j->place = NULL;
 	j->g = NULL;

@@ -9,7 +9,7 @@ $(eval $(call library,nodeagent,$(NODEAGENT_SRCS)))
 $(call dir_cflags,nodeagent/net,$(shell pkg-config --cflags libnl-route-3.0 2>/dev/null))
 # Archives in link order: the agent uses images and the vmshm layout.
 NODEAGENT_LIBS := $(B)/lib/libnodeagent.a $(B)/lib/libimages.a $(B)/lib/libvmshm.a \
-                  -lhwloc -lnl-route-3 -lnl-3
+                  -lhwloc -lnl-route-3 -lnl-3 -lnftables
 
 # vhpc-na: the agent's pieces from the command line (admins, tests).
 $(eval $(call program,vhpc-na,nodeagent/cli/main.c,$(NODEAGENT_LIBS)))

@@ -17,10 +17,13 @@
  *   shm files         /dev/shm/vhpc-<job>-*
  *   VXLAN (cluster)   vxlan0 inside the job netns; its UDP socket lives in
  *                     the namespace of the vhpcd that made it
- *   kvm guests        vhpc-hv processes in the cgroups above (cpuset and
- *                     cgroup2); tap t<guest index> on the bridge of the job
- *                     netns; <job dir>/config.ext4 (config disk),
- *                     <job dir>/scratch<i>.ext4 (--scratch); per guest
+ *   host paths        container guests: <job dir>/binds/<i>, each the
+ *                     job's bind i mounted from its checked descriptor
+ *   kvm guests        vhpc-hv processes in the cgroups above (cpuset,
+ *                     memory and cgroup2); tap t<guest index> on the bridge
+ *                     of the job netns; <job dir>/config.ext4 (config disk);
+ *                     --scratch disks have no name (the scratch folder's
+ *                     unnamed files, gone with vhpc-hv); per guest
  *                     a small tmpfs <job dir>/kvm<i>/ holding vsock (and
  *                     vsock_<port>), ctl (vhpc-hv's control socket), serial
  *                     (console log), hv.log and pid (vhpc-hv's, for an
@@ -115,14 +118,22 @@ bool na_driver_emulation(const struct na_driver *d);
 
 /* A job's host path, as this node's check found it (binds.c). */
 struct na_hbind {
-	char src[PATH_MAX];            /* resolved, as the user's lookup reached it */
+	int fd;                        /* O_PATH, opened by the user's own lookup:
+	                                * what guests get, never src looked up again */
+	char src[PATH_MAX];            /* where that lookup reached (messages, logs) */
 	char dst[BIND_PATH_MAX];
 	bool ro, dir;
 	unsigned long flags;           /* the source mount's statvfs f_flag */
 };
 /* Each of l's sources exists here and the user (uid, gid and the groups
- * of that uid's passwd entry) may read it; out[i] for l->v[i]. */
+ * of that uid's passwd entry) may read it; out[i] for l->v[i], each with
+ * its source open (na_binds_close; on failure none is left open). */
 int na_binds_check(const struct bind_list *l, uid_t uid, gid_t gid, struct na_hbind *out, struct verr *err);
+void na_binds_close(struct na_hbind *hb, int n);
+/* Mounts b's open source at `at`, a new folder or file of root's made
+ * here (nosuid, nodev, and read-only when b is): a path for a runtime
+ * that binds by path, which no user can swap. */
+int na_binds_mount(const struct na_hbind *b, const char *at, struct verr *err);
 
 struct na_job_spec {
 	const char *label;             /* VHPC_JOB inside the guests */
@@ -163,6 +174,9 @@ struct na_job_spec {
 	uint32_t vni, underlay;
 	const uint32_t *peers;
 	int npeers;
+	const uint32_t *guest_node;    /* [ntotal] each guest's node's underlay
+	                                * address, or NULL (nodeagent/net/net.h) */
+	const struct cluster_wg *wg;   /* underlay encryption, or NULL */
 	int ready_timeout_s;           /* per guest, on hardware; the driver scales it */
 	long long job_timeout_s;       /* the job's limit: an emulated guest waits that long */
 	/* Polled while waiting: a job stopped or interrupted meanwhile. */

@@ -107,8 +107,8 @@ static int ask_missing(const char *ctl, struct obj *v, size_t n, bool *missing, 
 
 /* Sends the missing objects, a message's worth of parts at a time; the
  * store says how much of each it holds, and the next part goes on from there. */
-static int send_objects(const char *ctl, struct obj *v, size_t n, const bool *missing, uint64_t *sent,
-			struct verr *err)
+static int send_objects(const char *ctl, const struct image_info *img, struct obj *v, size_t n, const bool *missing,
+			uint64_t *sent, struct verr *err)
 {
 	size_t cur = 0;
 	uint64_t off = 0;
@@ -133,10 +133,12 @@ static int send_objects(const char *ctl, struct obj *v, size_t n, const bool *mi
 
 			if (!missing[i])
 				continue;
-			if ((fd = open(v[i].path, O_RDONLY | O_CLOEXEC)) < 0) {
+			/* The image's own file, not what a symlink in its place
+			 * would point at. */
+			if ((fd = image_open_part(img, v[i].path, err)) < 0) {
 				json_object_put(req);
 				free(buf);
-				return verr_errno(err, "cannot read %s", v[i].path);
+				return -1;
 			}
 			if (len)
 				got = pread(fd, buf + used, len, (off_t)o);
@@ -242,7 +244,7 @@ int image_push_to(const char *ctl, const char *name, const char *as, bool quiet,
 	if (!quiet)
 		fprintf(stderr, "vhpc: pushing %s (%.12s, %s, %ld files): the store lacks %zu of its %zu objects (%s)\n",
 			img.name, img.id, img.format, m.files, nmiss, n, fmt_size(want, a, sizeof(a)));
-	if (send_objects(ctl, v, n, missing, &sent, err) < 0)
+	if (send_objects(ctl, &img, v, n, missing, &sent, err) < 0)
 		goto out;
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("image_tag"));

@@ -113,6 +113,7 @@ struct cmsg {
 	char image_id[65];             /* image_tag */
 	char (*objects)[65];           /* image_have, image_get (owned) */
 	int nobjects;
+	bool manifest;                 /* image_get: objects[0] asked for as an image's manifest */
 	struct image_chunk *parts;     /* image_put (owned, decoded) */
 	int nparts;
 };
@@ -283,7 +284,9 @@ struct json_object *ctld_error(const char *code, const char *fmt, ...) __attribu
  * without g.mu: they take it only to read jobs and nodes. */
 struct json_object *ctld_image_handle(const struct cmsg *m, const struct wire_peer *peer);
 /* At submit: the job's image name to the id it names now, into the spec
- * (image_id); an id the submitter gave must be in the store.  Holds g.mu. */
+ * (image_id); an id the submitter gave must be an image of the store's
+ * (pushed and tagged, not removed), and the name of it goes into the spec
+ * too.  Holds g.mu. */
 int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, struct verr *err);
 /* Removes the store's objects that neither a name nor an active job needs
  * (after image_rm, once the jobs that held the image end).  Takes g.mu. */

@@ -5,7 +5,8 @@
  * (image_rm); node agents fetch what they lack (image_get); anyone lists
  * the store and the nodes' caches (image_list).  A job's image name is
  * resolved to an id at submit, so it runs that content whatever is pushed
- * after; the objects of an image stay while a job not yet ended holds it.
+ * after; a job that names an id names an image (imgstore_image), and the
+ * objects of an image stay while a job not yet ended holds it.
  */
 #include "lib/err.h"
 #include "lib/imgwire.h"
@@ -120,6 +121,13 @@ static struct json_object *do_get(const struct cmsg *m)
 
 	if (!buf)
 		return ctld_error("internal", "out of memory");
+	/* A node pulls an image's manifest: only one the store took as an
+	 * image, never a file that merely has the id's sha256. */
+	if (m->manifest && !imgstore_is_image(g.images, m->objects[0])) {
+		free(buf);
+		return ctld_error("not_found", "image %s is not an image of the cluster's store (no manifest pushed and tagged has that id); refused",
+				  m->objects[0]);
+	}
 	r = ctld_reply("image_data");
 	parts = json_object_new_array();
 	json_object_object_add(r, "parts", parts);
@@ -332,8 +340,16 @@ int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, stru
 	struct imgstore_ref ref;
 
 	if (js->image_id) {
-		if (!imgstore_has_image(g.images, js->image_id))
-			return verr_set(err, "image %.12s is not in the cluster's image store", js->image_id);
+		struct imgstore_image im;
+
+		/* An image root pushed, by its id: never any object of the
+		 * store, nor one removed since. */
+		if (imgstore_image(g.images, js->image_id, js->image, &im, err) < 0)
+			return -1;
+		if (js->driver == DRIVER_KVM && !im.kvm)
+			return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs)", im.name, js->image_id);
+		if (!js->image)
+			json_object_object_add(spec, "image", json_object_new_string(im.name));
 		return 0;
 	}
 	if (imgstore_lookup(g.images, name, &ref, err) < 0)

@@ -200,7 +200,7 @@ static int parse_cache(struct json_object *o, struct cmsg *m, struct verr *err)
 static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 {
 	static const char *const f_have[] = { "objects", NULL }, *const f_put[] = { "parts", WIRE_DATA, NULL },
-		*const f_tag[] = { "name", "id", NULL }, *const f_get[] = { "objects", "offset", NULL },
+		*const f_tag[] = { "name", "id", NULL }, *const f_get[] = { "objects", "offset", "manifest", NULL },
 		*const f_none[] = { NULL }, *const f_rm[] = { "name", NULL };
 	const char *s;
 	long long v;
@@ -225,8 +225,11 @@ static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 	case CM_IMAGE_GET:
 		if (jf_only(o, "image_get", f_get, err) < 0 ||
 		    imgwire_shas(o, "objects", true, IMGWIRE_MAX_GET, &m->objects, &m->nobjects, err) < 0 ||
-		    jf_int(o, "offset", true, 0, (long long)IMGWIRE_OBJECT_MAX, &v, err) < 0)
+		    jf_int(o, "offset", true, 0, (long long)IMGWIRE_OBJECT_MAX, &v, err) < 0 ||
+		    jf_bool(o, "manifest", false, &m->manifest, err) < 0)
 			return -1;
+		if (m->manifest && m->nobjects != 1)
+			return verr_set(err, "\"manifest\": asks for one image's manifest, not %d objects", m->nobjects);
 		m->offset = v;
 		return 0;
 	case CM_IMAGE_LIST:

@@ -143,7 +143,8 @@ static bool job_vmshm(const struct cjob *j)
 static struct json_object *prepare_msg(const struct cjob *j, int node, const int *nodes, int nn)
 {
 	struct json_object *o = json_object_new_object(), *guests = json_object_new_array(),
-		*ranks = json_object_new_array(), *peers = json_object_new_array();
+		*ranks = json_object_new_array(), *peers = json_object_new_array(),
+		*where = json_object_new_array();
 	const struct cnode *n = &g.nodes[node];
 	char local[32], a[20], sub[32];
 	int *rpg = calloc(j->nguests, sizeof(int));
@@ -190,6 +191,8 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 		if (j->alloc[i].node == node)
 			json_object_array_add(guests, json_object_new_int(i));
 		json_object_array_add(ranks, json_object_new_int(rpg ? rpg[i] : 1));
+		json_object_array_add(where, json_object_new_string(
+			ipv4_format(g.nodes[j->alloc[i].node].underlay, a, sizeof(a))));
 	}
 	for (int k = 0; k < nn; k++)
 		if (nodes[k] != node)
@@ -198,6 +201,16 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 	json_object_object_add(o, "guests", guests);
 	json_object_object_add(o, "ranks", ranks);
 	json_object_object_add(o, "peers", peers);
+	json_object_object_add(o, "guest_nodes", where);
+	if (g.cl.wg.key) {
+		struct json_object *w = json_object_new_object();
+
+		snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(g.cl.wg.pool.addr, a, sizeof(a)), g.cl.wg.pool.prefix);
+		json_object_object_add(w, "key", json_object_new_string(g.cl.wg.key));
+		json_object_object_add(w, "pool", json_object_new_string(sub));
+		json_object_object_add(w, "port", json_object_new_int64(g.cl.wg.port));
+		json_object_object_add(o, "underlay_encryption", w);
+	}
 	free(rpg);
 	return o;
 }

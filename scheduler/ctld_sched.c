@@ -76,20 +76,27 @@ static void set_node(struct sched_node *sn, const struct cnode *n)
 	}
 }
 
+/* Random, so that a job's VNI says nothing of another's and cannot be
+ * guessed from its id (issue 31); unique among the jobs that hold one (a
+ * job still being cleaned up included).  Recorded with the job at start
+ * (job_commit), so a restarted controller keeps it. */
 static uint32_t pick_vni(const struct cjob *j)
 {
-	uint32_t span = VHPC_VNI_MAX - 4096, v = 4096 + (uint32_t)((uint64_t)j->id % span);
-
-	for (int tries = 0; tries < 1024; tries++, v = v + 1 > VHPC_VNI_MAX ? 4096 : v + 1) {
+	for (;;) {
+		uint8_t b[3];
+		uint32_t v;
 		bool used = false;
 
+		random_bytes(b, sizeof(b));
+		v = (uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2];
+		if (v == 0)
+			continue;
 		for (int i = 0; i < g.njobs && !used; i++)
 			used = g.jobs[i] != j && g.jobs[i]->vni == v &&
 			       (job_active(g.jobs[i]) || g.jobs[i]->ncleanup);
 		if (!used)
 			return v;
 	}
-	return v;
 }
 
 /* Each job's network is an L2 of its own (its VNI) in namespaces of its

@@ -2,9 +2,13 @@
  * The cluster's image store on vhpc-ctld's disk (imgstore.h).  Objects are
  * immutable once named: an upload grows in tmp/<sha>.part and is renamed
  * into objects/ only when its bytes hash to its name.  A ref is written
- * atomically.  Whether an object was changed on disk afterwards is not
- * this file's to judge: nodes check every file they pull against the
- * manifest, which hashes to the id they were given.
+ * atomically.  Which objects are images is tagged/'s to say
+ * (imgstore_rec.c), not the objects': a file of an image is an object
+ * named by its sha256 as a manifest is.  Whether an object was changed on
+ * disk afterwards is not this file's to judge: nodes check every file they
+ * pull against the manifest, which hashes to the id they were given.
+ * Everything is reached from the store folder's descriptor, never through
+ * a symlink (images/nofollow.c).
  */
 #include "lib/bytes.h"
 #include "lib/err.h"
@@ -13,6 +17,7 @@
 #include "lib/parse.h"
 #include "images/images.h"
 #include "imgstore.h"
+#include "imgstore_rec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,29 +45,56 @@ struct pending {
 struct imgstore {
 	pthread_mutex_t mu;
 	char dir[PATH_MAX - 200];
+	int dfd;                       /* dir */
+	int tfd, rfd;                  /* tagged/, refs/ */
 	struct pending *pend;          /* sorted by sha */
 	size_t npend, cappend;
 };
 
-static void obj_path(const struct imgstore *s, const char *sha, char *buf, size_t len)
+/* Paths from dir. */
+static void obj_rel(const char *sha, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/objects/%.2s/%s", s->dir, sha, sha);
+	snprintf(buf, len, "objects/%.2s/%s", sha, sha);
 }
 
-static void part_path(const struct imgstore *s, const char *sha, char *buf, size_t len)
+static void part_rel(const char *sha, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/tmp/%s.part", s->dir, sha);
+	snprintf(buf, len, "tmp/%s.part", sha);
 }
 
-static void ref_path(const struct imgstore *s, const char *name, char *buf, size_t len)
+/* An object's size; -1 (errno) when it is none: ENOENT when nothing is
+ * there, EINVAL for anything but a file (a symlink too). */
+static int obj_stat(const struct imgstore *s, const char *sha, struct stat *st)
 {
-	snprintf(buf, len, "%s/refs/%s.json", s->dir, name);
+	char rel[100];
+	int fd, r;
+
+	obj_rel(sha, rel, sizeof(rel));
+	if ((fd = image_openat(s->dfd, rel, O_PATH, 0, NULL)) < 0)
+		return -1;
+	r = fstat(fd, st);
+	close(fd);
+	if (r == 0 && !S_ISREG(st->st_mode)) {
+		errno = EINVAL;   /* there, but no object: not ENOENT */
+		r = -1;
+	}
+	return r;
 }
+
+static bool obj_there(const struct imgstore *s, const char *sha)
+{
+	struct stat st;
+
+	return obj_stat(s, sha, &st) == 0;
+}
+
+static void reconcile(struct imgstore *s, bool fresh);
 
 int imgstore_open(struct imgstore **out, const char *dir, struct verr *err)
 {
 	struct imgstore *s = calloc(1, sizeof(*s));
 	char path[PATH_MAX];
+	bool fresh;
 
 	if (!s)
 		return verr_set(err, "out of memory");
@@ -72,13 +104,25 @@ int imgstore_open(struct imgstore **out, const char *dir, struct verr *err)
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	for (const char *sub = "objects\0tmp\0refs\0"; *sub; sub += strlen(sub) + 1) {
+	s->dfd = s->tfd = s->rfd = -1;
+	snprintf(path, sizeof(path), "%s/tagged", dir);
+	fresh = access(path, F_OK) < 0;
+	for (const char *sub = "objects\0tmp\0refs\0tagged\0"; *sub; sub += strlen(sub) + 1) {
 		snprintf(path, sizeof(path), "%s/%s", dir, sub);
 		if (mkdir_p(path, 0700, err) < 0) {
-			free(s);
+			imgstore_close(s);
 			return -1;
 		}
 	}
+	if ((s->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (s->tfd = image_openat(s->dfd, "tagged", O_RDONLY | O_DIRECTORY, 0, err)) < 0 ||
+	    (s->rfd = image_openat(s->dfd, "refs", O_RDONLY | O_DIRECTORY, 0, err)) < 0) {
+		if (s->dfd < 0)
+			verr_errno(err, "cannot open %s", dir);
+		imgstore_close(s);
+		return verr_wrap(err, "image store %s", dir);
+	}
+	reconcile(s, fresh);
 	*out = s;
 	return 0;
 }
@@ -87,6 +131,9 @@ void imgstore_close(struct imgstore *s)
 {
 	if (!s)
 		return;
+	for (int *fd = &s->dfd; fd <= &s->rfd; fd++)
+		if (*fd >= 0)
+			close(*fd);
 	pthread_mutex_destroy(&s->mu);
 	free(s->pend);
 	free(s);
@@ -146,12 +193,8 @@ int imgstore_missing(struct imgstore *s, const char *const *objs, int n, bool *m
 	int rc;
 
 	pthread_mutex_lock(&s->mu);
-	for (int i = 0; i < n; i++) {
-		char path[PATH_MAX];
-
-		obj_path(s, objs[i], path, sizeof(path));
-		missing[i] = access(path, F_OK) < 0;
-	}
+	for (int i = 0; i < n; i++)
+		missing[i] = !obj_there(s, objs[i]);
 	/* Present or not, they are this push's until it tags them. */
 	rc = pend_add(s, objs, n, err);
 	pthread_mutex_unlock(&s->mu);
@@ -162,55 +205,57 @@ static int finish_object(struct imgstore *s, const char *object, const char *par
 {
 	crypto_hash_sha256_state h;
 	unsigned char buf[1 << 16], d[32];
-	char hex[65], path[PATH_MAX];
+	char hex[65], rel[100];
 	ssize_t n;
-	int fd = open(part, O_RDONLY | O_CLOEXEC);
+	int fd = image_openat(s->dfd, part, O_RDONLY, 0, err);
 
 	if (fd < 0)
-		return verr_errno(err, "cannot read %s", part);
+		return -1;
 	crypto_hash_sha256_init(&h);
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		crypto_hash_sha256_update(&h, buf, (size_t)n);
-	if (n < 0) {
+	if (n < 0 || fchmod(fd, 0400) < 0) {
+		verr_errno(err, "cannot read %s", part);
 		close(fd);
-		return verr_errno(err, "cannot read %s", part);
+		return -1;
 	}
 	close(fd);
 	crypto_hash_sha256_final(&h, d);
 	hex_encode(d, 32, hex);
 	if (strcmp(hex, object)) {
-		unlink(part);
+		unlinkat(s->dfd, part, 0);
 		return verr_set(err, "object %.12s: the bytes sent hash to %.12s; dropped", object, hex);
 	}
-	snprintf(path, sizeof(path), "%s/objects/%.2s", s->dir, object);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return verr_errno(err, "cannot create %s", path);
-	obj_path(s, object, path, sizeof(path));
-	if (chmod(part, 0400) < 0 || rename(part, path) < 0)
-		return verr_errno(err, "cannot move %s to %s", part, path);
+	snprintf(rel, sizeof(rel), "objects/%.2s", object);
+	if (mkdirat(s->dfd, rel, 0700) < 0 && errno != EEXIST)
+		return verr_errno(err, "cannot create %s/%s", s->dir, rel);
+	obj_rel(object, rel, sizeof(rel));
+	if (renameat(s->dfd, part, s->dfd, rel) < 0)
+		return verr_errno(err, "cannot move %s to %s in %s", part, rel, s->dir);
 	return 0;
 }
 
 int imgstore_put(struct imgstore *s, const char *object, uint64_t size, uint64_t offset,
 		 const uint8_t *data, size_t len, uint64_t *next, struct verr *err)
 {
-	char path[PATH_MAX], part[PATH_MAX];
+	char part[100];
 	struct stat st;
 	int fd, rc = -1;
 
 	pthread_mutex_lock(&s->mu);
-	obj_path(s, object, path, sizeof(path));
-	if (stat(path, &st) == 0) {
+	if (obj_stat(s, object, &st) == 0) {
 		*next = size;
 		rc = (uint64_t)st.st_size == size ? 0
 			: verr_set(err, "object %.12s: the store holds %lld bytes of it, not %llu", object,
 				   (long long)st.st_size, (unsigned long long)size);
 		goto out;
 	}
-	part_path(s, object, part, sizeof(part));
-	fd = open(part, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	part_rel(object, part, sizeof(part));
+	fd = image_openat(s->dfd, part, O_WRONLY, 0, NULL);
+	if (fd < 0 && errno == ENOENT)
+		fd = image_openat(s->dfd, part, O_WRONLY | O_CREAT | O_EXCL, 0600, NULL);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		verr_errno(err, "cannot open %s", part);
+		verr_errno(err, "cannot open %s in %s", part, s->dir);
 		if (fd >= 0)
 			close(fd);
 		goto out;
@@ -219,7 +264,7 @@ int imgstore_put(struct imgstore *s, const char *object, uint64_t size, uint64_t
 	if ((uint64_t)st.st_size > size) {
 		/* A different upload of a name it does not match: start again. */
 		close(fd);
-		unlink(part);
+		unlinkat(s->dfd, part, 0);
 		*next = 0;
 		rc = 0;
 		goto out;
@@ -233,7 +278,7 @@ int imgstore_put(struct imgstore *s, const char *object, uint64_t size, uint64_t
 		goto out;
 	}
 	if (pwrite(fd, data, len, (off_t)offset) != (ssize_t)len) {
-		verr_errno(err, "cannot write %s", part);
+		verr_errno(err, "cannot write %s in %s", part, s->dir);
 		close(fd);
 		goto out;
 	}
@@ -252,17 +297,16 @@ out:
 int imgstore_read(struct imgstore *s, const char *object, uint64_t offset, uint8_t *buf, size_t max,
 		  size_t *len, uint64_t *size, struct verr *err)
 {
-	char path[PATH_MAX];
+	char path[100];
 	struct stat st;
 	ssize_t n = 0;
 	int fd;
 
-	obj_path(s, object, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	obj_rel(object, path, sizeof(path));
+	fd = image_openat(s->dfd, path, O_RDONLY, 0, err);
 	if (fd < 0)
-		return errno == ENOENT ? verr_set(err, "object %.12s is not in the image store", object)
-				       : verr_errno(err, "cannot read %s", path);
-	if (fstat(fd, &st) < 0) {
+		return errno == ENOENT ? verr_set(err, "object %.12s is not in the image store", object) : -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return verr_errno(err, "cannot read %s", path);
 	}
@@ -284,10 +328,10 @@ int imgstore_read(struct imgstore *s, const char *object, uint64_t offset, uint8
 static int read_object(struct imgstore *s, const char *object, size_t max, char **text, size_t *len,
 		       struct verr *err)
 {
-	char path[PATH_MAX];
+	char path[100];
 
-	obj_path(s, object, path, sizeof(path));
-	return read_file(path, text, len, max, err);
+	obj_rel(object, path, sizeof(path));
+	return image_read_at(s->dfd, path, max, text, len, err);
 }
 
 /* ---------------------------------------------------------------- refs */
@@ -315,12 +359,12 @@ static int ref_read(struct imgstore *s, const char *name, struct imgstore_ref *r
 	const char *id, *fmt, *rel;
 
 	memset(r, 0, sizeof(*r));
-	ref_path(s, name, path, sizeof(path));
-	if (access(path, F_OK) < 0)
+	snprintf(path, sizeof(path), "%s.json", name);
+	if (faccessat(s->rfd, path, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
 		return verr_set(err, "no image named '%s' in the cluster's image store (root pushes one: vhpc image push %s)",
 				name, name);
-	if (read_file(path, &text, NULL, 1 << 16, err) < 0)
-		return -1;
+	if (image_read_at(s->rfd, path, 1 << 16, &text, NULL, err) < 0)
+		return verr_wrap(err, "%s/refs", s->dir);
 	o = json_tokener_parse(text);
 	free(text);
 	id = o ? jstr(o, "id") : NULL;
@@ -369,8 +413,8 @@ static int ref_write(struct imgstore *s, const struct imgstore_ref *r, struct ve
 		json_object_array_add(a, json_object_new_string(r->prev[i]));
 	json_object_object_add(o, "previous", a);
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY);
-	ref_path(s, r->name, path, sizeof(path));
-	rc = write_file_atomic(path, text, strlen(text), 0600, err);
+	snprintf(path, sizeof(path), "%s.json", r->name);
+	rc = image_write_at(s->rfd, path, text, strlen(text), 0600, true, err);
 	json_object_put(o);
 	return rc;
 }
@@ -380,7 +424,7 @@ static int ref_write(struct imgstore *s, const struct imgstore_ref *r, struct ve
 static int describe(struct imgstore *s, const char *id, struct imgstore_ref *r, struct verr *err)
 {
 	struct image_mf m;
-	char *text, path[PATH_MAX];
+	char *text;
 	size_t len;
 	struct stat st;
 	struct pending *p;
@@ -411,8 +455,7 @@ static int describe(struct imgstore *s, const char *id, struct imgstore_ref *r, 
 			continue;
 		if ((p = pend_find(s, e->sha)))
 			p->until = 0;
-		obj_path(s, e->sha, path, sizeof(path));
-		if (stat(path, &st) < 0 || (uint64_t)st.st_size != e->size) {
+		if (obj_stat(s, e->sha, &st) < 0 || (uint64_t)st.st_size != e->size) {
 			verr_set(err, "image %.12s: %s (object %.12s) is not in the store whole; push again", id, e->path, e->sha);
 			goto out;
 		}
@@ -453,16 +496,9 @@ int imgstore_tag(struct imgstore *s, const char *name, const char *id, uid_t uid
 		goto out;
 	/* Every object on disk before a name points at them: one sync for
 	 * the whole push rather than one per object. */
-	{
-		int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-		if (dfd < 0 || syncfs(dfd) < 0) {
-			verr_errno(err, "syncing the image store %s", s->dir);
-			if (dfd >= 0)
-				close(dfd);
-			goto out;
-		}
-		close(dfd);
+	if (syncfs(s->dfd) < 0) {
+		verr_errno(err, "syncing the image store %s", s->dir);
+		goto out;
 	}
 	snprintf(r.name, sizeof(r.name), "%s", name);
 	snprintf(r.id, sizeof(r.id), "%s", id);
@@ -476,7 +512,9 @@ int imgstore_tag(struct imgstore *s, const char *name, const char *id, uid_t uid
 			if (strcmp(old.prev[i], id))
 				snprintf(r.prev[r.nprev++], 65, "%s", old.prev[i]);
 	}
-	if (ref_write(s, &r, err) < 0)
+	/* An image from now on, then named: a ref never names an id that is
+	 * not recorded as an image. */
+	if (imgstore_rec_add(s->tfd, id, name, r.kvm, err) < 0 || ref_write(s, &r, err) < 0)
 		goto out;
 	if (out)
 		*out = r;
@@ -498,14 +536,66 @@ int imgstore_lookup(struct imgstore *s, const char *name, struct imgstore_ref *o
 	return rc;
 }
 
-bool imgstore_has_image(struct imgstore *s, const char *id)
+int imgstore_image(struct imgstore *s, const char *id, const char *name, struct imgstore_image *out,
+		   struct verr *err)
 {
-	char path[PATH_MAX];
+	struct imgstore_rec r;
+	int rc = -1, got;
+
+	memset(out, 0, sizeof(*out));
+	if (!image_id_ok(id))
+		return verr_set(err, "image_id '%.80s' is not an image id (64 lowercase hex digits)", id);
+	pthread_mutex_lock(&s->mu);
+	/* The same words whether or not some file has that sha256: they tell
+	 * nobody what the store holds. */
+	if ((got = imgstore_rec_read(s->tfd, id, &r, err)) == 1)
+		verr_set(err, "image_id %s: the cluster's image store holds no image with this id "
+			 "(images are what root pushed; vhpc image list shows them)", id);
+	else if (got == 0 && !r.n)
+		verr_set(err, "image_id %s: image %s was removed from the cluster's image store (vhpc image rm): "
+			 "the jobs queued before keep it, no new one may name it", id, r.was);
+	else if (got == 0 && name && !imgstore_rec_has(&r, name))
+		verr_set(err, "image_id %s is not image %s (it is %s)", id, name, r.names[0]);
+	else if (got == 0 && !obj_there(s, id))
+		verr_set(err, "image_id %s: this version of image %s is no longer in the cluster's image store "
+			 "(no job held it when the store was collected)", id, r.names[0]);
+	else if (got == 0) {
+		snprintf(out->name, sizeof(out->name), "%s", name ? name : r.names[0]);
+		out->kvm = r.kvm;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+bool imgstore_is_image(struct imgstore *s, const char *id)
+{
+	struct imgstore_rec r;
+	struct verr e;
+	bool yes;
 
 	if (!image_id_ok(id))
 		return false;
-	obj_path(s, id, path, sizeof(path));
-	return access(path, F_OK) == 0;
+	pthread_mutex_lock(&s->mu);
+	yes = imgstore_rec_read(s->tfd, id, &r, &e) == 0 && obj_there(s, id);
+	pthread_mutex_unlock(&s->mu);
+	return yes;
+}
+
+/* Takes a name out of the records that list it. */
+static int drop_name(const char *id, struct imgstore_rec *r, void *arg)
+{
+	const char *name = arg;
+	int k = 0;
+
+	(void)id;
+	if (!imgstore_rec_has(r, name))
+		return 0;
+	for (int i = 0; i < r->n; i++)
+		if (strcmp(r->names[i], name))
+			memcpy(r->names[k++], r->names[i], 65);
+	r->n = k;
+	return 1;
 }
 
 int imgstore_untag(struct imgstore *s, const char *name, char id[65], struct verr *err)
@@ -519,9 +609,14 @@ int imgstore_untag(struct imgstore *s, const char *name, char id[65], struct ver
 	pthread_mutex_lock(&s->mu);
 	if (ref_read(s, name, &r, err) < 0)
 		goto out;
-	ref_path(s, name, path, sizeof(path));
-	if (unlink(path) < 0) {
-		verr_errno(err, "cannot remove %s", path);
+	/* Every id the name had stops being one a job may name, then the
+	 * name goes: a failure between leaves the name, and a restart
+	 * (reconcile) puts its id back. */
+	if (imgstore_rec_each(s->tfd, drop_name, (void *)name, err) < 0)
+		goto out;
+	snprintf(path, sizeof(path), "%s.json", name);
+	if (unlinkat(s->rfd, path, 0) < 0) {
+		verr_errno(err, "cannot remove %s/refs/%s", s->dir, path);
 		goto out;
 	}
 	snprintf(id, 65, "%s", r.id);
@@ -529,6 +624,20 @@ int imgstore_untag(struct imgstore *s, const char *name, char id[65], struct ver
 out:
 	pthread_mutex_unlock(&s->mu);
 	return rc;
+}
+
+/* A folder below dirfd, to list. */
+static DIR *dir_at(int dirfd, const char *rel)
+{
+	int fd = strcmp(rel, ".") ? image_openat(dirfd, rel, O_RDONLY | O_DIRECTORY, 0, NULL)
+		: openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	if (!(d = fdopendir(fd)))
+		close(fd);
+	return d;
 }
 
 static int by_name(const void *a, const void *b)
@@ -540,16 +649,14 @@ static int by_name(const void *a, const void *b)
  * collection must not lose the image it names); else it is left out. */
 static int refs_locked(struct imgstore *s, struct imgstore_ref **out, size_t *n, bool strict, struct verr *err)
 {
-	char path[PATH_MAX];
 	struct imgstore_ref *v = NULL;
 	size_t cnt = 0, cap = 0;
-	DIR *d;
+	DIR *d = dir_at(s->rfd, ".");
 
 	*out = NULL;
 	*n = 0;
-	snprintf(path, sizeof(path), "%s/refs", s->dir);
-	if (!(d = opendir(path)))
-		return verr_errno(err, "cannot list %s", path);
+	if (!d)
+		return verr_errno(err, "cannot list %s/refs", s->dir);
 	for (struct dirent *e; (e = readdir(d));) {
 		char name[70];
 		size_t l = strlen(e->d_name);
@@ -596,6 +703,78 @@ int imgstore_refs(struct imgstore *s, struct imgstore_ref **out, size_t *n, stru
 	return rc;
 }
 
+/* ------------------------------------------------ the record of images */
+
+struct named {
+	const struct imgstore_ref *refs;
+	size_t n;
+};
+
+/* A record keeps the names that still have a ref. */
+static int keep_named(const char *id, struct imgstore_rec *r, void *arg)
+{
+	const struct named *c = arg;
+	int k = 0;
+
+	(void)id;
+	for (int i = 0; i < r->n; i++)
+		for (size_t j = 0; j < c->n; j++)
+			if (!strcmp(c->refs[j].name, r->names[i])) {
+				memcpy(r->names[k++], r->names[i], 65);
+				break;
+			}
+	if (k == r->n)
+		return 0;
+	r->n = k;
+	return 1;
+}
+
+/* The record of images agrees with the names after a crash between the
+ * two (a tag writes the record first, a removal changes it first): every
+ * name's id is an image of that name, and a name without a ref tags
+ * nothing.  A store from before the record (fresh) gets one: the ids its
+ * names have and had, those whose manifest is still here. */
+static void reconcile(struct imgstore *s, bool fresh)
+{
+	struct imgstore_ref *refs;
+	struct imgstore_rec r;
+	struct named c;
+	size_t n;
+	struct verr e;
+	long added = 0;
+
+	if (refs_locked(s, &refs, &n, false, &e) < 0) {
+		log_warn("image store: %s; its record of images is as it was", e.msg);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int got = imgstore_rec_read(s->tfd, refs[i].id, &r, &e);
+
+		if (got < 0 || ((got == 1 || !imgstore_rec_has(&r, refs[i].name)) &&
+				imgstore_rec_add(s->tfd, refs[i].id, refs[i].name, refs[i].kvm, &e) < 0))
+			log_warn("image store: %s", e.msg);
+		else
+			added += got == 1;
+		for (int k = 0; fresh && k < refs[i].nprev; k++) {
+			struct imgstore_ref old;
+
+			if (!obj_there(s, refs[i].prev[k]) || describe(s, refs[i].prev[k], &old, &e) < 0)
+				continue;
+			if (imgstore_rec_add(s->tfd, refs[i].prev[k], refs[i].name, old.kvm, &e) < 0)
+				log_warn("image store: %s", e.msg);
+			else
+				added++;
+		}
+	}
+	c.refs = refs;
+	c.n = n;
+	if (imgstore_rec_each(s->tfd, keep_named, &c, &e) < 0)
+		log_warn("image store: %s", e.msg);
+	free(refs);
+	if (added)
+		log_info("image store %s: %ld images recorded from their names", s->dir, added);
+}
+
 /* ---------------------------------------------------------- collection */
 
 struct shaset {
@@ -624,21 +803,22 @@ static int cmp65(const void *a, const void *b)
 }
 
 /* The objects an image needs: its manifest and every file.  An id with no
- * object, or whose object is no manifest (a job may name any object),
- * keeps nothing but itself.  A manifest that is there but cannot be read
- * now (EMFILE, EIO, ENOMEM) is an error: guessing "nothing" would remove
- * the files of a named or running image. */
+ * object, or whose object is no manifest (a job queued before the store
+ * kept its record of images could name any object), keeps nothing but
+ * itself.  A manifest that is there but cannot be read now (EMFILE, EIO,
+ * ENOMEM) is an error: guessing "nothing" would remove the files of a
+ * named or running image. */
 static int live_objects(struct imgstore *s, const char *id, struct shaset *set, struct verr *err)
 {
 	struct image_mf m;
 	struct verr e;
-	char *text, path[PATH_MAX];
+	struct stat st;
+	char *text;
 	size_t len;
 
 	if (set_add(set, id) < 0)
 		return verr_set(err, "out of memory");
-	obj_path(s, id, path, sizeof(path));
-	if (access(path, F_OK) < 0 && errno == ENOENT)
+	if (obj_stat(s, id, &st) < 0 && errno == ENOENT)
 		return 0;
 	if (read_object(s, id, IMAGE_MF_TEXT_MAX, &text, &len, err) < 0)
 		return verr_wrap(err, "image %.12s", id);
@@ -664,22 +844,21 @@ static void sweep_dir(struct imgstore *s, const char *dir, const struct shaset *
 		      long *removed, uint64_t *freed, bool parts)
 {
 	time_t now = time(NULL);
-
-	DIR *d = opendir(dir);
+	DIR *d = dir_at(s->dfd, dir);
 
 	if (!d)
 		return;
 	for (struct dirent *e; (e = readdir(d));) {
-		char path[PATH_MAX], sha[65];
+		char sha[65];
 		struct stat st;
 
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(sha, sizeof(sha), "%.64s", e->d_name);
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) || (parts && st.st_mtime >= before))
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+		    (parts && st.st_mtime >= before))
 			continue;
-		if (!parts && image_id_ok(e->d_name) && bsearch(sha, live->v, live->n, sizeof(*live->v), cmp65))
+		if (!parts && image_id_ok(e->d_name) && live->n && bsearch(sha, live->v, live->n, sizeof(*live->v), cmp65))
 			continue;
 		{
 			const struct pending *p = pend_find(s, sha);
@@ -687,12 +866,22 @@ static void sweep_dir(struct imgstore *s, const char *dir, const struct shaset *
 			if (p && p->until > now)
 				continue;
 		}
-		if (unlink(path) == 0) {
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0) {
 			(*removed)++;
 			*freed += (uint64_t)st.st_size;
 		}
 	}
 	closedir(d);
+}
+
+/* A record whose manifest went in the collection (an earlier version no
+ * job held) names no image any more. */
+static int drop_collected(const char *id, struct imgstore_rec *r, void *arg)
+{
+	struct stat st;
+
+	(void)r;
+	return obj_stat(arg, id, &st) == 0 || errno != ENOENT ? 0 : 2;
 }
 
 int imgstore_gc(struct imgstore *s, const char *const *held, int nheld, long *removed, uint64_t *freed,
@@ -715,16 +904,16 @@ int imgstore_gc(struct imgstore *s, const char *const *held, int nheld, long *re
 	for (int i = 0; i < nheld; i++)
 		if (image_id_ok(held[i]) && live_objects(s, held[i], &live, err) < 0)
 			goto done;
-	qsort(live.v, live.n, sizeof(*live.v), cmp65);
+	if (live.n)
+		qsort(live.v, live.n, sizeof(*live.v), cmp65);
 	for (int hi = 0; hi < 256; hi++) {
-		snprintf(path, sizeof(path), "%s/objects/%02x", s->dir, hi);
+		snprintf(path, sizeof(path), "objects/%02x", hi);
 		sweep_dir(s, path, &live, 0, removed, freed, false);
-		rmdir(path);
+		unlinkat(s->dfd, path, AT_REMOVEDIR);
 	}
 	/* Uploads nobody finished in a day. */
-	snprintf(path, sizeof(path), "%s/tmp", s->dir);
-	sweep_dir(s, path, &live, time(NULL) - 86400, removed, freed, true);
-	rc = 0;
+	sweep_dir(s, "tmp", &live, time(NULL) - 86400, removed, freed, true);
+	rc = imgstore_rec_each(s->tfd, drop_collected, s, err);
 done:
 	free(refs);
 out:
@@ -743,15 +932,14 @@ void imgstore_usage(struct imgstore *s, uint64_t *bytes, long *objects)
 	for (int hi = 0; hi < 256; hi++) {
 		DIR *d;
 
-		snprintf(path, sizeof(path), "%s/objects/%02x", s->dir, hi);
-		if (!(d = opendir(path)))
+		snprintf(path, sizeof(path), "objects/%02x", hi);
+		if (!(d = dir_at(s->dfd, path)))
 			continue;
 		for (struct dirent *e; (e = readdir(d));) {
-			char p2[PATH_MAX + 80];
 			struct stat st;
 
-			snprintf(p2, sizeof(p2), "%s/%s", path, e->d_name);
-			if (e->d_name[0] != '.' && stat(p2, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (e->d_name[0] != '.' && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(st.st_mode)) {
 				*bytes += (uint64_t)st.st_size;
 				(*objects)++;
 			}

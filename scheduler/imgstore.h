@@ -1,10 +1,11 @@
 /*
  * The cluster's image store, kept by vhpc-ctld in <state>/images: every
  * file of every pushed image once, by its sha256 (objects/<2 hex>/<sha>;
- * an image's manifest is the object named by the image's id), and names
- * (refs/<name>.json) pointing at ids.  Uploads are checked against their
- * sha256 before they become objects.  Thread-safe; no other vhpc-ctld
- * state is touched here, so it is unit-tested on its own.
+ * an image's manifest is the object named by the image's id), names
+ * (refs/<name>.json) pointing at ids, and the record of which ids are
+ * images (tagged/<id>.json).  Uploads are checked against their sha256
+ * before they become objects.  Thread-safe; no other vhpc-ctld state is
+ * touched here, so it is unit-tested on its own.
  */
 #ifndef VHPC_SCHED_IMGSTORE_H
 #define VHPC_SCHED_IMGSTORE_H
@@ -54,9 +55,27 @@ int imgstore_tag(struct imgstore *s, const char *name, const char *id, uid_t uid
 		 struct imgstore_ref *out, struct verr *err);
 /* The ref of a name; -1 with "no image named" when there is none. */
 int imgstore_lookup(struct imgstore *s, const char *name, struct imgstore_ref *out, struct verr *err);
-/* Whether the image id is whole in the store (its manifest is). */
-bool imgstore_has_image(struct imgstore *s, const char *id);
-/* Removes a name; *id gets what it named. */
+/*
+ * Which ids are images: every object is named by its sha256, a file of an
+ * image as its manifest is, so the store keeps a record (tagged/) of the
+ * ids root tagged, with the names that tag them.  An id is an image from
+ * its first tag until every name it had is removed (imgstore_untag), or
+ * until a collection takes its manifest (an earlier version no job held).
+ */
+struct imgstore_image {
+	char name[65];            /* the name the job runs it as */
+	bool kvm;
+};
+/* Whether a new job may name image id: an image, not removed, its
+ * manifest here; name (or NULL) must be one of its names.  The error
+ * names the id and why not. */
+int imgstore_image(struct imgstore *s, const char *id, const char *name, struct imgstore_image *out,
+		   struct verr *err);
+/* Whether id is an image of the store's, removed or not (jobs that held
+ * it keep it), whose manifest is here: what a node may pull as one. */
+bool imgstore_is_image(struct imgstore *s, const char *id);
+/* Removes a name, and with it every id it named from those a new job may
+ * name (queued jobs keep theirs); *id gets what it named. */
 int imgstore_untag(struct imgstore *s, const char *name, char id[65], struct verr *err);
 /* Every ref, by name; *out malloc'd. */
 int imgstore_refs(struct imgstore *s, struct imgstore_ref **out, size_t *n, struct verr *err);

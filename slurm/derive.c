@@ -2,22 +2,19 @@
  * What every node of a Slurm job must agree on without talking to the
  * others: the job network's VXLAN id and the job's guest channel key, both
  * from the job id and the site's secret (a file the admin gives every
- * node, as munge's key).  HMAC-SHA256 (libsodium): the key of one job
- * tells nothing about another's, and without the secret nobody predicts
- * either.
+ * node, as munge's key).  HMAC-SHA256 (libsodium): the key or VNI of one
+ * job tells nothing about another's, and without the secret nobody
+ * predicts either.
  */
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/secret.h"
 #include "slurm/holder.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static void mac(const uint8_t *secret, size_t slen, const char *what, uint32_t job, uint8_t out[32])
 {
@@ -40,36 +37,53 @@ void vs_job_key(const uint8_t *secret, size_t slen, uint32_t job, uint8_t key[CH
 	sodium_memzero(m, sizeof(m));
 }
 
+/* One round of the permutation below: 12 bits from the secret, the round
+ * and the other half. */
+static uint32_t vni_round(const uint8_t *secret, size_t slen, int round, uint32_t half)
+{
+	char what[16];
+	uint8_t m[32];
+	uint32_t f;
+
+	snprintf(what, sizeof(what), "vni round %d", round);
+	mac(secret, slen, what, half, m);
+	f = ((uint32_t)m[0] << 8 | m[1]) & 0xfff;
+	sodium_memzero(m, sizeof(m));
+	return f;
+}
+
+/* A keyed permutation of 24-bit numbers: a balanced Feistel network of 8
+ * rounds (the construction of NIST's FF1, on 12-bit halves) whose round
+ * function is HMAC-SHA256 under the site secret. */
+static uint32_t vni_permute(const uint8_t *secret, size_t slen, uint32_t x)
+{
+	uint32_t l = x >> 12, r = x & 0xfff;
+
+	for (int i = 0; i < 8; i++) {
+		uint32_t t = l ^ vni_round(secret, slen, i, r);
+
+		l = r;
+		r = t;
+	}
+	return l << 12 | r;
+}
+
 uint32_t vs_job_vni(const uint8_t *secret, size_t slen, uint32_t job)
 {
-	uint8_t m[32];
-	uint32_t off;
+	/* The job id (1..2^24-1 after the modulo) through a keyed permutation:
+	 * distinct ids among the next 2^24 - 1 never share a VNI, and without
+	 * the secret one job's VNI tells nothing of another's (an offset, as
+	 * before, gave every VNI away with one).  0 is no VNI: walking the
+	 * permutation's cycle on past it keeps the map one-to-one. */
+	uint32_t v = job % VHPC_VNI_MAX + 1;
 
-	/* An offset rather than a hash of the id: consecutive jobs, which are
-	 * the ones that run at the same time, never share a VNI until 2^24 - 1
-	 * job ids later; the secret only moves where the count starts. */
-	mac(secret, slen, "vni", 0, m);
-	off = (uint32_t)m[0] << 16 | (uint32_t)m[1] << 8 | m[2];
-	return (uint32_t)(((uint64_t)job + off) % VHPC_VNI_MAX) + 1;
+	do
+		v = vni_permute(secret, slen, v);
+	while (v == 0);
+	return v;
 }
 
 int vs_secret_load(const char *path, uint8_t *buf, size_t max, size_t *len, struct verr *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
-	ssize_t r;
-
-	if (fd < 0)
-		return verr_errno(err, "the site secret %s", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-		close(fd);
-		return verr_set(err, "the site secret %s must be a file of root's that only root reads (mode 0600)", path);
-	}
-	r = read(fd, buf, max);
-	close(fd);
-	if (r < 16)
-		return verr_set(err, "the site secret %s holds %zd bytes: at least 16 expected (e.g. head -c 64 /dev/urandom)",
-				path, r < 0 ? (ssize_t)0 : r);
-	*len = (size_t)r;
-	return 0;
+	return secret_load(path, buf, max, len, err);
 }

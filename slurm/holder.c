@@ -5,7 +5,8 @@
  *   vhpc-slurmjob hold JOB --cores LIST [--secret FILE] [--peers FILE] [--cpus FILE]
  *       from the job's extern step (root): starts the job's guests on this
  *       node through the node agent's lifecycle, publishes them in
- *       <run dir>/slurm/JOB.state and holds their job dir (its lock says
+ *       <run dir>/slurm/JOB.state (root's) and JOB.user (the job's user's,
+ *       for `vhpc mpirun`) and holds their job dir (its lock says
  *       the job is alive) until the extern step, which lives as long as
  *       the job here, has gone, or SIGTERM (the job epilog); then removes
  *       everything.  It leaves the extern step's processes and cgroups
@@ -97,17 +98,24 @@ static int job_ended(void *arg, struct verr *err)
 
 struct hold {
 	uint32_t id;
-	char state[PATH_MAX];
+	char state[PATH_MAX], user[PATH_MAX];
+	unsigned owner[2];         /* the job's uid and gid, once the opts said */
+	bool have_owner;
 	struct vs_state st;
 };
 
+/* Root's copy for the plugin and the epilog, the user's for their own
+ * `vhpc mpirun`: no other user reads either (the folder is passable by
+ * all, and the state names the guests' sockets, key and environment). */
 static void publish(struct hold *h)
 {
-	char *text = vs_state_text(&h->st);
-	struct verr e;
+	char *text = vs_state_text(&h->st), why[600];
 
-	if (!text || write_file_atomic(h->state, text, strlen(text), 0644, &e) < 0)
-		log_err("job %u: cannot write %s: %s", h->id, h->state, text ? e.msg : "out of memory");
+	if (!text)
+		log_err("job %u: cannot write %s: out of memory", h->id, h->state);
+	else if (vs_file_write(h->state, text, NULL, why, sizeof(why)) < 0 ||
+		 (h->have_owner && vs_file_write(h->user, text, h->owner, why, sizeof(why)) < 0))
+		log_err("job %u: cannot publish its state: %s", h->id, why);
 	free(text);
 }
 
@@ -228,11 +236,12 @@ static int hold(uint32_t id, const char *cores, const struct vs_site *site)
 	char dir[PATH_MAX], opts[PATH_MAX + 32];
 	struct verr e;
 	bool have_nj = false;
-	int removed = 0, rc = 1;
+	int removed = 0, rc = 1, loaded;
 	double t0 = now_s();
 
 	slurm_dir(dir, sizeof(dir));
 	snprintf(h.state, sizeof(h.state), "%s/%u.state", dir, id);
+	snprintf(h.user, sizeof(h.user), "%s/%u.user", dir, id);
 	snprintf(opts, sizeof(opts), "%s/%u.opts", dir, id);
 	h.st.holder = getpid();
 	publish(&h);
@@ -240,7 +249,13 @@ static int hold(uint32_t id, const char *cores, const struct vs_site *site)
 		log_warn("sweeping what dead jobs left: %s", e.msg);
 	else if (removed)
 		log_info("removed %d resources that dead jobs left behind", removed);
-	if (vs_job_load(&vj, id, opts, cores, site, &e) < 0) {
+	loaded = vs_job_load(&vj, id, opts, cores, site, &e);
+	if (vj.have_ids) {
+		h.owner[0] = (unsigned)vj.uid;
+		h.owner[1] = (unsigned)vj.gid;
+		h.have_owner = true;
+	}
+	if (loaded < 0) {
 		log_err("job %u: %s", id, e.msg);
 		fail_state(&h, e.msg);
 		vs_job_free(&vj);
@@ -271,8 +286,10 @@ out:
 		log_info("job %u (%s): everything removed", id, vj.local);
 	/* A failed job's state stays for its steps to report; the epilog
 	 * removes it. */
-	if (rc == 0)
+	if (rc == 0) {
 		unlink(h.state);
+		unlink(h.user);
+	}
 	vs_job_free(&vj);
 	return rc;
 }
@@ -294,15 +311,28 @@ static void sweep_states(void)
 		struct vs_state *st;
 		size_t n = strlen(de->d_name);
 
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (n > 5 && !strcmp(de->d_name + n - 5, ".user")) {
+			/* A user's copy whose state is gone already. */
+			snprintf(path + strlen(path) - 5, 8, ".state");
+			if (access(path, F_OK) < 0 && errno == ENOENT) {
+				snprintf(path + strlen(path) - 6, 8, ".user");
+				unlink(path);
+			}
+			continue;
+		}
 		if (n < 7 || strcmp(de->d_name + n - 6, ".state"))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (!(st = malloc(sizeof(*st))))
 			break;
 		if (vs_state_load(path, st, why, sizeof(why)) < 0 ||
 		    ((!st->holder || kill(st->holder, 0) < 0) && (!st->job[0] || !na_jobdir_alive(st->job)))) {
 			if (unlink(path) == 0)
 				log_info("sweep: removed %s (its holder is gone)", path);
+			/* The user's copy goes with it (never read here: the
+			 * user can write it). */
+			snprintf(path + strlen(path) - 6, 8, ".user");
+			unlink(path);
 		}
 		free(st);
 	}
@@ -356,7 +386,7 @@ static void log_to(const char *name)
 	if (mkdir_p(path, 0711, &e) < 0)
 		return;
 	snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);
-	if ((fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) < 0)
+	if ((fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
 		return;
 	dup2(fd, STDERR_FILENO);
 	close(fd);

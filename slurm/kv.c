@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,42 @@ int vs_file_read(const char *path, char **text, size_t *n, char *why, size_t wle
 	buf[len] = 0;
 	*text = buf;
 	*n = len;
+	return 0;
+}
+
+int vs_file_write(const char *path, const char *text, const unsigned owner[2], char *why, size_t wlen)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(text), done = 0;
+	int fd, e;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return vs_fail(why, wlen, "%s: path too long", path);
+	/* A leftover of a writer killed mid-way; the folder is root's. */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return vs_fail(why, wlen, "%s: %s", tmp, strerror(errno));
+	while (done < len) {
+		ssize_t w = write(fd, text + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	e = done < len ? (errno ? errno : EIO) : 0;
+	if (!e && owner && fchown(fd, (uid_t)owner[0], (gid_t)owner[1]) < 0)
+		e = errno;
+	if (close(fd) < 0 && !e)
+		e = errno;
+	if (!e && rename(tmp, path) < 0)
+		e = errno;
+	if (e) {
+		unlink(tmp);
+		return vs_fail(why, wlen, "%s: %s", path, strerror(e));
+	}
 	return 0;
 }
 

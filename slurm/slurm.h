@@ -56,8 +56,12 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len);
  *   <job>.opts   written by the job prolog: the options and the job as
  *                the prolog saw it (vhpc-slurmjob checks every value);
  *   <job>.state  written by vhpc-slurmjob: preparing, ready with the
- *                guests, or failed with the reason; readable by all, so
- *                the job's own `vhpc mpirun` finds guest 0.
+ *                guests, or failed with the reason; root's, mode 0600
+ *                (the plugin, the epilog);
+ *   <job>.user   the same, the job's user's, mode 0600: their own
+ *                `vhpc mpirun` finds guest 0 there, and no one else reads
+ *                it.  Root never reads this one, since its owner can
+ *                change it.
  * Both are "KEY VALUE" lines after a first line naming the format.
  */
 #define VS_OPTS_MAGIC  "vhpc-slurm-opts 1"
@@ -81,6 +85,11 @@ int vs_kv_parse(const char *text, size_t len, const char *magic, struct vs_kvfil
 /* A small file (at most 1 MiB, not a link) into a NUL-terminated malloc'd
  * buffer. */
 int vs_file_read(const char *path, char **text, size_t *n, char *why, size_t wlen);
+/* Replaces path with text, mode 0600, all at once (a file beside it,
+ * created O_EXCL|O_NOFOLLOW, then renamed over it): root's, or owner's
+ * when owner is not NULL ({uid, gid}).  Called as root in root's folder
+ * <run dir>/slurm, which others may pass through but not list or write. */
+int vs_file_write(const char *path, const char *text, const unsigned owner[2], char *why, size_t wlen);
 int vs_kv_load(const char *path, const char *magic, struct vs_kvfile *out, char *why, size_t wlen);
 const char *vs_kv_get(const struct vs_kvfile *f, const char *key);
 void vs_kv_free(struct vs_kvfile *f);

@@ -406,11 +406,13 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 		char o[PATH_MAX + 32];
 
 		/* The batch script stays on the node; `vhpc mpirun` in it finds
-		 * the guests through this (the state file may not be there yet:
-		 * the holder writes it once it has read the opts). */
+		 * the guests through the user's copy of the state (not there yet
+		 * maybe: the holder writes it once it has read the opts). */
 		file_of(o, sizeof(o), job, "opts");
-		if (access(path, F_OK) == 0 || access(o, F_OK) == 0)
+		if (access(path, F_OK) == 0 || access(o, F_OK) == 0) {
+			file_of(path, sizeof(path), job, "user");
 			spank_setenv(sp, "VHPC_SLURM_STATE", path, 1);
+		}
 		return 0;
 	}
 	if (step == STEP_INTERACT)
@@ -637,11 +639,11 @@ static void sweep(void)
 
 static int write_opts(uint32_t job, const char *words)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 40], text[8192];
+	char path[PATH_MAX + 32], text[8192], why[PATH_MAX + 200];
 	const char *uid = getenv("SLURM_JOB_UID"), *gid = getenv("SLURM_JOB_GID");
 	const char *node = getenv("SLURMD_NODENAME"), *nodes = getenv("SLURM_NODELIST");
 	const char *wd = getenv("SLURM_JOB_WORK_DIR"), *cpn = getenv("SLURM_JOB_CPUS_PER_NODE");
-	int fd, n;
+	int n;
 
 	if (!uid || !gid || !node || !nodes || !cpn) {
 		slurm_error("vhpc: job %u: the prolog's environment lacks SLURM_JOB_UID, SLURM_JOB_GID, "
@@ -670,12 +672,8 @@ static int write_opts(uint32_t job, const char *words)
 		return -1;
 	}
 	file_of(path, sizeof(path), job, "opts");
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0 || write(fd, text, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0) {
-		slurm_error("vhpc: writing %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			unlink(tmp);
+	if (vs_file_write(path, text, NULL, why, sizeof(why)) < 0) {
+		slurm_error("vhpc: writing %s", why);
 		return -1;
 	}
 	return 0;
@@ -723,6 +721,8 @@ static void stop_holder(uint32_t job)
 	}
 out:
 	free(s);
+	unlink(path);
+	file_of(path, sizeof(path), job, "user");
 	unlink(path);
 	file_of(path, sizeof(path), job, "opts");
 	unlink(path);

@@ -53,6 +53,7 @@ static int opts_fields(struct vs_job *j, const char *path, struct verr *err)
 		goto out;
 	}
 	j->gid = (gid_t)n;
+	j->have_ids = true;
 	if (!(v = vs_kv_get(&f, "node")) || !ident_ok(v, sizeof(j->node) - 1)) {
 		verr_set(err, "%s: node", path);
 		goto out;

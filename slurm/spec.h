@@ -20,6 +20,7 @@ struct vs_job {
 	struct vs_opts o;
 	uid_t uid;
 	gid_t gid;
+	bool have_ids;             /* uid and gid were read (even if the rest failed) */
 	char node[64];             /* this node's Slurm name */
 	char **names;              /* the job's nodes, Slurm's order */
 	int nnodes, node_index;

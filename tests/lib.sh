@@ -82,10 +82,26 @@ remove_user() {
 # poll_pause [SECONDS]: the pause between two looks of a polling loop
 # (default 0.1 s).  In the virtualization lab every process a look starts
 # is emulated by TCG in L1, and the CPU it takes is the L2 guests' that the
-# loop waits for: there the pause is 1 s.  The loops still count looks,
-# not seconds, so in the lab a limit such as wait_state's SECONDS stretches
-# to ten times or more (the test's own "# timeout:" still bounds it).
+# loop waits for: there the pause is 1 s.  Loops that wait for a state
+# go through poll_until, which counts time, not looks.
 poll_pause() { if [ -n "${VHPC_IN_LAB-}" ]; then sleep 1; else sleep "${1:-0.1}"; fi; }
+# poll_until SECONDS CMD...: CMD until it succeeds (0) or SECONDS of wall
+# time are over (1), poll_pause between looks.  Loops count time, not
+# looks: a look's pause is ten times longer in the lab, and a count of
+# looks made a 40 s wait there one of 400 s.  In the lab SECONDS is
+# multiplied by VHPC_LAB_TIME_SCALE (default 4): what takes a second on a
+# host takes several under TCG.
+poll_until() {
+	local secs=$1 end
+	shift
+	[ -n "${VHPC_IN_LAB-}" ] && secs=$((secs * ${VHPC_LAB_TIME_SCALE:-4}))
+	end=$((SECONDS + secs))
+	while :; do
+		"$@" && return 0
+		[ "$SECONDS" -ge "$end" ] && return 1
+		poll_pause
+	done
+}
 need_root() { [ "$(id -u)" = 0 ] || skip_all "needs root (network namespaces, cgroups)"; }
 
 # lab_check FILE...: inside the virtualization lab, a guest that crashed in

@@ -58,6 +58,8 @@ struct vprep {
 	int nranks_total;
 	int npeers;
 	uint32_t *peers;
+	uint32_t *guest_nodes;     /* [ntotal] each guest's node (underlay), or NULL */
+	struct cluster_wg wg;      /* underlay encryption: key NULL = none */
 	char key_hex[2 * CHAN_KEY_LEN + 1];
 	int64_t timeout;
 	struct bind_list binds;    /* host paths in the guests */

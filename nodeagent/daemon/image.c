@@ -1,8 +1,9 @@
 /*
  * vhpcd's image cache: a job names its image by the id vhpc-ctld resolved
  * at submit, and this node pulls what it lacks from the controller's store
- * (image_get over the munge channel), checks every file against the
- * manifest (images/pull.c), and keeps it in --image-cache, least recently
+ * (image_get over the munge channel; the manifest asked for as an image's,
+ * which the store gives only for an image it was pushed), checks every file
+ * against the manifest (images/pull.c), and keeps it in --image-cache, least recently
  * used images going first when --image-cache-size would be passed, never
  * one a job here holds (and so never one still mounted for a job).
  *
@@ -74,8 +75,8 @@ static int held(char (**ids)[65], const char ***ptrs)
 	return n;
 }
 
-static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset, struct image_chunk **chunks,
-		 int *nchunks, struct verr *err)
+static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset, bool manifest,
+		 struct image_chunk **chunks, int *nchunks, struct verr *err)
 {
 	struct json_object *req = json_object_new_object(), *rep = NULL;
 	const char *e;
@@ -85,6 +86,9 @@ static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset,
 	json_object_object_add(req, "type", json_object_new_string("image_get"));
 	json_object_object_add(req, "objects", imgwire_sha_array(objs, nobjs));
 	json_object_object_add(req, "offset", json_object_new_int64((int64_t)offset));
+	/* The store's word that it is an image, not a file with that sha256. */
+	if (manifest)
+		json_object_object_add(req, "manifest", json_object_new_boolean(true));
 	rc = vd_call(req, &rep, 60000, err);
 	json_object_put(req);
 	if (rc < 0)

@@ -101,6 +101,8 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->underlay = vd.underlay;
 	s->peers = j->p.peers;
 	s->npeers = j->p.npeers;
+	s->guest_node = j->p.guest_nodes;
+	s->wg = j->p.wg.key ? &j->p.wg : NULL;
 	s->ready_timeout_s = READY_TIMEOUT_S;
 	s->job_timeout_s = j->p.timeout;
 	s->cancelled = stop_requested;

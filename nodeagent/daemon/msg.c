@@ -25,6 +25,8 @@ void vprep_free(struct vprep *p)
 	free(p->here);
 	free(p->ranks);
 	free(p->peers);
+	free(p->guest_nodes);
+	free(p->wg.key);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -99,16 +101,75 @@ static int parse_binds(struct json_object *o, struct bind_list *l, struct verr *
 	return 0;
 }
 
+/* A list of non-zero IPv4 addresses, at most max of them. */
+static int addr_array(struct json_object *o, const char *key, int max, uint32_t **out, int *n, struct verr *err)
+{
+	struct json_object *a;
+
+	if (jf_array(o, key, true, max, &a, err) < 0)
+		return -1;
+	*n = (int)json_object_array_length(a);
+	if (!(*out = calloc(*n ? (size_t)*n : 1, sizeof(uint32_t))))
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < *n; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(e, json_type_string) ||
+		    ipv4_parse(json_object_get_string(e), &(*out)[i]) < 0 || !(*out)[i])
+			return verr_set(err, "\"%s\"[%d]: expected an IPv4 address", key, i);
+	}
+	return 0;
+}
+
+/* Optional (older controllers): where each guest of the job is.  The node
+ * agent checks that they name this node or its peers. */
+static int parse_guest_nodes(struct json_object *o, struct vprep *p, struct verr *err)
+{
+	int n;
+
+	if (!json_object_object_get_ex(o, "guest_nodes", NULL))
+		return 0;
+	if (addr_array(o, "guest_nodes", VD_MAX_JOB_GUESTS, &p->guest_nodes, &n, err) < 0)
+		return -1;
+	if (n != p->ntotal)
+		return verr_set(err, "\"guest_nodes\": %d entries for %d guests", n, p->ntotal);
+	return 0;
+}
+
+/* Optional: the job's VXLAN rides over WireGuard (nodeagent/net/wg.c);
+ * the key is a path on this node, as the cluster file names it. */
+static int parse_wg(struct json_object *o, struct vprep *p, struct verr *err)
+{
+	static const char *const f[] = { "key", "pool", "port", NULL };
+	struct json_object *w;
+	const char *key, *pool;
+	long long port;
+
+	if (!json_object_object_get_ex(o, "underlay_encryption", &w))
+		return 0;
+	if (!json_object_is_type(w, json_type_object) || jf_only(w, "underlay_encryption", f, err) < 0 ||
+	    jf_str(w, "key", true, 255, &key, err) < 0 || jf_str(w, "pool", true, 18, &pool, err) < 0 ||
+	    jf_int(w, "port", true, 1, 65535, &port, err) < 0)
+		return verr_wrap(err, "\"underlay_encryption\"");
+	if (key[0] != '/')
+		return verr_set(err, "\"underlay_encryption\": key '%.60s' is not an absolute path", key);
+	if (ipv4net_parse(pool, false, &p->wg.pool) < 0 || p->wg.pool.prefix < 8 || p->wg.pool.prefix > 24)
+		return verr_set(err, "\"underlay_encryption\": pool '%s' is not a network /8../24", pool);
+	p->wg.port = port;
+	if (!(p->wg.key = strdup(key)))
+		return verr_set(err, "out of memory");
+	return 0;
+}
+
 static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *err)
 {
 	static const char *const f[] = {
 		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "image_id", "tuning", "driver",
 		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers",
-		"binds", NULL
+		"guest_nodes", "underlay_encryption", "binds", NULL
 	};
 	const char *s;
 	long long v;
-	struct json_object *a;
 	int k;
 
 	if (jf_only(o, "job_prepare", f, err) < 0 ||
@@ -189,20 +250,9 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	for (int i = 1; i < p->nhere; i++)
 		if (p->here[i] == p->here[i - 1])
 			return verr_set(err, "\"guests\": guest %d given twice", p->here[i]);
-	if (jf_array(o, "peers", true, VD_MAX_PEERS, &a, err) < 0)
+	if (addr_array(o, "peers", VD_MAX_PEERS, &p->peers, &p->npeers, err) < 0)
 		return -1;
-	p->npeers = (int)json_object_array_length(a);
-	p->peers = calloc(p->npeers ? p->npeers : 1, sizeof(uint32_t));
-	if (!p->peers)
-		return verr_set(err, "out of memory");
-	for (int i = 0; i < p->npeers; i++) {
-		struct json_object *e = json_object_array_get_idx(a, i);
-
-		if (!json_object_is_type(e, json_type_string) ||
-		    ipv4_parse(json_object_get_string(e), &p->peers[i]) < 0 || !p->peers[i])
-			return verr_set(err, "\"peers\"[%d]: expected an IPv4 address", i);
-	}
-	return 0;
+	return parse_guest_nodes(o, p, err) < 0 ? -1 : parse_wg(o, p, err);
 }
 
 int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)

@@ -5,7 +5,8 @@
  *
  * Order matters: processes first (runc containers, then anything left in
  * the job's cgroups), because a live process keeps a network namespace and
- * a cgroup alive; then namespaces, cgroups, mounts, shm files.
+ * a cgroup alive; then namespaces (the job's firewall after its VXLAN),
+ * cgroups, mounts, shm files.
  */
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -151,6 +152,12 @@ int na_sweep_job(const char *job, const char *jobdir, const char *why,
 			 n > 1 ? "s" : "", rel);
 	*removed += n;
 	STEP(sweep_netns(job, why, removed, &e));
+	/* After the VXLAN (in sweep_netns): its firewall outlives it. */
+	if ((n = na_fw_remove(job, &e)) > 0) {
+		log_info("%s: job %s: removed its firewall (nftables table ip vhpc-%s)", why, job, job);
+		(*removed)++;
+	}
+	STEP(n);
 	n = 0;
 	STEP(na_umount_below(jobdir, &n, &e));
 	if (n)

@@ -5,6 +5,7 @@
  * two jobs' guests have no path to each other, and a job's addresses can
  * never collide with the host's.  Links are made over netlink (libnl-route).
  */
+#include "lib/cluster.h"
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -127,9 +128,17 @@ static int job_setup(void *arg, struct verr *err)
 	for (int i = 0; i < c->r->nguests && !c->r->no_guest_netns; i++) {
 		char ns[PATH_MAX], host[IFNAMSIZ];
 		struct rtnl_link *veth = rtnl_link_veth_alloc(), *peer;
+		struct nl_addr *ll;
+		uint8_t mac[6];
 		int fd, e;
 
-		if (!veth) {
+		na_guest_mac(c->n->guest_addr[i], mac);
+		ll = nl_addr_build(AF_LLC, mac, 6);
+		if (!veth || !ll) {
+			if (veth)
+				rtnl_link_put(veth);
+			if (ll)
+				nl_addr_put(ll);
 			verr_set(err, "netlink: out of memory");
 			goto out;
 		}
@@ -138,6 +147,7 @@ static int job_setup(void *arg, struct verr *err)
 		fd = open(ns, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			rtnl_link_put(veth);
+			nl_addr_put(ll);
 			verr_errno(err, "%s", ns);
 			goto out;
 		}
@@ -146,6 +156,8 @@ static int job_setup(void *arg, struct verr *err)
 		peer = rtnl_link_veth_get_peer(veth);
 		rtnl_link_set_name(peer, "eth0");
 		rtnl_link_set_mtu(peer, c->mtu);
+		rtnl_link_set_addr(peer, ll);
+		nl_addr_put(ll);
 		rtnl_link_set_ns_fd(peer, fd);
 		e = rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL);
 		rtnl_link_put(peer);
@@ -254,6 +266,13 @@ out:
 	return rc;
 }
 
+/* Where the VXLAN of a node ends: its underlay address, or with underlay
+ * encryption its WireGuard address. */
+static uint32_t endpoint(const struct na_net_req *r, uint32_t underlay)
+{
+	return r->wg && r->wg->key ? na_wg_addr(r->wg, underlay) : underlay;
+}
+
 /* In the caller's (the node's) namespace: the VXLAN device, created
  * straight into the job netns.  Its socket stays where it was made, so it
  * encapsulates over the node's network while it sits on the job's bridge. */
@@ -263,7 +282,7 @@ static int vxlan_create(const struct na_net_req *r, const char *job_netns, int m
 	struct nl_sock *sk = nl_open(err);
 	struct rtnl_link *vx = NULL;
 	struct nl_addr *local = NULL;
-	uint32_t be = htonl(r->underlay);
+	uint32_t be = htonl(endpoint(r, r->underlay));
 	char path[PATH_MAX];
 	int fd = -1, rc = -1, e;
 
@@ -285,7 +304,7 @@ static int vxlan_create(const struct na_net_req *r, const char *job_netns, int m
 	rtnl_link_set_mtu(vx, mtu);
 	rtnl_link_set_ns_fd(vx, fd);
 	if (rtnl_link_vxlan_set_id(vx, r->vni) < 0 || rtnl_link_vxlan_set_local(vx, local) < 0 ||
-	    rtnl_link_vxlan_set_port(vx, NA_VXLAN_PORT) < 0 || rtnl_link_vxlan_set_learning(vx, 1) < 0) {
+	    rtnl_link_vxlan_set_port(vx, NA_VXLAN_PORT) < 0 || rtnl_link_vxlan_set_learning(vx, 0) < 0) {
 		verr_set(err, "vxlan: bad parameters");
 		goto out;
 	}
@@ -308,18 +327,32 @@ out:
 	return rc;
 }
 
-/* "Flood unknown destinations to this peer": the all-zero MAC entry, one
- * per peer (bridge fdb append 00:00:00:00:00:00 dev vxlan0 dst PEER). */
-static int fdb_append(struct nl_sock *sk, int ifindex, uint32_t peer, struct verr *err)
+/* A guest's MAC follows from its address (52:54 and the address's four
+ * bytes, as the kvm driver gives its NICs), so every node of a job knows
+ * every guest's MAC without being told. */
+void na_guest_mac(uint32_t addr, uint8_t mac[6])
 {
-	static const uint8_t zero[6];
+	mac[0] = 0x52;
+	mac[1] = 0x54;
+	mac[2] = addr >> 24;
+	mac[3] = (addr >> 16) & 0xff;
+	mac[4] = (addr >> 8) & 0xff;
+	mac[5] = addr & 0xff;
+}
+
+/* One forwarding entry of vxlan0: with NTF_SELF in the VXLAN's own table
+ * (mac -> the node dst, `bridge fdb append MAC dev vxlan0 dst PEER`), with
+ * NTF_MASTER in the bridge's (mac is behind vxlan0, static). */
+static int fdb_add(struct nl_sock *sk, int ifindex, const uint8_t mac[6], uint32_t dst, int flags,
+		   struct verr *err)
+{
 	struct rtnl_neigh *n = rtnl_neigh_alloc();
-	struct nl_addr *ll = nl_addr_build(AF_LLC, zero, 6);
-	uint32_t be = htonl(peer);
-	struct nl_addr *dst = nl_addr_build(AF_INET, &be, 4);
+	struct nl_addr *ll = nl_addr_build(AF_LLC, mac, 6);
+	uint32_t be = htonl(dst);
+	struct nl_addr *d = dst ? nl_addr_build(AF_INET, &be, 4) : NULL;
 	int rc = 0, e;
 
-	if (!n || !ll || !dst) {
+	if (!n || !ll || (dst && !d)) {
 		rc = verr_set(err, "netlink: out of memory");
 		goto out;
 	}
@@ -328,33 +361,66 @@ static int fdb_append(struct nl_sock *sk, int ifindex, uint32_t peer, struct ver
 	/* libnl takes the family from the first address it is given and
 	 * refuses others; the entry's family is the bridge's, its
 	 * destination an IPv4 address, so the family goes last. */
-	if (rtnl_neigh_set_dst(n, dst) < 0) {
+	if (d && rtnl_neigh_set_dst(n, d) < 0) {
 		rc = verr_set(err, "vxlan0: forwarding entry: bad destination");
 		goto out;
 	}
 	rtnl_neigh_set_family(n, AF_BRIDGE);
-	rtnl_neigh_set_state(n, NUD_PERMANENT);
-	rtnl_neigh_set_flags(n, NTF_SELF);
+	rtnl_neigh_set_state(n, flags == NTF_SELF ? NUD_PERMANENT : NUD_NOARP);
+	rtnl_neigh_set_flags(n, flags);
 	if ((e = rtnl_neigh_add(sk, n, NLM_F_CREATE | NLM_F_APPEND)) < 0) {
 		char a[20];
 
-		rc = verr_set(err, "vxlan0: forwarding entry for peer %s: %s",
-			      ipv4_format(peer, a, sizeof(a)), nl_geterror(e));
+		rc = verr_set(err, "vxlan0: %s forwarding entry %02x:%02x:%02x:%02x:%02x:%02x%s%s: %s",
+			      flags == NTF_SELF ? "VXLAN" : "bridge", mac[0], mac[1], mac[2], mac[3], mac[4],
+			      mac[5], dst ? " to " : "", dst ? ipv4_format(dst, a, sizeof(a)) : "", nl_geterror(e));
 	}
 out:
 	if (ll)
 		nl_addr_put(ll);
-	if (dst)
-		nl_addr_put(dst);
+	if (d)
+		nl_addr_put(d);
 	if (n)
 		rtnl_neigh_put(n);
 	return rc;
 }
 
-/* In the job netns: vxlan0 on the bridge, up, and its peers. */
+/* vxlan0 as a bridge port: no learning (`bridge link set dev vxlan0
+ * learning off flood off`), so the bridge knows remote guests only from
+ * the static entries, and unknown unicast stays on this node.  libnl has
+ * no setter for port flags that the kernel takes, hence the message. */
+static int port_static(struct nl_sock *sk, int ifindex, struct verr *err)
+{
+	struct ifinfomsg ifi = { .ifi_family = AF_BRIDGE, .ifi_index = ifindex };
+	struct nl_msg *m = nlmsg_alloc_simple(RTM_SETLINK, NLM_F_ACK);
+	struct nlattr *pi;
+	int e;
+
+	if (!m)
+		return verr_set(err, "netlink: out of memory");
+	if (nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO) < 0 ||
+	    !(pi = nla_nest_start(m, IFLA_PROTINFO | NLA_F_NESTED)) ||
+	    nla_put_u8(m, IFLA_BRPORT_LEARNING, 0) < 0 || nla_put_u8(m, IFLA_BRPORT_UNICAST_FLOOD, 0) < 0) {
+		nlmsg_free(m);
+		return verr_set(err, "netlink: out of memory");
+	}
+	nla_nest_end(m, pi);
+	e = nl_send_sync(sk, m);
+	if (e < 0)
+		return verr_set(err, "vxlan0: bridge port learning and flooding off: %s", nl_geterror(e));
+	return 0;
+}
+
+/* In the job netns: vxlan0 on the bridge, up, and its forwarding entries:
+ * a flooding entry (the all-zero MAC) per peer for broadcast and
+ * multicast (ARP), and, where the job says where each guest is, each
+ * remote guest's MAC to its node in the VXLAN and to vxlan0 in the
+ * bridge.  Nothing is ever learnt. */
 static int vxlan_setup(void *arg, struct verr *err)
 {
+	static const uint8_t zero[6];
 	struct job_ctx *c = arg;
+	const struct na_net_req *r = c->r;
 	struct nl_sock *sk = nl_open(err);
 	int rc = -1, brx, vx;
 
@@ -363,13 +429,56 @@ static int vxlan_setup(void *arg, struct verr *err)
 	if ((brx = link_index(sk, BRIDGE, err)) < 0 || (vx = link_index(sk, "vxlan0", err)) < 0 ||
 	    link_set(sk, "vxlan0", c->mtu, brx, err) < 0)
 		goto out;
-	for (int i = 0; i < c->r->npeers; i++)
-		if (fdb_append(sk, vx, c->r->peers[i], err) < 0)
+	for (int i = 0; i < r->npeers; i++)
+		if (fdb_add(sk, vx, zero, endpoint(r, r->peers[i]), NTF_SELF, err) < 0)
 			goto out;
+	if (r->guest_node) {
+		if (port_static(sk, vx, err) < 0)
+			goto out;
+		for (int g = 0; g < r->ntotal; g++) {
+			uint8_t mac[6];
+
+			if (r->guest_node[g] == r->underlay)
+				continue;
+			na_guest_mac(r->subnet.addr + 2 + (uint32_t)g, mac);
+			if (fdb_add(sk, vx, mac, endpoint(r, r->guest_node[g]), NTF_SELF, err) < 0 ||
+			    fdb_add(sk, vx, mac, 0, NTF_MASTER, err) < 0)
+				goto out;
+		}
+	}
 	rc = 0;
 out:
 	nl_socket_free(sk);
 	return rc;
+}
+
+/* Every guest's node is this one (its own guests exactly) or a peer. */
+static int check_guest_nodes(const struct na_net_req *r, struct verr *err)
+{
+	char s[20];
+
+	if (!r->guest_node)
+		return 0;
+	if (!r->vni || r->ntotal < r->nguests || (uint64_t)r->ntotal + 3 > 1ull << (32 - r->subnet.prefix))
+		return verr_set(err, "job %s network: %d guests in all do not fit its VXLAN or subnet", r->job,
+				r->ntotal);
+	for (int g = 0, here = 0; g < r->ntotal; g++) {
+		bool local = false, peer = false;
+
+		for (int i = 0; i < r->nguests; i++)
+			local = local || (r->index ? r->index[i] : i) == g;
+		for (int i = 0; i < r->npeers && !peer; i++)
+			peer = r->peers[i] == r->guest_node[g];
+		here += local;
+		if (local != (r->guest_node[g] == r->underlay) || (!local && !peer))
+			return verr_set(err, "job %s network: guest %d is said to be on %s, %s", r->job, g,
+					ipv4_format(r->guest_node[g], s, sizeof(s)),
+					local ? "but it is on this node" : "which is neither this node nor a peer");
+		if (g == r->ntotal - 1 && here != r->nguests)
+			return verr_set(err, "job %s network: a guest of this node is past the job's %d", r->job,
+					r->ntotal);
+	}
+	return 0;
 }
 
 static int check_req(const struct na_net_req *r, struct verr *err)
@@ -406,13 +515,47 @@ static int check_req(const struct na_net_req *r, struct verr *err)
 		return verr_set(err, "job %s network: a VXLAN needs this node's underlay address", r->job);
 	if (r->npeers < 0 || (r->npeers > 0 && !r->peers))
 		return verr_set(err, "job %s network: bad peer list", r->job);
+	return check_guest_nodes(r, err);
+}
+
+/* The job's firewall, and with underlay encryption WireGuard, whose
+ * overhead *mtu (the underlay's) then loses.  The firewall names the
+ * peers by where their VXLAN ends.  0, or -1 with nothing left. */
+static int job_guard(const struct na_net_req *r, int *mtu, struct verr *err)
+{
+	bool wg = r->wg && r->wg->key;
+	uint32_t *ep = calloc((size_t)r->npeers + 1, sizeof(uint32_t));
+	int dev_mtu = 0;
+
+	if (!ep)
+		return verr_set(err, "out of memory");
+	for (int i = 0; i < r->npeers; i++)
+		ep[i] = endpoint(r, r->peers[i]);
+	if (na_fw_add(r->job, r->vni, ep, r->npeers, wg ? NA_WG_DEV : NULL, err) < 0) {
+		free(ep);
+		return -1;
+	}
+	free(ep);
+	if (!wg)
+		return 0;
+	*mtu -= NA_WG_OVERHEAD;
+	if (na_wg_up(r->wg, r->job, r->underlay, r->peers, r->npeers, *mtu, &dev_mtu, err) < 0) {
+		struct verr e;
+
+		if (na_fw_remove(r->job, &e) < 0)
+			log_warn("%s", e.msg);
+		return -1;
+	}
+	/* A device an earlier job made with a smaller MTU bounds this one. */
+	if (dev_mtu < *mtu)
+		*mtu = dev_mtu;
 	return 0;
 }
 
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err)
 {
 	struct job_ctx jc = { .r = r };
-	int i, created = 0;
+	int i, created = 0, fw = -1;
 	bool job_ns = false;
 
 	memset(out, 0, sizeof(*out));
@@ -420,11 +563,17 @@ int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *e
 		return -1;
 	jc.n = out;
 	jc.mtu = r->tuning ? (int)r->tuning->mtu : 1500;
+	/* The firewall (and WireGuard) before anything of the job: never a
+	 * moment with a device that takes the job's VNI from anyone. */
+	if (r->vni && (fw = job_guard(r, &jc.mtu, err)) < 0)
+		goto fail;
 	/* Encapsulated frames must still fit the underlay's MTU. */
 	if (r->vni)
 		jc.mtu -= NA_VXLAN_OVERHEAD;
-	if (jc.mtu < 576)
-		return verr_set(err, "job %s network: MTU %d is too small", r->job, jc.mtu);
+	if (jc.mtu < 576) {
+		verr_set(err, "MTU %d is too small", jc.mtu);
+		goto fail;
+	}
 	snprintf(out->job, sizeof(out->job), "%s", r->job);
 	snprintf(out->job_netns, sizeof(out->job_netns), "vhpc-%s", r->job);
 	out->prefix = r->subnet.prefix;
@@ -468,7 +617,13 @@ fail:
 	if (job_ns) {
 		struct verr e;
 
-		if (na_netns_del(out->job_netns, &e) < 0)
+		if (na_vxlan_del(out->job_netns, &e) < 0 || na_netns_del(out->job_netns, &e) < 0)
+			log_warn("%s", e.msg);
+	}
+	if (fw >= 0) {
+		struct verr e;
+
+		if (na_fw_remove(r->job, &e) < 0)
 			log_warn("%s", e.msg);
 	}
 	return -1;
@@ -508,10 +663,19 @@ int na_net_destroy(struct na_net *n, struct verr *err)
 
 	if (!na_job_ok(n->job))
 		return verr_set(err, "job network: not created");
-	if (n->vni && n->job_netns[0]) {
+	/* Whatever vni says: a job taken over by a restarted vhpcd has none
+	 * recorded, and its VXLAN must still go before its firewall. */
+	if (n->job_netns[0]) {
 		struct verr e;
 
 		if (na_vxlan_del(n->job_netns, &e) < 0)
+			rc = verr_set(err, "job %s network: %s", n->job, e.msg);
+	}
+	/* After the VXLAN: its firewall outlives it. */
+	{
+		struct verr e;
+
+		if (na_fw_remove(n->job, &e) < 0 && rc == 0)
 			rc = verr_set(err, "job %s network: %s", n->job, e.msg);
 	}
 	for (int i = 0; i < n->nguests && i < VHPC_MAX_GUESTS; i++) {

@@ -13,6 +13,7 @@
 #include "lib/inet.h"
 
 struct cluster_cfg;
+struct cluster_wg;
 struct na_jobdir;
 struct tuning;
 
@@ -34,6 +35,11 @@ struct na_net_req {
 	uint32_t underlay;       /* this node's address the VXLAN runs over */
 	const uint32_t *peers;   /* the job's other nodes' underlay addresses */
 	int npeers;
+	int ntotal;              /* guests of the job on all nodes */
+	const uint32_t *guest_node; /* [ntotal]: the underlay address of each guest's
+	                          * node (NULL: not known; remote guests are then
+	                          * reached by flooding to every peer) */
+	const struct cluster_wg *wg; /* key set: the VXLAN rides over WireGuard (wg.c) */
 	bool no_guest_netns;     /* kvm: the guests are VMs, each with a tap on the
 	                          * bridge (na_kvm_start), so no guest netns/veth */
 	pid_t guest_netns_owner; /* >0: the guests' netns belong to this process's
@@ -56,14 +62,52 @@ struct na_net {
  * Creates the job netns with a bridge, one netns per guest with eth0 (a veth
  * whose peer is on the bridge), addresses subnet+2+i, MTU and offloads from
  * the tuning profile, lo up, and the tuning sysctls inside each guest netns.
- * With a vni: a VXLAN device made from the caller's network namespace (the
- * node's underlay: UDP port NA_VXLAN_PORT from the underlay address) but
- * placed in the job netns as vxlan0 on the bridge, with a flooding entry in
- * its forwarding database for each peer (MAC addresses are then learnt);
- * every MTU of the job network is the profile's less NA_VXLAN_OVERHEAD, so
- * encapsulated frames fit the underlay's MTU. */
+ * Each guest's eth0 has the MAC na_guest_mac gives its address.
+ * With a vni: first the job's firewall in the caller's network namespace
+ * (na_fw_add), then a VXLAN device made from there (the node's underlay:
+ * UDP port NA_VXLAN_PORT from the underlay address) but placed in the job
+ * netns as vxlan0 on the bridge.  It learns nothing: its forwarding
+ * database has a flooding entry per peer (broadcast, multicast) and, with
+ * guest_node, each remote guest's MAC to its node, which the bridge then
+ * has as static entries on vxlan0 (a port that neither learns nor floods
+ * unknown unicast).  Every MTU of the job network is the profile's less
+ * NA_VXLAN_OVERHEAD, so encapsulated frames fit the underlay's MTU. */
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
 int na_net_destroy(struct na_net *n, struct verr *err);
+/* 52:54 and the address's four bytes. */
+void na_guest_mac(uint32_t addr, uint8_t mac[6]);
+
+/* The job's firewall (fw.c): table ip vhpc-<job> in the calling thread's
+ * network namespace, which is recorded in <job dir>/fw.netns.  It drops
+ * VXLAN packets with the job's vni from any source but peers, and those
+ * sent by a user socket of anyone but root; with iif, also those that did
+ * not arrive on that interface. */
+int na_fw_add(const char *job, uint32_t vni, const uint32_t *peers, int npeers, const char *iif,
+	      struct verr *err);
+/* Removes the table in the recorded namespace (found from any namespace;
+ * gone, it took the table along) and the record: 1 if there was one, 0 if
+ * not.  The job's hold on the WireGuard
+ * device goes with it (na_wg_release). */
+int na_fw_remove(const char *job, struct verr *err);
+
+/* Underlay encryption (wg.c): WireGuard device NA_WG_DEV in the calling
+ * thread's namespace, shared by the node's jobs. */
+#define NA_WG_DEV      "vhpcwg"
+#define NA_WG_OVERHEAD 60   /* outer IPv4 (20) + UDP (8) + WireGuard (32) */
+/* A node's WireGuard address: the pool's network and the underlay
+ * address's host bits. */
+uint32_t na_wg_addr(const struct cluster_wg *w, uint32_t underlay);
+/* A node's key pair, from the cluster's secret and its underlay address. */
+int na_wg_keys(const uint8_t *secret, size_t slen, uint32_t underlay, uint8_t priv[32], uint8_t pub[32],
+	       struct verr *err);
+/* Makes the device if no job has (MTU mtu) and adds the job's peers;
+ * marks the job as one of its users; *dev_mtu is the device's MTU. */
+int na_wg_up(const struct cluster_wg *w, const char *job, uint32_t underlay, const uint32_t *peers, int npeers,
+	     int mtu, int *dev_mtu, struct verr *err);
+/* The job no longer uses the device; the last user removes it (in the
+ * calling thread's namespace; alive false: the namespace is gone, and the
+ * device with it). */
+int na_wg_release(const char *job, bool alive, struct verr *err);
 /* Allocates a free subnet of the pool for a job on this machine (embedded
  * mode); released by na_jobdir_remove / cleanup. */
 int na_subnet_alloc(const struct cluster_cfg *c, struct na_jobdir *jd,

@@ -172,27 +172,17 @@ cl_node_kill() {  # I [SIGNAL]
 
 # Nodes up as vhpc-ctld sees them.
 cl_nodes_up() { vc nodes --json 2>/dev/null | grep -c '"state":"up"'; }
-cl_wait_nodes_up() {  # N
-	local i
-	for ((i = 0; i < 200; i++)); do
-		[ "$(vc nodes --json 2>/dev/null | tr -d ' \n' | grep -o '"state":"up"' | wc -l)" -ge "$1" ] && return 0
-		poll_pause
-	done
-	return 1
-}
+cl_nodes_at_least() { [ "$(vc nodes --json 2>/dev/null | tr -d ' \n' | grep -o '"state":"up"' | wc -l)" -ge "$1" ]; }
+cl_wait_nodes_up() { poll_until 20 cl_nodes_at_least "$1"; }  # N
 
 # job_json ID: a job's record on one line
 job_json() { vc queue --all --json 2>/dev/null | sed 's/^ *//' | tr -d '\n' | sed 's/},{"id"/}\n{"id"/g' | grep "^\[\{0,1\}{\"id\":$1,"; }
 # job_state ID: the state vhpc-ctld has for a job
 job_state() { vc queue --all --json 2>/dev/null | tr -d ' \n' | grep -o "{\"id\":$1,[^}]*" | sed -n 's/.*"state":"\([A-Z_]*\)".*/\1/p'; }
+job_state_is() { [[ $(job_state "$1") =~ ^($2)$ ]]; }  # ID REGEX
 wait_state() {  # ID REGEX [SECONDS]
-	local i s
-	for ((i = 0; i < ${3:-60} * 10; i++)); do
-		s=$(job_state "$1")
-		[[ $s =~ ^($2)$ ]] && return 0
-		poll_pause
-	done
-	echo "# job $1 is '$s', not /$2/ after ${3:-60}s"
+	poll_until "${3:-60}" job_state_is "$1" "$2" && return 0
+	echo "# job $1 is '$(job_state "$1")', not /$2/ after ${3:-60}s"
 	return 1
 }
 # job_field ID FIELD: a scalar field of a job's record

@@ -2,7 +2,6 @@
 # timeout: 600
 # needs: hardware-virtualization
 # lab-prepare: tests/kvm/compact-images
-# lab-kvm-amd: npt=0 vgif=0 vls=0 lbrv=0
 # A cluster job with kvm guests on a 2-node cluster (vhpcd in two network
 # namespaces; in the virtualization lab where the host has no VT-x/AMD-V):
 #  - the guests boot the image's kernel on both nodes and mpirun in g0

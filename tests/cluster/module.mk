@@ -6,10 +6,10 @@ $(eval $(call unit_test,unit-cluster-msg,tests/cluster/test_cluster_msg.c $(CLUS
 # The fuzzer builds the agent from source, instrumented like the rest.
 $(eval $(call fuzzer,fuzz-cluster-msg,tests/cluster/fuzz_cluster_msg.c $(CLUSTER_MSG_SRCS) $(NODEAGENT_SRCS) $(IMAGES_SRCS) $(VMSHM_AGENT),$(filter -l%,$(NODEAGENT_LIBS)),$(shell pkg-config --cflags libnl-route-3.0 2>/dev/null)))
 
-$(B)/testbin/wireprobe: $(B)/obj/tests/cluster/wireprobe.o $(B)/lib/libvhpc.a
+$(B)/testbin/wireprobe: $(B)/obj/tests/cluster/wireprobe.o $(B)/obj/tests/cluster/wireframe.o $(B)/lib/libvhpc.a
 	@mkdir -p $(@D)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(B)/lib/libvhpc.a $(LIBVHPC_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(B)/lib/libvhpc.a $(LIBVHPC_LIBS)
 
 EXTRA_ALL += $(B)/testbin/wireprobe
 EXTRA_TESTS += $(B)/testbin/wireprobe

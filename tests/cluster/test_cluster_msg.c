@@ -181,6 +181,16 @@ static void controller_messages(void **state)
 	vrejects("subnet", "\"10.213.9.1/24\"", "host bits zero");
 	vrejects("subnet", "\"10.213.9.0/31\"", "\"subnet\"");
 	vrejects("peers", "[\"198.18.0.300\"]", "IPv4 address");
+	vrejects("guest_nodes", "[\"198.18.0.11\"]", "1 entries for 3 guests");
+	vrejects("guest_nodes", "[\"198.18.0.11\",\"x\",\"198.18.0.12\"]", "\"guest_nodes\"[1]");
+	vrejects("underlay_encryption", "{\"key\":\"k\",\"pool\":\"10.254.0.0/16\",\"port\":51820}", "absolute path");
+	vrejects("underlay_encryption", "{\"key\":\"/k\",\"pool\":\"10.254.0.0/28\",\"port\":51820}", "/8../24");
+	vrejects("underlay_encryption", "{\"key\":\"/k\",\"pool\":\"10.254.0.0/16\"}", "\"port\"");
+	assert_int_equal(vparse_with("underlay_encryption", "{\"key\":\"/k\",\"pool\":\"10.254.0.0/16\",\"port\":5}",
+				     &m, &e), 0);
+	assert_string_equal(m.prep.wg.key, "/k");
+	assert_int_equal(m.prep.wg.pool.prefix, 16);
+	vmsg_free(&m);
 	vrejects("ranks", "[]", "at least one guest");
 	vrejects("mem", "1", "\"mem\"");
 	vrejects("driver", "\"vmware\"", "\"driver\"");

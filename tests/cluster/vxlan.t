@@ -6,7 +6,10 @@
 # with the job's VNI.  Guests reach each other across the nodes, the MTU
 # leaves room for the encapsulation (jumbo frames pass with DF set), a
 # second job with another VNI on the same nodes cannot reach the first
-# even from an address in its subnet, and nothing is left afterwards.
+# even from an address in its subnet, vxlan0 learns nothing, each node has
+# the job's firewall (its VNI only from the peer), guests' MACs follow from
+# their addresses, and nothing is left afterwards, the firewall included,
+# also after a kill -9 and `vhpc-na cleanup` from another namespace.
 . "$(dirname "$0")/../lib.sh"
 need_root
 CL=vcx$$
@@ -47,6 +50,14 @@ check_match "... its underlay is node 1's namespace" "link-netns $CL-n1" "$vx"
 check_match "... enslaved to the job's bridge" 'master br0' "$vx"
 fdb=$(ip netns exec "vhpc-$A1" bridge fdb show dev vxlan0)
 check_match "a flooding entry for the peer node" '00:00:00:00:00:00 dst 198.18.0.12 .*permanent' "$fdb"
+check_match "vxlan0 learns nothing" "vxlan id 5001 .*nolearning" "$vx"
+check_match "guest 0's MAC follows from its address (10.77.0.2)" "link/ether 52:54:0a:4d:00:02 " \
+	"$(ip -n "vhpc-$A1-0" link show eth0)"
+fw() { nsenter --net=/run/netns/$CL-n$1 -- nft list table ip "vhpc-$2" 2>/dev/null; }
+# (nft shows the raw payload's value in hex: 5001 = 0x1389)
+check_match "node 1 has job A's firewall: VNI 5001 only from node 2" \
+	'udp dport 4789 @th,96,24 0x1389 ip saddr != 198.18.0.12 counter .* drop' "$(fw 1 "$A1")"
+check_match "... and not from other users' sockets" '@th,96,24 0x1389 meta skuid != 0 counter .* drop' "$(fw 1 "$A1")"
 
 check "A's guests reach each other across the nodes" quiet ip netns exec "vhpc-$A1-0" ping -c 2 -W 2 -q 10.77.0.3
 check "jumbo frames (8900 bytes, DF) pass the VXLAN" quiet ip netns exec "vhpc-$A1-0" ping -c 1 -W 2 -q -M do -s 8900 10.77.0.3
@@ -60,8 +71,23 @@ check "an address of B's subnet on A's guest reaches nothing of B" \
 check_eq "A's guest never learnt B's MAC" "" \
 	"$(ip netns exec "vhpc-$A1-0" ip neigh show 10.77.0.7 | grep -v FAILED | grep lladdr)"
 
+check "the guests still talk through it" quiet ip netns exec "vhpc-$A1-0" ping -c 1 -W 2 -q 10.77.0.3
+
 for j in A1 A2 B1 B2; do eval "kill -TERM \$PID_$j"; done
 for j in A1 A2 B1 B2; do eval "wait \$PID_$j"; done
 check_eq "every job removed its part: no netns, no vxlan, no mounts" "$before" "$(cl_leftovers)"
+check_eq "... no firewall on either node" "0 0" \
+	"$(for n in 1 2; do nsenter --net=/run/netns/$CL-n$n -- nft list tables | grep -c vhpc-; done | tr '\n' ' ' | sed 's/ $//')"
+
+# kill -9, then the sweep from this (the host's) namespace
+C1=${CL}c1
+check "job C on node 1" up C1 1 "$C1" 0 5003 198.18.0.12
+check "... has its firewall" test -n "$(fw 1 "$C1")"
+kill -9 "$PID_C1"
+wait "$PID_C1" 2>/dev/null
+check_match "vhpc-na cleanup, run in another namespace, removes it" "removed its firewall" \
+	"$(VHPC_RUN_DIR=$CL_DIR/run-n1 "$NA" cleanup 2>&1)"
+check_eq "... from node 1's namespace" "" "$(fw 1 "$C1")"
+check_eq "nothing is left" "$before" "$(cl_leftovers)"
 check_eq "no job netns of this test left" 0 "$(ls /run/netns | grep -c "vhpc-$CL")"
 done_testing

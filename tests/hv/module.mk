@@ -42,6 +42,8 @@ EXTRA_ALL += $(B)/hv-tools/hvt
 HV_UNIT_SRCS := hv/mem.c hv/io.c hv/aml.c hv/config.c hv/devopt.c hv/acpi.c hv/boot.c hv/fdpath.c
 $(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS)))
 $(eval $(call unit_test,unit-hv-virtq,tests/hv/unit_virtq.c hv/virtq.c hv/mem.c))
+# The seccomp allowlist, loaded in forked children: no KVM needed.
+$(eval $(call unit_test,unit-hv-sandbox,tests/hv/unit_sandbox.c hv/sandbox.c,-lseccomp))
 
 # Fuzzers: kernel files, device port I/O and control requests
 # (tests/hv/fuzz_hv.c); PCI and the virtio device models against hostile

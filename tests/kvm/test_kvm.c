@@ -9,6 +9,7 @@
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/tuning.h"
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -466,38 +468,94 @@ static void config_disk_holds_the_job_files(void **state)
 	unsetenv("VHPC_RUN_DIR");
 }
 
-static void scratch_disk_is_an_empty_sparse_ext4(void **state)
+static int entries(const char *dir)
 {
-	char run[] = "/tmp/vhpc-kvmt-XXXXXX", path[512], cmd[1024];
-	struct na_jobdir jd;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void scratch_disk_is_an_unnamed_reserved_ext4(void **state)
+{
+	char top[] = "/tmp/vhpc-kvmt-XXXXXX", dir[128], cmd[1024], self[64];
 	struct stat st;
+	struct verr e;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(top));
+	snprintf(dir, sizeof(dir), "%s/scratch", top);
+	/* The folder is made; the disk has no name in it. */
+	assert_int_equal(na_kvm_scratch_disk(dir, 64ull << 20, &fd, &e), 0);
+	assert_int_equal(entries(dir), 0);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_nlink, 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_size, 64ll << 20);
+	/* Its room is reserved, not sparse. */
+	assert_true((uint64_t)st.st_blocks * 512 >= (64ull << 20));
+	snprintf(self, sizeof(self), "/proc/%d/fd/%d", (int)getpid(), fd);
+	snprintf(cmd, sizeof(cmd), "e2fsck -fn '%s' >/dev/null 2>&1 && echo clean", self);
+	assert_string_equal(sh(cmd), "clean\n");
+	snprintf(cmd, sizeof(cmd), "dumpe2fs -h '%s' 2>/dev/null | sed -n 's/^Filesystem volume name: *//p'", self);
+	assert_string_equal(sh(cmd), "vhpc-scratch\n");
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'ls -l /' '%s' 2>/dev/null | grep -c lost+found", self);
+	assert_string_equal(sh(cmd), "1\n");   /* empty apart from lost+found */
+	close(fd);
+	assert_int_equal(na_kvm_scratch_disk(dir, 1u << 20, &fd, &e), -1);
+	assert_non_null(strstr(e.msg, "outside 16M..64T"));
+	/* A folder where others could place names is refused. */
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(na_kvm_scratch_disk(dir, 16ull << 20, &fd, &e), -1);
+	assert_non_null(strstr(e.msg, "writable by root only (it is uid 0, mode 777)"));
+	assert_int_equal(chmod(dir, 0700), 0);
+	assert_int_equal(chown(dir, 65534, 65534), 0);
+	assert_int_equal(na_kvm_scratch_disk(dir, 16ull << 20, &fd, &e), -1);
+	assert_non_null(strstr(e.msg, "must be root's"));
+	assert_int_equal(chown(dir, 0, 0), 0);
+	/* A folder without the room refuses the disk at once, by name. */
+	assert_int_equal(mount("vhpc-kvmt", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=8m,mode=0700"), 0);
+	assert_int_equal(na_kvm_scratch_disk(dir, 16ull << 20, &fd, &e), -1);
+	umount2(dir, MNT_DETACH);
+	assert_non_null(strstr(e.msg, "(the scratch folder has no room for it)"));
+	assert_non_null(strstr(e.msg, dir));
+	assert_int_equal(rm_rf(top, &e), 0);
+}
+
+/* The cluster file's scratch_dir, else <state dir>/scratch. */
+static void scratch_dir_from_the_cluster_file(void **state)
+{
+	char top[] = "/tmp/vhpc-kvmt-XXXXXX", cl[128], want[160], dir[512];
+	FILE *f;
 	struct verr e;
 
 	(void)state;
-	assert_non_null(mkdtemp(run));
-	setenv("VHPC_RUN_DIR", run, 1);
-	assert_int_equal(na_jobdir_create(&jd, "kvmt2", &e), 0);
-	assert_int_equal(na_kvm_scratch_disk(&jd, 3, 1ull << 30, path, sizeof(path), &e), 0);
-	assert_non_null(strstr(path, "/scratch3.ext4"));
-	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(st.st_mode & 0777, 0600);
-	assert_int_equal(st.st_size, 1ll << 30);
-	/* Sparse: mke2fs wrote metadata only (well under 64 MiB of 1 GiB). */
-	assert_true((uint64_t)st.st_blocks * 512 < (64ull << 20));
-	snprintf(cmd, sizeof(cmd), "e2fsck -fn '%s' >/dev/null 2>&1 && echo clean", path);
-	assert_string_equal(sh(cmd), "clean\n");
-	snprintf(cmd, sizeof(cmd), "dumpe2fs -h '%s' 2>/dev/null | sed -n 's/^Filesystem volume name: *//p'", path);
-	assert_string_equal(sh(cmd), "vhpc-scratch\n");
-	snprintf(cmd, sizeof(cmd), "debugfs -R 'ls -l /' '%s' 2>/dev/null | grep -c lost+found", path);
-	assert_string_equal(sh(cmd), "1\n");   /* empty apart from lost+found */
-	/* One per guest: a second for the same index is refused. */
-	assert_int_equal(na_kvm_scratch_disk(&jd, 3, 1ull << 30, path, sizeof(path), &e), -1);
-	assert_non_null(strstr(e.msg, "scratch3.ext4"));
-	assert_int_equal(na_kvm_scratch_disk(&jd, 4, 1u << 20, path, sizeof(path), &e), -1);
-	assert_non_null(strstr(e.msg, "outside 16M..64T"));
-	assert_int_equal(na_jobdir_remove(&jd, &e), 0);
-	assert_int_equal(rmdir(run) == 0 || rm_rf(run, &e) == 0, 1);
-	unsetenv("VHPC_RUN_DIR");
+	assert_non_null(mkdtemp(top));
+	snprintf(cl, sizeof(cl), "%s/cluster.yaml", top);
+	assert_non_null(f = fopen(cl, "w"));
+	fprintf(f, "name: t\njob_network:\n  pool: 10.213.0.0/16\n  prefix: 24\n");
+	fclose(f);
+	setenv("VHPC_CLUSTER", cl, 1);
+	setenv("VHPC_STATE_DIR", top, 1);
+	snprintf(want, sizeof(want), "%s/scratch", top);
+	assert_int_equal(na_kvm_scratch_dir(dir, sizeof(dir), &e), 0);
+	assert_string_equal(dir, want);
+	assert_non_null(f = fopen(cl, "a"));
+	fprintf(f, "scratch_dir: /srv/local/vhpc-scratch\n");
+	fclose(f);
+	assert_int_equal(na_kvm_scratch_dir(dir, sizeof(dir), &e), 0);
+	assert_string_equal(dir, "/srv/local/vhpc-scratch");
+	unsetenv("VHPC_CLUSTER");
+	unsetenv("VHPC_STATE_DIR");
+	assert_int_equal(rm_rf(top, &e), 0);
 }
 
 static void vmshm_region_grows_to_a_power_of_two(void **state)
@@ -559,7 +617,8 @@ int main(void)
 		cmocka_unit_test(exit_statuses_in_words),
 		cmocka_unit_test(env_and_sysctl_files),
 		cmocka_unit_test(config_disk_holds_the_job_files),
-		cmocka_unit_test(scratch_disk_is_an_empty_sparse_ext4),
+		cmocka_unit_test(scratch_disk_is_an_unnamed_reserved_ext4),
+		cmocka_unit_test(scratch_dir_from_the_cluster_file),
 		cmocka_unit_test(vmshm_region_grows_to_a_power_of_two),
 		cmocka_unit_test(cpu_nodes_from_the_topology),
 	};

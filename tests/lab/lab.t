@@ -17,7 +17,7 @@ ls "$VHPC_TOP/$B"/kernels/linux-image-cloud-amd64/x/boot/vmlinuz-* >/dev/null 2>
 W=$(mktemp -d /var/tmp/vhpc-labtest.XXXXXX)
 at_exit "rm -rf '$W'"
 leftovers() {
-	pgrep -af 'qemu-system-x86_64 -name vhpc-lab|virtiofsd --socket-path=/var/tmp/vhpc-lab\.' | sed 's/^/process /'
+	pgrep -af 'qemu-system-x86_64 .*-name vhpc-lab|virtiofsd --socket-path=/var/tmp/vhpc-lab\.' | sed 's/^/process /'
 	comm -13 "$W/dirs.before" <(ls -d /var/tmp/vhpc-lab.* 2>/dev/null | sort) | sed 's/^/folder /'
 }
 ls -d /var/tmp/vhpc-lab.* 2>/dev/null | sort >"$W/dirs.before"

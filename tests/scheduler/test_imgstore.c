@@ -1,7 +1,8 @@
 /* The cluster's image store: uploads become objects only when their bytes
  * hash to their names, a name is given only to a whole image, names keep
- * their history, and a collection removes exactly what no name, no held
- * id and no push under way needs. */
+ * their history, a collection removes exactly what no name, no held id
+ * and no push under way needs, and only an id root tagged, and has not
+ * removed, is an image a job may name. */
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -146,7 +147,7 @@ static void tags_and_history(void **state)
 	assert_int_equal(imgstore_lookup(s, "broken", &r, &e), -1);
 	assert_non_null(strstr(e.msg, "no image named 'broken'"));
 	/* nor one without a rootfs */
-	snprintf(half, sizeof(half), "d 0755 - - /etc\n");
+	snprintf(half, sizeof(half), "d 0755 - - /kvm\n");
 	put(s, half);
 	sha(half, strlen(half), hid);
 	assert_int_equal(imgstore_tag(s, "norootfs", hid, 0, 1, &r, &e), -1);
@@ -157,16 +158,23 @@ static void tags_and_history(void **state)
 	imgstore_close(s);
 }
 
-static bool present(struct imgstore *s, const char *data)
+/* Whether the store holds an object, by name or by content. */
+static bool has(struct imgstore *s, const char *h)
 {
-	char h[65];
 	uint8_t b[8];
 	size_t len;
 	uint64_t size;
 	struct verr e;
 
-	sha(data, strlen(data), h);
 	return imgstore_read(s, h, 0, b, sizeof(b), &len, &size, &e) == 0;
+}
+
+static bool present(struct imgstore *s, const char *data)
+{
+	char h[65];
+
+	sha(data, strlen(data), h);
+	return has(s, h);
 }
 
 /* A file's mtime can run ahead of time(NULL) (multigrain timestamps): the
@@ -213,12 +221,14 @@ static void collection(void **state)
 	stamp_ahead("only-v2");
 	assert_int_equal(imgstore_gc(s, NULL, 0, &removed, &freed, &e), 0);
 	assert_false(present(s, "only-v2"));
-	assert_false(imgstore_has_image(s, id2));
+	assert_false(has(s, id2));
+	assert_false(imgstore_is_image(s, id2));
 	assert_true(present(s, "shared"));
 	assert_true(present(s, "only-v1"));
-	assert_true(imgstore_has_image(s, id1));
+	assert_true(imgstore_is_image(s, id1));
 	/* the manifest of the push under way stays; its files were never named */
-	assert_true(imgstore_has_image(s, id3));
+	assert_true(has(s, id3));
+	assert_false(imgstore_is_image(s, id3));
 	assert_false(present(s, "pending-a"));
 	imgstore_close(s);
 }
@@ -270,6 +280,114 @@ static void unreadable_stops_collection(void **state)
 	imgstore_close(s);
 }
 
+/* imgstore_image: how a job's image_id is judged at submit. */
+static int judge(struct imgstore *s, const char *id, const char *name, const char *want, const char *as)
+{
+	struct imgstore_image im;
+	struct verr e = { "" };
+	int rc = imgstore_image(s, id, name, &im, &e);
+
+	if (want && (rc == 0 || !strstr(e.msg, want)))
+		fail_msg("%.12s: '%s' lacks '%s'", id, rc == 0 ? "accepted" : e.msg, want);
+	if (!want && rc < 0)
+		fail_msg("%.12s refused: %s", id, e.msg);
+	if (as && strcmp(im.name, as))
+		fail_msg("%.12s runs as '%s', not '%s'", id, im.name, as);
+	return rc;
+}
+
+#define NOT_AN_IMAGE "the cluster's image store holds no image with this id"
+
+/* Only a manifest root tagged is an image: not a file that is an object
+ * of the store, not a manifest pushed and never tagged; an earlier version
+ * of a name still is; once every name it had is removed, it is not, for a
+ * new job (a node still pulls it for the jobs queued before), and once
+ * collected not even that. */
+static void images_by_id(void **state)
+{
+	struct imgstore *s;
+	struct imgstore_ref r;
+	struct verr e;
+	char id1[65], id2[65], id3[65], file[65], never[65], gone[65];
+	long removed;
+	uint64_t freed;
+
+	(void)state;
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	image(s, "one", "two", id1);
+	assert_int_equal(imgstore_tag(s, "app", id1, 0, 1, &r, &e), 0);
+	judge(s, id1, NULL, NULL, "app");
+	assert_true(imgstore_is_image(s, id1));
+	/* a file of the image: an object named by its sha256, no image; the
+	 * same words as for an id the store has never seen */
+	sha("one", 3, file);
+	assert_true(has(s, file));
+	judge(s, file, NULL, NOT_AN_IMAGE, NULL);
+	assert_false(imgstore_is_image(s, file));
+	sha("never", 5, never);
+	judge(s, never, NULL, NOT_AN_IMAGE, NULL);
+	judge(s, "E3B0", NULL, "is not an image id", NULL);
+	/* a manifest pushed, never tagged */
+	image(s, "one", "three", id3);
+	judge(s, id3, NULL, NOT_AN_IMAGE, NULL);
+	/* a new version: the earlier one stays an image of its name */
+	image(s, "one", "four", id2);
+	assert_int_equal(imgstore_tag(s, "app", id2, 0, 2, &r, &e), 0);
+	judge(s, id1, NULL, NULL, "app");
+	judge(s, id1, "app", NULL, "app");
+	judge(s, id2, "other", "is not image other (it is app)", NULL);
+	/* two names: removing one leaves the other */
+	assert_int_equal(imgstore_tag(s, "alias", id1, 0, 3, &r, &e), 0);
+	assert_int_equal(imgstore_untag(s, "app", gone, &e), 0);
+	judge(s, id2, NULL, "image app was removed from the cluster's image store", NULL);
+	judge(s, id1, NULL, NULL, "alias");
+	assert_int_equal(imgstore_untag(s, "alias", gone, &e), 0);
+	judge(s, id1, NULL, "image alias was removed", NULL);
+	/* a node still pulls it for a job queued before */
+	assert_true(imgstore_is_image(s, id1));
+	/* collected: no image at all */
+	assert_int_equal(imgstore_gc(s, NULL, 0, &removed, &freed, &e), 0);
+	assert_false(imgstore_is_image(s, id1));
+	judge(s, id1, NULL, NOT_AN_IMAGE, NULL);
+	imgstore_close(s);
+}
+
+/* The record agrees with the names across restarts: a removal cut short
+ * (the name gone, its record not yet changed) is finished at the next
+ * open, and a store from before the record gets one from its names. */
+static void record_after_restart(void **state)
+{
+	struct imgstore *s;
+	struct imgstore_ref r;
+	struct verr e;
+	char id1[65], id2[65], id3[65], path[200];
+
+	(void)state;
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	image(s, "a", "b", id1);
+	image(s, "a", "c", id2);
+	image(s, "x", "y", id3);
+	assert_int_equal(imgstore_tag(s, "app", id1, 0, 1, &r, &e), 0);
+	assert_int_equal(imgstore_tag(s, "app", id2, 0, 2, &r, &e), 0);
+	assert_int_equal(imgstore_tag(s, "tool", id3, 0, 2, &r, &e), 0);
+	imgstore_close(s);
+	/* tool's ref removed, its record not */
+	snprintf(path, sizeof(path), "%s/refs/tool.json", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	judge(s, id3, NULL, "image tool was removed", NULL);
+	judge(s, id2, NULL, NULL, "app");
+	imgstore_close(s);
+	/* no record at all (a store from before it) */
+	snprintf(path, sizeof(path), "%s/tagged", dir);
+	assert_int_equal(rm_rf(path, &e), 0);
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	judge(s, id2, NULL, NULL, "app");
+	judge(s, id1, "app", NULL, "app");
+	judge(s, id3, NULL, NOT_AN_IMAGE, NULL);
+	imgstore_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +395,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(tags_and_history, setup, teardown),
 		cmocka_unit_test_setup_teardown(collection, setup, teardown),
 		cmocka_unit_test_setup_teardown(unreadable_stops_collection, setup, teardown),
+		cmocka_unit_test_setup_teardown(images_by_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(record_after_restart, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

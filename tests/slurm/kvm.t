@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # timeout: 600
 # needs: hardware-virtualization
-# lab-kvm-amd: npt=0 vgif=0 vls=0 lbrv=0
 # Slurm tasks in kvm guests (tests/slurm/slurm-lib.sh, in the
 # virtualization lab where the host has no VT-x/AMD-V): an allocation
 # with --vhpc-driver=kvm boots its VM once; each step's task runs in it

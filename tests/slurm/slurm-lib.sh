@@ -204,24 +204,11 @@ sl_test_up() {
 }
 
 # sl_ready JOB NODE: until the job's guests on node nNODE are ready (20 s).
-sl_ready() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -qs 'status ready' "$SL_DIR/run-n$2/slurm/$1.state" && return 0
-		poll_pause
-	done
-	return 1
-}
+sl_ready() { poll_until 20 grep -qs 'status ready' "$SL_DIR/run-n$2/slurm/$1.state"; }
 
 # Until no job is left in slurmctld's queue.
-sl_wait_empty() {
-	local i
-	for ((i = 0; i < ${1:-30} * 10; i++)); do
-		[ -z "$(sl_in "$SL_HUB" squeue -h 2>/dev/null)" ] && return 0
-		poll_pause
-	done
-	return 1
-}
+sl_queue_empty() { [ -z "$(sl_in "$SL_HUB" squeue -h 2>/dev/null)" ]; }
+sl_wait_empty() { poll_until "${1:-30}" sl_queue_empty; }
 
 # What vhpc's Slurm jobs could leave on this machine, for before/after
 # comparisons (only names of this cluster's run dirs and jobs count).
@@ -230,7 +217,7 @@ sl_leftovers() {
 	echo "netns $(ls /run/netns 2>/dev/null | grep -cE '^vhpc-[0-9]+s[0-9a-v]+(-[0-9]+)?$')"
 	for ((i = 1; i <= SL_NODES; i++)); do
 		echo "n$i jobs $(ls "$SL_DIR/run-n$i/jobs" 2>/dev/null | grep -c .) runc $(ls "$SL_DIR/run-n$i/runc" 2>/dev/null | grep -c .)" \
-			"state $(ls "$SL_DIR/run-n$i/slurm" 2>/dev/null | grep -cE '\.(state|opts)$')"
+			"state $(ls "$SL_DIR/run-n$i/slurm" 2>/dev/null | grep -cE '\.(state|user|opts)$')"
 		echo "n$i vxlan $(ip -n "$SL-n$i" -d link 2>/dev/null | grep -c vxlan)"
 		echo "n$i holders $(for p in $(sl_node_procs "$i"); do cat /proc/"$p"/comm 2>/dev/null; done | grep -c vhpc-slurmjob)"
 	done

@@ -291,13 +291,24 @@ static void keys_and_vnis_come_from_job_and_secret(void **state)
 	assert_memory_not_equal(a, c, CHAN_KEY_LEN);
 	vs_job_key(s2, 20, 5, c);
 	assert_memory_not_equal(a, c, CHAN_KEY_LEN);
-	/* Jobs near in time never share a VNI; every VNI is in range. */
+	/* Jobs near in time never share a VNI; every VNI is in range; one
+	 * job's VNI does not give the next one's (an offset of the id did). */
+	static uint32_t seen[3000];
+	int next = 0;
+
 	for (uint32_t j = 1; j < 3000; j++) {
 		uint32_t v = vs_job_vni(s1, 20, j), w = vs_job_vni(s1, 20, j + 1);
 
 		assert_true(v >= 1 && v <= VHPC_VNI_MAX);
 		assert_int_not_equal(v, w);
+		next += w == v + 1;
+		seen[j] = v;
+		for (uint32_t k = 1; k < j; k++)
+			assert_int_not_equal(seen[k], v);
 	}
+	assert_true(next < 3);
+	/* the top of the id range wraps onto the bottom, still one-to-one */
+	assert_int_equal(vs_job_vni(s1, 20, VHPC_VNI_MAX + 1), vs_job_vni(s1, 20, 1));
 	assert_int_equal(vs_job_vni(s1, 20, 7), vs_job_vni(s1, 20, 7));
 	assert_int_not_equal(vs_job_vni(s1, 20, 7), vs_job_vni(s2, 20, 7));
 }

@@ -2,6 +2,6 @@
 $(eval $(call unit_test,unit-config,tests/unit/test_config.c))
 $(eval $(call unit_test,unit-util,tests/unit/test_util.c))
 $(eval $(call unit_test,unit-chan,tests/unit/test_chan.c))
-$(eval $(call unit_test,unit-wire,tests/unit/test_wire.c))
+$(eval $(call unit_test,unit-wire,tests/unit/test_wire.c tests/cluster/wireframe.c))
 $(eval $(call unit_test,unit-gexec,tests/unit/test_gexec.c))
 $(eval $(call unit_test,unit-binds,tests/unit/test_binds.c))

@@ -85,12 +85,40 @@ static bool single_copy(const struct na_job *j)
 	return cj && cj->have_pod;
 }
 
+/* Where the job's host path i is mounted for runc: runc binds by path,
+ * as root, so it gets one of root's, made from the descriptor the user's
+ * own lookup opened (nodeagent/binds.c), not the user's path. */
+static void bind_at(const struct na_job *j, int i, char *buf, size_t len)
+{
+	if (i < 0)
+		snprintf(buf, len, "%s/binds", j->jd.path);
+	else
+		snprintf(buf, len, "%s/binds/%d", j->jd.path, i);
+}
+
+static int mount_binds(struct na_job *j, struct verr *err)
+{
+	char at[PATH_MAX];
+
+	if (j->nhb == 0)
+		return 0;
+	bind_at(j, -1, at, sizeof(at));
+	if (mkdir(at, 0700) < 0)
+		return verr_errno(err, "mkdir %s", at);
+	for (int i = 0; i < j->nhb; i++) {
+		bind_at(j, i, at, sizeof(at));
+		if (na_binds_mount(&j->hb[i], at, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int prepare(struct na_job *j, struct verr *err)
 {
 	struct ctr_job *cj = job_state(j, err);
 	int rc;
 
-	if (!cj)
+	if (!cj || mount_binds(j, err) < 0)
 		return -1;
 	rc = na_ctr_rootfs_make(j->jd.path, j->img.rootfs, j->hb, j->nhb, cj->rootfs, sizeof(cj->rootfs), err);
 	if (rc < 0)
@@ -177,6 +205,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 	};
 	struct na_guest_env env;
 	struct na_bind binds[5 + BIND_MAX];
+	char hpath[BIND_MAX][sizeof(j->jd.path) + 16];
 	struct na_ctr_spec s = { 0 };
 	const struct ctr_job *cj = j->drv_job;
 	struct ctr_guest *cg = guest_state(j, k, err);
@@ -205,8 +234,11 @@ static int start(struct na_job *j, int k, struct verr *err)
 	}
 	if (vmshm)
 		binds[s.nbinds++] = (struct na_bind){ .src = j->vmshm, .dst = VHPC_VMSHM_GUEST_PATH, .ro = false };
-	for (int i = 0; i < j->nhb && i < BIND_MAX; i++)
-		binds[s.nbinds++] = (struct na_bind){ .src = j->hb[i].src, .dst = j->hb[i].dst, .ro = j->hb[i].ro, .host = true, .flags = j->hb[i].flags };
+	for (int i = 0; i < j->nhb && i < BIND_MAX; i++) {
+		bind_at(j, i, hpath[i], sizeof(hpath[i]));
+		binds[s.nbinds++] = (struct na_bind){ .src = hpath[i], .dst = j->hb[i].dst, .ro = j->hb[i].ro,
+						      .host = true, .flags = j->hb[i].flags };
+	}
 	s.job = j->jd.job;
 	s.index = gi;
 	s.hostname = name;
@@ -356,8 +388,16 @@ static void release(struct na_job *j)
 	struct ctr_job *cj = j->drv_job;
 
 	/* Also after a takeover, which never ran prepare: by its name. */
-	if (j->have_jd)
+	if (j->have_jd) {
+		char at[PATH_MAX];
+		int n = 0;
+		struct verr e;
+
 		na_ctr_rootfs_remove(j->jd.path);
+		bind_at(j, -1, at, sizeof(at));
+		if (na_umount_below(at, &n, &e) < 0)
+			log_warn("job %s: %s", j->jd.job, e.msg);
+	}
 	if (cj && cj->have_pod)
 		na_pod_destroy(&cj->pod);
 	free(j->drv_job);

@@ -22,11 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define KVM_GUEST_SPOOL "/run/vhpc-spool"
 
 struct kvm_job {
 	char config_disk[PATH_MAX];
+	char scratch_dir[PATH_MAX]; /* when the job has --scratch */
 	int *cpu_node;             /* host node of each placed CPU, VHPC_MAX_VCPUS per guest */
 	bool *huge;                /* guest k's RAM in hugepages */
 };
@@ -77,6 +79,8 @@ static int prepare(struct na_job *j, struct verr *err)
 	/* A VM sees the region as a PCI BAR: a power of two. */
 	if (j->vmshm[0] && na_kvm_vmshm_fit(j->vmshm, &j->vmshm_size, err) < 0)
 		return -1;
+	if (j->s.scratch && na_kvm_scratch_dir(kj->scratch_dir, sizeof(kj->scratch_dir), err) < 0)
+		return -1;
 	if (j->nhb > NA_KVM_MAX_FS)
 		return verr_set(err, "%d host paths: a kvm guest takes at most %d (one virtio-fs device each)",
 				j->nhb, NA_KVM_MAX_FS);
@@ -110,7 +114,8 @@ static const char *placement_note(const struct na_job *j, int k)
 static int start(struct na_job *j, int k, struct verr *err)
 {
 	struct kvm_job *kj = j->drv_job;
-	char name[16], scratch[PATH_MAX];
+	char name[16], scratch[64];
+	int sfd = -1, rc;
 	struct na_kvm_spec s = {
 		.job = j->jd.job, .index = j->g[k].index, .name = name, .img = &j->img, .place = &j->place[k],
 		.cpu_node = kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, .mem = j->s.mem, .hugepages = kj->huge[k],
@@ -127,11 +132,17 @@ static int start(struct na_job *j, int k, struct verr *err)
 	if (j->g[k].index == 0 && j->s.spool_size)
 		s.spool = KVM_GUEST_SPOOL;
 	if (j->s.scratch) {
-		if (na_kvm_scratch_disk(&j->jd, j->g[k].index, j->s.scratch, scratch, sizeof(scratch), err) < 0)
+		if (na_kvm_scratch_disk(kj->scratch_dir, j->s.scratch, &sfd, err) < 0)
 			return verr_wrap(err, "guest %s", name);
+		/* Opened again by na_kvm_start, for vhpc-hv: then this
+		 * descriptor goes, and the disk lives as long as vhpc-hv. */
+		snprintf(scratch, sizeof(scratch), "/proc/self/fd/%d", sfd);
 		s.scratch_disk = scratch;
 	}
-	if (na_kvm_start(&s, &kvm, err) < 0)
+	rc = na_kvm_start(&s, &kvm, err);
+	if (sfd >= 0)
+		close(sfd);
+	if (rc < 0)
 		return verr_wrap(err, "starting guest %s", name);
 	j->g[k].priv = kvm;
 	return 0;

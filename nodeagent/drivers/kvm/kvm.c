@@ -273,11 +273,11 @@ static int open_files(const struct na_kvm_spec *s, struct na_kvm_fds *f, struct 
 	struct {
 		int *fd;
 		const char *path, *what;
-		int flags;
+		int flags;      /* -1: a part of the image */
 	} t[] = {
-		{ &f->kernel, kvm_kernel_path(s->img), "kernel", O_RDONLY },
-		{ &f->initrd, s->img->initrd, "initramfs", O_RDONLY },
-		{ &f->root, s->img->disk, "root disk", O_RDONLY },
+		{ &f->kernel, kvm_kernel_path(s->img), "kernel", -1 },
+		{ &f->initrd, s->img->initrd, "initramfs", -1 },
+		{ &f->root, s->img->disk, "root disk", -1 },
 		{ &f->config, s->config_disk, "config disk", O_RDONLY },
 		{ &f->scratch, s->scratch_disk, "scratch disk", O_RDWR },
 		{ &f->vmshm, s->vmshm, "vmshm region", O_RDWR },
@@ -286,6 +286,14 @@ static int open_files(const struct na_kvm_spec *s, struct na_kvm_fds *f, struct 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		if (!t[i].path)
 			continue;
+		/* The image's parts are a user's content: regular files of its
+		 * folder, reached without a symlink (not a host disk a link in
+		 * kvm/ would point at). */
+		if (t[i].flags < 0) {
+			if ((*t[i].fd = image_open_part(s->img, t[i].path, err)) < 0)
+				return verr_wrap(err, "%s", t[i].what);
+			continue;
+		}
 		*t[i].fd = open(t[i].path, t[i].flags | O_CLOEXEC | O_NOCTTY);
 		if (*t[i].fd < 0)
 			return verr_errno(err, "%s %s", t[i].what, t[i].path);
@@ -332,7 +340,9 @@ static int wait_up(struct na_kvm *k, int timeout_ms, struct verr *err)
 		struct stat a, b;
 		char why[160], tail[1200];
 
-		if (stat(k->ctl, &a) == 0 && S_ISSOCK(a.st_mode) && stat(k->vsock, &b) == 0 && S_ISSOCK(b.st_mode))
+		/* lstat: hv/ is the user's, and a symlink there is not vhpc-hv's
+		 * socket (kvm_control would refuse it anyway). */
+		if (lstat(k->ctl, &a) == 0 && S_ISSOCK(a.st_mode) && lstat(k->vsock, &b) == 0 && S_ISSOCK(b.st_mode))
 			return 0;
 		if (!na_kvm_running(k, why, sizeof(why))) {
 			tail_of(k->hvlog, tail, sizeof(tail));
@@ -443,7 +453,14 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	if (make_gdir(k, jail.uid, jail.gid, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &fds.tap, err) < 0 ||
 	    open_files(s, &fds, err) < 0)
 		goto fail;
-	if (kvm_cgroups_prepare(s->job, s->index, s->place, cg, MAX_CG, &ncg, err) < 0)
+	{
+		struct stat st;
+
+		/* The region's pages are charged to whichever guest touches
+		 * them first: each guest's limit leaves room for all of it. */
+		k->mem_limit = kvm_mem_limit(s->mem, fds.vmshm >= 0 && fstat(fds.vmshm, &st) == 0 ? (uint64_t)st.st_size : 0);
+	}
+	if (kvm_cgroups_prepare(s->job, s->index, s->place, k->mem_limit, cg, MAX_CG, &ncg, err) < 0)
 		goto fail;
 	/* The shared folders' daemons run as the job's user itself (not
 	 * vhpc-hv's nobody of a root job): the files are the user's. */
@@ -571,6 +588,14 @@ int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
 			continue;
 		if (!ks[i]->exited && rc == 0)
 			rc = verr_set(err, "guest %s: vhpc-hv (pid %d) survives SIGKILL", ks[i]->name, (int)ks[i]->pid);
+		{
+			uint64_t peak = kvm_mem_peak(ks[i]->job, ks[i]->index);
+
+			if (peak && ks[i]->mem_limit)
+				log_info("guest %s: vhpc-hv and its virtiofsd used at most %llu MiB of their %llu MiB limit",
+					 ks[i]->name, (unsigned long long)(peak >> 20),
+					 (unsigned long long)(ks[i]->mem_limit >> 20));
+		}
 		snprintf(rel, sizeof(rel), "vhpc/%s/%d", ks[i]->job, ks[i]->index);
 		if (na_cgroup_remove(rel, true, &removed, &e) < 0 && rc == 0) {
 			*err = e;

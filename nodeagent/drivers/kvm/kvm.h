@@ -70,7 +70,8 @@ struct na_kvm_spec {
 	int prefix, mtu;
 	int guest_port;                /* guestd: TCP on the job network, and vsock */
 	const char *config_disk;       /* na_kvm_config_disk */
-	const char *scratch_disk;      /* na_kvm_scratch_disk, or NULL: the guest's /scratch */
+	const char *scratch_disk;      /* "/proc/self/fd/N" of na_kvm_scratch_disk's fd,
+	                                * or NULL: the guest's /scratch */
 	const char *spool;             /* guestd's spool of detached commands, a path in
 	                                * the guest (vhpc.spool=), or NULL */
 	const char *vmshm;             /* region file (power-of-two size) or NULL */
@@ -127,11 +128,17 @@ int na_kvm_vmshm_fit(const char *path, uint64_t *size, struct verr *err);
 int na_kvm_config_disk(const struct na_jobdir *jd, const char *src_dir,
 		       const char *const *env, const struct tuning *tuning,
 		       char *path, size_t len, struct verr *err);
-/* Guest index's scratch disk, <job dir>/scratch<index>.ext4 (mode 0600):
- * an empty ext4 file system of size bytes in a sparse file, so it costs
- * only what the guest writes.  It goes with the job dir. */
-int na_kvm_scratch_disk(const struct na_jobdir *jd, int index, uint64_t size, char *path, size_t len,
-			struct verr *err);
+/* Where kvm guests' scratch disks go: the cluster file's scratch_dir, or
+ * <state dir>/scratch; a node-local disk, never the run dir (memory). */
+int na_kvm_scratch_dir(char *buf, size_t len, struct verr *err);
+/* A scratch disk in dir (a folder of root's that only root may write;
+ * made if missing): an empty ext4 file system of size bytes in a file
+ * with no name (O_TMPFILE), its room reserved (fallocate) so that a
+ * guest neither takes another's nor meets a full host disk halfway.  *fd
+ * is its only reference: the disk is gone once the agent and vhpc-hv
+ * close it, after the job or after any crash, with nothing to sweep.
+ * A folder without that room refuses it, naming the folder. */
+int na_kvm_scratch_disk(const char *dir, uint64_t size, int *fd, struct verr *err);
 /* The "fs" file of the config disk: "vhpc<i> DST ro|rw" per shared folder,
  * what the guest's init mounts (malloc'd; pure). */
 int na_kvm_fs_text(const struct na_hbind *fs, int n, char **out, struct verr *err);

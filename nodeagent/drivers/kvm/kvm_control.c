@@ -2,11 +2,17 @@
  * Talking to vhpc-hv's control socket (hv/hv.h: one JSON object per line):
  * the driver asks for "status" once a guest starts and checks that every
  * vCPU thread runs where placement pinned it.
+ *
+ * The socket is in hv/, the folder vhpc-hv (the job's user) owns: root
+ * reaches it through an O_PATH|O_NOFOLLOW descriptor (gexec_unix_open), so
+ * a symlink the user plants in its place is refused rather than followed
+ * to another socket of the host.
  */
 #include "nodeagent/nodeagent.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/fdio.h"
+#include "lib/gexec.h"
 #include "kvm_int.h"
 #include "nodeagent/place/place.h"
 
@@ -15,27 +21,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms, struct verr *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	size_t cap = 4096, n = 0;
-	char *buf;
+	char *buf, what[160];
 	int fd;
 
 	*reply = NULL;
-	if (strlen(sock) >= sizeof(sa.sun_path))
-		return verr_set(err, "control socket %s: path too long", sock);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(what, sizeof(what), "control socket %s", sock);
+	fd = gexec_unix_open(sock, deadline, what, err);
 	if (fd < 0)
-		return verr_errno(err, "control socket %s", sock);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    send_full(fd, req, strlen(req)) < 0 || send_full(fd, "\n", 1) < 0) {
+		return -1;
+	if (send_full(fd, req, strlen(req)) < 0 || send_full(fd, "\n", 1) < 0) {
 		verr_errno(err, "control socket %s", sock);
 		close(fd);
 		return -1;

@@ -9,14 +9,19 @@
  * key must never be.
  *
  * A scratch disk: an empty writable ext4 per guest, for jobs that want a
- * node-local /scratch.
+ * node-local /scratch, in the node's scratch folder on disk.  It was a
+ * sparse file in the job dir, under the run dir, which is a tmpfs: what a
+ * guest wrote there took the node's memory.
  *
  * The vmshm region: grown to the power of two a PCI BAR must be.
  */
 #include "nodeagent/nodeagent.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/bytes.h"
+#include "lib/cluster.h"
 #include "lib/jobspec.h"
+#include "lib/paths.h"
 #include "lib/proc.h"
 #include "lib/tuning.h"
 #include "kvm_int.h"
@@ -28,8 +33,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Bytes the files of dir take, plus room for each entry's metadata. */
@@ -116,35 +123,129 @@ int na_kvm_config_disk(const struct na_jobdir *jd, const char *src_dir,
 	return 0;
 }
 
-int na_kvm_scratch_disk(const struct na_jobdir *jd, int index, uint64_t size, char *path, size_t len,
-			struct verr *err)
+int na_kvm_scratch_dir(char *buf, size_t len, struct verr *err)
+{
+	struct cluster_cfg cl;
+	int n;
+
+	if (cluster_load(NULL, &cl, err) < 0)
+		return verr_wrap(err, "where scratch disks go (scratch_dir)");
+	if (cl.scratch_dir)
+		n = snprintf(buf, len, "%s", cl.scratch_dir);
+	else
+		n = snprintf(buf, len, "%s/scratch", vhpc_state_dir());
+	cluster_free(&cl);
+	if (n < 0 || (size_t)n >= len)
+		return verr_set(err, "scratch folder %.60s...: path too long", buf);
+	return 0;
+}
+
+/* Only root may add, remove or swap names in it: no one can put a name
+ * of theirs where the disk is made. */
+static int scratch_dir_open(const char *dir, struct verr *err)
+{
+	struct stat st;
+	int dfd;
+
+	if (dir[0] != '/')
+		return verr_set(err, "scratch folder '%s': not an absolute path", dir);
+	if (mkdir_p(dir, 0700, err) < 0)
+		return verr_wrap(err, "scratch folder");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return verr_errno(err, "scratch folder %s", dir);
+	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
+		verr_set(err, "scratch folder %s: must be root's and writable by root only (it is uid %u, mode %03o)",
+			 dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+#define SCRATCH_TMP ".vhpc-scratch-"
+
+/* Where a file system cannot make unnamed files (FUSE before Linux 6.3,
+ * NFS): a name for the moment between creating and unlinking, and names
+ * an agent killed in that moment left, removed once they are a minute
+ * old (another agent's may be in its moment now). */
+static int named_then_gone(int dfd)
+{
+	char name[64];
+	uint8_t rnd[8];
+	DIR *d;
+	int fd, e;
+
+	if ((fd = dup(dfd)) >= 0 && (d = fdopendir(fd))) {
+		struct dirent *de;
+		struct stat st;
+
+		while ((de = readdir(d)))
+			if (!strncmp(de->d_name, SCRATCH_TMP, strlen(SCRATCH_TMP)) &&
+			    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mtime < time(NULL) - 60)
+				unlinkat(dfd, de->d_name, 0);
+		closedir(d);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	random_bytes(rnd, sizeof(rnd));
+	snprintf(name, sizeof(name), SCRATCH_TMP "%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3],
+		 rnd[4], rnd[5], rnd[6], rnd[7]);
+	fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	e = errno;
+	if (fd >= 0)
+		unlinkat(dfd, name, 0);
+	errno = e;
+	return fd;
+}
+
+int na_kvm_scratch_disk(const char *dir, uint64_t size, int *fdp, struct verr *err)
 {
 	/* Lazy inode tables and journal: mke2fs writes a few MiB whatever the
 	 * size, and the guest kernel initialises the rest as it goes. */
+	char self[64];
 	const char *argv[] = {
 		"mke2fs", "-q", "-F", "-t", "ext4", "-L", "vhpc-scratch", "-m", "0",
-		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0", path, NULL
+		"-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0", self, NULL
 	};
-	int fd;
+	int dfd, fd, e;
 
+	*fdp = -1;
 	if (size < JOB_SCRATCH_MIN || size > JOB_SCRATCH_MAX)
 		return verr_set(err, "scratch disk: %llu bytes is outside 16M..64T", (unsigned long long)size);
-	if ((size_t)snprintf(path, len, "%s/scratch%d.ext4", jd->path, index) >= len)
-		return verr_set(err, "scratch disk: path too long under %s", jd->path);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return verr_errno(err, "scratch disk %s", path);
-	if (ftruncate(fd, (off_t)size) < 0) {
-		verr_errno(err, "scratch disk %s: cannot make it %llu bytes", path, (unsigned long long)size);
-		close(fd);
-		unlink(path);
+	if ((dfd = scratch_dir_open(dir, err)) < 0)
 		return -1;
+	fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+		fd = named_then_gone(dfd);
+	e = errno;
+	close(dfd);
+	if (fd < 0) {
+		errno = e;
+		return verr_errno(err, "scratch folder %s", dir);
 	}
-	close(fd);
+	if (fallocate(fd, 0, 0, (off_t)size) < 0) {
+		e = errno;
+		if (e != EOPNOTSUPP) {
+			close(fd);
+			errno = e;
+			return verr_errno(err, "scratch disk of %llu MiB in %s%s", (unsigned long long)(size >> 20), dir,
+					  e == ENOSPC ? " (the scratch folder has no room for it)" : "");
+		}
+		/* A file system without fallocate: sparse, as good as it gets. */
+		if (ftruncate(fd, (off_t)size) < 0) {
+			verr_errno(err, "scratch disk in %s: cannot make it %llu bytes", dir, (unsigned long long)size);
+			close(fd);
+			return -1;
+		}
+	}
+	/* mke2fs reaches the unnamed file through this process's descriptor. */
+	snprintf(self, sizeof(self), "/proc/%d/fd/%d", (int)getpid(), fd);
 	if (run_capture(argv, NULL, NULL, 1 << 16, 120000, err) != 0) {
-		unlink(path);
-		return verr_wrap(err, "making the scratch disk %s", path);
+		close(fd);
+		return verr_wrap(err, "making a scratch disk in %s", dir);
 	}
+	*fdp = fd;
 	return 0;
 }
 

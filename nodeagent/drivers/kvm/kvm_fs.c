@@ -8,8 +8,11 @@
  * on the host and nothing else is mapped: what the guest writes belongs to
  * the user, a request as any other guest uid fails, and the daemon holds
  * no capability on the host (it cannot mknod, nor reach a file the user
- * could not).  Its mount namespace has the folder bound read-only when the
- * bind is, so a guest's root cannot remount its way to writing.
+ * could not).  The folder is the one the agent's check opened as the user
+ * (nodeagent/binds.c), not its path looked up again: the daemon starts in
+ * it (fchdir) and binds it from there to /run/vhpc-share in its own mount
+ * namespace, read-only when the bind is, so a guest's root cannot remount
+ * its way to writing.
  *
  * The agent makes the listening socket and connects to it before the
  * daemon exists; vhpc-hv gets the connected end as /dev/fd/N, and no
@@ -34,6 +37,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -45,6 +49,9 @@ const char *kvm_virtiofsd_path(void)
 
 	return p && *p ? p : "/usr/lib/qemu/virtiofsd";
 }
+
+/* Where the daemon sees the folder, in its own mount namespace. */
+#define FS_SHARE "/run/vhpc-share"
 
 static int write_at(const char *path, const char *s)
 {
@@ -98,6 +105,10 @@ static void child(const struct fs_child *c)
 	sigset_t none;
 
 	setsid();
+	/* First: the descriptor may be one of those the dup2s below reuse. */
+	step = "entering the checked folder";
+	if (fchdir(c->b->fd) < 0)
+		goto fail;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->logfd, 1) < 0 || dup2(c->logfd, 2) < 0 || dup2(c->listen_fd, 3) < 0 ||
@@ -134,10 +145,13 @@ static void child(const struct fs_child *c)
 	step = "a tmpfs on /run";
 	if (mount("vhpc-virtiofsd", "/run", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m,mode=755") < 0)
 		goto fail;
+	/* The working folder moved into the new namespace with it. */
+	step = "binding the folder";
+	if (mkdir(FS_SHARE, 0700) < 0 || mount(".", FS_SHARE, NULL, MS_BIND | MS_REC, NULL) < 0 || chdir("/") < 0)
+		goto fail;
 	if (c->b->ro) {
-		step = "binding the folder read-only";
-		if (mount(c->b->src, c->b->src, NULL, MS_BIND | MS_REC, NULL) < 0 ||
-		    mount(NULL, c->b->src, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | locked_flags(c->b->flags), NULL) < 0)
+		step = "making the folder read-only";
+		if (mount(NULL, FS_SHARE, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | locked_flags(c->b->flags), NULL) < 0)
 			goto fail;
 	}
 	step = "no_new_privs";
@@ -167,7 +181,7 @@ int kvm_fs_start(const char *dir, int k, const struct na_hbind *b, uid_t uid, gi
 		return verr_set(err, "bind %s: kvm guests share folders, and it is a file", b->src);
 	if (access(argv[0], X_OK) < 0)
 		return verr_errno(err, "%s (virtiofsd, Debian's qemu-system-common; $VHPC_VIRTIOFSD)", argv[0]);
-	snprintf(src, sizeof(src), "source=%s", b->src);
+	snprintf(src, sizeof(src), "source=%s", FS_SHARE);
 	snprintf(c.uid_map, sizeof(c.uid_map), "0 %u 1\n", (unsigned)uid);
 	snprintf(c.gid_map, sizeof(c.gid_map), "0 %u 1\n", (unsigned)gid);
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/fs%d.sock", dir, k) >= sizeof(sa.sun_path))

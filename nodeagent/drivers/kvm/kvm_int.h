@@ -38,11 +38,22 @@ const char *kvm_kernel_path(const struct image_info *img);
  * tap's only owner, so it goes away with the last holder. */
 int kvm_tap_open(const char *job, int index, int mtu, int *fd, struct verr *err);
 
-/* cgroups vhpc/<job>/<index> in the cpuset (v1) and cgroup2 hierarchies,
- * cpuset from the placement; *fds gets the open cgroup.procs files (at most
- * max) for the child to write "0" into before it execs. */
-int kvm_cgroups_prepare(const char *job, int index, const struct na_placement *p,
+/* cgroups vhpc/<job>/<index> in the cpuset and memory (v1) and cgroup2
+ * hierarchies, cpuset from the placement, memory limited to mem_limit;
+ * *fds gets the open cgroup.procs files (at most max) for the child to
+ * write "0" into before it execs. */
+int kvm_cgroups_prepare(const char *job, int index, const struct na_placement *p, uint64_t mem_limit,
 			int *fds, int max, int *n, struct verr *err);
+/* What vhpc-hv and its virtiofsd may use beyond the guest's RAM and the
+ * vmshm region it maps: its own code, threads and device buffers (vsock
+ * keeps up to 256 KiB per stream), each virtiofsd, and KVM's page tables
+ * and reverse maps (about 0.4% of RAM, under the ram/32 part).  A bound
+ * against a runaway, not an estimate: the log's peak at each guest's end
+ * (kvm_mem_peak) is the measure. */
+#define KVM_MEM_OVERHEAD (256ull << 20)
+uint64_t kvm_mem_limit(uint64_t ram, uint64_t vmshm);
+/* The most guest index's cgroup has used (0: not known). */
+uint64_t kvm_mem_peak(const char *job, int index);
 
 /* A confined vhpc-hv (kvm_jail.c): its uid and gid, the binary, its one
  * writable folder, and an empty folder for the jail's root to be mounted on. */
@@ -86,6 +97,7 @@ struct na_kvm {
 	off_t serial_seen;     /* console bytes already searched for a panic */
 	char panic[200];       /* the guest kernel's panic line, once seen */
 	pid_t fs_pid[NA_KVM_MAX_FS]; /* its virtiofsd, our children (0: none) */
+	uint64_t mem_limit;    /* of its memory cgroup (0: taken over, not known) */
 	/* Between na_kvm_start and na_kvm_wait_up: */
 	bool up;               /* its sockets are there and its vCPUs pinned */
 	int up_timeout_ms;

@@ -7,7 +7,9 @@
  *     accept, take a line and 64 KiB while advertising only 16 KiB of
  *     buffer (the host must wait for our credit updates), and answer;
  *  4. the test's "CONNECT 5999": nobody listens here, we reset it.
- * Command line: cid=N nonce=S */
+ * Under --seccomp (seccomp=1) vhpc-hv makes no connections once the guest
+ * runs: step 1's request is answered with a reset instead.
+ * Command line: cid=N nonce=S [seccomp=1] */
 #include "virtio.h"
 
 #define HDR 44
@@ -31,6 +33,7 @@ struct hdr {
 static struct kvdev dev;
 static uint64_t cid;
 static char nonce[32];
+static bool seccomp;                /* vhpc-hv runs under its allowlist */
 static struct hdr *pend_req;        /* a host REQUEST that came early */
 static struct hdr pend_store;
 
@@ -103,6 +106,11 @@ static void guest_initiated(void)
 
 	send_pkt(5001, 1234, OP_REQUEST, 0, 65536, 0, 0, 0);
 	r = recv_pkt(&h, data);
+	if (seccomp) {
+		check(r == 0 && h.op == OP_RST && h.dst_port == 5001,
+		      "guest to host port 1234 under --seccomp: reset (op %u)", h.op);
+		goto unheard;
+	}
 	check(r == 0 && h.op == OP_RESPONSE && h.src_port == 1234 && h.dst_port == 5001,
 	      "guest to host port 1234: response (op %u)", h.op);
 	check(h.src_cid == 2 && h.dst_cid == cid, "from CID 2 to our CID %lu", cid);
@@ -134,7 +142,7 @@ static void guest_initiated(void)
 			break;
 	} while (h.op != OP_RST);
 	check(h.op == OP_RST, "our shutdown answered with a reset");
-
+unheard:
 	send_pkt(5002, 4321, OP_REQUEST, 0, 65536, 0, 0, 0);
 	r = recv_pkt(&h, 0);
 	check(r == 0 && h.op == OP_RST && h.dst_port == 5002,
@@ -211,6 +219,7 @@ void test_main(void)
 
 	cid = parse_u64(cmdline_get("cid", arg, sizeof(arg)) ? arg : "0");
 	cmdline_get("nonce", nonce, sizeof(nonce));
+	seccomp = cmdline_get("seccomp", arg, sizeof(arg)) && arg[0] == '1';
 	msix_handlers_install(4);
 	r = vdev_open(&dev, 19, 0, (1ull << 29) | (1ull << 28));
 	check(r == 0, "virtio-vsock found (%d)", r);
