@@ -9,6 +9,13 @@
 #include "lib/config.h"
 #include "lib/inet.h"
 
+/* vhpc-ctld's defaults when the cluster file's `ctld:` is silent. */
+#define CLUSTER_OUTPUT_LIMIT       (256ull << 20)
+#define CLUSTER_OUTPUT_LIMIT_MIN   (64ull << 10)
+#define CLUSTER_MAX_JOBS_PER_USER  500
+#define CLUSTER_KEEP_ENDED         3600
+#define CLUSTER_SPOOL_MAX          512
+
 /* The cluster (configs/cluster.yaml). */
 struct cluster_cfg {
 	char *name;
@@ -28,6 +35,14 @@ struct cluster_cfg {
 	struct cf_strlist binds;
 	struct cf_strlist bind_allow;
 	bool bind_home, bind_workdir;
+	/* vhpc-ctld (`ctld:`, scheduler/README.md): its output spool (NULL:
+	 * beside its state folder), each job's output limit, the jobs a user
+	 * may have waiting or running at once, and the seconds an ended job
+	 * stays in its memory (SQLite keeps it for good). */
+	char *ctld_spool;
+	uint64_t ctld_output_limit;
+	long long ctld_max_jobs_per_user;
+	long long ctld_keep_ended;
 	/* Each node's folder for kvm guests' scratch disks, on a local disk;
 	 * NULL: <state dir>/scratch (nodeagent/README.md). */
 	char *scratch_dir;

@@ -94,21 +94,59 @@ int write_file(const char *path, const void *buf, size_t len, mode_t mode,
 	return 0;
 }
 
+/* fsync of the folder holding path: its entries (a rename) are on disk. */
+static int sync_parent(const char *path, struct verr *err)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd, rc;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return verr_errno(err, "cannot open %s", dir);
+	rc = fsync(fd);
+	close(fd);
+	return rc < 0 ? verr_errno(err, "cannot sync %s", dir) : 0;
+}
+
 int write_file_atomic(const char *path, const void *buf, size_t len,
 		      mode_t mode, struct verr *err)
 {
 	char tmp[PATH_MAX];
+	int fd;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
 		return verr_set(err, "path too long: %s", path);
-	if (write_file(tmp, buf, len, mode, err) < 0)
+	/* A file left by a killed writer of our pid (or a planted link) goes:
+	 * the new one is ours, made here. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return verr_errno(err, "cannot create %s", tmp);
+	/* The data is on disk before the name points at it, and the name
+	 * before we return: a crash leaves the old file or the new one, whole. */
+	if (write_full(fd, buf, len) < 0 || fsync(fd) < 0) {
+		verr_errno(err, "cannot write %s", tmp);
+		close(fd);
+		unlink(tmp);
 		return -1;
+	}
+	if (close(fd) < 0) {
+		verr_errno(err, "cannot write %s", tmp);
+		unlink(tmp);
+		return -1;
+	}
 	if (rename(tmp, path) < 0) {
 		verr_errno(err, "cannot rename %s to %s", tmp, path);
 		unlink(tmp);
 		return -1;
 	}
-	return 0;
+	return sync_parent(path, err);
 }
 
 int mkdir_p(const char *path, mode_t mode, struct verr *err)

@@ -13,7 +13,9 @@ int read_file(const char *path, char **buf, size_t *len, size_t max,
 	      struct verr *err);
 int write_file(const char *path, const void *buf, size_t len, mode_t mode,
 	       struct verr *err);
-/* Writes to path.tmp then renames, so readers never see half a file. */
+/* Writes to path.tmp.<pid>, fsyncs it, renames it over path and fsyncs
+ * the folder: readers never see half a file, and after a crash or power
+ * loss path holds the old content or the new, whole. */
 int write_file_atomic(const char *path, const void *buf, size_t len,
 		      mode_t mode, struct verr *err);
 int mkdir_p(const char *path, mode_t mode, struct verr *err);

@@ -166,6 +166,19 @@ static const struct cf_field defaults_fields[] = {
 };
 static const struct cf_schema defaults_schema = { "defaults", 0, defaults_fields };
 
+/* ctld_spool .. ctld_keep_ended sit together in struct cluster_cfg. */
+static const struct cf_field ctld_fields[] = {
+	{ .key = "spool", .kind = CF_STR, .off = C(ctld_spool) - C(ctld_spool), .what = "an absolute path" },
+	{ .key = "output_limit", .kind = CF_SIZE, .off = C(ctld_output_limit) - C(ctld_spool),
+	  .min = CLUSTER_OUTPUT_LIMIT_MIN, .max = 1ll << 50 },
+	{ .key = "max_jobs_per_user", .kind = CF_INT, .off = C(ctld_max_jobs_per_user) - C(ctld_spool),
+	  .min = 1, .max = 1000000 },
+	{ .key = "keep_ended", .kind = CF_INT, .off = C(ctld_keep_ended) - C(ctld_spool), .min = 1,
+	  .max = 366 * 86400, .what = "seconds" },
+	{ 0 }
+};
+static const struct cf_schema ctld_schema = { "ctld", 0, ctld_fields };
+
 /* A list of paths, each checked where it is written. */
 static int parse_pathlist(const cf_doc *d, const cf_node *n, void *dst, struct verr *err, bool specs)
 {
@@ -227,6 +240,7 @@ static const struct cf_field cluster_fields[] = {
 	{ .key = "controller", .kind = CF_STR, .off = C(controller), .what = "host:port" },
 	{ .key = "job_network", .kind = CF_STRUCT, .off = C(job_pool), .sub = &jobnet_schema, .flags = CF_REQUIRED },
 	{ .key = "defaults", .kind = CF_STRUCT, .off = C(default_image), .sub = &defaults_schema },
+	{ .key = "ctld", .kind = CF_STRUCT, .off = C(ctld_spool), .sub = &ctld_schema },
 	{ 0 }
 };
 const struct cf_schema cluster_schema = { "cluster", sizeof(struct cluster_cfg), cluster_fields };
@@ -242,6 +256,9 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 	c->default_timeout = 3600;
 	c->bind_home = true;
 	c->bind_workdir = true;
+	c->ctld_output_limit = CLUSTER_OUTPUT_LIMIT;
+	c->ctld_max_jobs_per_user = CLUSTER_MAX_JOBS_PER_USER;
+	c->ctld_keep_ended = CLUSTER_KEEP_ENDED;
 	c->wg.port = 51820;
 	if (!path)
 		path = getenv("VHPC_CLUSTER");
@@ -256,6 +273,12 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 	if (c->job_prefix <= c->job_pool.prefix) {
 		verr_set(err, "%s: job_network.prefix /%lld must be longer than the pool's /%d",
 			 path, c->job_prefix, c->job_pool.prefix);
+		cluster_free(c);
+		return -1;
+	}
+	if (c->ctld_spool && (c->ctld_spool[0] != '/' || strlen(c->ctld_spool) >= CLUSTER_SPOOL_MAX)) {
+		verr_set(err, "%s: ctld.spool '%s': expected an absolute path of at most %d bytes",
+			 path, c->ctld_spool, CLUSTER_SPOOL_MAX - 1);
 		cluster_free(c);
 		return -1;
 	}

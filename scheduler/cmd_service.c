@@ -295,7 +295,7 @@ static int service_stop_all(bool quiet)
 	/* Only what start made: $VHPC_SERVICE_DIR may name a folder that
 	 * holds other things too. */
 	{
-		static const char *const trees[] = { "ctld", "run", "image-cache" };
+		static const char *const trees[] = { "ctld", "ctld-spool", "run", "image-cache" };
 		static const char *const files[] = { "ctld.pid", "vhpcd.pid", "munged.pid", "ctld.log", "vhpcd.log" };
 
 		for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {

@@ -8,6 +8,8 @@
  *   ctld_sched.c  the scheduler thread: passes, time limits, heartbeats, retries
  *   ctld_rpc.c    talking to vhpcds: start (prepare, launch) and stop a job
  *   ctld_image.c  the image store's requests (imgstore.c keeps its files)
+ *   ctld_spool.c  job output on disk: capped, and cut rather than filling the disk
+ *   ctld_room.c   room on disk for the database: a reserve, and refusing new jobs
  *
  * Locking: one mutex (g.mu) guards all of struct ctld's nodes and jobs.
  * Every change of a job's or node's state is committed to the store under
@@ -19,6 +21,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lib/chan.h"
 #include "lib/cluster.h"
@@ -37,6 +40,10 @@
 #define CTLD_MAX_NODEJOBS  4096
 #define CTLD_OUTPUT_CHUNK  (256u * 1024)   /* decoded bytes per output message */
 #define CTLD_MAX_ATTEMPTS  3               /* starts of a job before it fails */
+/* Where a node goes on from in a job's output once it was cut: the
+ * largest offset job_output and job_exit take (2^50), past any end a
+ * job's output reaches, so the node reads and sends nothing more of it. */
+#define CTLD_OUTPUT_PAST   (1ll << 50)
 
 /* ------------------------------------------------------------ messages */
 
@@ -168,6 +175,7 @@ struct cjob {
 	bool stopping;                 /* a stop thread runs for it */
 	int64_t stop_retry_ms;
 	int64_t out_size;              /* bytes in its spool file */
+	bool out_cut;                  /* its output was cut (ctld_spool.c): the rest is dropped */
 	int64_t exit_held_ms;          /* a failed exit first reported (monotonic; 0: none) */
 	bool exit_hold_logged;
 };
@@ -188,9 +196,10 @@ struct ctld {
 	bool img_gc_pending;           /* an image was removed while jobs held it */
 	struct cnode *nodes;
 	int nnodes;
-	struct cjob **jobs;            /* not-forgotten jobs, by id */
+	struct cjob **jobs;            /* jobs not ended, and those ended in the last keep_ended s, by id */
 	int njobs, capjobs;
-	pthread_mutex_t spool_mu;
+	pthread_mutex_t spool_mu;      /* appends to the spool, one at a time (taken before g.mu) */
+	bool db_full;                  /* the state folder is nearly full: new jobs are refused */
 	volatile int stop;
 };
 
@@ -201,6 +210,13 @@ int64_t wall_s(void);
 
 int ctld_state_load(struct verr *err);
 struct cjob *job_new(void);
+void job_free(struct cjob *j);
+/* A job as the store has it, for a look at an ended job that has left
+ * memory (not added to g.jobs; job_free it).  NULL: out of memory. */
+struct cjob *job_from_row(struct job_row *r);
+/* Ended jobs whose keep_ended has passed leave memory (the store keeps
+ * them).  Holds g.mu. */
+void ctld_forget_ended(void);
 /* Fills the resolved request (defaults from the cluster file) from spec. */
 void job_resolve(struct cjob *j);
 int job_add(struct cjob *j);
@@ -281,7 +297,36 @@ void node_cache_update(struct cnode *n, const struct cmsg *m);
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *peer);
 
-/* Spool: <state>/spool/<id>.out */
+/* ---------------------------------------------------------- disk room */
+
+/* The spool (ctld_spool.c), g.spool_dir: created, locked against a second
+ * controller; output files of an older layout (<state>/spool) moved in. */
+int spool_open(struct verr *err);
+dev_t spool_dev(void);
 void spool_path(int64_t id, char *buf, size_t len);
+/* 0 when the spool takes new jobs, else -1 and why (naming the folder). */
+int spool_room(char *why, size_t len);
+/* Removes a file a new job's id finds (left by an earlier database). */
+void spool_forget(int64_t id);
+/* Appends len bytes at size (the file's length) within the job's limit
+ * and the spool's room; what does not fit is cut (*cut, and the file ends
+ * with a line saying so).  The file's new length.  Under g.spool_mu. */
+int64_t spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut);
+/* A job's spool file: its length and whether it was cut. */
+void spool_scan(int64_t id, int64_t *size, bool *cut);
+ssize_t spool_read(int64_t id, void *buf, size_t len, int64_t off);
+
+/* The database's room (ctld_room.c), after spool_open, before the store
+ * opens. */
+int ctld_room_open(struct verr *err);
+/* What the spool keeps free: more when it shares the database's filesystem. */
+uint64_t ctld_room_spool_keep(void);
+/* Gives up or remakes the reserve as the free space says; sets g.db_full. */
+void ctld_room_check(void);
+/* A commit met a full disk: gives up the reserve; false if it was gone. */
+bool ctld_room_release(void);
+/* 0 when new jobs can be taken (the database's folder and the spool have
+ * room), else -1 and why.  Holds g.mu. */
+int ctld_room_for_jobs(char *why, size_t len);
 
 #endif

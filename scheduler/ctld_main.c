@@ -40,8 +40,10 @@ static void usage(FILE *f)
 		"The vhpc cluster controller (scheduler/PROTOCOL.md).\n\n"
 		"  --listen ADDR:PORT        where nodes and users reach it (default: 0.0.0.0 and\n"
 		"                            the port of `controller:` in the cluster file)\n"
-		"  --state DIR               database, output spool and the cluster's image store\n"
+		"  --state DIR               database and the cluster's image store\n"
 		"                            (default $VHPC_STATE_DIR/ctld)\n"
+		"  --spool DIR               job output (default: the cluster file's ctld.spool, else\n"
+		"                            the state folder's path with -spool: $VHPC_STATE_DIR/ctld-spool)\n"
 		"  --cluster FILE            cluster file (default $VHPC_CLUSTER, else configs/cluster.yaml)\n"
 		"  --heartbeat-interval MS   how often nodes report (default 2000)\n"
 		"  --heartbeat-misses N      missed reports before a node is down (default 3)\n"
@@ -95,17 +97,36 @@ static int setup_log(const char *path, struct verr *err)
 	return 0;
 }
 
-enum { O_LISTEN = 256, O_STATE, O_CLUSTER, O_HBI, O_HBM, O_DEPTH, O_RPC, O_LOG, O_HELP, O_VERSION };
+enum { O_LISTEN = 256, O_STATE, O_SPOOL, O_CLUSTER, O_HBI, O_HBM, O_DEPTH, O_RPC, O_LOG, O_HELP, O_VERSION };
+
+/* The spool: --spool, else the cluster file's, else beside the state
+ * folder (a folder of its own, where a filesystem of its own can go). */
+static int set_spool(const char *opt, struct verr *err)
+{
+	const char *dir = opt ? opt : g.cl.ctld_spool;
+	size_t n = strlen(g.state_dir);
+
+	while (n > 1 && g.state_dir[n - 1] == '/')
+		n--;
+	if (dir)
+		snprintf(g.spool_dir, sizeof(g.spool_dir), "%s", dir);
+	else
+		snprintf(g.spool_dir, sizeof(g.spool_dir), "%.*s-spool", (int)n, g.state_dir);
+	if (!g.spool_dir[0] || strlen(g.spool_dir) >= CLUSTER_SPOOL_MAX)
+		return verr_set(err, "--spool: expected a folder's path of at most %d bytes", CLUSTER_SPOOL_MAX - 1);
+	return spool_open(err);
+}
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "listen", 1, 0, O_LISTEN }, { "state", 1, 0, O_STATE }, { "cluster", 1, 0, O_CLUSTER },
+		{ "listen", 1, 0, O_LISTEN }, { "state", 1, 0, O_STATE }, { "spool", 1, 0, O_SPOOL },
+		{ "cluster", 1, 0, O_CLUSTER },
 		{ "heartbeat-interval", 1, 0, O_HBI }, { "heartbeat-misses", 1, 0, O_HBM },
 		{ "sched-depth", 1, 0, O_DEPTH }, { "rpc-timeout", 1, 0, O_RPC }, { "log", 1, 0, O_LOG },
 		{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { 0 }
 	};
-	const char *listen_spec = NULL, *cluster = NULL, *logf = NULL;
+	const char *listen_spec = NULL, *cluster = NULL, *logf = NULL, *spool = NULL;
 	char listen_buf[300], db[700];
 	long long v;
 	struct verr e;
@@ -130,6 +151,7 @@ int main(int argc, char **argv)
 			}
 			snprintf(g.state_dir, sizeof(g.state_dir), "%s", optarg);
 			break;
+		case O_SPOOL: spool = optarg; break;
 		case O_CLUSTER: cluster = optarg; break;
 		case O_LOG: logf = optarg; break;
 		case O_HBI:
@@ -191,9 +213,15 @@ int main(int argc, char **argv)
 		snprintf(listen_buf, sizeof(listen_buf), "0.0.0.0:%d", port);
 		listen_spec = listen_buf;
 	}
-	snprintf(g.spool_dir, sizeof(g.spool_dir), "%s/spool", g.state_dir);
-	if (mkdir_p(g.spool_dir, 0700, &e) < 0 || chmod(g.state_dir, 0700) < 0) {
+	e.msg[0] = 0;
+	if (mkdir_p(g.state_dir, 0700, &e) < 0 || chmod(g.state_dir, 0700) < 0) {
 		log_err("%s", e.msg[0] ? e.msg : "cannot set up the state dir");
+		return 1;
+	}
+	/* The database's room before the database: a restart on a full disk
+	 * first frees the reserve it will need. */
+	if (set_spool(spool, &e) < 0 || ctld_room_open(&e) < 0) {
+		log_err("%s", e.msg);
 		return 1;
 	}
 	snprintf(db, sizeof(db), "%s/images", g.state_dir);
@@ -235,6 +263,13 @@ int main(int argc, char **argv)
 	}
 	log_info("listening on %s (port %d), state in %s, heartbeats every %d ms (%d missed: down)",
 		 listen_spec, port, g.state_dir, g.hb_interval_ms, g.hb_misses);
+	{
+		char a[32];
+
+		log_info("job output in %s, at most %s a job; at most %lld jobs waiting or running per user; ended "
+			 "jobs leave memory after %lld s", g.spool_dir, fmt_size(g.cl.ctld_output_limit, a, sizeof(a)),
+			 g.cl.ctld_max_jobs_per_user, g.cl.ctld_keep_ended);
+	}
 	log_info("ready");
 	for (;;) {
 		if (sigwait(&sigs, &sig) != 0)

@@ -274,7 +274,7 @@ static int parse_job_output(struct json_object *o, struct cmsg *m, struct verr *
 
 	if (jf_only(o, "job_output", f, err) < 0 || node_name(o, m, err) < 0 ||
 	    jf_int(o, "job", true, 1, INT64_MAX / 2, &id, err) < 0 ||
-	    jf_int(o, "offset", true, 0, 1ll << 50, &off, err) < 0 ||
+	    jf_int(o, "offset", true, 0, CTLD_OUTPUT_PAST, &off, err) < 0 ||
 	    jf_str(o, "data", true, sodium_base64_ENCODED_LEN(CTLD_OUTPUT_CHUNK, sodium_base64_VARIANT_ORIGINAL), &data, err) < 0)
 		return -1;
 	m->id = id;
@@ -297,7 +297,7 @@ static int parse_job_exit(struct json_object *o, struct cmsg *m, struct verr *er
 
 	if (jf_only(o, "job_exit", f, err) < 0 || node_name(o, m, err) < 0 ||
 	    jf_int(o, "job", true, 1, INT64_MAX / 2, &id, err) < 0 ||
-	    jf_int(o, "size", true, 0, 1ll << 50, &size, err) < 0 ||
+	    jf_int(o, "size", true, 0, CTLD_OUTPUT_PAST, &size, err) < 0 ||
 	    jf_int(o, "status", true, 0, 255, &st, err) < 0 ||
 	    jf_bool(o, "timeout", false, &m->timed_out, err) < 0 ||
 	    jf_bool(o, "lost", false, &m->lost, err) < 0)

@@ -45,21 +45,66 @@ struct json_object *ctld_reply(const char *type)
 	return o;
 }
 
-/* The job a user asks about, or an error reply. */
-static struct cjob *user_job(int64_t id, uid_t uid, struct json_object **err)
+/* The job a user asks about, or NULL and an error reply.  A job that has
+ * left memory comes from the store: *owned, for the caller to job_free. */
+static struct cjob *user_job(int64_t id, uid_t uid, bool *owned, struct json_object **err)
 {
 	struct cjob *j = job_find(id);
+	struct job_row r;
+	struct verr e;
 
+	*owned = false;
 	if (!j) {
-		*err = ctld_error("not_found", "no job %lld", (long long)id);
-		return NULL;
+		int rc = store_job_get(g.st, id, &r, &e);
+
+		if (rc < 0) {
+			*err = strstr(e.msg, "no job") == e.msg ? ctld_error("not_found", "no job %lld", (long long)id)
+								: ctld_error("internal", "%s", e.msg);
+			return NULL;
+		}
+		j = job_from_row(&r);
+		job_row_free(&r);
+		if (!j) {
+			*err = ctld_error("internal", "out of memory");
+			return NULL;
+		}
+		*owned = true;
 	}
 	if (!job_visible(j, uid)) {
 		*err = ctld_error("denied", "job %lld: permission denied (it belongs to uid %u; only its owner and root may see or cancel it)",
 				 (long long)id, (unsigned)j->uid);
+		if (*owned)
+			job_free(j);
 		return NULL;
 	}
 	return j;
+}
+
+/* Jobs of uid that have not ended. */
+static long long user_jobs(uid_t uid)
+{
+	long long n = 0;
+
+	for (int i = 0; i < g.njobs; i++)
+		n += g.jobs[i]->uid == uid && !job_state_final(g.jobs[i]->state);
+	return n;
+}
+
+/* Whether the controller takes a new job from uid now: NULL, or the
+ * refusal. */
+static struct json_object *refuse_submit(uid_t uid)
+{
+	char why[900];
+	long long n;
+
+	/* root: the admin, and the local service's `vhpc run` */
+	if (uid != 0 && (n = user_jobs(uid)) >= g.cl.ctld_max_jobs_per_user)
+		return ctld_error("full", "uid %u has %lld jobs waiting or running, the cluster's limit per user "
+				  "(ctld.max_jobs_per_user in the cluster file): wait for some to end, or cancel some",
+				  (unsigned)uid, n);
+	if (ctld_room_for_jobs(why, sizeof(why)) < 0)
+		return ctld_error("full", "%s", why);
+	return NULL;
 }
 
 static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
@@ -70,10 +115,16 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 	struct verr e;
 	int64_t id;
 	struct json_object *r;
+	int rc;
 
 	if (!j) {
 		json_object_put(spec);
 		return ctld_error("internal", "out of memory");
+	}
+	if ((r = refuse_submit(uid))) {
+		json_object_put(spec);
+		free(j);
+		return r;
 	}
 	if ((1ull << (32 - job_prefix_for((int)m->spec.guests))) < (uint64_t)m->spec.guests + 3) {
 		char a[20];
@@ -103,12 +154,21 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 	}
 	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
 	/* Durable before the reply: the id is the row's. */
-	if (store_job_add(g.st, uid, m->spec.name ? m->spec.name : "job", text, wall_s(), &id, &e) < 0) {
+	if ((rc = store_job_add(g.st, uid, m->spec.name ? m->spec.name : "job", text, wall_s(), &id, &e)) < 0) {
 		json_object_put(spec);
 		free(j);
 		log_err("submit: %s", e.msg);
+		if (rc == STORE_FULL) {
+			char why[900];
+
+			ctld_room_release();
+			return ctld_error("full", "%s", ctld_room_for_jobs(why, sizeof(why)) < 0 ? why :
+					  "the state folder's filesystem is full: new jobs are refused until there is room");
+		}
 		return ctld_error("internal", "cannot store the job: %s", e.msg);
 	}
+	/* The id is new: a file of that name is an earlier database's. */
+	spool_forget(id);
 	j->id = id;
 	j->uid = uid;
 	snprintf(j->name, sizeof(j->name), "job");
@@ -136,20 +196,41 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 	return r;
 }
 
+/* `queue --all` lists at most this many ended jobs that left memory. */
+#define QUEUE_FROM_STORE 1000
+
 static struct json_object *do_queue(const struct cmsg *m, uid_t uid)
 {
 	struct json_object *r = ctld_reply("jobs"), *a = json_object_new_array();
 	int64_t now = wall_s();
+	struct job_row *old = NULL;
+	size_t nold = 0, k = 0;
+	struct verr e;
 
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	/* Ended jobs that left memory: the newest, from the store. */
+	if (m->all && store_jobs_ended(g.st, uid ? (int64_t)uid : -1, INT64_MAX, QUEUE_FROM_STORE, &old, &nold, &e) < 0) {
+		log_warn("queue: %s", e.msg);
+		nold = 0;
+	}
+	for (int i = 0; i <= g.njobs; i++) {
+		struct cjob *j = i < g.njobs ? g.jobs[i] : NULL;
 
-		if (!job_visible(j, uid))
+		/* both lists are in id order */
+		for (; k < nold && (!j || old[k].id < j->id); k++) {
+			struct cjob *o;
+
+			if (job_find(old[k].id) || !(o = job_from_row(&old[k])))
+				continue;
+			json_object_array_add(a, job_json(o));
+			job_free(o);
+		}
+		if (!j || !job_visible(j, uid))
 			continue;
 		if (job_state_final(j->state) && !m->all && now - j->ended > RECENT_S)
 			continue;
 		json_object_array_add(a, job_json(j));
 	}
+	job_rows_free(old, nold);
 	json_object_object_add(r, "jobs", a);
 	return r;
 }
@@ -164,8 +245,9 @@ static struct json_object *job_reply(const struct cjob *j)
 
 static struct json_object *do_wait(const struct cmsg *m, uid_t uid)
 {
-	struct json_object *err;
-	struct cjob *j = user_job(m->id, uid, &err);
+	struct json_object *err, *r;
+	bool owned;
+	struct cjob *j = user_job(m->id, uid, &owned, &err);
 	struct timespec dl;
 
 	if (!j)
@@ -177,22 +259,35 @@ static struct json_object *do_wait(const struct cmsg *m, uid_t uid)
 		dl.tv_sec++;
 		dl.tv_nsec -= 1000000000L;
 	}
-	while (!job_state_final(j->state) && !g.stop)
-		if (pthread_cond_timedwait(&g.changed, &g.mu, &dl) == ETIMEDOUT)
+	/* Looked up again after each wait: it may have left memory meanwhile. */
+	while (!owned && !job_state_final(j->state) && !g.stop) {
+		bool timed_out = pthread_cond_timedwait(&g.changed, &g.mu, &dl) == ETIMEDOUT;
+
+		if (!(j = user_job(m->id, uid, &owned, &err)))
+			return err;
+		if (timed_out)
 			break;
-	return job_reply(j);
+	}
+	r = job_reply(j);
+	if (owned)
+		job_free(j);
+	return r;
 }
 
 static struct json_object *do_cancel(const struct cmsg *m, uid_t uid)
 {
 	struct json_object *err, *r;
-	struct cjob *j = user_job(m->id, uid, &err);
+	bool owned;
+	struct cjob *j = user_job(m->id, uid, &owned, &err);
 
 	if (!j)
 		return err;
-	if (job_state_final(j->state))
-		return ctld_error("ended", "job %lld has already ended (%s)", (long long)j->id,
-				 job_state_names[j->state]);
+	if (job_state_final(j->state)) {
+		r = ctld_error("ended", "job %lld has already ended (%s)", (long long)j->id, job_state_names[j->state]);
+		if (owned)
+			job_free(j);
+		return r;
+	}
 	job_end(j, JOB_CANCELLED, 143, "cancelled by uid %u", (unsigned)uid);
 	r = ctld_reply("cancelled");
 	json_object_object_add(r, "id", json_object_new_int64(j->id));
@@ -203,31 +298,29 @@ static struct json_object *do_cancel(const struct cmsg *m, uid_t uid)
 static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 {
 	struct json_object *err, *r;
-	struct cjob *j = user_job(m->id, uid, &err);
-	char path[700], *b64;
+	bool owned;
+	struct cjob *j = user_job(m->id, uid, &owned, &err);
+	char *b64;
 	uint8_t *buf;
-	ssize_t n = 0;
-	int fd;
+	int64_t want = 0;
+	ssize_t n;
 
 	if (!j)
 		return err;
 	buf = malloc((size_t)m->max);
-	if (!buf)
-		return ctld_error("internal", "out of memory");
-	spool_path(j->id, path, sizeof(path));
-	if (m->offset < j->out_size && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-		int64_t want = j->out_size - m->offset < m->max ? j->out_size - m->offset : m->max;
-
-		n = pread(fd, buf, (size_t)want, m->offset);
-		close(fd);
-		if (n < 0)
-			n = 0;
-	}
-	b64 = malloc(sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL));
-	if (!b64) {
+	b64 = malloc(sodium_base64_ENCODED_LEN((size_t)m->max, sodium_base64_VARIANT_ORIGINAL));
+	if (!buf || !b64) {
 		free(buf);
+		free(b64);
+		if (owned)
+			job_free(j);
 		return ctld_error("internal", "out of memory");
 	}
+	if (m->offset < j->out_size)
+		want = j->out_size - m->offset < m->max ? j->out_size - m->offset : m->max;
+	/* A file shorter than the controller knows (an admin removed it to
+	 * make room) ends where it ends. */
+	n = want ? spool_read(j->id, buf, (size_t)want, m->offset) : 0;
 	sodium_bin2base64(b64, sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL),
 			  buf, (size_t)n, sodium_base64_VARIANT_ORIGINAL);
 	r = ctld_reply("output");
@@ -237,9 +330,11 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 	json_object_object_add(r, "size", json_object_new_int64(j->out_size));
 	json_object_object_add(r, "state", json_object_new_string(job_state_names[j->state]));
 	json_object_object_add(r, "final", json_object_new_boolean(
-		job_state_final(j->state) && m->offset + n >= j->out_size));
+		job_state_final(j->state) && (m->offset + n >= j->out_size || n < want)));
 	free(b64);
 	free(buf);
+	if (owned)
+		job_free(j);
 	return r;
 }
 
@@ -373,47 +468,48 @@ static struct cjob *launcher_job(const struct cmsg *m, struct json_object **err)
 	return j;
 }
 
+/* Output of a running job from the node of its guest 0, appended to the
+ * spool at the offset the controller has.  Once the output is cut, the
+ * node is sent past any end the output can have: it reads nothing more
+ * from the guest, and goes on to the job's exit. */
 static struct json_object *do_job_output(const struct cmsg *m)
 {
 	struct json_object *err, *r;
 	struct cjob *j = launcher_job(m, &err);
-	char path[700];
-	int64_t size, skip;
+	int64_t id, size, skip, end;
+	bool cut;
 
 	if (!j)
 		return err;
 	if (j->state != JOB_RUNNING)
 		return ctld_error("ended", "job %lld is %s: no more output", (long long)j->id, job_state_names[j->state]);
+	id = j->id;
+	/* The disk is not written under g.mu; appends take turns, and the
+	 * job is looked up again after (it may have ended meanwhile). */
+	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_lock(&g.spool_mu);
+	pthread_mutex_lock(&g.mu);
+	if (!(j = job_find(id))) {
+		pthread_mutex_unlock(&g.spool_mu);
+		return ctld_error("ended", "job %lld has ended: no more output", (long long)id);
+	}
 	size = j->out_size;
 	skip = size - m->offset;
-	if (m->offset <= size && skip < (int64_t)m->len) {
-		int fd;
-		ssize_t w = -1;
-
-		/* Appends are serialized per daemon; the job lock is not held
-		 * over the disk, and only this node writes this job's spool. */
-		pthread_mutex_unlock(&g.mu);
-		pthread_mutex_lock(&g.spool_mu);
-		spool_path(j->id, path, sizeof(path));
-		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-		if (fd >= 0) {
-			w = pwrite(fd, m->data + skip, m->len - (size_t)skip, size);
-			if (w == (ssize_t)(m->len - (size_t)skip) && fdatasync(fd) < 0)
-				w = -1;
-			close(fd);
-		}
-		pthread_mutex_unlock(&g.spool_mu);
-		pthread_mutex_lock(&g.mu);
-		if (w != (ssize_t)(m->len - (size_t)skip)) {
-			log_err("job %lld: spool %s: %s", (long long)j->id, path, strerror(errno));
-			return ctld_error("internal", "cannot write the job's output: %s", strerror(errno));
-		}
-		if (size + w > j->out_size)
-			j->out_size = size + w;
+	cut = j->out_cut;
+	pthread_mutex_unlock(&g.mu);
+	end = size;
+	if (!cut && m->offset <= size && skip < (int64_t)m->len)
+		end = spool_append(id, size, m->data + skip, m->len - (size_t)skip, &cut);
+	pthread_mutex_lock(&g.mu);
+	pthread_mutex_unlock(&g.spool_mu);
+	if ((j = job_find(id))) {
+		if (end > j->out_size)
+			j->out_size = end;
+		j->out_cut |= cut;
 		pthread_cond_broadcast(&g.changed);
 	}
 	r = ctld_reply("output_ack");
-	json_object_object_add(r, "next", json_object_new_int64(j->out_size));
+	json_object_object_add(r, "next", json_object_new_int64(cut ? CTLD_OUTPUT_PAST : end));
 	return r;
 }
 
@@ -439,7 +535,8 @@ static struct json_object *do_job_exit(const struct cmsg *m)
 	if (!j)
 		return err;
 	if (j->state == JOB_RUNNING) {
-		if (m->size != j->out_size) {
+		/* Cut output: what the node has beyond the spool is dropped. */
+		if (!j->out_cut && m->size != j->out_size) {
 			accepted = false;
 		} else if (m->status != 0 && !m->timed_out &&
 			   (quiet = unconfirmed_node(j, j->exit_held_ms ? j->exit_held_ms : (j->exit_held_ms = mono_ms())))) {
@@ -466,7 +563,7 @@ static struct json_object *do_job_exit(const struct cmsg *m)
 	}
 	r = ctld_reply("exit_ack");
 	json_object_object_add(r, "accepted", json_object_new_boolean(accepted));
-	json_object_object_add(r, "next", json_object_new_int64(j->out_size));
+	json_object_object_add(r, "next", json_object_new_int64(j->out_cut ? CTLD_OUTPUT_PAST : j->out_size));
 	if (quiet)
 		json_object_object_add(r, "hold_ms", json_object_new_int(g.hb_interval_ms));
 	return r;
@@ -484,10 +581,13 @@ struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *pe
 	case CM_SUBMIT: r = do_submit(m, peer->uid); break;
 	case CM_QUEUE: r = do_queue(m, peer->uid); break;
 	case CM_JOB: {
-		struct cjob *j = user_job(m->id, peer->uid, &r);
+		bool owned;
+		struct cjob *j = user_job(m->id, peer->uid, &owned, &r);
 
 		if (j)
 			r = job_reply(j);
+		if (j && owned)
+			job_free(j);
 		break;
 	}
 	case CM_WAIT: r = do_wait(m, peer->uid); break;

@@ -3,7 +3,8 @@
  * that missed their heartbeats down, ends jobs over their time limit,
  * retries owed job_stops, and runs a gang-scheduling pass (sched_pass:
  * FIFO with EASY backfill over the nodes' NUMA capacity) whose starts are
- * committed before their start threads run.
+ * committed before their start threads run.  It also lets ended jobs
+ * leave memory and watches the database's room on disk.
  */
 #include "lib/bytes.h"
 #include "lib/chan.h"
@@ -273,6 +274,8 @@ void *ctld_sched_thread(void *arg)
 		check_limits();
 		retry_stops();
 		schedule();
+		ctld_forget_ended();
+		ctld_room_check();
 		/* An image removed while jobs held it goes once they have ended. */
 		if (g.img_gc_pending && mono_ms() >= gc_next) {
 			gc_next = mono_ms() + 5000;

@@ -2,7 +2,10 @@
  * vhpc-ctld's nodes and jobs in memory, and their durable copy in the
  * store.  A change is committed before anything acts on it; a commit that
  * fails ends the daemon (the state on disk is then the truth a restart
- * recovers from, rather than a memory that disagrees with it).
+ * recovers from, rather than a memory that disagrees with it), unless it
+ * failed for a full disk and the database's reserve can be given up
+ * (ctld_room.c).  Ended jobs leave memory after the cluster file's
+ * ctld.keep_ended; the store keeps them, and requests read them there.
  */
 #include "lib/chan.h"
 #include "lib/clock.h"
@@ -46,9 +49,15 @@ static void __attribute__((noreturn)) store_broken(const struct verr *e)
 	_exit(1);
 }
 
-void spool_path(int64_t id, char *buf, size_t len)
+/* After a commit: whether to try it again (it met a full disk, and the
+ * database's reserve made room).  Any other failure ends the daemon. */
+static bool commit_again(int rc, const struct verr *e)
 {
-	snprintf(buf, len, "%s/%lld.out", g.spool_dir, (long long)id);
+	if (rc == STORE_FULL && ctld_room_release())
+		return true;
+	if (rc < 0)
+		store_broken(e);
+	return false;
 }
 
 /* ---------------------------------------------------------------- lookup */
@@ -299,10 +308,10 @@ int job_commit(struct cjob *j, bool with_alloc, struct verr *err)
 		r.net_json = net_to_json(j);
 	}
 	r.cleanup_json = cleanup_to_json(j);
-	rc = store_job_update(g.st, &r, err);
+	do
+		rc = store_job_update(g.st, &r, err);
+	while (commit_again(rc, err));
 	job_row_free(&r);
-	if (rc < 0)
-		store_broken(err);
 	pthread_cond_broadcast(&g.changed);
 	return rc;
 }
@@ -310,14 +319,16 @@ int job_commit(struct cjob *j, bool with_alloc, struct verr *err)
 int node_commit(struct cnode *n, struct verr *err)
 {
 	struct node_row r = { 0 };
+	int rc;
 
 	snprintf(r.name, sizeof(r.name), "%s", n->name);
 	snprintf(r.addr, sizeof(r.addr), "%s", n->addr);
 	r.up = n->up;
 	r.last_seen = wall_s();
 	r.info_json = n->info_json;
-	if (store_node_put(g.st, &r, err) < 0)
-		store_broken(err);
+	do
+		rc = store_node_put(g.st, &r, err);
+	while (commit_again(rc, err));
 	if (!n->id && store_node_id(g.st, n->name, &n->id, err) < 0)
 		store_broken(err);
 	return 0;
@@ -511,6 +522,8 @@ struct json_object *job_json(const struct cjob *j)
 	if (job_state_final(j->state))
 		json_object_object_add(o, "exit_status", json_object_new_int(j->exit_status));
 	json_object_object_add(o, "output_bytes", json_object_new_int64(j->out_size));
+	if (j->out_cut)
+		json_object_object_add(o, "output_cut", json_object_new_boolean(true));
 	json_object_object_add(o, "attempts", json_object_new_int(j->attempts));
 	json_object_object_add(o, "image", json_object_new_string(j->image));
 	if (j->image_id[0])
@@ -589,10 +602,10 @@ struct json_object *node_json(const struct cnode *n)
 
 /* ---------------------------------------------------------------- load */
 
-void job_resolve(struct cjob *j)
+/* The request with the cluster's defaults filled in. */
+static void job_resolve_request(struct cjob *j)
 {
 	const struct job_spec *s = &j->spec;
-	struct verr e;
 
 	j->nguests = (int)s->guests;
 	j->ranks = (int)(s->ranks ? s->ranks : s->guests * (s->vcpus ? s->vcpus : 1));
@@ -606,14 +619,32 @@ void job_resolve(struct cjob *j)
 	snprintf(j->tuning, sizeof(j->tuning), "%s", s->tuning ? s->tuning : g.cl.default_tuning);
 	if (s->name)
 		snprintf(j->name, sizeof(j->name), "%s", s->name);
+}
+
+void job_resolve(struct cjob *j)
+{
+	struct verr e;
+
+	job_resolve_request(j);
 	j->paths_err[0] = 0;
-	if (job_paths_plan(&g.cl, s, j->uid, &j->paths, &e) < 0)
+	if (job_paths_plan(&g.cl, &j->spec, j->uid, &j->paths, &e) < 0)
 		snprintf(j->paths_err, sizeof(j->paths_err), "%s", e.msg);
 }
 
 struct cjob *job_new(void)
 {
 	return calloc(1, sizeof(struct cjob));
+}
+
+void job_free(struct cjob *j)
+{
+	if (!j)
+		return;
+	job_spec_free(&j->spec);
+	free(j->spec_json);
+	free(j->alloc);
+	free(j->cleanup);
+	free(j);
 }
 
 int job_add(struct cjob *j)
@@ -660,16 +691,15 @@ static int load_node(const struct node_row *r)
 	return 0;
 }
 
-static int load_job(struct job_row *r)
+/* A job from its row; `plan`: its paths too (a job that may still start). */
+static struct cjob *job_from(struct job_row *r, bool plan)
 {
 	struct cjob *j = job_new();
 	struct json_object *spec;
 	struct verr e;
-	struct stat sb;
-	char path[700];
 
 	if (!j)
-		return -1;
+		return NULL;
 	j->id = r->id;
 	j->uid = r->uid;
 	snprintf(j->name, sizeof(j->name), "%s", r->name);
@@ -695,7 +725,10 @@ static int load_job(struct job_row *r)
 	}
 	j->spec_json = r->spec_json;
 	r->spec_json = NULL;
-	job_resolve(j);
+	if (plan)
+		job_resolve(j);
+	else
+		job_resolve_request(j);
 	if (r->alloc_json && alloc_from_json(j, r->alloc_json) < 0 && job_active(j)) {
 		j->broken = true;
 		snprintf(j->reason, sizeof(j->reason), "its stored allocation could not be read back");
@@ -712,10 +745,46 @@ static int load_job(struct job_row *r)
 		snprintf(j->reason, sizeof(j->reason), "its stored job network could not be read back");
 	}
 	cleanup_from_json(j, r->cleanup_json);
-	spool_path(j->id, path, sizeof(path));
-	if (stat(path, &sb) == 0)
-		j->out_size = sb.st_size;
-	return job_insert(j);
+	spool_scan(j->id, &j->out_size, &j->out_cut);
+	return j;
+}
+
+struct cjob *job_from_row(struct job_row *r)
+{
+	return job_from(r, false);
+}
+
+static int load_job(struct job_row *r)
+{
+	struct cjob *j = job_from(r, !job_state_final(r->state));
+
+	if (!j || job_insert(j) < 0) {
+		job_free(j);
+		return -1;
+	}
+	return 0;
+}
+
+void ctld_forget_ended(void)
+{
+	int64_t before = wall_s() - g.cl.ctld_keep_ended;
+	int kept = 0, gone = 0;
+
+	for (int i = 0; i < g.njobs; i++) {
+		struct cjob *j = g.jobs[i];
+
+		/* Nothing acts on it any more: no thread, no teardown owed. */
+		if (job_state_final(j->state) && j->ended <= before && !j->worker && !j->stopping && !j->ncleanup) {
+			job_free(j);
+			gone++;
+		} else {
+			g.jobs[kept++] = j;
+		}
+	}
+	g.njobs = kept;
+	if (gone)
+		log_info("%d job%s ended over %lld s ago: out of memory, kept in the store", gone, gone == 1 ? "" : "s",
+			 (long long)g.cl.ctld_keep_ended);
 }
 
 int ctld_state_load(struct verr *err)
@@ -732,7 +801,7 @@ int ctld_state_load(struct verr *err)
 	for (size_t i = 0; i < nn && g.nnodes < CTLD_MAX_NODES; i++)
 		load_node(&nv[i]);
 	node_rows_free(nv, nn);
-	if (store_jobs_list(g.st, false, &jv, &nj, err) < 0)
+	if (store_jobs_list(g.st, wall_s() - g.cl.ctld_keep_ended, &jv, &nj, err) < 0)
 		return -1;
 	for (size_t i = 0; i < nj; i++)
 		if (load_job(&jv[i]) < 0) {

@@ -8,4 +8,6 @@ $(eval $(call program,vhpc,$(VHPC_SRCS),$(NODEAGENT_LIBS) $(B)/lib/libvslurm.a))
 CTLD_SRCS := scheduler/ctld_main.c scheduler/ctld_msg.c scheduler/ctld_state.c scheduler/ctld_req.c \
              scheduler/ctld_sched.c scheduler/ctld_rpc.c scheduler/ctld_image.c scheduler/imgstore.c \
              scheduler/imgstore_rec.c scheduler/sched.c scheduler/store.c scheduler/launch.c scheduler/jobjson.c
+# Its room on disk: job output capped and cut, a reserve for the database.
+CTLD_SRCS += scheduler/ctld_spool.c scheduler/ctld_room.c
 $(eval $(call program,vhpc-ctld,$(CTLD_SRCS),$(B)/lib/libimages.a -lsqlite3))

@@ -51,37 +51,125 @@ static int migrate(sqlite3 *db, char **msg)
 			    " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;", NULL, NULL, msg) == SQLITE_OK ? 0 : -1;
 }
 
+/* SQLite reports a full disk as SQLITE_FULL (its unix VFS maps ENOSPC to
+ * it): callers tell that from other failures (STORE_FULL). */
 static int db_error(struct store *s, struct verr *err, const char *what)
 {
-	return verr_set(err, "state store: %s: %s", what, sqlite3_errmsg(s->db));
+	verr_set(err, "state store: %s: %s", what, sqlite3_errmsg(s->db));
+	return (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_FULL ? STORE_FULL : -1;
+}
+
+static bool damaged(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
+}
+
+/* What to do about a damaged store: it is not opened, let alone written. */
+static int refuse_damaged(const char *path, const char *what, struct verr *err)
+{
+	return verr_set(err, "state store %s is damaged (%s); vhpc-ctld does not start on it: restore it from a "
+			"backup, or move %s and its -wal and -shm files aside to start with an empty queue",
+			path, what, path);
+}
+
+/* PRAGMA quick_check: the pages and their b-trees are whole (O(size) of
+ * the file, without the index-against-table comparison of integrity_check).
+ * Its first findings go into the error. */
+static int check_integrity(sqlite3 *db, const char *path, struct verr *err)
+{
+	char found[600] = "";
+	size_t len = 0;
+	sqlite3_stmt *st;
+	int rc, n = 0;
+
+	rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(3)", -1, &st, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 0);
+
+		rc = SQLITE_OK;
+		if (!t || !strcmp(t, "ok"))
+			continue;
+		/* One line: its findings are lines, each after a header. */
+		for (const char *p = t; *p && len + 1 < sizeof(found); p++) {
+			if (!strncmp(p, "*** in database ", 16) && (p = strstr(p, "***\n")) && (p += 3))
+				continue;
+			if (*p != '\n')
+				found[len++] = *p;
+			else if (len && len + 2 < sizeof(found))
+				len += (size_t)snprintf(found + len, 3, "; ");
+		}
+		found[len] = 0;
+		n++;
+	}
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	if (rc != SQLITE_OK && !n)
+		snprintf(found, sizeof(found), "%s", sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	if (n || damaged(rc))
+		return refuse_damaged(path, n ? found : found[0] ? found : "unreadable", err);
+	if (rc != SQLITE_OK)
+		return verr_set(err, "state store %s: cannot check it: %s", path, found);
+	return 0;
+}
+
+/* WAL is what makes a commit survive kill -9 without a rollback journal
+ * per write; SQLite answers the pragma with the mode it kept, which is not
+ * WAL where it cannot be (a filesystem without shared memory maps, another
+ * process holding the file). */
+static int set_wal(sqlite3 *db, const char *path, struct verr *err)
+{
+	sqlite3_stmt *st;
+	char mode[32] = "";
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		snprintf(mode, sizeof(mode), "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	if (damaged(rc))
+		return refuse_damaged(path, sqlite3_errmsg(db), err);
+	if (rc != SQLITE_ROW)
+		return verr_set(err, "state store %s: cannot set its journal mode to WAL: %s", path, sqlite3_errmsg(db));
+	if (strcmp(mode, "wal"))
+		return verr_set(err, "state store %s: SQLite kept the journal mode '%s' instead of WAL (is another "
+				"program using the file, or is it on a filesystem without shared memory maps?)", path, mode);
+	return 0;
 }
 
 int store_open(struct store **out, const char *path, struct verr *err)
 {
 	struct store *s = calloc(1, sizeof(*s));
 	char *msg = NULL;
+	int rc = SQLITE_OK;
 
 	if (!s)
 		return verr_set(err, "out of memory");
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 			    SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
 		verr_set(err, "state store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "cannot open");
-		sqlite3_close(s->db);
-		free(s);
-		return -1;
+		goto fail;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
-	/* WAL survives kill -9 of the writer; FULL syncs each commit. */
-	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL, &msg) != SQLITE_OK ||
-	    sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK || migrate(s->db, &msg) < 0) {
-		verr_set(err, "state store %s: %s", path, msg ? msg : sqlite3_errmsg(s->db));
+	/* Checked before anything is written to it; FULL syncs each commit. */
+	if (check_integrity(s->db, path, err) < 0 || set_wal(s->db, path, err) < 0)
+		goto fail;
+	if ((rc = sqlite3_exec(s->db, "PRAGMA synchronous=FULL;", NULL, NULL, &msg)) != SQLITE_OK ||
+	    (rc = sqlite3_exec(s->db, schema, NULL, NULL, &msg)) != SQLITE_OK || migrate(s->db, &msg) < 0) {
+		if (damaged(rc ? rc : sqlite3_errcode(s->db)))
+			refuse_damaged(path, msg ? msg : sqlite3_errmsg(s->db), err);
+		else
+			verr_set(err, "state store %s: %s", path, msg ? msg : sqlite3_errmsg(s->db));
 		sqlite3_free(msg);
-		sqlite3_close(s->db);
-		free(s);
-		return -1;
+		goto fail;
 	}
 	*out = s;
 	return 0;
+fail:
+	sqlite3_close(s->db);
+	free(s);
+	return -1;
 }
 
 void store_close(struct store *s)
@@ -216,20 +304,13 @@ int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr 
 	return db_error(s, err, "select job");
 }
 
-int store_jobs_list(struct store *s, bool active_only, struct job_row **out, size_t *n,
-		    struct verr *err)
+/* Rows of a prepared SELECT of JOB_COLS, in its order. */
+static int job_rows(struct store *s, sqlite3_stmt *st, struct job_row **out, size_t *n, struct verr *err)
 {
-	sqlite3_stmt *st;
 	struct job_row *v = NULL;
 	size_t cnt = 0, cap = 0;
 	int rc;
 
-	if (sqlite3_prepare_v2(s->db, active_only ?
-			       "SELECT " JOB_COLS " FROM jobs WHERE state < ? ORDER BY id" :
-			       "SELECT " JOB_COLS " FROM jobs WHERE state < ? OR id > (SELECT MAX(id) FROM jobs) - 1000 ORDER BY id",
-			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare list");
-	sqlite3_bind_int(st, 1, JOB_COMPLETED);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (cnt == cap) {
 			struct job_row *nv = realloc(v, (cap = cap ? cap * 2 : 32) * sizeof(*v));
@@ -243,14 +324,46 @@ int store_jobs_list(struct store *s, bool active_only, struct job_row **out, siz
 		}
 		row_from(st, &v[cnt++]);
 	}
-	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
+		rc = db_error(s, err, "list jobs");
+		sqlite3_finalize(st);
 		job_rows_free(v, cnt);
-		return db_error(s, err, "list jobs");
+		return rc;
 	}
+	sqlite3_finalize(st);
 	*out = v;
 	*n = cnt;
 	return 0;
+}
+
+int store_jobs_list(struct store *s, int64_t ended_since, struct job_row **out, size_t *n,
+		    struct verr *err)
+{
+	sqlite3_stmt *st;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE state < ?1 OR ended >= ?2"
+			       " OR (state >= ?1 AND cleanup IS NOT NULL AND cleanup <> '[]') ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare list");
+	sqlite3_bind_int(st, 1, JOB_COMPLETED);
+	sqlite3_bind_int64(st, 2, ended_since);
+	return job_rows(s, st, out, n, err);
+}
+
+int store_jobs_ended(struct store *s, int64_t uid, int64_t below_id, int limit, struct job_row **out,
+		     size_t *n, struct verr *err)
+{
+	sqlite3_stmt *st;
+
+	if (sqlite3_prepare_v2(s->db, "SELECT * FROM (SELECT " JOB_COLS " FROM jobs WHERE id < ?1 AND state >= ?2"
+			       " AND (?3 < 0 OR uid = ?3) ORDER BY id DESC LIMIT ?4) ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_error(s, err, "prepare list");
+	sqlite3_bind_int64(st, 1, below_id);
+	sqlite3_bind_int(st, 2, JOB_COMPLETED);
+	sqlite3_bind_int64(st, 3, uid);
+	sqlite3_bind_int(st, 4, limit);
+	return job_rows(s, st, out, n, err);
 }
 
 void job_row_free(struct job_row *j)

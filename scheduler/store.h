@@ -2,6 +2,8 @@
  * vhpc-ctld's durable state in SQLite (WAL, synchronous=FULL): a job is on
  * disk before its submitter hears "accepted", and every state change is
  * committed before it is acted on, so kill -9 at any moment loses nothing.
+ * A store that fails SQLite's quick_check, or that SQLite cannot put in
+ * WAL mode, is refused at open with an error naming the file.
  */
 #ifndef VHPC_SCHED_STORE_H
 #define VHPC_SCHED_STORE_H
@@ -45,6 +47,10 @@ struct node_row {
 	char *info_json;         /* topology, capacity, RDMA devices */
 };
 
+/* What the functions below return when the disk is full (SQLITE_FULL);
+ * other failures return -1.  Both set err. */
+#define STORE_FULL (-2)
+
 int store_open(struct store **out, const char *path, struct verr *err);
 void store_close(struct store *s);
 
@@ -53,10 +59,14 @@ int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec
 /* Sets state and, where non-NULL/non-negative, the other fields. */
 int store_job_update(struct store *s, const struct job_row *j, struct verr *err);
 int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr *err);
-/* Jobs not in a final state, in submission order, plus (when recent > 0)
- * finished ones that ended after now - recent. */
-int store_jobs_list(struct store *s, bool active_only, struct job_row **out, size_t *n,
+/* In submission order: jobs not in a final state, ended ones that ended
+ * at or after ended_since (INT64_MAX: none) or still owe a teardown. */
+int store_jobs_list(struct store *s, int64_t ended_since, struct job_row **out, size_t *n,
 		    struct verr *err);
+/* At most `limit` ended jobs of uid (-1: anyone's) with ids below
+ * below_id, the newest ones, in submission order. */
+int store_jobs_ended(struct store *s, int64_t uid, int64_t below_id, int limit, struct job_row **out,
+		     size_t *n, struct verr *err);
 void job_row_free(struct job_row *j);
 void job_rows_free(struct job_row *v, size_t n);
 

@@ -3,3 +3,5 @@ $(eval $(call unit_test,unit-launch,tests/scheduler/test_launch.c scheduler/laun
 $(eval $(call unit_test,unit-sched,tests/scheduler/test_sched.c scheduler/sched.c))
 $(eval $(call unit_test,unit-store,tests/scheduler/test_store.c scheduler/store.c,-lsqlite3))
 $(eval $(call unit_test,unit-imgstore,tests/scheduler/test_imgstore.c scheduler/imgstore.c scheduler/imgstore_rec.c,$(B)/lib/libimages.a))
+# lib/fsutil.c's atomic writes, their fsyncs and rename recorded in order.
+$(eval $(call unit_test,unit-atomic-write,tests/scheduler/test_atomic_write.c,-Xlinker --wrap=fsync -Xlinker --wrap=rename))

@@ -1,5 +1,6 @@
 /* The durable state store: what was committed survives the writer being
- * killed with SIGKILL, and reads back the same. */
+ * killed with SIGKILL, and reads back the same; a store SQLite cannot keep
+ * in WAL mode, or a damaged one, is refused at open. */
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include <stdbool.h>
@@ -16,6 +17,8 @@
 #include <cmocka.h>
 
 #include "scheduler/store.h"
+#include <fcntl.h>
+#include <sqlite3.h>
 
 static char dir[] = "/tmp/vhpc-store-XXXXXX";
 static char path[300];
@@ -75,7 +78,7 @@ static void jobs_round_trip(void **state)
 	assert_int_equal(j.exit_status, 3);
 	assert_string_equal(j.alloc_json, "{\"nodes\":[\"n1\"]}");
 	job_row_free(&j);
-	assert_int_equal(store_jobs_list(s, true, &v, &n, &err), 0);
+	assert_int_equal(store_jobs_list(s, INT64_MAX, &v, &n, &err), 0);
 	assert_int_equal(n, 0);
 	job_rows_free(v, n);
 	assert_int_equal(store_job_get(s, 9999, &j, &err), -1);
@@ -120,7 +123,7 @@ static void committed_jobs_survive_sigkill(void **state)
 	waitpid(pid, &st, 0);
 	assert_true(WIFSIGNALED(st));
 	assert_int_equal(store_open(&s, path, &err), 0);
-	assert_int_equal(store_jobs_list(s, true, &v, &n, &err), 0);
+	assert_int_equal(store_jobs_list(s, INT64_MAX, &v, &n, &err), 0);
 	for (size_t i = 0; i < n; i++)
 		for (int k = 0; k < 50; k++)
 			found += v[i].id == ids[k];
@@ -248,6 +251,117 @@ static void unusable_path_is_named(void **state)
 	assert_non_null(strstr(err.msg, "/nonexistent/dir/state.db"));
 }
 
+/* Ended jobs: those that ended since a time, or still owe a teardown,
+ * come with the jobs that have not ended; the newest ended ones of a uid
+ * come by themselves (what `vhpc queue --all` shows of jobs that left
+ * vhpc-ctld's memory). */
+static void ended_jobs_by_time_and_uid(void **state)
+{
+	char p2[600];
+	struct store *s;
+	struct verr err;
+	struct job_row j = { 0 }, *v;
+	size_t n;
+	int64_t id[6];
+
+	(void)state;
+	snprintf(p2, sizeof(p2), "%s/ended.db", dir);
+	assert_int_equal(store_open(&s, p2, &err), 0);
+	for (int i = 0; i < 6; i++) {
+		assert_int_equal(store_job_add(s, i % 2 ? 1000 : 1001, "e", "{}", 1, &id[i], &err), 0);
+		if (i == 5)
+			break;   /* the last one is still queued */
+		j.id = id[i];
+		j.state = JOB_COMPLETED;
+		j.ended = 100 + i;
+		j.cleanup_json = i == 0 ? "[\"n1\"]" : "[]";
+		assert_int_equal(store_job_update(s, &j, &err), 0);
+	}
+	assert_int_equal(store_jobs_list(s, 103, &v, &n, &err), 0);
+	assert_int_equal(n, 4);   /* 0 owes a stop, 3 and 4 ended at 103.., 5 is queued */
+	assert_int_equal(v[0].id, id[0]);
+	assert_int_equal(v[1].id, id[3]);
+	assert_int_equal(v[2].id, id[4]);
+	assert_int_equal(v[3].id, id[5]);
+	job_rows_free(v, n);
+	assert_int_equal(store_jobs_ended(s, 1000, INT64_MAX, 1, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].id, id[3]);
+	job_rows_free(v, n);
+	assert_int_equal(store_jobs_ended(s, -1, INT64_MAX, 10, &v, &n, &err), 0);
+	assert_int_equal(n, 5);
+	assert_int_equal(v[0].id, id[0]);
+	assert_int_equal(v[4].id, id[4]);
+	job_rows_free(v, n);
+	store_close(s);
+}
+
+/* SQLite answers PRAGMA journal_mode=WAL with the mode it kept; a VFS
+ * without shared memory (unix-dotfile, named through an SQLite URI) keeps
+ * "delete", and the store is refused rather than run without WAL. */
+static void journal_mode_not_wal_is_refused(void **state)
+{
+	char uri[700];
+	struct store *s;
+	struct verr err;
+
+	(void)state;
+	snprintf(uri, sizeof(uri), "file:%s/dotfile.db?vfs=unix-dotfile", dir);
+	assert_int_equal(store_open(&s, uri, &err), -1);
+	assert_non_null(strstr(err.msg, "kept the journal mode 'delete' instead of WAL"));
+	assert_non_null(strstr(err.msg, uri));
+}
+
+/* Overwrites page `page` (1-based, 4096 bytes) of the file from byte 8. */
+static void scribble(const char *file, int page)
+{
+	char junk[512];
+	int fd = open(file, O_WRONLY);
+
+	assert_true(fd >= 0);
+	memset(junk, 0x5a, sizeof(junk));
+	assert_int_equal(pwrite(fd, junk, sizeof(junk), (off_t)(page - 1) * 4096 + 8), sizeof(junk));
+	close(fd);
+}
+
+/* A damaged file is refused at open, naming it and what the check found,
+ * even where the damage is in a page no start-up query reads (the
+ * AUTOINCREMENT counter: the first submit would be the first to fail). */
+static void damaged_store_is_refused(void **state)
+{
+	char p2[600];
+	struct store *s;
+	struct verr err;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t id;
+	int page;
+
+	(void)state;
+	snprintf(p2, sizeof(p2), "%s/damaged.db", dir);
+	assert_int_equal(store_open(&s, p2, &err), 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(store_job_add(s, 0, "d", "{}", 1, &id, &err), 0);
+	store_close(s);
+	assert_int_equal(sqlite3_open(p2, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT rootpage FROM sqlite_master WHERE name='sqlite_sequence'",
+					    -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	page = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	scribble(p2, page);
+	assert_int_equal(store_open(&s, p2, &err), -1);
+	assert_non_null(strstr(err.msg, "is damaged ("));
+	assert_non_null(strstr(err.msg, p2));
+	assert_null(strchr(err.msg, '\n'));
+	/* not a database at all */
+	scribble(p2, 1);
+	assert_int_equal(store_open(&s, p2, &err), -1);
+	assert_non_null(strstr(err.msg, "is damaged (file is not a database)"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +371,9 @@ int main(void)
 		cmocka_unit_test(cleanup_and_attempts_round_trip),
 		cmocka_unit_test(schema_1_is_migrated),
 		cmocka_unit_test(unusable_path_is_named),
+		cmocka_unit_test(ended_jobs_by_time_and_uid),
+		cmocka_unit_test(journal_mode_not_wal_is_refused),
+		cmocka_unit_test(damaged_store_is_refused),
 	};
 	return cmocka_run_group_tests_name("store", tests, setup, teardown);
 }
