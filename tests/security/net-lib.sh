@@ -28,8 +28,8 @@ net_job_up() {
 	cl_net_up 3 && cl_munge_up && cl_ctld_up || return 1
 	for i in 1 2 3; do cl_node_up "$i" --cpus 0-$(($(nproc) > 1 ? 1 : 0)) || return 1; done
 	cl_wait_nodes_up 3 || return 1
-	A=$(net_submit -N 3 -n 3 --vcpus 1 --oversubscribe -- sleep 120)
-	wait_state "$A" RUNNING 40 || return 1
+	A=$(net_submit -N 3 -n 3 --vcpus 1 --oversubscribe -- sleep 3600)
+	wait_state "$A" RUNNING 40 || { diag "$(vc queue --all 2>&1 | tail -n 3)"; return 1; }
 	q=$(job_json "$A")
 	VNI=$(echo "$q" | sed -n 's/.*"vni":\([0-9]*\).*/\1/p')
 	NA=$(guest_node 0 "$q")
@@ -54,16 +54,17 @@ net_encrypt() {
 }
 wgaddr() { echo "10.254.0.$((10 + $1))"; }
 
-net_submit() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
+net_submit() { vc submit --json --driver container "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
 guest_node() { echo "$2" | grep -o "\"guest\":$1,\"node\":\"n[0-9]\"" | sed 's/.*"n\([0-9]\)"/\1/'; }
 
 net_count_at_g0() {
-	local secs=$1 out=$CL_DIR/count.$RANDOM pid i
+	local secs=$1 out=$CL_DIR/count.$RANDOM pid
 	shift
+	[ -n "${VHPC_IN_LAB-}" ] && secs=$((secs * ${VHPC_LAB_TIME_SCALE:-4}))
 	: >"$out"
 	ip netns exec "$G0NS" "$INJ" listen "$NET_PORT" "$((secs * 1000))" >"$out" 2>&1 &
 	pid=$!
-	for ((i = 0; i < 100; i++)); do grep -q listening "$out" && break; sleep 0.05; done
+	poll_until 10 grep -q listening "$out"
 	"$@" >"$CL_DIR/attack.out" 2>&1
 	wait "$pid"
 	sed -n 's/^received //p' "$out"

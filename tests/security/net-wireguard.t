@@ -24,25 +24,42 @@ done
 check "n$NOUT, not in the job, has none" test -z "$(ip -n "$CL-n$NOUT" link show vhpcwg 2>/dev/null)"
 check_match "n$NA's peer is n$NB, at its underlay address" "endpoint: $(ul "$NB"):51820" \
 	"$(cl_in "$CL-n$NA" wg show vhpcwg)"
+check_match "... greeted at once (a persistent keepalive), not at the job's first packet" \
+	"persistent keepalive: every 25 seconds" "$(cl_in "$CL-n$NA" wg show vhpcwg)"
 check_match "vxlan0 ends at n$NA's WireGuard address" "vxlan id $VNI local $(wgaddr "$NA") " \
 	"$(ip -n "vhpc-$LA" -d link show vxlan0)"
 check_match "the job's firewall takes its VNI only from the device" "@th,96,24 $(printf '0x%x' "$VNI") iifname != \"vhpcwg\"" \
 	"$(cl_in "$CL-n$NA" nft list table ip "vhpc-$LA")"
 
-# What crosses the hub between the nodes
-ip netns exec "$CL_HUB" nft -f - <<'NFT'
+# What crosses the hub between the nodes ("fwd" would be a keyword to nft)
+check "the hub counts what crosses it" ip netns exec "$CL_HUB" nft -f - <<'NFT'
 table bridge vhpctest {
-	chain fwd { type filter hook forward priority 0; policy accept;
+	chain across { type filter hook forward priority 0; policy accept;
 		udp dport 4789 counter
 		udp dport 51820 counter
 	}
 }
 NFT
-check "A's guests reach each other across the nodes" quiet ip netns exec "$G1NS" ping -c 5 -i 0.2 -W 2 -q "$G0IP"
+# The first ping waits for WireGuard's handshake, which takes seconds in the lab.
+poll_until 10 quiet ip netns exec "$G1NS" ping -c 1 -W 2 -q "$G0IP"
+if quiet ip netns exec "$G1NS" ping -c 5 -i 0.2 -W 2 -q "$G0IP"; then
+	ok "A's guests reach each other across the nodes"
+else
+	fail "A's guests reach each other across the nodes"
+	diag "job $A: $(job_state "$A")" "$(vc output "$A" 2>&1 | tail -n 5)" "$(cl_in "$CL-n$NA" wg show vhpcwg 2>&1)"
+fi
 c=$(ip netns exec "$CL_HUB" nft list table bridge vhpctest | sed -n 's/.*counter packets \([0-9]*\).*/\1/p' | tr '\n' ' ')
 diag "hub: VXLAN packets, WireGuard packets: $c"
 check "no VXLAN crosses the hub" test "$(echo $c | cut -d' ' -f1)" = 0
 check "WireGuard does (at least the 10 pings)" test "$(echo $c | cut -d' ' -f2)" -ge 10
+
+# The job must still be there for the attack to mean anything.
+if job_state_is "$A" RUNNING; then
+	ok "job A still runs"
+else
+	fail "job A still runs"
+	diag "job $A: $(job_state "$A")" "$(vc output "$A" 2>&1 | tail -n 25)"
+fi
 
 # A machine on the underlay forges n$NB's WireGuard address as its source.
 X=$CL-x
