@@ -26,6 +26,31 @@
 /* The node's own timeout stops the job at its limit; this is the backstop. */
 #define LIMIT_GRACE_S 10
 
+/* A tick later than this past its time is a stall of the controller. */
+#define STALL_MIN_MS 1000
+
+/* The controller's own stalls are no node's fault: when its machine froze
+ * it (a VM whose host paused or starved it, swapping, a suspend), the
+ * nodes' heartbeats waited unread meanwhile, and judged on the clock alone
+ * every node was "down" the moment it ran again (in the lab: "no heartbeat
+ * for 8290 ms (limit 8 x 1000 ms)" after an RCU stall).  A tick that comes
+ * late credits each node with the time the controller was not running;
+ * a node that really died in that time is found one limit later. */
+static void credit_own_stall(int64_t now)
+{
+	static int64_t last_tick;
+	int64_t late = last_tick ? now - last_tick - TICK_MS : 0;
+
+	last_tick = now;
+	if (late < STALL_MIN_MS)
+		return;
+	for (int i = 0; i < g.nnodes; i++)
+		if (g.nodes[i].up)
+			g.nodes[i].last_seen_ms += late;
+	log_warn("vhpc-ctld did not run for %lld ms (its machine stalled): the nodes' heartbeat limits are extended by as much",
+		 (long long)late);
+}
+
 static void check_heartbeats(void)
 {
 	int64_t now = mono_ms(), limit = (int64_t)g.hb_interval_ms * g.hb_misses;
@@ -270,6 +295,7 @@ void *ctld_sched_thread(void *arg)
 		g.kicked = false;
 		if (g.stop)
 			break;
+		credit_own_stall(mono_ms());
 		check_heartbeats();
 		check_limits();
 		retry_stops();
