@@ -94,7 +94,9 @@ poll_pause() { if [ -n "${VHPC_IN_LAB-}" ]; then sleep 1; else sleep "${1:-0.1}"
 poll_until() {
 	local secs=$1 end
 	shift
-	[ -n "${VHPC_IN_LAB-}" ] && secs=$((secs * ${VHPC_LAB_TIME_SCALE:-4}))
+	local scale=${VHPC_LAB_TIME_SCALE:-4}
+	[[ $scale =~ ^[1-9][0-9]*$ ]] || { echo "# VHPC_LAB_TIME_SCALE='$scale' is not a whole number from 1: using 4" >&2; scale=4; }
+	[ -n "${VHPC_IN_LAB-}" ] && secs=$((secs * scale))
 	end=$((SECONDS + secs))
 	while :; do
 		"$@" && return 0
