@@ -38,3 +38,22 @@ int vs_layout(const int *cpus, int nnodes, int vcpus, int node, int *first, int 
 	*total = (int)sum;
 	return 0;
 }
+
+int vs_guest_nodes(const int *cpus, int nnodes, int vcpus, const uint32_t *node_addr, uint32_t *out, int total)
+{
+	int g = 0;
+
+	if (vcpus < 1)
+		return -1;
+	for (int i = 0; i < nnodes; i++) {
+		int n = cpus[i] / vcpus;
+
+		if (n > VS_MAX_GUESTS)
+			n = VS_MAX_GUESTS;
+		if (n < 1 || n > total - g)
+			return -1;
+		for (int k = 0; k < n; k++)
+			out[g++] = node_addr[i];
+	}
+	return g == total ? 0 : -1;
+}

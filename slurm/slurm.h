@@ -144,5 +144,11 @@ int vs_cpus_per_node(const char *s, int *out, int max, int *n, char *why, size_t
  */
 int vs_layout(const int *cpus, int nnodes, int vcpus, int node, int *first, int *count, int *total, char *why,
 	      size_t len);
+/* The same layout as where each guest is: out[g] (total of them, as
+ * vs_layout gave) is node_addr[i] of the node that holds guest g, so each
+ * node's job network names every remote guest's node in static forwarding
+ * entries instead of flooding to all of them and learning.  -1 when the
+ * counts do not add up to total. */
+int vs_guest_nodes(const int *cpus, int nnodes, int vcpus, const uint32_t *node_addr, uint32_t *out, int total);
 
 #endif

@@ -160,11 +160,20 @@ static int network(struct vs_job *j, const char *secret_path, const char *peers,
 	sodium_memzero(secret, sizeof(secret));
 	if (vs_underlay_addr(peers, j->node, &j->s.underlay, err) < 0)
 		return -1;
-	if (!(j->peers = calloc((size_t)j->nnodes, sizeof(uint32_t))))
+	if (!(j->peers = calloc((size_t)j->nnodes, sizeof(uint32_t))) ||
+	    !(j->addr = calloc((size_t)j->nnodes, sizeof(uint32_t))) ||
+	    !(j->guest_node = calloc((size_t)j->ntotal, sizeof(uint32_t))))
 		return verr_set(err, "out of memory");
-	for (int i = 0; i < j->nnodes; i++)
-		if (i != j->node_index && vs_underlay_addr(peers, j->names[i], &j->peers[j->npeers++], err) < 0)
+	for (int i = 0; i < j->nnodes; i++) {
+		if (i == j->node_index)
+			j->addr[i] = j->s.underlay;
+		else if (vs_underlay_addr(peers, j->names[i], &j->addr[i], err) < 0)
 			return -1;
+		else
+			j->peers[j->npeers++] = j->addr[i];
+	}
+	if (vs_guest_nodes(j->cpus, j->nnodes, j->vcpus, j->addr, j->guest_node, j->ntotal) < 0)
+		return verr_set(err, "job %u: its guests per node do not add up to %d", j->id, j->ntotal);
 	return 0;
 }
 
@@ -238,6 +247,7 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	s->gid = j->gid;
 	s->peers = j->peers;
 	s->npeers = j->npeers;
+	s->guest_node = j->guest_node;
 	s->ready_timeout_s = READY_TIMEOUT_S;
 	s->job_timeout_s = 3600;
 	return 0;
@@ -249,6 +259,8 @@ void vs_job_free(struct vs_job *j)
 	free(j->index);
 	free(j->ranks);
 	free(j->peers);
+	free(j->addr);
+	free(j->guest_node);
 	if (j->topo)
 		na_topo_free(j->topo);
 	if (j->have_tun)

@@ -32,6 +32,8 @@ struct vs_job {
 	int *index, *ranks;
 	uint32_t *peers;
 	int npeers;
+	uint32_t *addr;            /* [nnodes] each node's underlay address */
+	uint32_t *guest_node;      /* [ntotal] each guest's node's (vs_guest_nodes) */
 	struct na_topo *topo;      /* this machine, cut to the job's CPUs */
 	struct cluster_cfg cl;
 	bool have_cl;

@@ -65,6 +65,20 @@ check "a long job's guests become ready on both nodes" sl_ready "$id" 1
 sl_ready "$id" 2
 inits="$(guest_inits "$id" 1) $(guest_inits "$id" 2)"
 check_eq "two guests on each node" 4 "$(echo $inits | wc -w)"
+# The job network knows where every guest is (the layout every node
+# computes): static entries to the other node, and nothing learnt or
+# flooded, so a frame for a MAC the job does not have goes nowhere.
+for n in 1 2; do
+	o=$((3 - n)) ns=vhpc-${id}s$((n - 1))
+	fdb=$(ip netns exec "$ns" bridge fdb show dev vxlan0 2>&1)
+	check_match "n$n: vxlan0 as a bridge port neither learns nor floods unknown unicast" "learning off .*flood off" \
+		"$(ip netns exec "$ns" bridge -d link show dev vxlan0 2>&1)"
+	check_eq "n$n: vxlan0 names the two guests of n$o, to n$o's address" 2 \
+		"$(echo "$fdb" | grep -v '^00:00:00:00:00:00' | grep -c "dst 198.18.2.1$o .*permanent")"
+	check_eq "n$n: and nothing it learnt (every entry is permanent or static)" 0 \
+		"$(echo "$fdb" | grep -Evc ' (permanent|static)$|^$')"
+	diag "n$n vxlan0: $(echo "$fdb" | tr '\n' ';')"
+done
 t0=$(date +%s%N)
 sl_in "$SL_HUB" scancel "$id"
 sl_wait_empty 30

@@ -262,6 +262,29 @@ static void every_node_numbers_the_guests_alike(void **state)
 	assert_int_equal(vs_layout(cpus, 3, 1, 3, &first, &count, &total, why, sizeof(why)), -1);
 }
 
+/* Each guest's node, for the static forwarding entries: the same cut as
+ * vs_layout's, so node i's own guests [first, first + count) are its own. */
+static void every_node_knows_where_each_guest_is(void **state)
+{
+	int cpus[] = { 4, 2, 5 }, first, count, total;
+	uint32_t addr[] = { 0xc6120001, 0xc6120002, 0xc6120003 }, out[8];
+
+	(void)state;
+	assert_int_equal(vs_layout(cpus, 3, 2, 1, &first, &count, &total, why, sizeof(why)), 0);
+	memset(out, 0, sizeof(out));
+	assert_int_equal(vs_guest_nodes(cpus, 3, 2, addr, out, total), 0);
+	assert_int_equal(out[0], addr[0]);
+	assert_int_equal(out[1], addr[0]);
+	assert_int_equal(out[first], addr[1]);
+	assert_int_equal(out[3], addr[2]);
+	assert_int_equal(out[4], addr[2]);
+	assert_int_equal(out[5], 0);
+	/* a total that is not the layout's is refused, not overrun */
+	assert_int_equal(vs_guest_nodes(cpus, 3, 2, addr, out, 4), -1);
+	assert_int_equal(vs_guest_nodes(cpus, 3, 2, addr, out, 6), -1);
+	assert_int_equal(vs_guest_nodes(cpus, 3, 3, addr, out, 5), -1);
+}
+
 static void local_ids_are_the_agents_and_unlike_other_schedulers(void **state)
 {
 	char id[16];
@@ -395,6 +418,7 @@ int main(void)
 		cmocka_unit_test(hostlists_expand_as_slurm_writes_them),
 		cmocka_unit_test(cpus_per_node_expand),
 		cmocka_unit_test(every_node_numbers_the_guests_alike),
+		cmocka_unit_test(every_node_knows_where_each_guest_is),
 		cmocka_unit_test(local_ids_are_the_agents_and_unlike_other_schedulers),
 		cmocka_unit_test(keys_and_vnis_come_from_job_and_secret),
 		cmocka_unit_test(the_secret_must_be_roots_alone),
