@@ -248,6 +248,7 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	s->peers = j->peers;
 	s->npeers = j->npeers;
 	s->guest_node = j->guest_node;
+	s->wg = j->cl.wg.key ? &j->cl.wg : NULL;
 	s->ready_timeout_s = READY_TIMEOUT_S;
 	s->job_timeout_s = 3600;
 	return 0;

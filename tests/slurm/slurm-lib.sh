@@ -12,7 +12,7 @@ chmod 755 "$SL_DIR"
 SL_HUB=$SL-hub
 SL_NODES=0
 export VHPC_STATE_DIR=${VHPC_TEST_STATE_DIR:-$VHPC_TOP/$B/state}
-export VHPC_CONFIG_DIR=$VHPC_TOP/configs
+export VHPC_CONFIG_DIR=${SL_CONFIG_DIR:-$VHPC_TOP/configs}
 export SLURM_CONF=$SL_DIR/slurm.conf
 export PATH=$BIN:$PATH
 SL_PLUGIN=$VHPC_TOP/$B/lib/slurm/spank_vhpc.so
