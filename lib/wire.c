@@ -2,12 +2,14 @@
  * Messages between vhpc daemons and clients (lib/wire.h):
  *
  *   u32 big-endian length | credential (lib/wire_cred.c)
- *   | body: secretbox(JSON, the header's key, nonce 0) [| data]
+ *   | body: secretbox(JSON, the header's key, nonce 0)
+ *   [| data: secretbox(bytes, the same key, nonce 1)]
  *
  * The receiver reads the credential (at most WIRE_MAX_CRED bytes, on its
  * stack), has munged check it, and only then reads and opens the body the
- * credential announced.  The key is fresh for every message, so the zero
- * nonce is never used twice with it.
+ * credential announced.  The key is fresh for every message, so each
+ * nonce is used once with it.  Data is sealed as the body is: image files
+ * cross the underlay, and a user's image is theirs to keep from others.
  */
 #include "lib/wire.h"
 #include "lib/bytes.h"
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 static const uint8_t zero_nonce[crypto_secretbox_NONCEBYTES];
+static const uint8_t data_nonce[crypto_secretbox_NONCEBYTES] = { 1 };
 
 static uint64_t deadline_of(int timeout_ms)
 {
@@ -64,12 +67,13 @@ static int take_data(struct json_object *msg, struct json_object **data, struct 
 	return 0;
 }
 
-/* Length word, credential and sealed body in one buffer (one send). */
-static int frame(struct json_object *msg, const struct wire_to *to, char **out, size_t *outlen,
-		 struct verr *err)
+/* Length word, credential, sealed body and sealed data (if any) in one
+ * buffer (one send). */
+static int frame(struct json_object *msg, struct json_object *data, const struct wire_to *to, char **out,
+		 size_t *outlen, struct verr *err)
 {
 	const char *payload = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
-	size_t plen = strlen(payload), clen;
+	size_t plen = strlen(payload), clen, dlen = data ? (size_t)json_object_get_string_len(data) : 0, body, total;
 	struct wire_hdr h = { .reply = to->reply };
 	char *cred, *buf;
 	uint32_t nlen;
@@ -84,7 +88,9 @@ static int frame(struct json_object *msg, const struct wire_to *to, char **out, 
 		return -1;
 	}
 	clen = strlen(cred);
-	buf = malloc(4 + clen + plen + crypto_secretbox_MACBYTES);
+	body = 4 + clen + plen + crypto_secretbox_MACBYTES;
+	total = body + (data ? dlen + crypto_secretbox_MACBYTES : 0);
+	buf = malloc(total);
 	if (!buf || clen > WIRE_MAX_CRED) {
 		free(buf);
 		free(cred);
@@ -97,10 +103,13 @@ static int frame(struct json_object *msg, const struct wire_to *to, char **out, 
 	memcpy(buf + 4, cred, clen);
 	crypto_secretbox_easy((unsigned char *)buf + 4 + clen, (const unsigned char *)payload, plen, zero_nonce,
 			      h.key);
+	if (data)
+		crypto_secretbox_easy((unsigned char *)buf + body, (const unsigned char *)json_object_get_string(data),
+				      dlen, data_nonce, h.key);
 	sodium_memzero(h.key, sizeof(h.key));
 	free(cred);
 	*out = buf;
-	*outlen = 4 + clen + plen + crypto_secretbox_MACBYTES;
+	*outlen = total;
 	return 0;
 }
 
@@ -117,13 +126,11 @@ int wire_send(int fd, struct json_object *msg, const struct wire_to *to, int tim
 		json_object_object_add(msg, "v", json_object_new_int(WIRE_VERSION));
 	if (take_data(msg, &data, err) < 0)
 		return -1;
-	if (frame(msg, to, &buf, &len, err) < 0) {
+	if (frame(msg, data, to, &buf, &len, err) < 0) {
 		json_object_put(data);
 		return -1;
 	}
-	if (send_full_deadline(fd, buf, len, deadline) < 0 ||
-	    (data && send_full_deadline(fd, json_object_get_string(data),
-					(size_t)json_object_get_string_len(data), deadline) < 0))
+	if (send_full_deadline(fd, buf, len, deadline) < 0)
 		rc = errno == ETIMEDOUT ? verr_set(err, "sending a message: the peer did not take it within %d ms",
 						   timeout_ms)
 					: verr_errno(err, "sending a message");
@@ -216,8 +223,10 @@ static int recv_body(int fd, struct wire_hdr *h, uint64_t deadline, struct json_
 }
 
 /* The bytes after the body, when the (verified) message announces some:
- * exactly data_len of them, hashing to data_sha256, as WIRE_DATA. */
-static int recv_data(int fd, struct json_object *msg, uid_t from, uint64_t deadline, struct verr *err)
+ * exactly data_len of them, sealed with the credential's key, hashing to
+ * data_sha256, as WIRE_DATA. */
+static int recv_data(int fd, struct json_object *msg, uid_t from, const uint8_t *key, uint64_t deadline,
+		     struct verr *err)
 {
 	struct json_object *l, *h;
 	unsigned char d[32];
@@ -237,11 +246,16 @@ static int recv_data(int fd, struct json_object *msg, uid_t from, uint64_t deadl
 	    json_object_get_string_len(h) != 64)
 		return verr_set(err, "rejected message: data_len (0..%u) and data_sha256 (64 hex digits) do not fit",
 				WIRE_MAX_DATA);
-	if (!(buf = malloc((size_t)len + 1)))
+	if (!(buf = malloc((size_t)len + crypto_secretbox_MACBYTES)))
 		return verr_set(err, "out of memory");
-	if (len && read_full_deadline(fd, buf, (size_t)len, deadline, &eof) < 0) {
+	if (read_full_deadline(fd, buf, (size_t)len + crypto_secretbox_MACBYTES, deadline, &eof) < 0) {
 		free(buf);
 		return verr_errno(err, "receiving a message's data: truncated");
+	}
+	if (crypto_secretbox_open_easy((unsigned char *)buf, (unsigned char *)buf, (size_t)len + crypto_secretbox_MACBYTES,
+				       data_nonce, key) < 0) {
+		free(buf);
+		return verr_set(err, "rejected message: its data is not what its credential seals");
 	}
 	crypto_hash_sha256(d, (const unsigned char *)buf, (size_t)len);
 	hex_encode(d, 32, hex);
@@ -302,15 +316,15 @@ int wire_recv(int fd, struct json_object **msg, struct wire_peer *peer, const ch
 	r = check_route(&h, answers, err);
 	if (r == 0)
 		r = recv_body(fd, &h, deadline, msg, err);
+	if (r == 0 && recv_data(fd, *msg, peer->uid, h.key, deadline, err) < 0) {
+		json_object_put(*msg);
+		*msg = NULL;
+		r = -1;
+	}
 	sodium_memzero(h.key, sizeof(h.key));
 	if (r < 0)
 		return -1;
 	snprintf(peer->id, sizeof(peer->id), "%s", h.id);
-	if (recv_data(fd, *msg, peer->uid, deadline, err) < 0) {
-		json_object_put(*msg);
-		*msg = NULL;
-		return -1;
-	}
 	return 0;
 }
 

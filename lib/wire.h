@@ -36,7 +36,7 @@
  * instead: u32 (WIRE_NOTICE | length) | text.  It is not authenticated: a
  * client treats it as a failure whose reason it shows, nothing more.
  */
-#define WIRE_VERSION      2
+#define WIRE_VERSION      3
 #define WIRE_MAX_CRED     1024
 #define WIRE_MAX_PAYLOAD  (512u << 10)
 #define WIRE_NOTICE       0x80000000u
@@ -49,9 +49,10 @@
  * it: the sender gives them as the message's WIRE_DATA string
  * (json_object_new_string_len), wire_send replaces it by "data_len" and
  * "data_sha256", which the sealed body carries, and sends the bytes after
- * the body; the receiver reads exactly that many, refuses them unless
- * they hash to the digest, and gives them back as WIRE_DATA.  So the bytes
- * are as authenticated as the JSON, and cost a sha256 rather than JSON's
+ * the body, sealed with the body's key; the receiver reads exactly that
+ * many, opens them, refuses them unless they hash to the digest, and gives
+ * them back as WIRE_DATA.  So the bytes are as private and authenticated
+ * as the JSON, and cost a sha256 and a secretbox rather than JSON's
  * escaping.  A payload naming WIRE_DATA itself is refused, and so is data
  * from a sender other than root (admins push images, daemons serve them):
  * a user's message costs its receiver at most WIRE_MAX_PAYLOAD.

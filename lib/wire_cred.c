@@ -1,7 +1,7 @@
 /*
  * The credential that opens every wire message: a small JSON header,
  *
- *   {"v": 2, "id"|"re": <request id, hex>, "len": <body bytes>, "key": <hex>}
+ *   {"v": 3, "id"|"re": <request id, hex>, "len": <body bytes>, "key": <hex>}
  *
  * in a munge credential restricted to the recipient's uid.  "id" names a
  * request; "re" the request a reply answers.  It is all a receiver reads

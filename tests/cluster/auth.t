@@ -30,19 +30,19 @@ munged -f -S "$T/forge.sock" --key-file="$T/forge.key" --pid-file="$T/forge.pid"
 	--log-file="$T/forge.log" --seed-file="$T/forge.seed"
 at_exit "munged -S '$T/forge.sock' -s"
 
-out=$(WIREPROBE_FORGE_SOCKET=$T/forge.sock wp forged "$CTL" '{"v":2,"type":"queue"}')
+out=$(WIREPROBE_FORGE_SOCKET=$T/forge.sock wp forged "$CTL" '{"v":3,"type":"queue"}')
 check_match "ctld: a credential of another munge key is rejected" 'no reply: refused: rejected message: munge credential' "$out"
-out=$(WIREPROBE_FORGE_SOCKET=$T/forge.sock wp forged "$NODE" '{"v":2,"type":"job_stop","node":"n1","job":1}')
+out=$(WIREPROBE_FORGE_SOCKET=$T/forge.sock wp forged "$NODE" '{"v":3,"type":"job_stop","node":"n1","job":1}')
 check_match "vhpcd: the same" 'no reply: refused: rejected message: munge credential' "$out"
-out=$(wp replay "$CTL" '{"v":2,"type":"queue"}')
+out=$(wp replay "$CTL" '{"v":3,"type":"queue"}')
 check_match "ctld: a credential is good once" '^reply\(uid 0\): \{"type":"jobs"' "$(echo "$out" | head -1)"
 check_match "ctld: ... and replayed it is rejected" 'Replayed credential' "$(echo "$out" | sed -n 2p)"
-out=$(wp replay "$NODE" '{"v":2,"type":"job_stop","node":"n1","job":99}')
+out=$(wp replay "$NODE" '{"v":3,"type":"job_stop","node":"n1","job":99}')
 check_match "vhpcd: a job_stop from root works once" '"type":"stopped"' "$(echo "$out" | head -1)"
 check_match "vhpcd: ... and replayed it is rejected" 'Replayed credential' "$(echo "$out" | sed -n 2p)"
-check_match "a tampered credential is rejected" 'rejected message: munge credential' "$(wp tamper "$CTL" '{"v":2,"type":"queue"}')"
-check_match "an expired credential is rejected" 'rejected message: munge credential Expired' "$(wp expired "$CTL" '{"v":2,"type":"queue"}')"
-check_match "a frame without a credential is rejected" 'rejected message: munge credential' "$(wp raw "$CTL" '{"v":2,"type":"queue"}')"
+check_match "a tampered credential is rejected" 'rejected message: munge credential' "$(wp tamper "$CTL" '{"v":3,"type":"queue"}')"
+check_match "an expired credential is rejected" 'rejected message: munge credential Expired' "$(wp expired "$CTL" '{"v":3,"type":"queue"}')"
+check_match "a frame without a credential is rejected" 'rejected message: munge credential' "$(wp raw "$CTL" '{"v":3,"type":"queue"}')"
 check_match "a frame header of 2 GiB is rejected" 'rejected message: frame of 2147483648 bytes' "$(wp huge "$CTL")"
 check_match "HTTP instead of a frame is rejected" 'rejected message: frame of' "$(wp garbage "$NODE")"
 check_match "a valid credential around something not JSON" 'not a JSON object' "$(wp payload "$CTL" 'hello')"

@@ -49,9 +49,9 @@ check_match "the reply was for uid 65534" 'UID_RESTRICTION: *nobody \(65534\)|Re
 
 # The daemon's side: credentials restricted to another uid, or to no one.
 check_match "vhpc-ctld refuses a credential restricted to uid $EVIL" 'refused: rejected message: munge credential Unauthorized' \
-	"$(cl_in "$CL_HUB" "$WP" foruid "$CL_CTL" $EVIL '{"v":2,"type":"queue"}')"
+	"$(cl_in "$CL_HUB" "$WP" foruid "$CL_CTL" $EVIL '{"v":3,"type":"queue"}')"
 check_match "... and one restricted to no one" 'refused: rejected message: its credential .* is not restricted to its recipient' \
-	"$(cl_in "$CL_HUB" "$WP" anyuid "$CL_CTL" '{"v":2,"type":"queue"}')"
+	"$(cl_in "$CL_HUB" "$WP" anyuid "$CL_CTL" '{"v":3,"type":"queue"}')"
 check_match "... but takes one restricted to it" '^reply\(uid 0\): \{"type":"jobs"' \
 	"$(cl_in "$CL_HUB" "$WP" send "$CL_CTL" '{"type":"queue"}')"
 check "vhpc-ctld is still running" kill -0 "$CTLD_PID"

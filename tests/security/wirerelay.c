@@ -18,6 +18,8 @@
  *   stall   relays the request with a receive buffer of 1 KiB and never
  *           reads the reply: a client that stops reading; the client's
  *           own connection is closed
+ *   passall as pass, for this connection and every one after it (a
+ *           listener on the path of a whole exchange, e.g. an image push)
  *
  * A request is what the client sends until it pauses for 100 ms (every
  * client sends its whole request at once, then waits).  One line per
@@ -172,7 +174,7 @@ int main(int argc, char **argv)
 	int l;
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: wirerelay LISTEN UPSTREAM DIR pass|keep|replay|stall...\n");
+		fprintf(stderr, "usage: wirerelay LISTEN UPSTREAM DIR pass|keep|replay|stall|passall...\n");
 		return 2;
 	}
 	upstream = argv[2];
@@ -190,6 +192,13 @@ int main(int argc, char **argv)
 
 		if (c < 0)
 			die("accept");
+		if (!strcmp(argv[i], "passall")) {
+			for (int k = i - 3;; k++) {
+				act(k, "pass", c);
+				if ((c = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
+					die("accept");
+			}
+		}
 		act(i - 3, argv[i], c);
 	}
 	for (;;)

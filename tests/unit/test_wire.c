@@ -233,8 +233,9 @@ static void tampered_message_is_rejected(void **state)
 	json_object_put(m);
 }
 
-/* Bytes after the frame: signed by their digest, checked, given back. */
-static void data_rides_signed(void **state)
+/* Bytes after the frame: sealed, signed by their digest, checked, given
+ * back; nothing of them is in clear on the way. */
+static void data_rides_sealed(void **state)
 {
 	struct json_object *m = msg("image_data"), *got, *d;
 	struct verr err;
@@ -261,13 +262,17 @@ static void data_rides_signed(void **state)
 	close(sv[1]);
 	json_object_put(m);
 
-	/* a byte of the data changed on the way: refused */
+	/* what crosses the wire holds no run of 16 of the data's bytes */
 	m = msg("image_data");
 	json_object_object_add(m, WIRE_DATA, json_object_new_string_len(bin, sizeof(bin)));
 	buf = capture(m, &len);
+	assert_true(len >= sizeof(bin));
+	for (size_t i = 0; i + 16 <= sizeof(bin); i += 16)
+		assert_null(memmem(buf, len, bin + i, 16));
+	/* a byte of the data changed on the way: refused */
 	buf[len - 10] ^= 1;
 	assert_int_equal(deliver(buf, len, &got, &err), -1);
-	assert_non_null(strstr(err.msg, "does not hash to the digest its body signs"));
+	assert_non_null(strstr(err.msg, "its data is not what its credential seals"));
 	free(buf);
 	json_object_put(m);
 	/* cut short (a credential of its own: the first one is spent): refused */
@@ -339,7 +344,7 @@ static void expired_message_is_rejected(void **state)
 	struct json_object *got;
 	struct verr err;
 	size_t len;
-	char *f = make_frame(NULL, "{\"v\":2,\"type\":\"cancel\"}", 1, geteuid(), &len);
+	char *f = make_frame(NULL, "{\"v\":3,\"type\":\"cancel\"}", 1, geteuid(), &len);
 
 	(void)state;
 	sleep(3);
@@ -380,14 +385,14 @@ static void forged_and_malformed_are_rejected(void **state)
 	static const char *const badhdr[][2] = {
 		{ "not json", "does not hold a header" },
 		{ "{\"v\":1,\"type\":\"queue\"}", "unsupported version" },
-		{ "{\"v\":2,\"id\":\"00112233445566778899aabbccddeeff\",\"key\":\"%s\"}", "missing \"len\"" },
-		{ "{\"v\":2,\"id\":\"00112233445566778899aabbccddeeff\",\"len\":600000,\"key\":\"%s\"}", "600000 is outside 1..524288" },
-		{ "{\"v\":2,\"id\":\"00112233445566778899aabbccddeeff\",\"len\":5,\"key\":\"00\"}", "key is not 64 hex" },
-		{ "{\"v\":2,\"len\":5,\"key\":\"%s\"}", "needs one request id" },
-		{ "{\"v\":2,\"id\":\"0011\",\"len\":5,\"key\":\"%s\"}", "needs one request id" },
-		{ "{\"v\":2,\"id\":\"00112233445566778899aabbccddeeff\",\"re\":\"00112233445566778899aabbccddeeff\","
+		{ "{\"v\":3,\"id\":\"00112233445566778899aabbccddeeff\",\"key\":\"%s\"}", "missing \"len\"" },
+		{ "{\"v\":3,\"id\":\"00112233445566778899aabbccddeeff\",\"len\":600000,\"key\":\"%s\"}", "600000 is outside 1..524288" },
+		{ "{\"v\":3,\"id\":\"00112233445566778899aabbccddeeff\",\"len\":5,\"key\":\"00\"}", "key is not 64 hex" },
+		{ "{\"v\":3,\"len\":5,\"key\":\"%s\"}", "needs one request id" },
+		{ "{\"v\":3,\"id\":\"0011\",\"len\":5,\"key\":\"%s\"}", "needs one request id" },
+		{ "{\"v\":3,\"id\":\"00112233445566778899aabbccddeeff\",\"re\":\"00112233445566778899aabbccddeeff\","
 		  "\"len\":5,\"key\":\"%s\"}", "needs one request id" },
-		{ "{\"v\":2,\"id\":\"00112233445566778899aabbccddeeff\",\"len\":5,\"key\":\"%s\",\"uid\":0}",
+		{ "{\"v\":3,\"id\":\"00112233445566778899aabbccddeeff\",\"len\":5,\"key\":\"%s\",\"uid\":0}",
 		  "unknown field" },
 	};
 	for (size_t i = 0; i < sizeof(badhdr) / sizeof(badhdr[0]); i++) {
@@ -406,10 +411,10 @@ static void forged_and_malformed_are_rejected(void **state)
 		{ "[1,2]", "not a JSON object" },
 		{ "{\"type\":\"x\"}", "unsupported version" },
 		{ "{\"v\":1,\"type\":\"x\"}", "unsupported version" },
-		{ "{\"v\":2}", "no valid \"type\"" },
-		{ "{\"v\":2,\"type\":\"../x\"}", "no valid \"type\"" },
-		{ "{\"v\":2,\"type\":\"x\"} trailing", "not a JSON object" },
-		{ "{\"v\":2,\"type\":\"x\",\"_data\":\"forged\"}", "is the wire's own" },
+		{ "{\"v\":3}", "no valid \"type\"" },
+		{ "{\"v\":3,\"type\":\"../x\"}", "no valid \"type\"" },
+		{ "{\"v\":3,\"type\":\"x\"} trailing", "not a JSON object" },
+		{ "{\"v\":3,\"type\":\"x\",\"_data\":\"forged\"}", "is the wire's own" },
 	};
 	for (size_t i = 0; i < sizeof(badbody) / sizeof(badbody[0]); i++) {
 		f = make_frame(NULL, badbody[i][0], 0, geteuid(), &len);
@@ -432,11 +437,11 @@ static void credential_for_another_recipient_is_refused(void **state)
 	pid_t pid;
 
 	(void)state;
-	f = make_frame(NULL, "{\"v\":2,\"type\":\"queue\"}", 0, geteuid() + 1000, &len);
+	f = make_frame(NULL, "{\"v\":3,\"type\":\"queue\"}", 0, geteuid() + 1000, &len);
 	assert_int_equal(deliver(f, len, &got, &err), -1);
 	assert_non_null(strstr(err.msg, "Unauthorized credential"));
 	free(f);
-	f = make_frame(NULL, "{\"v\":2,\"type\":\"queue\"}", 0, (uid_t)MUNGE_UID_ANY, &len);
+	f = make_frame(NULL, "{\"v\":3,\"type\":\"queue\"}", 0, (uid_t)MUNGE_UID_ANY, &len);
 	assert_int_equal(deliver(f, len, &got, &err), -1);
 	assert_non_null(strstr(err.msg, "not restricted to its recipient"));
 	free(f);
@@ -698,7 +703,7 @@ int main(void)
 		cmocka_unit_test(another_uid_is_reported_as_itself),
 		cmocka_unit_test(replayed_message_is_rejected),
 		cmocka_unit_test(tampered_message_is_rejected),
-		cmocka_unit_test(data_rides_signed),
+		cmocka_unit_test(data_rides_sealed),
 		cmocka_unit_test(data_from_a_user_is_refused),
 		cmocka_unit_test(expired_message_is_rejected),
 		cmocka_unit_test(forged_and_malformed_are_rejected),
