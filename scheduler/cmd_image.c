@@ -77,7 +77,7 @@ int cmd_image(int argc, char **argv)
 		       "                         [--format tree|squashfs|erofs]   an OCI image as a node image\n"
 		       "       vhpc image push NAME [--as NAME]      (root) into the cluster's store\n"
 		       "       vhpc image list [--json] [--local]    the cluster's store and nodes' caches; --local: this machine's\n"
-		       "       vhpc image rm NAME                    (root) from the cluster's store\n"
+		       "       vhpc image rm NAME[@VERSION]          (root) from the cluster's store (@: one earlier version)\n"
 		       "       vhpc image verify NAME|ID | fetch-kernel PACKAGE\n");
 		return argc < 2 ? EXIT_USAGE : 0;
 	}

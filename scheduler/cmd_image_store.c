@@ -374,23 +374,44 @@ int cmd_image_store_list(const char *ctl, bool json)
 	return 0;
 }
 
+/* vhpc image rm NAME removes the name (and every version it had);
+ * NAME@VERSION retires one earlier version, named by at least 12 hex
+ * digits of its id, so no new job can name it (one found bad, say). */
 static int rm(int argc, char **argv)
 {
 	struct json_object *req, *rep;
-	char ctl[300];
+	char ctl[300], name[65];
+	const char *at, *version = NULL;
 	struct verr err;
 	long long held;
+	size_t nl;
 	int rc;
 
 	if (argc != 3 || argv[2][0] == '-')
-		return usage_error("image rm", "give one image name (vhpc image list)");
-	if (!ident_ok(argv[2], 64))
+		return usage_error("image rm", "give one image name, or NAME@VERSION for an earlier version (vhpc image list)");
+	at = strchr(argv[2], '@');
+	nl = at ? (size_t)(at - argv[2]) : strlen(argv[2]);
+	if (nl >= sizeof(name))
 		return usage_error("image rm", "'%s' is not an image name", argv[2]);
+	memcpy(name, argv[2], nl);
+	name[nl] = 0;
+	if (!ident_ok(name, 64))
+		return usage_error("image rm", "'%s' is not an image name", argv[2]);
+	if (at) {
+		size_t vl = strlen(at + 1);
+
+		version = at + 1;
+		if (vl < 12 || vl > 64 || strspn(version, "0123456789abcdef") != vl)
+			return usage_error("image rm", "'%s': after the '@', at least 12 hex digits of the version's id",
+					   argv[2]);
+	}
 	if ((rc = client_need_controller("image rm", ctl, sizeof(ctl))))
 		return rc;
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("image_rm"));
-	json_object_object_add(req, "name", json_object_new_string(argv[2]));
+	json_object_object_add(req, "name", json_object_new_string(name));
+	if (version)
+		json_object_object_add(req, "version", json_object_new_string(version));
 	rc = client_call(ctl, req, &rep, 120000, &err);
 	json_object_put(req);
 	if (rc < 0) {
@@ -398,7 +419,10 @@ static int rm(int argc, char **argv)
 		return 1;
 	}
 	held = client_int(rep, "held_by_jobs", 0);
-	printf("removed image %s (%.12s) from the store", argv[2], client_str(rep, "id", "?"));
+	if (version)
+		printf("removed version %.12s of image %s: no new job may name it", client_str(rep, "id", "?"), name);
+	else
+		printf("removed image %s (%.12s) from the store", name, client_str(rep, "id", "?"));
 	if (held)
 		printf("; %lld job%s not yet ended still hold%s it: its content stays until they end", held,
 		       held == 1 ? "" : "s", held == 1 ? "s" : "");

@@ -110,7 +110,8 @@ struct cmsg {
 	bool have_cache;
 	/* images */
 	char name[65];                 /* image_tag, image_rm */
-	char image_id[65];             /* image_tag */
+	char image_id[65];             /* image_tag; image_rm: an earlier version
+	                                  (hex digits of its id) to retire, or "" */
 	char (*objects)[65];           /* image_have, image_get (owned) */
 	int nobjects;
 	bool manifest;                 /* image_get: objects[0] asked for as an image's manifest */

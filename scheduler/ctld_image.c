@@ -237,14 +237,15 @@ static struct json_object *do_rm(const struct cmsg *m, uid_t uid)
 	struct verr e;
 	int held = 0;
 
-	if (imgstore_untag(g.images, m->name, id, &e) < 0)
+	if (m->image_id[0] ? imgstore_retire(g.images, m->name, m->image_id, id, &e) < 0
+			   : imgstore_untag(g.images, m->name, id, &e) < 0)
 		return ctld_error("not_found", "%s", e.msg);
 	pthread_mutex_lock(&g.mu);
 	for (int i = 0; i < g.njobs; i++)
 		held += !job_state_final(g.jobs[i]->state) && !strcmp(g.jobs[i]->image_id, id);
 	pthread_mutex_unlock(&g.mu);
-	log_info("image %s (%.12s) removed by uid %u%s", m->name, id, (unsigned)uid,
-		 held ? "; its content stays while jobs hold it" : "");
+	log_info("image %s%s (%.12s) removed by uid %u%s", m->name, m->image_id[0] ? ", an earlier version" : "", id,
+		 (unsigned)uid, held ? "; its content stays while jobs hold it" : "");
 	ctld_image_gc();
 	r = ctld_reply("image_removed");
 	json_object_object_add(r, "name", json_object_new_string(m->name));

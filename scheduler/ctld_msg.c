@@ -201,7 +201,7 @@ static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 {
 	static const char *const f_have[] = { "objects", NULL }, *const f_put[] = { "parts", WIRE_DATA, NULL },
 		*const f_tag[] = { "name", "id", NULL }, *const f_get[] = { "objects", "offset", "manifest", NULL },
-		*const f_none[] = { NULL }, *const f_rm[] = { "name", NULL };
+		*const f_none[] = { NULL }, *const f_rm[] = { "name", "version", NULL };
 	const char *s;
 	long long v;
 
@@ -238,6 +238,10 @@ static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 		if (jf_only(o, "image_rm", f_rm, err) < 0 || jf_ident(o, "name", true, 64, &s, err) < 0)
 			return -1;
 		snprintf(m->name, sizeof(m->name), "%s", s);
+		s = NULL;
+		if (jf_str(o, "version", false, 64, &s, err) < 0)
+			return -1;
+		snprintf(m->image_id, sizeof(m->image_id), "%s", s ? s : "");
 		return 0;
 	default:
 		return verr_set(err, "internal: not an image message");

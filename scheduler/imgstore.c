@@ -626,6 +626,67 @@ out:
 	return rc;
 }
 
+struct retire { const char *id, *name; };
+
+/* Takes the name out of one id's record. */
+static int drop_name_of(const char *id, struct imgstore_rec *r, void *arg)
+{
+	const struct retire *x = arg;
+
+	return strcmp(id, x->id) ? 0 : drop_name(id, r, (void *)x->name);
+}
+
+int imgstore_retire(struct imgstore *s, const char *name, const char *version, char id[65], struct verr *err)
+{
+	struct retire x = { .name = name };
+	struct imgstore_ref r;
+	size_t vl = strlen(version);
+	int rc = -1, k = 0, hit = -1;
+
+	if (!ident_ok(name, 64))
+		return verr_set(err, "image name '%.80s' is not a plain name", name);
+	if (vl < 12 || vl > 64 || strspn(version, "0123456789abcdef") != vl)
+		return verr_set(err, "version '%.80s' of image %s: give at least 12 of its id's hex digits (vhpc image list)",
+				version, name);
+	pthread_mutex_lock(&s->mu);
+	if (ref_read(s, name, &r, err) < 0)
+		goto out;
+	if (!strncmp(r.id, version, vl)) {
+		verr_set(err, "%.12s is the version image %s names now: vhpc image rm %s removes the name (and every "
+			 "earlier version with it), or push another version first", r.id, name, name);
+		goto out;
+	}
+	for (int i = 0; i < r.nprev; i++)
+		if (!strncmp(r.prev[i], version, vl)) {
+			if (hit >= 0) {
+				verr_set(err, "version %s of image %s: more than one earlier id starts so; give more digits",
+					 version, name);
+				goto out;
+			}
+			hit = i;
+		}
+	if (hit < 0) {
+		verr_set(err, "image %s had no earlier version %s (vhpc image list --json shows its \"previous\" ids)",
+			 name, version);
+		goto out;
+	}
+	x.id = r.prev[hit];
+	snprintf(id, 65, "%s", x.id);
+	/* The id stops being one a job may name as this image first, then
+	 * the history forgets it: a failure between leaves it listed, and
+	 * retiring it again finishes the job. */
+	if (imgstore_rec_each(s->tfd, drop_name_of, &x, err) < 0)
+		goto out;
+	for (int i = 0; i < r.nprev; i++)
+		if (i != hit)
+			memmove(r.prev[k++], r.prev[i], 65);
+	r.nprev = k;
+	rc = ref_write(s, &r, err);
+out:
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
 /* A folder below dirfd, to list. */
 static DIR *dir_at(int dirfd, const char *rel)
 {

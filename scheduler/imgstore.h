@@ -77,6 +77,13 @@ bool imgstore_is_image(struct imgstore *s, const char *id);
 /* Removes a name, and with it every id it named from those a new job may
  * name (queued jobs keep theirs); *id gets what it named. */
 int imgstore_untag(struct imgstore *s, const char *name, char id[65], struct verr *err);
+/* Retires one earlier version of a name: the id among those the name had
+ * before (ref.prev) that is, or starts with, version (at least 12 hex
+ * digits).  A new job may no longer name it by the name (queued jobs keep
+ * it; with no name left it is removed, as after imgstore_untag), and the
+ * name's history forgets it.  The version the name has now is refused:
+ * removing that is imgstore_untag's.  *id gets the whole id. */
+int imgstore_retire(struct imgstore *s, const char *name, const char *version, char id[65], struct verr *err);
 /* Every ref, by name; *out malloc'd. */
 int imgstore_refs(struct imgstore *s, struct imgstore_ref **out, size_t *n, struct verr *err);
 /* Removes the objects no name and no image in held[] needs, except those

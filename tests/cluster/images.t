@@ -162,6 +162,30 @@ check_match "their records name those ids" "\"image_id\":\"$V1[0-9a-f]*\".*\"ima
 	"$(job_json "$JA" | grep -o '"image_id":"[0-9a-f]*"')$(job_json "$JB" | grep -o '"image_id":"[0-9a-f]*"')"
 check_match "the store remembers what the name meant before" "\"name\":\"vtest\",\"id\":\"$V2[0-9a-f]*\".*\"previous\":\[\"$V1" "$(vc image list --json | tr -d ' \n')"
 
+# -- one earlier version retired (vhpc image rm NAME@VERSION): say version 1
+# turned out to be bad; a job file naming its id must not run it again
+V1FULL=$(vc image list --json | tr -d ' \n' | grep -o "\"previous\":\[\"$V1[0-9a-f]*" | grep -o "$V1[0-9a-f]*")
+jobfile() { printf 'guests: 1\nvcpus: 1\nimage: vtest\nimage_id: %s\ncommand: [cat, /etc/vtest]\n' "$1" >"$T/byid.yaml"; }
+jobfile "$V1FULL"
+JV=$( (cd "$T" && vc submit --json byid.yaml) | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
+check "before: a job file may still name version 1 by its id" wait_state "$JV" COMPLETED 60
+check_eq "... and runs version 1" v1 "$(vc output "$JV")"
+check_match "rm of the version the name has now is refused, saying what to do" \
+	"$V2 is the version image vtest names now: vhpc image rm vtest removes the name" "$(vc image rm "vtest@$V2" 2>&1)"
+check_match "rm of a version the name never had is refused" "image vtest had no earlier version 000000000000" \
+	"$(vc image rm vtest@000000000000 2>&1)"
+check_match "a version of fewer than 12 digits is refused at the command line" "at least 12 hex digits" \
+	"$(vc image rm "vtest@${V1:0:6}" 2>&1)"
+check_match "vhpc image rm vtest@VERSION retires version 1" "removed version $V1 of image vtest: no new job may name it" \
+	"$(vc image rm "vtest@$V1" 2>&1)"
+# (no job held it, so the store's collection took it at once: the words
+# are those for an id it never had)
+check_match "after: a job file naming its id is refused" \
+	"image_id $V1FULL: (image vtest was removed|the cluster's image store holds no image with this id)" \
+	"$(cd "$T" && vc submit byid.yaml 2>&1)"
+check "the name's history forgets it" test -z "$(vc image list --json | tr -d ' \n' | grep -o "\"previous\":\[[^]]*$V1")"
+check_match "vtest still names version 2" "\"name\":\"vtest\",\"id\":\"$V2" "$(vc image list --json | tr -d ' \n')"
+
 # -- rm while a job holds the image: the job keeps it
 objs_before=$(vc image list --json | tr -d ' \n' | sed -n 's/.*"store_objects":\([0-9]*\).*/\1/p')
 JR=$(sub --image vtest -N 1 --vcpus 1 -- sh -c 'sleep 3; cat /etc/vtest')

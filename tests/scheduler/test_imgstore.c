@@ -352,6 +352,55 @@ static void images_by_id(void **state)
 	imgstore_close(s);
 }
 
+/* One earlier version retired: no new job may name it by that name, the
+ * name's history forgets it, and the rest of the name stays; the version
+ * the name has now, an id it never had, an ambiguous or short prefix are
+ * refused and change nothing; a restart does not bring it back. */
+static void earlier_version_retired(void **state)
+{
+	struct imgstore *s;
+	struct imgstore_ref r;
+	struct verr e;
+	char id1[65], id2[65], id3[65], got[65], pre[13];
+
+	(void)state;
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	image(s, "r", "one", id1);
+	image(s, "r", "two", id2);
+	image(s, "r", "three", id3);
+	assert_int_equal(imgstore_tag(s, "rapp", id1, 0, 1, &r, &e), 0);
+	assert_int_equal(imgstore_tag(s, "rapp", id2, 0, 2, &r, &e), 0);
+	assert_int_equal(imgstore_tag(s, "rapp", id3, 0, 3, &r, &e), 0);
+	assert_int_equal(r.nprev, 2);
+	judge(s, id1, "rapp", NULL, "rapp");
+	assert_int_equal(imgstore_retire(s, "rapp", id3, got, &e), -1);
+	assert_non_null(strstr(e.msg, "is the version image rapp names now"));
+	assert_int_equal(imgstore_retire(s, "rapp", "0123456789ab", got, &e), -1);
+	assert_non_null(strstr(e.msg, "had no earlier version"));
+	assert_int_equal(imgstore_retire(s, "rapp", "0123", got, &e), -1);
+	assert_non_null(strstr(e.msg, "at least 12"));
+	assert_int_equal(imgstore_retire(s, "nosuch", id1, got, &e), -1);
+	snprintf(pre, sizeof(pre), "%.12s", id1);
+	assert_int_equal(imgstore_retire(s, "rapp", pre, got, &e), 0);
+	assert_string_equal(got, id1);
+	judge(s, id1, "rapp", "image rapp was removed", NULL);
+	judge(s, id2, "rapp", NULL, "rapp");
+	judge(s, id3, "rapp", NULL, "rapp");
+	assert_int_equal(imgstore_lookup(s, "rapp", &r, &e), 0);
+	assert_string_equal(r.id, id3);
+	assert_int_equal(r.nprev, 1);
+	assert_string_equal(r.prev[0], id2);
+	/* twice: it is no longer an earlier version of the name */
+	assert_int_equal(imgstore_retire(s, "rapp", id1, got, &e), -1);
+	assert_non_null(strstr(e.msg, "had no earlier version"));
+	imgstore_close(s);
+	/* the next open makes the record agree with the refs: id1 stays out */
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	judge(s, id1, "rapp", "image rapp was removed", NULL);
+	judge(s, id2, "rapp", NULL, "rapp");
+	imgstore_close(s);
+}
+
 /* The record agrees with the names across restarts: a removal cut short
  * (the name gone, its record not yet changed) is finished at the next
  * open, and a store from before the record gets one from its names. */
@@ -396,6 +445,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(collection, setup, teardown),
 		cmocka_unit_test_setup_teardown(unreadable_stops_collection, setup, teardown),
 		cmocka_unit_test_setup_teardown(images_by_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(earlier_version_retired, setup, teardown),
 		cmocka_unit_test_setup_teardown(record_after_restart, setup, teardown),
 	};
 
