@@ -402,8 +402,9 @@ static int rm(int argc, char **argv)
 
 		version = at + 1;
 		if (vl < 12 || vl > 64 || strspn(version, "0123456789abcdef") != vl)
-			return usage_error("image rm", "'%s': after the '@', at least 12 hex digits of the version's id",
-					   argv[2]);
+			return usage_error("image rm",
+					   "'%s': after the '@', at least 12 and at most 64 lowercase hex digits of the "
+					   "version's id", argv[2]);
 	}
 	if ((rc = client_need_controller("image rm", ctl, sizeof(ctl))))
 		return rc;

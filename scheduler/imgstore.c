@@ -646,8 +646,8 @@ int imgstore_retire(struct imgstore *s, const char *name, const char *version, c
 	if (!ident_ok(name, 64))
 		return verr_set(err, "image name '%.80s' is not a plain name", name);
 	if (vl < 12 || vl > 64 || strspn(version, "0123456789abcdef") != vl)
-		return verr_set(err, "version '%.80s' of image %s: give at least 12 of its id's hex digits (vhpc image list)",
-				version, name);
+		return verr_set(err, "version '%.80s' of image %s: give at least 12 and at most 64 of its id's lowercase "
+				"hex digits (vhpc image list)", version, name);
 	pthread_mutex_lock(&s->mu);
 	if (ref_read(s, name, &r, err) < 0)
 		goto out;

@@ -174,7 +174,7 @@ check_match "rm of the version the name has now is refused, saying what to do" \
 	"$V2 is the version image vtest names now: vhpc image rm vtest removes the name" "$(vc image rm "vtest@$V2" 2>&1)"
 check_match "rm of a version the name never had is refused" "image vtest had no earlier version 000000000000" \
 	"$(vc image rm vtest@000000000000 2>&1)"
-check_match "a version of fewer than 12 digits is refused at the command line" "at least 12 hex digits" \
+check_match "a version of fewer than 12 digits is refused at the command line" "at least 12 and at most 64 lowercase hex digits" \
 	"$(vc image rm "vtest@${V1:0:6}" 2>&1)"
 check_match "vhpc image rm vtest@VERSION retires version 1" "removed version $V1 of image vtest: no new job may name it" \
 	"$(vc image rm "vtest@$V1" 2>&1)"
