@@ -24,9 +24,9 @@ CL=vck$$
 # lab its half round trip over TCP took 7.4-11.7 ms (nested/TCG), so the
 # default 1000 took about 3 minutes, and CI's slower lab ran out of time.
 TICKS='for i in $(seq 12); do echo "$(hostname) tick $i"; sleep 1; done'
+has_output() { [ "$(job_field "$1" output_bytes)" -gt 0 ] 2>/dev/null; }
 wait_output() {  # ID
-	for _ in $(seq 600); do [ "$(job_field "$1" output_bytes)" -gt 0 ] 2>/dev/null && return 0; poll_pause 0.2; done
-	return 1
+	poll_until 60 has_output "$1"
 }
 
 # -- a kvm job across the two nodes, and a vhpcd restart under it --------

@@ -22,13 +22,12 @@ RUN=(vhpc run --driver kvm -N 2 -n 2 --mem 384M --timeout 240)
 exec vhpc-netbench -serve 0.0.0.0:5201 -idle 180' >"$T/nb.out" 2>"$T/nb.err" &
 pid=$!
 job= g0=
-for _ in $(seq 1500); do
+g0_addr_or_gone() {
 	job=$(job_id_of "$T/nb.err")
 	[ -n "$job" ] && g0=$(pgrep -af "vhpc-hv .*/jobs/$job/kvm0/" | sed -n 's/.*vhpc\.addr=\([0-9.]*\/[0-9]*\).*/\1/p' | head -n 1)
-	[ -n "$g0" ] && break
-	kill -0 $pid 2>/dev/null || break
-	poll_pause 0.2
-done
+	[ -n "$g0" ] || ! kill -0 $pid 2>/dev/null
+}
+poll_until 60 g0_addr_or_gone
 check_match "g0 has an address on the job network" '^[0-9.]+/[0-9]+$' "$g0"
 IFS=./ read -r a b c d plen <<<"${g0:-0.0.0.0/32}"
 ga=$(( (a << 24) | (b << 16) | (c << 8) | d ))

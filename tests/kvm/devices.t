@@ -60,12 +60,11 @@ exec vhpc-mpibench -msglog 0:20 -iter 200 PingPong'
 VHPC_AVOID_MOVSB=1 "${RUN[@]}" --scratch 64M -x OMPI_MCA_btl_base_verbose=1 -- sh -c "$probe" >"$T/p.out" 2>"$T/p.err" &
 pid=$!
 hvc=
-for _ in $(seq 900); do
+both_consoles_or_gone() {
 	hvc=$(cat "$VHPC_RUN_DIR"/jobs/*/kvm[01]/hv/console 2>/dev/null | grep -c 'vhpc-devices-t hvc0 of rank')
-	[ "$hvc" = 2 ] && break
-	kill -0 $pid 2>/dev/null || break
-	poll_pause 0.2
-done
+	[ "$hvc" = 2 ] || ! kill -0 $pid 2>/dev/null
+}
+poll_until 60 both_consoles_or_gone
 # The init's lines come before vhpc-guestd starts; the job dir goes with the job.
 serial=$(cat "$VHPC_RUN_DIR"/jobs/*/kvm[01]/hv/serial 2>/dev/null)
 # Each vhpc-hv holds its scratch disk: a file with no name in the node's

@@ -18,9 +18,8 @@ kvm_setup kvmt
 
 job_of() { sed -n 's/^vhpc: job \([a-z0-9]*\): .*/\1/p' "$1" | head -n 1; }
 hv_pids() { pgrep -f "vhpc-hv .*$VHPC_RUN_DIR/jobs/$1/" || true; }
-wait_log() {  # wait_log FILE REGEX SECONDS
-	for _ in $(seq $(($3 * 10))); do grep -qE "$2" "$1" 2>/dev/null && return 0; poll_pause; done
-	return 1
+wait_log() {  # wait_log FILE REGEX SECONDS (wall time, 4x in the lab: poll_until)
+	poll_until "$3" grep -sqE "$2" "$1"
 }
 # Every resource of job $1, one per line (empty when all are gone).
 leftovers() {
@@ -41,7 +40,7 @@ VHPC_KVM_APPEND=loglevel=7 vhpc run --driver kvm --allow-emulated-kvm -N 2 -n 2 
 	>"$T/run.out" 2>"$T/run.err" &
 rpid=$!
 at_exit "kill -9 $rpid"
-if ! wait_log "$T/run.err" 'guest consoles in' 60; then
+if ! wait_log "$T/run.err" 'guest consoles in' 50; then
 	fail "the guests start"
 	diag "$(tail -n 20 "$T/run.err")"
 	done_testing
@@ -114,7 +113,7 @@ check "the vmshm region is a power of two (a PCI BAR): $sz bytes" test "$sz" -gt
 
 # The early console: our command line, then SMP set-up with placement's count.
 for i in 0 1; do
-	wait_log "$jd/kvm$i/hv/serial" 'Allowing [0-9]+ CPUs' 90
+	wait_log "$jd/kvm$i/hv/serial" 'Allowing [0-9]+ CPUs' 50
 	con=$(tr -d '\r' <"$jd/kvm$i/hv/serial" 2>/dev/null)
 	check_match "g$i's console shows our command line" \
 		"Command line: console=ttyS0 .*vhpc\.name=g$i vhpc\.job=$job vhpc\.index=$i vhpc\.addr=10\.[0-9.]+/[0-9]+ vhpc\.mtu=9000 vhpc\.listen=vsock:7707" "$con"
@@ -145,7 +144,7 @@ vhpc run --driver kvm --allow-emulated-kvm -N 1 --mem 128M --timeout 180 -- slee
 	>"$T/k.out" 2>"$T/k.err" &
 kpid=$!
 at_exit "kill -9 $kpid"
-if wait_log "$T/k.err" 'guest consoles in' 60; then
+if wait_log "$T/k.err" 'guest consoles in' 50; then
 	kjob=$(job_of "$T/k.err")
 	if [ $huge = 1 ]; then
 		check_match "the pool holds the guest: it gets hugepages" "g0: cpus [0-9]+, memory on node [0-9]+ in hugepages" "$(cat "$T/k.err")"
