@@ -16,7 +16,7 @@
  */
 #include "lib/binds.h"
 #include "lib/err.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 #include <errno.h>
 #include <fcntl.h>

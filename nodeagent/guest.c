@@ -6,7 +6,7 @@
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/vmshm/vmshm_copyprobe.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -70,6 +70,13 @@ void na_guest_env_add(struct na_guest_env *e, const char *name_value)
 		e->v[n] = name_value;
 		e->v[n + 1] = NULL;
 	}
+}
+
+const char *const *na_job_guest_env(const struct na_job *j, struct na_guest_env *e, int index)
+{
+	na_guest_env(e, j->s.label, index, j->vmshm[0] ? j->s.host_id : NULL, j->vmshm_slots);
+	na_guest_env_vmshm(e, j);
+	return e->v;
 }
 
 void na_guest_env_vmshm(struct na_guest_env *e, const struct na_job *j)

@@ -11,6 +11,7 @@
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/gexec.h"
+#include "lib/inet.h"
 #include "lib/jobspec.h"
 #include "lib/log.h"
 #include "lib/parse.h"
@@ -20,7 +21,7 @@
 #include "nodeagent/drivers/drivers.h"
 #include "nodeagent/jobdir/jobdir.h"
 #include "nodeagent/net/net.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "nodeagent/place/place.h"
 
 #include <errno.h>
@@ -73,9 +74,29 @@ static int guest_index(const struct na_job *j, int k)
 	return j->s.index ? j->s.index[k] : k;
 }
 
-int na_job_open(struct na_job *j, const char *job, struct verr *err)
+/* Resolves and checks s's driver and the job's own settings, before
+ * anything is made: a job this host cannot run fails in a moment. */
+static int resolve(struct na_job *j, const struct na_job_spec *s, struct verr *err)
 {
-	memset(j, 0, sizeof(*j));
+	const char *why = "", *rt = getenv("VHPC_READY_TIMEOUT");
+	long long v = NA_READY_TIMEOUT_S;
+
+	if (!(j->drv = na_driver_get(na_driver_resolve(s->driver, &why))))
+		return verr_set(err, "driver %d: unknown", (int)s->driver);
+	snprintf(j->drv_why, sizeof(j->drv_why), "%s", why);
+	/* Only `vhpc run` lets a job start on an emulated KVM. */
+	if (s->allow_emulated && !j->drv->emulation)
+		return verr_set(err, "--allow-emulated-kvm applies to --driver kvm only (%s)", j->drv_why);
+	if (na_driver_check_with(j->drv, s->allow_emulated, &j->emulated, err) < 0)
+		return -1;
+	if (rt && *rt && parse_ll(rt, 1, 3600, &v) < 0)
+		return verr_set(err, "VHPC_READY_TIMEOUT='%s': give whole seconds from 1 to 3600", rt);
+	j->ready_s = (int)v;
+	return 0;
+}
+
+static int job_open(struct na_job *j, const char *job, struct verr *err)
+{
 	if (na_jobdir_create(&j->jd, job, err) < 0)
 		return -1;
 	j->have_jd = true;
@@ -84,20 +105,21 @@ int na_job_open(struct na_job *j, const char *job, struct verr *err)
 
 static int copy_spec(struct na_job *j, const struct na_job_spec *s, struct verr *err)
 {
-	if (!s->drv)
-		return verr_set(err, "no guest driver: resolve and check it first (na_driver_get)");
 	if (s->nguests < 1 || s->nguests > VHPC_MAX_GUESTS || s->ntotal < s->nguests || !s->ranks)
 		return verr_set(err, "%d guests here of %d: expected 1..%d here", s->nguests, s->ntotal, VHPC_MAX_GUESTS);
 	for (int k = 0; s->index && k < s->nguests; k++)
 		if (s->index[k] < 0 || s->index[k] >= s->ntotal)
 			return verr_set(err, "guest index %d outside the job's %d guests", s->index[k], s->ntotal);
 	j->s = *s;
+	j->vmshm_slots = 0;
+	for (int i = 0; i < s->ntotal; i++)
+		j->vmshm_slots += s->ranks[i];
 	j->place = calloc((size_t)s->nguests, sizeof(*j->place));
 	j->g = calloc((size_t)s->nguests, sizeof(*j->g));
 	if (!j->place || !j->g)
 		return verr_set(err, "out of memory");
 	for (int k = 0; k < s->nguests; k++) {
-		j->g[k].drv = s->drv;
+		j->g[k].drv = j->drv;
 		j->g[k].index = guest_index(j, k);
 	}
 	return 0;
@@ -177,13 +199,13 @@ out:
 static int make_net(struct na_job *j, struct verr *err)
 {
 	struct na_net_req nr = {
-		.job = j->jd.job, .subnet = j->s.subnet, .nguests = j->s.nguests, .tuning = j->s.tuning,
+		.job = j->jd.job, .subnet = j->s.subnet, .nguests = j->s.nguests, .tuning = j->tuning,
 		.index = j->s.index, .vni = j->s.vni, .underlay = j->s.underlay,
-		.peers = j->s.peers, .npeers = j->s.npeers, .no_guest_netns = !j->s.drv->guest_netns,
+		.peers = j->s.peers, .npeers = j->s.npeers, .no_guest_netns = !j->drv->guest_netns,
 		.ntotal = j->s.ntotal, .guest_node = j->s.guest_node, .wg = j->s.wg,
 	};
 
-	if (j->s.drv->prepare_net && j->s.drv->prepare_net(j, &nr, err) < 0)
+	if (j->drv->prepare_net && j->drv->prepare_net(j, &nr, err) < 0)
 		return -1;
 	if (na_net_create(&nr, &j->net, err) < 0)
 		return -1;
@@ -200,7 +222,7 @@ static void log_placement(const struct na_job *j)
 		log_info("  g%d: cpus %s, memory on node %d%s, %d rank%s", j->g[k].index,
 			 cpulist_format(j->place[k].cpus, j->place[k].ncpus, cpus, sizeof(cpus)),
 			 j->place[k].nmems ? j->place[k].mems[0] : 0,
-			 j->s.drv->placement_note ? j->s.drv->placement_note(j, k) : "", r, r == 1 ? "" : "s");
+			 j->drv->placement_note ? j->drv->placement_note(j, k) : "", r, r == 1 ? "" : "s");
 	}
 }
 
@@ -213,9 +235,9 @@ static int check_binds(struct na_job *j, struct verr *err)
 	j->s.binds = NULL;
 	if (!l || l->n == 0)
 		return 0;
-	if (!j->s.drv->host_paths)
+	if (!j->drv->host_paths)
 		return verr_set(err, "driver %s cannot share host paths with its guests yet (%s and %d more)",
-				j->s.drv->name, l->v[0].src, l->n - 1);
+				j->drv->name, l->v[0].src, l->n - 1);
 	if (!(j->hb = calloc((size_t)l->n, sizeof(*j->hb))))
 		return verr_set(err, "out of memory");
 	if (na_binds_check(l, j->s.uid, j->s.gid, j->hb, err) < 0)
@@ -224,32 +246,29 @@ static int check_binds(struct na_job *j, struct verr *err)
 	return 0;
 }
 
-int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err)
+static int prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err)
 {
 	struct na_place_req req = { 0 };
 	char vmshm_how[96] = "";
 
-	if (!j->have_jd)
-		return verr_set(err, "the job dir is not open (na_job_open first)");
-	if (copy_spec(j, s, err) < 0 || (s->drv->check_job && s->drv->check_job(j, err) < 0))
+	if (j->drv->check_job && j->drv->check_job(j, err) < 0)
 		return -1;
-	j->emulated = s->emulated;
 	if (open_to_user(j, err) < 0 || check_binds(j, err) < 0)
 		return -1;
 	if (cancelled(j, err))
 		return -1;
 	if (s->img)
 		j->img = *s->img;
-	else if (image_ensure(s->image, s->drv->image_flags, &j->img, err) < 0)
+	else if (image_ensure(s->image, j->drv->image_flags, &j->img, err) < 0)
 		return -1;
 	/* A compact rootfs is mounted once on this machine for every job that
 	 * runs it; a kvm guest boots the file itself. */
-	if (!(s->drv->image_flags & IMAGE_KVM) && image_mount(&j->img, err) < 0)
+	if (!(j->drv->image_flags & IMAGE_KVM) && image_mount(&j->img, err) < 0)
 		return -1;
 	if (s->verify_image && image_verify(&j->img, err) < 0)
 		return -1;
 	log_info("job %s: image %s (%.12s)%s", j->jd.job, j->img.name, j->img.id, s->verify_image ? ", verified" : "");
-	if ((s->drv->image_flags & IMAGE_KVM) && !j->img.kvm)
+	if ((j->drv->image_flags & IMAGE_KVM) && !j->img.kvm)
 		return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs, root disk): give its YAML a kvm: section",
 				j->img.name, j->img.id);
 	req.nguests = s->nguests;
@@ -262,13 +281,13 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	if (cancelled(j, err) || make_net(j, err) < 0)
 		return -1;
 	if (s->vmshm && s->nguests > 1 &&
-	    (na_vmshm_create(&j->jd, s->vmshm_slots, j->place, s->nguests, j->vmshm, sizeof(j->vmshm),
+	    (na_vmshm_create(&j->jd, j->vmshm_slots, j->place, s->nguests, j->vmshm, sizeof(j->vmshm),
 			     &j->vmshm_size, vmshm_how, sizeof(vmshm_how), err) < 0 ||
 	     na_job_give_user(j, j->vmshm, err) < 0))
 		return -1;
 	if (write_shared(j, err) < 0)
 		return -1;
-	if (s->spool_size && s->drv->host_spool) {
+	if (s->spool_size && j->drv->host_spool) {
 		snprintf(j->spool, sizeof(j->spool), "%s/spool", j->jd.path);
 		if (na_mount_small_tmpfs(j->jd.job, j->spool, s->spool_size, err) < 0)
 			return -1;
@@ -280,14 +299,14 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 
 	if (j->vmshm[0] && na_movsb_env(&j->movsb_env, &ratio, err) < 0)
 		return -1;
-	if (s->drv->prepare && s->drv->prepare(j, err) < 0)
+	if (j->drv->prepare && j->drv->prepare(j, err) < 0)
 		return -1;
 	log_placement(j);
 	if (j->vmshm[0]) {
 		char sz[32];
 
 		log_info("job %s: vmshm region %s (%s, %s) for %d ranks", j->jd.job, j->vmshm,
-			 fmt_size(j->vmshm_size, sz, sizeof(sz)), vmshm_how, s->vmshm_slots);
+			 fmt_size(j->vmshm_size, sz, sizeof(sz)), vmshm_how, j->vmshm_slots);
 		if (ratio > 0)
 			log_info("job %s: memcpy of 64 KiB here: 16 bytes past its source %.1fx the time "
 				 "of 2 KiB past, so guests %s", j->jd.job, ratio,
@@ -296,13 +315,13 @@ int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 			log_info("job %s: guests get %s (VHPC_AVOID_MOVSB=1)", j->jd.job, j->movsb_env);
 	}
 	for (int k = 0; k < s->nguests; k++)
-		if (cancelled(j, err) || s->drv->start(j, k, err) < 0)
+		if (cancelled(j, err) || j->drv->start(j, k, err) < 0)
 			return -1;
-	for (int k = 0; s->drv->wait_started && k < s->nguests; k++)
-		if (cancelled(j, err) || s->drv->wait_started(j, k, err) < 0)
+	for (int k = 0; j->drv->wait_started && k < s->nguests; k++)
+		if (cancelled(j, err) || j->drv->wait_started(j, k, err) < 0)
 			return -1;
-	if (s->drv->started)
-		s->drv->started(j);
+	if (j->drv->started)
+		j->drv->started(j);
 	return 0;
 }
 
@@ -314,7 +333,7 @@ static int hello_ready(struct na_job *j, int k, int timeout_ms)
 	char *info = NULL;
 	int hr;
 
-	if (!j->s.drv->reachable(&j->g[k]) || j->s.drv->connect(&j->g[k], &c, j->s.key, timeout_ms, &e) < 0)
+	if (!j->drv->reachable(&j->g[k]) || j->drv->connect(&j->g[k], &c, j->s.key, timeout_ms, &e) < 0)
 		return 0;
 	hr = gexec_hello(&c, &info, 5000, &e);
 	chan_close(&c);
@@ -331,13 +350,12 @@ static int hello_ready(struct na_job *j, int k, int timeout_ms)
 	return ready;
 }
 
-int na_job_wait_ready(struct na_job *j, struct verr *err)
+static int wait_ready(struct na_job *j, struct verr *err)
 {
 	/* Under emulation a kvm guest never gets there: it is left to run
 	 * until it stops or the job's time is up, so its console can be
 	 * watched. */
-	double limit = j->emulated ? (double)j->s.job_timeout_s
-				   : j->s.drv->ready_seconds(j, j->s.ready_timeout_s > 0 ? j->s.ready_timeout_s : 60);
+	double limit = j->emulated ? (double)j->s.job_timeout_s : j->drv->ready_seconds(j, j->ready_s);
 	double deadline = now_s() + limit;
 
 	for (int k = 0; k < j->s.nguests; k++)
@@ -346,14 +364,14 @@ int na_job_wait_ready(struct na_job *j, struct verr *err)
 
 			if (cancelled(j, err))
 				return -1;
-			if (!j->s.drv->running(&j->g[k], why, sizeof(why))) {
-				j->s.drv->log_tail(&j->g[k]);
+			if (!j->drv->running(&j->g[k], why, sizeof(why))) {
+				j->drv->log_tail(&j->g[k]);
 				return verr_set(err, "guest g%d stopped before it was ready: %s", j->g[k].index, why);
 			}
 			if (hello_ready(j, k, 1000))
 				break;
 			if (now_s() > deadline) {
-				j->s.drv->log_tail(&j->g[k]);
+				j->drv->log_tail(&j->g[k]);
 				return verr_set(err, "guest g%d did not report ready within %.0f s", j->g[k].index, limit);
 			}
 			usleep(20000);
@@ -361,12 +379,46 @@ int na_job_wait_ready(struct na_job *j, struct verr *err)
 	return 0;
 }
 
+int na_job_start(struct na_job **jp, const char *local, const struct na_job_spec *s, struct verr *err)
+{
+	struct na_job *j = *jp = calloc(1, sizeof(**jp));
+	char path[700], net[32];
+	long long ranks = 0;
+
+	if (!j)
+		return verr_set(err, "out of memory");
+	if (resolve(j, s, err) < 0 || copy_spec(j, s, err) < 0)
+		return -1;
+	/* A bad profile should not wait for an image build. */
+	if (!s->tuning)
+		return verr_set(err, "job %s: no tuning profile named", local);
+	if (tuning_load(s->tuning, &j->tun, err) < 0)
+		return -1;
+	j->have_tun = true;
+	j->tuning = &j->tun;
+	if (job_open(j, local, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/job.json", j->jd.path);
+	if (s->record && write_file_atomic(path, s->record, strlen(s->record), 0600, err) < 0)
+		return -1;
+	if (s->subnet.prefix == 0 && s->subnet_pool &&
+	    (cancelled(j, err) || na_subnet_alloc(s->subnet_pool, &j->jd, &j->s.subnet, err) < 0))
+		return -1;
+	for (int i = 0; i < s->ntotal; i++)
+		ranks += s->ranks[i];
+	log_info("job %s: %d guest%s x %d vCPU%s, %lld ranks, %s driver (%s), network %s/%d, image %s",
+		 local, s->nguests, s->nguests == 1 ? "" : "s", s->vcpus, s->vcpus == 1 ? "" : "s", ranks,
+		 j->drv->name, j->drv_why, ipv4_format(j->s.subnet.addr, net, sizeof(net)), j->s.subnet.prefix,
+		 s->img ? s->img->name : s->image);
+	return prepare(j, &j->s, err) < 0 || wait_ready(j, err) < 0 ? -1 : 0;
+}
+
 bool na_job_guest_gone(struct na_job *j, char *why, size_t len)
 {
 	for (int k = 0; j->g && k < j->s.nguests; k++) {
 		char how[400];
 
-		if (!j->g[k].priv || !j->s.drv->running(&j->g[k], how, sizeof(how))) {
+		if (!j->g[k].priv || !j->drv->running(&j->g[k], how, sizeof(how))) {
 			snprintf(why, len, "guest g%d stopped while the job ran: %s", j->g[k].index,
 				 j->g[k].priv ? how : "it was not taken over");
 			return true;
@@ -379,31 +431,23 @@ int na_job_guest_access(struct na_job *j, int k, struct na_guest_access *a, stru
 {
 	if (k < 0 || k >= j->s.nguests || !j->g || !j->g[k].priv)
 		return verr_set(err, "guest %d of this node was not started", k);
-	return j->s.drv->access(&j->g[k], a, err);
+	return j->drv->access(&j->g[k], a, err);
 }
 
 int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, struct verr *err)
 {
 	if (k < 0 || k >= j->s.nguests || !j->g || !j->g[k].priv)
 		return verr_set(err, "guest %d of this node was not started", k);
-	return j->s.drv->connect(&j->g[k], c, j->s.key, timeout_ms, err);
+	return j->drv->connect(&j->g[k], c, j->s.key, timeout_ms, err);
 }
 
-bool na_job_single_copy(const struct na_job *j)
-{
-	return j->vmshm[0] && j->s.drv && j->s.drv->single_copy && j->s.drv->single_copy(j);
-}
-
-const char *na_job_spool(const struct na_job *j)
-{
-	return j->spool[0] ? j->spool : NULL;
-}
-
-void na_job_teardown(struct na_job *j)
+void na_job_stop(struct na_job *j)
 {
 	struct verr e;
 	bool any = false;
 
+	if (!j)
+		return;
 	for (int k = 0; j->g && k < j->s.nguests; k++) {
 		struct chan c;
 
@@ -412,16 +456,16 @@ void na_job_teardown(struct na_job *j)
 		any = true;
 		/* Asking first lets the agent end its sessions the orderly way
 		 * (a kvm guest then powers off). */
-		if (!j->emulated && j->s.drv->running(&j->g[k], NULL, 0) && j->s.drv->reachable(&j->g[k]) &&
-		    j->s.drv->connect(&j->g[k], &c, j->s.key, 1000, &e) == 0) {
+		if (!j->emulated && j->drv->running(&j->g[k], NULL, 0) && j->drv->reachable(&j->g[k]) &&
+		    j->drv->connect(&j->g[k], &c, j->s.key, 1000, &e) == 0) {
 			gexec_shutdown(&c, &e);
 			chan_close(&c);
 		}
 	}
-	if (any && j->s.drv->stop_all(j, 3000, &e) < 0)
+	if (any && j->drv->stop_all(j, 3000, &e) < 0)
 		log_warn("job %s: stopping guests: %s", j->jd.job, e.msg);
-	if (j->s.drv && j->s.drv->release)
-		j->s.drv->release(j);
+	if (j->drv && j->drv->release)
+		j->drv->release(j);
 	if (j->spool_mounted && umount2(j->spool, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		log_warn("cannot unmount %s: %s", j->spool, strerror(errno));
 	j->spool_mounted = false;
@@ -442,17 +486,24 @@ void na_job_teardown(struct na_job *j)
 	j->g = NULL;
 	j->hb = NULL;
 	j->nhb = 0;
+	if (j->have_tun)
+		tuning_free(&j->tun);
+	free(j);
 }
 
-int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s, struct verr *err)
+int na_job_adopt(struct na_job **jp, const char *job, const struct na_job_spec *s, struct verr *err)
 {
-	memset(j, 0, sizeof(*j));
+	struct na_job *j = *jp = calloc(1, sizeof(**jp));
+
+	if (!j)
+		return verr_set(err, "out of memory");
+	if (resolve(j, s, err) < 0)
+		return -1;
 	if (na_jobdir_adopt(&j->jd, job, err) < 0)
 		return -1;
 	j->have_jd = true;
 	if (copy_spec(j, s, err) < 0)
 		return -1;
-	j->emulated = s->emulated;
 	snprintf(j->shared, sizeof(j->shared), "%s/shared", j->jd.path);
 	/* What it made, by the naming rules: the teardown needs the names. */
 	snprintf(j->net.job, sizeof(j->net.job), "%s", job);
@@ -460,12 +511,12 @@ int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s,
 	j->net.nguests = s->nguests;
 	for (int k = 0; k < s->nguests; k++) {
 		j->net.index[k] = j->g[k].index;
-		if (s->drv->guest_netns)
+		if (j->drv->guest_netns)
 			snprintf(j->net.guest_netns[k], sizeof(j->net.guest_netns[k]), "vhpc-%s-%d", job, j->g[k].index);
 		j->net.guest_addr[k] = s->subnet.addr + 2 + (uint32_t)j->g[k].index;
 	}
 	j->have_net = true;
-	if (s->spool_size && s->drv->host_spool) {
+	if (s->spool_size && j->drv->host_spool) {
 		snprintf(j->spool, sizeof(j->spool), "%s/spool", j->jd.path);
 		j->spool_mounted = true;
 	}
@@ -477,7 +528,7 @@ int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s,
 	for (int k = 0; k < s->nguests; k++) {
 		struct verr e;
 
-		if (s->drv->adopt(j, k, &e) < 0 && rc == 0) {
+		if (j->drv->adopt(j, k, &e) < 0 && rc == 0) {
 			verr_set(err, "guest g%d: %s", j->g[k].index, e.msg);
 			rc = -1;
 		}

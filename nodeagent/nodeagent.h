@@ -1,9 +1,8 @@
 /*
  * The node agent's public surface: what `vhpc run` (embedded) and vhpcd
  * call to place, network, start and remove the guests of a job on this node.
- * It includes the public headers of place/, jobdir/ and net/ that the
- * lifecycle's structs are made of; other components include this one only
- * (nodeagent/README.md has the layout).
+ * Other components include this one only; place/, jobdir/, net/ and
+ * drivers/ are the agent's own (nodeagent/README.md has the layout).
  *
  * Resource naming is part of this contract, because crash recovery finds
  * leftovers by name (see na_cleanup_stale):
@@ -53,27 +52,57 @@
 #include "lib/jobspec.h"
 #include "lib/tuning.h"
 #include "images/images.h"
-#include "nodeagent/jobdir/jobdir.h"
-#include "nodeagent/net/net.h"
-#include "nodeagent/place/place.h"
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* ---------------------------------------------------------- vmshm region */
+/* ------------------------------------------------------- this machine */
 
-/* Creates <job dir>/vmshm/region in a tmpfs of its own (huge pages, memory
- * on the NUMA nodes of place[0..nguests-1]), zeroed, mode 0600, sized for
- * nranks ranks on this host (the vmshm BTL's layout); path, size and how
- * it is backed ("2 MiB pages, memory on node 0") out. */
-int na_vmshm_create(const struct na_jobdir *jd, int nranks, const struct na_placement *place,
-		    int nguests, char *path, size_t len, uint64_t *size, char *how, size_t howlen,
-		    struct verr *err);
-/* Where na_vmshm_create puts it, for a vhpcd that adopts the job. */
-void na_vmshm_path(const struct na_jobdir *jd, char *path, size_t len);
-/* Unmounts the region's tmpfs, which frees it (path as created). */
-int na_vmshm_remove(const char *path, struct verr *err);
+/* Its topology (hwloc), loaded once by a caller and passed in job specs.
+ * spec: NULL = this machine; "synthetic:pack:2 numa:2 core:8 pu:2" = an
+ * hwloc synthetic description; a path ending .xml = an hwloc XML export. */
+struct na_topo;
+int na_topo_load(struct na_topo **out, const char *spec, struct verr *err);
+void na_topo_free(struct na_topo *t);
+/* Keeps only the PUs (os indexes) in cpus, dropping NUMA nodes left without
+ * any: a node agent that owns part of a machine (one per socket, or the
+ * "nodes" of a test cluster on one host). */
+int na_topo_restrict(struct na_topo *t, const int *cpus, int n, struct verr *err);
+/* The PUs (os indexes) of cores given by hwloc logical index, the way
+ * Slurm numbers a node's cores (S_JOB_ALLOC_CORES): *pus is malloc'd.  An
+ * error names a core the topology lacks. */
+int na_topo_core_pus(const struct na_topo *t, const int *cores, int n, int **pus, int *npus, struct verr *err);
+struct na_numa_info {
+	int os_index;          /* host NUMA node number */
+	int ncores;
+	uint64_t mem_bytes;    /* memory of the node (0 when hwloc cannot tell) */
+	uint64_t hugepages_2m_free;
+};
+/* Fills up to max entries; returns the number of NUMA nodes. */
+int na_topo_numa(const struct na_topo *t, struct na_numa_info *out, int max);
+/* Host CPUs pinned by the jobs of this run dir (from their runtime dirs):
+ * live ones, and dead ones until na_cleanup_stale has removed their guests
+ * (which may still run).  *cpus is malloc'd. */
+int na_busy_cpus(int **cpus, int *n, struct verr *err);
+
+/* Job ids are [a-z0-9]{1,12}: they become parts of netns, cgroup, runc and
+ * file names, and '-' separates the guest index in those names. */
+bool na_job_ok(const char *job);
+/* Whether the job's dir exists and its lock is held (by anyone). */
+bool na_jobdir_alive(const char *job);
+/* Removes every resource (netns, links, containers, cgroups, mounts, shm
+ * files, runtime dirs) of jobs whose runtime dir is not locked.  Counts what
+ * it removed in *removed and logs each item.  Jobs with a held lock, and
+ * resources of jobs that have no dir in this run dir, are never touched. */
+int na_cleanup_stale(int *removed, struct verr *err);
+/* Moves the calling process into <every hierarchy>/<rel> (made if
+ * missing): out of whatever cgroups it was started in, such as a
+ * scheduler's, which would otherwise stop it with them. */
+int na_cgroup_enter(const char *rel, struct verr *err);
+/* Back to each hierarchy's root, and <rel> removed unless another process
+ * is still in it. */
+void na_cgroup_leave(const char *rel);
 
 /* ------------------------------------------------------------- drivers */
 
@@ -86,24 +115,21 @@ enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
  * without hardware virtualization; container without runc). */
 int na_driver_check(enum vhpc_driver d, struct verr *err);
 
-/* The checks of na_driver_check, except that kvm on a software-only KVM
- * (no VT-x/AMD-V) passes when allow_emulated is set: guests then start but
- * do not finish booting (tests of the driver, experts).  *emulated says
- * whether that is the case.  $VHPC_KVM_ALLOW_EMULATION=1 sets allow_emulated
- * too; another value than 0 or 1 there is an error. */
-int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err);
-
 /* ---------------------------------------- one job's part on this node */
 
 /*
- * The lifecycle both schedulers use for the guests of a job on this node
- * (`vhpc run`'s embedded agent for a whole job, vhpcd for its share of a
- * cluster job): open the job dir, prepare (image, placement, network,
- * vmshm region, the files every guest reads, then the driver's own steps
- * and the guests), wait until every guest agent is ready, run, tear down;
- * or adopt what a dead agent left running.  The guest driver is behind an
- * ops table (nodeagent/drivers/drivers.h): nothing here or in the callers asks
- * which driver it is.
+ * The one place that orders a job's life on this node, for every caller:
+ * `vhpc run`'s embedded agent (a whole job), vhpcd (its share of a cluster
+ * job) and the Slurm holder (its node's share of an allocation).  A caller
+ * describes the job once (struct na_job_spec), calls na_job_start, talks to
+ * the guests through the accessors below, and calls na_job_stop; or takes
+ * over what a dead agent left running with na_job_adopt.  The agent
+ * resolves and checks the driver, loads the tuning profile, owns the
+ * deadlines, makes everything in order (job dir, placement, network, vmshm
+ * region, the files every guest reads, the driver's own steps and the
+ * guests) and waits until every guest's agent is ready.  The guest driver
+ * is behind an ops table (nodeagent/drivers/drivers.h): nothing here or in
+ * the callers asks which driver it is.
  */
 struct na_driver;
 
@@ -116,47 +142,35 @@ const char *na_driver_name(const struct na_driver *d);
 int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err);
 bool na_driver_emulation(const struct na_driver *d);
 
-/* A job's host path, as this node's check found it (binds.c). */
-struct na_hbind {
-	int fd;                        /* O_PATH, opened by the user's own lookup:
-	                                * what guests get, never src looked up again */
-	char src[PATH_MAX];            /* where that lookup reached (messages, logs) */
-	char dst[BIND_PATH_MAX];
-	bool ro, dir;
-	unsigned long flags;           /* the source mount's statvfs f_flag */
-};
-/* Each of l's sources exists here and the user (uid, gid and the groups
- * of that uid's passwd entry) may read it; out[i] for l->v[i], each with
- * its source open (na_binds_close; on failure none is left open). */
-int na_binds_check(const struct bind_list *l, uid_t uid, gid_t gid, struct na_hbind *out, struct verr *err);
-void na_binds_close(struct na_hbind *hb, int n);
-/* Mounts b's open source at `at`, a new folder or file of root's made
- * here (nosuid, nodev, and read-only when b is): a path for a runtime
- * that binds by path, which no user can swap. */
-int na_binds_mount(const struct na_hbind *b, const char *at, struct verr *err);
-
+/* A job as the node agent starts it: the same description whoever asks. */
 struct na_job_spec {
 	const char *label;             /* VHPC_JOB inside the guests */
-	const struct na_driver *drv;   /* checked (na_driver_check_with) */
-	bool emulated;                 /* what that check said: kvm on a software-only KVM */
+	enum vhpc_driver driver;       /* as asked; DRIVER_AUTO: kvm where the host
+	                                * has hardware virtualization, else container */
+	bool allow_emulated;           /* kvm may start on a software-only KVM, where
+	                                * guests do not finish booting (`vhpc run
+	                                * --allow-emulated-kvm`, driver tests) */
 	int nguests;                   /* guests on this node */
 	const int *index;              /* their job-wide indexes; NULL = 0..nguests-1 */
 	int ntotal;                    /* guests of the whole job */
-	const int *ranks;              /* ranks of every guest of the job [ntotal] */
+	const int *ranks;              /* ranks of every guest of the job [ntotal]: their
+	                                * sum is what the vmshm region has slots for */
 	struct ipv4net subnet;         /* guest i of the job is subnet + 2 + i, named g<i> */
+	/* subnet.prefix 0: a free one from this cluster's pool, recorded in
+	 * the job dir (na_subnet_alloc), for jobs of one machine. */
+	const struct cluster_cfg *subnet_pool;
 	int guest_port;
 	const char *image;
 	/* The image itself, when the caller has it already (vhpcd: pulled
 	 * into its cache by id, mounted); NULL: image_ensure(image) here. */
 	const struct image_info *img;
 	bool verify_image;             /* hash it against its id before any guest starts */
-	const struct tuning *tuning;
+	const char *tuning;            /* the tuning profile's name (tuning_load) */
 	const struct na_topo *topo;
 	int vcpus;                     /* per guest */
 	uint64_t mem;                  /* per guest */
 	bool oversubscribe;
 	bool vmshm;                    /* a vmshm region for the guests here (2 or more) */
-	int vmshm_slots;               /* ranks of the whole job */
 	const char *host_id;           /* the vmshm BTL's "same host" */
 	uint64_t scratch;              /* each guest's /scratch; 0 = none */
 	const struct bind_list *binds; /* host paths in every guest; NULL = none */
@@ -170,57 +184,67 @@ struct na_job_spec {
 	                                * commands (vhpcd's launcher) into a spool
 	                                * of this size (a host tmpfs the container
 	                                * driver binds; a kvm guest's own /run) */
-	/* A job across nodes (vhpcd): the VXLAN joining its bridges. */
+	/* A job across nodes (vhpcd, Slurm): the VXLAN joining its bridges. */
 	uint32_t vni, underlay;
 	const uint32_t *peers;
 	int npeers;
 	const uint32_t *guest_node;    /* [ntotal] each guest's node's underlay
 	                                * address, or NULL (nodeagent/net/net.h) */
 	const struct cluster_wg *wg;   /* underlay encryption, or NULL */
-	int ready_timeout_s;           /* per guest, on hardware; the driver scales it */
 	long long job_timeout_s;       /* the job's limit: an emulated guest waits that long */
-	/* Polled while waiting: a job stopped or interrupted meanwhile. */
+	/* Written to <job dir>/job.json (0600) before anything else is made,
+	 * for whoever takes the job over after a crash (vhpcd); NULL: none. */
+	const char *record;
+	/* Polled while starting: a job stopped or interrupted meanwhile. */
 	int (*cancelled)(void *arg, struct verr *err);
 	void *cancel_arg;
 };
 
-/* A started guest, whatever its driver; priv is the driver's. */
-struct na_guest {
-	const struct na_driver *drv;
+/* The agent's own record of a job (nodeagent/job.h): callers hold a
+ * pointer and read it through the accessors below. */
+struct na_job;
+
+/* The seconds a guest may take to become ready on hardware, before the
+ * driver scales them to this machine: 60, or $VHPC_READY_TIMEOUT. */
+#define NA_READY_TIMEOUT_S 60
+
+/* Starts this node's guests of job `local` (the job dir's name, 1..12 of
+ * [a-z0-9]) as s describes them, and returns once every guest's agent says
+ * it is ready: the driver resolved and checked first, then the job dir
+ * (from there on a crash leaves something na_cleanup_stale or an adopter
+ * finds), s->record, the subnet, the tuning profile, the image, placement,
+ * network, vmshm region, the guests.  What s points to must outlive the
+ * job.  *jp is set whether it succeeds or not (NULL only when out of
+ * memory), and na_job_stop(*jp) undoes what was made. */
+int na_job_start(struct na_job **jp, const char *local, const struct na_job_spec *s, struct verr *err);
+/* Asks each guest agent to shut down, stops the guests (one grace period
+ * in all), then removes the network, region, mounts and job dir: errors
+ * are logged, so one stuck piece leaves nothing else behind.  Frees j
+ * (NULL: nothing to do). */
+void na_job_stop(struct na_job *j);
+/* Takes over the guests a dead agent left running in job dir `local`, as s
+ * describes the job (nothing is made or changed); na_job_stop as after
+ * na_job_start. */
+int na_job_adopt(struct na_job **jp, const char *local, const struct na_job_spec *s, struct verr *err);
+
+/* Reading a started job (job_access.c): k indexes this node's guests. */
+const char *na_job_driver_name(const struct na_job *j);
+int na_job_nguests(const struct na_job *j);
+/* Guest k's address on the job network (0 for no such guest). */
+uint32_t na_job_guest_addr(const struct na_job *j, int k);
+/* Where guest k is, for whoever joins it from the host (Slurm's tasks). */
+struct na_guest_info {
 	int index;                     /* job-wide */
-	void *priv;
+	uint32_t addr;                 /* on the job network */
+	char netns[64];                /* its network namespace (/run/netns), "" for a VM */
+	char cpus[256], mems[64];      /* its placement, as cpu lists */
 };
-
-struct na_job {
-	struct na_job_spec s;
-	bool emulated;
-	struct na_jobdir jd;
-	bool have_jd;
-	struct image_info img;
-	struct na_placement *place;    /* [s.nguests] */
-	struct na_net net;
-	bool have_net;
-	char vmshm[PATH_MAX];          /* the job's region on the host, or "" */
-	uint64_t vmshm_size;
-	const char *movsb_env;         /* guests' GLIBC_TUNABLES, or NULL (na_movsb_env) */
-	char shared[512];              /* <job dir>/shared: key, hosts, hostfile */
-	char spool[512];               /* <job dir>/spool when s.spool_size */
-	bool spool_mounted;
-	struct na_guest *g;            /* [s.nguests]; g[k].priv NULL until started */
-	struct na_hbind *hb;           /* [nhb]: s.binds as checked here */
-	int nhb;
-	void *drv_job;                 /* the driver's state for the job */
-};
-
-/* The job dir (and its lock) for local job id `job`: first, so that from
- * here on a crash leaves something na_cleanup_stale or an adopter finds. */
-int na_job_open(struct na_job *j, const char *job, struct verr *err);
-/* Everything up to running guests; s is copied (what it points to must
- * outlive j).  On failure what was made stays for na_job_teardown. */
-int na_job_prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err);
-/* Until every guest's agent says ready; fails when one stops first (its
- * log's last lines logged) or its time is up. */
-int na_job_wait_ready(struct na_job *j, struct verr *err);
+int na_job_guest_info(const struct na_job *j, int k, struct na_guest_info *gi, struct verr *err);
+/* The job dir, and the job key's file in it (what guests read at /vhpc). */
+const char *na_job_dir(const struct na_job *j);
+void na_job_key_path(const struct na_job *j, char *buf, size_t len);
+/* Whether this node's guests share a vmshm region. */
+bool na_job_has_vmshm(const struct na_job *j);
 /* Whether a guest has stopped; *why says which and how. */
 bool na_job_guest_gone(struct na_job *j, char *why, size_t len);
 /* How a process on the host reaches guest k (of this node) without the
@@ -236,14 +260,6 @@ struct na_guest_access {
 int na_job_guest_access(struct na_job *j, int k, struct na_guest_access *a, struct verr *err);
 /* An authenticated channel to guest k's agent (k indexes this node's guests). */
 int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, struct verr *err);
-/* Asks each guest agent to shut down, stops the guests (one grace period
- * in all), then removes the network, region, mounts and job dir: errors
- * are logged, so one stuck piece leaves nothing else behind.  Frees j's
- * arrays. */
-void na_job_teardown(struct na_job *j);
-/* Takes over the guests a dead agent left running in job dir `job`, as s
- * describes the job (nothing is made or changed). */
-int na_job_adopt(struct na_job *j, const char *job, const struct na_job_spec *s, struct verr *err);
 /* Guest 0's spool (detached commands' output) as a host path, or NULL
  * when its driver keeps it inside the guest; either way the output is read
  * over the guest channel (gexec_output). */
@@ -252,9 +268,6 @@ const char *na_job_spool(const struct na_job *j);
  * once, straight from each other's memory (VHPC_VMSHM_SINGLE_COPY=1 for
  * the vmshm BTL): the container driver's guests of a pod. */
 bool na_job_single_copy(const struct na_job *j);
-/* Makes path (a file or dir of the job's) belong to the job's user. */
-int na_job_give_user(const struct na_job *j, const char *path, struct verr *err);
-
 /* The environment vhpc-guestd starts with, which orted and the ranks
  * inherit: PATH, HOME, the job key's path, the job, the guest's index
  * (index < 0: left out), and the vmshm BTL's settings when host_id is given
@@ -264,22 +277,9 @@ struct na_guest_env {
 	char job[80], index[32], host[192], slots[48];
 	const char *v[12];
 };
-const char *const *na_guest_env(struct na_guest_env *e, const char *job, int index,
-				const char *host_id, int vmshm_slots);
-/* Adds NAME=VALUE (a string that outlives e) to what na_guest_env gave. */
-void na_guest_env_add(struct na_guest_env *e, const char *name_value);
-/* Adds what a job's ranks need for vmshm beyond na_guest_env's settings,
- * the same for every driver: VHPC_VMSHM_SINGLE_COPY=1 where
- * na_job_single_copy, and the glibc setting of na_movsb_env.  Nothing for
- * a job without a vmshm region. */
-void na_guest_env_vmshm(struct na_guest_env *e, const struct na_job *j);
-
-/* What guests whose ranks copy through vmshm rings get to keep glibc's
- * memcpy off `rep movsb` (lib/vmshm/vmshm_copyprobe.h): *env is the
- * GLIBC_TUNABLES entry or NULL.  This agent measures once whether the CPU
- * needs it (*ratio: slow/fast time at short distance, 0 if not measured);
- * VHPC_AVOID_MOVSB=1 or 0 decides instead.  -1 on another value. */
-int na_movsb_env(const char **env, double *ratio, struct verr *err);
+/* That environment for guest `index` of j (-1: left out), with what a
+ * job's ranks need for vmshm where it has a region here. */
+const char *const *na_job_guest_env(const struct na_job *j, struct na_guest_env *e, int index);
 
 /* This machine's boot id: the same for every guest here, different on any
  * other host (the vmshm BTL's idea of "same host"). */

@@ -17,7 +17,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "nodeagent/jobdir/jobdir.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/vmshm/vmshm_region.h"
 
 #include <errno.h>

@@ -31,8 +31,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define READY_TIMEOUT_S 60
-
 /* forward_sig is consumed by gexec_run when it passes the signal on to the
  * job; interrupted stays set, so the end of the run knows why it ended. */
 static volatile int forward_sig, interrupted;
@@ -48,11 +46,8 @@ struct run {
 	const struct job_spec *j;
 	struct job_paths paths;
 	struct cluster_cfg cl;
-	struct tuning tun;
-	bool have_tun;
 	struct na_topo *topo;
-	struct na_job nj;
-	bool have_job;
+	struct na_job *nj;
 	int nguests, vcpus;
 	int *ranks_per_guest;
 	long long timeout;
@@ -121,7 +116,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", p == argv ? "" : " ", *p);
 		log_debug("guest g0 runs: %s", line);
 	}
-	if (na_job_connect(&r->nj, 0, &c, 5000, err) < 0) {
+	if (na_job_connect(r->nj, 0, &c, 5000, err) < 0) {
 		launch_free_argv(argv);
 		return verr_wrap(err, "guest g0");
 	}
@@ -133,7 +128,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 	req.timeout_ms = (int)(r->timeout > 2000000 ? 2000000000 : r->timeout * 1000);
 	req.cancel = &forward_sig;
 	req.gone = guest_gone;
-	req.gone_arg = &r->nj;
+	req.gone_arg = r->nj;
 	t0 = now_s();
 	rc = gexec_run(&c, &req, status, err);
 	chan_close(&c);
@@ -162,8 +157,6 @@ static void free_run(struct run *r)
 {
 	if (r->topo)
 		na_topo_free(r->topo);
-	if (r->have_tun)
-		tuning_free(&r->tun);
 	cluster_free(&r->cl);
 	free(r->ranks_per_guest);
 }
@@ -184,19 +177,6 @@ static int job_shape(struct run *r, const struct embedded_opts *o, struct verr *
 	if (na_topo_load(&r->topo, topo && *topo ? topo : NULL, err) < 0)
 		return -1;
 	return choose_vcpus(r, err);
-}
-
-static int ready_timeout(int *out, struct verr *err)
-{
-	const char *rt = getenv("VHPC_READY_TIMEOUT");
-	long long v = READY_TIMEOUT_S;
-
-	/* The seconds a guest may take to become ready on hardware; the
-	 * driver scales them to this machine. */
-	if (rt && *rt && parse_ll(rt, 1, 3600, &v) < 0)
-		return verr_set(err, "VHPC_READY_TIMEOUT='%s': give whole seconds from 1 to 3600", rt);
-	*out = (int)v;
-	return 0;
 }
 
 /* Whom the job runs as: the caller, or for root the --user it names. */
@@ -229,12 +209,9 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	struct launch_plan lp = { 0 };
 	struct launch_guest *lg = NULL;
 	struct na_job_spec s = { 0 };
-	const struct na_driver *drv;
-	enum vhpc_driver did;
-	const char *why = "";
 	double t0 = now_s();
 	int status = -1, removed = 0;
-	char job[16] = "", rnd[4], net[32], whybuf[256];
+	char job[16] = "", rnd[4];
 
 	/* Say what is missing before anything fails half-way on a permission. */
 	if (geteuid() != 0)
@@ -248,27 +225,12 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (cluster_load(NULL, &r.cl, err) < 0)
 		return -1;
-	did = na_driver_resolve(j->driver >= 0 ? j->driver : r.cl.default_driver, &why);
-	drv = na_driver_get(did);
-	snprintf(whybuf, sizeof(whybuf), "%s", why);
-	why = whybuf;
-	if (o->allow_emulated_kvm && !na_driver_emulation(drv)) {
-		verr_set(err, "--allow-emulated-kvm applies to --driver kvm only (%s)", why);
-		goto out;
-	}
-	/* Cheap checks first, before anything is made: a bad profile should
-	 * not wait for an image build. */
-	if (na_driver_check_with(drv, o->allow_emulated_kvm, &s.emulated, err) < 0 ||
-	    ready_timeout(&s.ready_timeout_s, err) < 0 || job_user(o->user, &s.uid, &s.gid, err) < 0 ||
-	    job_paths_plan(&r.cl, j, s.uid, &r.paths, err) < 0)
+	if (job_user(o->user, &s.uid, &s.gid, err) < 0 || job_paths_plan(&r.cl, j, s.uid, &r.paths, err) < 0)
 		goto out;
 	if (na_cleanup_stale(&removed, err) < 0)
 		goto out;
 	if (removed)
 		log_info("removed %d resources that earlier jobs left behind", removed);
-	if (tuning_load(j->tuning ? j->tuning : r.cl.default_tuning, &r.tun, err) < 0)
-		goto out;
-	r.have_tun = true;
 	if (job_shape(&r, o, err) < 0)
 		goto out;
 	if (!(lg = calloc((size_t)r.nguests, sizeof(*lg)))) {
@@ -277,41 +239,33 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	}
 	random_bytes(rnd, sizeof(rnd));
 	hex_encode(rnd, sizeof(rnd), job);
-	if (na_job_open(&r.nj, job, err) < 0)
-		goto out;
-	r.have_job = true;
 	s.label = job;
-	s.drv = drv;
+	s.driver = j->driver >= 0 ? (enum vhpc_driver)j->driver : (enum vhpc_driver)r.cl.default_driver;
+	s.allow_emulated = o->allow_emulated_kvm;
 	s.nguests = s.ntotal = r.nguests;
 	s.ranks = r.ranks_per_guest;
+	s.subnet_pool = &r.cl;
 	s.guest_port = (int)r.cl.guest_port;
 	s.image = j->image ? j->image : r.cl.default_image;
-	s.tuning = &r.tun;
+	s.tuning = j->tuning ? j->tuning : r.cl.default_tuning;
 	s.topo = r.topo;
 	s.vcpus = r.vcpus;
 	s.mem = r.mem;
 	s.oversubscribe = j->oversubscribe;
 	/* Co-located guests of one job talk through shared memory, not TCP. */
 	s.vmshm = j->vmshm && r.nguests > 1 && j->ranks >= 2;
-	s.vmshm_slots = (int)j->ranks;
 	s.host_id = na_boot_id();
 	s.scratch = j->scratch;
 	s.binds = &r.paths.binds;
 	s.job_timeout_s = r.timeout;
 	s.cancelled = cancelled;
 	random_bytes(s.key, sizeof(s.key));
-	if (cancelled(NULL, err) || na_subnet_alloc(&r.cl, &r.nj.jd, &s.subnet, err) < 0)
-		goto out;
-	log_info("job %s: %d guest%s x %d vCPU%s, %lld ranks, %s driver (%s), network %s/%d, image %s",
-		 job, r.nguests, r.nguests == 1 ? "" : "s", r.vcpus, r.vcpus == 1 ? "" : "s",
-		 j->ranks, na_driver_name(drv), why, ipv4_format(s.subnet.addr, net, sizeof(net)),
-		 s.subnet.prefix, s.image);
-	if (na_job_prepare(&r.nj, &s, err) < 0 || na_job_wait_ready(&r.nj, err) < 0)
+	if (na_job_start(&r.nj, job, &s, err) < 0)
 		goto out;
 	log_info("job %s: %d guest%s ready in %.2f s", job, r.nguests, r.nguests == 1 ? "" : "s", now_s() - t0);
 	for (int i = 0; i < r.nguests; i++) {
 		snprintf(lg[i].name, sizeof(lg[i].name), "g%d", i);
-		lg[i].addr = r.nj.net.guest_addr[i];
+		lg[i].addr = na_job_guest_addr(r.nj, i);
 		lg[i].vcpus = r.vcpus;
 		lg[i].ranks = r.ranks_per_guest[i];
 	}
@@ -321,7 +275,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	lp.rsh_path = LAUNCH_RSH;
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
-	lp.vmshm = r.nj.vmshm[0] != 0;
+	lp.vmshm = na_job_has_vmshm(r.nj);
 	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = r.paths.wdir;
 	lp.home = r.paths.home;
@@ -330,8 +284,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	else
 		log_info("job %s: exit status %d after %.2f s", job, status, now_s() - t0);
 out:
-	if (r.have_job)
-		na_job_teardown(&r.nj);
+	na_job_stop(r.nj);
 	/* Guest inits were reparented to us (child subreaper): reap them, so
 	 * no zombie outlives the job. */
 	while (waitpid(-1, NULL, WNOHANG) > 0)

@@ -151,14 +151,12 @@ static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct
 	struct vs_state *st = &h->st;
 	struct na_guest_env ge;
 	char words[400];
-	const char *const *env = na_guest_env(&ge, vj->label, -1, nj->s.vmshm ? vj->host_id : NULL, nj->s.vmshm_slots);
-
-	na_guest_env_vmshm(&ge, nj);
+	const char *const *env = na_job_guest_env(nj, &ge, -1);
 
 	snprintf(st->job, sizeof(st->job), "%s", vj->local);
-	snprintf(st->jobdir, sizeof(st->jobdir), "%s", nj->jd.path);
-	snprintf(st->driver, sizeof(st->driver), "%s", na_driver_name(nj->s.drv));
-	snprintf(st->key, sizeof(st->key), "%s/job.key", nj->shared);
+	snprintf(st->jobdir, sizeof(st->jobdir), "%s", na_job_dir(nj));
+	snprintf(st->driver, sizeof(st->driver), "%s", na_job_driver_name(nj));
+	na_job_key_path(nj, st->key, sizeof(st->key));
 	for (; *env; env++)
 		if (strncmp(*env, "HOME=", 5))
 			add_env(st, "%s", *env);
@@ -167,28 +165,29 @@ static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct
 	add_env(st, "OMPI_MCA_pml=ob1");
 	add_env(st, "OMPI_MCA_osc=^rdma");
 	add_env(st, "OMPI_MCA_btl=self,%stcp",
-		nj->s.vmshm ? "vader,vmshm," : nj->s.nguests == 1 ? "vader," : "");
+		na_job_has_vmshm(nj) ? "vader,vmshm," : na_job_nguests(nj) == 1 ? "vader," : "");
 	add_env(st, "OMPI_MCA_btl_tcp_if_include=eth0");
 	add_env(st, "OMPI_MCA_oob_tcp_if_include=eth0");
-	if (nj->s.vmshm)
+	if (na_job_has_vmshm(nj))
 		add_env(st, "OMPI_MCA_mca_base_component_path=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3:%s",
 			VHPC_GUEST_VMSHM_DIR);
-	for (int k = 0; k < nj->s.nguests; k++) {
+	for (int k = 0; k < na_job_nguests(nj); k++) {
 		struct vs_guest *g = &st->g[k];
 		struct na_guest_access a;
+		struct na_guest_info gi;
 
-		if (na_job_guest_access(nj, k, &a, err) < 0)
+		if (na_job_guest_access(nj, k, &a, err) < 0 || na_job_guest_info(nj, k, &gi, err) < 0)
 			return -1;
-		g->index = nj->g[k].index;
+		g->index = gi.index;
 		g->pid = a.init_pid;
 		g->vsock_port = a.vsock_port;
 		snprintf(g->sock, sizeof(g->sock), "%s", a.sock);
-		snprintf(g->netns, sizeof(g->netns), "%s", nj->net.guest_netns[k]);
-		cpulist_format(nj->place[k].cpus, (size_t)nj->place[k].ncpus, g->cpus, sizeof(g->cpus));
-		cpulist_format(nj->place[k].mems, (size_t)nj->place[k].nmems, g->mems, sizeof(g->mems));
-		ipv4_format(nj->net.guest_addr[k], g->addr, sizeof(g->addr));
+		snprintf(g->netns, sizeof(g->netns), "%s", gi.netns);
+		snprintf(g->cpus, sizeof(g->cpus), "%s", gi.cpus);
+		snprintf(g->mems, sizeof(g->mems), "%s", gi.mems);
+		ipv4_format(gi.addr, g->addr, sizeof(g->addr));
 	}
-	st->nguests = nj->s.nguests;
+	st->nguests = na_job_nguests(nj);
 	st->status = VS_READY;
 	return 0;
 }
@@ -232,10 +231,9 @@ static int hold(uint32_t id, const char *cores, const struct vs_site *site)
 {
 	struct hold h = { .id = id };
 	struct vs_job vj;
-	struct na_job nj;
+	struct na_job *nj = NULL;
 	char dir[PATH_MAX], opts[PATH_MAX + 32];
 	struct verr e;
-	bool have_nj = false;
 	int removed = 0, rc = 1, loaded;
 	double t0 = now_s();
 
@@ -265,23 +263,19 @@ static int hold(uint32_t id, const char *cores, const struct vs_site *site)
 	unlink(opts);
 	vj.s.cancelled = job_ended;
 	vj.s.verify_image = true;
-	if (na_job_open(&nj, vj.local, &e) < 0)
-		goto fail;
-	have_nj = true;
-	if (na_job_prepare(&nj, &vj.s, &e) < 0 || na_job_wait_ready(&nj, &e) < 0 || describe(&h, &vj, &nj, &e) < 0)
+	if (na_job_start(&nj, vj.local, &vj.s, &e) < 0 || describe(&h, &vj, nj, &e) < 0)
 		goto fail;
 	publish(&h);
 	log_info("job %u (%s): %d guest%s on node %s (%s driver), ready in %.0f ms", id, vj.local, vj.nguests,
-		 vj.nguests == 1 ? "" : "s", vj.node, na_driver_name(vj.s.drv), (now_s() - t0) * 1e3);
-	hold_guests(&h, &nj);
+		 vj.nguests == 1 ? "" : "s", vj.node, na_job_driver_name(nj), (now_s() - t0) * 1e3);
+	hold_guests(&h, nj);
 	rc = 0;
 	goto out;
 fail:
 	log_err("job %u on node %s: %s", id, vj.node, e.msg);
 	fail_state(&h, e.msg);
 out:
-	if (have_nj)
-		na_job_teardown(&nj);
+	na_job_stop(nj);
 	if (rc == 0)
 		log_info("job %u (%s): everything removed", id, vj.local);
 	/* A failed job's state stays for its steps to report; the epilog

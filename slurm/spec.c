@@ -27,8 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define READY_TIMEOUT_S 60
-
 static int opts_fields(struct vs_job *j, const char *path, struct verr *err)
 {
 	struct vs_kvfile f;
@@ -179,19 +177,15 @@ static int network(struct vs_job *j, const char *secret_path, const char *peers,
 
 static int driver(struct vs_job *j, struct verr *err)
 {
-	const char *name = j->o.driver[0] ? j->o.driver : vhpc_driver_names[j->cl.default_driver], *why;
+	const char *name = j->o.driver[0] ? j->o.driver : vhpc_driver_names[j->cl.default_driver];
 	int d;
 
 	for (d = 0; vhpc_driver_names[d] && strcmp(vhpc_driver_names[d], name); d++)
 		;
 	if (!vhpc_driver_names[d])
 		return verr_set(err, "driver '%s': unknown", name);
-	j->s.drv = na_driver_get(na_driver_resolve((enum vhpc_driver)d, &why));
-	if (!j->s.drv)
-		return verr_set(err, "driver '%s': none here", name);
-	if (d == DRIVER_AUTO)
-		log_info("job %u: %s", j->id, why);
-	return na_driver_check_with(j->s.drv, false, &j->s.emulated, err);
+	j->s.driver = (enum vhpc_driver)d;
+	return 0;
 }
 
 static int user(struct vs_job *j, struct verr *err)
@@ -220,9 +214,6 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	if (cpus_here(j, cores, site->cpus, err) < 0 || layout(j, err) < 0 || network(j, site->secret, site->peers, err) < 0 ||
 	    driver(j, err) < 0 || user(j, err) < 0)
 		return -1;
-	if (tuning_load(j->cl.default_tuning, &j->tun, err) < 0)
-		return -1;
-	j->have_tun = true;
 	snprintf(j->label, sizeof(j->label), "%u", id);
 	snprintf(j->host_id, sizeof(j->host_id), "%s:%s", na_boot_id(), j->node);
 	s->label = j->label;
@@ -235,12 +226,11 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	s->subnet = j->cl.job_pool;
 	s->guest_port = (int)j->cl.guest_port;
 	s->image = j->o.image[0] ? j->o.image : j->cl.default_image;
-	s->tuning = &j->tun;
+	s->tuning = j->cl.default_tuning;
 	s->topo = j->topo;
 	s->vcpus = j->vcpus;
 	s->mem = j->o.mem ? j->o.mem : j->cl.default_mem;
 	s->vmshm = !j->o.no_vmshm && j->nguests > 1;
-	s->vmshm_slots = j->nguests * j->vcpus;
 	s->host_id = j->host_id;
 	s->binds = &j->paths.binds;
 	s->uid = j->uid;
@@ -249,7 +239,6 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	s->npeers = j->npeers;
 	s->guest_node = j->guest_node;
 	s->wg = j->cl.wg.key ? &j->cl.wg : NULL;
-	s->ready_timeout_s = READY_TIMEOUT_S;
 	s->job_timeout_s = 3600;
 	return 0;
 }
@@ -264,8 +253,6 @@ void vs_job_free(struct vs_job *j)
 	free(j->guest_node);
 	if (j->topo)
 		na_topo_free(j->topo);
-	if (j->have_tun)
-		tuning_free(&j->tun);
 	if (j->have_cl)
 		cluster_free(&j->cl);
 	sodium_memzero(j->s.key, sizeof(j->s.key));

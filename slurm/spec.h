@@ -37,8 +37,6 @@ struct vs_job {
 	struct na_topo *topo;      /* this machine, cut to the job's CPUs */
 	struct cluster_cfg cl;
 	bool have_cl;
-	struct tuning tun;
-	bool have_tun;
 	struct job_paths paths;
 	char label[16], host_id[160];
 	struct na_job_spec s;

@@ -96,10 +96,7 @@ struct vjob {
 	struct vprep p;
 	char *prep_json;
 	/* resources: the node agent's job lifecycle */
-	struct na_job nj;
-	bool have_nj;
-	struct tuning tun;
-	bool have_tun;
+	struct na_job *nj;
 	struct image_info img;     /* from the cache, by p.image_id */
 	char label[32];            /* VHPC_JOB in the guests: the job number */
 	char host_id[160];         /* the vmshm BTL's "same host" */

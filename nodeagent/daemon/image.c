@@ -122,7 +122,7 @@ static int make_room(void *arg, uint64_t bytes, struct verr *err)
 	return rc;
 }
 
-/* A cached image, marked used (na_job_prepare mounts a compact one for
+/* A cached image, marked used (na_job_start mounts a compact one for
  * the drivers that need it mounted).  Holds cache_mu. */
 static int use(const char *id, struct image_info *out, struct verr *err)
 {

@@ -28,8 +28,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define READY_TIMEOUT_S 60
-
 static bool is_launcher(const struct vjob *j)
 {
 	return j->p.nhere > 0 && j->p.here[0] == 0;
@@ -63,17 +61,13 @@ static int stop_requested(void *arg, struct verr *err)
  * the host id names the node too. */
 static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 {
-	const char *why;
-
 	memset(s, 0, sizeof(*s));
-	s->drv = na_driver_get(na_driver_resolve(j->p.driver, &why));
-	if (!s->drv)
-		return verr_set(err, "driver %d: unknown", j->p.driver);
 	if (hex_decode(j->p.key_hex, s->key, sizeof(s->key)) < 0)
 		return verr_set(err, "bad job key");
 	snprintf(j->label, sizeof(j->label), "%lld", (long long)j->id);
 	snprintf(j->host_id, sizeof(j->host_id), "%s:%s", na_boot_id(), vd.name);
 	s->label = j->label;
+	s->driver = j->p.driver;
 	s->nguests = j->p.nhere;
 	s->index = j->p.here;
 	s->ntotal = j->p.ntotal;
@@ -81,13 +75,12 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->subnet = j->p.subnet;
 	s->guest_port = j->p.guest_port;
 	s->image = j->p.image;
-	s->tuning = j->have_tun ? &j->tun : NULL;
+	s->tuning = j->p.tuning;
 	s->topo = vd.topo;
 	s->vcpus = j->p.vcpus;
 	s->mem = j->p.mem;
 	s->oversubscribe = j->p.oversubscribe;
 	s->vmshm = j->p.vmshm && j->p.nhere > 1;
-	s->vmshm_slots = j->p.nranks_total;
 	s->host_id = j->host_id;
 	s->scratch = j->p.scratch;
 	s->binds = &j->p.binds;
@@ -103,8 +96,9 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->npeers = j->p.npeers;
 	s->guest_node = j->p.guest_nodes;
 	s->wg = j->p.wg.key ? &j->p.wg : NULL;
-	s->ready_timeout_s = READY_TIMEOUT_S;
 	s->job_timeout_s = j->p.timeout;
+	/* What a restarted vhpcd reads to take the job over (adopt_one). */
+	s->record = j->prep_json;
 	s->cancelled = stop_requested;
 	s->cancel_arg = j;
 	return 0;
@@ -113,43 +107,25 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 int vjob_prepare(struct vjob *j, struct verr *err)
 {
 	struct na_job_spec s;
-	char path[700];
 	uint64_t t0 = now_ns();
 
-	if (job_spec(j, &s, err) < 0 || na_driver_check_with(s.drv, false, &s.emulated, err) < 0)
+	if (job_spec(j, &s, err) < 0)
 		return -1;
-	/* The dir and its lock first: from here on a crash leaves something a
-	 * restart can take over or remove. */
-	if (na_job_open(&j->nj, j->local, err) < 0)
-		return -1;
-	j->have_nj = true;
-	snprintf(path, sizeof(path), "%s/job.json", j->nj.jd.path);
-	if (write_file_atomic(path, j->prep_json, strlen(j->prep_json), 0600, err) < 0)
-		return -1;
-	if (tuning_load(j->p.tuning, &j->tun, err) < 0)
-		return -1;
-	j->have_tun = true;
-	s.tuning = &j->tun;
 	/* The image the job was submitted with, whatever its name means now. */
 	if (vd_image_get(j, &j->img, err) < 0)
 		return -1;
 	s.img = &j->img;
-	if (na_job_prepare(&j->nj, &s, err) < 0 || na_job_wait_ready(&j->nj, err) < 0)
+	if (na_job_start(&j->nj, j->local, &s, err) < 0)
 		return -1;
-	{
-		char a[20];
-
-		log_info("job %lld (%s): %d guest%s here (of %d), VNI %u, %s/%d, %s driver, ready in %.0f ms",
-			 (long long)j->id, j->local, j->p.nhere, j->p.nhere == 1 ? "" : "s", j->p.ntotal, j->p.vni,
-			 ipv4_format(j->p.subnet.addr, a, sizeof(a)), j->p.subnet.prefix, na_driver_name(s.drv),
-			 (now_ns() - t0) / 1e6);
-	}
+	log_info("job %lld (%s): %d guest%s here (of %d), VNI %u, %s driver, ready in %.0f ms", (long long)j->id,
+		 j->local, j->p.nhere, j->p.nhere == 1 ? "" : "s", j->p.ntotal, j->p.vni, na_job_driver_name(j->nj),
+		 (now_ns() - t0) / 1e6);
 	return 0;
 }
 
 bool vjob_guests_alive(struct vjob *j, char *why, size_t len)
 {
-	return !j->have_nj || !na_job_guest_gone(&j->nj, why, len);
+	return !j->nj || !na_job_guest_gone(j->nj, why, len);
 }
 
 void vjob_teardown(struct vjob *j)
@@ -157,17 +133,14 @@ void vjob_teardown(struct vjob *j)
 	/* vhpcd is the child subreaper of its guests' inits: the drivers reap
 	 * each (never waitpid(-1) here: other threads wait for their own
 	 * children). */
-	if (j->have_nj)
-		na_job_teardown(&j->nj);
-	j->have_nj = false;
+	na_job_stop(j->nj);
+	j->nj = NULL;
 }
 
 void vjob_free(struct vjob *j)
 {
 	if (!j)
 		return;
-	if (j->have_tun)
-		tuning_free(&j->tun);
 	vprep_free(&j->p);
 	free(j->prep_json);
 	free(j);
@@ -214,7 +187,7 @@ static int adopt_one(const char *local, struct verr *err)
 		goto fail;
 	j->state = VJ_READY;
 	if (na_job_adopt(&j->nj, local, &s, &e) < 0) {
-		if (!j->nj.have_jd) {
+		if (!*na_job_dir(j->nj)) {
 			*err = e;
 			goto fail;
 		}
@@ -222,7 +195,6 @@ static int adopt_one(const char *local, struct verr *err)
 		j->state = VJ_FAILED;
 		snprintf(j->error, sizeof(j->error), "after a vhpcd restart: %s", e.msg);
 	}
-	j->have_nj = true;
 	if (j->state == VJ_READY && !vjob_guests_alive(j, why, sizeof(why))) {
 		j->state = VJ_FAILED;
 		snprintf(j->error, sizeof(j->error), "%s", why);

@@ -30,7 +30,7 @@
 /* Guest 0 is the first of the launcher node's guests (indexes sorted). */
 static int g0_connect(struct vjob *j, struct chan *c, struct verr *err)
 {
-	return na_job_connect(&j->nj, 0, c, 5000, err);
+	return na_job_connect(j->nj, 0, c, 5000, err);
 }
 
 static void *monitor(void *arg);

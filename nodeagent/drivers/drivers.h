@@ -11,7 +11,7 @@
 #include "lib/chan.h"
 #include "lib/err.h"
 #include "lib/jobspec.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 struct na_net_req;
 
@@ -68,10 +68,19 @@ struct na_driver {
 	 * frees their state; then whatever the driver made for the job goes. */
 	int (*stop_all)(struct na_job *j, int grace_ms, struct verr *err);
 	void (*release)(struct na_job *j);
+	/* Optional, in the crash sweep (na_sweep_job), before the job's
+	 * cgroups, namespaces and mounts go: removes by the naming rules
+	 * what a dead agent left of the driver's for job (the container
+	 * driver's runc state), each counted in *removed and logged with why. */
+	int (*sweep)(const char *job, const char *why, int *removed, struct verr *err);
 };
 
 extern const struct na_driver na_driver_container;
 extern const struct na_driver na_driver_kvm;
+
+/* Every driver's sweep op for job, in table order; the first error is
+ * returned, after every driver has swept. */
+int na_drivers_sweep(const char *job, const char *why, int *removed, struct verr *err);
 
 /* The last bytes of a log file, logged as an error under a title. */
 void na_log_tail(const char *path, const char *what);

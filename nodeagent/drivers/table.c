@@ -98,3 +98,18 @@ const char *na_driver_name(const struct na_driver *d)
 {
 	return d ? d->name : "?";
 }
+
+int na_drivers_sweep(const char *job, const char *why, int *removed, struct verr *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++) {
+		struct verr e;
+
+		if (drivers[i] && drivers[i]->sweep && drivers[i]->sweep(job, why, removed, &e) < 0 && rc == 0) {
+			*err = e;
+			rc = -1;
+		}
+	}
+	return rc;
+}

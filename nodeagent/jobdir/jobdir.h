@@ -11,12 +11,10 @@
 #include <sys/types.h>
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "nodeagent/nodeagent.h"
 
 struct na_placement;
 
-/* Job ids are [a-z0-9]{1,12}: they become parts of netns, cgroup, runc and
- * file names, and '-' separates the guest index in those names. */
-bool na_job_ok(const char *job);
 int na_job_check(const char *job, struct verr *err);
 
 /* <run dir>/jobs, <run dir>/jobs/<job>, <run dir>/runc */
@@ -44,8 +42,6 @@ int na_jobdir_create(struct na_jobdir *jd, const char *job, struct verr *err);
 /* Takes over the dir of a job whose owner died (a restarted vhpcd
  * re-adopting its guests); fails if the lock is held. */
 int na_jobdir_adopt(struct na_jobdir *jd, const char *job, struct verr *err);
-/* Whether the job's dir exists and its lock is held (by anyone). */
-bool na_jobdir_alive(const char *job);
 /* Records the placement so na_busy_cpus sees it. */
 int na_jobdir_record_cpus(struct na_jobdir *jd, const struct na_placement *p,
 			  int n, struct verr *err);
@@ -54,11 +50,6 @@ int na_jobdir_record_cpus(struct na_jobdir *jd, const struct na_placement *p,
  * mounts, shm files) is removed first, with a warning. */
 int na_jobdir_remove(struct na_jobdir *jd, struct verr *err);
 
-/* Removes every resource (netns, links, containers, cgroups, mounts, shm
- * files, runtime dirs) of jobs whose runtime dir is not locked.  Counts what
- * it removed in *removed and logs each item.  Jobs with a held lock, and
- * resources of jobs that have no dir in this run dir, are never touched. */
-int na_cleanup_stale(int *removed, struct verr *err);
 
 /* -------------------------------------------------------------- mounts */
 
@@ -73,15 +64,8 @@ int na_each_mount(int (*fn)(const char *mnt, const char *fstype, void *arg),
 int na_cgroup_mounts(char ***mnts, int *n, struct verr *err);
 void na_cgroup_mounts_free(char **mnts, int n);
 void na_cgroup_rmdir_job(const char *job);
-/* Moves the calling process into <every hierarchy>/<rel> (made if
- * missing): out of whatever cgroups it was started in, such as a
- * scheduler's, which would otherwise stop it with them. */
-int na_cgroup_enter(const char *rel, struct verr *err);
 /* The same for process who. */
 int na_cgroup_attach(const char *rel, pid_t who, struct verr *err);
-/* Back to each hierarchy's root, and <rel> removed unless another process
- * is still in it. */
-void na_cgroup_leave(const char *rel);
 /* The processes in <rel> (up to max of them in pids); 0 also when no
  * hierarchy has it. */
 int na_cgroup_pids(const char *rel, pid_t *pids, int max, struct verr *err);
@@ -96,6 +80,9 @@ int na_cgroup_remove(const char *rel, bool kill, int *removed, struct verr *err)
  * logged with why (a prefix such as "cleanup" or "teardown"). */
 int na_sweep_job(const char *job, const char *jobdir, const char *why,
 		 int *removed, struct verr *err);
+/* Whether name is prefix followed by a guest index (1-6 digits): how a
+ * job's per-guest resources are named ("<job>-<index>"). */
+bool na_indexed_name(const char *name, const char *prefix);
 /* Unmounts every mount at or below dir, deepest first. */
 int na_umount_below(const char *dir, int *removed, struct verr *err);
 

@@ -3,15 +3,15 @@
  * a crash (na_cleanup_stale, for jobs whose owner died) and as the last
  * step of every teardown (na_jobdir_remove, as a safety net).
  *
- * Order matters: processes first (runc containers, then anything left in
- * the job's cgroups), because a live process keeps a network namespace and
+ * Order matters: processes first (what the drivers sweep, such as runc
+ * containers, then anything left in the job's cgroups), because a live process keeps a network namespace and
  * a cgroup alive; then namespaces (the job's firewall after its VXLAN),
  * cgroups, mounts, shm files.
  */
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/log.h"
-#include "nodeagent/drivers/container/container.h"
+#include "nodeagent/drivers/drivers.h"
 #include "nodeagent/jobdir/jobdir.h"
 #include "nodeagent/net/net.h"
 
@@ -26,8 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* "<prefix><digits>" */
-static bool indexed(const char *name, const char *prefix)
+bool na_indexed_name(const char *name, const char *prefix)
 {
 	size_t n = strlen(prefix);
 
@@ -38,42 +37,6 @@ static bool indexed(const char *name, const char *prefix)
 			return false;
 	/* A Slurm job may have more than 9999 guests (slurm/layout.c). */
 	return strlen(name + n) <= 6;
-}
-
-static int sweep_containers(const char *job, const char *why, int *removed, struct verr *err)
-{
-	char root[PATH_MAX], prefix[32];
-	DIR *d = opendir(na_runc_root(root, sizeof(root)));
-	struct dirent *de;
-	int rc = 0;
-
-	if (!d)
-		return errno == ENOENT ? 0 : verr_errno(err, "%s", root);
-	snprintf(prefix, sizeof(prefix), "%s-", job);
-	while ((de = readdir(d))) {
-		const char *args[] = { "delete", "-f", de->d_name, NULL };
-		struct verr e;
-
-		if (!indexed(de->d_name, prefix))
-			continue;
-		if (na_runc(args, -1, NULL, 20000, &e) == 0) {
-			log_info("%s: job %s: removed container %s", why, job, de->d_name);
-			(*removed)++;
-			continue;
-		}
-		/* A container runc cannot delete (state half written when its
-		 * creator died): its processes die with its cgroups below. */
-		snprintf(root + strlen(root), sizeof(root) - strlen(root), "/%s", de->d_name);
-		if (rm_rf(root, &e) == 0) {
-			log_info("%s: job %s: removed broken runc state of %s", why, job, de->d_name);
-			(*removed)++;
-		} else if (rc == 0) {
-			rc = verr_set(err, "container %s: %s", de->d_name, e.msg);
-		}
-		na_runc_root(root, sizeof(root));
-	}
-	closedir(d);
-	return rc;
 }
 
 static int sweep_netns(const char *job, const char *why, int *removed, struct verr *err)
@@ -90,7 +53,7 @@ static int sweep_netns(const char *job, const char *why, int *removed, struct ve
 	while ((de = readdir(d))) {
 		struct verr e;
 
-		if (strcmp(de->d_name, own) && !indexed(de->d_name, prefix))
+		if (strcmp(de->d_name, own) && !na_indexed_name(de->d_name, prefix))
 			continue;
 		if (!strcmp(de->d_name, own) && na_vxlan_del(own, &e) < 0)
 			log_warn("%s: job %s: %s", why, job, e.msg);
@@ -143,7 +106,7 @@ int na_sweep_job(const char *job, const char *jobdir, const char *why,
 	if (na_job_check(job, err) < 0)
 		return -1;
 #define STEP(call) do { if ((call) < 0 && rc == 0) { *err = e; rc = -1; } } while (0)
-	STEP(sweep_containers(job, why, removed, &e));
+	STEP(na_drivers_sweep(job, why, removed, &e));
 	snprintf(rel, sizeof(rel), "vhpc/%s", job);
 	n = 0;
 	STEP(na_cgroup_remove(rel, true, &n, &e));

@@ -10,33 +10,9 @@
 #include <stdint.h>
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "nodeagent/nodeagent.h"
 
 struct na_jobdir;
-
-struct na_topo;
-
-/* spec: NULL = this machine; "synthetic:pack:2 numa:2 core:8 pu:2" = an
- * hwloc synthetic description; a path ending .xml = an hwloc XML export. */
-int na_topo_load(struct na_topo **out, const char *spec, struct verr *err);
-void na_topo_free(struct na_topo *t);
-/* Keeps only the PUs (os indexes) in cpus, dropping NUMA nodes left without
- * any: a node agent that owns part of a machine (one per socket, or the
- * "nodes" of a test cluster on one host). */
-int na_topo_restrict(struct na_topo *t, const int *cpus, int n, struct verr *err);
-
-/* The PUs (os indexes) of cores given by hwloc logical index, the way
- * Slurm numbers a node's cores (S_JOB_ALLOC_CORES): *pus is malloc'd.  An
- * error names a core the topology lacks. */
-int na_topo_core_pus(const struct na_topo *t, const int *cores, int n, int **pus, int *npus, struct verr *err);
-
-struct na_numa_info {
-	int os_index;          /* host NUMA node number */
-	int ncores;
-	uint64_t mem_bytes;    /* memory of the node (0 when hwloc cannot tell) */
-	uint64_t hugepages_2m_free;
-};
-/* Fills up to max entries; returns the number of NUMA nodes. */
-int na_topo_numa(const struct na_topo *t, struct na_numa_info *out, int max);
 
 /* The host NUMA node (os index) of each CPU of placement p, into out[]
  * (p->ncpus entries); an error names a CPU the topology lacks. */
@@ -76,11 +52,6 @@ struct na_placement {
  * message that says what was asked, what did not fit and what is free. */
 int na_place(const struct na_topo *t, const struct na_place_req *r,
 	     struct na_placement *out, struct verr *err);
-
-/* Host CPUs pinned by the jobs of this run dir (from their runtime dirs):
- * live ones, and dead ones until na_cleanup_stale has removed their guests
- * (which may still run).  *cpus is malloc'd. */
-int na_busy_cpus(int **cpus, int *n, struct verr *err);
 
 struct na_jobdir;
 /* na_busy_cpus + na_place + na_jobdir_record_cpus under one run-dir lock,

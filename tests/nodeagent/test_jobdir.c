@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "nodeagent/drivers/container/container.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 static char run[64];
 

@@ -15,7 +15,7 @@
 #include <json-c/json.h>
 
 #include "nodeagent/drivers/container/container.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 static char root[64];
 static const char *argv_[] = { "/bin/vhpc-guestd", "--ready", NULL };

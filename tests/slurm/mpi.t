@@ -44,6 +44,13 @@ check_eq "the co-located guests talk through vmshm (both pairs, both ways)" 4 \
 check_match "the vmshm region is one per node, shared by its two guests" \
 	"host '[^']*:n1' guest 'g[01]'.*host '[^']*:n1' guest 'g[01]'" "$(grep 'region /run/vhpc-vmshm' "$T/err" | sort | tr '\n' ' ')"
 
+# The region has a slot for every rank of the job, on every node (the
+# vmshm BTL's VHPC_VMSHM_SLOTS): until 2026-12-05 a Slurm job's counted
+# only its node's guests, 2 here for 4 ranks.
+sl_user srun -N 2 -n 4 --vhpc-image=default sh -c 'echo "SLOTS $VHPC_VMSHM_SLOTS"' >"$T/slots" 2>"$T/err"
+check_eq "every task of a 2-node, 4-guest job sees 4 vmshm slots" "SLOTS 4 SLOTS 4 SLOTS 4 SLOTS 4" \
+	"$(sort "$T/slots" | tr '\n' ' ' | sed 's/ $//')"
+
 # glibc's memcpy off rep movsb where the node agent measures it slow at
 # short distances (lib/vmshm/vmshm_copyprobe.h): Slurm tasks in vmshm guests
 # get what `vhpc run`'s guests get on this machine.

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "nodeagent/job.h"
 
 struct tuning;
 
@@ -106,6 +107,8 @@ const char *na_runc_path(void);
  * out_fd < 0).  Kills it after timeout_ms. */
 int na_runc(const char *const *args, int out_fd, const char *log,
 	    int timeout_ms, struct verr *err);
+/* The driver's sweep op (drivers.h): job's containers under the runc root. */
+int na_ctr_sweep(const char *job, const char *why, int *removed, struct verr *err);
 
 /* ---------------------------------------------------------------- OCI */
 

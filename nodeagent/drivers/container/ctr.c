@@ -3,7 +3,7 @@
  * <job dir>/g<index>/ (config.json, and rootfs: a read-only bind of the
  * image's rootfs, so not even runc's set-up can write into a shared image).
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/clock.h"
 #include "lib/consts.h"
 #include "lib/err.h"

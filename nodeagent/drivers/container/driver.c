@@ -17,7 +17,7 @@
 #include "nodeagent/drivers/container/container.h"
 #include "nodeagent/drivers/drivers.h"
 #include "nodeagent/net/net.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -244,10 +244,9 @@ static int start(struct na_job *j, int k, struct verr *err)
 	s.hostname = name;
 	s.rootfs = cj ? cj->rootfs : j->img.rootfs;
 	s.argv = argv;
-	s.env = na_guest_env(&env, j->s.label, gi, vmshm ? j->s.host_id : NULL, j->s.vmshm_slots);
+	s.env = na_job_guest_env(j, &env, gi);
 	if (cj && cj->have_pod)
 		s.pod = cj->pod.pid;
-	na_guest_env_vmshm(&env, j);
 	s.binds = binds;
 	s.netns = j->net.guest_netns[k];
 	s.place = &j->place[k];
@@ -436,4 +435,5 @@ const struct na_driver na_driver_container = {
 	.log_tail = log_tail,
 	.stop_all = stop_all,
 	.release = release,
+	.sweep = na_ctr_sweep,
 };

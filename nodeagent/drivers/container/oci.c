@@ -17,7 +17,7 @@
  * "nobody") ever holds a guest's processes or files.  With no capabilities
  * in its namespace that root can do nothing the user could not.
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/parse.h"

@@ -17,7 +17,7 @@
 #include "lib/fsutil.h"
 #include "lib/log.h"
 #include "nodeagent/drivers/container/container.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 #include <errno.h>
 #include <fcntl.h>

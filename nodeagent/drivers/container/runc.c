@@ -2,7 +2,7 @@
  * Running the OCI runtime.  runc from Debian: crun 1.8 refuses the hybrid
  * cgroup layout of the hosts here (DESIGN.md).
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"

@@ -15,7 +15,7 @@
 #include "images/images.h"
 #include "nodeagent/drivers/drivers.h"
 #include "nodeagent/drivers/kvm/kvm.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "nodeagent/place/place.h"
 
 #include <limits.h>
@@ -98,9 +98,8 @@ static int prepare(struct na_job *j, struct verr *err)
 			return -1;
 	}
 	/* What vhpc-guestd starts with (the guest's init adds its index). */
-	na_guest_env(&env, j->s.label, -1, j->vmshm[0] ? j->s.host_id : NULL, j->s.vmshm_slots);
-	na_guest_env_vmshm(&env, j);
-	return na_kvm_config_disk(&j->jd, j->shared, env.v, j->s.tuning, kj->config_disk,
+	na_job_guest_env(j, &env, -1);
+	return na_kvm_config_disk(&j->jd, j->shared, env.v, j->tuning, kj->config_disk,
 				  sizeof(kj->config_disk), err);
 }
 

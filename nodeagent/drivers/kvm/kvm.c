@@ -7,7 +7,7 @@
  * (SIGTERM: HV_EXIT_KILLED), kills after a grace period, and removes the
  * guest's cgroups; whatever a dead agent left is found by name by the sweep.
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/chan.h"
 #include "lib/clock.h"
 #include "lib/err.h"

@@ -3,7 +3,7 @@
  * vhpc-hv command line say, given the placement and the image.  Kept free
  * of side effects so the unit tests can pin down every option.
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/inet.h"

@@ -13,7 +13,7 @@
  * cgroup's OOM killer rather than by the node's.  kvm_mem_limit says how
  * much; kvm_mem_peak reports what was used, for the log at the end.
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"

@@ -8,7 +8,7 @@
  * a symlink the user plants in its place is refused rather than followed
  * to another socket of the host.
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/fdio.h"

@@ -15,7 +15,7 @@
  *
  * The vmshm region: grown to the power of two a PCI BAR must be.
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/bytes.h"

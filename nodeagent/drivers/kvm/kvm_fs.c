@@ -23,7 +23,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "kvm_int.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "nodeagent/drivers/kvm/kvm.h"
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 
 #include <sys/types.h>
 #include <limits.h>

@@ -9,7 +9,7 @@
  * with what that takes on an ordinary x86 server.  VHPC_KVM_TIME_SCALE
  * overrides the measurement (a number >= 1).
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "kvm_int.h"

@@ -4,7 +4,7 @@
  * (--net fd=N), so vhpc-hv runs in the host's namespace and the tap lives
  * exactly as long as someone holds it: no persistent device to leak.
  */
-#include "nodeagent/nodeagent.h"
+#include "nodeagent/job.h"
 #include "lib/err.h"
 #include "kvm_int.h"
 #include "nodeagent/jobdir/jobdir.h"
