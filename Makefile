@@ -101,7 +101,7 @@ endef
 
 # $(call unit_test,NAME,SOURCES,LIBS) -- always under ASan+UBSan
 define unit_test
-$(B)/tests/$(1): $(patsubst %.c,$(B)/san/%.o,$(2)) $(patsubst %.a,%-san.a,$(filter %.a,$(3))) $(B)/lib/libvhpc-san.a
+$(B)/tests/$(1): $(patsubst %.c,$(B)/san/%.o,$(2) tests/fixture.c) $(patsubst %.a,%-san.a,$(filter %.a,$(3))) $(B)/lib/libvhpc-san.a
 	@mkdir -p $$(@D)
 	$$(call say,LD,$$@)
 	$$(Q)$$(CC) $$(SANFLAGS) $$(LDFLAGS) -o $$@ $$(filter %.o,$$^) $(patsubst %.a,%-san.a,$(3)) $(B)/lib/libvhpc-san.a -lcmocka $$(LIBVHPC_LIBS)

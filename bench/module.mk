@@ -30,7 +30,7 @@ $(eval $(call program,vhpc-sysbench,bench/loops/sysbench.c))
 $(eval $(call program,vhpc-netbench,bench/netbench/netbench.c bench/netbench/peer.c bench/netbench/tcp.c,$$(MPI_LIBS)))
 $(call dir_cflags,bench/netbench,$$(MPI_CFLAGS))
 
-# The harness behind `vhpc bench` (scheduler/cmd_bench.c calls bench_run and
+# The harness behind `vhpc bench` (scheduler/cli/cmd_bench.c calls bench_run and
 # bench_compare from bench/bench.h).  The program template links every object
 # that $(B)/bin/vhpc depends on, so naming them here links them into vhpc
 # without touching the scheduler's module.mk.

@@ -4,6 +4,7 @@
  * scans find them too. */
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "vm.h"
 #include "aml.h"
@@ -23,16 +24,8 @@ struct tbuf {
 
 static uint8_t *tb_put(struct tbuf *t, size_t n)
 {
-	if (t->len + n > t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 4096;
-		while (nc < t->len + n)
-			nc *= 2;
-		uint8_t *np = realloc(t->p, nc);
-		if (!np)
-			return NULL;
-		t->p = np;
-		t->cap = nc;
-	}
+	if (grow(&t->p, &t->cap, t->len + n, 1, 4096) < 0)
+		return NULL;
 	uint8_t *r = t->p + t->len;
 	memset(r, 0, n);
 	t->len += n;

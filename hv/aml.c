@@ -1,4 +1,5 @@
 /* AML writer (ACPI 6.x, section 20: AML encoding). */
+#include "lib/grow.h"
 #include "aml.h"
 
 #include <stdlib.h>
@@ -15,26 +16,18 @@ void aml_free(struct aml *a)
 	memset(a, 0, sizeof(*a));
 }
 
-static int grow(struct aml *a, size_t n)
+static int aml_room(struct aml *a, size_t n)
 {
-	if (a->len + n <= a->cap)
-		return 0;
-	size_t nc = a->cap ? a->cap * 2 : 1024;
-	while (nc < a->len + n)
-		nc *= 2;
-	uint8_t *nb = realloc(a->buf, nc);
-	if (!nb) {
+	if (grow(&a->buf, &a->cap, a->len + n, 1, 1024) < 0) {
 		a->err = 1;
 		return -1;
 	}
-	a->buf = nb;
-	a->cap = nc;
 	return 0;
 }
 
 void aml_bytes(struct aml *a, const void *p, size_t n)
 {
-	if (grow(a, n) < 0)
+	if (aml_room(a, n) < 0)
 		return;
 	memcpy(a->buf + a->len, p, n);
 	a->len += n;
@@ -170,7 +163,7 @@ void aml_close(struct aml *a)
 		pl[3] = (uint8_t)(t >> 20);
 		n = 4;
 	}
-	if (grow(a, (size_t)n) < 0)
+	if (aml_room(a, (size_t)n) < 0)
 		return;
 	memmove(a->buf + start + n, a->buf + start, body);
 	memcpy(a->buf + start, pl, (size_t)n);

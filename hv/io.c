@@ -2,6 +2,7 @@
  * find the range by binary search under a read lock, so devices (PCI BARs)
  * may move while the guest runs. */
 #include "lib/err.h"
+#include "lib/grow.h"
 #include "vm.h"
 
 #include <stdlib.h>
@@ -42,16 +43,9 @@ int io_register(struct io_bus *b, uint64_t base, uint64_t len, const struct io_o
 		pthread_rwlock_unlock(&b->lock);
 		return -1;
 	}
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 16;
-		struct io_region *nr = realloc(b->r, nc * sizeof(*nr));
-
-		if (!nr) {
-			pthread_rwlock_unlock(&b->lock);
-			return verr_set(err, "out of memory");
-		}
-		b->r = nr;
-		b->cap = nc;
+	if (grow(&b->r, &b->cap, b->n + 1, sizeof(*b->r), 16) < 0) {
+		pthread_rwlock_unlock(&b->lock);
+		return verr_set(err, "out of memory");
 	}
 	memmove(&b->r[i + 1], &b->r[i], (b->n - i) * sizeof(*b->r));
 	b->r[i] = (struct io_region){ .base = base, .len = len, .ops = ops, .opaque = opaque };

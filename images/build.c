@@ -10,6 +10,7 @@
 #include "lib/err.h"
 #include "lib/fdio.h"
 #include "lib/fsutil.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "lib/parse.h"
 #include "lib/paths.h"
@@ -189,15 +190,8 @@ static int add_ent(struct fileset *fs, const char *dst, enum ent_kind k,
 
 	if (find_ent(fs, dst))
 		return 0;
-	if (fs->n == fs->cap) {
-		size_t ncap = fs->cap ? fs->cap * 2 : 1024;
-		struct ent *nv = realloc(fs->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return verr_set(err, "out of memory");
-		fs->v = nv;
-		fs->cap = ncap;
-	}
+	if (grow(&fs->v, &fs->cap, fs->n + 1, sizeof(*fs->v), 1024) < 0)
+		return verr_set(err, "out of memory");
 	e = &fs->v[fs->n];
 	e->dst = strdup(dst);
 	e->src = strdup(src);
@@ -214,15 +208,8 @@ static int add_ent(struct fileset *fs, const char *dst, enum ent_kind k,
 
 static int add_elf(struct fileset *fs, const char *host, struct verr *err)
 {
-	if (fs->nelf == fs->capelf) {
-		size_t ncap = fs->capelf ? fs->capelf * 2 : 256;
-		char **nv = realloc(fs->elf, ncap * sizeof(*nv));
-
-		if (!nv)
-			return verr_set(err, "out of memory");
-		fs->elf = nv;
-		fs->capelf = ncap;
-	}
+	if (grow(&fs->elf, &fs->capelf, fs->nelf + 1, sizeof(*fs->elf), 256) < 0)
+		return verr_set(err, "out of memory");
 	if (!(fs->elf[fs->nelf] = strdup(host)))
 		return verr_set(err, "out of memory");
 	fs->nelf++;

@@ -6,6 +6,7 @@
  */
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "lib/parse.h"
 #include "image_int.h"
@@ -57,15 +58,10 @@ int image_cache_list(const char *cache, struct image_cached **out, size_t *n, st
 
 		if (!image_id_ok(e->d_name) || image_load(cache, e->d_name, &img, &ignore) < 0)
 			continue;
-		if (cnt == cap) {
-			struct image_cached *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return verr_set(err, "out of memory");
-			}
-			v = nv;
+		if (grow(&v, &cap, cnt + 1, sizeof(*v), 16) < 0) {
+			free(v);
+			closedir(d);
+			return verr_set(err, "out of memory");
 		}
 		memset(&v[cnt], 0, sizeof(v[cnt]));
 		snprintf(v[cnt].id, sizeof(v[cnt].id), "%s", img.id);

@@ -18,6 +18,7 @@
  */
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "lib/parse.h"
 #include "lib/paths.h"
@@ -160,7 +161,7 @@ static char *short_name(const char *path)
 static int moddep_load(const char *file, struct moddep *m, struct verr *err)
 {
 	char *buf, *line, *save = NULL;
-	size_t len, cap = 0;
+	size_t len, cap[4] = { 0 };
 
 	memset(m, 0, sizeof(*m));
 	if (read_file(file, &buf, &len, 64 << 20, err) < 0)
@@ -171,16 +172,14 @@ static int moddep_load(const char *file, struct moddep *m, struct verr *err)
 		if (!colon)
 			continue;
 		*colon = 0;
-		if (m->n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			m->name = realloc(m->name, cap * sizeof(char *));
-			m->path = realloc(m->path, cap * sizeof(char *));
-			m->deps = realloc(m->deps, cap * sizeof(char **));
-			m->ndeps = realloc(m->ndeps, cap * sizeof(size_t));
-			if (!m->name || !m->path || !m->deps || !m->ndeps) {
-				free(buf);
-				return verr_set(err, "out of memory");
-			}
+		/* Four arrays of one length: each keeps its own room, so one
+		 * that could not grow leaves the others usable to free. */
+		if (grow(&m->name, &cap[0], m->n + 1, sizeof(*m->name), 1024) < 0 ||
+		    grow(&m->path, &cap[1], m->n + 1, sizeof(*m->path), 1024) < 0 ||
+		    grow(&m->deps, &cap[2], m->n + 1, sizeof(*m->deps), 1024) < 0 ||
+		    grow(&m->ndeps, &cap[3], m->n + 1, sizeof(*m->ndeps), 1024) < 0) {
+			free(buf);
+			return verr_set(err, "out of memory");
 		}
 		m->path[m->n] = strdup(line);
 		m->name[m->n] = short_name(line);

@@ -5,6 +5,7 @@
  * out on purpose: they differ between builds of the same content. */
 #include "lib/bytes.h"
 #include "lib/err.h"
+#include "lib/grow.h"
 #include "image_int.h"
 #include "images/images.h"
 
@@ -31,18 +32,8 @@ static int mf_add(struct mf *m, const char *line, struct verr *err)
 {
 	size_t n = strlen(line);
 
-	if (m->len + n + 1 > m->cap) {
-		size_t ncap = m->cap ? m->cap * 2 : 1 << 16;
-		char *nt;
-
-		while (ncap < m->len + n + 1)
-			ncap *= 2;
-		nt = realloc(m->text, ncap);
-		if (!nt)
-			return verr_set(err, "out of memory");
-		m->text = nt;
-		m->cap = ncap;
-	}
+	if (grow(&m->text, &m->cap, m->len + n + 1, 1, 1 << 16) < 0)
+		return verr_set(err, "out of memory");
 	memcpy(m->text + m->len, line, n + 1);
 	m->len += n;
 	return 0;

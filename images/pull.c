@@ -13,6 +13,7 @@
 #include "lib/err.h"
 #include "lib/fdio.h"
 #include "lib/fsutil.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "image_int.h"
 #include "images/images.h"
@@ -80,13 +81,8 @@ static void local_index(const char *cache, int cfd, const char *skip_id, struct 
 		for (size_t k = 0; k < m.n; k++) {
 			if (m.v[k].type != 'f' || !m.v[k].size)
 				continue;
-			if (n == cap) {
-				struct local_obj *nv = realloc(v, (cap = cap ? cap * 2 : 1024) * sizeof(*v));
-
-				if (!nv)
-					break;
-				v = nv;
-			}
+			if (grow(&v, &cap, n + 1, sizeof(*v), 1024) < 0)
+				break;
 			snprintf(v[n].sha, sizeof(v[n].sha), "%s", m.v[k].sha);
 			if (asprintf(&v[n].path, "%s%s", c[i].id, m.v[k].path) < 0)
 				break;

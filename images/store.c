@@ -5,6 +5,7 @@
 #include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "lib/parse.h"
 #include "lib/paths.h"
@@ -496,15 +497,10 @@ int image_list(struct image_info **out, size_t *n, struct verr *err)
 
 		if (!image_id_ok(e->d_name))
 			continue;
-		if (cnt == cap) {
-			struct image_info *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return verr_set(err, "out of memory");
-			}
-			v = nv;
+		if (grow(&v, &cap, cnt + 1, sizeof(*v), 16) < 0) {
+			free(v);
+			closedir(d);
+			return verr_set(err, "out of memory");
 		}
 		if (load_info(e->d_name, &v[cnt], &ignore) == 0)
 			cnt++;

@@ -3,6 +3,7 @@
 #include "lib/proc.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/grow.h"
 
 #include <stdbool.h>
 #include <errno.h>
@@ -22,18 +23,8 @@ static int grow_append(char **buf, size_t *len, size_t *cap, size_t max,
 {
 	if (*len + n > max)
 		n = max > *len ? max - *len : 0;
-	if (*len + n + 1 > *cap) {
-		size_t ncap = (*cap ? *cap * 2 : 4096);
-		char *nb;
-
-		while (ncap < *len + n + 1)
-			ncap *= 2;
-		nb = realloc(*buf, ncap);
-		if (!nb)
-			return -1;
-		*buf = nb;
-		*cap = ncap;
-	}
+	if (grow(buf, cap, *len + n + 1, 1, 4096) < 0)
+		return -1;
 	memcpy(*buf + *len, src, n);
 	*len += n;
 	(*buf)[*len] = 0;

@@ -39,8 +39,7 @@ struct launch_plan {
 
 /* Ranks per guest: as even as possible, the first guests take the rest. */
 void launch_split_ranks(int ranks, int nguests, int *out);
-/* NULL-terminated argv for mpirun; free with launch_free_argv. */
+/* NULL-terminated argv for mpirun; free with argv_free (lib/argv.h). */
 char **launch_mpirun_argv(const struct launch_plan *p);
-void launch_free_argv(char **argv);
 
 #endif

@@ -1,5 +1,6 @@
 /* The metrics of one run: values per side and repetition, and JSON. */
 #include "lib/err.h"
+#include "lib/grow.h"
 #include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>
@@ -121,16 +122,9 @@ struct bh_metric *bh_metric_get(struct bh_results *r, const struct bh_desc *d, s
 		verr_set(err, "more than %d metrics", BH_MAX_METRICS);
 		return NULL;
 	}
-	if (r->n == r->cap) {
-		size_t ncap = r->cap ? r->cap * 2 : 64;
-		struct bh_metric *nm = realloc(r->m, ncap * sizeof(*nm));
-
-		if (!nm) {
-			verr_set(err, "out of memory");
-			return NULL;
-		}
-		r->m = nm;
-		r->cap = ncap;
+	if (grow(&r->m, &r->cap, r->n + 1, sizeof(*r->m), 64) < 0) {
+		verr_set(err, "out of memory");
+		return NULL;
 	}
 	m = &r->m[r->n];
 	memset(m, 0, sizeof(*m));

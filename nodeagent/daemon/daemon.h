@@ -119,7 +119,8 @@ struct vd {
 	int hb_ms;
 	uint64_t spool_size;
 	struct vjob **jobs;
-	int njobs, capjobs;
+	int njobs;
+	size_t capjobs;
 	/* the image cache (image.c) */
 	char cache[512];           /* --image-cache */
 	uint64_t cache_size;       /* --image-cache-size */

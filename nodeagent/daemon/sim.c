@@ -10,6 +10,7 @@
 #include "lib/clock.h"
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "lib/grow.h"
 #include "lib/inet.h"
 #include "lib/log.h"
 #include "lib/parse.h"
@@ -35,7 +36,8 @@ struct simjob {
 static struct {
 	pthread_mutex_t mu;
 	struct simjob *v;
-	int n, cap;
+	int n;
+	size_t cap;
 } S = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static int64_t ms(void)
@@ -96,16 +98,9 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 	switch (m->type) {
 	case VM_PREPARE:
 		if (!s) {
-			if (S.n == S.cap) {
-				int cap = S.cap ? S.cap * 2 : 1024;
-				struct simjob *nv = realloc(S.v, sizeof(*nv) * cap);
-
-				if (!nv) {
-					pthread_mutex_unlock(&S.mu);
-					return wire_error("out of memory");
-				}
-				S.v = nv;
-				S.cap = cap;
+			if (grow(&S.v, &S.cap, (size_t)S.n + 1, sizeof(*S.v), 1024) < 0) {
+				pthread_mutex_unlock(&S.mu);
+				return wire_error("out of memory");
 			}
 			S.v[S.n++] = (struct simjob){ node, m->job, SJ_READY, 0 };
 		}

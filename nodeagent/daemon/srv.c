@@ -5,6 +5,7 @@
  * answered.
  */
 #include "lib/err.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "lib/wire.h"
 #include "daemon.h"
@@ -34,15 +35,8 @@ struct vjob *vd_job_find(int64_t id)
 
 int vd_job_add(struct vjob *j)
 {
-	if (vd.njobs == vd.capjobs) {
-		int cap = vd.capjobs ? vd.capjobs * 2 : 16;
-		struct vjob **nv = realloc(vd.jobs, sizeof(*nv) * cap);
-
-		if (!nv)
-			return -1;
-		vd.jobs = nv;
-		vd.capjobs = cap;
-	}
+	if (grow(&vd.jobs, &vd.capjobs, (size_t)vd.njobs + 1, sizeof(*vd.jobs), 16) < 0)
+		return -1;
 	vd.jobs[vd.njobs++] = j;
 	return 0;
 }

@@ -5,6 +5,7 @@
 # of the test's own serves all.  Source after tests/lib.sh; every resource
 # is named after $CL and removed at exit.
 
+. "$(dirname "${BASH_SOURCE[0]}")/../hub.sh"
 : "${CL:=vct$$}"
 CL_DIR=$(mktemp -d /tmp/vhpct-cl.XXXXXX)
 chmod 755 "$CL_DIR"
@@ -32,14 +33,7 @@ as_nobody() { cl_in "$CL_HUB" setpriv --reuid 65534 --regid 65534 --clear-groups
 cl_net_up() {  # N
 	local i
 	at_exit cl_net_down
-	ip netns add "$CL_HUB" || return 1
-	ip -n "$CL_HUB" link set lo up
-	# A MAC of its own: a bridge without one takes its lowest port's, and
-	# a node killed with its port would change it under every node's ARP
-	# cache (all heartbeats then time out for seconds).
-	ip -n "$CL_HUB" link add name hub0 address 02:00:c6:12:00:01 mtu 9000 type bridge
-	ip -n "$CL_HUB" addr add 198.18.0.1/24 dev hub0
-	ip -n "$CL_HUB" link set hub0 up
+	hub_up "$CL_HUB" 198.18.0 02:00:c6:12:00:01 || return 1
 	CL_NODES=$1
 	for ((i = 1; i <= $1; i++)); do
 		cl_node_net "$i" || return 1
@@ -47,24 +41,9 @@ cl_net_up() {  # N
 }
 
 # cl_node_net I: node I's namespace on the hub (again, after it was killed)
-cl_node_net() {
-	local i=$1
-	ip netns add "$CL-n$i" || return 1
-	# jumbo frames on the underlay, so the job networks keep the
-	# profile's 9000 less the VXLAN's 50
-	ip link add "${CL}v$i" mtu 9000 netns "$CL_HUB" type veth peer name eth0 mtu 9000 netns "$CL-n$i"
-	ip -n "$CL_HUB" link set "${CL}v$i" master hub0 up
-	ip -n "$CL-n$i" addr add "198.18.0.$((10 + i))/24" dev eth0
-	ip -n "$CL-n$i" link set eth0 up
-	ip -n "$CL-n$i" link set lo up
-}
+cl_node_net() { hub_node "$CL_HUB" 198.18.0 "$CL" "$1"; }
 
-cl_net_down() {
-	local i
-	for ((i = 1; i <= CL_NODES; i++)); do ip netns del "$CL-n$i" 2>/dev/null; done
-	ip netns del "$CL_HUB" 2>/dev/null
-	true
-}
+cl_net_down() { hub_down "$CL_HUB" "$CL" "$CL_NODES"; }
 
 cl_munge_up() {
 	munged_up "$CL_DIR" || return 1

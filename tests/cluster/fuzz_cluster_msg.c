@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/ctld.h"
+#include "scheduler/ctld/ctld.h"
 #include "nodeagent/daemon/daemon.h"
 #include "nodeagent/nodeagent.h"
 #include "images/images.h"

@@ -12,7 +12,7 @@
 #include <json-c/json.h>
 #include <cmocka.h>
 
-#include "scheduler/ctld.h"
+#include "scheduler/ctld/ctld.h"
 #include "scheduler/jobjson.h"
 #include "nodeagent/daemon/daemon.h"
 

@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "images/images.h"
 #include "images/image_int.h"
 
@@ -29,16 +31,13 @@ static char dir[64];
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/vhpc-mf-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return fx_tmpdir(dir, sizeof(dir), "mf");
 }
 
 static int teardown(void **state)
 {
-	struct verr err;
-
 	(void)state;
-	return rm_rf(dir, &err);
+	return fx_rmdir(dir);
 }
 
 static void put(const char *rel, const char *data, mode_t mode)

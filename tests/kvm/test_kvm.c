@@ -4,6 +4,7 @@
  * image, NUMA splits, the hugepage plan, exit words, the config disk's
  * files and the disk itself, the vmshm region's BAR size.
  */
+#include "lib/argv.h"
 #include "lib/chan.h"
 #include "lib/consts.h"
 #include "lib/err.h"
@@ -155,7 +156,7 @@ static void argv_from_placement_and_image(void **state)
 		"--net|fd=5,mac=52:54:0a:d5:00:03,mtu=9000|"
 		"--vsock|cid=4,uds=/run/vhpc/jobs/ab12/kvm1/vsock|"
 		"--console|file:/run/vhpc/jobs/ab12/kvm1/console|--seccomp");
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 
 	/* Files passed open: each as /dev/fd/N, the paths nowhere. */
 	{
@@ -167,7 +168,7 @@ static void argv_from_placement_and_image(void **state)
 		assert_non_null(strstr(joined(argv), "|--shm|path=/dev/fd/10|--blk|path=/dev/fd/8,ro,serial=vhpc-root|"
 					      "--blk|path=/dev/fd/9,ro,serial=vhpc-config|--net|fd=5,"));
 		assert_null(strstr(joined(argv), "/img/"));
-		na_kvm_argv_free(argv);
+		argv_free(argv);
 	}
 
 	/* A scratch disk: read-write, after the read-only ones, and the init
@@ -176,7 +177,7 @@ static void argv_from_placement_and_image(void **state)
 	assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", &fds5, &argv, &e), 0);
 	assert_non_null(strstr(joined(argv), "serial=vhpc-config|--blk|path=/run/vhpc/jobs/ab12/scratch1.ext4,serial=vhpc-scratch|--net|"));
 	assert_non_null(strstr(joined(argv), " vhpc.listen=10.213.0.3:7707 vhpc.scratch=1|"));
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 	s.scratch_disk = "/run/a,ro/scratch1.ext4";
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), -1);
 	assert_non_null(strstr(e.msg, "scratch disk"));
@@ -191,7 +192,7 @@ static void argv_from_placement_and_image(void **state)
 	assert_null(strstr(joined(argv), "require-hw"));
 	assert_null(strstr(joined(argv), "hugepages"));
 	assert_null(strstr(joined(argv), "--shm"));
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 
 	/* VHPC_KVM_PREFAULT=0 (the nested lab): no prefault, except with
 	 * hugepages, whose pool must be found short at start. */
@@ -199,16 +200,16 @@ static void argv_from_placement_and_image(void **state)
 	setenv("VHPC_KVM_PREFAULT", "0", 1);
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	assert_non_null(strstr(joined(argv), "|--host-node|1|--no-prefault|--require-hw|"));
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 	s.hugepages = true;
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	assert_null(strstr(joined(argv), "prefault"));
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 	s.hugepages = false;
 	setenv("VHPC_KVM_PREFAULT", "1", 1);
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	assert_null(strstr(joined(argv), "prefault"));
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 	setenv("VHPC_KVM_PREFAULT", "no", 1);
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), -1);
 	assert_string_equal(e.msg, "VHPC_KVM_PREFAULT: expected 0 or 1, got 'no'");
@@ -232,7 +233,7 @@ static void argv_prefers_the_pvh_kernel(void **state)
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	assert_string_equal(argv[1], "--kernel");
 	assert_string_equal(argv[2], img.vmlinux);
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 	unlink(img.vmlinux);
 	rmdir(dir);
 	setup(NULL);
@@ -255,14 +256,14 @@ static void split_guest_gets_a_node_per_host_node(void **state)
 	assert_non_null(strstr(joined(argv), "|--cpu-affinity|0,1,8|--numa|mem=682M,cpus=0-1,host-node=0|"
 					      "--numa|mem=342M,cpus=2,host-node=1|"));
 	assert_null(strstr(joined(argv), "--host-node"));
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 
 	/* Interleaved nodes keep each vCPU with its node. */
 	int il[3] = { 1, 0, 1 };
 	s.cpu_node = il;
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);
 	assert_non_null(strstr(joined(argv), "|--numa|mem=682M,cpus=0,2,host-node=1|--numa|mem=342M,cpus=1,host-node=0|"));
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 
 	/* Too little memory to split. */
 	s.mem = 128ull << 20;
@@ -275,7 +276,7 @@ static void split_guest_gets_a_node_per_host_node(void **state)
 	s.place = &many;
 	s.cpu_node = nodes;
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), 0);   /* 8 nodes x 16 MiB fit */
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 	for (int i = 0; i < 100; i++)
 		nodes[i] = i % 9;
 	assert_int_equal(na_kvm_argv(&s, "/run/j", &fds5, &argv, &e), -1);

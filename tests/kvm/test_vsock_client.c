@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "lib/chan.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -115,8 +117,7 @@ static void stop(struct bridge *b, pthread_t t)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/vhpc-vsockc-XXXXXX");
-	if (!mkdtemp(dir))
+	if (fx_tmpdir(dir, sizeof(dir), "vsockc") < 0)
 		return -1;
 	snprintf(sock, sizeof(sock), "%s/g0.vsock", dir);
 	return 0;
@@ -125,9 +126,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	unlink(sock);
-	rmdir(dir);
-	return 0;
+	return fx_rmdir(dir);
 }
 
 static void connects_through_the_bridge(void **state)

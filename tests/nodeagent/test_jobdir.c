@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "nodeagent/drivers/container/container.h"
 #include "nodeagent/job.h"
 
@@ -29,8 +31,7 @@ static char run[64];
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(run, sizeof(run), "/tmp/vhpc-test-jobdir-XXXXXX");
-	if (!mkdtemp(run))
+	if (fx_tmpdir(run, sizeof(run), "test-jobdir") < 0)
 		return -1;
 	setenv("VHPC_RUN_DIR", run, 1);
 	return 0;
@@ -38,10 +39,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct verr e;
-
 	(void)state;
-	return rm_rf(run, &e);
+	return fx_rmdir(run);
 }
 
 static bool exists(const char *fmt, const char *arg)

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+
+#include "tests/fixture.h"
 #include <json-c/json.h>
 
 #include "nodeagent/drivers/container/container.h"
@@ -29,8 +31,7 @@ static int setup(void **state)
 	char p[128];
 
 	(void)state;
-	snprintf(root, sizeof(root), "/tmp/vhpc-test-oci-XXXXXX");
-	if (!mkdtemp(root))
+	if (fx_tmpdir(root, sizeof(root), "test-oci") < 0)
 		return -1;
 	for (int i = 0; dirs[i]; i++) {
 		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
@@ -42,10 +43,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct verr e;
-
 	(void)state;
-	return rm_rf(root, &e);
+	return fx_rmdir(root);
 }
 
 static struct na_ctr_spec spec(void)

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 enum ev { EV_SYNC_FILE = 1, EV_SYNC_DIR, EV_RENAME };
 
 static enum ev evs[16];
@@ -52,13 +54,13 @@ int __wrap_rename(const char *from, const char *to)
 	return __real_rename(from, to);
 }
 
-static char dir[] = "/tmp/vhpc-atomic-XXXXXX";
+static char dir[64];
 static char path[300];
 
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
+	if (fx_tmpdir(dir, sizeof(dir), "atomic") < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	return 0;
@@ -66,10 +68,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct verr err;
-
 	(void)state;
-	return rm_rf(dir, &err);
+	return fx_rmdir(dir);
 }
 
 static char *slurp(const char *p)

@@ -21,23 +21,22 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "scheduler/imgstore.h"
+#include "tests/fixture.h"
+
+#include "scheduler/ctld/imgstore.h"
 
 static char dir[64];
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/vhpc-imgstore-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
+	return fx_tmpdir(dir, sizeof(dir), "imgstore");
 }
 
 static int teardown(void **state)
 {
-	struct verr err;
-
 	(void)state;
-	return rm_rf(dir, &err);
+	return fx_rmdir(dir);
 }
 
 static void sha(const void *data, size_t len, char hex[65])

@@ -1,4 +1,5 @@
 /* What guest 0 is asked to run: hostfile, hosts and mpirun's arguments. */
+#include "lib/argv.h"
 #include "lib/jobspec.h"
 #include <setjmp.h>
 #include <stdarg.h>
@@ -109,7 +110,7 @@ static void mpirun_gets_launcher_interfaces_and_command(void **state)
 	assert_string_equal(x_var(argv, "HOME"), "/tmp");
 	assert_string_equal(argv[n - 2], "vhpc-mpibench");
 	assert_string_equal(argv[n - 1], "PingPong");
-	launch_free_argv(argv);
+	argv_free(argv);
 
 	/* With a core per rank, ranks are bound and do not yield. */
 	guests[0].vcpus = guests[1].vcpus = 2;
@@ -122,7 +123,7 @@ static void mpirun_gets_launcher_interfaces_and_command(void **state)
 	assert_string_equal(arg_after(argv, "--map-by", NULL), "slot");
 	assert_string_equal(arg_after(argv, "--mca", "btl"), "self,vader,vmshm,tcp");
 	assert_non_null(strstr(arg_after(argv, "--mca", "mca_base_component_path"), "/usr/local/lib/vhpc/openmpi"));
-	launch_free_argv(argv);
+	argv_free(argv);
 	guests[0].vcpus = guests[1].vcpus = 1;
 }
 
@@ -150,12 +151,12 @@ static void the_job_runs_in_its_folder_with_the_image_first_in_its_paths(void **
 		homes += !strncmp(*a, "HOME=", 5);
 	assert_int_equal(homes, 1);
 	assert_string_equal(x_var(argv, "A"), "b");
-	launch_free_argv(argv);
+	argv_free(argv);
 	p.home = "/home/u";
 	spec.env.n = 0;
 	argv = launch_mpirun_argv(&p);
 	assert_string_equal(x_var(argv, "HOME"), "/home/u");
-	launch_free_argv(argv);
+	argv_free(argv);
 }
 
 /* Ranks sharing a core get 64 KiB fast boxes in vader: a rank that runs
@@ -171,23 +172,23 @@ static void ranks_that_share_cores_get_big_fast_boxes(void **state)
 	(void)state;
 	argv = launch_mpirun_argv(&p);
 	assert_string_equal(arg_after(argv, "--mca", "btl_vader_fbox_size"), "65536");
-	launch_free_argv(argv);
+	argv_free(argv);
 
 	guests[0].vcpus = guests[1].vcpus = 2;
 	argv = launch_mpirun_argv(&p);
 	assert_null(arg_after(argv, "--mca", "btl_vader_fbox_size"));
-	launch_free_argv(argv);
+	argv_free(argv);
 
 	guests[0].vcpus = guests[1].vcpus = 1;
 	guests[0].ranks = 9;
 	argv = launch_mpirun_argv(&p);
 	assert_string_equal(arg_after(argv, "--mca", "mpi_yield_when_idle"), "1");
 	assert_null(arg_after(argv, "--mca", "btl_vader_fbox_size"));
-	launch_free_argv(argv);
+	argv_free(argv);
 	guests[0].ranks = 8;
 	argv = launch_mpirun_argv(&p);
 	assert_string_equal(arg_after(argv, "--mca", "btl_vader_fbox_size"), "65536");
-	launch_free_argv(argv);
+	argv_free(argv);
 	guests[0].ranks = 2;
 
 	spec.env.key = ek;
@@ -196,7 +197,7 @@ static void ranks_that_share_cores_get_big_fast_boxes(void **state)
 	argv = launch_mpirun_argv(&p);
 	assert_null(arg_after(argv, "--mca", "btl_vader_fbox_size"));
 	assert_string_equal(x_var(argv, "OMPI_MCA_btl_vader_fbox_size"), "8192");
-	launch_free_argv(argv);
+	argv_free(argv);
 }
 
 int main(void)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "scheduler/sched.h"
+#include "scheduler/ctld/sched.h"
 
 #define G (1ull << 30)
 

@@ -16,17 +16,19 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "scheduler/store.h"
+#include "tests/fixture.h"
+
+#include "scheduler/ctld/store.h"
 #include <fcntl.h>
 #include <sqlite3.h>
 
-static char dir[] = "/tmp/vhpc-store-XXXXXX";
+static char dir[64];
 static char path[300];
 
 static int setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(dir))
+	if (fx_tmpdir(dir, sizeof(dir), "store") < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/state.db", dir);
 	return 0;
@@ -34,10 +36,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct verr err;
-
 	(void)state;
-	return rm_rf(dir, &err);
+	return fx_rmdir(dir);
 }
 
 static void jobs_round_trip(void **state)

@@ -6,6 +6,7 @@
 # each node has its own vhpc run dir ($SL_DIR/run-nI).  Source after
 # tests/lib.sh; every resource is named after $SL and removed at exit.
 
+. "$(dirname "${BASH_SOURCE[0]}")/../hub.sh"
 : "${SL:=vsl$$}"
 SL_DIR=$(mktemp -d /tmp/vhpct-sl.XXXXXX)
 chmod 755 "$SL_DIR"
@@ -44,29 +45,15 @@ sl_user() { (cd "$W" && sl_in "$SL_HUB" setpriv --reuid "$uid" --regid "$gid" --
 sl_net_up() {  # N
 	local i
 	at_exit sl_net_down
-	ip netns add "$SL_HUB" || return 1
-	ip -n "$SL_HUB" link set lo up
-	ip -n "$SL_HUB" link add name hub0 address 02:00:c6:12:02:01 mtu 9000 type bridge
-	ip -n "$SL_HUB" addr add 198.18.2.1/24 dev hub0
-	ip -n "$SL_HUB" link set hub0 up
+	hub_up "$SL_HUB" 198.18.2 02:00:c6:12:02:01 || return 1
 	SL_NODES=$1
 	for ((i = 1; i <= $1; i++)); do
-		ip netns add "$SL-n$i" || return 1
-		ip link add "${SL}v$i" mtu 9000 netns "$SL_HUB" type veth peer name eth0 mtu 9000 netns "$SL-n$i"
-		ip -n "$SL_HUB" link set "${SL}v$i" master hub0 up
-		ip -n "$SL-n$i" addr add "198.18.2.$((10 + i))/24" dev eth0
-		ip -n "$SL-n$i" link set eth0 up
-		ip -n "$SL-n$i" link set lo up
+		hub_node "$SL_HUB" 198.18.2 "$SL" "$i" || return 1
 		echo "n$i 198.18.2.$((10 + i))" >>"$SL_DIR/peers"
 	done
 }
 
-sl_net_down() {
-	local i
-	for ((i = 1; i <= SL_NODES; i++)); do ip netns del "$SL-n$i" 2>/dev/null; done
-	ip netns del "$SL_HUB" 2>/dev/null
-	true
-}
+sl_net_down() { hub_down "$SL_HUB" "$SL" "$SL_NODES"; }
 
 
 # sl_conf [EXTRA slurm.conf LINES]: node i has 2 CPUs, cores 0-1 of this

@@ -8,6 +8,7 @@
  * guest's cgroups; whatever a dead agent left is found by name by the sweep.
  */
 #include "nodeagent/job.h"
+#include "lib/argv.h"
 #include "lib/chan.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -444,7 +445,7 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	for (int i = 0; i < NA_KVM_MAX_FS; i++)
 		fds.fs[i] = 1001 + i;
 	rc = na_kvm_argv(s, k->hvdir, &fds, &argv, err);
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 	argv = NULL;
 	fds = NA_KVM_FDS_NONE(-1);
 	if (rc < 0)
@@ -540,7 +541,7 @@ done:
 		close(logfd);
 	for (int i = 0; i < ncg; i++)
 		close(cg[i]);
-	na_kvm_argv_free(argv);
+	argv_free(argv);
 	return rc;
 }
 

@@ -109,10 +109,9 @@ void na_kvm_plan_hugepages(const struct na_numa_info *nodes, int nnodes,
 int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct verr *err);
 /* vhpc-hv's argv for a guest whose tap and files are open as fds and whose
  * sockets and consoles live in dir (pure; unit-tested).  *argv is
- * NULL-terminated; free it with na_kvm_argv_free. */
+ * NULL-terminated; free it with argv_free (lib/argv.h). */
 int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kvm_fds *fds, char ***argv,
 		struct verr *err);
-void na_kvm_argv_free(char **argv);
 /* Words for a vhpc-hv wait status ("exited with status 4: triple fault or
  * KVM internal error"). */
 const char *na_kvm_exit_words(int wstatus, char *buf, size_t len);

@@ -5,6 +5,7 @@
  */
 #include "nodeagent/job.h"
 #include "lib/consts.h"
+#include "lib/argv.h"
 #include "lib/err.h"
 #include "lib/inet.h"
 #include "lib/parse.h"
@@ -187,48 +188,6 @@ int na_kvm_cmdline(const struct na_kvm_spec *s, char *buf, size_t len, struct ve
 	return 0;
 }
 
-/* A growing argv. */
-struct av {
-	char **v;
-	int n, cap;
-	bool oom;
-};
-
-static void add(struct av *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(struct av *a, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	if (a->oom)
-		return;
-	if (a->n + 2 > a->cap) {
-		int cap = a->cap ? a->cap * 2 : 32;
-		char **nv = realloc(a->v, sizeof(char *) * (size_t)cap);
-
-		if (!nv) {
-			a->oom = true;
-			return;
-		}
-		a->v = nv;
-		a->cap = cap;
-	}
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		a->oom = true;
-	else
-		a->v[a->n++] = s;
-	va_end(ap);
-	a->v[a->n] = NULL;
-}
-
-void na_kvm_argv_free(char **argv)
-{
-	for (char **p = argv; p && *p; p++)
-		free(*p);
-	free(argv);
-}
-
 /* Device options separate their values with commas: a path must not
  * contain one. */
 static int path_ok(const char *what, const char *path, struct verr *err)
@@ -260,7 +219,7 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 	char fb[32];
 	int tap_fd = fds ? fds->tap : -1;
 	struct kvm_gnode gn[KVM_MAX_GNODES];
-	struct av a = { 0 };
+	struct argv_b a = { 0 };
 	char cmdline[1024], hvbuf[512], list[4096];
 	const char *kernel;
 	int n;
@@ -298,44 +257,44 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 	if (n < 0)
 		return verr_wrap(err, "guest %s", s->name);
 
-	add(&a, "%s", s->hv_path ? s->hv_path : vhpc_prog("vhpc-hv", hvbuf, sizeof(hvbuf)));
-	add(&a, "--kernel");
-	add(&a, "%s", file_arg(fds->kernel, kernel, fb, sizeof(fb)));
-	add(&a, "--initrd");
-	add(&a, "%s", file_arg(fds->initrd, s->img->initrd, fb, sizeof(fb)));
-	add(&a, "--cmdline");
-	add(&a, "%s", cmdline);
-	add(&a, "--vcpus");
-	add(&a, "%d", s->place->ncpus);
-	add(&a, "--mem");
-	add(&a, "%lluM", (unsigned long long)(s->mem >> 20));
+	argv_add(&a, "%s", s->hv_path ? s->hv_path : vhpc_prog("vhpc-hv", hvbuf, sizeof(hvbuf)));
+	argv_add(&a, "--kernel");
+	argv_add(&a, "%s", file_arg(fds->kernel, kernel, fb, sizeof(fb)));
+	argv_add(&a, "--initrd");
+	argv_add(&a, "%s", file_arg(fds->initrd, s->img->initrd, fb, sizeof(fb)));
+	argv_add(&a, "--cmdline");
+	argv_add(&a, "%s", cmdline);
+	argv_add(&a, "--vcpus");
+	argv_add(&a, "%d", s->place->ncpus);
+	argv_add(&a, "--mem");
+	argv_add(&a, "%lluM", (unsigned long long)(s->mem >> 20));
 	list[0] = 0;
 	for (int v = 0; v < s->place->ncpus; v++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", v ? "," : "", s->place->cpus[v]);
-	add(&a, "--cpu-affinity");
-	add(&a, "%s", list);
+	argv_add(&a, "--cpu-affinity");
+	argv_add(&a, "%s", list);
 	if (n == 1 && gn[0].host_node >= 0) {
-		add(&a, "--host-node");
-		add(&a, "%d", gn[0].host_node);
+		argv_add(&a, "--host-node");
+		argv_add(&a, "%d", gn[0].host_node);
 	} else if (n > 1) {
 		for (int k = 0; k < n; k++) {
-			add(&a, "--numa");
-			add(&a, "mem=%lluM,cpus=%s,host-node=%d", (unsigned long long)(gn[k].mem >> 20),
+			argv_add(&a, "--numa");
+			argv_add(&a, "mem=%lluM,cpus=%s,host-node=%d", (unsigned long long)(gn[k].mem >> 20),
 			    cpulist_format(gn[k].vcpus, (size_t)gn[k].nvcpus, list, sizeof(list)), gn[k].host_node);
 		}
 	}
 	if (s->hugepages)
-		add(&a, "--hugepages=2M");
+		argv_add(&a, "--hugepages=2M");
 	if (!prefault && !s->hugepages)
-		add(&a, "--no-prefault");
+		argv_add(&a, "--no-prefault");
 	if (s->emulated) {
 		/* The instruction emulator lacks CMPXCHG16B and XSAVE; hidden,
 		 * the kernel's early boot gets as far as SMP set-up. */
-		add(&a, "--cpuid-hide");
-		add(&a, "cx16,xsave");
+		argv_add(&a, "--cpuid-hide");
+		argv_add(&a, "cx16,xsave");
 	} else {
 		/* A guest must never silently run 1000x slower. */
-		add(&a, "--require-hw");
+		argv_add(&a, "--require-hw");
 		/* CPU features a host's virtualization cannot give guests
 		 * although it reports them: under the nested lab (QEMU TCG
 		 * emulating AMD-V) a guest's XSETBV does not reach KVM, the
@@ -344,52 +303,49 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 		const char *hide = getenv("VHPC_KVM_CPUID_HIDE");
 
 		if (hide && *hide) {
-			add(&a, "--cpuid-hide");
-			add(&a, "%s", hide);
+			argv_add(&a, "--cpuid-hide");
+			argv_add(&a, "%s", hide);
 		}
 	}
-	add(&a, "--serial");
-	add(&a, "file:%s/serial", dir);
-	add(&a, "--control");
-	add(&a, "%s/ctl", dir);
+	argv_add(&a, "--serial");
+	argv_add(&a, "file:%s/serial", dir);
+	argv_add(&a, "--control");
+	argv_add(&a, "%s/ctl", dir);
 	if (s->vmshm) {
-		add(&a, "--shm");
-		add(&a, "path=%s", file_arg(fds->vmshm, s->vmshm, fb, sizeof(fb)));
+		argv_add(&a, "--shm");
+		argv_add(&a, "path=%s", file_arg(fds->vmshm, s->vmshm, fb, sizeof(fb)));
 	}
-	add(&a, "--blk");
-	add(&a, "path=%s,ro,serial=vhpc-root", file_arg(fds->root, s->img->disk, fb, sizeof(fb)));
-	add(&a, "--blk");
-	add(&a, "path=%s,ro,serial=vhpc-config", file_arg(fds->config, s->config_disk, fb, sizeof(fb)));
+	argv_add(&a, "--blk");
+	argv_add(&a, "path=%s,ro,serial=vhpc-root", file_arg(fds->root, s->img->disk, fb, sizeof(fb)));
+	argv_add(&a, "--blk");
+	argv_add(&a, "path=%s,ro,serial=vhpc-config", file_arg(fds->config, s->config_disk, fb, sizeof(fb)));
 	if (s->scratch_disk) {
-		add(&a, "--blk");
-		add(&a, "path=%s,serial=vhpc-scratch", file_arg(fds->scratch, s->scratch_disk, fb, sizeof(fb)));
+		argv_add(&a, "--blk");
+		argv_add(&a, "path=%s,serial=vhpc-scratch", file_arg(fds->scratch, s->scratch_disk, fb, sizeof(fb)));
 	}
 	if (s->nfs < 0 || s->nfs > NA_KVM_MAX_FS || (s->nfs && !s->fs)) {
-		na_kvm_argv_free(a.v);
+		argv_free(a.v);
 		return verr_set(err, "%d shared folders: a kvm guest has at most %d", s->nfs, NA_KVM_MAX_FS);
 	}
 	for (int i = 0; i < s->nfs; i++) {
-		add(&a, "--fs");
-		add(&a, "tag=vhpc%d,socket=/dev/fd/%d", i, fds->fs[i]);
+		argv_add(&a, "--fs");
+		argv_add(&a, "tag=vhpc%d,socket=/dev/fd/%d", i, fds->fs[i]);
 	}
 	/* A MAC from the guest's address: stable, and unique on the bridge. */
-	add(&a, "--net");
-	add(&a, "fd=%d,mac=52:54:%02x:%02x:%02x:%02x,mtu=%d", tap_fd, s->addr >> 24, (s->addr >> 16) & 0xff,
+	argv_add(&a, "--net");
+	argv_add(&a, "fd=%d,mac=52:54:%02x:%02x:%02x:%02x,mtu=%d", tap_fd, s->addr >> 24, (s->addr >> 16) & 0xff,
 	    (s->addr >> 8) & 0xff, s->addr & 0xff, s->mtu);
-	add(&a, "--vsock");
-	add(&a, "cid=%d,uds=%s/vsock", 3 + s->index, dir);
+	argv_add(&a, "--vsock");
+	argv_add(&a, "cid=%d,uds=%s/vsock", 3 + s->index, dir);
 	/* virtio-console (hvc0): the guest's fast console, beside the UART the
 	 * kernel logs to from its first instruction; both land in the guest's
 	 * own tmpfs. */
-	add(&a, "--console");
-	add(&a, "file:%s/console", dir);
+	argv_add(&a, "--console");
+	argv_add(&a, "file:%s/console", dir);
 	/* Once set up, only the calls a running guest needs (hv/hv.h). */
-	add(&a, "--seccomp");
-	if (a.oom) {
-		na_kvm_argv_free(a.v);
+	argv_add(&a, "--seccomp");
+	if (!(*argv = argv_finish(&a)))
 		return verr_set(err, "out of memory");
-	}
-	*argv = a.v;
 	return 0;
 }
 

@@ -12,7 +12,7 @@
 #include "lib/wire.h"
 #include "ctld.h"
 #include "imgstore.h"
-#include "jobjson.h"
+#include "scheduler/jobjson.h"
 
 #include <json-c/json.h>
 #include <sodium.h>

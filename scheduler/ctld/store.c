@@ -1,4 +1,5 @@
 #include "lib/err.h"
+#include "lib/grow.h"
 #include "store.h"
 
 #include <stddef.h>
@@ -312,15 +313,10 @@ static int job_rows(struct store *s, sqlite3_stmt *st, struct job_row **out, siz
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			struct job_row *nv = realloc(v, (cap = cap ? cap * 2 : 32) * sizeof(*v));
-
-			if (!nv) {
-				sqlite3_finalize(st);
-				job_rows_free(v, cnt);
-				return verr_set(err, "out of memory");
-			}
-			v = nv;
+		if (grow(&v, &cap, cnt + 1, sizeof(*v), 32) < 0) {
+			sqlite3_finalize(st);
+			job_rows_free(v, cnt);
+			return verr_set(err, "out of memory");
 		}
 		row_from(st, &v[cnt++]);
 	}
@@ -435,15 +431,10 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const unsigned char *t;
 
-		if (cnt == cap) {
-			struct node_row *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (!nv) {
-				sqlite3_finalize(st);
-				node_rows_free(v, cnt);
-				return verr_set(err, "out of memory");
-			}
-			v = nv;
+		if (grow(&v, &cap, cnt + 1, sizeof(*v), 16) < 0) {
+			sqlite3_finalize(st);
+			node_rows_free(v, cnt);
+			return verr_set(err, "out of memory");
 		}
 		memset(&v[cnt], 0, sizeof(v[cnt]));
 		t = sqlite3_column_text(st, 0);

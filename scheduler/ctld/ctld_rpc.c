@@ -5,6 +5,7 @@
  * call is idempotent on the vhpcd side, so a restarted ctld simply makes
  * them again.
  */
+#include "lib/argv.h"
 #include "lib/clock.h"
 #include "lib/consts.h"
 #include "lib/err.h"
@@ -13,7 +14,7 @@
 #include "lib/log.h"
 #include "lib/wire.h"
 #include "ctld.h"
-#include "launch.h"
+#include "scheduler/launch.h"
 
 #include <json-c/json.h>
 #include <pthread.h>
@@ -257,7 +258,7 @@ static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
 		json_object_array_add(argv, json_object_new_string(*p));
 	for (int i = 0; env[i]; i++)
 		json_object_array_add(ev, json_object_new_string(env[i]));
-	launch_free_argv(av);
+	argv_free(av);
 	json_object_object_add(o, "type", json_object_new_string("job_launch"));
 	json_object_object_add(o, "node", json_object_new_string(g.nodes[job_launcher(j)].name));
 	json_object_object_add(o, "job", json_object_new_int64(j->id));

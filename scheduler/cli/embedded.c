@@ -4,6 +4,7 @@
  * agent's job lifecycle (nodeagent/nodeagent.h, na_job_*), runs mpirun in
  * guest 0 and has everything removed again, whatever happened in between.
  */
+#include "lib/argv.h"
 #include "lib/bytes.h"
 #include "lib/chan.h"
 #include "lib/clock.h"
@@ -19,7 +20,7 @@
 #include "embedded.h"
 #include "cli.h"
 #include "lib/jobpaths.h"
-#include "launch.h"
+#include "scheduler/launch.h"
 #include "nodeagent/nodeagent.h"
 
 #include <pwd.h>
@@ -117,7 +118,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 		log_debug("guest g0 runs: %s", line);
 	}
 	if (na_job_connect(r->nj, 0, &c, 5000, err) < 0) {
-		launch_free_argv(argv);
+		argv_free(argv);
 		return verr_wrap(err, "guest g0");
 	}
 	req.argv = (const char *const *)argv;
@@ -132,7 +133,7 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 	t0 = now_s();
 	rc = gexec_run(&c, &req, status, err);
 	chan_close(&c);
-	launch_free_argv(argv);
+	argv_free(argv);
 	if (rc < 0)
 		return -1;
 	if (rc == GEXEC_TIMEOUT || now_s() - t0 >= (double)r->timeout) {

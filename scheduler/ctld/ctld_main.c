@@ -1,6 +1,6 @@
 /*
  * vhpc-ctld: the cluster's controller.  It keeps the queue and the nodes in
- * SQLite (scheduler/store.c), gang-schedules jobs onto the node agents
+ * SQLite (scheduler/ctld/store.c), gang-schedules jobs onto the node agents
  * (vhpcd) that register with it, and answers the vhpc CLI.  Every message
  * is a munge-signed wire message (lib/wire.c) on a TCP connection of its
  * own; scheduler/PROTOCOL.md lists them.

@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "client.h"
 #include "jobargs.h"
-#include "jobjson.h"
+#include "scheduler/jobjson.h"
 
 #include <errno.h>
 #include <json-c/json.h>

@@ -10,11 +10,12 @@
 #include "lib/chan.h"
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/grow.h"
 #include "lib/inet.h"
 #include "lib/jobspec.h"
 #include "lib/log.h"
 #include "ctld.h"
-#include "jobjson.h"
+#include "scheduler/jobjson.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -83,15 +84,8 @@ static int job_insert(struct cjob *j)
 {
 	int pos = g.njobs;
 
-	if (g.njobs == g.capjobs) {
-		int cap = g.capjobs ? g.capjobs * 2 : 256;
-		struct cjob **nv = realloc(g.jobs, sizeof(*nv) * cap);
-
-		if (!nv)
-			return -1;
-		g.jobs = nv;
-		g.capjobs = cap;
-	}
+	if (grow(&g.jobs, &g.capjobs, (size_t)g.njobs + 1, sizeof(*g.jobs), 256) < 0)
+		return -1;
 	while (pos > 0 && g.jobs[pos - 1]->id > j->id)
 		pos--;
 	memmove(&g.jobs[pos + 1], &g.jobs[pos], sizeof(*g.jobs) * (g.njobs - pos));

@@ -198,7 +198,8 @@ struct ctld {
 	struct cnode *nodes;
 	int nnodes;
 	struct cjob **jobs;            /* jobs not ended, and those ended in the last keep_ended s, by id */
-	int njobs, capjobs;
+	int njobs;
+	size_t capjobs;
 	pthread_mutex_t spool_mu;      /* appends to the spool, one at a time (taken before g.mu) */
 	bool db_full;                  /* the state folder is nearly full: new jobs are refused */
 	volatile int stop;

@@ -13,6 +13,7 @@
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
+#include "lib/grow.h"
 #include "lib/log.h"
 #include "lib/parse.h"
 #include "images/images.h"
@@ -728,15 +729,10 @@ static int refs_locked(struct imgstore *s, struct imgstore_ref **out, size_t *n,
 		snprintf(name, sizeof(name), "%.*s", (int)(l - 5), e->d_name);
 		if (!ident_ok(name, 64))
 			continue;
-		if (cnt == cap) {
-			struct imgstore_ref *nv = realloc(v, (cap = cap ? cap * 2 : 16) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return verr_set(err, "out of memory");
-			}
-			v = nv;
+		if (grow(&v, &cap, cnt + 1, sizeof(*v), 16) < 0) {
+			free(v);
+			closedir(d);
+			return verr_set(err, "out of memory");
 		}
 		if (ref_read(s, name, &v[cnt], strict ? err : &ignore) == 0) {
 			cnt++;
@@ -845,15 +841,8 @@ struct shaset {
 
 static int set_add(struct shaset *st, const char *sha)
 {
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 4096;
-		char (*nv)[65] = realloc(st->v, cap * sizeof(*nv));
-
-		if (!nv)
-			return -1;
-		st->v = nv;
-		st->cap = cap;
-	}
+	if (grow(&st->v, &st->cap, st->n + 1, sizeof(*st->v), 4096) < 0)
+		return -1;
 	memcpy(st->v[st->n++], sha, 65);
 	return 0;
 }

@@ -8,7 +8,7 @@
 #include "lib/log.h"
 #include "lib/wire.h"
 #include "ctld.h"
-#include "jobjson.h"
+#include "scheduler/jobjson.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,6 +9,7 @@
  * so nothing of Slurm's (SLURM_*) reaches it and Open MPI uses vhpc-rsh,
  * not its Slurm launcher.
  */
+#include "lib/argv.h"
 #include "lib/chan.h"
 #include "lib/consts.h"
 #include "lib/err.h"
@@ -18,7 +19,7 @@
 #include "lib/parse.h"
 #include "cli.h"
 #include "jobargs.h"
-#include "launch.h"
+#include "scheduler/launch.h"
 #include "slurm/slurm.h"
 
 #include <getopt.h>
@@ -240,7 +241,7 @@ int cmd_mpirun(int argc, char **argv)
 	}
 	chan_close(&ch);
 out:
-	launch_free_argv(margv);
+	argv_free(margv);
 	free(split);
 	free(lg);
 	free(st);
