@@ -42,7 +42,9 @@ EOF
 export VHPC_CLUSTER=$T/cluster.yaml
 
 vhpc service start --port "$PORT" >"$T/start.out" 2>"$T/start.err"
-check_eq "root starts the service (with the test's cluster file)" 0 "$?"
+rc=$?
+check_eq "root starts the service (with the test's cluster file)" 0 "$rc"
+[ "$rc" = 0 ] || diag "port $PORT; vhpc service start said:" "$(cat "$T/start.err")"
 at_exit "vhpc service stop"
 before=$(grep -c -e "$VHPC_SERVICE_DIR" -e vhpc-rootfs /proc/self/mountinfo)
 

@@ -60,5 +60,11 @@ service_setup() {
 		--log-file="$T/munged.log" --seed-file="$T/munged.seed" || skip_all "cannot start a munged of our own"
 	at_exit "munged -S '$T/munge.sock' -s"
 	export VHPC_MUNGE_SOCKET=$T/munge.sock
-	PORT=$((20000 + ($$ + RANDOM) % 20000))
+	# A port below the ephemeral range (32768-60999), which no outgoing
+	# connection of another program can hold, and that nothing listens on.
+	local _
+	for _ in $(seq 50); do
+		PORT=$((20000 + ($$ + RANDOM) % 12000))
+		[ -z "$(ss -Hltn "sport = :$PORT" 2>/dev/null)" ] && break
+	done
 }

@@ -32,7 +32,9 @@ check_match "... told it needs root" "needs root" "$(cat "$T/u.err")"
 check_eq "vhpc service start --port 80: usage error" 2 "$(vhpc service start --port 80 >/dev/null 2>&1; echo $?)"
 
 vhpc service start --port "$PORT" >"$T/start.out" 2>"$T/start.err"
-check_eq "root starts the service" 0 "$?"
+rc=$?
+check_eq "root starts the service" 0 "$rc"
+[ "$rc" = 0 ] || diag "port $PORT; vhpc service start said:" "$(cat "$T/start.err")"
 at_exit "vhpc service stop"
 diag "$(cat "$T/start.out" "$T/start.err")"
 check_match "it says where it runs" "running: vhpc-ctld on 127.0.0.1:$PORT" "$(cat "$T/start.out")"

@@ -45,7 +45,9 @@ bind_workdir: false
 EOF
 export VHPC_CLUSTER=$T/cluster.yaml
 vhpc service start --port "$PORT" >"$T/start.out" 2>"$T/start.err"
-check_eq "root starts the service" 0 "$?"
+rc=$?
+check_eq "root starts the service" 0 "$rc"
+[ "$rc" = 0 ] || diag "port $PORT; vhpc service start said:" "$(cat "$T/start.err")"
 at_exit "vhpc service stop"
 
 as() { (cd "$H" && setpriv --reuid "$uid" --regid "$gid" --init-groups env -i PATH="$BIN:/usr/bin:/bin" HOME="$H" \
