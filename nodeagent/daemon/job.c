@@ -213,6 +213,9 @@ static int adopt_one(const char *local, struct verr *err)
 	pthread_mutex_unlock(&vd.mu);
 	return 0;
 fail:
+	/* Only reached before the job dir was taken: nothing to stop, the
+	 * agent's record to free. */
+	na_job_stop(j->nj);
 	json_object_put(msg);
 	free(text);
 	vjob_free(j);
