@@ -24,7 +24,9 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
-CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I. -fno-strict-aliasing \
+# $(B)/gen holds headers made by the build (lib/module.mk's driver_names.h).
+GEN_DRIVER_NAMES := $(B)/gen/driver_names.h
+CFLAGS   := -std=gnu11 -O2 -g $(WARN) -D_GNU_SOURCE -I. -I$(B)/gen -fno-strict-aliasing \
             -fstack-protector-strong -MMD -MP $(EXTRA_CFLAGS)
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZFLAGS:= -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer -g -O1
@@ -44,7 +46,7 @@ UNIT_TESTS :=
 FUZZERS    :=
 EXTRA_ALL  :=
 
-.PHONY: all deps check demo fuzz clean install kernels lab
+.PHONY: all deps check demo fuzz clean install kernels lab FORCE
 all: deps programs
 
 # -- Debian packages ------------------------------------------------------
@@ -111,19 +113,21 @@ endef
 # $(call fuzzer,NAME,SOURCES,LIBS[,CFLAGS]) -- libFuzzer, built with clang in
 # one command from sources (no shared objects, so CFLAGS stay its own)
 define fuzzer
-$(B)/fuzz/$(1): $(2) $(LIB_SRCS)
+$(B)/fuzz/$(1): $(2) $(LIB_SRCS) $(GEN_DRIVER_NAMES)
 	@mkdir -p $$(@D)
 	$$(call say,FUZZ,$$@)
-	$$(Q)$$(CLANG) $$(FUZZFLAGS) -std=gnu11 -D_GNU_SOURCE -DVHPC_FUZZING -I. $(4) -o $$@ $(2) $(LIB_SRCS) $(3) $$(LIBVHPC_LIBS)
+	$$(Q)$$(CLANG) $$(FUZZFLAGS) -std=gnu11 -D_GNU_SOURCE -DVHPC_FUZZING -I. -I$(B)/gen $(4) -o $$@ $(2) $(LIB_SRCS) $(3) $$(LIBVHPC_LIBS)
 FUZZERS += $(B)/fuzz/$(1)
 endef
 
-$(B)/obj/%.o: %.c
+# Generated headers exist before any object is compiled; once one is, its
+# .d file says which of them it includes.
+$(B)/obj/%.o: %.c | $(GEN_DRIVER_NAMES)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CFLAGS) $(EXTRA_OBJ_CFLAGS) -c -o $@ $<
 
-$(B)/san/%.o: %.c
+$(B)/san/%.o: %.c | $(GEN_DRIVER_NAMES)
 	@mkdir -p $(@D)
 	$(call say,CC-SAN,$<)
 	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) -O1 $(EXTRA_OBJ_CFLAGS) -c -o $@ $<

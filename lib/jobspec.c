@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const vhpc_driver_names[] = { "auto", "container", "kvm", NULL };
 const char *const vhpc_map_by_names[] = { "node", "slot", NULL };
 
 #define J(f) offsetof(struct job_spec, f)

@@ -8,9 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "lib/config.h"
+#include "lib/drivers.h"
 
-enum vhpc_driver { DRIVER_AUTO = 0, DRIVER_CONTAINER, DRIVER_KVM };
-extern const char *const vhpc_driver_names[];
 enum vhpc_map_by { MAP_BY_NODE = 0, MAP_BY_SLOT };
 extern const char *const vhpc_map_by_names[];
 
@@ -25,7 +24,7 @@ struct job_spec {
 	char *image_id;          /* the image's sha256 id: vhpc-ctld resolves image to it at
 	                          * submit, so the job runs that content whatever is pushed later */
 	char *tuning;
-	int driver;              /* enum vhpc_driver */
+	int driver;              /* index into vhpc_driver_names (lib/drivers.h); -1 = the cluster's default */
 	long long timeout;       /* seconds, whole job */
 	bool oversubscribe;      /* guests may share host cores */
 	int map_by;              /* enum vhpc_map_by: rank order across guests */

@@ -81,8 +81,8 @@ static int resolve(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	const char *why = "", *rt = getenv("VHPC_READY_TIMEOUT");
 	long long v = NA_READY_TIMEOUT_S;
 
-	if (!(j->drv = na_driver_get(na_driver_resolve(s->driver, &why))))
-		return verr_set(err, "driver %d: unknown", (int)s->driver);
+	if (!(j->drv = na_driver_resolve(s->driver, &why, err)))
+		return -1;
 	snprintf(j->drv_why, sizeof(j->drv_why), "%s", why);
 	/* Only `vhpc run` lets a job start on an emulated KVM. */
 	if (s->allow_emulated && !j->drv->emulation)
@@ -536,15 +536,3 @@ int na_job_adopt(struct na_job **jp, const char *job, const struct na_job_spec *
 	return rc;
 }
 
-bool na_driver_emulation(const struct na_driver *d)
-{
-	return d && d->emulation;
-}
-
-int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err)
-{
-	*emulated = false;
-	if (!d)
-		return verr_set(err, "no such guest driver");
-	return d->check(allow_emulated && d->emulation, emulated, err);
-}

@@ -24,13 +24,6 @@ void na_vmshm_path(const struct na_jobdir *jd, char *path, size_t len);
 /* Unmounts the region's tmpfs, which frees it (path as created). */
 int na_vmshm_remove(const char *path, struct verr *err);
 
-/* The checks of na_driver_check, except that kvm on a software-only KVM
- * (no VT-x/AMD-V) passes when allow_emulated is set: guests then start but
- * do not finish booting (tests of the driver, experts).  *emulated says
- * whether that is the case.  $VHPC_KVM_ALLOW_EMULATION=1 sets allow_emulated
- * too; another value than 0 or 1 there is an error. */
-int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err);
-
 /* A job's host path, as this node's check found it (binds.c). */
 struct na_hbind {
 	int fd;                        /* O_PATH, opened by the user's own lookup:

@@ -106,14 +106,19 @@ void na_cgroup_leave(const char *rel);
 
 /* ------------------------------------------------------------- drivers */
 
-/* `auto` resolves to kvm only with hardware virtualization, else container;
- * *why says which and why, in words for users (thread-local, valid until
- * the next call).  A driver asked for by name is returned as asked:
- * na_driver_check says whether it can run here. */
-enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why);
+struct na_driver;
+
+/* The driver named want (lib/drivers.h), or for NULL or "auto" the first
+ * in the table that suits this host (kvm with hardware virtualization,
+ * else container); NULL with err when no driver has that name.  *why says
+ * which and why, in words for users (thread-local, valid until the next
+ * call).  A driver asked for by name is returned as asked: na_driver_check
+ * says whether it can run here. */
+const struct na_driver *na_driver_resolve(const char *want, const char **why, struct verr *err);
 /* 0 when driver d can run on this host, else -1 with the reason (kvm
  * without hardware virtualization; container without runc). */
-int na_driver_check(enum vhpc_driver d, struct verr *err);
+int na_driver_check(const struct na_driver *d, struct verr *err);
+const char *na_driver_name(const struct na_driver *d);
 
 /* ---------------------------------------- one job's part on this node */
 
@@ -131,22 +136,12 @@ int na_driver_check(enum vhpc_driver d, struct verr *err);
  * is behind an ops table (nodeagent/drivers/drivers.h): nothing here or in
  * the callers asks which driver it is.
  */
-struct na_driver;
-
-/* The driver table's entry for a resolved driver (na_driver_resolve). */
-const struct na_driver *na_driver_get(enum vhpc_driver d);
-const char *na_driver_name(const struct na_driver *d);
-/* Whether this host can run it; allow_emulated (only for a driver with
- * na_driver_emulation) lets it start where it cannot finish booting, and
- * *emulated says so. */
-int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err);
-bool na_driver_emulation(const struct na_driver *d);
 
 /* A job as the node agent starts it: the same description whoever asks. */
 struct na_job_spec {
 	const char *label;             /* VHPC_JOB inside the guests */
-	enum vhpc_driver driver;       /* as asked; DRIVER_AUTO: kvm where the host
-	                                * has hardware virtualization, else container */
+	const char *driver;            /* its name, as asked (na_driver_resolve):
+	                                * NULL or "auto" for what suits the host */
 	bool allow_emulated;           /* kvm may start on a software-only KVM, where
 	                                * guests do not finish booting (`vhpc run
 	                                * --allow-emulated-kvm`, driver tests) */

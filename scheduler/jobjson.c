@@ -29,8 +29,7 @@ struct json_object *job_spec_to_json(const struct job_spec *j)
 	add_str(o, "image", j->image);
 	add_str(o, "image_id", j->image_id);
 	add_str(o, "tuning", j->tuning);
-	if (j->driver >= 0 && j->driver <= DRIVER_KVM)
-		add_str(o, "driver", vhpc_driver_names[j->driver]);
+	add_str(o, "driver", vhpc_driver_name(j->driver));
 	if (j->timeout)
 		json_object_object_add(o, "timeout", json_object_new_int64(j->timeout));
 	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->oversubscribe));

@@ -4,6 +4,7 @@
  * there by vhpc-slurmjob, which trusts nothing the job's user could set.
  */
 #include "lib/consts.h"
+#include "lib/drivers.h"
 #include "lib/parse.h"
 #include "slurm/slurm.h"
 
@@ -35,8 +36,8 @@ static int set_value(struct vs_opts *o, int which, const char *where, const char
 		snprintf(o->image, sizeof(o->image), "%s", val);
 		break;
 	case 1:
-		if (!val || (strcmp(val, "auto") && strcmp(val, "container") && strcmp(val, "kvm")))
-			return vs_fail(why, len, "%s '%s': expected auto, container or kvm", where, val ? val : "");
+		if (vhpc_driver_index(val) < 0)
+			return vs_fail(why, len, "%s '%s': expected " VHPC_DRIVER_CHOICES, where, val ? val : "");
 		snprintf(o->driver, sizeof(o->driver), "%s", val);
 		break;
 	case 2:

@@ -17,6 +17,7 @@
  * run_dir=DIR ("%h" = host name), state_dir=DIR, config_dir=DIR,
  * bindir=DIR (where vhpc-slurmjob is).  slurm/README.md has the rest.
  */
+#include "lib/drivers.h"
 #include "slurm/slurm.h"
 #include "slurm/plugin.h"
 
@@ -86,7 +87,7 @@ static int opt_cb(int val, const char *optarg, int remote)
 static struct spank_option options[] = {
 	{ "vhpc-image", "IMG", "Run the tasks inside vhpc guests of node image IMG (`vhpc image list`); "
 	  "default: $SLURM_VHPC_IMAGE", 1, 0, opt_cb },
-	{ "vhpc-driver", "NAME", "vhpc guest driver: auto, container or kvm (default: the cluster's)", 1, 1, opt_cb },
+	{ "vhpc-driver", "NAME", "vhpc guest driver: " VHPC_DRIVER_CHOICES " (default: the cluster's)", 1, 1, opt_cb },
 	{ "vhpc-vcpus", "N", "vCPUs per vhpc guest; a node gets one guest per N of the job's CPUs there (default 1)",
 	  1, 2, opt_cb },
 	{ "vhpc-mem", "SIZE", "Memory per vhpc guest, e.g. 2G (default: the cluster's)", 1, 3, opt_cb },

@@ -177,14 +177,11 @@ static int network(struct vs_job *j, const char *secret_path, const char *peers,
 
 static int driver(struct vs_job *j, struct verr *err)
 {
-	const char *name = j->o.driver[0] ? j->o.driver : vhpc_driver_names[j->cl.default_driver];
-	int d;
+	const char *name = j->o.driver[0] ? j->o.driver : vhpc_driver_name(j->cl.default_driver);
 
-	for (d = 0; vhpc_driver_names[d] && strcmp(vhpc_driver_names[d], name); d++)
-		;
-	if (!vhpc_driver_names[d])
+	if (vhpc_driver_index(name) < 0)
 		return verr_set(err, "driver '%s': unknown", name);
-	j->s.driver = (enum vhpc_driver)d;
+	j->s.driver = name;
 	return 0;
 }
 

@@ -152,23 +152,17 @@ static int cmd_place(int argc, char **argv)
 
 static int cmd_driver(int argc, char **argv)
 {
-	enum vhpc_driver want = DRIVER_AUTO, got;
+	const struct na_driver *got;
 	const char *why;
 	struct verr e;
 
 	if (argc > 2)
 		return bad_arg("driver", argv[2]);
-	if (argc == 2) {
-		int i;
-
-		for (i = 0; vhpc_driver_names[i] && strcmp(vhpc_driver_names[i], argv[1]); i++)
-			;
-		if (!vhpc_driver_names[i])
-			return bad_arg("driver (auto, container or kvm)", argv[1]);
-		want = (enum vhpc_driver)i;
-	}
-	got = na_driver_resolve(want, &why);
-	printf("%s\n%s\n", vhpc_driver_names[got], why);
+	if (argc == 2 && vhpc_driver_index(argv[1]) < 0)
+		return bad_arg("driver (" VHPC_DRIVER_CHOICES ")", argv[1]);
+	if (!(got = na_driver_resolve(argc == 2 ? argv[1] : NULL, &why, &e)))
+		return die(&e);
+	printf("%s\n%s\n", na_driver_name(got), why);
 	if (na_driver_check(got, &e) < 0)
 		return die(&e);
 	return 0;

@@ -46,7 +46,7 @@ struct vprep {
 	int guest_port;
 	char image[65], tuning[65];
 	char image_id[65];         /* what image named when the job was submitted */
-	int driver;
+	char driver[17];           /* a name of lib/drivers.h */
 	int vcpus;
 	uint64_t mem;
 	uint64_t scratch;          /* the job spec's /scratch size; 0 = none */

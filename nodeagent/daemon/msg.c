@@ -170,7 +170,6 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	};
 	const char *s;
 	long long v;
-	int k;
 
 	if (jf_only(o, "job_prepare", f, err) < 0 ||
 	    jf_str(o, "local", true, 15, &s, err) < 0)
@@ -204,11 +203,9 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	snprintf(p->tuning, sizeof(p->tuning), "%s", s);
 	if (jf_str(o, "driver", true, 16, &s, err) < 0)
 		return -1;
-	for (k = 0; vhpc_driver_names[k] && strcmp(vhpc_driver_names[k], s); k++)
-		;
-	if (!vhpc_driver_names[k])
-		return verr_set(err, "\"driver\": '%.16s' is not auto, container or kvm", s);
-	p->driver = k;
+	if (vhpc_driver_index(s) < 0)
+		return verr_set(err, "\"driver\": '%.16s' is not " VHPC_DRIVER_CHOICES, s);
+	snprintf(p->driver, sizeof(p->driver), "%s", s);
 	if (jf_int(o, "vcpus", true, 1, VHPC_MAX_VCPUS, &v, err) < 0)
 		return -1;
 	p->vcpus = (int)v;

@@ -2,7 +2,7 @@
  * The guest-driver interface: what the job lifecycle (job.c) calls for the
  * guests of a job, one table per driver, in the spirit of kvmtool's
  * virtio_ops and Slurm's plugin ops.  A new driver is a file filling a
- * struct na_driver plus its entry in driver.c's table; nothing outside the
+ * struct na_driver, in its own folder, plus its entry in table.c; nothing outside the
  * drivers asks which driver a guest has.  Private to nodeagent/.
  */
 #ifndef VHPC_NA_DRIVERS_H
@@ -16,8 +16,7 @@
 struct na_net_req;
 
 struct na_driver {
-	const char *name;            /* as job specs spell it */
-	enum vhpc_driver id;
+	const char *name;            /* as job specs spell it: its folder's name */
 	unsigned image_flags;        /* what image_ensure must provide (IMAGE_KVM) */
 	bool guest_netns;            /* each guest joins a netns with a veth on the
 	                              * bridge; else the driver attaches it itself */
@@ -27,6 +26,9 @@ struct na_driver {
 	/* Whether this host can run it; allow_emulated lets kvm start on a
 	 * software-only KVM, and *emulated says that is the case. */
 	int (*check)(bool allow_emulated, bool *emulated, struct verr *err);
+	/* Optional: whether "auto" should pick it on this host (drivers are
+	 * tried in table order); why says what the host has, either way. */
+	bool (*auto_pick)(char *why, size_t len);
 	/* The job as asked, for this driver (sizes it cannot give). */
 	int (*check_job)(const struct na_job *j, struct verr *err);
 	/* Seconds a guest may take to become ready here, from the seconds on
@@ -78,6 +80,9 @@ struct na_driver {
 extern const struct na_driver na_driver_container;
 extern const struct na_driver na_driver_kvm;
 
+/* na_driver_check, where allow_emulated lets a driver with .emulation
+ * start where it cannot finish booting, and *emulated says so. */
+int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err);
 /* Every driver's sweep op for job, in table order; the first error is
  * returned, after every driver has swept. */
 int na_drivers_sweep(const char *job, const char *why, int *removed, struct verr *err);

@@ -1,97 +1,85 @@
-/* Which guest driver a job gets (DESIGN.md "Guest drivers"), and the
- * table of drivers (drivers.h). */
+/* The table of guest drivers (drivers.h), and which one a job gets
+ * (DESIGN.md "Guest drivers"): by name, or for "auto" the first in the
+ * table that says it suits this host. */
+#include "lib/drivers.h"
 #include "lib/err.h"
-#include "lib/hwvirt.h"
-#include "lib/jobspec.h"
 #include "nodeagent/drivers/drivers.h"
 #include "nodeagent/nodeagent.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-/* Why kvm cannot run here, or NULL when it can. */
-static const char *kvm_unusable(const struct hwvirt *h, char *buf, size_t len)
+/* Every driver, in the order "auto" tries them: a new one is its folder
+ * plus a line here (lib/drivers.h learns its name from the folder). */
+static const struct na_driver *const drivers[] = {
+	&na_driver_kvm,
+	&na_driver_container,
+	NULL,
+};
+
+static const struct na_driver *find(const char *name)
 {
-	if (!h->hw) {
-		snprintf(buf, len, "%s; use --driver container (or auto)", h->why);
-		return buf;
+	for (int i = 0; drivers[i]; i++)
+		if (!strcmp(drivers[i]->name, name))
+			return drivers[i];
+	return NULL;
+}
+
+/* auto: the first driver whose auto_pick takes this host; the words of
+ * the last one that did not say why the pick went further. */
+static const struct na_driver *pick(char *buf, size_t len)
+{
+	char last[256] = "", why[256];
+
+	for (int i = 0; drivers[i]; i++) {
+		why[0] = '\0';
+		if (!drivers[i]->auto_pick)
+			continue;
+		if (drivers[i]->auto_pick(why, sizeof(why))) {
+			snprintf(buf, len, "auto picked %s: %s", drivers[i]->name, why[0] ? why : last);
+			return drivers[i];
+		}
+		if (why[0])
+			snprintf(last, sizeof(last), "%s", why);
 	}
 	return NULL;
 }
 
-enum vhpc_driver na_driver_resolve(enum vhpc_driver want, const char **why)
+const struct na_driver *na_driver_resolve(const char *want, const char **why, struct verr *err)
 {
 	static __thread char buf[512];
-	struct hwvirt h;
+	const struct na_driver *d;
+	char host[256] = "";
 
-	hwvirt_detect(&h);
 	*why = buf;
-	switch (want) {
-	case DRIVER_AUTO:
-		if (!kvm_unusable(&h, buf, sizeof(buf))) {
-			snprintf(buf, sizeof(buf), "auto picked kvm: %s", h.why);
-			return DRIVER_KVM;
-		}
-		snprintf(buf, sizeof(buf), "auto picked container: %s", h.why);
-		return DRIVER_CONTAINER;
-	case DRIVER_KVM:
-		/* Whether it may run here is na_driver_check's to say. */
-		snprintf(buf, sizeof(buf), "kvm, as asked: %s", h.why);
-		return DRIVER_KVM;
-	case DRIVER_CONTAINER:
-	default:
-		snprintf(buf, sizeof(buf), "container, as asked");
-		return DRIVER_CONTAINER;
+	buf[0] = '\0';
+	if (!want || !strcmp(want, vhpc_driver_names[DRIVER_AUTO])) {
+		if (!(d = pick(buf, sizeof(buf))))
+			verr_set(err, "driver auto: no driver suits this host");
+		return d;
 	}
+	if (!(d = find(want))) {
+		verr_set(err, "driver '%.32s': no such driver (expected " VHPC_DRIVER_CHOICES ")", want);
+		return NULL;
+	}
+	/* Whether it may run here is na_driver_check's to say. */
+	if (d->auto_pick)
+		d->auto_pick(host, sizeof(host));
+	snprintf(buf, sizeof(buf), "%s, as asked%s%s", d->name, host[0] ? ": " : "", host);
+	return d;
 }
 
-int na_driver_check(enum vhpc_driver d, struct verr *err)
+int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *emulated, struct verr *err)
 {
-	const struct na_driver *drv = na_driver_get(d);
+	*emulated = false;
+	return d->check(allow_emulated && d->emulation, emulated, err);
+}
+
+int na_driver_check(const struct na_driver *d, struct verr *err)
+{
 	bool emulated;
 
-	if (!drv)
-		return verr_set(err, "driver %d: resolve 'auto' first (na_driver_resolve)", (int)d);
-	return drv->check(false, &emulated, err);
-}
-
-int na_driver_check_kvm(bool allow_emulated, bool *emulated, struct verr *err)
-{
-	const char *env = getenv("VHPC_KVM_ALLOW_EMULATION");
-	struct hwvirt h;
-	char buf[512];
-
-	*emulated = false;
-	if (env && *env) {
-		if (!strcmp(env, "1"))
-			allow_emulated = true;
-		else if (strcmp(env, "0"))
-			return verr_set(err, "VHPC_KVM_ALLOW_EMULATION='%.40s': expected 0 or 1", env);
-	}
-	hwvirt_detect(&h);
-	if (!h.kvm)
-		return verr_set(err, "driver kvm: %s; use --driver container (or auto)", h.why);
-	if (!kvm_unusable(&h, buf, sizeof(buf)))
-		return 0;
-	if (!allow_emulated)
-		return verr_set(err, "driver kvm: %s, so guests would not finish booting; use --driver container "
-				"(or auto), or --allow-emulated-kvm to start them anyway (tests)", h.why);
-	*emulated = true;
-	return 0;
-}
-
-/* Every driver, by its enum vhpc_driver: a new one is its file plus a line here. */
-static const struct na_driver *const drivers[] = {
-	[DRIVER_CONTAINER] = &na_driver_container,
-	[DRIVER_KVM] = &na_driver_kvm,
-};
-
-const struct na_driver *na_driver_get(enum vhpc_driver d)
-{
-	if ((int)d < 0 || (size_t)d >= sizeof(drivers) / sizeof(drivers[0]))
-		return NULL;
-	return drivers[d];
+	return na_driver_check_with(d, false, &emulated, err);
 }
 
 const char *na_driver_name(const struct na_driver *d)
@@ -103,10 +91,10 @@ int na_drivers_sweep(const char *job, const char *why, int *removed, struct verr
 {
 	int rc = 0;
 
-	for (size_t i = 0; i < sizeof(drivers) / sizeof(drivers[0]); i++) {
+	for (int i = 0; drivers[i]; i++) {
 		struct verr e;
 
-		if (drivers[i] && drivers[i]->sweep && drivers[i]->sweep(job, why, removed, &e) < 0 && rc == 0) {
+		if (drivers[i]->sweep && drivers[i]->sweep(job, why, removed, &e) < 0 && rc == 0) {
 			*err = e;
 			rc = -1;
 		}

@@ -151,12 +151,8 @@ int cmd_bench(int argc, char **argv)
 			o.ranks = (int)v;
 			break;
 		case O_DRIVER:
-			want = -1;
-			for (int i = 0; vhpc_driver_names[i]; i++)
-				if (!strcmp(optarg, vhpc_driver_names[i]))
-					want = i;
-			if (want < 0)
-				return usage_error("bench", "--driver: expected auto, container or kvm, got '%s'", optarg);
+			if ((want = vhpc_driver_index(optarg)) < 0)
+				return usage_error("bench", "--driver: expected " VHPC_DRIVER_CHOICES ", got '%s'", optarg);
 			o.driver = optarg;
 			break;
 		case O_IMAGE:
@@ -234,13 +230,13 @@ int cmd_bench(int argc, char **argv)
 		want = cl.default_driver;
 		cluster_free(&cl);
 	}
-	enum vhpc_driver d = na_driver_resolve(want, &why);
+	const struct na_driver *d = na_driver_resolve(vhpc_driver_names[want], &why, &err);
 
-	if (na_driver_check(d, &err) < 0) {
+	if (!d || na_driver_check(d, &err) < 0) {
 		fprintf(stderr, "vhpc bench: %s\n", err.msg);
 		return EXIT_USAGE;
 	}
-	o.driver_used = vhpc_driver_names[d];
+	o.driver_used = na_driver_name(d);
 	o.driver_why = why;
 	return bench_run(&o);
 }

@@ -241,7 +241,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	random_bytes(rnd, sizeof(rnd));
 	hex_encode(rnd, sizeof(rnd), job);
 	s.label = job;
-	s.driver = j->driver >= 0 ? (enum vhpc_driver)j->driver : (enum vhpc_driver)r.cl.default_driver;
+	s.driver = vhpc_driver_names[j->driver >= 0 ? j->driver : r.cl.default_driver];
 	s.allow_emulated = o->allow_emulated_kvm;
 	s.nguests = s.ntotal = r.nguests;
 	s.ranks = r.ranks_per_guest;

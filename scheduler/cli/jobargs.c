@@ -177,12 +177,8 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 			j.tuning = strdup(optarg);
 			break;
 		case O_DRIVER:
-			j.driver = -1;
-			for (int i = 0; vhpc_driver_names[i]; i++)
-				if (!strcmp(optarg, vhpc_driver_names[i]))
-					j.driver = i;
-			if (j.driver < 0)
-				return usage_error(cmd, "--driver: expected auto, container or kvm, got '%s'", optarg);
+			if ((j.driver = vhpc_driver_index(optarg)) < 0)
+				return usage_error(cmd, "--driver: expected " VHPC_DRIVER_CHOICES ", got '%s'", optarg);
 			break;
 		case O_TIMEOUT:
 			if (parse_duration(optarg, &v) < 0)
@@ -289,7 +285,8 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		job_spec_free(&j);
 		return usage_error(cmd, "no command: vhpc %s [OPTIONS] -- COMMAND [ARGS...]", cmd);
 	}
-	if (eo.allow_emulated_kvm && j.driver >= 0 && j.driver != DRIVER_KVM) {
+	/* The option is kvm's by its name; auto is checked once resolved. */
+	if (eo.allow_emulated_kvm && j.driver > DRIVER_AUTO && strcmp(vhpc_driver_names[j.driver], "kvm")) {
 		job_spec_free(&j);
 		return usage_error(cmd, "--allow-emulated-kvm applies to --driver kvm only");
 	}

@@ -335,6 +335,15 @@ struct json_object *ctld_image_handle(const struct cmsg *m, const struct wire_pe
 	}
 }
 
+/* A job that asks for kvm by name needs an image with a kernel; under
+ * "auto" a node may still pick containers, so the node says. */
+static bool wants_kvm(const struct job_spec *js)
+{
+	const char *d = vhpc_driver_name(js->driver);
+
+	return d && !strcmp(d, "kvm");
+}
+
 int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, struct verr *err)
 {
 	const char *name = js->image ? js->image : g.cl.default_image;
@@ -347,7 +356,7 @@ int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, stru
 		 * store, nor one removed since. */
 		if (imgstore_image(g.images, js->image_id, js->image, &im, err) < 0)
 			return -1;
-		if (js->driver == DRIVER_KVM && !im.kvm)
+		if (wants_kvm(js) && !im.kvm)
 			return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs)", im.name, js->image_id);
 		if (!js->image)
 			json_object_object_add(spec, "image", json_object_new_string(im.name));
@@ -355,7 +364,7 @@ int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, stru
 	}
 	if (imgstore_lookup(g.images, name, &ref, err) < 0)
 		return -1;
-	if (js->driver == DRIVER_KVM && !ref.kvm)
+	if (wants_kvm(js) && !ref.kvm)
 		return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs): build it with a kvm: section and push it again",
 				name, ref.id);
 	json_object_object_add(spec, "image", json_object_new_string(name));

@@ -166,7 +166,7 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 	json_object_object_add(o, "image_id", json_object_new_string(j->image_id));
 	json_object_object_add(o, "tuning", json_object_new_string(j->tuning));
 	json_object_object_add(o, "driver", json_object_new_string(
-		vhpc_driver_names[j->spec.driver >= 0 ? j->spec.driver : g.cl.default_driver]));
+		vhpc_driver_name(j->spec.driver >= 0 ? j->spec.driver : g.cl.default_driver)));
 	json_object_object_add(o, "vcpus", json_object_new_int(j->vcpus));
 	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
 	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->spec.oversubscribe));

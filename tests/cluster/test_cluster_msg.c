@@ -51,7 +51,7 @@ static void user_messages(void **state)
 	assert_int_equal(m.type, CM_SUBMIT);
 	assert_int_equal(m.spec.guests, 2);
 	assert_int_equal(m.spec.ranks, 4);
-	assert_int_equal(m.spec.driver, DRIVER_CONTAINER);
+	assert_string_equal(vhpc_driver_name(m.spec.driver), "container");
 	assert_int_equal(m.spec.map_by, MAP_BY_SLOT);
 	assert_string_equal(m.spec.command.v[0], "hostname");
 	assert_string_equal(m.spec.env.val[0], "1");
@@ -305,7 +305,7 @@ static void job_spec_round_trip(void **state)
 	j.guests = 3;
 	j.ranks = 6;
 	j.vcpus = 2;
-	j.driver = DRIVER_CONTAINER;
+	j.driver = vhpc_driver_index("container");
 	j.name = strdup("bench");
 	j.command.v = cmd;
 	j.command.n = 2;
@@ -315,7 +315,7 @@ static void job_spec_round_trip(void **state)
 	assert_int_equal(back.guests, 3);
 	assert_int_equal(back.ranks, 6);
 	assert_int_equal(back.vcpus, 2);
-	assert_int_equal(back.driver, DRIVER_CONTAINER);
+	assert_string_equal(vhpc_driver_name(back.driver), "container");
 	assert_string_equal(back.name, "bench");
 	assert_string_equal(back.command.v[1], "PingPong");
 	assert_true(back.vmshm);

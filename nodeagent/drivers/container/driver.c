@@ -146,6 +146,14 @@ static bool chrooted(void)
 	return na_each_mount(at_root, &root, &e) == 0 && !root;
 }
 
+/* Containers run wherever runc does: the fallback of "auto". */
+static bool auto_pick(char *why, size_t len)
+{
+	(void)len;
+	why[0] = '\0';
+	return true;
+}
+
 static int check(bool allow_emulated, bool *emulated, struct verr *err)
 {
 	(void)allow_emulated;
@@ -417,7 +425,7 @@ static void release(struct na_job *j)
 
 const struct na_driver na_driver_container = {
 	.name = "container",
-	.id = DRIVER_CONTAINER,
+	.auto_pick = auto_pick,
 	.guest_netns = true,
 	.host_spool = true,
 	.host_paths = true,

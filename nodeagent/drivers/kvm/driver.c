@@ -35,7 +35,7 @@ struct kvm_job {
 
 static int check(bool allow_emulated, bool *emulated, struct verr *err)
 {
-	if (na_driver_check_kvm(allow_emulated, emulated, err) < 0)
+	if (na_kvm_host_check(allow_emulated, emulated, err) < 0)
 		return -1;
 	if (*emulated)
 		log_warn("driver kvm on a software-only KVM (--allow-emulated-kvm): the guests start, "
@@ -241,7 +241,7 @@ static void release(struct na_job *j)
 
 const struct na_driver na_driver_kvm = {
 	.name = "kvm",
-	.id = DRIVER_KVM,
+	.auto_pick = na_kvm_auto_pick,
 	.image_flags = IMAGE_KVM,
 	.emulation = true,
 	.host_paths = true,

@@ -18,6 +18,16 @@ struct na_placement;
 struct na_topo;
 struct tuning;
 
+/* For na_driver_kvm's auto_pick: hardware virtualization here; why says
+ * what this host has (kvm_host.c). */
+bool na_kvm_auto_pick(char *why, size_t len);
+/* Its check: /dev/kvm with hardware virtualization, or on a software-only
+ * KVM when allow_emulated is set (guests then start but do not finish
+ * booting: tests of the driver, experts); *emulated says whether that is
+ * the case.  $VHPC_KVM_ALLOW_EMULATION=1 sets allow_emulated too; another
+ * value than 0 or 1 there is an error. */
+int na_kvm_host_check(bool allow_emulated, bool *emulated, struct verr *err);
+
 /*
  * The kvm driver: one vhpc-hv process per guest (hv/hv.h), started by the
  * agent and watched as its child.  What a guest gets:
