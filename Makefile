@@ -133,9 +133,13 @@ $(B)/san/%.o: %.c | $(GEN_DRIVER_NAMES)
 	$(Q)$(CC) $(CFLAGS) $(SANFLAGS) -O1 $(EXTRA_OBJ_CFLAGS) -c -o $@ $<
 
 # -- components -----------------------------------------------------------
-include lib/module.mk
+# A program rule reads its LIBS when it is made, so a component whose
+# archives others link comes before them: libvhpc, then the node agent
+# ($(NODEAGENT_LIBS), linked by vhpc and vhpc-slurmjob).
+FIRST_MODULES := lib/module.mk nodeagent/module.mk
+include $(FIRST_MODULES)
 # Components may nest one level (mpi-plugins/rsh/module.mk).
-include $(sort $(filter-out lib/module.mk,$(wildcard */module.mk */*/module.mk)))
+include $(sort $(filter-out $(FIRST_MODULES),$(wildcard */module.mk */*/module.mk)))
 
 .PHONY: programs tests fuzzers
 programs: $(PROGRAMS) $(EXTRA_ALL)

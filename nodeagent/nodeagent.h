@@ -255,6 +255,11 @@ struct na_guest_access {
 int na_job_guest_access(struct na_job *j, int k, struct na_guest_access *a, struct verr *err);
 /* An authenticated channel to guest k's agent (k indexes this node's guests). */
 int na_job_connect(struct na_job *j, int k, struct chan *c, int timeout_ms, struct verr *err);
+/* Runs r's command in guest k and waits, as gexec_run does (its return
+ * values), except that the wait also ends, with the reason, when any guest
+ * of the job here stops meanwhile (r->gone is the agent's own). */
+struct gexec_req;
+int na_job_run(struct na_job *j, int k, const struct gexec_req *r, int *status, struct verr *err);
 /* Guest 0's spool (detached commands' output) as a host path, or NULL
  * when its driver keeps it inside the guest; either way the output is read
  * over the guest channel (gexec_output). */

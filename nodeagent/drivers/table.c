@@ -1,5 +1,5 @@
 /* The table of guest drivers (drivers.h), and which one a job gets
- * (DESIGN.md "Guest drivers"): by name, or for "auto" the first in the
+ * (nodeagent/README.md): by name, or for "auto" the first in the
  * table that says it suits this host. */
 #include "lib/drivers.h"
 #include "lib/err.h"

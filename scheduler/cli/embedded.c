@@ -6,7 +6,6 @@
  */
 #include "lib/argv.h"
 #include "lib/bytes.h"
-#include "lib/chan.h"
 #include "lib/clock.h"
 #include "lib/cluster.h"
 #include "lib/consts.h"
@@ -92,19 +91,10 @@ static int choose_vcpus(struct run *r, struct verr *err)
 	return 0;
 }
 
-/* A guest of the job that stopped while mpirun runs ends the job: its
- * ranks are gone, and mpirun may not notice for a long time (a VM that
- * vanishes sends no TCP reset). */
-static bool guest_gone(void *arg, char *why, size_t len)
-{
-	return na_job_guest_gone(arg, why, len);
-}
-
 static int run_job(struct run *r, const struct launch_plan *lp, int *status, struct verr *err)
 {
 	char **argv = launch_mpirun_argv(lp);
 	struct gexec_req req = { 0 };
-	struct chan c;
 	double t0;
 	int rc;
 
@@ -117,10 +107,6 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", p == argv ? "" : " ", *p);
 		log_debug("guest g0 runs: %s", line);
 	}
-	if (na_job_connect(r->nj, 0, &c, 5000, err) < 0) {
-		argv_free(argv);
-		return verr_wrap(err, "guest g0");
-	}
 	req.argv = (const char *const *)argv;
 	req.env = launch_env;
 	req.cwd = lp->workdir ? lp->workdir : "/tmp";
@@ -128,11 +114,8 @@ static int run_job(struct run *r, const struct launch_plan *lp, int *status, str
 	req.err_fd = STDERR_FILENO;
 	req.timeout_ms = (int)(r->timeout > 2000000 ? 2000000000 : r->timeout * 1000);
 	req.cancel = &forward_sig;
-	req.gone = guest_gone;
-	req.gone_arg = r->nj;
 	t0 = now_s();
-	rc = gexec_run(&c, &req, status, err);
-	chan_close(&c);
+	rc = na_job_run(r->nj, 0, &req, status, err);
 	argv_free(argv);
 	if (rc < 0)
 		return -1;

@@ -1,5 +1,5 @@
 /*
- * The container driver (DESIGN.md "Guest drivers"): each guest a runc
+ * The container driver (nodeagent/README.md): each guest a runc
  * container with vhpc-guestd as its init, in its own network namespace on
  * the job bridge.  Laid out as both schedulers want it: the job's shared
  * dir read-only at /vhpc, the guest's own control dir (a small tmpfs, so a

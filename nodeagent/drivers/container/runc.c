@@ -1,6 +1,6 @@
 /*
  * Running the OCI runtime.  runc from Debian: crun 1.8 refuses the hybrid
- * cgroup layout of the hosts here (DESIGN.md).
+ * cgroup layout of the hosts here (README.md, "Dependencies").
  */
 #include "nodeagent/job.h"
 #include "lib/clock.h"

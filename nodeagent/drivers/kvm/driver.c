@@ -1,5 +1,5 @@
 /*
- * The kvm driver (DESIGN.md "Guest drivers", nodeagent/README.md): each
+ * The kvm driver (nodeagent/README.md, "The kvm driver"): each
  * guest a vhpc-hv process booting the image's kernel, on the job bridge
  * through a tap.  What only VMs need happens here: the minimum memory, the
  * hugepage plan, the vmshm region as a power-of-two BAR, the job's config
