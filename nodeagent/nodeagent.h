@@ -195,6 +195,14 @@ struct na_job_spec {
 	void *cancel_arg;
 };
 
+/* The job-level fields of s (driver, image, tuning, vcpus, mem,
+ * oversubscribe, vmshm, scratch, job_timeout_s, guest_port) from the job
+ * as its user described it, each left out taking the cluster's default:
+ * the same meaning for `vhpc run` and Slurm.  The rest is the caller's:
+ * which guests are here, their network, user, key and host. */
+struct job_spec;
+void na_job_spec_from(struct na_job_spec *s, const struct job_spec *js, const struct cluster_cfg *cl);
+
 /* The agent's own record of a job (nodeagent/job.h): callers hold a
  * pointer and read it through the accessors below. */
 struct na_job;

@@ -177,11 +177,10 @@ static int network(struct vs_job *j, const char *secret_path, const char *peers,
 
 static int driver(struct vs_job *j, struct verr *err)
 {
-	const char *name = j->o.driver[0] ? j->o.driver : vhpc_driver_name(j->cl.default_driver);
-
-	if (vhpc_driver_index(name) < 0)
-		return verr_set(err, "driver '%s': unknown", name);
-	j->s.driver = name;
+	/* The plugin checked it where the user typed it; this is the word
+	 * that reached the node, which the job's user could have changed. */
+	if (j->o.driver[0] && vhpc_driver_index(j->o.driver) < 0)
+		return verr_set(err, "driver '%s': unknown", j->o.driver);
 	return 0;
 }
 
@@ -211,6 +210,8 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	if (cpus_here(j, cores, site->cpus, err) < 0 || layout(j, err) < 0 || network(j, site->secret, site->peers, err) < 0 ||
 	    driver(j, err) < 0 || user(j, err) < 0)
 		return -1;
+	na_job_spec_from(s, &(struct job_spec){ .image = j->o.image[0] ? j->o.image : NULL,
+		.driver = vhpc_driver_index(j->o.driver), .mem = j->o.mem, .vmshm = !j->o.no_vmshm }, &j->cl);
 	snprintf(j->label, sizeof(j->label), "%u", id);
 	snprintf(j->host_id, sizeof(j->host_id), "%s:%s", na_boot_id(), j->node);
 	s->label = j->label;
@@ -221,13 +222,8 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	/* Every job network is a world of its own (its VNI, its namespaces):
 	 * each may take the whole pool, and nodes need not agree on a part. */
 	s->subnet = j->cl.job_pool;
-	s->guest_port = (int)j->cl.guest_port;
-	s->image = j->o.image[0] ? j->o.image : j->cl.default_image;
-	s->tuning = j->cl.default_tuning;
 	s->topo = j->topo;
 	s->vcpus = j->vcpus;
-	s->mem = j->o.mem ? j->o.mem : j->cl.default_mem;
-	s->vmshm = !j->o.no_vmshm && j->nguests > 1;
 	s->host_id = j->host_id;
 	s->binds = &j->paths.binds;
 	s->uid = j->uid;
@@ -236,7 +232,6 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	s->npeers = j->npeers;
 	s->guest_node = j->guest_node;
 	s->wg = j->cl.wg.key ? &j->cl.wg : NULL;
-	s->job_timeout_s = 3600;
 	return 0;
 }
 

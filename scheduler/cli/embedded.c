@@ -51,7 +51,6 @@ struct run {
 	int nguests, vcpus;
 	int *ranks_per_guest;
 	long long timeout;
-	uint64_t mem;
 };
 
 static int cancelled(void *arg, struct verr *err)
@@ -150,7 +149,6 @@ static int job_shape(struct run *r, const struct embedded_opts *o, struct verr *
 {
 	const char *topo = o->topology ? o->topology : getenv("VHPC_TOPOLOGY");
 
-	r->mem = r->j->mem ? r->j->mem : r->cl.default_mem;
 	r->nguests = (int)r->j->guests;
 	r->timeout = r->j->timeout ? r->j->timeout : r->cl.default_timeout;
 	if (r->nguests > VHPC_MAX_GUESTS)
@@ -223,25 +221,16 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	}
 	random_bytes(rnd, sizeof(rnd));
 	hex_encode(rnd, sizeof(rnd), job);
+	na_job_spec_from(&s, j, &r.cl);
 	s.label = job;
-	s.driver = vhpc_driver_names[j->driver >= 0 ? j->driver : r.cl.default_driver];
 	s.allow_emulated = o->allow_emulated_kvm;
 	s.nguests = s.ntotal = r.nguests;
 	s.ranks = r.ranks_per_guest;
 	s.subnet_pool = &r.cl;
-	s.guest_port = (int)r.cl.guest_port;
-	s.image = j->image ? j->image : r.cl.default_image;
-	s.tuning = j->tuning ? j->tuning : r.cl.default_tuning;
 	s.topo = r.topo;
 	s.vcpus = r.vcpus;
-	s.mem = r.mem;
-	s.oversubscribe = j->oversubscribe;
-	/* Co-located guests of one job talk through shared memory, not TCP. */
-	s.vmshm = j->vmshm && r.nguests > 1 && j->ranks >= 2;
 	s.host_id = na_boot_id();
-	s.scratch = j->scratch;
 	s.binds = &r.paths.binds;
-	s.job_timeout_s = r.timeout;
 	s.cancelled = cancelled;
 	random_bytes(s.key, sizeof(s.key));
 	if (na_job_start(&r.nj, job, &s, err) < 0)

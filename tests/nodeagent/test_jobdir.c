@@ -323,6 +323,50 @@ static void driver_choice_says_why(void **state)
 		assert_int_equal(na_driver_check(d, &e), 0);
 }
 
+/* What a field the user left out means, whoever starts the job: the
+ * cluster's default; what the user gave, as given. */
+static void job_spec_takes_cluster_defaults(void **state)
+{
+	struct cluster_cfg cl = { .default_image = "dflt", .default_tuning = "hpc", .default_driver = 1,
+				  .default_mem = 768ull << 20, .default_timeout = 99, .guest_port = 7707 };
+	struct job_spec js;
+	struct na_job_spec s = { 0 };
+
+	(void)state;
+	job_spec_defaults(&js);
+	js.driver = -1;
+	js.mem = 0;
+	js.timeout = 0;
+	na_job_spec_from(&s, &js, &cl);
+	assert_string_equal(s.driver, vhpc_driver_names[1]);
+	assert_string_equal(s.image, "dflt");
+	assert_string_equal(s.tuning, "hpc");
+	assert_int_equal(s.mem, 768ull << 20);
+	assert_int_equal(s.job_timeout_s, 99);
+	assert_int_equal(s.guest_port, 7707);
+	assert_true(s.vmshm);
+	js.driver = vhpc_driver_index("kvm");
+	js.image = "mine";
+	js.tuning = "none";
+	js.mem = 1ull << 30;
+	js.timeout = 5;
+	js.vcpus = 3;
+	js.scratch = 32ull << 20;
+	js.oversubscribe = true;
+	js.ranks = 1;
+	na_job_spec_from(&s, &js, &cl);
+	assert_string_equal(s.driver, "kvm");
+	assert_string_equal(s.image, "mine");
+	assert_string_equal(s.tuning, "none");
+	assert_int_equal(s.mem, 1ull << 30);
+	assert_int_equal(s.job_timeout_s, 5);
+	assert_int_equal(s.vcpus, 3);
+	assert_int_equal(s.scratch, 32ull << 20);
+	assert_true(s.oversubscribe);
+	/* One rank has nobody to share memory with. */
+	assert_false(s.vmshm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +377,7 @@ int main(void)
 		cmocka_unit_test(concurrent_jobs_get_different_cores),
 		cmocka_unit_test(subnets_are_distinct_and_come_back),
 		cmocka_unit_test(driver_choice_says_why),
+		cmocka_unit_test(job_spec_takes_cluster_defaults),
 	};
 
 	vlog_init("test-jobdir");
