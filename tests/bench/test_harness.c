@@ -14,6 +14,8 @@
 #include <string.h>
 #include <math.h>
 #include <cmocka.h>
+
+#include "tests/fixture.h"
 #include <json-c/json.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -610,26 +612,18 @@ static void expect_png(const char *dir)
 	free(buf);
 }
 
-static void rm_dir(const char *dir)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
-}
-
 /* The hand-written mpi results folder: its ratios worked out by hand in
  * the comments. */
 static void test_ratio_chart(void **state)
 {
-	char dir[] = "/tmp/vhpc-bench-ratio.XXXXXX", *gp;
+	char dir[64], *gp;
 	struct dat_row rows[8];
 	struct bh_doc d;
 	struct verr err;
 	size_t len;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "bench-ratio"), 0);
 	if (bh_doc_load(data_path("bench-mpi"), &d, &err) < 0)
 		fail_msg("%s", err.msg);
 	struct bh_chart ch = { dir, d.suite, d.driver, (int)d.reps, &d.res };
@@ -686,7 +680,7 @@ static void test_ratio_chart(void **state)
 	if (have_gnuplot())
 		expect_png(dir);
 	bh_doc_free(&d);
-	rm_dir(dir);
+	assert_int_equal(fx_rmdir(dir), 0);
 	if (!have_gnuplot())
 		skip();
 }
@@ -694,7 +688,7 @@ static void test_ratio_chart(void **state)
 /* Metrics without sizes (the sys suite's loops) get bars of their ratios. */
 static void test_ratio_bars(void **state)
 {
-	char dir[] = "/tmp/vhpc-bench-ratio.XXXXXX", path[600], *gp;
+	char dir[64], path[600], *gp;
 	struct bh_desc one = { "Pipe Throughput", "1 copy", "loops/s", "rate", BH_HIGHER, -1 };
 	struct bh_desc two = { "Pipe Throughput", "2 copies", "loops/s", "rate", BH_HIGHER, -1 };
 	struct bh_desc wall = { "whole run", "wall", "s", "", BH_LOWER, -1 };
@@ -704,7 +698,7 @@ static void test_ratio_bars(void **state)
 	size_t len;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "bench-ratio"), 0);
 	bh_results_init(&r, 3);
 	for (size_t k = 0; k < 3; k++) {
 		assert_int_equal(bh_add(&r, &one, BH_NATIVE, k, 100, &err), 0);
@@ -734,7 +728,7 @@ static void test_ratio_bars(void **state)
 	if (have_gnuplot())
 		expect_png(dir);
 	bh_results_free(&r);
-	rm_dir(dir);
+	assert_int_equal(fx_rmdir(dir), 0);
 	if (!have_gnuplot())
 		skip();
 }
@@ -826,12 +820,12 @@ static void test_compare(void **state)
 
 static void test_doc_load_errors(void **state)
 {
-	char dir[] = "/tmp/vhpc-bench-unit.XXXXXX", path[256];
+	char dir[64], path[256];
 	struct bh_doc d;
 	struct verr err;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "bench-unit"), 0);
 	assert_int_equal(bh_doc_load("/nonexistent/vhpc-bench", &d, &err), -1);
 	assert_non_null(strstr(err.msg, "No such file"));
 	assert_int_equal(bh_doc_load(dir, &d, &err), -1);
@@ -863,7 +857,7 @@ static void test_doc_load_errors(void **state)
 		bh_doc_free(&d);
 	}
 	unlink(path);
-	rmdir(dir);
+	fx_rmdir(dir);
 }
 
 int main(void)

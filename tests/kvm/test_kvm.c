@@ -25,6 +25,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "nodeagent/drivers/kvm/kvm_int.h"
 #include "guest/internal.h"   /* guest/: vhpc-guestd's option parser */
 
@@ -220,12 +222,12 @@ static void argv_prefers_the_pvh_kernel(void **state)
 {
 	struct na_placement p = { .ncpus = 1, .cpus = { 0 }, .nmems = 1, .mems = { 0 } };
 	struct na_kvm_spec s = spec(&p);
-	char dir[] = "/tmp/vhpc-kvmt-XXXXXX", **argv;
+	char dir[64], **argv;
 	struct verr e;
 	int fd;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "kvmt"), 0);
 	snprintf(img.vmlinux, sizeof(img.vmlinux), "%s/vmlinux", dir);
 	fd = open(img.vmlinux, O_CREAT | O_WRONLY, 0644);
 	assert_true(fd >= 0);
@@ -235,7 +237,7 @@ static void argv_prefers_the_pvh_kernel(void **state)
 	assert_string_equal(argv[2], img.vmlinux);
 	argv_free(argv);
 	unlink(img.vmlinux);
-	rmdir(dir);
+	fx_rmdir(dir);
 	setup(NULL);
 }
 
@@ -427,7 +429,7 @@ static char *sh(const char *cmd)
 
 static void config_disk_holds_the_job_files(void **state)
 {
-	char run[] = "/tmp/vhpc-kvmt-XXXXXX", src[128], path[512], cmd[1024];
+	char run[64], src[128], path[512], cmd[1024];
 	const char *env[] = { "VHPC_JOB=ab12", "VHPC_VMSHM_PATH=/run/vhpc-vmshm", NULL };
 	char *keys[] = { "net.ipv4.tcp_adv_win_scale" }, *vals[] = { "1" };
 	struct tuning t = { .name = "hpc", .sysctl = { .key = keys, .val = vals, .n = 1 } };
@@ -437,7 +439,7 @@ static void config_disk_holds_the_job_files(void **state)
 	struct verr e;
 
 	(void)state;
-	assert_non_null(mkdtemp(run));
+	assert_int_equal(fx_tmpdir(run, sizeof(run), "kvmt"), 0);
 	setenv("VHPC_RUN_DIR", run, 1);
 	assert_int_equal(na_jobdir_create(&jd, "kvmt1", &e), 0);
 	snprintf(src, sizeof(src), "%s/shared", jd.path);
@@ -465,7 +467,7 @@ static void config_disk_holds_the_job_files(void **state)
 	assert_int_equal(na_kvm_config_disk(&jd, src, env, &t, path, sizeof(path), &e), -1);
 	assert_non_null(strstr(e.msg, "config.ext4"));
 	assert_int_equal(na_jobdir_remove(&jd, &e), 0);
-	assert_int_equal(rmdir(run) == 0 || rm_rf(run, &e) == 0, 1);
+	assert_int_equal(fx_rmdir(run), 0);
 	unsetenv("VHPC_RUN_DIR");
 }
 
@@ -484,13 +486,13 @@ static int entries(const char *dir)
 
 static void scratch_disk_is_an_unnamed_reserved_ext4(void **state)
 {
-	char top[] = "/tmp/vhpc-kvmt-XXXXXX", dir[128], cmd[1024], self[64];
+	char top[64], dir[128], cmd[1024], self[64];
 	struct stat st;
 	struct verr e;
 	int fd;
 
 	(void)state;
-	assert_non_null(mkdtemp(top));
+	assert_int_equal(fx_tmpdir(top, sizeof(top), "kvmt"), 0);
 	snprintf(dir, sizeof(dir), "%s/scratch", top);
 	/* The folder is made; the disk has no name in it. */
 	assert_int_equal(na_kvm_scratch_disk(dir, 64ull << 20, &fd, &e), 0);
@@ -528,18 +530,18 @@ static void scratch_disk_is_an_unnamed_reserved_ext4(void **state)
 	umount2(dir, MNT_DETACH);
 	assert_non_null(strstr(e.msg, "(the scratch folder has no room for it)"));
 	assert_non_null(strstr(e.msg, dir));
-	assert_int_equal(rm_rf(top, &e), 0);
+	assert_int_equal(fx_rmdir(top), 0);
 }
 
 /* The cluster file's scratch_dir, else <state dir>/scratch. */
 static void scratch_dir_from_the_cluster_file(void **state)
 {
-	char top[] = "/tmp/vhpc-kvmt-XXXXXX", cl[128], want[160], dir[512];
+	char top[64], cl[128], want[160], dir[512];
 	FILE *f;
 	struct verr e;
 
 	(void)state;
-	assert_non_null(mkdtemp(top));
+	assert_int_equal(fx_tmpdir(top, sizeof(top), "kvmt"), 0);
 	snprintf(cl, sizeof(cl), "%s/cluster.yaml", top);
 	assert_non_null(f = fopen(cl, "w"));
 	fprintf(f, "name: t\njob_network:\n  pool: 10.213.0.0/16\n  prefix: 24\n");
@@ -556,7 +558,7 @@ static void scratch_dir_from_the_cluster_file(void **state)
 	assert_string_equal(dir, "/srv/local/vhpc-scratch");
 	unsetenv("VHPC_CLUSTER");
 	unsetenv("VHPC_STATE_DIR");
-	assert_int_equal(rm_rf(top, &e), 0);
+	assert_int_equal(fx_rmdir(top), 0);
 }
 
 static void vmshm_region_grows_to_a_power_of_two(void **state)

@@ -22,6 +22,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "lib/fsutil.h"
 #include "nodeagent/drivers/kvm/kvm_int.h"
 
@@ -38,7 +40,7 @@ static void put(const char *path, const char *text)
 
 static void virtiofsd_serves_the_checked_folder(void **state)
 {
-	char top[] = "/tmp/vhpc-kvmfs-XXXXXX", p[5][256], served[300], got[64] = "";
+	char top[64], p[5][256], served[300], got[64] = "";
 	struct bind_list l = { .n = 1 };
 	struct na_hbind hb[1];
 	struct verr e;
@@ -46,7 +48,7 @@ static void virtiofsd_serves_the_checked_folder(void **state)
 	pid_t pid = 0;
 
 	(void)state;
-	assert_non_null(mkdtemp(top));
+	assert_int_equal(fx_tmpdir(top, sizeof(top), "kvmfs"), 0);
 	assert_int_equal(chmod(top, 0755), 0);
 	/* root's: locked (0700) / inner / data / f */
 	snprintf(p[0], sizeof(p[0]), "%s/locked/inner/data", top);
@@ -100,7 +102,7 @@ static void virtiofsd_serves_the_checked_folder(void **state)
 		read_file(log, &t, &n, 4096, &e);
 		fail_msg("virtiofsd served '%s' (its log: %s)", got, t ? t : "none");
 	}
-	assert_int_equal(rm_rf(top, &e), 0);
+	assert_int_equal(fx_rmdir(top), 0);
 }
 
 int main(void)

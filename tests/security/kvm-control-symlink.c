@@ -26,6 +26,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "lib/fsutil.h"
 #include "nodeagent/drivers/kvm/kvm_int.h"
 
@@ -75,13 +77,13 @@ static int clients(pid_t pid)
 
 static void planted_symlink_to_roots_socket(void **state)
 {
-	char dir[] = "/tmp/vhpc-kvmctl-XXXXXX", priv[128], target[160], hv[128], ctl[160];
+	char dir[64], priv[128], target[160], hv[128], ctl[160];
 	char *reply = NULL;
 	struct verr err;
 	pid_t root_srv;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "kvmctl"), 0);
 	snprintf(priv, sizeof(priv), "%s/root-only", dir);
 	snprintf(target, sizeof(target), "%s/service.sock", priv);
 	snprintf(hv, sizeof(hv), "%s/hv", dir);
@@ -107,7 +109,7 @@ static void planted_symlink_to_roots_socket(void **state)
 	assert_string_equal(reply, "{\"ok\":true,\"state\":\"running\"}");
 	free(reply);
 	assert_int_equal(clients(root_srv), 1);
-	assert_int_equal(rm_rf(dir, &err), 0);
+	assert_int_equal(fx_rmdir(dir), 0);
 }
 
 int main(void)

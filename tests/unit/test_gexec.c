@@ -16,6 +16,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "lib/chan.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -24,7 +26,7 @@
 
 static void planted_symlink_is_not_followed(void **state)
 {
-	char dir[] = "/tmp/vhpc-gexec-XXXXXX", real[128], link[128];
+	char dir[64], real[128], link[128];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	uint8_t key[CHAN_KEY_LEN] = { 1 };
 	struct chan c;
@@ -32,7 +34,7 @@ static void planted_symlink_is_not_followed(void **state)
 	int l;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "gexec"), 0);
 	snprintf(real, sizeof(real), "%s/host.sock", dir);
 	snprintf(link, sizeof(link), "%s/ctl.sock", dir);
 	l = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -50,7 +52,7 @@ static void planted_symlink_is_not_followed(void **state)
 	unlink(link);
 	unlink(real);
 	close(l);
-	rmdir(dir);
+	fx_rmdir(dir);
 }
 
 /* A guest whose agent starts listening only after the first connect

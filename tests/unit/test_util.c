@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "lib/bytes.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -84,12 +86,12 @@ static void identifiers_are_checked(void **state)
 
 static void files_write_read_and_remove(void **state)
 {
-	char dir[] = "/tmp/vhpc-unit-XXXXXX", path[256], *buf;
+	char dir[64], path[256], *buf;
 	size_t len;
 	struct verr err;
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "unit"), 0);
 	snprintf(path, sizeof(path), "%s/a/b/c", dir);
 	assert_int_equal(mkdir_p(path, 0755, &err), 0);
 	snprintf(path, sizeof(path), "%s/a/b/c/f", dir);

@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "hv/vhost_user.h"
 
 static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -418,7 +420,7 @@ static void vring_base_must_name_the_ring(void **state)
 static void connect_paths_and_fds(void **state)
 {
 	struct vhu_conn c;
-	char p[64], dir[] = "/tmp/vhu-unit-XXXXXX", path[128];
+	char p[64], dir[64], path[128];
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int sv[2], lfd, file;
 
@@ -439,7 +441,7 @@ static void connect_paths_and_fds(void **state)
 	assert_non_null(strstr(c.err, "is not a unix stream socket"));
 	close(file);
 
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "vhu-unit"), 0);
 	snprintf(path, sizeof(path), "%s/l.sock", dir);
 	memcpy(a.sun_path, path, strlen(path) + 1);
 	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -459,7 +461,7 @@ static void connect_paths_and_fds(void **state)
 	assert_int_equal(vhu_connect(&c, p, 100), -1);
 	assert_non_null(strstr(c.err, "is not connected"));
 	close(lfd);
-	rmdir(dir);
+	fx_rmdir(dir);
 	memset(path, 'x', sizeof(path) - 1);
 	path[0] = '/';
 	path[sizeof(path) - 1] = 0;

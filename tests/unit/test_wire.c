@@ -23,6 +23,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
+
 #include "lib/bytes.h"
 #include "lib/clock.h"
 #include "lib/err.h"
@@ -30,7 +32,7 @@
 #include "lib/wire.h"
 #include "tests/cluster/wireframe.h"
 
-static char dir[] = "/tmp/vhpc-munge-XXXXXX";
+static char dir[64];
 static const char rid[] = "00112233445566778899aabbccddeeff";
 
 static int start_munged(void **state)
@@ -38,8 +40,7 @@ static int start_munged(void **state)
 	char cmd[1024], key[300];
 
 	(void)state;
-	memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
-	if (!mkdtemp(dir))
+	if (fx_tmpdir(dir, sizeof(dir), "munge") < 0)
 		return -1;
 	snprintf(key, sizeof(key), "%s/key", dir);
 	snprintf(cmd, sizeof(cmd),
@@ -58,8 +59,11 @@ static int stop_munged(void **state)
 	char cmd[600];
 
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "munged -S %s/sock -s >/dev/null 2>&1; rm -rf %s", dir, dir);
-	return system(cmd) == 0 ? 0 : 0;
+	/* Stopped before its folder goes; a munged already gone is fine. */
+	snprintf(cmd, sizeof(cmd), "munged -S %s/sock -s >/dev/null 2>&1", dir);
+	if (system(cmd) < 0)
+		return -1;
+	return fx_rmdir(dir);
 }
 
 static struct json_object *msg(const char *type)
