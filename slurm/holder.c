@@ -386,16 +386,71 @@ static void log_to(const char *name)
 	close(fd);
 }
 
-int main(int argc, char **argv)
+/* `hold ID --cores C [--secret F] [--peers F] [--cpus F]`: 0, or usage's. */
+static int parse_hold(int argc, char **argv, long long *id, const char **cores, struct vs_site *site)
 {
 	static const struct option lo[] = {
 		{ "cores", 1, 0, 'c' }, { "secret", 1, 0, 's' }, { "peers", 1, 0, 'p' }, { "cpus", 1, 0, 'u' }, { 0 }
 	};
+	int c;
+
+	if (strcmp(argv[1], "hold") || argc < 3 || parse_ll(argv[2], 1, 99999999, id) < 0)
+		return usage();
+	optind = 3;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (c == 'c')
+			*cores = optarg;
+		else if (c == 's')
+			site->secret = optarg;
+		else if (c == 'p')
+			site->peers = optarg;
+		else if (c == 'u')
+			site->cpus = optarg;
+		else
+			return usage();
+	}
+	return optind != argc || !*cores ? usage() : 0;
+}
+
+/* Leaves the extern step, our parent, after taking a pidfd to watch it;
+ * signals are then taken when asked for (sigtimedwait, or polled while
+ * preparing), never in a handler.  0, or 1 with the reason said. */
+static int detach(void)
+{
+	sigset_t sigs;
+
+	if ((anchor = (int)syscall(SYS_pidfd_open, getppid(), 0)) < 0) {
+		fprintf(stderr, "vhpc-slurmjob: the extern step (pid %d): %s\n", (int)getppid(), strerror(errno));
+		return 1;
+	}
+	switch (fork()) {
+	case -1:
+		return 1;
+	case 0:
+		break;
+	default:
+		_exit(0);
+	}
+	setsid();
+	prctl(PR_SET_PDEATHSIG, 0);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	/* Guest inits are ours once runc exits, as they are vhpcd's. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
 	struct vs_site site = { 0 };
 	const char *cores = NULL;
+	struct verr e;
 	long long id;
-	sigset_t sigs;
-	int c;
+	int rc;
 
 	vlog_init("vhpc-slurmjob");
 	if (argc < 2)
@@ -413,56 +468,12 @@ int main(int argc, char **argv)
 		log_to("sweep.log");
 		return argc == 2 ? sweep() : usage();
 	}
-	if (strcmp(argv[1], "hold") || argc < 3 || parse_ll(argv[2], 1, 99999999, &id) < 0)
-		return usage();
-	optind = 3;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (c == 'c')
-			cores = optarg;
-		else if (c == 's')
-			site.secret = optarg;
-		else if (c == 'p')
-			site.peers = optarg;
-		else if (c == 'u')
-			site.cpus = optarg;
-		else
-			return usage();
-	}
-	if (optind != argc || !cores)
-		return usage();
-	/* The extern step is our parent: watch it, then leave it. */
-	if ((anchor = (int)syscall(SYS_pidfd_open, getppid(), 0)) < 0) {
-		fprintf(stderr, "vhpc-slurmjob: the extern step (pid %d): %s\n", (int)getppid(), strerror(errno));
-		return 1;
-	}
-	switch (fork()) {
-	case -1:
-		return 1;
-	case 0:
-		break;
-	default:
-		_exit(0);
-	}
-	setsid();
-	prctl(PR_SET_PDEATHSIG, 0);
-	/* Signals are taken when asked for (sigtimedwait, or polled while
-	 * preparing), never in a handler. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	/* Guest inits are ours once runc exits, as they are vhpcd's. */
-	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	if ((rc = parse_hold(argc, argv, &id, &cores, &site)) || (rc = detach()))
+		return rc;
 	log_to("holder.log");
-	{
-		struct verr e;
-
-		if (na_cgroup_enter("vhpc/slurm", &e) < 0)
-			log_warn("job %lld: %s; Slurm may stop this process before its guests are removed", id, e.msg);
-	}
-	c = hold((uint32_t)id, cores, &site);
+	if (na_cgroup_enter("vhpc/slurm", &e) < 0)
+		log_warn("job %lld: %s; Slurm may stop this process before its guests are removed", id, e.msg);
+	rc = hold((uint32_t)id, cores, &site);
 	na_cgroup_leave("vhpc/slurm");
-	return c;
+	return rc;
 }

@@ -279,21 +279,148 @@ static int parse_bind(struct up *u, char *arg)
 	return 0;
 }
 
+/* What `up` made, for its teardown. */
+struct up_state {
+	struct na_placement p[VHPC_MAX_GUESTS];
+	struct na_ctr *ctr[VHPC_MAX_GUESTS];
+	struct na_net net;
+	struct na_jobdir jd;
+	struct na_topo *t;
+	struct tuning tun, *tp;
+	struct cluster_cfg cl;
+	bool have_cl, have_net;
+};
+
+static int up_place(const struct up *u, struct up_state *st, struct verr *e)
+{
+	int n = (int)u->j.guests;
+	uint64_t t0;
+
+	if (na_topo_load(&st->t, u->j.topology, e) < 0)
+		return -1;
+	t0 = now_ns();
+	if (na_jobdir_create(&st->jd, u->job, e) < 0)
+		return -1;
+	printf("job %s dir %s\n", u->job, st->jd.path);
+	if (na_place_job(st->t, &(struct na_place_req){ .nguests = n, .vcpus = (int)u->j.vcpus, .mem = u->j.mem,
+		.oversubscribe = u->j.oversubscribe, .busy_cpus = u->j.busy, .nbusy = (int)u->j.nbusy }, &st->jd, st->p, e) < 0)
+		return -1;
+	for (int g = 0; g < n; g++)
+		print_place(g, &st->p[g]);
+	printf("place_ms %.2f\n", ms_since(t0));
+	fflush(stdout);
+	return 0;
+}
+
+static int up_net(const struct up *u, struct up_state *st, struct verr *e)
+{
+	int n = (int)u->j.guests, index[VHPC_MAX_GUESTS];
+	struct ipv4net subnet;
+	uint64_t t0;
+
+	if (u->subnet) {
+		if (ipv4net_parse(u->subnet, false, &subnet) < 0)
+			return verr_set(e, "--subnet '%s': expected a network such as 10.213.7.0/24", u->subnet);
+	} else {
+		if (cluster_load(NULL, &st->cl, e) < 0)
+			return -1;
+		st->have_cl = true;
+		if (na_subnet_alloc(&st->cl, &st->jd, &subnet, e) < 0)
+			return -1;
+	}
+	for (int g = 0; g < n; g++)
+		index[g] = (int)u->first_index + g;
+	t0 = now_ns();
+	if (na_net_create(&(struct na_net_req){ .job = u->job, .subnet = subnet, .nguests = n,
+		.tuning = st->tp, .index = index, .vni = (uint32_t)u->vni, .underlay = u->underlay,
+		.peers = u->peers, .npeers = u->npeers }, &st->net, e) < 0)
+		return -1;
+	st->have_net = true;
+	printf("net_create_ms %.2f\n", ms_since(t0));
+	for (int g = 0; g < n; g++) {
+		char a[20];
+
+		printf("guest %d netns %s addr %s/%d mtu %d\n", st->net.index[g], st->net.guest_netns[g],
+		       ipv4_format(st->net.guest_addr[g], a, sizeof(a)), st->net.prefix, st->net.mtu);
+	}
+	fflush(stdout);
+	return 0;
+}
+
+static int up_containers(const struct up *u, struct up_state *st, struct verr *e)
+{
+	for (int g = 0; g < (int)u->j.guests; g++) {
+		char host[64], logp[4096], sys[4200];
+		struct na_ctr_spec s = {
+			.job = u->job, .index = g, .hostname = host, .rootfs = u->rootfs,
+			.argv = (const char *const *)u->argv, .env = u->env, .binds = u->binds,
+			.nbinds = u->nbinds, .netns = st->have_net ? st->net.guest_netns[g] : NULL,
+			.place = &st->p[g], .mem_limit = u->j.mem, .tmpfs_size = u->tmpfs, .log_path = logp,
+			.uid = getuid(), .gid = getgid(), .sysfs = sys,
+		};
+		uint64_t t0;
+
+		snprintf(host, sizeof(host), "%s-%d", u->job, g);
+		snprintf(logp, sizeof(logp), "%s/g%d.log", u->log_dir ? u->log_dir : st->jd.path, g);
+		if (!st->have_net)
+			return verr_set(e, "containers need the job network (drop --no-net)");
+		snprintf(sys, sizeof(sys), "%s/sys%d", st->jd.path, g);
+		if (na_ctr_sysfs(st->net.guest_netns[g], sys, e) < 0)
+			return -1;
+		t0 = now_ns();
+		if (na_ctr_start(&s, &st->ctr[g], e) < 0)
+			return -1;
+		printf("guest %d pid %d log %s ctr_start_ms %.2f\n", g, (int)na_ctr_pid(st->ctr[g]), logp, ms_since(t0));
+		fflush(stdout);
+	}
+	return 0;
+}
+
+/* In the reverse order of up_run; 0, or 1 when a step failed (said). */
+static int up_teardown(const struct up *u, struct up_state *st)
+{
+	struct verr e;
+	uint64_t t0;
+	int rc = 0;
+
+	if (u->rootfs) {
+		t0 = now_ns();
+		if (na_ctr_stop_all(st->ctr, (int)u->j.guests, u->grace_ms, &e) < 0) {
+			fprintf(stderr, "vhpc-na: %s\n", e.msg);
+			rc = 1;
+		}
+		printf("ctr_stop_ms %.2f\n", ms_since(t0));
+	}
+	if (st->have_net) {
+		t0 = now_ns();
+		if (na_net_destroy(&st->net, &e) < 0) {
+			fprintf(stderr, "vhpc-na: %s\n", e.msg);
+			rc = 1;
+		}
+		printf("net_destroy_ms %.2f\n", ms_since(t0));
+	}
+	if (st->jd.lock_fd >= 0 && na_jobdir_remove(&st->jd, &e) < 0) {
+		fprintf(stderr, "vhpc-na: %s\n", e.msg);
+		rc = 1;
+	}
+	printf("down\n");
+	fflush(stdout);
+	na_topo_free(st->t);
+	if (st->tp)
+		tuning_free(st->tp);
+	if (st->have_cl)
+		cluster_free(&st->cl);
+	return rc;
+}
+
+/* The container driver's pieces in order, without a guest agent or an
+ * image: for tests and admins who time or check them one by one. */
 static int up_run(struct up *u)
 {
-	static struct na_placement p[VHPC_MAX_GUESTS];
-	static struct na_ctr *ctr[VHPC_MAX_GUESTS];
-	static struct na_net net;
-	struct na_jobdir jd = { .lock_fd = -1 };
-	struct na_topo *t = NULL;
-	struct tuning tun, *tp = NULL;
-	struct cluster_cfg cl;
-	bool have_cl = false, have_net = false;
-	struct ipv4net subnet;
+	static struct up_state st;
 	struct verr e;
 	sigset_t sigs;
-	int sig, rc = 1, n = (int)u->j.guests;
-	uint64_t t0;
+	int sig, rc = 1;
 
 	/* Signals wait for sigwait, so teardown never races set-up. */
 	sigemptyset(&sigs);
@@ -301,123 +428,71 @@ static int up_run(struct up *u)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
-
-	memset(&cl, 0, sizeof(cl));
+	st.jd.lock_fd = -1;
 	if (!u->no_net && strcmp(u->tuning_name, "none")) {
-		if (tuning_load(u->tuning_name, &tun, &e) < 0)
+		if (tuning_load(u->tuning_name, &st.tun, &e) < 0)
 			return die(&e);
-		tp = &tun;
+		st.tp = &st.tun;
 	}
-	if (na_topo_load(&t, u->j.topology, &e) < 0)
-		goto fail;
-	t0 = now_ns();
-	if (na_jobdir_create(&jd, u->job, &e) < 0)
-		goto fail;
-	printf("job %s dir %s\n", u->job, jd.path);
-	if (na_place_job(t, &(struct na_place_req){ .nguests = n, .vcpus = (int)u->j.vcpus, .mem = u->j.mem,
-		.oversubscribe = u->j.oversubscribe, .busy_cpus = u->j.busy, .nbusy = (int)u->j.nbusy }, &jd, p, &e) < 0)
-		goto fail;
-	for (int g = 0; g < n; g++)
-		print_place(g, &p[g]);
-	printf("place_ms %.2f\n", ms_since(t0));
-	fflush(stdout);
-
-	if (!u->no_net) {
-		if (u->subnet) {
-			if (ipv4net_parse(u->subnet, false, &subnet) < 0) {
-				verr_set(&e, "--subnet '%s': expected a network such as 10.213.7.0/24", u->subnet);
-				goto fail;
-			}
-		} else {
-			if (cluster_load(NULL, &cl, &e) < 0)
-				goto fail;
-			have_cl = true;
-			if (na_subnet_alloc(&cl, &jd, &subnet, &e) < 0)
-				goto fail;
-		}
-		int index[VHPC_MAX_GUESTS];
-
-		for (int g = 0; g < n; g++)
-			index[g] = (int)u->first_index + g;
-		t0 = now_ns();
-		if (na_net_create(&(struct na_net_req){ .job = u->job, .subnet = subnet, .nguests = n,
-			.tuning = tp, .index = index, .vni = (uint32_t)u->vni, .underlay = u->underlay,
-			.peers = u->peers, .npeers = u->npeers }, &net, &e) < 0)
-			goto fail;
-		have_net = true;
-		printf("net_create_ms %.2f\n", ms_since(t0));
-		for (int g = 0; g < n; g++) {
-			char a[20];
-
-			printf("guest %d netns %s addr %s/%d mtu %d\n", net.index[g], net.guest_netns[g],
-			       ipv4_format(net.guest_addr[g], a, sizeof(a)), net.prefix, net.mtu);
-		}
-		fflush(stdout);
-	}
-	if (u->rootfs) {
-		for (int g = 0; g < n; g++) {
-			char host[64], logp[4096], sys[4200];
-			struct na_ctr_spec s = {
-				.job = u->job, .index = g, .hostname = host, .rootfs = u->rootfs,
-				.argv = (const char *const *)u->argv, .env = u->env, .binds = u->binds,
-				.nbinds = u->nbinds, .netns = have_net ? net.guest_netns[g] : NULL,
-				.place = &p[g], .mem_limit = u->j.mem, .tmpfs_size = u->tmpfs, .log_path = logp,
-				.uid = getuid(), .gid = getgid(), .sysfs = sys,
-			};
-
-			snprintf(host, sizeof(host), "%s-%d", u->job, g);
-			snprintf(logp, sizeof(logp), "%s/g%d.log", u->log_dir ? u->log_dir : jd.path, g);
-			if (!have_net) {
-				verr_set(&e, "containers need the job network (drop --no-net)");
-				goto fail;
-			}
-			snprintf(sys, sizeof(sys), "%s/sys%d", jd.path, g);
-			if (na_ctr_sysfs(net.guest_netns[g], sys, &e) < 0)
-				goto fail;
-			t0 = now_ns();
-			if (na_ctr_start(&s, &ctr[g], &e) < 0)
-				goto fail;
-			printf("guest %d pid %d log %s ctr_start_ms %.2f\n", g, (int)na_ctr_pid(ctr[g]), logp, ms_since(t0));
-			fflush(stdout);
-		}
-	}
-	printf("ready\n");
-	fflush(stdout);
-	sigwait(&sigs, &sig);
-	printf("signal %d: tearing down\n", sig);
-	rc = 0;
-	goto teardown;
-fail:
-	fprintf(stderr, "vhpc-na: %s\n", e.msg);
-teardown:
-	if (u->rootfs) {
-		t0 = now_ns();
-		if (na_ctr_stop_all(ctr, n, u->grace_ms, &e) < 0) {
-			fprintf(stderr, "vhpc-na: %s\n", e.msg);
-			rc = 1;
-		}
-		printf("ctr_stop_ms %.2f\n", ms_since(t0));
-	}
-	if (have_net) {
-		t0 = now_ns();
-		if (na_net_destroy(&net, &e) < 0) {
-			fprintf(stderr, "vhpc-na: %s\n", e.msg);
-			rc = 1;
-		}
-		printf("net_destroy_ms %.2f\n", ms_since(t0));
-	}
-	if (jd.lock_fd >= 0 && na_jobdir_remove(&jd, &e) < 0) {
+	if (up_place(u, &st, &e) < 0 || (!u->no_net && up_net(u, &st, &e) < 0) ||
+	    (u->rootfs && up_containers(u, &st, &e) < 0)) {
 		fprintf(stderr, "vhpc-na: %s\n", e.msg);
-		rc = 1;
+	} else {
+		printf("ready\n");
+		fflush(stdout);
+		sigwait(&sigs, &sig);
+		printf("signal %d: tearing down\n", sig);
+		rc = 0;
 	}
-	printf("down\n");
-	fflush(stdout);
-	na_topo_free(t);
-	if (tp)
-		tuning_free(tp);
-	if (have_cl)
-		cluster_free(&cl);
-	return rc;
+	return up_teardown(u, &st) || rc;
+}
+
+/* One option of `up` (c as getopt_long gave it); 0, or the exit status
+ * of a bad value. */
+static int up_opt(struct up *u, int c)
+{
+	long long v;
+	uint32_t a;
+
+	switch (c) {
+	case 'j': u->job = optarg; return 0;
+	case 'T': u->tuning_name = optarg; return 0;
+	case 's': u->subnet = optarg; return 0;
+	case 'n': u->no_net = true; return 0;
+	case 'r': u->rootfs = optarg; return 0;
+	case 'l': u->log_dir = optarg; return 0;
+	case 'f':
+		return parse_size(optarg, &u->tmpfs) < 0 ? bad_arg("--tmpfs", optarg) : 0;
+	case 'B':
+		return parse_bind(u, optarg);
+	case 'e':
+		if (u->nenv >= 32 || !strchr(optarg, '='))
+			return bad_arg("--env (NAME=VALUE, at most 32)", optarg);
+		u->env[u->nenv++] = optarg;
+		return 0;
+	case 'g':
+		if (parse_ll(optarg, 0, 600000, &v) < 0)
+			return bad_arg("--grace (milliseconds)", optarg);
+		u->grace_ms = (int)v;
+		return 0;
+	case 'I':
+		return parse_ll(optarg, 0, 4095, &u->first_index) < 0 ? bad_arg("--first-index (0..4095)", optarg) : 0;
+	case 'V':
+		return parse_ll(optarg, 1, VHPC_VNI_MAX, &u->vni) < 0 ? bad_arg("--vni (1..16777215)", optarg) : 0;
+	case 'U':
+	case 'P':
+		if (ipv4_parse(optarg, &a) < 0)
+			return bad_arg(c == 'U' ? "--underlay (an IPv4 address)" : "--peer (an IPv4 address)", optarg);
+		if (c == 'U')
+			u->underlay = a;
+		else if (u->npeers < VHPC_MAX_NODES)
+			u->peers[u->npeers++] = a;
+		else
+			return bad_arg("--peer (too many)", optarg);
+		return 0;
+	default:
+		return parse_common(c, &u->j);
+	}
 }
 
 static int cmd_up(int argc, char **argv)
@@ -430,62 +505,13 @@ static int cmd_up(int argc, char **argv)
 		{ "env", 1, 0, 'e' }, { "grace", 1, 0, 'g' }, { "log-dir", 1, 0, 'l' },
 		{ "first-index", 1, 0, 'I' }, { "vni", 1, 0, 'V' }, { "underlay", 1, 0, 'U' },
 		{ "peer", 1, 0, 'P' }, { 0 } };
-	uint32_t a;
 	struct up u = { .j = { .guests = 2, .vcpus = 1, .mem = 256ull << 20 },
 			.tuning_name = "hpc", .grace_ms = 5000, .tmpfs = 64ull << 20 };
-	long long v;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "+N:", o, NULL)) != -1) {
-		switch (c) {
-		case 'j': u.job = optarg; break;
-		case 'T': u.tuning_name = optarg; break;
-		case 's': u.subnet = optarg; break;
-		case 'n': u.no_net = true; break;
-		case 'r': u.rootfs = optarg; break;
-		case 'l': u.log_dir = optarg; break;
-		case 'f':
-			if (parse_size(optarg, &u.tmpfs) < 0)
-				return bad_arg("--tmpfs", optarg);
-			break;
-		case 'B':
-			if ((rc = parse_bind(&u, optarg)))
-				return rc;
-			break;
-		case 'e':
-			if (u.nenv >= 32 || !strchr(optarg, '='))
-				return bad_arg("--env (NAME=VALUE, at most 32)", optarg);
-			u.env[u.nenv++] = optarg;
-			break;
-		case 'g':
-			if (parse_ll(optarg, 0, 600000, &v) < 0)
-				return bad_arg("--grace (milliseconds)", optarg);
-			u.grace_ms = (int)v;
-			break;
-		case 'I':
-			if (parse_ll(optarg, 0, 4095, &u.first_index) < 0)
-				return bad_arg("--first-index (0..4095)", optarg);
-			break;
-		case 'V':
-			if (parse_ll(optarg, 1, VHPC_VNI_MAX, &u.vni) < 0)
-				return bad_arg("--vni (1..16777215)", optarg);
-			break;
-		case 'U':
-		case 'P':
-			if (ipv4_parse(optarg, &a) < 0)
-				return bad_arg(c == 'U' ? "--underlay (an IPv4 address)" : "--peer (an IPv4 address)", optarg);
-			if (c == 'U')
-				u.underlay = a;
-			else if (u.npeers < VHPC_MAX_NODES)
-				u.peers[u.npeers++] = a;
-			else
-				return bad_arg("--peer (too many)", optarg);
-			break;
-		default:
-			if ((rc = parse_common(c, &u.j)))
-				return rc;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "+N:", o, NULL)) != -1)
+		if ((rc = up_opt(&u, c)))
+			return rc;
 	if (!u.job) {
 		fprintf(stderr, "vhpc-na: up: --job ID is required\n");
 		return 2;
