@@ -149,9 +149,7 @@ struct vm {
 	int ne820_resv;
 	uint8_t fadt_boot_flags_clear;
 	bool power_button_pending;
-	struct ged *ged;
 	uint64_t acpi_rsdp;
-	struct uart *uart;
 
 	/* The devices (devices.c), all zero before the first is created: each
 	 * HV_DEVICE's instance, at its place in the hv_devices section, so a
