@@ -18,6 +18,8 @@ struct ged {
 	uint8_t events;            /* bit 0: power button */
 };
 
+HV_DEVICE_DECLARE(acpi_pm);
+
 static void sleep_write(void *opaque, uint64_t off, const void *data, unsigned len)
 {
 	struct vm *vm = opaque;
@@ -60,7 +62,7 @@ static const struct io_ops ged_ops = { .read = ged_read };
 
 void ged_power_button(struct vm *vm)
 {
-	struct ged *g = vm->ged;
+	struct ged *g = vm_device(vm, &hv_dev_acpi_pm);
 
 	if (!g)
 		return;
@@ -115,7 +117,7 @@ static int pm_create(struct vm *vm, struct verr *err)
 		return verr_set(err, "out of memory");
 	g->vm = vm;
 	pthread_mutex_init(&g->lock, NULL);
-	vm->ged = g;
+	vm_device_set(vm, &hv_dev_acpi_pm, g);
 	if (io_register(&vm->pio, PORT_ACPI_SLEEP_CTL, 2, &sleep_ops, vm, "acpi-sleep", err) < 0 ||
 	    io_register(&vm->pio, PORT_ACPI_GED, 1, &ged_ops, g, "acpi-ged", err) < 0)
 		return -1;
@@ -124,10 +126,12 @@ static int pm_create(struct vm *vm, struct verr *err)
 
 static void pm_destroy(struct vm *vm)
 {
-	if (vm->ged)
-		pthread_mutex_destroy(&vm->ged->lock);
-	free(vm->ged);
-	vm->ged = NULL;
+	struct ged *g = vm_device(vm, &hv_dev_acpi_pm);
+
+	if (!g)
+		return;
+	pthread_mutex_destroy(&g->lock);
+	free(g);
 }
 
 HV_DEVICE(acpi_pm, pm_create, pm_destroy);

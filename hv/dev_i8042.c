@@ -14,7 +14,7 @@ struct i8042 {
 	uint8_t pending_cmd;
 };
 
-static struct i8042 *kbc;
+HV_DEVICE_DECLARE(i8042);
 
 static void kbc_read(void *opaque, uint64_t off, void *data, unsigned len)
 {
@@ -48,22 +48,25 @@ static const struct io_ops kbc_ops = { .read = kbc_read, .write = kbc_write };
 
 static int kbc_create(struct vm *vm, struct verr *err)
 {
-	kbc = calloc(1, sizeof(*kbc));
-	if (!kbc)
+	struct i8042 *k = calloc(1, sizeof(*k));
+
+	if (!k)
 		return verr_set(err, "out of memory");
-	kbc->vm = vm;
-	pthread_mutex_init(&kbc->lock, NULL);
+	k->vm = vm;
+	pthread_mutex_init(&k->lock, NULL);
+	vm_device_set(vm, &hv_dev_i8042, k);
 	return io_register(&vm->pio, PORT_I8042_DATA, PORT_I8042_CMD - PORT_I8042_DATA + 1, &kbc_ops,
-			   kbc, "i8042", err);
+			   k, "i8042", err);
 }
 
 static void kbc_destroy(struct vm *vm)
 {
-	(void)vm;
-	if (kbc)
-		pthread_mutex_destroy(&kbc->lock);
-	free(kbc);
-	kbc = NULL;
+	struct i8042 *k = vm_device(vm, &hv_dev_i8042);
+
+	if (!k)
+		return;
+	pthread_mutex_destroy(&k->lock);
+	free(k);
 }
 
 HV_DEVICE(i8042, kbc_create, kbc_destroy);

@@ -72,9 +72,10 @@ struct ivshmem {
 	uint64_t size;
 	int slot;
 	uint32_t intr_mask;
+	struct ivshmem *prev;      /* created before it; the VM's slot holds the newest */
 };
 
-static struct ivshmem *shms[SHM_MAX];
+HV_DEVICE_DECLARE(ivshmem);
 
 /* BAR0: IntrMask, IntrStatus, IVPosition, Doorbell.  Without a doorbell
  * server (ivshmem-plain) only the mask is kept; the position reads 0. */
@@ -197,7 +198,8 @@ static int shm_create(struct vm *vm, struct verr *err)
 
 		if (!s)
 			return verr_set(err, "out of memory");
-		shms[i] = s;
+		s->prev = vm_device(vm, &hv_dev_ivshmem);
+		vm_device_set(vm, &hv_dev_ivshmem, s);
 		s->fd = -1;
 		snprintf(s->name, sizeof(s->name), "ivshmem%zu", i);
 		if (shm_open_file(s, c, where, err) < 0)
@@ -218,14 +220,11 @@ static int shm_create(struct vm *vm, struct verr *err)
 	return 0;
 }
 
+/* Newest first, like the devices themselves. */
 static void shm_destroy(struct vm *vm)
 {
-	(void)vm;
-	for (int i = 0; i < SHM_MAX; i++) {
-		struct ivshmem *s = shms[i];
-
-		if (!s)
-			continue;
+	for (struct ivshmem *s = vm_device(vm, &hv_dev_ivshmem), *prev; s; s = prev) {
+		prev = s->prev;
 		if (s->pci.slot > 0)
 			pci_unregister(&s->pci);
 		if (s->map)
@@ -233,7 +232,6 @@ static void shm_destroy(struct vm *vm)
 		if (s->fd >= 0)
 			close(s->fd);
 		free(s);
-		shms[i] = NULL;
 	}
 }
 

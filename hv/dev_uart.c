@@ -33,6 +33,8 @@ struct uart {
 	int irq_level;
 };
 
+HV_DEVICE_DECLARE(uart);
+
 static unsigned pending(struct uart *u)
 {
 	if ((u->ier & IER_RLSI) && (u->lsr & LSR_OE))
@@ -209,7 +211,7 @@ static int uart_create(struct vm *vm, struct verr *err)
 		free(u);
 		return verr_set(err, "serial: '%s' is not stdio, none or file:PATH", be);
 	}
-	vm->uart = u;
+	vm_device_set(vm, &hv_dev_uart, u);
 	if (io_register(&vm->pio, PORT_COM1, 8, &uart_ops, u, "COM1", err) < 0)
 		return -1;
 	/* poll() says when one read will not block; stdin stays blocking
@@ -221,7 +223,7 @@ static int uart_create(struct vm *vm, struct verr *err)
 
 static void uart_destroy(struct vm *vm)
 {
-	struct uart *u = vm->uart;
+	struct uart *u = vm_device(vm, &hv_dev_uart);
 
 	if (!u)
 		return;
@@ -229,7 +231,6 @@ static void uart_destroy(struct vm *vm)
 		close(u->out_fd);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
-	vm->uart = NULL;
 }
 
 HV_DEVICE(uart, uart_create, uart_destroy);

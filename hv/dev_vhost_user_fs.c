@@ -99,9 +99,10 @@ struct vfs {
 	int call_fd[FS_MAX_Q];
 	bool started[FS_MAX_Q];
 	uint8_t cfg[FS_CFG_SIZE];
+	struct vfs *prev;          /* created before it; the VM's slot holds the newest */
 };
 
-static struct vfs *fss[FS_MAX];
+HV_DEVICE_DECLARE(vhost_user_fs);
 
 /* Ring features pass through from the back-end; device feature bits of
  * virtio-fs (notification queue) need a back-end and guest support that
@@ -315,7 +316,8 @@ static int fs_create(struct vm *vm, struct verr *err)
 
 		if (!f)
 			return verr_set(err, "out of memory");
-		fss[i] = f;
+		f->prev = vm_device(vm, &hv_dev_vhost_user_fs);
+		vm_device_set(vm, &hv_dev_vhost_user_fs, f);
 		f->c.fd = -1;
 		for (int q = 0; q < FS_MAX_Q; q++)
 			f->call_fd[q] = -1;
@@ -354,14 +356,11 @@ static int fs_create(struct vm *vm, struct verr *err)
 	return 0;
 }
 
+/* Newest first, like the devices themselves. */
 static void fs_destroy(struct vm *vm)
 {
-	(void)vm;
-	for (int i = 0; i < FS_MAX; i++) {
-		struct vfs *f = fss[i];
-
-		if (!f)
-			continue;
+	for (struct vfs *f = vm_device(vm, &hv_dev_vhost_user_fs), *prev; f; f = prev) {
+		prev = f->prev;
 		/* Stops the device in its thread (fs_stop), then the thread. */
 		virtio_free(&f->v);
 		f->watched = false;
@@ -370,7 +369,6 @@ static void fs_destroy(struct vm *vm)
 			if (f->call_fd[q] >= 0)
 				close(f->call_fd[q]);
 		free(f);
-		fss[i] = NULL;
 	}
 }
 

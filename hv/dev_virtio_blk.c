@@ -80,9 +80,10 @@ struct vblk {
 	char serial[20];
 	uint8_t cfg[36];
 	unsigned long reqs, errors;
+	struct vblk *prev;         /* created before it; the VM's slot holds the newest */
 };
 
-static struct vblk *blks[BLK_MAX];
+HV_DEVICE_DECLARE(virtio_blk);
 
 static void blk_cfg_read(struct virtio_dev *v, unsigned off, void *data, unsigned len)
 {
@@ -231,7 +232,8 @@ static int blk_create(struct vm *vm, struct verr *err)
 
 		if (!b)
 			return verr_set(err, "out of memory");
-		blks[i] = b;
+		b->prev = vm_device(vm, &hv_dev_virtio_blk);
+		vm_device_set(vm, &hv_dev_virtio_blk, b);
 		b->fd = -1;
 		snprintf(b->name, sizeof(b->name), "vblk%zu", i);
 		if (blk_open(b, c, where, err) < 0)
@@ -254,19 +256,15 @@ static int blk_create(struct vm *vm, struct verr *err)
 	return 0;
 }
 
+/* Newest first, like the devices themselves. */
 static void blk_destroy(struct vm *vm)
 {
-	(void)vm;
-	for (int i = 0; i < BLK_MAX; i++) {
-		struct vblk *b = blks[i];
-
-		if (!b)
-			continue;
+	for (struct vblk *b = vm_device(vm, &hv_dev_virtio_blk), *prev; b; b = prev) {
+		prev = b->prev;
 		virtio_free(&b->v);
 		if (b->fd >= 0)
 			close(b->fd);
 		free(b);
-		blks[i] = NULL;
 	}
 }
 

@@ -54,7 +54,7 @@ struct vcons {
 	uint8_t cfg[12];
 };
 
-static struct vcons *cons;
+HV_DEVICE_DECLARE(virtio_console);
 
 static void out(struct vcons *c, const struct iovec *iov, int n)
 {
@@ -199,8 +199,9 @@ static int cons_create(struct vm *vm, struct verr *err)
 
 	if (!cc)
 		return 0;
-	if (!(c = cons = calloc(1, sizeof(*c))))
+	if (!(c = calloc(1, sizeof(*c))))
 		return verr_set(err, "out of memory");
+	vm_device_set(vm, &hv_dev_virtio_console, c);
 	pthread_mutex_init(&c->out_lock, NULL);
 	c->out_fd = c->in_fd = -1;
 	if (!strcmp(to, "stdio")) {
@@ -231,15 +232,15 @@ static int cons_create(struct vm *vm, struct verr *err)
 
 static void cons_destroy(struct vm *vm)
 {
-	(void)vm;
-	if (!cons)
+	struct vcons *c = vm_device(vm, &hv_dev_virtio_console);
+
+	if (!c)
 		return;
-	virtio_free(&cons->v);
-	if (cons->own_out && cons->out_fd >= 0)
-		close(cons->out_fd);
-	pthread_mutex_destroy(&cons->out_lock);
-	free(cons);
-	cons = NULL;
+	virtio_free(&c->v);
+	if (c->own_out && c->out_fd >= 0)
+		close(c->out_fd);
+	pthread_mutex_destroy(&c->out_lock);
+	free(c);
 }
 
 HV_DEVICE(virtio_console, cons_create, cons_destroy);

@@ -138,9 +138,10 @@ struct vnet {
 	struct iovec rx_iov[VQ_MAX_CHAIN];
 	struct { uint16_t head; unsigned first, n; uint64_t cap; } rx_bufs[RX_MAX_BUFS];
 	unsigned long rx_frames, tx_frames, rx_drops, tx_drops;
+	struct vnet *prev;         /* created before it; the VM's slot holds the newest */
 };
 
-static struct vnet *nets[NET_MAX];
+HV_DEVICE_DECLARE(virtio_net);
 
 static void net_cfg_read(struct virtio_dev *v, unsigned off, void *data, unsigned len)
 {
@@ -634,7 +635,8 @@ static int net_create(struct vm *vm, struct verr *err)
 
 		if (!n)
 			return verr_set(err, "out of memory");
-		nets[k] = n;
+		n->prev = vm_device(vm, &hv_dev_virtio_net);
+		vm_device_set(vm, &hv_dev_virtio_net, n);
 		n->cfg = c;
 		n->npairs = (int)c->queues;
 		for (int i = 0; i < MAX_PAIRS; i++) {
@@ -677,14 +679,11 @@ static int net_create(struct vm *vm, struct verr *err)
 	return 0;
 }
 
+/* Newest first, like the devices themselves. */
 static void net_destroy(struct vm *vm)
 {
-	(void)vm;
-	for (int k = 0; k < NET_MAX; k++) {
-		struct vnet *n = nets[k];
-
-		if (!n)
-			continue;
+	for (struct vnet *n = vm_device(vm, &hv_dev_virtio_net), *prev; n; n = prev) {
+		prev = n->prev;
 		virtio_free(&n->v);
 		log_debug("%s: %lu frames received (%lu dropped), %lu sent (%lu dropped)", n->name, n->rx_frames,
 			  n->rx_drops, n->tx_frames, n->tx_drops);
@@ -692,7 +691,6 @@ static void net_destroy(struct vm *vm)
 			if (n->p[i].fd >= 0)
 				close(n->p[i].fd);
 		free(n);
-		nets[k] = NULL;
 	}
 }
 

@@ -120,7 +120,7 @@ struct vvsock {
 	unsigned long refused;     /* guest-initiated connections under --seccomp */
 };
 
-static struct vvsock *vsk;
+HV_DEVICE_DECLARE(virtio_vsock);
 
 static void vs_cfg_read(struct virtio_dev *v, unsigned off, void *data, unsigned len)
 {
@@ -795,8 +795,9 @@ static int vs_create(struct vm *vm, struct verr *err)
 
 	if (!c)
 		return 0;
-	if (!(s = vsk = calloc(1, sizeof(*s))))
+	if (!(s = calloc(1, sizeof(*s))))
 		return verr_set(err, "out of memory");
+	vm_device_set(vm, &hv_dev_virtio_vsock, s);
 	s->lfd = -1;
 	s->cid = (uint64_t)c->cid;
 	s->next_port = FIRST_LOCAL_PORT;
@@ -816,22 +817,22 @@ static int vs_create(struct vm *vm, struct verr *err)
 
 static void vs_destroy(struct vm *vm)
 {
-	(void)vm;
-	if (!vsk)
+	struct vvsock *s = vm_device(vm, &hv_dev_virtio_vsock);
+
+	if (!s)
 		return;
-	virtio_free(&vsk->v);
+	virtio_free(&s->v);
 	for (int i = 0; i < MAX_CONNS; i++)
-		if (vsk->conns[i]) {
-			close(vsk->conns[i]->fd);
-			free(vsk->conns[i]->txbuf);
-			free(vsk->conns[i]);
+		if (s->conns[i]) {
+			close(s->conns[i]->fd);
+			free(s->conns[i]->txbuf);
+			free(s->conns[i]);
 		}
-	if (vsk->lfd >= 0) {
-		close(vsk->lfd);
-		unlink(vsk->uds);
+	if (s->lfd >= 0) {
+		close(s->lfd);
+		unlink(s->uds);
 	}
-	free(vsk);
-	vsk = NULL;
+	free(s);
 }
 
 HV_DEVICE(virtio_vsock, vs_create, vs_destroy);

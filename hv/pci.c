@@ -30,6 +30,13 @@ struct pci_bus {
 	uint64_t mmio32_next, mmio64_base, mmio64_next, mmio64_end;
 };
 
+HV_DEVICE_DECLARE(pci);
+
+static struct pci_bus *bus_of(struct vm *vm)
+{
+	return vm_device(vm, &hv_dev_pci);
+}
+
 /* ------------------------------------------------------------ the device */
 
 void pci_dev_init(struct pci_dev *d, struct vm *vm, const char *name, uint16_t vendor, uint16_t device,
@@ -491,7 +498,7 @@ static void cfg_write(struct pci_dev *d, unsigned off, const uint8_t *data, unsi
 
 void pci_cfg_access(struct vm *vm, unsigned bdf, unsigned off, void *data, unsigned len, bool write)
 {
-	struct pci_bus *b = vm->pci;
+	struct pci_bus *b = bus_of(vm);
 	struct pci_dev *d = NULL;
 
 	/* Bus 0, function 0 only; naturally aligned accesses of 1, 2 or 4. */
@@ -696,19 +703,18 @@ static unsigned phys_bits(const struct vm *vm)
 	return 40;
 }
 
-static struct pci_bus *bus_get(struct vm *vm, struct verr *err)
+/* The host bridge is always there, devices or not.  The first device's
+ * pci_register creates it (vm_device_need): pci.c links after the dev_*.c
+ * files, and the bus must come before its functions and go after them. */
+static int pci_create(struct vm *vm, struct verr *err)
 {
-	struct pci_bus *b = vm->pci;
+	struct pci_bus *b = calloc(1, sizeof(*b));
 	uint64_t ram_top = vm->mem.nslots > 1 ? vm->mem.slot[1].gpa + vm->mem.slot[1].size : GPA_4G;
 	unsigned bits;
 
-	if (b)
-		return b;
-	b = calloc(1, sizeof(*b));
-	if (!b) {
-		verr_set(err, "out of memory");
-		return NULL;
-	}
+	if (!b)
+		return verr_set(err, "out of memory");
+	vm_device_set(vm, &hv_dev_pci, b);
 	b->vm = vm;
 	pthread_mutex_init(&b->lock, NULL);
 	b->mmio32_next = GPA_PCI_MMIO;
@@ -719,20 +725,28 @@ static struct pci_bus *bus_get(struct vm *vm, struct verr *err)
 		log_warn("PCI: no room for a 64-bit window below 2^%u; large BARs go below 4 GiB", bits);
 		b->mmio64_end = b->mmio64_base;
 	}
-	vm->pci = b;
 	pci_dev_init(&b->host, vm, "pci-host", HOST_VENDOR, HOST_DEVICE, 0, 0x060000, HOST_VENDOR, 0x1100);
 	b->host.cfg[PCI_STATUS] = 0;
 	b->host.slot = 0;
 	b->slot[0] = &b->host;
 	if (io_register(&vm->pio, PORT_PCI_CONFIG, 8, &cf8_ops, b, "pci-cf8", err) < 0 ||
 	    io_register(&vm->mmio, GPA_ECAM, ECAM_SIZE, &ecam_ops, b, "pci-ecam", err) < 0)
-		return NULL;
+		return -1;
 	if (vm_add_dsdt(vm, pci_dsdt, b) < 0 || vm_add_acpi_table(vm, mcfg_table, b) < 0 ||
-	    vm_reserve_e820(vm, GPA_ECAM, ECAM_SIZE) < 0) {
-		verr_set(err, "PCI: no room for the DSDT entry, MCFG or the e820 reservation");
-		return NULL;
-	}
-	return b;
+	    vm_reserve_e820(vm, GPA_ECAM, ECAM_SIZE) < 0)
+		return verr_set(err, "PCI: no room for the DSDT entry, MCFG or the e820 reservation");
+	return 0;
+}
+
+static void pci_destroy(struct vm *vm)
+{
+	struct pci_bus *b = bus_of(vm);
+
+	if (!b)
+		return;
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+	irq_routes_free(vm);
 }
 
 static int alloc_bar(struct pci_bus *b, struct pci_dev *d, int i, struct verr *err)
@@ -764,11 +778,12 @@ got:
 
 int pci_register(struct vm *vm, struct pci_dev *d, struct verr *err)
 {
-	struct pci_bus *b = bus_get(vm, err);
+	struct pci_bus *b;
 	int s;
 
-	if (!b)
+	if (vm_device_need(vm, &hv_dev_pci, err) < 0)
 		return -1;
+	b = bus_of(vm);
 	for (s = 1; s < PCI_MAX_SLOTS && b->slot[s]; s++)
 		;
 	if (s == PCI_MAX_SLOTS)
@@ -787,7 +802,7 @@ int pci_register(struct vm *vm, struct pci_dev *d, struct verr *err)
 
 void pci_unregister(struct pci_dev *d)
 {
-	struct pci_bus *b = d->vm->pci;
+	struct pci_bus *b = bus_of(d->vm);
 
 	if (!b || d->slot < 1 || b->slot[d->slot] != d)
 		return;
@@ -812,25 +827,9 @@ void pci_dev_free(struct pci_dev *d)
 
 struct pci_dev *pci_slot(struct vm *vm, int slot)
 {
-	return vm->pci && slot >= 0 && slot < PCI_MAX_SLOTS ? vm->pci->slot[slot] : NULL;
-}
+	struct pci_bus *b = bus_of(vm);
 
-/* The host bridge is always there, devices or not. */
-static int pci_create(struct vm *vm, struct verr *err)
-{
-	return bus_get(vm, err) ? 0 : -1;
-}
-
-static void pci_destroy(struct vm *vm)
-{
-	struct pci_bus *b = vm->pci;
-
-	if (!b)
-		return;
-	pthread_mutex_destroy(&b->lock);
-	free(b);
-	vm->pci = NULL;
-	irq_routes_free(vm);
+	return b && slot >= 0 && slot < PCI_MAX_SLOTS ? b->slot[slot] : NULL;
 }
 
 HV_DEVICE(pci, pci_create, pci_destroy);

@@ -1,5 +1,5 @@
 /* VM-wide helpers shared by devices and vCPUs: the exit decision, main-loop
- * fd watches, interrupt lines, DSDT hooks and the device registry. */
+ * fd watches, interrupt lines and DSDT hooks. */
 #include "lib/err.h"
 #include "lib/log.h"
 #include "vm.h"
@@ -10,8 +10,6 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
-
-extern const struct hv_device __start_hv_devices[], __stop_hv_devices[];
 
 const char *vm_state_name(enum vm_state s)
 {
@@ -81,21 +79,4 @@ int vm_add_dsdt(struct vm *vm, dsdt_emit_fn fn, void *opaque)
 	vm->dsdt[vm->ndsdt].opaque = opaque;
 	vm->ndsdt++;
 	return 0;
-}
-
-int devices_create(struct vm *vm, struct verr *err)
-{
-	for (const struct hv_device *d = __start_hv_devices; d < __stop_hv_devices; d++) {
-		if (d->create && d->create(vm, err) < 0)
-			return verr_wrap(err, "device %s", d->name);
-		log_debug("device %s created", d->name);
-	}
-	return 0;
-}
-
-void devices_destroy(struct vm *vm)
-{
-	for (const struct hv_device *d = __start_hv_devices; d < __stop_hv_devices; d++)
-		if (d->destroy)
-			d->destroy(vm);
 }

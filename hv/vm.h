@@ -106,6 +106,9 @@ struct vcpu {
 /* Called from the main loop when fd is readable. */
 typedef void (*fd_cb)(struct vm *vm, int fd, void *opaque);
 
+/* Registered devices (HV_DEVICE) a VM has room for. */
+#define HV_MAX_DEVICES 32
+
 struct aml;
 typedef void (*dsdt_emit_fn)(struct aml *a, struct vm *vm, void *opaque);
 /* Writes one whole ACPI table into buf (header by acpi_table_header) and
@@ -146,12 +149,18 @@ struct vm {
 	int ne820_resv;
 	uint8_t fadt_boot_flags_clear;
 	bool power_button_pending;
-	struct ged *ged;
 	uint64_t acpi_rsdp;
-	struct uart *uart;
 
-	/* PCI and virtio (pci.c, irq.c, evloop.c). */
-	struct pci_bus *pci;        /* created by the first PCI device */
+	/* The devices (devices.c), all zero before the first is created: each
+	 * HV_DEVICE's instance, at its place in the hv_devices section, so a
+	 * device needs no field here; and the order they were created in,
+	 * which teardown reverses. */
+	void *dev[HV_MAX_DEVICES];
+	uint8_t dev_state[HV_MAX_DEVICES];
+	uint8_t dev_order[HV_MAX_DEVICES];
+	int ndev;
+
+	/* PCI and virtio (irq.c, evloop.c). */
 	struct irq_routes *irqr;    /* GSI routing for MSI(-X) through irqfd */
 	int next_slot;              /* next free KVM memory slot (RAM uses 0, 1) */
 	/* Set by the fuzzer and the net benchmark: device event loops start no
@@ -184,20 +193,39 @@ void acpi_table_header(uint8_t *h, const char *sig, uint8_t rev);
 
 /* -------------------------------------------------------------- devices */
 
-/* Each device file registers itself with HV_DEVICE(name, create); create
- * runs before the kernel is loaded and may register I/O regions, DSDT
- * fragments and main-loop fds.  Adding a device touches no other file. */
+/* Each device file registers itself with HV_DEVICE(name, create, destroy);
+ * create runs before the kernel is loaded and may register I/O regions,
+ * DSDT fragments and main-loop fds.  Adding a device touches no other file:
+ * its instance lives in the VM's slot for it (vm_device), not in a field of
+ * struct vm (a new device would edit this file) nor in a file-static (one
+ * per process, outliving the VM it belongs to). */
 struct hv_device {
 	const char *name;
 	int (*create)(struct vm *vm, struct verr *err);
+	/* Also runs when create failed: it takes back whatever create got
+	 * done, so create stores its instance before acquiring anything. */
 	void (*destroy)(struct vm *vm);
 };
 #define HV_DEVICE(nm, cr, de)                                                  \
 	static const struct hv_device hv_dev_##nm                              \
 		__attribute__((used, section("hv_devices"), aligned(8))) = {   \
 		.name = #nm, .create = cr, .destroy = de }
+/* Names hv_dev_NM before its HV_DEVICE (the file's last line), for the
+ * device's functions that find their instance with vm_device. */
+#define HV_DEVICE_DECLARE(nm) static const struct hv_device hv_dev_##nm
 
+/* d's instance in vm; NULL until d's create stores one. */
+void *vm_device(struct vm *vm, const struct hv_device *d);
+void vm_device_set(struct vm *vm, const struct hv_device *d, void *inst);
+/* Creates d now unless that has been done: for a device that others build
+ * on (the PCI bus), so it is created before them and torn down after them
+ * whatever the link order. */
+int vm_device_need(struct vm *vm, const struct hv_device *d, struct verr *err);
+
+/* Creates every device in link order; when one fails, those already
+ * created (it included) are torn down in reverse before it returns. */
 int devices_create(struct vm *vm, struct verr *err);
+/* Tears the devices down in reverse creation order. */
 void devices_destroy(struct vm *vm);
 /* RAM and devices from a vhpc-hv command line, without KVM (nokvm.c). */
 int vm_nokvm_init(struct vm *vm, struct hv_config *cfg, struct hv_plan *plan, int argc, char **argv,
