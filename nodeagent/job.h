@@ -78,9 +78,6 @@ struct na_job {
 	void *drv_job;                 /* the driver's state for the job */
 };
 
-/* Makes path (a file or dir of the job's) belong to the job's user. */
-int na_job_give_user(const struct na_job *j, const char *path, struct verr *err);
-
 /* The environment guestd starts with (struct na_guest_env, nodeagent.h):
  * PATH, HOME, the job key's path, the job, the guest's index (index < 0:
  * left out), and the vmshm BTL's settings when host_id is given

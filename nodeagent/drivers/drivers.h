@@ -87,6 +87,9 @@ int na_driver_check_with(const struct na_driver *d, bool allow_emulated, bool *e
  * returned, after every driver has swept. */
 int na_drivers_sweep(const char *job, const char *why, int *removed, struct verr *err);
 
+/* drivers/support.c: */
+/* Makes path (a file or dir of the job's) belong to the job's user. */
+int na_job_give_user(const struct na_job *j, const char *path, struct verr *err);
 /* The last bytes of a log file, logged as an error under a title. */
 void na_log_tail(const char *path, const char *what);
 /* <job dir>/<name><index>: a guest's own dir. */

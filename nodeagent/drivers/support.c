@@ -1,0 +1,54 @@
+/* What the drivers share of a job's files: paths under its dir, a small
+ * tmpfs, ownership by the job's user, the tail of a failed guest's log.
+ * Below the lifecycle (job.c), which calls some of them too. */
+#include "lib/err.h"
+#include "lib/fsutil.h"
+#include "lib/log.h"
+#include "nodeagent/drivers/drivers.h"
+#include "nodeagent/job.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void na_log_tail(const char *path, const char *what)
+{
+	char *buf;
+	size_t len;
+	struct verr e;
+
+	if (!path || !*path || read_file(path, &buf, &len, 1 << 20, &e) < 0)
+		return;
+	if (len)
+		log_err("last lines of %s:\n%s", what, len > 2000 ? buf + len - 2000 : buf);
+	free(buf);
+}
+
+void na_job_guest_path(const struct na_job *j, const char *name, int index, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%s%d", j->jd.path, name, index);
+}
+
+int na_mount_small_tmpfs(const char *job, const char *dir, uint64_t size, struct verr *err)
+{
+	char src[64], opts[64];
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return verr_errno(err, "cannot create %s", dir);
+	snprintf(src, sizeof(src), "vhpc-%s", job);
+	snprintf(opts, sizeof(opts), "size=%llu,mode=0700", (unsigned long long)size);
+	if (mount(src, dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0)
+		return verr_errno(err, "cannot mount a tmpfs on %s", dir);
+	return 0;
+}
+
+int na_job_give_user(const struct na_job *j, const char *path, struct verr *err)
+{
+	if (lchown(path, j->s.uid, j->s.gid) < 0)
+		return verr_errno(err, "giving %s to the job's user (uid %u, gid %u)", path,
+				  (unsigned)j->s.uid, (unsigned)j->s.gid);
+	return 0;
+}
