@@ -2,6 +2,8 @@
 #ifndef VHPC_SCHED_JOBARGS_H
 #define VHPC_SCHED_JOBARGS_H
 
+#include <stdio.h>
+#include "lib/config.h"
 #include "lib/jobspec.h"
 #include "embedded.h"
 
@@ -11,6 +13,20 @@
  * "not given" values (driver -1, mem 0, timeout 0). */
 int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		   struct embedded_opts *eo_out, void (*help)(void));
+
+/* The option lines of vhpc run --help, from lib/jobopts.c. */
+void job_args_help(FILE *f);
+
+/* The one place a --driver value is read (vhpc run, submit, bench): into
+ * *out, or a usage error's exit status (printed). */
+int job_args_driver(const char *cmd, const char *name, int *out);
+
+/* A value of the job option id (lib/jobopts.h) checked as vhpc run
+ * checks it: 0, or a usage error's exit status (printed). */
+int job_args_check(const char *cmd, int id, const char *val);
+
+/* The job file's field (job_spec_schema) of that key; NULL if none. */
+const struct cf_field *job_args_field(const char *key);
 
 /* -x NAME=VALUE, or NAME alone for the caller's own value (as mpirun's
  * -x), into j's env; 0 or a usage error's exit status (printed). */
