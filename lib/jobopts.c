@@ -7,7 +7,7 @@ const struct job_opt job_opts[] = {
 	{ ROW(JO_GUESTS, "guests", 'N', "N", "guests (default 1)"),
 	  JO_NUMBER, "guests", "a number of guests in ", JO_RUN | JO_BENCH, NULL },
 	{ ROW(JO_RANKS, "ranks", 'n', "N", "MPI ranks (default: guests x vCPUs)"),
-	  JO_NUMBER, "ranks", "a number of ranks in ", JO_RUN | JO_BENCH, NULL },
+	  JO_NUMBER, "ranks", "a number of ranks in ", JO_RUN | JO_BENCH | JO_MPIRUN, NULL },
 	{ ROW(JO_IMAGE, "image", 0, "IMG", "node image (default: default; built if missing)"),
 	  JO_NAME, "image", "an image name", JO_RUN | JO_BENCH | JO_SLURM,
 	  "Run the tasks inside vhpc guests of node image IMG (`vhpc image list`); default: $SLURM_VHPC_IMAGE" },
@@ -35,7 +35,7 @@ const struct job_opt job_opts[] = {
 	  JO_SET, "oversubscribe", NULL, JO_RUN, NULL },
 	{ ROW(JO_MAPBY, "map-by", 0, "node|slot", "consecutive ranks in different guests (node, default)\n"
 	      "or filling each guest first (slot)"),
-	  JO_CHOICE, "map_by", NULL, JO_RUN, NULL },
+	  JO_CHOICE, "map_by", NULL, JO_RUN | JO_MPIRUN, NULL },
 	{ ROW(JO_NOVMSHM, "no-vmshm", 0, NULL, "TCP between guests on this host (for comparison)"),
 	  JO_CLEAR, "vmshm", NULL, JO_RUN | JO_BENCH | JO_SLURM,
 	  "No vmshm shared memory between a job's guests on one node" },
@@ -46,7 +46,7 @@ const struct job_opt job_opts[] = {
 	  JO_OWN, NULL, NULL, JO_RUN, NULL },
 	{ ROW(JO_ENV, NULL, 'x', "NAME[=VALUE]", "environment variable for the ranks (repeatable);\n"
 	      "NAME alone passes your own value"),
-	  JO_OWN, "env", NULL, JO_RUN, NULL },
+	  JO_OWN, "env", NULL, JO_RUN | JO_MPIRUN, NULL },
 	{ ROW(JO_BIND, "bind", 0, "SRC[:DST][:ro]", "share host path SRC at DST (default SRC) in\n"
 	      "every guest (repeatable); your home, the current\n"
 	      "directory and the cluster's site paths are shared\n"
@@ -58,7 +58,7 @@ const struct job_opt job_opts[] = {
 	      "(testing: \"synthetic:numa:2 core:4\" or FILE.xml)"),
 	  JO_OWN, NULL, NULL, JO_RUN, NULL },
 	{ ROW(JO_HELP, "help", 'h', NULL, "this help"),
-	  JO_OWN, NULL, NULL, JO_RUN | JO_BENCH, NULL },
+	  JO_OWN, NULL, NULL, JO_RUN | JO_BENCH | JO_MPIRUN, NULL },
 	{ { 0 }, 0, NULL, NULL, 0, NULL }
 };
 

@@ -25,6 +25,7 @@ struct opt {
 #define JO_RUN   1u       /* vhpc run, vhpc submit */
 #define JO_BENCH 2u       /* vhpc bench (its own --help words, bench/) */
 #define JO_SLURM 4u       /* srun, sbatch, salloc: --vhpc-NAME */
+#define JO_MPIRUN 8u      /* vhpc mpirun in a Slurm batch script (its own --help words) */
 
 /* How a value becomes part of the job.  The ranges and choices are the
  * job file's field named by key (job_spec_schema), so a flag and its YAML
@@ -53,7 +54,7 @@ struct job_opt {
 	enum jo_kind kind;
 	const char *key;      /* the job file's key it sets; NULL: not a job field */
 	const char *expect;   /* the words of a bad value's error (above) */
-	unsigned fronts;      /* JO_RUN | JO_BENCH | JO_SLURM */
+	unsigned fronts;      /* JO_RUN | JO_BENCH | JO_SLURM | JO_MPIRUN */
 	const char *slurm_help; /* srun --help, where every plugin's options are listed */
 };
 

@@ -50,21 +50,6 @@ static const struct opt bench_rows[] = {
 };
 #define BENCH_ROWS (sizeof(bench_rows) / sizeof(bench_rows[0]))
 
-/* bench_rows with the job options' names, letters and values filled in. */
-static void bench_optset(struct opt *rows, struct optset *s)
-{
-	for (size_t i = 0; i < BENCH_ROWS; i++) {
-		const struct job_opt *r = job_opt_by_id(bench_rows[i].id);
-
-		rows[i] = bench_rows[i];
-		if (r && (r->fronts & JO_BENCH)) {
-			rows[i] = r->o;
-			rows[i].help = bench_rows[i].help;
-		}
-		optset_add(s, &rows[i]);
-	}
-}
-
 static void bench_usage(void)
 {
 	struct opt rows[BENCH_ROWS];
@@ -79,7 +64,7 @@ static void bench_usage(void)
 	       "plot and a chart of the ratios (PNGs), the machine description and every\n"
 	       "run's output in a folder.\n"
 	       "\n");
-	bench_optset(rows, &s);
+	optset_words(&s, rows, bench_rows, BENCH_ROWS, JO_BENCH);
 	optset_help(&s, 21, stdout);
 	printf("\n"
 	       "compare: per metric and side B/A of the medians with the noise range\n"
@@ -240,7 +225,7 @@ int cmd_bench(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "compare"))
 		return cmd_compare(argc - 1, argv + 1);
-	bench_optset(rows, &s);
+	optset_words(&s, rows, bench_rows, BENCH_ROWS, JO_BENCH);
 	optset_getopt(&s, ":", longs, shorts, sizeof(shorts));
 	optind = 1;
 	opterr = 0;

@@ -340,14 +340,47 @@ void job_args_help(FILE *f)
 	optset_help(&s, 24, f);
 }
 
+/* The options of the rows in s, up to the command (optind). */
+static int options(struct job_args *a, const struct optset *s, int argc, char **argv)
+{
+	struct option longs[OPTGEN_MAX + 1];
+	char shorts[2 * OPTGEN_MAX + 3];
+	int c, rc = 0;
+
+	/* "+": options stop at the command, so its own flags are its own;
+	 * ":": a missing value is reported as such, not as an unknown option. */
+	optset_getopt(s, "+:", longs, shorts, sizeof(shorts));
+	optind = 1;
+	opterr = 0;
+	while (!rc && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+		const struct job_opt *r = job_opt_by_id(c);
+
+		if (c == ':')
+			rc = usage_error(a->cmd, "%s needs a value", argv[optind - 1]);
+		else if (!r)
+			rc = usage_error(a->cmd, "unknown option '%s'", argv[optind - 1]);
+		else
+			rc = r->kind == JO_OWN ? set_own(a, r, optarg) : set_field(a, r, optarg);
+	}
+	return rc;
+}
+
+int job_args_options(const char *cmd, const struct optset *s, int argc, char **argv, struct job_spec *j,
+		     void (*help)(void))
+{
+	struct job_args a = { .cmd = cmd, .help = help, .j = *j };
+	int rc = options(&a, s, argc, argv);
+
+	*j = a.j;
+	return rc;
+}
+
 int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		   struct embedded_opts *eo_out, void (*help)(void))
 {
 	struct job_args a = { .cmd = cmd, .help = help };
 	struct optset s = { .n = 0 };
-	struct option longs[OPTGEN_MAX + 1];
-	char shorts[2 * OPTGEN_MAX + 3];
-	int c, rc = 0;
+	int rc;
 
 	job_spec_defaults(&a.j);
 	/* Not given: the cluster file's defaults apply later. */
@@ -355,21 +388,7 @@ int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 	a.j.mem = 0;
 	a.j.timeout = 0;
 	optset_jobs(&s, JO_RUN);
-	/* "+": options stop at the command, so its own flags are its own;
-	 * ":": a missing value is reported as such, not as an unknown option. */
-	optset_getopt(&s, "+:", longs, shorts, sizeof(shorts));
-	optind = 1;
-	opterr = 0;
-	while (!rc && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
-		const struct job_opt *r = job_opt_by_id(c);
-
-		if (c == ':')
-			rc = usage_error(cmd, "%s needs a value", argv[optind - 1]);
-		else if (!r || !(r->fronts & JO_RUN))
-			rc = usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-		else
-			rc = r->kind == JO_OWN ? set_own(&a, r, optarg) : set_field(&a, r, optarg);
-	}
+	rc = options(&a, &s, argc, argv);
 	if (!rc)
 		rc = finish(&a, argc - optind, argv + optind);
 	if (rc) {

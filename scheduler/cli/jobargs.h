@@ -14,6 +14,14 @@
 int job_args_parse(const char *cmd, int argc, char **argv, struct job_spec *out,
 		   struct embedded_opts *eo_out, void (*help)(void));
 
+/* The options of the job option rows in s (optgen.h) into j, which holds
+ * defaults, up to the command (optind); 0, 1 when help() was called, or a
+ * usage error's exit status (printed).  For commands that take some of
+ * vhpc run's options (vhpc mpirun); j is the caller's to free. */
+struct optset;
+int job_args_options(const char *cmd, const struct optset *s, int argc, char **argv, struct job_spec *j,
+		     void (*help)(void));
+
 /* The option lines of vhpc run --help, from lib/jobopts.c. */
 void job_args_help(FILE *f);
 

@@ -19,6 +19,20 @@ void optset_jobs(struct optset *s, unsigned front)
 			optset_add(s, &r->o);
 }
 
+void optset_words(struct optset *s, struct opt *rows, const struct opt *words, size_t n, unsigned front)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct job_opt *r = job_opt_by_id(words[i].id);
+
+		rows[i] = words[i];
+		if (r && (r->fronts & front)) {
+			rows[i] = r->o;
+			rows[i].help = words[i].help;
+		}
+		optset_add(s, &rows[i]);
+	}
+}
+
 void optset_getopt(const struct optset *s, const char *start, struct option *longs,
 		   char *shorts, size_t len)
 {

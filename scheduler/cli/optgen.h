@@ -19,6 +19,10 @@ struct optset {
 void optset_add(struct optset *s, const struct opt *o);
 /* The job rows a front-end (JO_RUN, JO_BENCH, JO_SLURM) offers. */
 void optset_jobs(struct optset *s, unsigned front);
+/* A command's rows, in its order, into rows (n of them) and s: a row of
+ * words with a job option's id that front offers is that option
+ * (lib/jobopts.c) with these words, for a command whose defaults differ. */
+void optset_words(struct optset *s, struct opt *rows, const struct opt *words, size_t n, unsigned front);
 /* longs: at least s->n + 1 entries, ending with a zeroed one; shorts:
  * start ("+:" or ":"), then each letter, with ':' when it takes a value. */
 void optset_getopt(const struct optset *s, const char *start, struct option *longs,
