@@ -111,9 +111,8 @@ static const char *names_words(const char *const *names, char *buf, size_t len)
 	size_t n = 0;
 
 	buf[0] = 0;
-	for (int i = 0; names[i]; i++)
-		n += snprintf(buf + n, n < len ? len - n : 0, "%s%s", i == 0 ? "" : names[i + 1] ? ", " : " or ",
-			      names[i]);
+	for (int i = 0; names[i] && n < len; i++)
+		n += snprintf(buf + n, len - n, "%s%s", i == 0 ? "" : names[i + 1] ? ", " : " or ", names[i]);
 	return buf;
 }
 
