@@ -1,7 +1,8 @@
 /*
- * --vhpc-* values (the JO_SLURM rows of lib/jobopts.c): checked where the user typed them (srun, sbatch,
- * salloc), carried to the nodes as one line of words, and checked again
- * there by vhpc-slurmjob, which trusts nothing the job's user could set.
+ * --vhpc-* values (the JO_SLURM rows of lib/jobopts.c): checked where the
+ * user typed them (srun, sbatch, salloc), carried to the nodes as one line
+ * of words, and checked again there by vhpc-slurmjob, which trusts nothing
+ * the job's user could set.
  */
 #include "lib/consts.h"
 #include "lib/jobopts.h"

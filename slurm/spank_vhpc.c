@@ -79,7 +79,8 @@ static int opt_cb(int val, const char *optarg, int remote)
 	if (val < 0 || val >= VS_NOPTS)
 		return -1;
 	given[val] = true;
-	if (vs_opt_set(&opts, option_names[val] + 5, options[val].has_arg ? optarg : NULL, why, sizeof(why)) < 0) {
+	if (vs_opt_set(&opts, vs_opt_row(val)->o.name, options[val].has_arg ? optarg : NULL, why,
+		       sizeof(why)) < 0) {
 		/* Slurm's own words then name only the option. */
 		slurm_error("vhpc: %s", why);
 		return -1;
