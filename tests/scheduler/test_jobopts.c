@@ -7,6 +7,7 @@
 #include "scheduler/cli/jobargs.h"
 #include "scheduler/cli/optgen.h"
 #include "slurm/slurm.h"
+#include "tests/fixture.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,6 +214,39 @@ static void values_land_in_the_job(void **state)
 	assert_int_equal(helped, 1);
 }
 
+/* Flags before --job lose to the file, later ones win over it. */
+static void a_job_file_is_taken_whole_then_overridden(void **state)
+{
+	char dir[256], path[300];
+	struct embedded_opts eo;
+	struct job_spec j;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "jobopts"), 0);
+	snprintf(path, sizeof(path), "%s/job.yaml", dir);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("guests: 2\nranks: 4\nmem: 1G\ncommand: [hostname]\n", f);
+	fclose(f);
+	{
+		char *argv[] = { "submit", "-N", "3", "--mem", "2G", "--job", path, "--mem", "768M", NULL };
+
+		assert_int_equal(job_args_parse("submit", 9, argv, &j, &eo, help), 0);
+		assert_int_equal(j.guests, 2);
+		assert_int_equal(j.ranks, 4);
+		assert_int_equal(j.mem, 768ull << 20);
+		assert_string_equal(j.command.v[0], "hostname");
+		job_spec_free(&j);
+	}
+	{
+		char *argv[] = { "submit", "--job", path, "--job", path, NULL };
+
+		assert_int_equal(job_args_parse("submit", 5, argv, &j, &eo, help), EXIT_USAGE);
+		assert_string_equal(said, "vhpc submit: --job given twice");
+	}
+	assert_int_equal(fx_rmdir(dir), 0);
+}
+
 static void slurm_takes_its_rows_from_the_table(void **state)
 {
 	int n = 0;
@@ -237,6 +271,7 @@ int main(void)
 		cmocka_unit_test(getopt_arrays_match_the_rows),
 		cmocka_unit_test(a_bad_value_names_the_option),
 		cmocka_unit_test(values_land_in_the_job),
+		cmocka_unit_test(a_job_file_is_taken_whole_then_overridden),
 		cmocka_unit_test(slurm_takes_its_rows_from_the_table),
 	};
 
