@@ -98,6 +98,9 @@ static void rows_with_a_key_are_fields_of_the_job_file(void **state)
 		}
 		if (r->kind != JO_OWN && r->kind != JO_SET && r->kind != JO_CLEAR && r->kind != JO_CHOICE)
 			assert_non_null(r->expect);
+		/* Their errors say the range, so there must be one. */
+		if (r->kind == JO_NUMBER || r->kind == JO_SIZE || r->kind == JO_DURATION)
+			assert_true(f->min > 0 && f->max > f->min);
 	}
 }
 
