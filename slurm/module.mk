@@ -5,7 +5,8 @@
 # The plugin is loaded into srun, sbatch, salloc and slurmstepd, so it
 # links nothing of vhpc's archives (nor libslurm: Slurm resolves its spank_*
 # calls) and exports only what Slurm looks up (spank_vhpc.map).  What it
-# shares with vhpc-slurmjob is compiled into it position-independent.
+# shares with vhpc-slurmjob is compiled into it position-independent, and so
+# is the job option table its --vhpc-* options come from (lib/jobopts.c).
 VS_SHARED_SRCS := slurm/opts.c slurm/kv.c slurm/state.c
 # slurm/slurm.h, for vhpc-slurmjob and `vhpc mpirun` (scheduler/).
 $(eval $(call library,vslurm,slurm/hostlist.c slurm/layout.c $(VS_SHARED_SRCS)))
@@ -13,7 +14,7 @@ VS_HOLDER_SRCS := slurm/holder.c slurm/spec.c slurm/derive.c slurm/peers.c slurm
 $(eval $(call program,vhpc-slurmjob,$(VS_HOLDER_SRCS),$(B)/lib/libvslurm.a $(NODEAGENT_LIBS)))
 
 ifneq ($(wildcard /usr/include/slurm/spank.h),)
-VS_PLUGIN_SRCS := slurm/spank_vhpc.c slurm/task.c slurm/pmix.c $(VS_SHARED_SRCS) lib/parse.c lib/drivers.c
+VS_PLUGIN_SRCS := slurm/spank_vhpc.c slurm/task.c slurm/pmix.c $(VS_SHARED_SRCS) lib/parse.c lib/drivers.c lib/jobopts.c
 VS_PLUGIN := $(B)/lib/slurm/spank_vhpc.so
 $(B)/pic/%.o: %.c | $(GEN_DRIVER_NAMES)
 	@mkdir -p $(@D)

@@ -1,13 +1,16 @@
 /*
- * --vhpc-* values: checked where the user typed them (srun, sbatch,
- * salloc), carried to the nodes as one line of words, and checked again
- * there by vhpc-slurmjob, which trusts nothing the job's user could set.
+ * --vhpc-* values (the JO_SLURM rows of lib/jobopts.c): checked where the
+ * user typed them (srun, sbatch, salloc), carried to the nodes as one line
+ * of words, and checked again there by vhpc-slurmjob, which trusts nothing
+ * the job's user could set.
  */
 #include "lib/consts.h"
 #include "lib/drivers.h"
+#include "lib/jobopts.h"
 #include "lib/parse.h"
 #include "slurm/slurm.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,66 +19,80 @@
 #define MEM_MIN (64ull << 20)
 #define MEM_MAX (4ull << 40)
 
-const char *const vs_opt_names[5] = { "image", "driver", "vcpus", "mem", "no-vmshm" };
+const struct job_opt *vs_opt_row(int i)
+{
+	for (const struct job_opt *r = job_opts; r->o.id; r++)
+		if ((r->fronts & JO_SLURM) && i-- == 0)
+			return r;
+	return NULL;
+}
 
-static const char *const env_names[5] = {
-	"SLURM_VHPC_IMAGE", "SLURM_VHPC_DRIVER", "SLURM_VHPC_VCPUS", "SLURM_VHPC_MEM", "SLURM_VHPC_NO_VMSHM"
-};
+int vs_opt_index(int id)
+{
+	for (int i = 0; i < VS_NOPTS; i++)
+		if (vs_opt_row(i)->o.id == id)
+			return i;
+	return -1;
+}
 
-/* where: "--vhpc-mem" or "SLURM_VHPC_MEM" */
-static int set_value(struct vs_opts *o, int which, const char *where, const char *val, char *why, size_t len)
+/* Slurm's own checks of the rows' values, with its limits (a node's
+ * guest has at most VHPC_MAX_VCPUS) and words; where: "--vhpc-mem" or
+ * "SLURM_VHPC_MEM". */
+static int set_value(struct vs_opts *o, int id, const char *where, const char *val, char *why, size_t len)
 {
 	long long n;
 	uint64_t sz;
 
-	switch (which) {
-	case 0:
+	switch (id) {
+	case JO_IMAGE:
 		if (!val || !ident_ok(val, 64))
 			return vs_fail(why, len, "%s '%s': expected an image name (letters, digits, '.', '_', '-'; "
 				   "at most 64, as `vhpc image list` shows them)", where, val ? val : "");
 		snprintf(o->image, sizeof(o->image), "%s", val);
-		break;
-	case 1:
+		return 0;
+	case JO_DRIVER:
 		if (vhpc_driver_index(val) < 0)
 			return vs_fail(why, len, "%s '%s': expected " VHPC_DRIVER_CHOICES, where, val ? val : "");
 		snprintf(o->driver, sizeof(o->driver), "%s", val);
-		break;
-	case 2:
+		return 0;
+	case JO_VCPUS:
 		if (parse_ll(val, 1, VHPC_MAX_VCPUS, &n) < 0)
 			return vs_fail(why, len, "%s '%s': expected vCPUs per guest, 1..%d", where, val ? val : "",
 				   VHPC_MAX_VCPUS);
 		o->vcpus = (int)n;
-		break;
-	case 3:
+		return 0;
+	case JO_MEM:
 		if (parse_size(val, &sz) < 0 || sz < MEM_MIN || sz > MEM_MAX)
 			return vs_fail(why, len, "%s '%s': expected memory per guest from 64M to 4T (e.g. 512M, 2G)", where,
 				   val ? val : "");
 		o->mem = sz;
-		break;
+		return 0;
 	default:
 		/* A flag: from the environment 1 or 0, on the command line none. */
 		if (val && strcmp(val, "1") && strcmp(val, "0"))
 			return vs_fail(why, len, "%s '%s': expected 1 or 0", where, val);
 		o->no_vmshm = !val || !strcmp(val, "1");
-		break;
+		return 0;
 	}
-	return 0;
 }
 
 int vs_opt_set(struct vs_opts *o, const char *name, const char *val, char *why, size_t len)
 {
 	char where[48];
 
-	for (int i = 0; i < 5; i++)
-		if (!strcmp(name, vs_opt_names[i])) {
-			snprintf(where, sizeof(where), "--vhpc-%s", name);
-			if (i == 4 && val)
-				return vs_fail(why, len, "--vhpc-no-vmshm takes no value");
-			if (set_value(o, i, where, val, why, len) < 0)
-				return -1;
-			o->set = true;
-			return 0;
-		}
+	for (int i = 0; i < VS_NOPTS; i++) {
+		const struct job_opt *r = vs_opt_row(i);
+
+		if (strcmp(name, r->o.name))
+			continue;
+		snprintf(where, sizeof(where), "--vhpc-%s", name);
+		if (!r->o.arg && val)
+			return vs_fail(why, len, "%s takes no value", where);
+		if (set_value(o, r->o.id, where, val, why, len) < 0)
+			return -1;
+		o->set = true;
+		return 0;
+	}
 	return vs_fail(why, len, "--vhpc-%s: no such option", name);
 }
 
@@ -89,18 +106,32 @@ static const char *env_get(char *const *env, const char *name)
 	return NULL;
 }
 
-int vs_opts_env(struct vs_opts *o, const bool given[5], char *const *env, char *why, size_t len)
+/* --vhpc-no-vmshm's default is SLURM_VHPC_NO_VMSHM. */
+static void env_name(const struct job_opt *r, char *buf, size_t len)
 {
-	for (int i = 0; i < 5; i++) {
-		const char *v = env_get(env, env_names[i]);
+	size_t n = (size_t)snprintf(buf, len, "SLURM_VHPC_");
 
+	for (const char *p = r->o.name; *p && n + 1 < len; p++)
+		buf[n++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+	buf[n] = 0;
+}
+
+int vs_opts_env(struct vs_opts *o, const bool given[VS_NOPTS], char *const *env, char *why, size_t len)
+{
+	for (int i = 0; i < VS_NOPTS; i++) {
+		const struct job_opt *r = vs_opt_row(i);
+		char name[48];
+		const char *v;
+
+		env_name(r, name, sizeof(name));
+		v = env_get(env, name);
 		if (given[i] || !v || !*v)
 			continue;
-		if (set_value(o, i, env_names[i], v, why, len) < 0)
+		if (set_value(o, r->o.id, name, v, why, len) < 0)
 			return -1;
 		/* Only an image makes a job run in guests; the others are
 		 * defaults for jobs that do. */
-		if (i == 0)
+		if (r->o.id == JO_IMAGE)
 			o->set = true;
 	}
 	return 0;
@@ -117,6 +148,7 @@ int vs_opts_format(const struct vs_opts *o, char *buf, size_t len)
 int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 {
 	static const char *const keys[5] = { "image", "driver", "vcpus", "mem", "vmshm" };
+	static const int ids[5] = { JO_IMAGE, JO_DRIVER, JO_VCPUS, JO_MEM, JO_NOVMSHM };
 	bool seen[5] = { 0 };
 	char buf[512], *save = NULL;
 
@@ -154,7 +186,7 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 			o->mem = (uint64_t)n;
 			continue;
 		}
-		if (set_value(o, i, keys[i], eq, why, len) < 0)
+		if (set_value(o, ids[i], keys[i], eq, why, len) < 0)
 			return -1;
 	}
 	for (int i = 0; i < 5; i++)

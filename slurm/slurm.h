@@ -35,15 +35,22 @@ struct vs_opts {
 	bool no_vmshm;
 };
 
+/* The options are the job option table's rows marked JO_SLURM
+ * (lib/jobopts.c), each as --vhpc-NAME; VS_NOPTS of them, in srun --help's
+ * order.  vs_opt_row(i) is the i-th (NULL past the last); vs_opt_index
+ * the place of the row with that id (JO_NOVMSHM, ...), -1 if none. */
+#define VS_NOPTS 5
+struct job_opt;
+const struct job_opt *vs_opt_row(int i);
+int vs_opt_index(int id);
 /* One option by its name without "--vhpc-" (image, driver, vcpus, mem,
  * no-vmshm); val NULL for the flag.  -1 with why ("--vhpc-mem '3X': ...")
  * for a bad value. */
 int vs_opt_set(struct vs_opts *o, const char *name, const char *val, char *why, size_t len);
 /* Options not given take SLURM_VHPC_IMAGE, _DRIVER, _VCPUS, _MEM and
  * _NO_VMSHM from env (NAME=VALUE, NULL-terminated); given[] says which
- * were given (indexed as vs_opt_names). */
-extern const char *const vs_opt_names[5];
-int vs_opts_env(struct vs_opts *o, const bool given[5], char *const *env, char *why, size_t len);
+ * were given (indexed as vs_opt_row). */
+int vs_opts_env(struct vs_opts *o, const bool given[VS_NOPTS], char *const *env, char *why, size_t len);
 /* "image=default driver=auto vcpus=0 mem=0 vmshm=1" and back. */
 int vs_opts_format(const struct vs_opts *o, char *buf, size_t len);
 int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len);

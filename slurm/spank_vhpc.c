@@ -17,7 +17,7 @@
  * run_dir=DIR ("%h" = host name), state_dir=DIR, config_dir=DIR,
  * bindir=DIR (where vhpc-slurmjob is).  slurm/README.md has the rest.
  */
-#include "lib/drivers.h"
+#include "lib/jobopts.h"
 #include "slurm/slurm.h"
 #include "slurm/plugin.h"
 
@@ -57,7 +57,7 @@ static struct {
 extern char **environ;
 
 static struct vs_opts opts;
-static bool given[5];
+static bool given[VS_NOPTS];
 
 /* This step's view of the job's guests here, for its tasks. */
 static struct vs_state *st;
@@ -68,15 +68,19 @@ static bool have_relay;
 
 /* ------------------------------------------------------------- options */
 
+static struct spank_option options[VS_NOPTS];
+static char option_names[VS_NOPTS][40];
+
 static int opt_cb(int val, const char *optarg, int remote)
 {
 	char why[400];
 
 	(void)remote;
-	if (val < 0 || val > 4)
+	if (val < 0 || val >= VS_NOPTS)
 		return -1;
 	given[val] = true;
-	if (vs_opt_set(&opts, vs_opt_names[val], val == 4 ? NULL : optarg, why, sizeof(why)) < 0) {
+	if (vs_opt_set(&opts, vs_opt_row(val)->o.name, options[val].has_arg ? optarg : NULL, why,
+		       sizeof(why)) < 0) {
 		/* Slurm's own words then name only the option. */
 		slurm_error("vhpc: %s", why);
 		return -1;
@@ -84,15 +88,20 @@ static int opt_cb(int val, const char *optarg, int remote)
 	return 0;
 }
 
-static struct spank_option options[] = {
-	{ "vhpc-image", "IMG", "Run the tasks inside vhpc guests of node image IMG (`vhpc image list`); "
-	  "default: $SLURM_VHPC_IMAGE", 1, 0, opt_cb },
-	{ "vhpc-driver", "NAME", "vhpc guest driver: " VHPC_DRIVER_CHOICES " (default: the cluster's)", 1, 1, opt_cb },
-	{ "vhpc-vcpus", "N", "vCPUs per vhpc guest; a node gets one guest per N of the job's CPUs there (default 1)",
-	  1, 2, opt_cb },
-	{ "vhpc-mem", "SIZE", "Memory per vhpc guest, e.g. 2G (default: the cluster's)", 1, 3, opt_cb },
-	{ "vhpc-no-vmshm", NULL, "No vmshm shared memory between a job's guests on one node", 0, 4, opt_cb },
-};
+/* Slurm's option array, from the job option table's rows for Slurm. */
+static int options_register(spank_t sp)
+{
+	for (int i = 0; i < VS_NOPTS; i++) {
+		const struct job_opt *r = vs_opt_row(i);
+
+		snprintf(option_names[i], sizeof(option_names[i]), "vhpc-%s", r->o.name);
+		options[i] = (struct spank_option){ option_names[i], (char *)r->o.arg, (char *)r->slurm_help,
+						    r->o.arg != NULL, i, opt_cb };
+		if (spank_option_register(sp, &options[i]) != ESPANK_SUCCESS)
+			return -1;
+	}
+	return 0;
+}
 
 /* ----------------------------------------------------------- plumbing */
 
@@ -246,10 +255,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		return -1;
 	if (spank_context() == S_CTX_SLURMD || spank_context() == S_CTX_JOB_SCRIPT)
 		return 0;
-	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
-		if (spank_option_register(sp, &options[i]) != ESPANK_SUCCESS)
-			return -1;
-	return 0;
+	return options_register(sp);
 }
 
 /* srun, sbatch, salloc: the job's options, checked while the user waits. */
@@ -378,7 +384,7 @@ static void check_step_options(void)
 			if ((opts.image[0] && strcmp(opts.image, job.image)) ||
 			    (opts.driver[0] && strcmp(opts.driver, job.driver)) ||
 			    (opts.vcpus && opts.vcpus != job.vcpus) || (opts.mem && opts.mem != job.mem) ||
-			    (given[4] && !job.no_vmshm)) {
+			    (given[vs_opt_index(JO_NOVMSHM)] && !job.no_vmshm)) {
 				vs_opts_format(&job, words, sizeof(words));
 				snprintf(st_err, sizeof(st_err), "this step's --vhpc-* options differ from its job's (%s): "
 					 "a job's guests are set when it is submitted", words);

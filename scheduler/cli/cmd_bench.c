@@ -5,6 +5,8 @@
 #include "lib/jobspec.h"
 #include "lib/parse.h"
 #include "cli.h"
+#include "jobargs.h"
+#include "optgen.h"
 #include "bench/bench.h"
 #include "nodeagent/nodeagent.h"
 
@@ -14,8 +16,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { BO_SUITE = JO_ID_END, BO_IMB, BO_REPS, BO_SIZES, BO_MSGLOG, BO_TIME, BO_ITER,
+       BO_NATIVE_BTL, BO_NATIVE_ENV, BO_OUT };
+
+/* Rows with a job option's id are that option (lib/jobopts.c), passed on
+ * to vhpc run; only their words here are bench's: its defaults differ. */
+static const struct opt bench_rows[] = {
+	{ BO_SUITE, "suite", 0, "S", "mpi (default): vhpc-mpibench PingPong, Sendrecv, Exchange,\n"
+	  "  Allreduce, Bcast (or IMB-MPI1 with --imb)\n"
+	  "net: TCP stream throughput and request/response round trip\n"
+	  "mem: memory touch per GiB and start-up, native vs a guest\n"
+	  "sys: system calls, pipes, context switches, process creation\n"
+	  "  with 1 and N copies" },
+	{ .id = JO_GUESTS, .help = "guests (mpi, net: 2; mem, sys: 1)" },
+	{ .id = JO_RANKS, .help = "MPI ranks (mpi, net: 2), copies (sys: the host's cores)" },
+	{ .id = JO_DRIVER, .help = VHPC_DRIVER_CHOICES ", passed to vhpc run (default auto)" },
+	{ .id = JO_IMAGE, .help = "the guests' node image" },
+	{ BO_IMB, "imb", 0, "PATH", "mpi: a real IMB-MPI1 binary (it is put into a node image)" },
+	{ BO_REPS, "reps", 0, "R", "repetitions of each side (default 5)" },
+	{ BO_SIZES, "sizes", 0, "LIST", "message sizes (mpi, net) or memory sizes (mem): 1,64K,4M" },
+	{ BO_MSGLOG, "msglog", 0, "[MIN:]MAX", "mpi, net: sizes 2^MIN..2^MAX (mpi default 0:22, with 0)" },
+	{ BO_TIME, "time", 0, "SECONDS", "net, sys: seconds per test (default 1)" },
+	{ BO_ITER, "iter", 0, "N[,VOL]", "mpi: min(N, VOL / size) repetitions per size (default\n"
+	  "1000,40M; VOL in whole MiB), passed on as -iter" },
+	{ .id = JO_NOVMSHM, .help = "guests talk TCP to each other (vhpc run --no-vmshm)" },
+	{ BO_NATIVE_BTL, "native-btl", 0, "L", "mpi: the native ranks' Open MPI BTLs (default self,vader,tcp;\n"
+	  "self,tcp: loopback TCP, apart from what shared memory saves)" },
+	{ BO_NATIVE_ENV, "native-env", 0, "NAME=VALUE", "mpi: an environment variable for the native ranks\n"
+	  "only, e.g. what the guests got (the job log says)" },
+	{ .id = JO_TIMEOUT, .help = "limit per run: seconds, or 30s, 10m (default 10m)" },
+	{ BO_OUT, "out", 0, "DIR", "results folder (default: $VHPC_STATE_DIR/bench/TIME-SUITE)" },
+	{ .id = JO_HELP, .help = "this help" },
+};
+#define BENCH_ROWS (sizeof(bench_rows) / sizeof(bench_rows[0]))
+
 static void bench_usage(void)
 {
+	struct opt rows[BENCH_ROWS];
+	struct optset s = { .n = 0 };
+
 	printf("usage: vhpc bench [OPTIONS]\n"
 	       "       vhpc bench compare [--json] A B\n"
 	       "\n"
@@ -24,32 +63,10 @@ static void bench_usage(void)
 	       "guest/native (median [best] over repetitions) and keeps JSON, a table, a\n"
 	       "plot and a chart of the ratios (PNGs), the machine description and every\n"
 	       "run's output in a folder.\n"
-	       "\n"
-	       "  --suite S          mpi (default): vhpc-mpibench PingPong, Sendrecv, Exchange,\n"
-	       "                       Allreduce, Bcast (or IMB-MPI1 with --imb)\n"
-	       "                     net: TCP stream throughput and request/response round trip\n"
-	       "                     mem: memory touch per GiB and start-up, native vs a guest\n"
-	       "                     sys: system calls, pipes, context switches, process creation\n"
-	       "                       with 1 and N copies\n"
-	       "  -N, --guests N     guests (mpi, net: 2; mem, sys: 1)\n"
-	       "  -n, --ranks N      MPI ranks (mpi, net: 2), copies (sys: the host's cores)\n"
-	       "      --driver D     auto, container or kvm, passed to vhpc run (default auto)\n"
-	       "      --image NAME   the guests' node image\n"
-	       "      --imb PATH     mpi: a real IMB-MPI1 binary (it is put into a node image)\n"
-	       "      --reps R       repetitions of each side (default 5)\n"
-	       "      --sizes LIST   message sizes (mpi, net) or memory sizes (mem): 1,64K,4M\n"
-	       "      --msglog [MIN:]MAX  mpi, net: sizes 2^MIN..2^MAX (mpi default 0:22, with 0)\n"
-	       "      --time SECONDS net, sys: seconds per test (default 1)\n"
-	       "      --iter N[,VOL] mpi: min(N, VOL / size) repetitions per size (default\n"
-	       "                     1000,40M; VOL in whole MiB), passed on as -iter\n"
-	       "      --no-vmshm     guests talk TCP to each other (vhpc run --no-vmshm)\n"
-	       "      --native-btl L mpi: the native ranks' Open MPI BTLs (default self,vader,tcp;\n"
-	       "                     self,tcp: loopback TCP, apart from what shared memory saves)\n"
-	       "      --native-env NAME=VALUE  mpi: an environment variable for the native ranks\n"
-	       "                     only, e.g. what the guests got (the job log says)\n"
-	       "      --timeout T    limit per run: seconds, or 30s, 10m (default 10m)\n"
-	       "      --out DIR      results folder (default: $VHPC_STATE_DIR/bench/TIME-SUITE)\n"
-	       "\n"
+	       "\n");
+	optset_words(&s, rows, bench_rows, BENCH_ROWS, JO_BENCH);
+	optset_help(&s, 21, stdout);
+	printf("\n"
 	       "compare: per metric and side B/A of the medians with the noise range\n"
 	       "[min B / max A .. max B / min A]; --json prints JSON.\n"
 	       "Exit status: 0, 1 a run failed or results are unreadable, 2 bad options.\n");
@@ -98,129 +115,85 @@ static int cmd_compare(int argc, char **argv)
 	return bench_compare(dirs[0], dirs[1], json);
 }
 
-enum { O_SUITE = 256, O_DRIVER, O_IMAGE, O_IMB, O_REPS, O_SIZES, O_MSGLOG, O_TIME, O_NOVMSHM,
-       O_TIMEOUT, O_OUT, O_NATIVE_BTL, O_NATIVE_ENV, O_ITER, O_HELP };
-
-int cmd_bench(int argc, char **argv)
+/* The job options bench passes on to vhpc run, within what its harness
+ * runs (64 guests, 4096 ranks, a day per run). */
+static int set_job_opt(struct bench_opts *o, int id, const char *val, int *want)
 {
-	static const struct option opts[] = {
-		{ "suite", required_argument, NULL, O_SUITE },
-		{ "guests", required_argument, NULL, 'N' },
-		{ "ranks", required_argument, NULL, 'n' },
-		{ "driver", required_argument, NULL, O_DRIVER },
-		{ "image", required_argument, NULL, O_IMAGE },
-		{ "imb", required_argument, NULL, O_IMB },
-		{ "reps", required_argument, NULL, O_REPS },
-		{ "sizes", required_argument, NULL, O_SIZES },
-		{ "msglog", required_argument, NULL, O_MSGLOG },
-		{ "time", required_argument, NULL, O_TIME },
-		{ "no-vmshm", no_argument, NULL, O_NOVMSHM },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "out", required_argument, NULL, O_OUT },
-		{ "native-btl", required_argument, NULL, O_NATIVE_BTL },
-		{ "native-env", required_argument, NULL, O_NATIVE_ENV },
-		{ "iter", required_argument, NULL, O_ITER },
-		{ "help", no_argument, NULL, O_HELP },
-		{ 0 }
-	};
-	struct bench_opts o = { .argc = argc, .argv = argv };
-	int want = DRIVER_AUTO, c;
 	long long v;
-	const char *why;
-	struct verr err;
 
-	if (argc > 1 && !strcmp(argv[1], "compare"))
-		return cmd_compare(argc - 1, argv + 1);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":N:n:h", opts, NULL)) != -1) {
-		switch (c) {
-		case O_SUITE:
-			o.suite = optarg;
-			if (strcmp(optarg, "mpi") && strcmp(optarg, "net") && strcmp(optarg, "mem") && strcmp(optarg, "sys"))
-				return usage_error("bench", "--suite: expected mpi, net, mem or sys, got '%s'", optarg);
-			break;
-		case 'N':
-			if (parse_ll(optarg, 1, 64, &v) < 0)
-				return usage_error("bench", "--guests: expected 1..64, got '%s'", optarg);
-			o.guests = (int)v;
-			break;
-		case 'n':
-			if (parse_ll(optarg, 1, 4096, &v) < 0)
-				return usage_error("bench", "--ranks: expected 1..4096, got '%s'", optarg);
-			o.ranks = (int)v;
-			break;
-		case O_DRIVER:
-			if ((want = vhpc_driver_index(optarg)) < 0)
-				return usage_error("bench", "--driver: expected " VHPC_DRIVER_CHOICES ", got '%s'", optarg);
-			o.driver = optarg;
-			break;
-		case O_IMAGE:
-			if (!ident_ok(optarg, 64))
-				return usage_error("bench", "--image: '%s' is not an image name", optarg);
-			o.image = optarg;
-			break;
-		case O_IMB:
-			o.imb = optarg;
-			break;
-		case O_REPS:
-			if (parse_ll(optarg, 1, 1000, &v) < 0)
-				return usage_error("bench", "--reps: expected 1..1000, got '%s'", optarg);
-			o.reps = (int)v;
-			break;
-		case O_SIZES:
-			o.sizes = optarg;
-			break;
-		case O_MSGLOG:
-			o.msglog = optarg;
-			break;
-		case O_TIME: {
-			char *end;
-
-			o.seconds = strtod(optarg, &end);
-			if (end == optarg || *end || !isfinite(o.seconds) || o.seconds < 0.001 || o.seconds > 3600)
-				return usage_error("bench", "--time: expected seconds from 0.001 to 3600, got '%s'", optarg);
-			break;
-		}
-		case O_NOVMSHM:
-			o.no_vmshm = true;
-			break;
-		case O_TIMEOUT:
-			if (parse_seconds(optarg, 86400, &v) < 0)
-				return usage_error("bench", "--timeout: expected seconds or 30s, 10m, 2h (at most a day), got '%s'", optarg);
-			o.timeout_s = (int)v;
-			break;
-		case O_OUT:
-			if (!*optarg)
-				return usage_error("bench", "--out: empty folder name");
-			o.out = optarg;
-			break;
-		case O_NATIVE_BTL:
-			o.native_btl = optarg;
-			break;
-		case O_NATIVE_ENV:
-			/* Checked with the suite (bench_run): it is the mpi suite's. */
-			o.native_env = optarg;
-			break;
-		case O_ITER:
-			/* Checked with the suite (bench_run): it is the mpi suite's. */
-			o.iter = optarg;
-			break;
-		case O_HELP:
-		case 'h':
-			bench_usage();
-			return 0;
-		case ':':
-			return usage_error("bench", "%s needs a value", argv[optind - 1]);
-		default:
-			return usage_error("bench", "unknown option '%s'", argv[optind - 1]);
-		}
+	switch (id) {
+	case JO_GUESTS:
+		if (parse_ll(val, 1, 64, &v) < 0)
+			return usage_error("bench", "--guests: expected 1..64, got '%s'", val);
+		o->guests = (int)v;
+		return 0;
+	case JO_RANKS:
+		if (parse_ll(val, 1, 4096, &v) < 0)
+			return usage_error("bench", "--ranks: expected 1..4096, got '%s'", val);
+		o->ranks = (int)v;
+		return 0;
+	case JO_DRIVER:
+		o->driver = val;
+		return job_args_driver("bench", val, want);
+	case JO_IMAGE:
+		o->image = val;
+		return job_args_check("bench", JO_IMAGE, val);
+	case JO_NOVMSHM:
+		o->no_vmshm = true;
+		return 0;
+	default:
+		if (parse_seconds(val, 86400, &v) < 0)
+			return usage_error("bench", "--timeout: expected seconds or 30s, 10m, 2h (at most a day), got '%s'", val);
+		o->timeout_s = (int)v;
+		return 0;
 	}
-	if (optind < argc)
-		return usage_error("bench", "unexpected argument '%s'", argv[optind]);
-	/* The driver vhpc run will pick, checked before any run: a refusal
-	 * (kvm without hardware virtualization) comes first, with its reason. */
-	if (!o.driver) {
+}
+
+/* Bench's own options; the mpi suite's --native-env and --iter are
+ * checked with the suite (bench_run). */
+static int set_bench_opt(struct bench_opts *o, int id, const char *val)
+{
+	long long v;
+	char *end;
+
+	switch (id) {
+	case BO_SUITE:
+		o->suite = val;
+		if (strcmp(val, "mpi") && strcmp(val, "net") && strcmp(val, "mem") && strcmp(val, "sys"))
+			return usage_error("bench", "--suite: expected mpi, net, mem or sys, got '%s'", val);
+		return 0;
+	case BO_REPS:
+		if (parse_ll(val, 1, 1000, &v) < 0)
+			return usage_error("bench", "--reps: expected 1..1000, got '%s'", val);
+		o->reps = (int)v;
+		return 0;
+	case BO_TIME:
+		o->seconds = strtod(val, &end);
+		if (end == val || *end || !isfinite(o->seconds) || o->seconds < 0.001 || o->seconds > 3600)
+			return usage_error("bench", "--time: expected seconds from 0.001 to 3600, got '%s'", val);
+		return 0;
+	case BO_OUT:
+		if (!*val)
+			return usage_error("bench", "--out: empty folder name");
+		o->out = val;
+		return 0;
+	case BO_IMB: o->imb = val; return 0;
+	case BO_SIZES: o->sizes = val; return 0;
+	case BO_MSGLOG: o->msglog = val; return 0;
+	case BO_NATIVE_BTL: o->native_btl = val; return 0;
+	case BO_NATIVE_ENV: o->native_env = val; return 0;
+	default: o->iter = val; return 0;
+	}
+}
+
+/* The driver vhpc run will pick, checked before any run: a refusal (kvm
+ * without hardware virtualization) comes first, with its reason. */
+static int bench_driver(struct bench_opts *o, int want)
+{
+	struct verr err;
+	const char *why;
+
+	if (!o->driver) {
 		struct cluster_cfg cl;
 
 		if (cluster_load(NULL, &cl, &err) < 0) {
@@ -236,7 +209,42 @@ int cmd_bench(int argc, char **argv)
 		fprintf(stderr, "vhpc bench: %s\n", err.msg);
 		return EXIT_USAGE;
 	}
-	o.driver_used = na_driver_name(d);
-	o.driver_why = why;
+	o->driver_used = na_driver_name(d);
+	o->driver_why = why;
+	return 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct bench_opts o = { .argc = argc, .argv = argv };
+	struct opt rows[BENCH_ROWS];
+	struct optset s = { .n = 0 };
+	struct option longs[BENCH_ROWS + 1];
+	char shorts[2 * BENCH_ROWS + 2];
+	int want = DRIVER_AUTO, c, rc = 0;
+
+	if (argc > 1 && !strcmp(argv[1], "compare"))
+		return cmd_compare(argc - 1, argv + 1);
+	optset_words(&s, rows, bench_rows, BENCH_ROWS, JO_BENCH);
+	optset_getopt(&s, ":", longs, shorts, sizeof(shorts));
+	optind = 1;
+	opterr = 0;
+	while (!rc && (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+		if (c == JO_HELP) {
+			bench_usage();
+			return 0;
+		} else if (c == ':')
+			rc = usage_error("bench", "%s needs a value", argv[optind - 1]);
+		else if (c == '?')
+			rc = usage_error("bench", "unknown option '%s'", argv[optind - 1]);
+		else
+			rc = c < JO_ID_END ? set_job_opt(&o, c, optarg, &want) : set_bench_opt(&o, c, optarg);
+	}
+	if (rc)
+		return rc;
+	if (optind < argc)
+		return usage_error("bench", "unexpected argument '%s'", argv[optind]);
+	if ((rc = bench_driver(&o, want)))
+		return rc;
 	return bench_run(&o);
 }

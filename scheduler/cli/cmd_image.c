@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -66,11 +67,167 @@ static int import(int argc, char **argv)
 	return 0;
 }
 
-int cmd_image(int argc, char **argv)
+/* vhpc image build FILE [--force] [--format F] [--no-kvm] */
+static int build_args(int argc, char **argv, const char **file, unsigned *flags)
+{
+	unsigned format = 0;
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--force"))
+			*flags |= IMAGE_FORCE;
+		else if (!strcmp(argv[i], "--no-kvm"))
+			*flags |= IMAGE_NO_KVM;
+		else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
+			format = image_format_flag(argv[++i]);
+			if (!format && strcmp(argv[i], "tree"))
+				return usage_error("image build", "--format '%s': expected tree, squashfs or erofs", argv[i]);
+		} else if (argv[i][0] == '-')
+			return usage_error("image build", "unknown option '%s'", argv[i]);
+		else if (*file)
+			return usage_error("image build", "one image file at a time ('%s' and '%s')", *file, argv[i]);
+		else
+			*file = argv[i];
+	}
+	if (!*file)
+		return usage_error("image build", "which image file? (e.g. configs/images/default.yaml)");
+	*flags |= format;
+	return 0;
+}
+
+static int build(int argc, char **argv)
+{
+	struct image_info img;
+	struct verr err;
+	const char *file = NULL;
+	unsigned flags = 0;
+	bool kvm = false;
+	int rc;
+
+	if ((rc = build_args(argc, argv, &file, &flags)))
+		return rc;
+	/* An admin's build makes everything the file describes, unless
+	 * the kvm parts are not wanted (container-only nodes): then a
+	 * stored build that has them is not reused, since every node
+	 * would pull and check them for nothing (245 MiB against 65). */
+	if (image_spec_wants_kvm(file, &kvm, &err) < 0) {
+		log_err("%s", err.msg);
+		return 1;
+	}
+	if (kvm && !(flags & IMAGE_NO_KVM))
+		flags |= IMAGE_KVM;
+	if (image_build(file, flags, &img, &err) < 0) {
+		log_err("%s", err.msg);
+		return 1;
+	}
+	print_image(&img);
+	return 0;
+}
+
+static struct json_object *image_json(const struct image_info *img)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "name", json_object_new_string(img->name));
+	json_object_object_add(o, "id", json_object_new_string(img->id));
+	json_object_object_add(o, "files", json_object_new_int64(img->files));
+	json_object_object_add(o, "bytes", json_object_new_int64(img->bytes));
+	json_object_object_add(o, "built", json_object_new_int64(img->built));
+	json_object_object_add(o, "rootfs", json_object_new_string(img->rootfs));
+	json_object_object_add(o, "kvm", json_object_new_boolean(img->kvm));
+	json_object_object_add(o, "format", json_object_new_string(img->format));
+	if (img->blob[0])
+		json_object_object_add(o, "blob", json_object_new_string(img->blob));
+	if (img->kvm) {
+		json_object_object_add(o, "kernel", json_object_new_string(img->kernel));
+		json_object_object_add(o, "vmlinux", json_object_new_string(img->vmlinux));
+		json_object_object_add(o, "initrd", json_object_new_string(img->initrd));
+		json_object_object_add(o, "disk", json_object_new_string(img->disk));
+		json_object_object_add(o, "kernel_release", json_object_new_string(img->kernel_release));
+	}
+	return o;
+}
+
+/* vhpc image list [--json] [--local] */
+static int list(int argc, char **argv)
+{
+	bool json = false, local = false;
+	struct image_info *v;
+	struct verr err;
+	char ctl[300];
+	size_t n;
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--local"))
+			local = true;
+		else
+			return usage_error("image list", "unknown option '%s'", argv[i]);
+	}
+	/* With a cluster, its store and the nodes' caches; this
+	 * machine's own builds with --local. */
+	if (!local && client_controller(ctl, sizeof(ctl), &err) == 1)
+		return cmd_image_store_list(ctl, json);
+	if (image_list(&v, &n, &err) < 0) {
+		log_err("%s", err.msg);
+		return 1;
+	}
+	if (json) {
+		struct json_object *a = json_object_new_array();
+
+		for (size_t i = 0; i < n; i++)
+			json_object_array_add(a, image_json(&v[i]));
+		printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY));
+		json_object_put(a);
+	} else {
+		printf("%-16s %-12s  %12s  %10s  %-8s  %s\n", "NAME", "ID", "FILES", "SIZE", "FORMAT", "BUILT");
+		for (size_t i = 0; i < n; i++)
+			print_image(&v[i]);
+	}
+	free(v);
+	return 0;
+}
+
+static int fetch_kernel(int argc, char **argv)
+{
+	char tree[4096];
+	struct verr err;
+
+	if (argc != 3)
+		return usage_error("image fetch-kernel", "give one linux-image-* package name");
+	if (image_fetch_kernel(argv[2], tree, sizeof(tree), &err) < 0) {
+		log_err("%s", err.msg);
+		return 1;
+	}
+	printf("%s\n", tree);
+	return 0;
+}
+
+static int verify(int argc, char **argv)
 {
 	struct image_info img;
 	struct verr err;
 
+	if (argc != 3)
+		return usage_error("image verify", "give one image name or id");
+	if (image_lookup(argv[2], &img, &err) < 0 || image_verify(&img, &err) < 0) {
+		log_err("%s", err.msg);
+		return 1;
+	}
+	printf("image %s (%.12s): content matches its id\n", img.name, img.id);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} subcommands[] = {
+	{ "build", build }, { "import", import }, { "push", cmd_image_store }, { "list", list },
+	{ "rm", cmd_image_store }, { "verify", verify }, { "fetch-kernel", fetch_kernel },
+};
+
+int cmd_image(int argc, char **argv)
+{
 	if (argc < 2 || !strcmp(argv[1], "--help")) {
 		printf("usage: vhpc image build FILE [--force] [--format tree|squashfs|erofs] [--no-kvm]\n"
 		       "       vhpc image import oci:DIR[:TAG] | docker-archive:FILE [--name NAME] [--base IMAGE | --no-kvm]\n"
@@ -81,134 +238,8 @@ int cmd_image(int argc, char **argv)
 		       "       vhpc image verify NAME|ID | fetch-kernel PACKAGE\n");
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
-	if (!strcmp(argv[1], "build")) {
-		bool force = false;
-		const char *file = NULL;
-		unsigned format = 0;
-		bool nokvm = false;
-
-		for (int i = 2; i < argc; i++) {
-			if (!strcmp(argv[i], "--force"))
-				force = true;
-			else if (!strcmp(argv[i], "--no-kvm"))
-				nokvm = true;
-			else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
-				format = image_format_flag(argv[++i]);
-				if (!format && strcmp(argv[i], "tree"))
-					return usage_error("image build", "--format '%s': expected tree, squashfs or erofs", argv[i]);
-			}
-			else if (argv[i][0] == '-')
-				return usage_error("image build", "unknown option '%s'", argv[i]);
-			else if (file)
-				return usage_error("image build", "one image file at a time ('%s' and '%s')", file, argv[i]);
-			else
-				file = argv[i];
-		}
-		if (!file)
-			return usage_error("image build", "which image file? (e.g. configs/images/default.yaml)");
-		bool kvm = false;
-
-		/* An admin's build makes everything the file describes, unless
-		 * the kvm parts are not wanted (container-only nodes): then a
-		 * stored build that has them is not reused, since every node
-		 * would pull and check them for nothing (245 MiB against 65). */
-		if (image_spec_wants_kvm(file, &kvm, &err) < 0) {
-			log_err("%s", err.msg);
-			return 1;
-		}
-		if (nokvm)
-			kvm = false;
-		unsigned flags = (force ? IMAGE_FORCE : 0) | (kvm ? IMAGE_KVM : 0) | (nokvm ? IMAGE_NO_KVM : 0) | format;
-
-		if (image_build(file, flags, &img, &err) < 0) {
-			log_err("%s", err.msg);
-			return 1;
-		}
-		print_image(&img);
-		return 0;
-	}
-	if (!strcmp(argv[1], "push") || !strcmp(argv[1], "rm"))
-		return cmd_image_store(argc, argv);
-	if (!strcmp(argv[1], "import"))
-		return import(argc, argv);
-	if (!strcmp(argv[1], "list")) {
-		bool json = false, local = false;
-		struct image_info *v;
-		char ctl[300];
-		size_t n;
-
-		for (int i = 2; i < argc; i++) {
-			if (!strcmp(argv[i], "--json"))
-				json = true;
-			else if (!strcmp(argv[i], "--local"))
-				local = true;
-			else
-				return usage_error("image list", "unknown option '%s'", argv[i]);
-		}
-		/* With a cluster, its store and the nodes' caches; this
-		 * machine's own builds with --local. */
-		if (!local && client_controller(ctl, sizeof(ctl), &err) == 1)
-			return cmd_image_store_list(ctl, json);
-		if (image_list(&v, &n, &err) < 0) {
-			log_err("%s", err.msg);
-			return 1;
-		}
-		if (json) {
-			struct json_object *a = json_object_new_array();
-
-			for (size_t i = 0; i < n; i++) {
-				struct json_object *o = json_object_new_object();
-
-				json_object_object_add(o, "name", json_object_new_string(v[i].name));
-				json_object_object_add(o, "id", json_object_new_string(v[i].id));
-				json_object_object_add(o, "files", json_object_new_int64(v[i].files));
-				json_object_object_add(o, "bytes", json_object_new_int64(v[i].bytes));
-				json_object_object_add(o, "built", json_object_new_int64(v[i].built));
-				json_object_object_add(o, "rootfs", json_object_new_string(v[i].rootfs));
-				json_object_object_add(o, "kvm", json_object_new_boolean(v[i].kvm));
-				json_object_object_add(o, "format", json_object_new_string(v[i].format));
-				if (v[i].blob[0])
-					json_object_object_add(o, "blob", json_object_new_string(v[i].blob));
-				if (v[i].kvm) {
-					json_object_object_add(o, "kernel", json_object_new_string(v[i].kernel));
-					json_object_object_add(o, "vmlinux", json_object_new_string(v[i].vmlinux));
-					json_object_object_add(o, "initrd", json_object_new_string(v[i].initrd));
-					json_object_object_add(o, "disk", json_object_new_string(v[i].disk));
-					json_object_object_add(o, "kernel_release", json_object_new_string(v[i].kernel_release));
-				}
-				json_object_array_add(a, o);
-			}
-			printf("%s\n", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PRETTY));
-			json_object_put(a);
-		} else {
-			printf("%-16s %-12s  %12s  %10s  %-8s  %s\n", "NAME", "ID", "FILES", "SIZE", "FORMAT", "BUILT");
-			for (size_t i = 0; i < n; i++)
-				print_image(&v[i]);
-		}
-		free(v);
-		return 0;
-	}
-	if (!strcmp(argv[1], "fetch-kernel")) {
-		char tree[4096];
-
-		if (argc != 3)
-			return usage_error("image fetch-kernel", "give one linux-image-* package name");
-		if (image_fetch_kernel(argv[2], tree, sizeof(tree), &err) < 0) {
-			log_err("%s", err.msg);
-			return 1;
-		}
-		printf("%s\n", tree);
-		return 0;
-	}
-	if (!strcmp(argv[1], "verify")) {
-		if (argc != 3)
-			return usage_error("image verify", "give one image name or id");
-		if (image_lookup(argv[2], &img, &err) < 0 || image_verify(&img, &err) < 0) {
-			log_err("%s", err.msg);
-			return 1;
-		}
-		printf("image %s (%.12s): content matches its id\n", img.name, img.id);
-		return 0;
-	}
+	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		if (!strcmp(argv[1], subcommands[i].name))
+			return subcommands[i].run(argc, argv);
 	return usage_error("image", "unknown subcommand '%s' (build, import, push, list, rm, verify, fetch-kernel)", argv[1]);
 }

@@ -16,9 +16,9 @@
 #include "lib/gexec.h"
 #include "lib/jobspec.h"
 #include "lib/log.h"
-#include "lib/parse.h"
 #include "cli.h"
 #include "jobargs.h"
+#include "optgen.h"
 #include "scheduler/launch.h"
 #include "slurm/slurm.h"
 
@@ -42,15 +42,50 @@ static void on_signal(int sig)
 	forward_sig = sig;
 }
 
+/* -n, --map-by and -x are vhpc run's (lib/jobopts.c), with words for
+ * a job whose guests Slurm made. */
+static const struct opt mpirun_rows[] = {
+	{ .id = JO_RANKS, .help = "ranks (default: every slot of every guest)" },
+	{ .id = JO_MAPBY, .help = "round-robin over the guests (default) or fill each in turn" },
+	{ .id = JO_ENV, .help = "pass a variable to the ranks (your value when none is given)" },
+	{ .id = JO_HELP, .help = "this help" },
+};
+#define MPIRUN_ROWS (sizeof(mpirun_rows) / sizeof(mpirun_rows[0]))
+
 static void help(void)
 {
+	struct opt rows[MPIRUN_ROWS];
+	struct optset s = { .n = 0 };
+
 	printf("usage: vhpc mpirun [-n RANKS] [--map-by node|slot] [-x NAME[=VALUE]]... [--] PROGRAM [ARGS...]\n"
 	       "\n"
 	       "In the batch script of a Slurm job submitted with --vhpc-image: mpirun in the job's\n"
-	       "guest 0, across all its guests (one slot per vCPU), with vhpc-rsh as its launch agent.\n"
-	       "  -n RANKS           ranks (default: every slot of every guest)\n"
-	       "  --map-by node|slot round-robin over the guests (default) or fill each in turn\n"
-	       "  -x NAME[=VALUE]    pass a variable to the ranks (your value when none is given)\n");
+	       "guest 0, across all its guests (one slot per vCPU), with vhpc-rsh as its launch agent.\n");
+	optset_words(&s, rows, mpirun_rows, MPIRUN_ROWS, JO_MPIRUN);
+	optset_help(&s, 21, stdout);
+}
+
+/* The options, then the program, into j; 0, 1 after --help, or a usage
+ * error's exit status. */
+static int mpirun_args(int argc, char **argv, struct job_spec *j)
+{
+	struct opt rows[MPIRUN_ROWS];
+	struct optset s = { .n = 0 };
+	int rc;
+
+	job_spec_defaults(j);
+	optset_words(&s, rows, mpirun_rows, MPIRUN_ROWS, JO_MPIRUN);
+	if ((rc = job_args_options("mpirun", &s, argc, argv, j, help)))
+		return rc;
+	if (optind >= argc)
+		return usage_error("mpirun", "no program to run (vhpc mpirun [OPTIONS] PROGRAM [ARGS...])");
+	j->command.n = (size_t)(argc - optind);
+	if (!(j->command.v = calloc(j->command.n + 1, sizeof(char *))))
+		return EXIT_VHPC;
+	for (size_t i = 0; i < j->command.n; i++)
+		if (!(j->command.v[i] = strdup(argv[optind + (int)i])))
+			return EXIT_VHPC;
+	return 0;
 }
 
 /* Until the job's guests on this node are ready (the state file). */
@@ -135,58 +170,29 @@ static int connect_g0(const struct vs_state *st, struct chan *c, struct verr *er
 
 int cmd_mpirun(int argc, char **argv)
 {
-	static const struct option lo[] = { { "map-by", 1, 0, 'm' }, { "help", 0, 0, 'h' }, { 0 } };
 	const char *path = getenv("VHPC_SLURM_STATE");
-	struct job_spec j = { .map_by = MAP_BY_NODE };
+	struct job_spec j;
 	struct launch_plan lp = { 0 };
 	struct launch_guest *lg = NULL;
 	struct vs_state *st = NULL;
 	struct gexec_req req = { 0 };
 	struct passwd *pw = getpwuid(getuid());
 	char cwd[PATH_MAX], **margv = NULL;
-	long long ranks = 0;
 	int c, total, vcpus, status = EXIT_VHPC, *split = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct chan ch;
 	struct verr e;
 
-	while ((c = getopt_long(argc, argv, "+n:x:h", lo, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (parse_ll(optarg, 1, 1 << 20, &ranks) < 0)
-				return usage_error("mpirun", "-n '%s': expected a number of ranks", optarg);
-			break;
-		case 'm':
-			if (strcmp(optarg, "node") && strcmp(optarg, "slot"))
-				return usage_error("mpirun", "--map-by '%s': expected node or slot", optarg);
-			j.map_by = strcmp(optarg, "slot") ? MAP_BY_NODE : MAP_BY_SLOT;
-			break;
-		case 'x':
-			if ((c = job_args_env(&j, optarg, "mpirun")) != 0) {
-				job_spec_free(&j);
-				return c;
-			}
-			break;
-		case 'h':
-			help();
-			return 0;
-		default:
-			return usage_error("mpirun", "see vhpc mpirun --help");
-		}
+	if ((c = mpirun_args(argc, argv, &j))) {
+		job_spec_free(&j);
+		return c == 1 ? 0 : c;
 	}
-	if (optind >= argc)
-		return usage_error("mpirun", "no program to run (vhpc mpirun [OPTIONS] PROGRAM [ARGS...])");
 	if (!path || !*path) {
 		log_err("vhpc mpirun runs in the batch script of a Slurm job submitted with --vhpc-image "
 			"($VHPC_SLURM_STATE is not set)");
+		job_spec_free(&j);
 		return EXIT_VHPC;
 	}
-	j.command.n = (size_t)(argc - optind);
-	if (!(j.command.v = calloc(j.command.n + 1, sizeof(char *))))
-		goto out;
-	for (size_t i = 0; i < j.command.n; i++)
-		if (!(j.command.v[i] = strdup(argv[optind + (int)i])))
-			goto out;
 	if (!(st = malloc(sizeof(*st))) || wait_state(path, st) < 0 || job_guests(st, &total, &vcpus) < 0)
 		goto out;
 	if (st->nguests < 1 || st->g[0].index != 0) {
@@ -194,7 +200,8 @@ int cmd_mpirun(int argc, char **argv)
 			"job's first node");
 		goto out;
 	}
-	j.ranks = ranks ? ranks : (long long)total * vcpus;
+	if (!j.ranks)
+		j.ranks = (long long)total * vcpus;
 	if (!(lg = calloc((size_t)total, sizeof(*lg))) || !(split = calloc((size_t)total, sizeof(int))))
 		goto out;
 	launch_split_ranks((int)j.ranks, total, split);

@@ -317,12 +317,42 @@ static int service_stop_all(bool quiet)
 	return 0;
 }
 
-static int service_start(int argc, char **argv)
+/* vhpc service start [--port P] [--name NODE]: 0, 1 after --help, or a
+ * usage error's exit status. */
+static int service_start_args(int argc, char **argv, long long *port, char *name, size_t len)
 {
 	static const struct option opts[] = {
 		{ "port", required_argument, 0, 'p' }, { "name", required_argument, 0, 'n' },
 		{ "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 },
 	};
+	int o;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		switch (o) {
+		case 'p':
+			if (parse_ll(optarg, 1024, 65534, port) < 0)
+				return usage_error("service", "--port %s: expected 1024..65534", optarg);
+			break;
+		case 'n':
+			if (!optarg[0] || strlen(optarg) >= len || strspn(optarg,
+				"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(optarg))
+				return usage_error("service", "--name '%s': expected up to %zu letters, digits, '-', '_', '.'",
+						   optarg, len - 1);
+			snprintf(name, len, "%s", optarg);
+			break;
+		case 'h': service_usage(); return 1;
+		case ':': return usage_error("service", "%s needs a value", argv[optind - 1]);
+		default: return usage_error("service", "unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("service", "start: unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+static int service_start(int argc, char **argv)
+{
 	char ctl[64], nodeaddr[64], name[64], dir[PATH_MAX], p1[PATH_MAX], p2[PATH_MAX], p3[PATH_MAX],
 		p4[PATH_MAX], p5[PATH_MAX], ctldb[512], nab[512];
 	long long port = DEFAULT_PORT;
@@ -333,27 +363,8 @@ static int service_start(int argc, char **argv)
 	if (gethostname(name, sizeof(name)) < 0 || !name[0])
 		snprintf(name, sizeof(name), "localhost");
 	name[sizeof(name) - 1] = 0;
-	optind = 1;
-	while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		switch (o) {
-		case 'p':
-			if (parse_ll(optarg, 1024, 65534, &port) < 0)
-				return usage_error("service", "--port %s: expected 1024..65534", optarg);
-			break;
-		case 'n':
-			if (!optarg[0] || strlen(optarg) >= sizeof(name) || strspn(optarg,
-				"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(optarg))
-				return usage_error("service", "--name '%s': expected up to %zu letters, digits, '-', '_', '.'",
-						   optarg, sizeof(name) - 1);
-			snprintf(name, sizeof(name), "%s", optarg);
-			break;
-		case 'h': service_usage(); return 0;
-		case ':': return usage_error("service", "%s needs a value", argv[optind - 1]);
-		default: return usage_error("service", "unknown option %s", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return usage_error("service", "start: unexpected argument '%s'", argv[optind]);
+	if ((o = service_start_args(argc, argv, &port, name, sizeof(name))))
+		return o == 1 ? 0 : o;
 	if (geteuid() != 0) {
 		fprintf(stderr, "vhpc service start: needs root: it starts vhpc-ctld and vhpcd, which make network "
 			"namespaces, cgroups and guests for every user's jobs\n");

@@ -5,3 +5,6 @@ $(eval $(call unit_test,unit-store,tests/scheduler/test_store.c scheduler/ctld/s
 $(eval $(call unit_test,unit-imgstore,tests/scheduler/test_imgstore.c scheduler/ctld/imgstore.c scheduler/ctld/imgstore_rec.c,$(B)/lib/libimages.a))
 # lib/fsutil.c's atomic writes, their fsyncs and rename recorded in order.
 $(eval $(call unit_test,unit-atomic-write,tests/scheduler/test_atomic_write.c,-Xlinker --wrap=fsync -Xlinker --wrap=rename))
+# The job option table: its rows, getopt_long's arrays and --help made from
+# them, vhpc run's errors, and the Slurm plugin's rows.
+$(eval $(call unit_test,unit-jobopts,tests/scheduler/test_jobopts.c scheduler/cli/jobargs.c scheduler/cli/optgen.c,$(B)/lib/libvslurm.a))
