@@ -53,10 +53,10 @@ enum cmsg_type {
 	CM_IMAGE_HAVE, CM_IMAGE_PUT, CM_IMAGE_TAG, CM_IMAGE_GET, CM_IMAGE_LIST, CM_IMAGE_RM,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
-bool cmsg_node_only(enum cmsg_type t);
+bool ctld_msg_node_only(enum cmsg_type t);
 
 enum nodejob_state { NJ_PREPARING = 0, NJ_READY, NJ_RUNNING, NJ_EXITED, NJ_FAILED, NJ_MAX };
-extern const char *const nodejob_state_names[];
+extern const char *const ctld_nodejob_state_names[];
 
 struct cmsg_nodejob {
 	int64_t job;
@@ -120,9 +120,9 @@ struct cmsg {
 };
 
 /* Parses and validates msg (its "type" and every field); err names what is
- * wrong.  On success free with cmsg_free. */
-int cmsg_parse(struct json_object *msg, struct cmsg *m, struct verr *err);
-void cmsg_free(struct cmsg *m);
+ * wrong.  On success free with ctld_msg_free. */
+int ctld_msg_parse(struct json_object *msg, struct cmsg *m, struct verr *err);
+void ctld_msg_free(struct cmsg *m);
 
 /* --------------------------------------------------------------- state */
 
@@ -207,71 +207,71 @@ struct ctld {
 
 extern struct ctld g;
 
-int64_t mono_ms(void);
-int64_t wall_s(void);
+int64_t ctld_mono_ms(void);
+int64_t ctld_wall_s(void);
 
 int ctld_state_load(struct verr *err);
-struct cjob *job_new(void);
-void job_free(struct cjob *j);
+struct cjob *ctld_job_new(void);
+void ctld_job_free(struct cjob *j);
 /* A job as the store has it, for a look at an ended job that has left
- * memory (not added to g.jobs; job_free it).  NULL: out of memory. */
-struct cjob *job_from_row(struct job_row *r);
+ * memory (not added to g.jobs; ctld_job_free it).  NULL: out of memory. */
+struct cjob *ctld_job_from_row(struct job_row *r);
 /* Ended jobs whose keep_ended has passed leave memory (the store keeps
  * them).  Holds g.mu. */
 void ctld_forget_ended(void);
 /* Fills the resolved request (defaults from the cluster file) from spec. */
-void job_resolve(struct cjob *j);
-int job_add(struct cjob *j);
+void ctld_job_resolve(struct cjob *j);
+int ctld_job_add(struct cjob *j);
 /* Marks a job as owing a job_stop on node n. */
-void job_owe_stop(struct cjob *j, int n);
-bool job_owes_stop(const struct cjob *j, int n);
-struct cjob *job_find(int64_t id);
-struct cnode *node_find(const char *name);
-int node_index(const struct cnode *n);
-bool job_active(const struct cjob *j);
+void ctld_job_owe_stop(struct cjob *j, int n);
+bool ctld_job_owes_stop(const struct cjob *j, int n);
+struct cjob *ctld_job_find(int64_t id);
+struct cnode *ctld_node_find(const char *name);
+int ctld_node_index(const struct cnode *n);
+bool ctld_job_active(const struct cjob *j);
 /* Whether uid may see / act on the job. */
-bool job_visible(const struct cjob *j, uid_t uid);
+bool ctld_job_visible(const struct cjob *j, uid_t uid);
 /* Per-node job id (vhpcd.h): <job base36>x<node base36>. */
-void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len);
+void ctld_job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len);
 /* Whether any guest of j's allocation is on node index `node`. */
-bool job_uses(const struct cjob *j, int node);
+bool ctld_job_uses(const struct cjob *j, int node);
 /* Node index of guest 0 (the launcher). */
-int job_launcher(const struct cjob *j);
+int ctld_job_launcher(const struct cjob *j);
 /* Commits j's state, times, reason, allocation and cleanup set, then wakes
  * waiters.  Callers hold g.mu. */
-int job_commit(struct cjob *j, bool with_alloc, struct verr *err);
+int ctld_job_commit(struct cjob *j, bool with_alloc, struct verr *err);
 /* Ends an active job: final state, reason, cleanup on every up node of its
  * allocation; commits; starts the stop thread.  Holds g.mu. */
-void job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
+void ctld_job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Back to the queue after a failed start (or fails it after
  * CTLD_MAX_ATTEMPTS); commits and starts the stop thread.  Holds g.mu. */
-void job_requeue(struct cjob *j, const char *why);
-int node_commit(struct cnode *n, struct verr *err);
+void ctld_job_requeue(struct cjob *j, const char *why);
+int ctld_node_commit(struct cnode *n, struct verr *err);
 /* Marks a node down and ends its jobs with NODE_FAIL.  Holds g.mu. */
-void node_down(struct cnode *n, const char *why);
+void ctld_node_down(struct cnode *n, const char *why);
 /* The node's jobs as it reported them vs ours: jobs it must stop (ids into
  * stop, *nstop), and jobs of ours that it failed or lost.  Holds g.mu. */
-void node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
+void ctld_node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
 		    int64_t *stop, int *nstop);
 /* JSON views for replies.  Hold g.mu. */
-struct json_object *job_json(const struct cjob *j);
-struct json_object *node_json(const struct cnode *n);
+struct json_object *ctld_job_json(const struct cjob *j);
+struct json_object *ctld_node_json(const struct cnode *n);
 /* Usage per node from jobs that hold resources (active, or still owed a
  * job_stop there). */
-void nodes_usage(struct sched_node *sn);
+void ctld_nodes_usage(struct sched_node *sn);
 
 /* ------------------------------------------------------------- threads */
 
 void ctld_kick(void);                      /* holds g.mu */
 /* The prefix of a job's subnet: the cluster's, or shorter for big jobs. */
-int job_prefix_for(int nguests);
+int ctld_sched_job_prefix(int nguests);
 void *ctld_sched_thread(void *arg);
 /* Worker threads; they take g.mu themselves.  Callers hold g.mu and set
  * the job's worker/stopping flag through these. */
-void rpc_start_job(struct cjob *j);        /* prepare on all nodes, then launch */
-void rpc_relaunch_job(struct cjob *j);     /* RUNNING after a restart: launch again (idempotent) */
-void rpc_stop_job(struct cjob *j);         /* job_stop to every node in j->cleanup */
+void ctld_rpc_start_job(struct cjob *j);        /* prepare on all nodes, then launch */
+void ctld_rpc_relaunch_job(struct cjob *j);     /* RUNNING after a restart: launch again (idempotent) */
+void ctld_rpc_stop_job(struct cjob *j);         /* job_stop to every node in j->cleanup */
 
 /* ------------------------------------------------------------ requests */
 
@@ -294,7 +294,7 @@ int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, stru
  * (after image_rm, once the jobs that held the image end).  Takes g.mu. */
 void ctld_image_gc(void);
 /* A node's cache as its register or heartbeat reports it.  Holds g.mu. */
-void node_cache_update(struct cnode *n, const struct cmsg *m);
+void ctld_image_cache_update(struct cnode *n, const struct cmsg *m);
 
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *peer);
@@ -303,22 +303,21 @@ struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *pe
 
 /* The spool (ctld_spool.c), g.spool_dir: created, locked against a second
  * controller; output files of an older layout (<state>/spool) moved in. */
-int spool_open(struct verr *err);
-dev_t spool_dev(void);
-void spool_path(int64_t id, char *buf, size_t len);
+int ctld_spool_open(struct verr *err);
+dev_t ctld_spool_dev(void);
 /* 0 when the spool takes new jobs, else -1 and why (naming the folder). */
-int spool_room(char *why, size_t len);
+int ctld_spool_room(char *why, size_t len);
 /* Removes a file a new job's id finds (left by an earlier database). */
-void spool_forget(int64_t id);
+void ctld_spool_forget(int64_t id);
 /* Appends len bytes at size (the file's length) within the job's limit
  * and the spool's room; what does not fit is cut (*cut, and the file ends
  * with a line saying so).  The file's new length.  Under g.spool_mu. */
-int64_t spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut);
+int64_t ctld_spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut);
 /* A job's spool file: its length and whether it was cut. */
-void spool_scan(int64_t id, int64_t *size, bool *cut);
-ssize_t spool_read(int64_t id, void *buf, size_t len, int64_t off);
+void ctld_spool_scan(int64_t id, int64_t *size, bool *cut);
+ssize_t ctld_spool_read(int64_t id, void *buf, size_t len, int64_t off);
 
-/* The database's room (ctld_room.c), after spool_open, before the store
+/* The database's room (ctld_room.c), after ctld_spool_open, before the store
  * opens. */
 int ctld_room_open(struct verr *err);
 /* What the spool keeps free: more when it shares the database's filesystem. */

@@ -101,7 +101,7 @@ static struct json_object *do_tag(const struct cmsg *m, uid_t uid)
 	struct json_object *r;
 	struct verr e;
 
-	if (imgstore_tag(g.images, m->name, m->image_id, uid, wall_s(), &ref, &e) < 0)
+	if (imgstore_tag(g.images, m->name, m->image_id, uid, ctld_wall_s(), &ref, &e) < 0)
 		return ctld_error("invalid", "%s", e.msg);
 	log_info("image %s is now %.12s (%s, %ld files), pushed by uid %u", ref.name, ref.id, ref.format,
 		 ref.files, (unsigned)uid);
@@ -175,7 +175,7 @@ static int held_ids(const char ***out)
 	pthread_mutex_lock(&g.mu);
 	v = calloc((size_t)g.njobs + 1, sizeof(*v));
 	for (int i = 0; v && i < g.njobs; i++)
-		if (!job_state_final(g.jobs[i]->state) && g.jobs[i]->image_id[0] &&
+		if (!store_job_state_final(g.jobs[i]->state) && g.jobs[i]->image_id[0] &&
 		    !(v[n++] = strdup(g.jobs[i]->image_id))) {
 			free_ids(v, n);
 			v = NULL;
@@ -242,7 +242,7 @@ static struct json_object *do_rm(const struct cmsg *m, uid_t uid)
 		return ctld_error("not_found", "%s", e.msg);
 	pthread_mutex_lock(&g.mu);
 	for (int i = 0; i < g.njobs; i++)
-		held += !job_state_final(g.jobs[i]->state) && !strcmp(g.jobs[i]->image_id, id);
+		held += !store_job_state_final(g.jobs[i]->state) && !strcmp(g.jobs[i]->image_id, id);
 	pthread_mutex_unlock(&g.mu);
 	log_info("image %s%s (%.12s) removed by uid %u%s", m->name, m->image_id[0] ? ", an earlier version" : "", id,
 		 (unsigned)uid, held ? "; its content stays while jobs hold it" : "");
@@ -280,7 +280,7 @@ static struct json_object *do_list(void)
 		const struct cjob *j = g.jobs[i];
 		bool named = false;
 
-		if (job_state_final(j->state) || !j->image_id[0])
+		if (store_job_state_final(j->state) || !j->image_id[0])
 			continue;
 		for (size_t k = 0; k < nrefs && !named; k++)
 			named = !strcmp(refs[k].id, j->image_id);
@@ -372,7 +372,7 @@ int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, stru
 	return 0;
 }
 
-void node_cache_update(struct cnode *n, const struct cmsg *m)
+void ctld_image_cache_update(struct cnode *n, const struct cmsg *m)
 {
 	struct cmsg_cached *c;
 

@@ -62,13 +62,13 @@ static struct json_object *handle(struct json_object *msg, const struct wire_pee
 	struct cmsg m;
 	struct verr e;
 
-	if (cmsg_parse(msg, &m, &e) < 0) {
+	if (ctld_msg_parse(msg, &m, &e) < 0) {
 		log_warn("%s (uid %u): rejected message: %s", who, (unsigned)peer->uid, e.msg);
 		r = wire_error("%s", e.msg);
 		json_object_object_add(r, "code", json_object_new_string("invalid"));
 		return r;
 	}
-	if (cmsg_node_only(m.type) && peer->uid != 0) {
+	if (ctld_msg_node_only(m.type) && peer->uid != 0) {
 		log_warn("%s (uid %u): rejected '%s': not root", who, (unsigned)peer->uid, wire_type(msg));
 		r = wire_error("'%s' is a message of node agents and admins: only root may send it", wire_type(msg));
 		json_object_object_add(r, "code", json_object_new_string("denied"));
@@ -76,7 +76,7 @@ static struct json_object *handle(struct json_object *msg, const struct wire_pee
 		log_debug("%s (uid %u): %s", who, (unsigned)peer->uid, wire_type(msg));
 		r = ctld_handle(&m, peer);
 	}
-	cmsg_free(&m);
+	ctld_msg_free(&m);
 	return r;
 }
 
@@ -114,7 +114,7 @@ static int set_spool(const char *opt, struct verr *err)
 		snprintf(g.spool_dir, sizeof(g.spool_dir), "%.*s-spool", (int)n, g.state_dir);
 	if (!g.spool_dir[0] || strlen(g.spool_dir) >= CLUSTER_SPOOL_MAX)
 		return verr_set(err, "--spool: expected a folder's path of at most %d bytes", CLUSTER_SPOOL_MAX - 1);
-	return spool_open(err);
+	return ctld_spool_open(err);
 }
 
 int main(int argc, char **argv)

@@ -46,10 +46,10 @@ struct json_object *ctld_reply(const char *type)
 }
 
 /* The job a user asks about, or NULL and an error reply.  A job that has
- * left memory comes from the store: *owned, for the caller to job_free. */
+ * left memory comes from the store: *owned, for the caller to ctld_job_free. */
 static struct cjob *user_job(int64_t id, uid_t uid, bool *owned, struct json_object **err)
 {
-	struct cjob *j = job_find(id);
+	struct cjob *j = ctld_job_find(id);
 	struct job_row r;
 	struct verr e;
 
@@ -62,19 +62,19 @@ static struct cjob *user_job(int64_t id, uid_t uid, bool *owned, struct json_obj
 								: ctld_error("internal", "%s", e.msg);
 			return NULL;
 		}
-		j = job_from_row(&r);
-		job_row_free(&r);
+		j = ctld_job_from_row(&r);
+		store_job_row_free(&r);
 		if (!j) {
 			*err = ctld_error("internal", "out of memory");
 			return NULL;
 		}
 		*owned = true;
 	}
-	if (!job_visible(j, uid)) {
+	if (!ctld_job_visible(j, uid)) {
 		*err = ctld_error("denied", "job %lld: permission denied (it belongs to uid %u; only its owner and root may see or cancel it)",
 				 (long long)id, (unsigned)j->uid);
 		if (*owned)
-			job_free(j);
+			ctld_job_free(j);
 		return NULL;
 	}
 	return j;
@@ -86,7 +86,7 @@ static long long user_jobs(uid_t uid)
 	long long n = 0;
 
 	for (int i = 0; i < g.njobs; i++)
-		n += g.jobs[i]->uid == uid && !job_state_final(g.jobs[i]->state);
+		n += g.jobs[i]->uid == uid && !store_job_state_final(g.jobs[i]->state);
 	return n;
 }
 
@@ -111,7 +111,7 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 {
 	struct json_object *spec = job_spec_to_json(&m->spec);
 	const char *text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
-	struct cjob *j = job_new();
+	struct cjob *j = ctld_job_new();
 	struct verr e;
 	int64_t id;
 	struct json_object *r;
@@ -126,7 +126,7 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 		free(j);
 		return r;
 	}
-	if ((1ull << (32 - job_prefix_for((int)m->spec.guests))) < (uint64_t)m->spec.guests + 3) {
+	if ((1ull << (32 - ctld_sched_job_prefix((int)m->spec.guests))) < (uint64_t)m->spec.guests + 3) {
 		char a[20];
 
 		json_object_put(spec);
@@ -154,7 +154,7 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 	}
 	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
 	/* Durable before the reply: the id is the row's. */
-	if ((rc = store_job_add(g.st, uid, m->spec.name ? m->spec.name : "job", text, wall_s(), &id, &e)) < 0) {
+	if ((rc = store_job_add(g.st, uid, m->spec.name ? m->spec.name : "job", text, ctld_wall_s(), &id, &e)) < 0) {
 		json_object_put(spec);
 		free(j);
 		log_err("submit: %s", e.msg);
@@ -168,12 +168,12 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 		return ctld_error("internal", "cannot store the job: %s", e.msg);
 	}
 	/* The id is new: a file of that name is an earlier database's. */
-	spool_forget(id);
+	ctld_spool_forget(id);
 	j->id = id;
 	j->uid = uid;
 	snprintf(j->name, sizeof(j->name), "job");
 	j->state = JOB_PENDING;
-	j->submitted = wall_s();
+	j->submitted = ctld_wall_s();
 	j->spec_json = strdup(text);
 	if (job_spec_from_json(spec, &j->spec, &e) < 0) {
 		/* cannot happen: it was valid a moment ago */
@@ -181,9 +181,9 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 		_exit(1);
 	}
 	json_object_put(spec);
-	job_resolve(j);
+	ctld_job_resolve(j);
 	snprintf(j->reason, sizeof(j->reason), "queued");
-	if (job_add(j) < 0) {
+	if (ctld_job_add(j) < 0) {
 		log_err("out of memory");
 		_exit(1);
 	}
@@ -202,7 +202,7 @@ static struct json_object *do_submit(const struct cmsg *m, uid_t uid)
 static struct json_object *do_queue(const struct cmsg *m, uid_t uid)
 {
 	struct json_object *r = ctld_reply("jobs"), *a = json_object_new_array();
-	int64_t now = wall_s();
+	int64_t now = ctld_wall_s();
 	struct job_row *old = NULL;
 	size_t nold = 0, k = 0;
 	struct verr e;
@@ -219,18 +219,18 @@ static struct json_object *do_queue(const struct cmsg *m, uid_t uid)
 		for (; k < nold && (!j || old[k].id < j->id); k++) {
 			struct cjob *o;
 
-			if (job_find(old[k].id) || !(o = job_from_row(&old[k])))
+			if (ctld_job_find(old[k].id) || !(o = ctld_job_from_row(&old[k])))
 				continue;
-			json_object_array_add(a, job_json(o));
-			job_free(o);
+			json_object_array_add(a, ctld_job_json(o));
+			ctld_job_free(o);
 		}
-		if (!j || !job_visible(j, uid))
+		if (!j || !ctld_job_visible(j, uid))
 			continue;
-		if (job_state_final(j->state) && !m->all && now - j->ended > RECENT_S)
+		if (store_job_state_final(j->state) && !m->all && now - j->ended > RECENT_S)
 			continue;
-		json_object_array_add(a, job_json(j));
+		json_object_array_add(a, ctld_job_json(j));
 	}
-	job_rows_free(old, nold);
+	store_job_rows_free(old, nold);
 	json_object_object_add(r, "jobs", a);
 	return r;
 }
@@ -239,7 +239,7 @@ static struct json_object *job_reply(const struct cjob *j)
 {
 	struct json_object *r = ctld_reply("job");
 
-	json_object_object_add(r, "job", job_json(j));
+	json_object_object_add(r, "job", ctld_job_json(j));
 	return r;
 }
 
@@ -260,7 +260,7 @@ static struct json_object *do_wait(const struct cmsg *m, uid_t uid)
 		dl.tv_nsec -= 1000000000L;
 	}
 	/* Looked up again after each wait: it may have left memory meanwhile. */
-	while (!owned && !job_state_final(j->state) && !g.stop) {
+	while (!owned && !store_job_state_final(j->state) && !g.stop) {
 		bool timed_out = pthread_cond_timedwait(&g.changed, &g.mu, &dl) == ETIMEDOUT;
 
 		if (!(j = user_job(m->id, uid, &owned, &err)))
@@ -270,7 +270,7 @@ static struct json_object *do_wait(const struct cmsg *m, uid_t uid)
 	}
 	r = job_reply(j);
 	if (owned)
-		job_free(j);
+		ctld_job_free(j);
 	return r;
 }
 
@@ -282,16 +282,16 @@ static struct json_object *do_cancel(const struct cmsg *m, uid_t uid)
 
 	if (!j)
 		return err;
-	if (job_state_final(j->state)) {
-		r = ctld_error("ended", "job %lld has already ended (%s)", (long long)j->id, job_state_names[j->state]);
+	if (store_job_state_final(j->state)) {
+		r = ctld_error("ended", "job %lld has already ended (%s)", (long long)j->id, store_job_state_names[j->state]);
 		if (owned)
-			job_free(j);
+			ctld_job_free(j);
 		return r;
 	}
-	job_end(j, JOB_CANCELLED, 143, "cancelled by uid %u", (unsigned)uid);
+	ctld_job_end(j, JOB_CANCELLED, 143, "cancelled by uid %u", (unsigned)uid);
 	r = ctld_reply("cancelled");
 	json_object_object_add(r, "id", json_object_new_int64(j->id));
-	json_object_object_add(r, "state", json_object_new_string(job_state_names[j->state]));
+	json_object_object_add(r, "state", json_object_new_string(store_job_state_names[j->state]));
 	return r;
 }
 
@@ -313,14 +313,14 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 		free(buf);
 		free(b64);
 		if (owned)
-			job_free(j);
+			ctld_job_free(j);
 		return ctld_error("internal", "out of memory");
 	}
 	if (m->offset < j->out_size)
 		want = j->out_size - m->offset < m->max ? j->out_size - m->offset : m->max;
 	/* A file shorter than the controller knows (an admin removed it to
 	 * make room) ends where it ends. */
-	n = want ? spool_read(j->id, buf, (size_t)want, m->offset) : 0;
+	n = want ? ctld_spool_read(j->id, buf, (size_t)want, m->offset) : 0;
 	sodium_bin2base64(b64, sodium_base64_ENCODED_LEN((size_t)n, sodium_base64_VARIANT_ORIGINAL),
 			  buf, (size_t)n, sodium_base64_VARIANT_ORIGINAL);
 	r = ctld_reply("output");
@@ -328,13 +328,13 @@ static struct json_object *do_output(const struct cmsg *m, uid_t uid)
 	json_object_object_add(r, "offset", json_object_new_int64(m->offset));
 	json_object_object_add(r, "data", json_object_new_string(b64));
 	json_object_object_add(r, "size", json_object_new_int64(j->out_size));
-	json_object_object_add(r, "state", json_object_new_string(job_state_names[j->state]));
+	json_object_object_add(r, "state", json_object_new_string(store_job_state_names[j->state]));
 	json_object_object_add(r, "final", json_object_new_boolean(
-		job_state_final(j->state) && (m->offset + n >= j->out_size || n < want)));
+		store_job_state_final(j->state) && (m->offset + n >= j->out_size || n < want)));
 	free(b64);
 	free(buf);
 	if (owned)
-		job_free(j);
+		ctld_job_free(j);
 	return r;
 }
 
@@ -343,7 +343,7 @@ static struct json_object *do_nodes(void)
 	struct json_object *r = ctld_reply("nodes"), *a = json_object_new_array();
 
 	for (int i = 0; i < g.nnodes; i++)
-		json_object_array_add(a, node_json(&g.nodes[i]));
+		json_object_array_add(a, ctld_node_json(&g.nodes[i]));
 	json_object_object_add(r, "nodes", a);
 	return r;
 }
@@ -382,7 +382,7 @@ static char *node_info(const struct cmsg *m)
 
 static struct json_object *do_register(const struct cmsg *m)
 {
-	struct cnode *n = node_find(m->node);
+	struct cnode *n = ctld_node_find(m->node);
 	struct json_object *r;
 	struct verr e;
 	int64_t *stop;
@@ -403,16 +403,16 @@ static struct json_object *do_register(const struct cmsg *m)
 	free(n->info_json);
 	n->info_json = node_info(m);
 	n->have_info = true;
-	node_cache_update(n, m);
+	ctld_image_cache_update(n, m);
 	if (!n->up)
 		log_info("node %s registered (%s, %d NUMA node%s)", n->name, n->addr, n->nnuma, n->nnuma == 1 ? "" : "s");
 	n->up = true;
-	n->last_seen_ms = mono_ms();
-	node_commit(n, &e);
+	n->last_seen_ms = ctld_mono_ms();
+	ctld_node_commit(n, &e);
 	stop = calloc(m->njobs ? m->njobs : 1, sizeof(*stop));
 	if (!stop)
 		return ctld_error("internal", "out of memory");
-	node_reconcile(n, m->jobs, m->njobs, stop, &nstop);
+	ctld_node_reconcile(n, m->jobs, m->njobs, stop, &nstop);
 	ctld_kick();
 	r = ctld_reply("registered");
 	json_object_object_add(r, "heartbeat_ms", json_object_new_int(g.hb_interval_ms));
@@ -423,27 +423,27 @@ static struct json_object *do_register(const struct cmsg *m)
 
 static struct json_object *do_heartbeat(const struct cmsg *m)
 {
-	struct cnode *n = node_find(m->node);
+	struct cnode *n = ctld_node_find(m->node);
 	struct json_object *r;
 	int64_t *stop;
 	int nstop;
 
 	if (!n || !n->have_info)
 		return ctld_error("unknown_node", "node %s is not registered", m->node);
-	n->last_seen_ms = mono_ms();
-	node_cache_update(n, m);
+	n->last_seen_ms = ctld_mono_ms();
+	ctld_image_cache_update(n, m);
 	if (!n->up) {
 		struct verr e;
 
 		n->up = true;
-		node_commit(n, &e);
+		ctld_node_commit(n, &e);
 		log_info("node %s is back", n->name);
 		ctld_kick();
 	}
 	stop = calloc(m->njobs ? m->njobs : 1, sizeof(*stop));
 	if (!stop)
 		return ctld_error("internal", "out of memory");
-	node_reconcile(n, m->jobs, m->njobs, stop, &nstop);
+	ctld_node_reconcile(n, m->jobs, m->njobs, stop, &nstop);
 	r = ctld_reply("heartbeat_ok");
 	json_object_object_add(r, "stop", stop_list(stop, nstop));
 	free(stop);
@@ -453,14 +453,14 @@ static struct json_object *do_heartbeat(const struct cmsg *m)
 /* The job whose launcher the sending node is, or an error reply. */
 static struct cjob *launcher_job(const struct cmsg *m, struct json_object **err)
 {
-	struct cjob *j = job_find(m->id);
+	struct cjob *j = ctld_job_find(m->id);
 	int l;
 
 	if (!j) {
 		*err = ctld_error("not_found", "no job %lld", (long long)m->id);
 		return NULL;
 	}
-	l = job_launcher(j);
+	l = ctld_job_launcher(j);
 	if (l < 0 || strcmp(g.nodes[l].name, m->node)) {
 		*err = ctld_error("denied", "job %lld: node %s does not run its guest 0", (long long)m->id, m->node);
 		return NULL;
@@ -482,14 +482,14 @@ static struct json_object *do_job_output(const struct cmsg *m)
 	if (!j)
 		return err;
 	if (j->state != JOB_RUNNING)
-		return ctld_error("ended", "job %lld is %s: no more output", (long long)j->id, job_state_names[j->state]);
+		return ctld_error("ended", "job %lld is %s: no more output", (long long)j->id, store_job_state_names[j->state]);
 	id = j->id;
 	/* The disk is not written under g.mu; appends take turns, and the
 	 * job is looked up again after (it may have ended meanwhile). */
 	pthread_mutex_unlock(&g.mu);
 	pthread_mutex_lock(&g.spool_mu);
 	pthread_mutex_lock(&g.mu);
-	if (!(j = job_find(id))) {
+	if (!(j = ctld_job_find(id))) {
 		pthread_mutex_unlock(&g.spool_mu);
 		return ctld_error("ended", "job %lld has ended: no more output", (long long)id);
 	}
@@ -499,10 +499,10 @@ static struct json_object *do_job_output(const struct cmsg *m)
 	pthread_mutex_unlock(&g.mu);
 	end = size;
 	if (!cut && m->offset <= size && skip < (int64_t)m->len)
-		end = spool_append(id, size, m->data + skip, m->len - (size_t)skip, &cut);
+		end = ctld_spool_append(id, size, m->data + skip, m->len - (size_t)skip, &cut);
 	pthread_mutex_lock(&g.mu);
 	pthread_mutex_unlock(&g.spool_mu);
-	if ((j = job_find(id))) {
+	if ((j = ctld_job_find(id))) {
 		if (end > j->out_size)
 			j->out_size = end;
 		j->out_cut |= cut;
@@ -517,10 +517,10 @@ static struct json_object *do_job_output(const struct cmsg *m)
  * (monotonic ms), or NULL. */
 static const struct cnode *unconfirmed_node(const struct cjob *j, int64_t since)
 {
-	int l = job_launcher(j);
+	int l = ctld_job_launcher(j);
 
 	for (int i = 0; i < g.nnodes; i++)
-		if (i != l && g.nodes[i].up && job_uses(j, i) && g.nodes[i].last_seen_ms <= since)
+		if (i != l && g.nodes[i].up && ctld_job_uses(j, i) && g.nodes[i].last_seen_ms <= since)
 			return &g.nodes[i];
 	return NULL;
 }
@@ -539,7 +539,7 @@ static struct json_object *do_job_exit(const struct cmsg *m)
 		if (!j->out_cut && m->size != j->out_size) {
 			accepted = false;
 		} else if (m->status != 0 && !m->timed_out &&
-			   (quiet = unconfirmed_node(j, j->exit_held_ms ? j->exit_held_ms : (j->exit_held_ms = mono_ms())))) {
+			   (quiet = unconfirmed_node(j, j->exit_held_ms ? j->exit_held_ms : (j->exit_held_ms = ctld_mono_ms())))) {
 			/* mpirun fails at once when a node of the job dies, well
 			 * before the node misses its heartbeats.  A failed exit is
 			 * final only once every other node of the job has been
@@ -552,14 +552,14 @@ static struct json_object *do_job_exit(const struct cmsg *m)
 				j->exit_hold_logged = true;
 			}
 		} else if (m->lost) {
-			job_end(j, JOB_FAILED, 125, "its mpirun in guest 0 was lost (its keeper died)");
+			ctld_job_end(j, JOB_FAILED, 125, "its mpirun in guest 0 was lost (its keeper died)");
 		} else if (m->timed_out) {
-			job_end(j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
+			ctld_job_end(j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
 		} else {
-			job_end(j, JOB_COMPLETED, m->status, "%s", "");
+			ctld_job_end(j, JOB_COMPLETED, m->status, "%s", "");
 		}
-	} else if (!job_state_final(j->state)) {
-		return ctld_error("invalid", "job %lld is %s, not running", (long long)j->id, job_state_names[j->state]);
+	} else if (!store_job_state_final(j->state)) {
+		return ctld_error("invalid", "job %lld is %s, not running", (long long)j->id, store_job_state_names[j->state]);
 	}
 	r = ctld_reply("exit_ack");
 	json_object_object_add(r, "accepted", json_object_new_boolean(accepted));
@@ -587,7 +587,7 @@ struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *pe
 		if (j)
 			r = job_reply(j);
 		if (j && owned)
-			job_free(j);
+			ctld_job_free(j);
 		break;
 	}
 	case CM_WAIT: r = do_wait(m, peer->uid); break;

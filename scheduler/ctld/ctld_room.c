@@ -80,7 +80,7 @@ int ctld_room_open(struct verr *err)
 	reserve = (uint64_t)v.f_blocks * v.f_frsize / 32;
 	reserve = reserve > ROOM_RESERVE_MAX ? ROOM_RESERVE_MAX : reserve;
 	spool_keep = SPOOL_KEEP_MIN;
-	if (fstat(state_fd, &st) == 0 && st.st_dev == spool_dev())
+	if (fstat(state_fd, &st) == 0 && st.st_dev == ctld_spool_dev())
 		spool_keep += 3 * reserve;
 	have_reserve = fstatat(state_fd, ROOM_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
 		       (uint64_t)st.st_size >= reserve;
@@ -128,7 +128,7 @@ int ctld_room_for_jobs(char *why, size_t len)
 
 	ctld_room_check();
 	if (!g.db_full)
-		return spool_room(why, len);
+		return ctld_spool_room(why, len);
 	snprintf(why, len, "the state folder %s (the controller's database) is nearly full (%s free): new jobs are "
 		 "refused until an admin makes room there", g.state_dir, fmt_size(state_free(), a, sizeof(a)));
 	return -1;

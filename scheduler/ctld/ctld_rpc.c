@@ -150,7 +150,7 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 	char local[32], a[20], sub[32];
 	int *rpg = calloc(j->nguests, sizeof(int));
 
-	job_local_id(j, n, local, sizeof(local));
+	ctld_job_local_id(j, n, local, sizeof(local));
 	if (rpg)
 		launch_split_ranks(j->ranks, j->nguests, rpg);
 	json_object_object_add(o, "type", json_object_new_string("job_prepare"));
@@ -260,7 +260,7 @@ static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
 		json_object_array_add(ev, json_object_new_string(env[i]));
 	argv_free(av);
 	json_object_object_add(o, "type", json_object_new_string("job_launch"));
-	json_object_object_add(o, "node", json_object_new_string(g.nodes[job_launcher(j)].name));
+	json_object_object_add(o, "node", json_object_new_string(g.nodes[ctld_job_launcher(j)].name));
 	json_object_object_add(o, "job", json_object_new_int64(j->id));
 	json_object_object_add(o, "argv", argv);
 	json_object_object_add(o, "env", ev);
@@ -279,25 +279,25 @@ static void launch(int64_t id)
 	struct verr e;
 
 	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
-	if (!j || j->state != JOB_RUNNING || job_launcher(j) < 0) {
+	j = ctld_job_find(id);
+	if (!j || j->state != JOB_RUNNING || ctld_job_launcher(j) < 0) {
 		pthread_mutex_unlock(&g.mu);
 		return;
 	}
-	snprintf(c.node, sizeof(c.node), "%s", g.nodes[job_launcher(j)].name);
-	snprintf(c.addr, sizeof(c.addr), "%s", g.nodes[job_launcher(j)].addr);
+	snprintf(c.node, sizeof(c.node), "%s", g.nodes[ctld_job_launcher(j)].name);
+	snprintf(c.addr, sizeof(c.addr), "%s", g.nodes[ctld_job_launcher(j)].addr);
 	c.req = launch_msg(j, &e);
 	if (!c.req) {
-		job_end(j, JOB_FAILED, 125, "cannot make its launch: %s", e.msg);
+		ctld_job_end(j, JOB_FAILED, 125, "cannot make its launch: %s", e.msg);
 		pthread_mutex_unlock(&g.mu);
 		return;
 	}
 	pthread_mutex_unlock(&g.mu);
 	call_one(&c, g.rpc_timeout_ms);
 	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
+	j = ctld_job_find(id);
 	if (c.rc < 0 && j && j->state == JOB_RUNNING)
-		job_end(j, JOB_FAILED, 125, "launch on node %s failed: %s", c.node, c.err.msg);
+		ctld_job_end(j, JOB_FAILED, 125, "launch on node %s failed: %s", c.node, c.err.msg);
 	else if (c.rc == 0)
 		log_info("job %lld: launched on %s", (long long)id, c.node);
 	pthread_mutex_unlock(&g.mu);
@@ -315,7 +315,7 @@ static void *start_thread(void *arg)
 
 	free(arg);
 	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
+	j = ctld_job_find(id);
 	if (!j || j->state != JOB_STARTING) {
 		if (j)
 			j->worker = false;
@@ -325,7 +325,7 @@ static void *start_thread(void *arg)
 	if (j->paths_err[0]) {
 		/* The cluster file changed under a queued job: it says why. */
 		j->worker = false;
-		job_end(j, JOB_FAILED, 125, "%s", j->paths_err);
+		ctld_job_end(j, JOB_FAILED, 125, "%s", j->paths_err);
 		pthread_mutex_unlock(&g.mu);
 		return NULL;
 	}
@@ -336,7 +336,7 @@ static void *start_thread(void *arg)
 
 		if (imgstore_lookup(g.images, j->image, &ref, &e) < 0) {
 			j->worker = false;
-			job_end(j, JOB_FAILED, 125, "%s", e.msg);
+			ctld_job_end(j, JOB_FAILED, 125, "%s", e.msg);
 			pthread_mutex_unlock(&g.mu);
 			return NULL;
 		}
@@ -360,7 +360,7 @@ static void *start_thread(void *arg)
 	fan_out(c, nn, g.rpc_timeout_ms);
 
 	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
+	j = ctld_job_find(id);
 	j->worker = false;
 	for (int k = 0; k < nn && bad < 0; k++)
 		if (c[k].rc < 0)
@@ -372,14 +372,14 @@ static void *start_thread(void *arg)
 
 		snprintf(why, sizeof(why), "node %s: %s", c[bad].node, c[bad].err.msg);
 		log_warn("job %lld: start failed: %s", (long long)id, why);
-		job_requeue(j, why);
+		ctld_job_requeue(j, why);
 	} else {
 		struct verr e;
 
 		j->state = JOB_RUNNING;
-		j->started = wall_s();
+		j->started = ctld_wall_s();
 		j->reason[0] = 0;
-		job_commit(j, false, &e);
+		ctld_job_commit(j, false, &e);
 		log_info("job %lld: %d guest%s on %d node%s ready in %.0f ms", (long long)id, j->nguests,
 			 j->nguests == 1 ? "" : "s", nn, nn == 1 ? "" : "s", (now_ns() - t0) / 1e6);
 		pthread_mutex_unlock(&g.mu);
@@ -402,7 +402,7 @@ static void *relaunch_thread(void *arg)
 	free(arg);
 	launch(id);
 	pthread_mutex_lock(&g.mu);
-	if ((j = job_find(id)))
+	if ((j = ctld_job_find(id)))
 		j->worker = false;
 	pthread_mutex_unlock(&g.mu);
 	return NULL;
@@ -417,7 +417,7 @@ static void *stop_thread(void *arg)
 
 	free(arg);
 	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
+	j = ctld_job_find(id);
 	c = calloc(g.nnodes ? g.nnodes : 1, sizeof(*c));
 	idx = calloc(g.nnodes ? g.nnodes : 1, sizeof(int));
 	if (!c || !idx) {
@@ -425,7 +425,7 @@ static void *stop_thread(void *arg)
 		_exit(1);
 	}
 	for (int i = 0; i < g.nnodes; i++) {
-		if (!job_owes_stop(j, i))
+		if (!ctld_job_owes_stop(j, i))
 			continue;
 		snprintf(c[n].node, sizeof(c[n].node), "%s", g.nodes[i].name);
 		snprintf(c[n].addr, sizeof(c[n].addr), "%s", g.nodes[i].addr);
@@ -434,7 +434,7 @@ static void *stop_thread(void *arg)
 		json_object_object_add(c[n].req, "node", json_object_new_string(g.nodes[i].name));
 		json_object_object_add(c[n].req, "job", json_object_new_int64(id));
 		json_object_object_add(c[n].req, "reason", json_object_new_string(
-			job_state_final(j->state) ? job_state_names[j->state] : "requeued"));
+			store_job_state_final(j->state) ? store_job_state_names[j->state] : "requeued"));
 		idx[n++] = i;
 	}
 	pthread_mutex_unlock(&g.mu);
@@ -442,9 +442,9 @@ static void *stop_thread(void *arg)
 	fan_out(c, n, g.rpc_timeout_ms);
 
 	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
+	j = ctld_job_find(id);
 	for (int k = 0; k < n; k++) {
-		if (c[k].rc == 0 && job_owes_stop(j, idx[k])) {
+		if (c[k].rc == 0 && ctld_job_owes_stop(j, idx[k])) {
 			j->cleanup[idx[k]] = false;
 			j->ncleanup--;
 		} else if (c[k].rc < 0) {
@@ -454,11 +454,11 @@ static void *stop_thread(void *arg)
 	if (n) {
 		struct verr e;
 
-		job_commit(j, false, &e);
+		ctld_job_commit(j, false, &e);
 	}
 	j->stopping = false;
 	if (j->ncleanup)
-		j->stop_retry_ms = mono_ms() + 3000;
+		j->stop_retry_ms = ctld_mono_ms() + 3000;
 	else
 		log_debug("job %lld: every node has torn it down", (long long)id);
 	ctld_kick();
@@ -468,7 +468,7 @@ static void *stop_thread(void *arg)
 	return NULL;
 }
 
-void rpc_start_job(struct cjob *j)
+void ctld_rpc_start_job(struct cjob *j)
 {
 	if (j->worker)
 		return;
@@ -476,7 +476,7 @@ void rpc_start_job(struct cjob *j)
 	spawn_thread(start_thread, j);
 }
 
-void rpc_relaunch_job(struct cjob *j)
+void ctld_rpc_relaunch_job(struct cjob *j)
 {
 	if (j->worker)
 		return;
@@ -484,7 +484,7 @@ void rpc_relaunch_job(struct cjob *j)
 	spawn_thread(relaunch_thread, j);
 }
 
-void rpc_stop_job(struct cjob *j)
+void ctld_rpc_stop_job(struct cjob *j)
 {
 	if (j->stopping || !j->ncleanup)
 		return;

@@ -53,7 +53,7 @@ static void credit_own_stall(int64_t now)
 
 static void check_heartbeats(void)
 {
-	int64_t now = mono_ms(), limit = (int64_t)g.hb_interval_ms * g.hb_misses;
+	int64_t now = ctld_mono_ms(), limit = (int64_t)g.hb_interval_ms * g.hb_misses;
 
 	for (int i = 0; i < g.nnodes; i++) {
 		struct cnode *n = &g.nodes[i];
@@ -63,31 +63,31 @@ static void check_heartbeats(void)
 			continue;
 		snprintf(why, sizeof(why), "no heartbeat for %lld ms (limit %d x %d ms)",
 			 (long long)(now - n->last_seen_ms), g.hb_misses, g.hb_interval_ms);
-		node_down(n, why);
+		ctld_node_down(n, why);
 	}
 }
 
 static void check_limits(void)
 {
-	int64_t now = wall_s();
+	int64_t now = ctld_wall_s();
 
 	for (int i = 0; i < g.njobs; i++) {
 		struct cjob *j = g.jobs[i];
 
 		if (j->state == JOB_RUNNING && now >= j->started + j->limit + LIMIT_GRACE_S)
-			job_end(j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
+			ctld_job_end(j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
 	}
 }
 
 static void retry_stops(void)
 {
-	int64_t now = mono_ms();
+	int64_t now = ctld_mono_ms();
 
 	for (int i = 0; i < g.njobs; i++) {
 		struct cjob *j = g.jobs[i];
 
 		if (j->ncleanup && !j->stopping && now >= j->stop_retry_ms)
-			rpc_stop_job(j);
+			ctld_rpc_stop_job(j);
 	}
 }
 
@@ -104,7 +104,7 @@ static void set_node(struct sched_node *sn, const struct cnode *n)
 /* Random, so that a job's VNI says nothing of another's and cannot be
  * guessed from its id (issue 31); unique among the jobs that hold one (a
  * job still being cleaned up included).  Recorded with the job at start
- * (job_commit), so a restarted controller keeps it. */
+ * (ctld_job_commit), so a restarted controller keeps it. */
 static uint32_t pick_vni(const struct cjob *j)
 {
 	for (;;) {
@@ -118,7 +118,7 @@ static uint32_t pick_vni(const struct cjob *j)
 			continue;
 		for (int i = 0; i < g.njobs && !used; i++)
 			used = g.jobs[i] != j && g.jobs[i]->vni == v &&
-			       (job_active(g.jobs[i]) || g.jobs[i]->ncleanup);
+			       (ctld_job_active(g.jobs[i]) || g.jobs[i]->ncleanup);
 		if (!used)
 			return v;
 	}
@@ -127,7 +127,7 @@ static uint32_t pick_vni(const struct cjob *j)
 /* Each job's network is an L2 of its own (its VNI) in namespaces of its
  * own, so subnets of concurrent jobs may repeat; they are spread over the
  * pool only so that addresses in logs tell jobs apart. */
-int job_prefix_for(int nguests)
+int ctld_sched_job_prefix(int nguests)
 {
 	int prefix = (int)g.cl.job_prefix;
 
@@ -139,7 +139,7 @@ int job_prefix_for(int nguests)
 
 static struct ipv4net pick_subnet(const struct cjob *j)
 {
-	int prefix = job_prefix_for(j->nguests);
+	int prefix = ctld_sched_job_prefix(j->nguests);
 	uint64_t count = 1ull << (prefix - g.cl.job_pool.prefix);
 	uint64_t k = (uint64_t)j->id % count;
 
@@ -165,8 +165,8 @@ static void start(struct cjob *j, const struct sched_alloc *a)
 	hex_encode(key, sizeof(key), j->key_hex);
 	j->state = JOB_STARTING;
 	snprintf(j->reason, sizeof(j->reason), "starting");
-	job_commit(j, true, &e);
-	rpc_start_job(j);
+	ctld_job_commit(j, true, &e);
+	ctld_rpc_start_job(j);
 }
 
 static void schedule(void)
@@ -177,7 +177,7 @@ static void schedule(void)
 	struct cjob **qj = NULL;
 	struct sched_guest **owned = NULL;
 	int nrun = 0, nq = 0, up = 0, started, nowned = 0;
-	int64_t now = wall_s(), head = -1;
+	int64_t now = ctld_wall_s(), head = -1;
 	uint64_t t0 = now_ns();
 
 	if (!sn)
@@ -186,7 +186,7 @@ static void schedule(void)
 		set_node(&sn[i], &g.nodes[i]);
 		up += sn[i].up;
 	}
-	nodes_usage(sn);
+	ctld_nodes_usage(sn);
 	run = calloc(g.njobs ? g.njobs : 1, sizeof(*run));
 	owned = calloc(g.njobs ? g.njobs : 1, sizeof(*owned));
 	q = calloc(g.sched_depth, sizeof(*q));
@@ -196,14 +196,14 @@ static void schedule(void)
 	for (int i = 0; i < g.njobs; i++) {
 		struct cjob *j = g.jobs[i];
 
-		if (job_active(j)) {
+		if (ctld_job_active(j)) {
 			run[nrun].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
 			run[nrun].alloc = (struct sched_alloc){ j->nalloc, j->alloc };
 			run[nrun].end = j->state == JOB_RUNNING ? j->started + j->limit : now + j->limit;
 			nrun++;
 		} else if (j->ncleanup && j->nalloc) {
 			/* Being torn down: it holds its guests on the nodes that
-			 * still owe a job_stop (what nodes_usage counted), until
+			 * still owe a job_stop (what ctld_nodes_usage counted), until
 			 * about now.  Left out, the head would seem unable to start
 			 * ever, and the next job would take its place. */
 			struct sched_guest *part = calloc(j->nalloc, sizeof(*part));
@@ -212,7 +212,7 @@ static void schedule(void)
 			if (!part)
 				goto out;
 			for (int k = 0; k < j->nalloc; k++)
-				if (job_owes_stop(j, j->alloc[k].node))
+				if (ctld_job_owes_stop(j, j->alloc[k].node))
 					part[np++] = j->alloc[k];
 			run[nrun].req = (struct sched_req){ np, j->vcpus, j->mem };
 			run[nrun].alloc = (struct sched_alloc){ np, part };
@@ -221,7 +221,7 @@ static void schedule(void)
 			nrun++;
 		}
 		/* A job whose last attempt is still being torn down waits. */
-		if (j->state == JOB_PENDING && !j->ncleanup && mono_ms() >= j->retry_ms && nq < g.sched_depth) {
+		if (j->state == JOB_PENDING && !j->ncleanup && ctld_mono_ms() >= j->retry_ms && nq < g.sched_depth) {
 			/* Without --vcpus: one core per rank when a node could ever
 			 * hold such guests, else the largest share that fits (as
 			 * vhpc run does on one machine); ranks then share cores. */
@@ -295,7 +295,7 @@ void *ctld_sched_thread(void *arg)
 		g.kicked = false;
 		if (g.stop)
 			break;
-		credit_own_stall(mono_ms());
+		credit_own_stall(ctld_mono_ms());
 		check_heartbeats();
 		check_limits();
 		retry_stops();
@@ -303,8 +303,8 @@ void *ctld_sched_thread(void *arg)
 		ctld_forget_ended();
 		ctld_room_check();
 		/* An image removed while jobs held it goes once they have ended. */
-		if (g.img_gc_pending && mono_ms() >= gc_next) {
-			gc_next = mono_ms() + 5000;
+		if (g.img_gc_pending && ctld_mono_ms() >= gc_next) {
+			gc_next = ctld_mono_ms() + 5000;
 			pthread_mutex_unlock(&g.mu);
 			ctld_image_gc();
 			pthread_mutex_lock(&g.mu);

@@ -10,7 +10,7 @@
  * database's).  What does not fit is dropped, and the file ends with one
  * line saying where and why ("[vhpc: output cut here: ...]"): the output
  * is "cut".  Nothing a job writes can stop the controller.  The line is the
- * state: a restarted controller reads it back (spool_scan).
+ * state: a restarted controller reads it back (ctld_spool_scan).
  */
 #include "lib/err.h"
 #include "lib/fdio.h"
@@ -37,11 +37,6 @@ static int spool_fd = -1;
 static void spool_name(int64_t id, char *buf, size_t len)
 {
 	snprintf(buf, len, "%lld.out", (long long)id);
-}
-
-void spool_path(int64_t id, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%lld.out", g.spool_dir, (long long)id);
 }
 
 /* Output of controllers before the spool had a folder of its own: moved
@@ -83,7 +78,7 @@ static void adopt_old_spool(void)
 		unlinkat(AT_FDCWD, old, AT_REMOVEDIR);
 }
 
-int spool_open(struct verr *err)
+int ctld_spool_open(struct verr *err)
 {
 	struct stat st;
 
@@ -102,7 +97,7 @@ int spool_open(struct verr *err)
 	return 0;
 }
 
-dev_t spool_dev(void)
+dev_t ctld_spool_dev(void)
 {
 	struct stat st;
 
@@ -126,7 +121,7 @@ static uint64_t spool_avail(uint64_t *freeb)
 	return f > keep ? f - keep : 0;
 }
 
-int spool_room(char *why, size_t len)
+int ctld_spool_room(char *why, size_t len)
 {
 	uint64_t f = 0;
 	char a[32], b[32];
@@ -138,7 +133,7 @@ int spool_room(char *why, size_t len)
 	return -1;
 }
 
-void spool_forget(int64_t id)
+void ctld_spool_forget(int64_t id)
 {
 	char name[64];
 
@@ -177,7 +172,7 @@ static size_t cut_line(int fd, int64_t size, const char *why, char *buf, size_t 
 	return (size_t)snprintf(buf, len, "%s%s%s]\n", last == '\n' ? "" : "\n", CUT_MARK, why);
 }
 
-int64_t spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut)
+int64_t ctld_spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut)
 {
 	uint64_t limit = g.cl.ctld_output_limit, avail = spool_avail(NULL);
 	char name[64], why[700], line[800], a[32];
@@ -230,7 +225,7 @@ int64_t spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, 
 	return size + (int64_t)done;
 }
 
-void spool_scan(int64_t id, int64_t *size, bool *cut)
+void ctld_spool_scan(int64_t id, int64_t *size, bool *cut)
 {
 	char name[64], tail[1024];
 	struct stat st;
@@ -260,7 +255,7 @@ void spool_scan(int64_t id, int64_t *size, bool *cut)
 	close(fd);
 }
 
-ssize_t spool_read(int64_t id, void *buf, size_t len, int64_t off)
+ssize_t ctld_spool_read(int64_t id, void *buf, size_t len, int64_t off)
 {
 	char name[64];
 	ssize_t n;

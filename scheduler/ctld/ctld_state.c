@@ -34,12 +34,12 @@ struct ctld g = {
 	.spool_mu = PTHREAD_MUTEX_INITIALIZER,
 };
 
-int64_t mono_ms(void)
+int64_t ctld_mono_ms(void)
 {
 	return (int64_t)(now_ns() / 1000000);
 }
 
-int64_t wall_s(void)
+int64_t ctld_wall_s(void)
 {
 	return (int64_t)time(NULL);
 }
@@ -63,7 +63,7 @@ static bool commit_again(int rc, const struct verr *e)
 
 /* ---------------------------------------------------------------- lookup */
 
-struct cjob *job_find(int64_t id)
+struct cjob *ctld_job_find(int64_t id)
 {
 	int lo = 0, hi = g.njobs - 1;
 
@@ -94,7 +94,7 @@ static int job_insert(struct cjob *j)
 	return 0;
 }
 
-struct cnode *node_find(const char *name)
+struct cnode *ctld_node_find(const char *name)
 {
 	for (int i = 0; i < g.nnodes; i++)
 		if (!strcmp(g.nodes[i].name, name))
@@ -102,17 +102,17 @@ struct cnode *node_find(const char *name)
 	return NULL;
 }
 
-int node_index(const struct cnode *n)
+int ctld_node_index(const struct cnode *n)
 {
 	return (int)(n - g.nodes);
 }
 
-bool job_active(const struct cjob *j)
+bool ctld_job_active(const struct cjob *j)
 {
 	return j->state == JOB_STARTING || j->state == JOB_RUNNING;
 }
 
-bool job_visible(const struct cjob *j, uid_t uid)
+bool ctld_job_visible(const struct cjob *j, uid_t uid)
 {
 	return uid == 0 || uid == j->uid;
 }
@@ -131,7 +131,7 @@ static void base36(uint64_t v, char *buf, size_t len)
 	buf[(size_t)n < len ? n : (int)len - 1] = 0;
 }
 
-void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len)
+void ctld_job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len)
 {
 	char a[16], b[16];
 
@@ -140,7 +140,7 @@ void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t
 	snprintf(buf, len, "%sx%s", a, b);
 }
 
-int job_launcher(const struct cjob *j)
+int ctld_job_launcher(const struct cjob *j)
 {
 	return j->nalloc > 0 ? j->alloc[0].node : -1;
 }
@@ -218,12 +218,12 @@ static int alloc_from_json(struct cjob *j, const char *text)
 		struct json_object *e = json_object_array_get_idx(o, i), *v, *takes;
 		struct cnode *nd;
 
-		if (!json_object_object_get_ex(e, "node", &v) || !(nd = node_find(json_object_get_string(v))) ||
+		if (!json_object_object_get_ex(e, "node", &v) || !(nd = ctld_node_find(json_object_get_string(v))) ||
 		    !json_object_object_get_ex(e, "takes", &takes) ||
 		    !json_object_is_type(takes, json_type_array) ||
 		    json_object_array_length(takes) > SCHED_MAX_NUMA)
 			goto out;
-		j->alloc[i].node = node_index(nd);
+		j->alloc[i].node = ctld_node_index(nd);
 		j->alloc[i].ntakes = (int)json_object_array_length(takes);
 		for (int t = 0; t < j->alloc[i].ntakes; t++) {
 			struct json_object *tk = json_object_array_get_idx(takes, t);
@@ -275,17 +275,17 @@ static void cleanup_from_json(struct cjob *j, const char *text)
 	struct json_object *o = text ? json_tokener_parse(text) : NULL;
 
 	for (size_t i = 0; o && json_object_is_type(o, json_type_array) && i < json_object_array_length(o); i++) {
-		struct cnode *n = node_find(json_object_get_string(json_object_array_get_idx(o, i)));
+		struct cnode *n = ctld_node_find(json_object_get_string(json_object_array_get_idx(o, i)));
 
 		if (n)
-			job_owe_stop(j, node_index(n));
+			ctld_job_owe_stop(j, ctld_node_index(n));
 	}
 	json_object_put(o);
 }
 
 /* ------------------------------------------------------------- commits */
 
-int job_commit(struct cjob *j, bool with_alloc, struct verr *err)
+int ctld_job_commit(struct cjob *j, bool with_alloc, struct verr *err)
 {
 	struct job_row r = { 0 };
 	int rc;
@@ -305,12 +305,12 @@ int job_commit(struct cjob *j, bool with_alloc, struct verr *err)
 	do
 		rc = store_job_update(g.st, &r, err);
 	while (commit_again(rc, err));
-	job_row_free(&r);
+	store_job_row_free(&r);
 	pthread_cond_broadcast(&g.changed);
 	return rc;
 }
 
-int node_commit(struct cnode *n, struct verr *err)
+int ctld_node_commit(struct cnode *n, struct verr *err)
 {
 	struct node_row r = { 0 };
 	int rc;
@@ -318,7 +318,7 @@ int node_commit(struct cnode *n, struct verr *err)
 	snprintf(r.name, sizeof(r.name), "%s", n->name);
 	snprintf(r.addr, sizeof(r.addr), "%s", n->addr);
 	r.up = n->up;
-	r.last_seen = wall_s();
+	r.last_seen = ctld_wall_s();
 	r.info_json = n->info_json;
 	do
 		rc = store_node_put(g.st, &r, err);
@@ -334,7 +334,7 @@ void ctld_kick(void)
 	pthread_cond_signal(&g.kick);
 }
 
-void job_owe_stop(struct cjob *j, int n)
+void ctld_job_owe_stop(struct cjob *j, int n)
 {
 	if (!j->cleanup && !(j->cleanup = calloc(CTLD_MAX_NODES, sizeof(bool)))) {
 		log_err("out of memory");
@@ -346,7 +346,7 @@ void job_owe_stop(struct cjob *j, int n)
 	}
 }
 
-bool job_owes_stop(const struct cjob *j, int n)
+bool ctld_job_owes_stop(const struct cjob *j, int n)
 {
 	return j->cleanup && j->cleanup[n];
 }
@@ -355,10 +355,10 @@ static void set_cleanup_all(struct cjob *j)
 {
 	for (int i = 0; i < j->nalloc; i++)
 		if (g.nodes[j->alloc[i].node].up)
-			job_owe_stop(j, j->alloc[i].node);
+			ctld_job_owe_stop(j, j->alloc[i].node);
 }
 
-void job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
+void ctld_job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
 {
 	struct verr e;
 	va_list ap;
@@ -368,16 +368,16 @@ void job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt
 	va_end(ap);
 	j->state = st;
 	j->exit_status = exit_status;
-	j->ended = wall_s();
+	j->ended = ctld_wall_s();
 	set_cleanup_all(j);
-	job_commit(j, false, &e);
-	log_info("job %lld: %s%s%s", (long long)j->id, job_state_names[st], j->reason[0] ? ": " : "", j->reason);
+	ctld_job_commit(j, false, &e);
+	log_info("job %lld: %s%s%s", (long long)j->id, store_job_state_names[st], j->reason[0] ? ": " : "", j->reason);
 	if (j->ncleanup)
-		rpc_stop_job(j);
+		ctld_rpc_stop_job(j);
 	ctld_kick();
 }
 
-void job_requeue(struct cjob *j, const char *why)
+void ctld_job_requeue(struct cjob *j, const char *why)
 {
 	struct verr e;
 
@@ -387,21 +387,21 @@ void job_requeue(struct cjob *j, const char *why)
 		snprintf(j->reason, sizeof(j->reason), "could not start (%d attempts); last: %s", j->attempts, why);
 		j->state = JOB_FAILED;
 		j->exit_status = 125;
-		j->ended = wall_s();
+		j->ended = ctld_wall_s();
 	} else {
 		snprintf(j->reason, sizeof(j->reason), "requeued after a failed start: %s", why);
 		j->state = JOB_PENDING;
 		/* A node with a passing problem gets a moment. */
-		j->retry_ms = mono_ms() + 2000ll * j->attempts;
+		j->retry_ms = ctld_mono_ms() + 2000ll * j->attempts;
 	}
-	job_commit(j, false, &e);
-	log_info("job %lld: %s: %s", (long long)j->id, job_state_names[j->state], j->reason);
+	ctld_job_commit(j, false, &e);
+	log_info("job %lld: %s: %s", (long long)j->id, store_job_state_names[j->state], j->reason);
 	if (j->ncleanup)
-		rpc_stop_job(j);
+		ctld_rpc_stop_job(j);
 	ctld_kick();
 }
 
-bool job_uses(const struct cjob *j, int node)
+bool ctld_job_uses(const struct cjob *j, int node)
 {
 	for (int i = 0; i < j->nalloc; i++)
 		if (j->alloc[i].node == node)
@@ -409,45 +409,45 @@ bool job_uses(const struct cjob *j, int node)
 	return false;
 }
 
-void node_down(struct cnode *n, const char *why)
+void ctld_node_down(struct cnode *n, const char *why)
 {
 	struct verr e;
-	int ni = node_index(n);
+	int ni = ctld_node_index(n);
 
 	n->up = false;
-	node_commit(n, &e);
+	ctld_node_commit(n, &e);
 	log_warn("node %s is down: %s", n->name, why);
 	for (int i = 0; i < g.njobs; i++) {
 		struct cjob *j = g.jobs[i];
 
 		/* Its part of any job went with it; no job_stop is owed there. */
-		if (job_owes_stop(j, ni)) {
+		if (ctld_job_owes_stop(j, ni)) {
 			j->cleanup[ni] = false;
 			j->ncleanup--;
-			job_commit(j, false, &e);
+			ctld_job_commit(j, false, &e);
 		}
-		if (job_active(j) && job_uses(j, ni))
-			job_end(j, JOB_NODE_FAIL, 125, "node %s failed: %s", n->name, why);
+		if (ctld_job_active(j) && ctld_job_uses(j, ni))
+			ctld_job_end(j, JOB_NODE_FAIL, 125, "node %s failed: %s", n->name, why);
 	}
 	ctld_kick();
 }
 
-void node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
+void ctld_node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
 		    int64_t *stop, int *nstop)
 {
-	int ni = node_index(n);
-	int64_t now = wall_s();
+	int ni = ctld_node_index(n);
+	int64_t now = ctld_wall_s();
 
 	*nstop = 0;
 	for (int i = 0; i < njobs; i++) {
-		struct cjob *j = job_find(jobs[i].job);
+		struct cjob *j = ctld_job_find(jobs[i].job);
 
-		if (!j || !job_active(j) || !job_uses(j, ni)) {
+		if (!j || !ctld_job_active(j) || !ctld_job_uses(j, ni)) {
 			stop[(*nstop)++] = jobs[i].job;
 			continue;
 		}
 		if (jobs[i].state == NJ_FAILED && j->state == JOB_RUNNING)
-			job_end(j, JOB_FAILED, 125, "node %s: %s", n->name,
+			ctld_job_end(j, JOB_FAILED, 125, "node %s: %s", n->name,
 				jobs[i].error[0] ? jobs[i].error : "its part of the job failed");
 	}
 	/* A running job the node does not know any more (its vhpcd restarted
@@ -457,17 +457,17 @@ void node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
 		struct cjob *j = g.jobs[i];
 		bool seen = false;
 
-		if (j->state != JOB_RUNNING || !job_uses(j, ni) ||
+		if (j->state != JOB_RUNNING || !ctld_job_uses(j, ni) ||
 		    now - j->started < 2 * g.hb_interval_ms / 1000 + 2)
 			continue;
 		for (int k = 0; k < njobs && !seen; k++)
 			seen = jobs[k].job == j->id;
 		if (!seen)
-			job_end(j, JOB_FAILED, 125, "node %s lost its part of the job", n->name);
+			ctld_job_end(j, JOB_FAILED, 125, "node %s lost its part of the job", n->name);
 	}
 }
 
-void nodes_usage(struct sched_node *sn)
+void ctld_nodes_usage(struct sched_node *sn)
 {
 	for (int i = 0; i < g.nnodes; i++) {
 		memset(sn[i].used_cores, 0, sizeof(sn[i].used_cores));
@@ -475,14 +475,14 @@ void nodes_usage(struct sched_node *sn)
 	}
 	for (int k = 0; k < g.njobs; k++) {
 		struct cjob *j = g.jobs[k];
-		bool all = job_active(j);
+		bool all = ctld_job_active(j);
 
 		if (!all && !j->ncleanup)
 			continue;
 		for (int i = 0; i < j->nalloc; i++) {
 			struct sched_node *n = &sn[j->alloc[i].node];
 
-			if (!all && !job_owes_stop(j, j->alloc[i].node))
+			if (!all && !ctld_job_owes_stop(j, j->alloc[i].node))
 				continue;
 			for (int t = 0; t < j->alloc[i].ntakes; t++) {
 				n->used_cores[j->alloc[i].take[t].numa] += j->alloc[i].take[t].cores;
@@ -494,7 +494,7 @@ void nodes_usage(struct sched_node *sn)
 
 /* ---------------------------------------------------------------- views */
 
-struct json_object *job_json(const struct cjob *j)
+struct json_object *ctld_job_json(const struct cjob *j)
 {
 	struct json_object *o = json_object_new_object(), *nodes = json_object_new_array(),
 		*alloc = json_object_new_array();
@@ -503,7 +503,7 @@ struct json_object *job_json(const struct cjob *j)
 	json_object_object_add(o, "id", json_object_new_int64(j->id));
 	json_object_object_add(o, "uid", json_object_new_int64(j->uid));
 	json_object_object_add(o, "name", json_object_new_string(j->name));
-	json_object_object_add(o, "state", json_object_new_string(job_state_names[j->state]));
+	json_object_object_add(o, "state", json_object_new_string(store_job_state_names[j->state]));
 	json_object_object_add(o, "reason", json_object_new_string(j->reason));
 	json_object_object_add(o, "guests", json_object_new_int(j->nguests));
 	json_object_object_add(o, "ranks", json_object_new_int(j->ranks));
@@ -513,7 +513,7 @@ struct json_object *job_json(const struct cjob *j)
 	json_object_object_add(o, "submitted", json_object_new_int64(j->submitted));
 	json_object_object_add(o, "started", json_object_new_int64(j->started));
 	json_object_object_add(o, "ended", json_object_new_int64(j->ended));
-	if (job_state_final(j->state))
+	if (store_job_state_final(j->state))
 		json_object_object_add(o, "exit_status", json_object_new_int(j->exit_status));
 	json_object_object_add(o, "output_bytes", json_object_new_int64(j->out_size));
 	if (j->out_cut)
@@ -547,21 +547,21 @@ struct json_object *job_json(const struct cjob *j)
 	return o;
 }
 
-struct json_object *node_json(const struct cnode *n)
+struct json_object *ctld_node_json(const struct cnode *n)
 {
 	struct json_object *o = json_object_new_object(), *numa = json_object_new_array(),
 		*jobs = json_object_new_array(), *info = n->info_json ? json_tokener_parse(n->info_json) : NULL, *v;
 	struct sched_node *sn = calloc(g.nnodes ? g.nnodes : 1, sizeof(*sn));
-	int ni = node_index(n);
+	int ni = ctld_node_index(n);
 	char a[20];
 
 	if (sn)
-		nodes_usage(sn);
+		ctld_nodes_usage(sn);
 	json_object_object_add(o, "name", json_object_new_string(n->name));
 	json_object_object_add(o, "addr", json_object_new_string(n->addr));
 	json_object_object_add(o, "underlay", json_object_new_string(ipv4_format(n->underlay, a, sizeof(a))));
 	json_object_object_add(o, "state", json_object_new_string(n->up ? "up" : "down"));
-	json_object_object_add(o, "last_seen_ms", json_object_new_int64(mono_ms() - n->last_seen_ms));
+	json_object_object_add(o, "last_seen_ms", json_object_new_int64(ctld_mono_ms() - n->last_seen_ms));
 	json_object_object_add(o, "simulated", json_object_new_boolean(n->simulated));
 	for (int k = 0; k < n->nnuma; k++) {
 		struct json_object *e = json_object_new_object();
@@ -582,7 +582,7 @@ struct json_object *node_json(const struct cnode *n)
 	for (int i = 0; i < g.njobs; i++) {
 		const struct cjob *j = g.jobs[i];
 
-		if (!job_active(j))
+		if (!ctld_job_active(j))
 			continue;
 		for (int k = 0; k < j->nalloc; k++)
 			if (j->alloc[k].node == ni) {
@@ -615,7 +615,7 @@ static void job_resolve_request(struct cjob *j)
 		snprintf(j->name, sizeof(j->name), "%s", s->name);
 }
 
-void job_resolve(struct cjob *j)
+void ctld_job_resolve(struct cjob *j)
 {
 	struct verr e;
 
@@ -625,12 +625,12 @@ void job_resolve(struct cjob *j)
 		snprintf(j->paths_err, sizeof(j->paths_err), "%s", e.msg);
 }
 
-struct cjob *job_new(void)
+struct cjob *ctld_job_new(void)
 {
 	return calloc(1, sizeof(struct cjob));
 }
 
-void job_free(struct cjob *j)
+void ctld_job_free(struct cjob *j)
 {
 	if (!j)
 		return;
@@ -641,7 +641,7 @@ void job_free(struct cjob *j)
 	free(j);
 }
 
-int job_add(struct cjob *j)
+int ctld_job_add(struct cjob *j)
 {
 	return job_insert(j);
 }
@@ -659,20 +659,20 @@ static int load_node(const struct node_row *r)
 	n->id = r->id;
 	n->up = r->up;
 	/* Nodes get a full heartbeat timeout from our start to check in. */
-	n->last_seen_ms = mono_ms();
+	n->last_seen_ms = ctld_mono_ms();
 	/* The info is what the node registered with: parse it as such. */
 	if (info && json_object_is_type(info, json_type_object)) {
 		json_object_object_add(info, "type", json_object_new_string("register"));
 		json_object_object_add(info, "node", json_object_new_string(r->name));
 		json_object_object_add(info, "addr", json_object_new_string(r->addr));
 		json_object_object_add(info, "jobs", json_object_new_array());
-		if (cmsg_parse(info, &m, &e) == 0) {
+		if (ctld_msg_parse(info, &m, &e) == 0) {
 			n->underlay = m.underlay;
 			n->nnuma = m.nnuma;
 			memcpy(n->numa, m.numa, sizeof(n->numa));
 			n->simulated = m.simulated;
 			n->have_info = true;
-			cmsg_free(&m);
+			ctld_msg_free(&m);
 		} else {
 			log_warn("node %s: stored information unusable (%s); waiting for it to register", r->name, e.msg);
 			n->up = false;
@@ -688,7 +688,7 @@ static int load_node(const struct node_row *r)
 /* A job from its row; `plan`: its paths too (a job that may still start). */
 static struct cjob *job_from(struct job_row *r, bool plan)
 {
-	struct cjob *j = job_new();
+	struct cjob *j = ctld_job_new();
 	struct json_object *spec;
 	struct verr e;
 
@@ -710,7 +710,7 @@ static struct cjob *job_from(struct job_row *r, bool plan)
 		log_err("job %lld: its stored spec is unusable; marking it failed", (long long)r->id);
 		job_spec_defaults(&j->spec);
 		j->spec.command.v = calloc(2, sizeof(char *));
-		if (!job_state_final(j->state)) {
+		if (!store_job_state_final(j->state)) {
 			j->broken = true;
 			snprintf(j->reason, sizeof(j->reason), "its stored spec could not be read back");
 		}
@@ -720,10 +720,10 @@ static struct cjob *job_from(struct job_row *r, bool plan)
 	j->spec_json = r->spec_json;
 	r->spec_json = NULL;
 	if (plan)
-		job_resolve(j);
+		ctld_job_resolve(j);
 	else
 		job_resolve_request(j);
-	if (r->alloc_json && alloc_from_json(j, r->alloc_json) < 0 && job_active(j)) {
+	if (r->alloc_json && alloc_from_json(j, r->alloc_json) < 0 && ctld_job_active(j)) {
 		j->broken = true;
 		snprintf(j->reason, sizeof(j->reason), "its stored allocation could not be read back");
 	}
@@ -734,26 +734,26 @@ static struct cjob *job_from(struct job_row *r, bool plan)
 		for (int t = 0; t < j->alloc[0].ntakes; t++)
 			j->vcpus += j->alloc[0].take[t].cores;
 	}
-	if (r->net_json && net_from_json(j, r->net_json) < 0 && job_active(j)) {
+	if (r->net_json && net_from_json(j, r->net_json) < 0 && ctld_job_active(j)) {
 		j->broken = true;
 		snprintf(j->reason, sizeof(j->reason), "its stored job network could not be read back");
 	}
 	cleanup_from_json(j, r->cleanup_json);
-	spool_scan(j->id, &j->out_size, &j->out_cut);
+	ctld_spool_scan(j->id, &j->out_size, &j->out_cut);
 	return j;
 }
 
-struct cjob *job_from_row(struct job_row *r)
+struct cjob *ctld_job_from_row(struct job_row *r)
 {
 	return job_from(r, false);
 }
 
 static int load_job(struct job_row *r)
 {
-	struct cjob *j = job_from(r, !job_state_final(r->state));
+	struct cjob *j = job_from(r, !store_job_state_final(r->state));
 
 	if (!j || job_insert(j) < 0) {
-		job_free(j);
+		ctld_job_free(j);
 		return -1;
 	}
 	return 0;
@@ -761,15 +761,15 @@ static int load_job(struct job_row *r)
 
 void ctld_forget_ended(void)
 {
-	int64_t before = wall_s() - g.cl.ctld_keep_ended;
+	int64_t before = ctld_wall_s() - g.cl.ctld_keep_ended;
 	int kept = 0, gone = 0;
 
 	for (int i = 0; i < g.njobs; i++) {
 		struct cjob *j = g.jobs[i];
 
 		/* Nothing acts on it any more: no thread, no teardown owed. */
-		if (job_state_final(j->state) && j->ended <= before && !j->worker && !j->stopping && !j->ncleanup) {
-			job_free(j);
+		if (store_job_state_final(j->state) && j->ended <= before && !j->worker && !j->stopping && !j->ncleanup) {
+			ctld_job_free(j);
 			gone++;
 		} else {
 			g.jobs[kept++] = j;
@@ -794,15 +794,15 @@ int ctld_state_load(struct verr *err)
 		return -1;
 	for (size_t i = 0; i < nn && g.nnodes < CTLD_MAX_NODES; i++)
 		load_node(&nv[i]);
-	node_rows_free(nv, nn);
-	if (store_jobs_list(g.st, wall_s() - g.cl.ctld_keep_ended, &jv, &nj, err) < 0)
+	store_node_rows_free(nv, nn);
+	if (store_jobs_list(g.st, ctld_wall_s() - g.cl.ctld_keep_ended, &jv, &nj, err) < 0)
 		return -1;
 	for (size_t i = 0; i < nj; i++)
 		if (load_job(&jv[i]) < 0) {
-			job_rows_free(jv, nj);
+			store_job_rows_free(jv, nj);
 			return verr_set(err, "out of memory");
 		}
-	job_rows_free(jv, nj);
+	store_job_rows_free(jv, nj);
 	/* Pick up where the last run left each job. */
 	for (int i = 0; i < g.njobs; i++) {
 		struct cjob *j = g.jobs[i];
@@ -812,16 +812,16 @@ int ctld_state_load(struct verr *err)
 
 			snprintf(why, sizeof(why), "%s", j->reason);
 			log_err("job %lld: %s", (long long)j->id, why);
-			job_end(j, JOB_FAILED, 125, "%s", why);
+			ctld_job_end(j, JOB_FAILED, 125, "%s", why);
 		} else if (j->state == JOB_STARTING) {
 			log_info("job %lld: was starting; starting it again on the same nodes", (long long)j->id);
-			rpc_start_job(j);
+			ctld_rpc_start_job(j);
 		} else if (j->state == JOB_RUNNING) {
 			log_info("job %lld: was running; re-attaching", (long long)j->id);
-			rpc_relaunch_job(j);
+			ctld_rpc_relaunch_job(j);
 		}
 		if (j->ncleanup && !j->stopping)
-			rpc_stop_job(j);
+			ctld_rpc_stop_job(j);
 	}
 	log_info("recovered %d node%s and %d job%s from the store", g.nnodes, g.nnodes == 1 ? "" : "s",
 		 g.njobs, g.njobs == 1 ? "" : "s");
