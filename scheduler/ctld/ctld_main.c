@@ -53,6 +53,10 @@ static void usage(FILE *f)
 		"  --help, --version\n");
 }
 
+/* The controller this process serves: wire_serve's handler has no argument
+ * of its own to carry it (lib/wire.h), so handle() alone reads it here. */
+static struct ctld *served;
+
 /* One message from a CLI, a node agent or a peer: what it may send decides
  * whether it is handled. */
 static struct json_object *handle(struct json_object *msg, const struct wire_peer *peer,
@@ -74,7 +78,7 @@ static struct json_object *handle(struct json_object *msg, const struct wire_pee
 		json_object_object_add(r, "code", json_object_new_string("denied"));
 	} else {
 		log_debug("%s (uid %u): %s", who, (unsigned)peer->uid, wire_type(msg));
-		r = ctld_handle(&m, peer);
+		r = ctld_handle(served, &m, peer);
 	}
 	ctld_msg_free(&m);
 	return r;
@@ -101,20 +105,20 @@ enum { O_LISTEN = 256, O_STATE, O_SPOOL, O_CLUSTER, O_HBI, O_HBM, O_DEPTH, O_RPC
 
 /* The spool: --spool, else the cluster file's, else beside the state
  * folder (a folder of its own, where a filesystem of its own can go). */
-static int set_spool(const char *opt, struct verr *err)
+static int set_spool(struct ctld *ctl, const char *opt, struct verr *err)
 {
-	const char *dir = opt ? opt : g.cl.ctld_spool;
-	size_t n = strlen(g.state_dir);
+	const char *dir = opt ? opt : ctl->cl.ctld_spool;
+	size_t n = strlen(ctl->state_dir);
 
-	while (n > 1 && g.state_dir[n - 1] == '/')
+	while (n > 1 && ctl->state_dir[n - 1] == '/')
 		n--;
 	if (dir)
-		snprintf(g.spool_dir, sizeof(g.spool_dir), "%s", dir);
+		snprintf(ctl->spool_dir, sizeof(ctl->spool_dir), "%s", dir);
 	else
-		snprintf(g.spool_dir, sizeof(g.spool_dir), "%.*s-spool", (int)n, g.state_dir);
-	if (!g.spool_dir[0] || strlen(g.spool_dir) >= CLUSTER_SPOOL_MAX)
+		snprintf(ctl->spool_dir, sizeof(ctl->spool_dir), "%.*s-spool", (int)n, ctl->state_dir);
+	if (!ctl->spool_dir[0] || strlen(ctl->spool_dir) >= CLUSTER_SPOOL_MAX)
 		return verr_set(err, "--spool: expected a folder's path of at most %d bytes", CLUSTER_SPOOL_MAX - 1);
-	return ctld_spool_open(err);
+	return ctld_spool_open(ctl, err);
 }
 
 int main(int argc, char **argv)
@@ -133,23 +137,34 @@ int main(int argc, char **argv)
 	sigset_t sigs;
 	pthread_t th;
 	int c, lfd, port, sig;
+	struct ctld *ctl = calloc(1, sizeof(*ctl));
 
 	vlog_init("vhpc-ctld");
-	g.hb_interval_ms = 2000;
-	g.hb_misses = 3;
-	g.sched_depth = 100;
-	g.rpc_timeout_ms = 300000;
-	snprintf(g.state_dir, sizeof(g.state_dir), "%s/ctld", vhpc_state_dir());
+	if (!ctl) {
+		fprintf(stderr, "vhpc-ctld: out of memory\n");
+		return 1;
+	}
+	pthread_mutex_init(&ctl->mu, NULL);
+	pthread_mutex_init(&ctl->spool_mu, NULL);
+	pthread_cond_init(&ctl->changed, NULL);
+	pthread_cond_init(&ctl->kick, NULL);
+	ctl->spool_fd = -1;
+	ctl->room.state_fd = -1;
+	ctl->hb_interval_ms = 2000;
+	ctl->hb_misses = 3;
+	ctl->sched_depth = 100;
+	ctl->rpc_timeout_ms = 300000;
+	snprintf(ctl->state_dir, sizeof(ctl->state_dir), "%s/ctld", vhpc_state_dir());
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_LISTEN: listen_spec = optarg; break;
 		case O_STATE:
-			if (!*optarg || strlen(optarg) >= sizeof(g.state_dir) - 64) {
+			if (!*optarg || strlen(optarg) >= sizeof(ctl->state_dir) - 64) {
 				fprintf(stderr, "vhpc-ctld: --state: expected a directory path\n");
 				return 2;
 			}
-			snprintf(g.state_dir, sizeof(g.state_dir), "%s", optarg);
+			snprintf(ctl->state_dir, sizeof(ctl->state_dir), "%s", optarg);
 			break;
 		case O_SPOOL: spool = optarg; break;
 		case O_CLUSTER: cluster = optarg; break;
@@ -169,13 +184,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			if (c == O_HBI)
-				g.hb_interval_ms = (int)v;
+				ctl->hb_interval_ms = (int)v;
 			else if (c == O_HBM)
-				g.hb_misses = (int)v;
+				ctl->hb_misses = (int)v;
 			else if (c == O_DEPTH)
-				g.sched_depth = (int)v;
+				ctl->sched_depth = (int)v;
 			else
-				g.rpc_timeout_ms = (int)v;
+				ctl->rpc_timeout_ms = (int)v;
 			break;
 		}
 		case O_HELP:
@@ -199,14 +214,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vhpc-ctld: %s\n", e.msg);
 		return 1;
 	}
-	if (cluster_load(cluster, &g.cl, &e) < 0) {
+	if (cluster_load(cluster, &ctl->cl, &e) < 0) {
 		log_err("%s", e.msg);
 		return 1;
 	}
 	if (!listen_spec) {
 		char host[256];
 
-		if (!g.cl.controller || hostport_parse(g.cl.controller, false, host, sizeof(host), &port) < 0) {
+		if (!ctl->cl.controller || hostport_parse(ctl->cl.controller, false, host, sizeof(host), &port) < 0) {
 			log_err("no --listen, and the cluster file has no usable `controller: HOST:PORT`");
 			return 2;
 		}
@@ -214,23 +229,23 @@ int main(int argc, char **argv)
 		listen_spec = listen_buf;
 	}
 	e.msg[0] = 0;
-	if (mkdir_p(g.state_dir, 0700, &e) < 0 || chmod(g.state_dir, 0700) < 0) {
+	if (mkdir_p(ctl->state_dir, 0700, &e) < 0 || chmod(ctl->state_dir, 0700) < 0) {
 		log_err("%s", e.msg[0] ? e.msg : "cannot set up the state dir");
 		return 1;
 	}
 	/* The database's room before the database: a restart on a full disk
 	 * first frees the reserve it will need. */
-	if (set_spool(spool, &e) < 0 || ctld_room_open(&e) < 0) {
+	if (set_spool(ctl, spool, &e) < 0 || ctld_room_open(ctl, &e) < 0) {
 		log_err("%s", e.msg);
 		return 1;
 	}
-	snprintf(db, sizeof(db), "%s/images", g.state_dir);
-	if (imgstore_open(&g.images, db, &e) < 0) {
+	snprintf(db, sizeof(db), "%s/images", ctl->state_dir);
+	if (imgstore_open(&ctl->images, db, &e) < 0) {
 		log_err("%s", e.msg);
 		return 1;
 	}
-	snprintf(db, sizeof(db), "%s/ctld.db", g.state_dir);
-	if (store_open(&g.st, db, &e) < 0) {
+	snprintf(db, sizeof(db), "%s/ctld.db", ctl->state_dir);
+	if (store_open(&ctl->st, db, &e) < 0) {
 		log_err("%s", e.msg);
 		return 1;
 	}
@@ -246,29 +261,30 @@ int main(int argc, char **argv)
 		log_err("%s", e.msg);
 		return 1;
 	}
-	pthread_mutex_lock(&g.mu);
+	pthread_mutex_lock(&ctl->mu);
 	/* Content an image removed before a restart kept for its jobs goes
 	 * once they have ended; the first collection finds out. */
-	g.img_gc_pending = true;
-	if (ctld_state_load(&e) < 0) {
-		pthread_mutex_unlock(&g.mu);
+	ctl->img_gc_pending = true;
+	if (ctld_state_load(ctl, &e) < 0) {
+		pthread_mutex_unlock(&ctl->mu);
 		log_err("%s", e.msg);
 		return 1;
 	}
-	pthread_mutex_unlock(&g.mu);
-	if (pthread_create(&th, NULL, ctld_sched_thread, NULL) != 0 ||
+	pthread_mutex_unlock(&ctl->mu);
+	served = ctl;
+	if (pthread_create(&th, NULL, ctld_sched_thread, ctl) != 0 ||
 	    pthread_create(&th, NULL, accept_thread, (void *)(intptr_t)lfd) != 0) {
 		log_err("cannot start threads");
 		return 1;
 	}
 	log_info("listening on %s (port %d), state in %s, heartbeats every %d ms (%d missed: down)",
-		 listen_spec, port, g.state_dir, g.hb_interval_ms, g.hb_misses);
+		 listen_spec, port, ctl->state_dir, ctl->hb_interval_ms, ctl->hb_misses);
 	{
 		char a[32];
 
 		log_info("job output in %s, at most %s a job; at most %lld jobs waiting or running per user; ended "
-			 "jobs leave memory after %lld s", g.spool_dir, fmt_size(g.cl.ctld_output_limit, a, sizeof(a)),
-			 g.cl.ctld_max_jobs_per_user, g.cl.ctld_keep_ended);
+			 "jobs leave memory after %lld s", ctl->spool_dir, fmt_size(ctl->cl.ctld_output_limit, a, sizeof(a)),
+			 ctl->cl.ctld_max_jobs_per_user, ctl->cl.ctld_keep_ended);
 	}
 	log_info("ready");
 	for (;;) {

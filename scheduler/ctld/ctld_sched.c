@@ -36,58 +36,57 @@
  * for 8290 ms (limit 8 x 1000 ms)" after an RCU stall).  A tick that comes
  * late credits each node with the time the controller was not running;
  * a node that really died in that time is found one limit later. */
-static void credit_own_stall(int64_t now)
+static void credit_own_stall(struct ctld *ctl, int64_t *last_tick, int64_t now)
 {
-	static int64_t last_tick;
-	int64_t late = last_tick ? now - last_tick - TICK_MS : 0;
+	int64_t late = *last_tick ? now - *last_tick - TICK_MS : 0;
 
-	last_tick = now;
+	*last_tick = now;
 	if (late < STALL_MIN_MS)
 		return;
-	for (int i = 0; i < g.nnodes; i++)
-		if (g.nodes[i].up)
-			g.nodes[i].last_seen_ms += late;
+	for (int i = 0; i < ctl->nnodes; i++)
+		if (ctl->nodes[i].up)
+			ctl->nodes[i].last_seen_ms += late;
 	log_warn("vhpc-ctld did not run for %lld ms (its machine stalled): the nodes' heartbeat limits are extended by as much",
 		 (long long)late);
 }
 
-static void check_heartbeats(void)
+static void check_heartbeats(struct ctld *ctl)
 {
-	int64_t now = ctld_mono_ms(), limit = (int64_t)g.hb_interval_ms * g.hb_misses;
+	int64_t now = ctld_mono_ms(), limit = (int64_t)ctl->hb_interval_ms * ctl->hb_misses;
 
-	for (int i = 0; i < g.nnodes; i++) {
-		struct cnode *n = &g.nodes[i];
+	for (int i = 0; i < ctl->nnodes; i++) {
+		struct cnode *n = &ctl->nodes[i];
 		char why[128];
 
 		if (!n->up || now - n->last_seen_ms <= limit)
 			continue;
 		snprintf(why, sizeof(why), "no heartbeat for %lld ms (limit %d x %d ms)",
-			 (long long)(now - n->last_seen_ms), g.hb_misses, g.hb_interval_ms);
-		ctld_node_down(n, why);
+			 (long long)(now - n->last_seen_ms), ctl->hb_misses, ctl->hb_interval_ms);
+		ctld_node_down(ctl, n, why);
 	}
 }
 
-static void check_limits(void)
+static void check_limits(struct ctld *ctl)
 {
 	int64_t now = ctld_wall_s();
 
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 
 		if (j->state == JOB_RUNNING && now >= j->started + j->limit + LIMIT_GRACE_S)
-			ctld_job_end(j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
+			ctld_job_end(ctl, j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
 	}
 }
 
-static void retry_stops(void)
+static void retry_stops(struct ctld *ctl)
 {
 	int64_t now = ctld_mono_ms();
 
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 
 		if (j->ncleanup && !j->stopping && now >= j->stop_retry_ms)
-			ctld_rpc_stop_job(j);
+			ctld_rpc_stop_job(ctl, j);
 	}
 }
 
@@ -105,7 +104,7 @@ static void set_node(struct sched_node *sn, const struct cnode *n)
  * guessed from its id (issue 31); unique among the jobs that hold one (a
  * job still being cleaned up included).  Recorded with the job at start
  * (ctld_job_commit), so a restarted controller keeps it. */
-static uint32_t pick_vni(const struct cjob *j)
+static uint32_t pick_vni(struct ctld *ctl, const struct cjob *j)
 {
 	for (;;) {
 		uint8_t b[3];
@@ -116,9 +115,9 @@ static uint32_t pick_vni(const struct cjob *j)
 		v = (uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2];
 		if (v == 0)
 			continue;
-		for (int i = 0; i < g.njobs && !used; i++)
-			used = g.jobs[i] != j && g.jobs[i]->vni == v &&
-			       (ctld_job_active(g.jobs[i]) || g.jobs[i]->ncleanup);
+		for (int i = 0; i < ctl->njobs && !used; i++)
+			used = ctl->jobs[i] != j && ctl->jobs[i]->vni == v &&
+			       (ctld_job_active(ctl->jobs[i]) || ctl->jobs[i]->ncleanup);
 		if (!used)
 			return v;
 	}
@@ -127,26 +126,26 @@ static uint32_t pick_vni(const struct cjob *j)
 /* Each job's network is an L2 of its own (its VNI) in namespaces of its
  * own, so subnets of concurrent jobs may repeat; they are spread over the
  * pool only so that addresses in logs tell jobs apart. */
-int ctld_sched_job_prefix(int nguests)
+int ctld_sched_job_prefix(struct ctld *ctl, int nguests)
 {
-	int prefix = (int)g.cl.job_prefix;
+	int prefix = (int)ctl->cl.job_prefix;
 
 	/* guests from .2 on, and the broadcast address */
-	while (prefix > g.cl.job_pool.prefix && (1ull << (32 - prefix)) < (uint64_t)nguests + 3)
+	while (prefix > ctl->cl.job_pool.prefix && (1ull << (32 - prefix)) < (uint64_t)nguests + 3)
 		prefix--;
 	return prefix;
 }
 
-static struct ipv4net pick_subnet(const struct cjob *j)
+static struct ipv4net pick_subnet(struct ctld *ctl, const struct cjob *j)
 {
-	int prefix = ctld_sched_job_prefix(j->nguests);
-	uint64_t count = 1ull << (prefix - g.cl.job_pool.prefix);
+	int prefix = ctld_sched_job_prefix(ctl, j->nguests);
+	uint64_t count = 1ull << (prefix - ctl->cl.job_pool.prefix);
 	uint64_t k = (uint64_t)j->id % count;
 
-	return (struct ipv4net){ g.cl.job_pool.addr + (uint32_t)(k << (32 - prefix)), prefix };
+	return (struct ipv4net){ ctl->cl.job_pool.addr + (uint32_t)(k << (32 - prefix)), prefix };
 }
 
-static void start(struct cjob *j, const struct sched_alloc *a)
+static void start(struct ctld *ctl, struct cjob *j, const struct sched_alloc *a)
 {
 	uint8_t key[CHAN_KEY_LEN];
 	struct verr e;
@@ -159,19 +158,19 @@ static void start(struct cjob *j, const struct sched_alloc *a)
 	}
 	memcpy(j->alloc, a->g, sizeof(*j->alloc) * a->nguests);
 	j->nalloc = a->nguests;
-	j->vni = pick_vni(j);
-	j->subnet = pick_subnet(j);
+	j->vni = pick_vni(ctl, j);
+	j->subnet = pick_subnet(ctl, j);
 	random_bytes(key, sizeof(key));
 	hex_encode(key, sizeof(key), j->key_hex);
 	j->state = JOB_STARTING;
 	snprintf(j->reason, sizeof(j->reason), "starting");
-	ctld_job_commit(j, true, &e);
-	ctld_rpc_start_job(j);
+	ctld_job_commit(ctl, j, true, &e);
+	ctld_rpc_start_job(ctl, j);
 }
 
-static void schedule(void)
+static void schedule(struct ctld *ctl)
 {
-	struct sched_node *sn = calloc(g.nnodes ? g.nnodes : 1, sizeof(*sn));
+	struct sched_node *sn = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(*sn));
 	struct sched_running *run = NULL;
 	struct sched_pending *q = NULL;
 	struct cjob **qj = NULL;
@@ -182,19 +181,19 @@ static void schedule(void)
 
 	if (!sn)
 		goto out;
-	for (int i = 0; i < g.nnodes; i++) {
-		set_node(&sn[i], &g.nodes[i]);
+	for (int i = 0; i < ctl->nnodes; i++) {
+		set_node(&sn[i], &ctl->nodes[i]);
 		up += sn[i].up;
 	}
-	ctld_nodes_usage(sn);
-	run = calloc(g.njobs ? g.njobs : 1, sizeof(*run));
-	owned = calloc(g.njobs ? g.njobs : 1, sizeof(*owned));
-	q = calloc(g.sched_depth, sizeof(*q));
-	qj = calloc(g.sched_depth, sizeof(*qj));
+	ctld_nodes_usage(ctl, sn);
+	run = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*run));
+	owned = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*owned));
+	q = calloc(ctl->sched_depth, sizeof(*q));
+	qj = calloc(ctl->sched_depth, sizeof(*qj));
 	if (!run || !q || !qj || !owned)
 		goto out;
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 
 		if (ctld_job_active(j)) {
 			run[nrun].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
@@ -221,14 +220,14 @@ static void schedule(void)
 			nrun++;
 		}
 		/* A job whose last attempt is still being torn down waits. */
-		if (j->state == JOB_PENDING && !j->ncleanup && ctld_mono_ms() >= j->retry_ms && nq < g.sched_depth) {
+		if (j->state == JOB_PENDING && !j->ncleanup && ctld_mono_ms() >= j->retry_ms && nq < ctl->sched_depth) {
 			/* Without --vcpus: one core per rank when a node could ever
 			 * hold such guests, else the largest share that fits (as
 			 * vhpc run does on one machine); ranks then share cores. */
 			if (!j->spec.vcpus) {
 				struct sched_req r = { j->nguests, (j->ranks + j->nguests - 1) / j->nguests, j->mem };
 
-				while (r.vcpus > 1 && !sched_feasible(sn, g.nnodes, &r))
+				while (r.vcpus > 1 && !sched_feasible(sn, ctl->nnodes, &r))
 					r.vcpus--;
 				j->vcpus = r.vcpus;
 			}
@@ -242,17 +241,17 @@ static void schedule(void)
 	}
 	if (!nq)
 		goto out;
-	started = sched_pass(sn, g.nnodes, run, nrun, q, nq, now, &head);
+	started = sched_pass(sn, ctl->nnodes, run, nrun, q, nq, now, &head);
 	for (int i = 0; i < nq; i++) {
 		struct cjob *j = qj[i];
 
 		if (q[i].start) {
-			start(j, &q[i].alloc);
+			start(ctl, j, &q[i].alloc);
 			continue;
 		}
 		if (!up)
 			snprintf(j->reason, sizeof(j->reason), "waiting: no node is up");
-		else if (!sched_feasible(sn, g.nnodes, &q[i].req))
+		else if (!sched_feasible(sn, ctl->nnodes, &q[i].req))
 			snprintf(j->reason, sizeof(j->reason),
 				 "waiting: %d guest%s x %d vCPU%s do not fit the up nodes even when they are idle",
 				 j->nguests, j->nguests == 1 ? "" : "s", j->vcpus, j->vcpus == 1 ? "" : "s");
@@ -261,7 +260,7 @@ static void schedule(void)
 	}
 	if (started)
 		log_info("scheduling pass: %d of %d queued job%s started (%d nodes, %.2f ms)", started, nq,
-			 nq == 1 ? "" : "s", g.nnodes, (now_ns() - t0) / 1e6);
+			 nq == 1 ? "" : "s", ctl->nnodes, (now_ns() - t0) / 1e6);
 out:
 	for (int i = 0; i < nowned; i++)
 		free(owned[i]);
@@ -276,40 +275,40 @@ out:
 
 void *ctld_sched_thread(void *arg)
 {
-	int64_t gc_next = 0;
+	struct ctld *ctl = arg;
+	int64_t gc_next = 0, last_tick = 0;
 
-	(void)arg;
-	pthread_mutex_lock(&g.mu);
-	while (!g.stop) {
+	pthread_mutex_lock(&ctl->mu);
+	while (!ctl->stop) {
 		struct timespec dl;
 
-		if (!g.kicked) {
+		if (!ctl->kicked) {
 			clock_gettime(CLOCK_REALTIME, &dl);
 			dl.tv_nsec += TICK_MS * 1000000L;
 			if (dl.tv_nsec >= 1000000000L) {
 				dl.tv_sec++;
 				dl.tv_nsec -= 1000000000L;
 			}
-			pthread_cond_timedwait(&g.kick, &g.mu, &dl);
+			pthread_cond_timedwait(&ctl->kick, &ctl->mu, &dl);
 		}
-		g.kicked = false;
-		if (g.stop)
+		ctl->kicked = false;
+		if (ctl->stop)
 			break;
-		credit_own_stall(ctld_mono_ms());
-		check_heartbeats();
-		check_limits();
-		retry_stops();
-		schedule();
-		ctld_forget_ended();
-		ctld_room_check();
+		credit_own_stall(ctl, &last_tick, ctld_mono_ms());
+		check_heartbeats(ctl);
+		check_limits(ctl);
+		retry_stops(ctl);
+		schedule(ctl);
+		ctld_forget_ended(ctl);
+		ctld_room_check(ctl);
 		/* An image removed while jobs held it goes once they have ended. */
-		if (g.img_gc_pending && ctld_mono_ms() >= gc_next) {
+		if (ctl->img_gc_pending && ctld_mono_ms() >= gc_next) {
 			gc_next = ctld_mono_ms() + 5000;
-			pthread_mutex_unlock(&g.mu);
-			ctld_image_gc();
-			pthread_mutex_lock(&g.mu);
+			pthread_mutex_unlock(&ctl->mu);
+			ctld_image_gc(ctl);
+			pthread_mutex_lock(&ctl->mu);
 		}
 	}
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&ctl->mu);
 	return NULL;
 }
