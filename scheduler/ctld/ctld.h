@@ -1,7 +1,8 @@
 /*
  * vhpc-ctld internals (private to scheduler/ctld_*.c).
  *
- *   ctld_main.c   options, start-up, the TCP listener, one thread per connection
+ *   ctld_main.c   start-up, the TCP listener, one thread per connection
+ *   ctld_opts.c   the command line: one table of options, --help made from it
  *   ctld_msg.c    every message a peer can send, parsed and validated (pure; fuzzed)
  *   ctld_state.c  nodes and jobs in memory, recovery from the store, commits
  *   ctld_req.c    request handlers (users and nodes)
@@ -222,6 +223,8 @@ struct ctld {
 int64_t ctld_mono_ms(void);
 int64_t ctld_wall_s(void);
 
+/* A controller with nothing in it yet; NULL: out of memory. */
+struct ctld *ctld_new(void);
 int ctld_state_load(struct ctld *ctl, struct verr *err);
 struct cjob *ctld_job_new(void);
 void ctld_job_free(struct cjob *j);
@@ -272,6 +275,20 @@ struct json_object *ctld_node_json(struct ctld *ctl, const struct cnode *n);
 /* Usage per node from jobs that hold resources (active, or still owed a
  * job_stop there). */
 void ctld_nodes_usage(struct ctld *ctl, struct sched_node *sn);
+
+/* ------------------------------------------------------- command line */
+
+/* What the command line says that struct ctld does not keep (NULL: not
+ * given). */
+struct ctld_opts {
+	const char *listen, *cluster, *log, *spool;
+};
+/* ctld_opts_parse: go on (anything else is the status to exit with). */
+#define CTLD_OPTS_RUN (-1)
+/* Sets ctl's settings (state folder, heartbeats, scheduling depth, RPC
+ * timeout) and o from the defaults and argv.  --help, --version and
+ * mistakes are printed here. */
+int ctld_opts_parse(struct ctld *ctl, struct ctld_opts *o, int argc, char **argv);
 
 /* ------------------------------------------------------------- threads */
 

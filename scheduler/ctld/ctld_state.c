@@ -27,6 +27,21 @@
 #include <time.h>
 #include <unistd.h>
 
+struct ctld *ctld_new(void)
+{
+	struct ctld *ctl = calloc(1, sizeof(*ctl));
+
+	if (!ctl)
+		return NULL;
+	pthread_mutex_init(&ctl->mu, NULL);
+	pthread_mutex_init(&ctl->spool_mu, NULL);
+	pthread_cond_init(&ctl->changed, NULL);
+	pthread_cond_init(&ctl->kick, NULL);
+	ctl->spool_fd = -1;
+	ctl->room.state_fd = -1;
+	return ctl;
+}
+
 int64_t ctld_mono_ms(void)
 {
 	return (int64_t)(now_ns() / 1000000);
