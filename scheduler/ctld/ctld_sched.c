@@ -168,109 +168,147 @@ static void start(struct ctld *ctl, struct cjob *j, const struct sched_alloc *a)
 	ctld_rpc_start_job(ctl, j);
 }
 
-static void schedule(struct ctld *ctl)
+/* What one scheduling pass weighs: the nodes, what holds them, and the
+ * queued jobs that may start. */
+struct pass {
+	struct sched_node *sn;
+	int up;                        /* nodes up */
+	struct sched_running *run;     /* jobs that hold resources */
+	int nrun;
+	struct sched_guest **owned;    /* run's parts of jobs being torn down */
+	int nowned;
+	struct sched_pending *q;       /* at most sched_depth queued jobs */
+	struct cjob **qj;              /* q's jobs */
+	int nq;
+};
+
+static int pass_alloc(struct ctld *ctl, struct pass *p)
 {
-	struct sched_node *sn = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(*sn));
-	struct sched_running *run = NULL;
-	struct sched_pending *q = NULL;
-	struct cjob **qj = NULL;
-	struct sched_guest **owned = NULL;
-	int nrun = 0, nq = 0, up = 0, started, nowned = 0;
-	int64_t now = ctld_wall_s(), head = -1;
-	uint64_t t0 = now_ns();
+	memset(p, 0, sizeof(*p));
+	p->sn = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(*p->sn));
+	p->run = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*p->run));
+	p->owned = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*p->owned));
+	p->q = calloc(ctl->sched_depth, sizeof(*p->q));
+	p->qj = calloc(ctl->sched_depth, sizeof(*p->qj));
+	return p->sn && p->run && p->owned && p->q && p->qj ? 0 : -1;
+}
 
-	if (!sn)
-		goto out;
-	for (int i = 0; i < ctl->nnodes; i++) {
-		set_node(&sn[i], &ctl->nodes[i]);
-		up += sn[i].up;
+static void pass_free(struct pass *p)
+{
+	for (int i = 0; i < p->nowned; i++)
+		free(p->owned[i]);
+	free(p->owned);
+	for (int i = 0; p->q && i < p->nq; i++)
+		free(p->q[i].alloc.g);
+	free(p->q);
+	free(p->qj);
+	free(p->run);
+	free(p->sn);
+}
+
+/* An active job holds its allocation until its time limit; one being torn
+ * down holds its guests on the nodes that still owe a job_stop (what
+ * ctld_nodes_usage counted), until about now.  Left out, the head would
+ * seem unable to start ever, and the next job would take its place. */
+static int add_running(struct pass *p, struct cjob *j, int64_t now)
+{
+	struct sched_running *r = &p->run[p->nrun];
+
+	if (ctld_job_active(j)) {
+		r->req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
+		r->alloc = (struct sched_alloc){ j->nalloc, j->alloc };
+		r->end = j->state == JOB_RUNNING ? j->started + j->limit : now + j->limit;
+		p->nrun++;
+	} else if (j->ncleanup && j->nalloc) {
+		struct sched_guest *part = calloc(j->nalloc, sizeof(*part));
+		int np = 0;
+
+		if (!part)
+			return -1;
+		for (int k = 0; k < j->nalloc; k++)
+			if (ctld_job_owes_stop(j, j->alloc[k].node))
+				part[np++] = j->alloc[k];
+		r->req = (struct sched_req){ np, j->vcpus, j->mem };
+		r->alloc = (struct sched_alloc){ np, part };
+		r->end = now;
+		p->owned[p->nowned++] = part;
+		p->nrun++;
 	}
-	ctld_nodes_usage(ctl, sn);
-	run = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*run));
-	owned = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*owned));
-	q = calloc(ctl->sched_depth, sizeof(*q));
-	qj = calloc(ctl->sched_depth, sizeof(*qj));
-	if (!run || !q || !qj || !owned)
-		goto out;
-	for (int i = 0; i < ctl->njobs; i++) {
-		struct cjob *j = ctl->jobs[i];
+	return 0;
+}
 
-		if (ctld_job_active(j)) {
-			run[nrun].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
-			run[nrun].alloc = (struct sched_alloc){ j->nalloc, j->alloc };
-			run[nrun].end = j->state == JOB_RUNNING ? j->started + j->limit : now + j->limit;
-			nrun++;
-		} else if (j->ncleanup && j->nalloc) {
-			/* Being torn down: it holds its guests on the nodes that
-			 * still owe a job_stop (what ctld_nodes_usage counted), until
-			 * about now.  Left out, the head would seem unable to start
-			 * ever, and the next job would take its place. */
-			struct sched_guest *part = calloc(j->nalloc, sizeof(*part));
-			int np = 0;
+/* A job that may start now joins the pass's queue.  One whose last attempt
+ * is still being torn down waits. */
+static int add_queued(struct ctld *ctl, struct pass *p, struct cjob *j)
+{
+	if (j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms || p->nq >= ctl->sched_depth)
+		return 0;
+	/* Without --vcpus: one core per rank when a node could ever hold such
+	 * guests, else the largest share that fits (as vhpc run does on one
+	 * machine); ranks then share cores. */
+	if (!j->spec.vcpus) {
+		struct sched_req r = { j->nguests, (j->ranks + j->nguests - 1) / j->nguests, j->mem };
 
-			if (!part)
-				goto out;
-			for (int k = 0; k < j->nalloc; k++)
-				if (ctld_job_owes_stop(j, j->alloc[k].node))
-					part[np++] = j->alloc[k];
-			run[nrun].req = (struct sched_req){ np, j->vcpus, j->mem };
-			run[nrun].alloc = (struct sched_alloc){ np, part };
-			run[nrun].end = now;
-			owned[nowned++] = part;
-			nrun++;
-		}
-		/* A job whose last attempt is still being torn down waits. */
-		if (j->state == JOB_PENDING && !j->ncleanup && ctld_mono_ms() >= j->retry_ms && nq < ctl->sched_depth) {
-			/* Without --vcpus: one core per rank when a node could ever
-			 * hold such guests, else the largest share that fits (as
-			 * vhpc run does on one machine); ranks then share cores. */
-			if (!j->spec.vcpus) {
-				struct sched_req r = { j->nguests, (j->ranks + j->nguests - 1) / j->nguests, j->mem };
-
-				while (r.vcpus > 1 && !sched_feasible(sn, ctl->nnodes, &r))
-					r.vcpus--;
-				j->vcpus = r.vcpus;
-			}
-			q[nq].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
-			q[nq].limit = j->limit;
-			q[nq].alloc.g = calloc(j->nguests, sizeof(struct sched_guest));
-			if (!q[nq].alloc.g)
-				goto out;
-			qj[nq++] = j;
-		}
+		while (r.vcpus > 1 && !sched_feasible(p->sn, ctl->nnodes, &r))
+			r.vcpus--;
+		j->vcpus = r.vcpus;
 	}
-	if (!nq)
-		goto out;
-	started = sched_pass(sn, ctl->nnodes, run, nrun, q, nq, now, &head);
-	for (int i = 0; i < nq; i++) {
-		struct cjob *j = qj[i];
+	p->q[p->nq].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
+	p->q[p->nq].limit = j->limit;
+	p->q[p->nq].alloc.g = calloc(j->nguests, sizeof(struct sched_guest));
+	if (!p->q[p->nq].alloc.g)
+		return -1;
+	p->qj[p->nq++] = j;
+	return 0;
+}
 
-		if (q[i].start) {
-			start(ctl, j, &q[i].alloc);
+/* Starts what the pass placed; the others say why they wait. */
+static void apply(struct ctld *ctl, struct pass *p)
+{
+	for (int i = 0; i < p->nq; i++) {
+		struct cjob *j = p->qj[i];
+
+		if (p->q[i].start) {
+			start(ctl, j, &p->q[i].alloc);
 			continue;
 		}
-		if (!up)
+		if (!p->up)
 			snprintf(j->reason, sizeof(j->reason), "waiting: no node is up");
-		else if (!sched_feasible(sn, ctl->nnodes, &q[i].req))
+		else if (!sched_feasible(p->sn, ctl->nnodes, &p->q[i].req))
 			snprintf(j->reason, sizeof(j->reason),
 				 "waiting: %d guest%s x %d vCPU%s do not fit the up nodes even when they are idle",
 				 j->nguests, j->nguests == 1 ? "" : "s", j->vcpus, j->vcpus == 1 ? "" : "s");
 		else
 			snprintf(j->reason, sizeof(j->reason), "waiting for resources");
 	}
+}
+
+static void schedule(struct ctld *ctl)
+{
+	struct pass p;
+	int started;
+	int64_t now = ctld_wall_s(), head = -1;
+	uint64_t t0 = now_ns();
+
+	if (pass_alloc(ctl, &p) < 0)
+		goto out;
+	for (int i = 0; i < ctl->nnodes; i++) {
+		set_node(&p.sn[i], &ctl->nodes[i]);
+		p.up += p.sn[i].up;
+	}
+	ctld_nodes_usage(ctl, p.sn);
+	for (int i = 0; i < ctl->njobs; i++)
+		if (add_running(&p, ctl->jobs[i], now) < 0 || add_queued(ctl, &p, ctl->jobs[i]) < 0)
+			goto out;
+	if (!p.nq)
+		goto out;
+	started = sched_pass(p.sn, ctl->nnodes, p.run, p.nrun, p.q, p.nq, now, &head);
+	apply(ctl, &p);
 	if (started)
-		log_info("scheduling pass: %d of %d queued job%s started (%d nodes, %.2f ms)", started, nq,
-			 nq == 1 ? "" : "s", ctl->nnodes, (now_ns() - t0) / 1e6);
+		log_info("scheduling pass: %d of %d queued job%s started (%d nodes, %.2f ms)", started, p.nq,
+			 p.nq == 1 ? "" : "s", ctl->nnodes, (now_ns() - t0) / 1e6);
 out:
-	for (int i = 0; i < nowned; i++)
-		free(owned[i]);
-	free(owned);
-	for (int i = 0; q && i < nq; i++)
-		free(q[i].alloc.g);
-	free(q);
-	free(qj);
-	free(run);
-	free(sn);
+	pass_free(&p);
 }
 
 void *ctld_sched_thread(void *arg)
