@@ -314,45 +314,86 @@ static void launch(struct ctld *ctl, int64_t id)
 	json_object_put(c.reply);
 }
 
-static void *start_thread(void *arg)
+/* Whether a job can be prepared on its nodes: still starting, its paths
+ * planned, its image resolved; if not, it is ended.  Holds ctl->mu. */
+static bool startable(struct ctld *ctl, struct cjob *j)
 {
-	struct work w = *(struct work *)arg;
-	struct ctld *ctl = w.ctl;
-	int64_t id = w.id;
-	struct call *c = NULL;
-	struct cjob *j;
-	int *nodes = NULL, nn = 0, bad = -1;
-	uint64_t t0 = now_ns();
+	struct imgstore_ref ref;
+	struct verr e;
 
-	free(arg);
-	pthread_mutex_lock(&ctl->mu);
-	j = ctld_job_find(ctl, id);
 	if (!j || j->state != JOB_STARTING) {
 		if (j)
 			j->worker = false;
-		pthread_mutex_unlock(&ctl->mu);
-		return NULL;
+		return false;
 	}
 	if (j->paths_err[0]) {
 		/* The cluster file changed under a queued job: it says why. */
 		j->worker = false;
 		ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", j->paths_err);
+		return false;
+	}
+	if (j->image_id[0])
+		return true;
+	/* Queued by a controller that did not resolve images at submit. */
+	if (imgstore_lookup(ctl->images, j->image, &ref, &e) < 0) {
+		j->worker = false;
+		ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", e.msg);
+		return false;
+	}
+	snprintf(j->image_id, sizeof(j->image_id), "%s", ref.id);
+	log_info("job %lld: image %s resolved at its start, to %.12s", (long long)j->id, j->image, ref.id);
+	return true;
+}
+
+/* After every node of the job answered its job_prepare (c, nn of them):
+ * RUNNING, and true to launch it; or back to the queue.  Holds ctl->mu. */
+static bool prepared(struct ctld *ctl, struct cjob *j, const struct call *c, int nn, uint64_t t0)
+{
+	struct verr e;
+	int bad = -1;
+
+	j->worker = false;
+	for (int k = 0; k < nn && bad < 0; k++)
+		if (c[k].rc < 0)
+			bad = k;
+	if (j->state != JOB_STARTING) {
+		/* cancelled or failed meanwhile: whoever did that stops it */
+		return false;
+	}
+	if (bad >= 0) {
+		char why[700];
+
+		snprintf(why, sizeof(why), "node %s: %s", c[bad].node, c[bad].err.msg);
+		log_warn("job %lld: start failed: %s", (long long)j->id, why);
+		ctld_job_requeue(ctl, j, why);
+		return false;
+	}
+	j->state = JOB_RUNNING;
+	j->started = ctld_wall_s();
+	j->reason[0] = 0;
+	ctld_job_commit(ctl, j, false, &e);
+	log_info("job %lld: %d guest%s on %d node%s ready in %.0f ms", (long long)j->id, j->nguests,
+		 j->nguests == 1 ? "" : "s", nn, nn == 1 ? "" : "s", (now_ns() - t0) / 1e6);
+	return true;
+}
+
+static void *start_thread(void *arg)
+{
+	struct work w = *(struct work *)arg;
+	struct ctld *ctl = w.ctl;
+	int64_t id = w.id;
+	struct call *c;
+	struct cjob *j;
+	int *nodes, nn;
+	uint64_t t0 = now_ns();
+	bool go;
+
+	free(arg);
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	if (!startable(ctl, j)) {
 		pthread_mutex_unlock(&ctl->mu);
 		return NULL;
-	}
-	if (!j->image_id[0]) {
-		/* Queued by a controller that did not resolve images at submit. */
-		struct imgstore_ref ref;
-		struct verr e;
-
-		if (imgstore_lookup(ctl->images, j->image, &ref, &e) < 0) {
-			j->worker = false;
-			ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", e.msg);
-			pthread_mutex_unlock(&ctl->mu);
-			return NULL;
-		}
-		snprintf(j->image_id, sizeof(j->image_id), "%s", ref.id);
-		log_info("job %lld: image %s resolved at its start, to %.12s", (long long)j->id, j->image, ref.id);
 	}
 	nodes = calloc(j->nalloc, sizeof(int));
 	c = calloc(j->nalloc, sizeof(*c));
@@ -371,37 +412,12 @@ static void *start_thread(void *arg)
 	fan_out(c, nn, ctl->rpc_timeout_ms);
 
 	pthread_mutex_lock(&ctl->mu);
-	j = ctld_job_find(ctl, id);
-	j->worker = false;
-	for (int k = 0; k < nn && bad < 0; k++)
-		if (c[k].rc < 0)
-			bad = k;
-	if (j->state != JOB_STARTING) {
-		/* cancelled or failed meanwhile: whoever did that stops it */
-	} else if (bad >= 0) {
-		char why[700];
-
-		snprintf(why, sizeof(why), "node %s: %s", c[bad].node, c[bad].err.msg);
-		log_warn("job %lld: start failed: %s", (long long)id, why);
-		ctld_job_requeue(ctl, j, why);
-	} else {
-		struct verr e;
-
-		j->state = JOB_RUNNING;
-		j->started = ctld_wall_s();
-		j->reason[0] = 0;
-		ctld_job_commit(ctl, j, false, &e);
-		log_info("job %lld: %d guest%s on %d node%s ready in %.0f ms", (long long)id, j->nguests,
-			 j->nguests == 1 ? "" : "s", nn, nn == 1 ? "" : "s", (now_ns() - t0) / 1e6);
-		pthread_mutex_unlock(&ctl->mu);
-		free_calls(c, nn);
-		free(nodes);
-		launch(ctl, id);
-		return NULL;
-	}
+	go = prepared(ctl, ctld_job_find(ctl, id), c, nn, t0);
 	pthread_mutex_unlock(&ctl->mu);
 	free_calls(c, nn);
 	free(nodes);
+	if (go)
+		launch(ctl, id);
 	return NULL;
 }
 
