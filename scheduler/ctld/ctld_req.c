@@ -107,65 +107,71 @@ static struct json_object *refuse_submit(struct ctld *ctl, uid_t uid)
 	return NULL;
 }
 
+/* Whether the job can ever run here: NULL, or the refusal.  Its image's
+ * name goes to the id it names now, into spec. */
+static struct json_object *check_submit(struct ctld *ctl, const struct cmsg *m, uid_t uid, struct json_object *spec)
+{
+	struct json_object *r;
+	struct job_paths *jp;
+	struct verr e;
+	char a[20];
+	int rc;
+
+	if ((r = refuse_submit(ctl, uid)))
+		return r;
+	if ((1ull << (32 - ctld_sched_job_prefix(ctl, (int)m->spec.guests))) < (uint64_t)m->spec.guests + 3)
+		return ctld_error("invalid", "%lld guests need more addresses than the job network pool %s/%d holds",
+				  m->spec.guests, ipv4_format(ctl->cl.job_pool.addr, a, sizeof(a)), ctl->cl.job_pool.prefix);
+	/* Its paths are planned again when it starts; refused here, the user
+	 * hears why at once. */
+	if (!(jp = malloc(sizeof(*jp))))
+		return ctld_error("invalid", "out of memory");
+	rc = job_paths_plan(&ctl->cl, &m->spec, uid, jp, &e);
+	free(jp);
+	if (rc < 0)
+		return ctld_error("invalid", "%s", e.msg);
+	/* The content the job will run, whatever is pushed after. */
+	if (ctld_image_resolve(ctl, spec, &m->spec, &e) < 0)
+		return ctld_error("invalid", "%s", e.msg);
+	return NULL;
+}
+
+/* The job into the store, durable before the reply: *id is its row's.
+ * NULL, or the error to reply. */
+static struct json_object *store_submit(struct ctld *ctl, const struct cmsg *m, uid_t uid,
+					struct json_object *spec, int64_t *id)
+{
+	const char *text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
+	char why[900];
+	struct verr e;
+	int rc;
+
+	rc = store_job_add(ctl->st, uid, m->spec.name ? m->spec.name : "job", text, ctld_wall_s(), id, &e);
+	if (rc == 0)
+		return NULL;
+	log_err("submit: %s", e.msg);
+	if (rc != STORE_FULL)
+		return ctld_error("internal", "cannot store the job: %s", e.msg);
+	ctld_room_release(ctl);
+	return ctld_error("full", "%s", ctld_room_for_jobs(ctl, why, sizeof(why)) < 0 ? why :
+			  "the state folder's filesystem is full: new jobs are refused until there is room");
+}
+
 static struct json_object *do_submit(struct ctld *ctl, const struct cmsg *m, uid_t uid)
 {
-	struct json_object *spec = job_spec_to_json(&m->spec);
-	const char *text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
+	struct json_object *spec = job_spec_to_json(&m->spec), *r;
 	struct cjob *j = ctld_job_new();
 	struct verr e;
 	int64_t id;
-	struct json_object *r;
-	int rc;
 
-	if (!j) {
-		json_object_put(spec);
-		return ctld_error("internal", "out of memory");
-	}
-	if ((r = refuse_submit(ctl, uid))) {
+	if (!j)
+		r = ctld_error("internal", "out of memory");
+	else if (!(r = check_submit(ctl, m, uid, spec)))
+		r = store_submit(ctl, m, uid, spec, &id);
+	if (r) {
 		json_object_put(spec);
 		free(j);
 		return r;
-	}
-	if ((1ull << (32 - ctld_sched_job_prefix(ctl, (int)m->spec.guests))) < (uint64_t)m->spec.guests + 3) {
-		char a[20];
-
-		json_object_put(spec);
-		free(j);
-		return ctld_error("invalid", "%lld guests need more addresses than the job network pool %s/%d holds",
-				 m->spec.guests, ipv4_format(ctl->cl.job_pool.addr, a, sizeof(a)), ctl->cl.job_pool.prefix);
-	}
-	{
-		/* Its paths are planned again when it starts; refused here, the
-		 * user hears why at once. */
-		struct job_paths *jp = malloc(sizeof(*jp));
-		if (!jp || job_paths_plan(&ctl->cl, &m->spec, uid, jp, &e) < 0) {
-			free(jp);
-			json_object_put(spec);
-			free(j);
-			return ctld_error("invalid", "%s", jp ? e.msg : "out of memory");
-		}
-		free(jp);
-	}
-	/* The content the job will run, whatever is pushed after. */
-	if (ctld_image_resolve(ctl, spec, &m->spec, &e) < 0) {
-		json_object_put(spec);
-		free(j);
-		return ctld_error("invalid", "%s", e.msg);
-	}
-	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
-	/* Durable before the reply: the id is the row's. */
-	if ((rc = store_job_add(ctl->st, uid, m->spec.name ? m->spec.name : "job", text, ctld_wall_s(), &id, &e)) < 0) {
-		json_object_put(spec);
-		free(j);
-		log_err("submit: %s", e.msg);
-		if (rc == STORE_FULL) {
-			char why[900];
-
-			ctld_room_release(ctl);
-			return ctld_error("full", "%s", ctld_room_for_jobs(ctl, why, sizeof(why)) < 0 ? why :
-					  "the state folder's filesystem is full: new jobs are refused until there is room");
-		}
-		return ctld_error("internal", "cannot store the job: %s", e.msg);
 	}
 	/* The id is new: a file of that name is an earlier database's. */
 	ctld_spool_forget(ctl, id);
@@ -174,7 +180,7 @@ static struct json_object *do_submit(struct ctld *ctl, const struct cmsg *m, uid
 	snprintf(j->name, sizeof(j->name), "job");
 	j->state = JOB_PENDING;
 	j->submitted = ctld_wall_s();
-	j->spec_json = strdup(text);
+	j->spec_json = strdup(json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN));
 	if (job_spec_from_json(spec, &j->spec, &e) < 0) {
 		/* cannot happen: it was valid a moment ago */
 		log_err("submit: %s", e.msg);
