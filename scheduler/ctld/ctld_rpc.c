@@ -149,6 +149,34 @@ static bool job_vmshm(const struct cjob *j)
 	return false;
 }
 
+static struct json_object *binds_json(const struct cjob *j)
+{
+	struct json_object *b = json_object_new_array();
+
+	for (int i = 0; i < j->paths.binds.n; i++) {
+		struct json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "src", json_object_new_string(j->paths.binds.v[i].src));
+		json_object_object_add(e, "dst", json_object_new_string(j->paths.binds.v[i].dst));
+		json_object_object_add(e, "ro", json_object_new_boolean(j->paths.binds.v[i].ro));
+		json_object_array_add(b, e);
+	}
+	return b;
+}
+
+/* The cluster's WireGuard underlay, for nodes to encrypt the job's VXLAN. */
+static struct json_object *wg_json(struct ctld *ctl)
+{
+	struct json_object *w = json_object_new_object();
+	char a[20], sub[32];
+
+	snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(ctl->cl.wg.pool.addr, a, sizeof(a)), ctl->cl.wg.pool.prefix);
+	json_object_object_add(w, "key", json_object_new_string(ctl->cl.wg.key));
+	json_object_object_add(w, "pool", json_object_new_string(sub));
+	json_object_object_add(w, "port", json_object_new_int64(ctl->cl.wg.port));
+	return w;
+}
+
 static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, int node, const int *nodes, int nn)
 {
 	struct json_object *o = json_object_new_object(), *guests = json_object_new_array(),
@@ -183,19 +211,8 @@ static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, i
 		json_object_object_add(o, "scratch", json_object_new_int64((int64_t)j->spec.scratch));
 	json_object_object_add(o, "key", json_object_new_string(j->key_hex));
 	json_object_object_add(o, "timeout", json_object_new_int64(j->limit));
-	if (j->paths.binds.n) {
-		struct json_object *b = json_object_new_array();
-
-		for (int i = 0; i < j->paths.binds.n; i++) {
-			struct json_object *e = json_object_new_object();
-
-			json_object_object_add(e, "src", json_object_new_string(j->paths.binds.v[i].src));
-			json_object_object_add(e, "dst", json_object_new_string(j->paths.binds.v[i].dst));
-			json_object_object_add(e, "ro", json_object_new_boolean(j->paths.binds.v[i].ro));
-			json_object_array_add(b, e);
-		}
-		json_object_object_add(o, "binds", b);
-	}
+	if (j->paths.binds.n)
+		json_object_object_add(o, "binds", binds_json(j));
 	for (int i = 0; i < j->nalloc; i++) {
 		if (j->alloc[i].node == node)
 			json_object_array_add(guests, json_object_new_int(i));
@@ -211,16 +228,8 @@ static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, i
 	json_object_object_add(o, "ranks", ranks);
 	json_object_object_add(o, "peers", peers);
 	json_object_object_add(o, "guest_nodes", where);
-	if (ctl->cl.wg.key) {
-		struct json_object *w = json_object_new_object();
-
-		snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(ctl->cl.wg.pool.addr, a, sizeof(a)),
-			 ctl->cl.wg.pool.prefix);
-		json_object_object_add(w, "key", json_object_new_string(ctl->cl.wg.key));
-		json_object_object_add(w, "pool", json_object_new_string(sub));
-		json_object_object_add(w, "port", json_object_new_int64(ctl->cl.wg.port));
-		json_object_object_add(o, "underlay_encryption", w);
-	}
+	if (ctl->cl.wg.key)
+		json_object_object_add(o, "underlay_encryption", wg_json(ctl));
 	free(rpg);
 	return o;
 }
