@@ -1,7 +1,8 @@
 /*
  * vhpc-ctld internals (private to scheduler/ctld_*.c).
  *
- *   ctld_main.c   options, start-up, the TCP listener, one thread per connection
+ *   ctld_main.c   start-up, the TCP listener, one thread per connection
+ *   ctld_opts.c   the command line: one table of options, --help made from it
  *   ctld_msg.c    every message a peer can send, parsed and validated (pure; fuzzed)
  *   ctld_state.c  nodes and jobs in memory, recovery from the store, commits
  *   ctld_req.c    request handlers (users and nodes)
@@ -11,7 +12,11 @@
  *   ctld_spool.c  job output on disk: capped, and cut rather than filling the disk
  *   ctld_room.c   room on disk for the database: a reserve, and refusing new jobs
  *
- * Locking: one mutex (g.mu) guards all of struct ctld's nodes and jobs.
+ * The controller's state is one struct ctld, made by main and passed to
+ * every function that reads or changes it, first (ctl); threads get it as
+ * their argument.
+ *
+ * Locking: one mutex (ctl->mu) guards all of struct ctld's nodes and jobs.
  * Every change of a job's or node's state is committed to the store under
  * it before anything acts on the change; RPCs to nodes run without it.
  */
@@ -53,10 +58,10 @@ enum cmsg_type {
 	CM_IMAGE_HAVE, CM_IMAGE_PUT, CM_IMAGE_TAG, CM_IMAGE_GET, CM_IMAGE_LIST, CM_IMAGE_RM,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
-bool cmsg_node_only(enum cmsg_type t);
+bool ctld_msg_node_only(enum cmsg_type t);
 
 enum nodejob_state { NJ_PREPARING = 0, NJ_READY, NJ_RUNNING, NJ_EXITED, NJ_FAILED, NJ_MAX };
-extern const char *const nodejob_state_names[];
+extern const char *const ctld_nodejob_state_names[];
 
 struct cmsg_nodejob {
 	int64_t job;
@@ -120,9 +125,9 @@ struct cmsg {
 };
 
 /* Parses and validates msg (its "type" and every field); err names what is
- * wrong.  On success free with cmsg_free. */
-int cmsg_parse(struct json_object *msg, struct cmsg *m, struct verr *err);
-void cmsg_free(struct cmsg *m);
+ * wrong.  On success free with ctld_msg_free. */
+int ctld_msg_parse(struct json_object *msg, struct cmsg *m, struct verr *err);
+void ctld_msg_free(struct cmsg *m);
 
 /* --------------------------------------------------------------- state */
 
@@ -159,7 +164,7 @@ struct cjob {
 	char paths_err[300];           /* why paths could not be planned, or "" */
 	/* allocation (STARTING on) */
 	int nalloc;
-	struct sched_guest *alloc;     /* node = index into g.nodes */
+	struct sched_guest *alloc;     /* node = index into ctl->nodes */
 	uint32_t vni;
 	struct ipv4net subnet;
 	char key_hex[2 * CHAN_KEY_LEN + 1];
@@ -181,6 +186,14 @@ struct cjob {
 	bool exit_hold_logged;
 };
 
+/* The database's room on disk (ctld_room.c). */
+struct ctld_room {
+	int state_fd;                  /* the state folder */
+	uint64_t reserve;              /* the reserve's size: 16 MiB, less on small filesystems */
+	uint64_t spool_keep;           /* what the spool keeps free */
+	bool have_reserve;
+};
+
 struct ctld {
 	pthread_mutex_t mu;
 	pthread_cond_t changed;        /* any job changed state */
@@ -200,78 +213,98 @@ struct ctld {
 	struct cjob **jobs;            /* jobs not ended, and those ended in the last keep_ended s, by id */
 	int njobs;
 	size_t capjobs;
-	pthread_mutex_t spool_mu;      /* appends to the spool, one at a time (taken before g.mu) */
+	pthread_mutex_t spool_mu;      /* appends to the spool, one at a time (taken before ctl->mu) */
+	int spool_fd;                  /* the spool folder, locked (ctld_spool.c) */
+	struct ctld_room room;
 	bool db_full;                  /* the state folder is nearly full: new jobs are refused */
 	volatile int stop;
 };
 
-extern struct ctld g;
+int64_t ctld_mono_ms(void);
+int64_t ctld_wall_s(void);
 
-int64_t mono_ms(void);
-int64_t wall_s(void);
-
-int ctld_state_load(struct verr *err);
-struct cjob *job_new(void);
-void job_free(struct cjob *j);
+/* A controller with nothing in it yet; NULL: out of memory. */
+struct ctld *ctld_new(void);
+int ctld_state_load(struct ctld *ctl, struct verr *err);
+struct cjob *ctld_job_new(void);
+void ctld_job_free(struct cjob *j);
 /* A job as the store has it, for a look at an ended job that has left
- * memory (not added to g.jobs; job_free it).  NULL: out of memory. */
-struct cjob *job_from_row(struct job_row *r);
+ * memory (not added to ctl->jobs; ctld_job_free it).  NULL: out of memory. */
+struct cjob *ctld_job_from_row(struct ctld *ctl, struct job_row *r);
 /* Ended jobs whose keep_ended has passed leave memory (the store keeps
- * them).  Holds g.mu. */
-void ctld_forget_ended(void);
+ * them).  Holds ctl->mu. */
+void ctld_forget_ended(struct ctld *ctl);
 /* Fills the resolved request (defaults from the cluster file) from spec. */
-void job_resolve(struct cjob *j);
-int job_add(struct cjob *j);
+void ctld_job_resolve(struct ctld *ctl, struct cjob *j);
+int ctld_job_add(struct ctld *ctl, struct cjob *j);
 /* Marks a job as owing a job_stop on node n. */
-void job_owe_stop(struct cjob *j, int n);
-bool job_owes_stop(const struct cjob *j, int n);
-struct cjob *job_find(int64_t id);
-struct cnode *node_find(const char *name);
-int node_index(const struct cnode *n);
-bool job_active(const struct cjob *j);
+void ctld_job_owe_stop(struct cjob *j, int n);
+bool ctld_job_owes_stop(const struct cjob *j, int n);
+struct cjob *ctld_job_find(struct ctld *ctl, int64_t id);
+struct cnode *ctld_node_find(struct ctld *ctl, const char *name);
+int ctld_node_index(struct ctld *ctl, const struct cnode *n);
+bool ctld_job_active(const struct cjob *j);
 /* Whether uid may see / act on the job. */
-bool job_visible(const struct cjob *j, uid_t uid);
+bool ctld_job_visible(const struct cjob *j, uid_t uid);
 /* Per-node job id (vhpcd.h): <job base36>x<node base36>. */
-void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len);
+void ctld_job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len);
 /* Whether any guest of j's allocation is on node index `node`. */
-bool job_uses(const struct cjob *j, int node);
+bool ctld_job_uses(const struct cjob *j, int node);
 /* Node index of guest 0 (the launcher). */
-int job_launcher(const struct cjob *j);
+int ctld_job_launcher(const struct cjob *j);
 /* Commits j's state, times, reason, allocation and cleanup set, then wakes
- * waiters.  Callers hold g.mu. */
-int job_commit(struct cjob *j, bool with_alloc, struct verr *err);
+ * waiters.  Callers hold ctl->mu. */
+int ctld_job_commit(struct ctld *ctl, struct cjob *j, bool with_alloc, struct verr *err);
 /* Ends an active job: final state, reason, cleanup on every up node of its
- * allocation; commits; starts the stop thread.  Holds g.mu. */
-void job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+ * allocation; commits; starts the stop thread.  Holds ctl->mu. */
+void ctld_job_end(struct ctld *ctl, struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* Back to the queue after a failed start (or fails it after
- * CTLD_MAX_ATTEMPTS); commits and starts the stop thread.  Holds g.mu. */
-void job_requeue(struct cjob *j, const char *why);
-int node_commit(struct cnode *n, struct verr *err);
-/* Marks a node down and ends its jobs with NODE_FAIL.  Holds g.mu. */
-void node_down(struct cnode *n, const char *why);
+ * CTLD_MAX_ATTEMPTS); commits and starts the stop thread.  Holds ctl->mu. */
+void ctld_job_requeue(struct ctld *ctl, struct cjob *j, const char *why);
+int ctld_node_commit(struct ctld *ctl, struct cnode *n, struct verr *err);
+/* Marks a node down and ends its jobs with NODE_FAIL.  Holds ctl->mu. */
+void ctld_node_down(struct ctld *ctl, struct cnode *n, const char *why);
 /* The node's jobs as it reported them vs ours: jobs it must stop (ids into
- * stop, *nstop), and jobs of ours that it failed or lost.  Holds g.mu. */
-void node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
+ * stop, *nstop), and jobs of ours that it failed or lost.  Holds ctl->mu. */
+void ctld_node_reconcile(struct ctld *ctl, struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
 		    int64_t *stop, int *nstop);
-/* JSON views for replies.  Hold g.mu. */
-struct json_object *job_json(const struct cjob *j);
-struct json_object *node_json(const struct cnode *n);
+/* JSON views for replies.  Hold ctl->mu. */
+struct json_object *ctld_job_json(struct ctld *ctl, const struct cjob *j);
+struct json_object *ctld_node_json(struct ctld *ctl, const struct cnode *n);
 /* Usage per node from jobs that hold resources (active, or still owed a
  * job_stop there). */
-void nodes_usage(struct sched_node *sn);
+void ctld_nodes_usage(struct ctld *ctl, struct sched_node *sn);
+
+/* ------------------------------------------------------- command line */
+
+/* What the command line says that struct ctld does not keep (NULL: not
+ * given). */
+struct ctld_opts {
+	const char *listen, *cluster, *log, *spool;
+};
+/* ctld_opts_parse: go on (anything else is the status to exit with). */
+#define CTLD_OPTS_RUN (-1)
+/* Sets ctl's settings (state folder, heartbeats, scheduling depth, RPC
+ * timeout) and o from the defaults and argv.  --help, --version and
+ * mistakes are printed here. */
+int ctld_opts_parse(struct ctld *ctl, struct ctld_opts *o, int argc, char **argv);
 
 /* ------------------------------------------------------------- threads */
 
-void ctld_kick(void);                      /* holds g.mu */
+/* Wakes the scheduler thread.  Holds ctl->mu. */
+void ctld_kick(struct ctld *ctl);
 /* The prefix of a job's subnet: the cluster's, or shorter for big jobs. */
-int job_prefix_for(int nguests);
+int ctld_sched_job_prefix(struct ctld *ctl, int nguests);
 void *ctld_sched_thread(void *arg);
-/* Worker threads; they take g.mu themselves.  Callers hold g.mu and set
+/* Worker threads; they take ctl->mu themselves.  Callers hold ctl->mu and set
  * the job's worker/stopping flag through these. */
-void rpc_start_job(struct cjob *j);        /* prepare on all nodes, then launch */
-void rpc_relaunch_job(struct cjob *j);     /* RUNNING after a restart: launch again (idempotent) */
-void rpc_stop_job(struct cjob *j);         /* job_stop to every node in j->cleanup */
+/* Prepare on all nodes, then launch. */
+void ctld_rpc_start_job(struct ctld *ctl, struct cjob *j);
+/* RUNNING after a restart: launch again (idempotent). */
+void ctld_rpc_relaunch_job(struct ctld *ctl, struct cjob *j);
+/* job_stop to every node in j->cleanup. */
+void ctld_rpc_stop_job(struct ctld *ctl, struct cjob *j);
 
 /* ------------------------------------------------------------ requests */
 
@@ -283,52 +316,51 @@ struct json_object *ctld_error(const char *code, const char *fmt, ...) __attribu
 
 /* The image store's requests (ctld_image.c): image_have, image_put,
  * image_tag, image_get, image_rm from root, image_list from anyone.  Called
- * without g.mu: they take it only to read jobs and nodes. */
-struct json_object *ctld_image_handle(const struct cmsg *m, const struct wire_peer *peer);
+ * without ctl->mu: they take it only to read jobs and nodes. */
+struct json_object *ctld_image_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);
 /* At submit: the job's image name to the id it names now, into the spec
  * (image_id); an id the submitter gave must be an image of the store's
  * (pushed and tagged, not removed), and the name of it goes into the spec
- * too.  Holds g.mu. */
-int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, struct verr *err);
+ * too.  Holds ctl->mu. */
+int ctld_image_resolve(struct ctld *ctl, struct json_object *spec, const struct job_spec *js, struct verr *err);
 /* Removes the store's objects that neither a name nor an active job needs
- * (after image_rm, once the jobs that held the image end).  Takes g.mu. */
-void ctld_image_gc(void);
-/* A node's cache as its register or heartbeat reports it.  Holds g.mu. */
-void node_cache_update(struct cnode *n, const struct cmsg *m);
+ * (after image_rm, once the jobs that held the image end).  Takes ctl->mu. */
+void ctld_image_gc(struct ctld *ctl);
+/* A node's cache as its register or heartbeat reports it.  Holds ctl->mu. */
+void ctld_image_cache_update(struct cnode *n, const struct cmsg *m);
 
 /* Handles one validated message from peer; the reply (never NULL). */
-struct json_object *ctld_handle(const struct cmsg *m, const struct wire_peer *peer);
+struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);
 
 /* ---------------------------------------------------------- disk room */
 
-/* The spool (ctld_spool.c), g.spool_dir: created, locked against a second
+/* The spool (ctld_spool.c), ctl->spool_dir: created, locked against a second
  * controller; output files of an older layout (<state>/spool) moved in. */
-int spool_open(struct verr *err);
-dev_t spool_dev(void);
-void spool_path(int64_t id, char *buf, size_t len);
+int ctld_spool_open(struct ctld *ctl, struct verr *err);
+dev_t ctld_spool_dev(struct ctld *ctl);
 /* 0 when the spool takes new jobs, else -1 and why (naming the folder). */
-int spool_room(char *why, size_t len);
+int ctld_spool_room(struct ctld *ctl, char *why, size_t len);
 /* Removes a file a new job's id finds (left by an earlier database). */
-void spool_forget(int64_t id);
+void ctld_spool_forget(struct ctld *ctl, int64_t id);
 /* Appends len bytes at size (the file's length) within the job's limit
  * and the spool's room; what does not fit is cut (*cut, and the file ends
- * with a line saying so).  The file's new length.  Under g.spool_mu. */
-int64_t spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut);
+ * with a line saying so).  The file's new length.  Under ctl->spool_mu. */
+int64_t ctld_spool_append(struct ctld *ctl, int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut);
 /* A job's spool file: its length and whether it was cut. */
-void spool_scan(int64_t id, int64_t *size, bool *cut);
-ssize_t spool_read(int64_t id, void *buf, size_t len, int64_t off);
+void ctld_spool_scan(struct ctld *ctl, int64_t id, int64_t *size, bool *cut);
+ssize_t ctld_spool_read(struct ctld *ctl, int64_t id, void *buf, size_t len, int64_t off);
 
-/* The database's room (ctld_room.c), after spool_open, before the store
+/* The database's room (ctld_room.c), after ctld_spool_open, before the store
  * opens. */
-int ctld_room_open(struct verr *err);
+int ctld_room_open(struct ctld *ctl, struct verr *err);
 /* What the spool keeps free: more when it shares the database's filesystem. */
-uint64_t ctld_room_spool_keep(void);
-/* Gives up or remakes the reserve as the free space says; sets g.db_full. */
-void ctld_room_check(void);
+uint64_t ctld_room_spool_keep(struct ctld *ctl);
+/* Gives up or remakes the reserve as the free space says; sets ctl->db_full. */
+void ctld_room_check(struct ctld *ctl);
 /* A commit met a full disk: gives up the reserve; false if it was gone. */
-bool ctld_room_release(void);
+bool ctld_room_release(struct ctld *ctl);
 /* 0 when new jobs can be taken (the database's folder and the spool have
- * room), else -1 and why.  Holds g.mu. */
-int ctld_room_for_jobs(char *why, size_t len);
+ * room), else -1 and why.  Holds ctl->mu. */
+int ctld_room_for_jobs(struct ctld *ctl, char *why, size_t len);
 
 #endif

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct json_object *do_have(const struct cmsg *m)
+static struct json_object *do_have(struct ctld *ctl, const struct cmsg *m)
 {
 	bool *missing = calloc((size_t)m->nobjects, sizeof(bool));
 	const char **names = calloc((size_t)m->nobjects, sizeof(char *));
@@ -37,7 +37,7 @@ static struct json_object *do_have(const struct cmsg *m)
 	}
 	for (int i = 0; i < m->nobjects; i++)
 		names[i] = m->objects[i];
-	if (imgstore_missing(g.images, names, m->nobjects, missing, &e) < 0) {
+	if (imgstore_missing(ctl->images, names, m->nobjects, missing, &e) < 0) {
 		free(missing);
 		free(names);
 		return ctld_error("internal", "%s", e.msg);
@@ -52,7 +52,7 @@ static struct json_object *do_have(const struct cmsg *m)
 	return r;
 }
 
-static struct json_object *do_put(const struct cmsg *m)
+static struct json_object *do_put(struct ctld *ctl, const struct cmsg *m)
 {
 	struct json_object *r = ctld_reply("image_stored"), *a = json_object_new_array();
 
@@ -63,7 +63,7 @@ static struct json_object *do_put(const struct cmsg *m)
 		uint64_t next;
 		struct verr e;
 
-		if (imgstore_put(g.images, c->object, c->size, c->offset, c->data, c->len, &next, &e) < 0) {
+		if (imgstore_put(ctl->images, c->object, c->size, c->offset, c->data, c->len, &next, &e) < 0) {
 			json_object_put(r);
 			log_warn("image_put: %s", e.msg);
 			return ctld_error("invalid", "%s", e.msg);
@@ -95,13 +95,13 @@ static struct json_object *ref_json(const struct imgstore_ref *ref)
 	return o;
 }
 
-static struct json_object *do_tag(const struct cmsg *m, uid_t uid)
+static struct json_object *do_tag(struct ctld *ctl, const struct cmsg *m, uid_t uid)
 {
 	struct imgstore_ref ref;
 	struct json_object *r;
 	struct verr e;
 
-	if (imgstore_tag(g.images, m->name, m->image_id, uid, wall_s(), &ref, &e) < 0)
+	if (imgstore_tag(ctl->images, m->name, m->image_id, uid, ctld_wall_s(), &ref, &e) < 0)
 		return ctld_error("invalid", "%s", e.msg);
 	log_info("image %s is now %.12s (%s, %ld files), pushed by uid %u", ref.name, ref.id, ref.format,
 		 ref.files, (unsigned)uid);
@@ -112,7 +112,7 @@ static struct json_object *do_tag(const struct cmsg *m, uid_t uid)
 
 /* The bytes of objects[0] from offset on, then of the next ones, up to
  * one message's worth, as the reply's data. */
-static struct json_object *do_get(const struct cmsg *m)
+static struct json_object *do_get(struct ctld *ctl, const struct cmsg *m)
 {
 	uint8_t *buf = malloc(IMGWIRE_CHUNK);
 	struct json_object *r, *parts;
@@ -123,7 +123,7 @@ static struct json_object *do_get(const struct cmsg *m)
 		return ctld_error("internal", "out of memory");
 	/* A node pulls an image's manifest: only one the store took as an
 	 * image, never a file that merely has the id's sha256. */
-	if (m->manifest && !imgstore_is_image(g.images, m->objects[0])) {
+	if (m->manifest && !imgstore_is_image(ctl->images, m->objects[0])) {
 		free(buf);
 		return ctld_error("not_found", "image %s is not an image of the cluster's store (no manifest pushed and tagged has that id); refused",
 				  m->objects[0]);
@@ -136,7 +136,7 @@ static struct json_object *do_get(const struct cmsg *m)
 		uint64_t size;
 		struct verr e;
 
-		if (imgstore_read(g.images, m->objects[i], off, buf + used, IMGWIRE_CHUNK - used, &len, &size, &e) < 0) {
+		if (imgstore_read(ctl->images, m->objects[i], off, buf + used, IMGWIRE_CHUNK - used, &len, &size, &e) < 0) {
 			free(buf);
 			json_object_put(r);
 			return ctld_error("not_found", "%s", e.msg);
@@ -166,40 +166,40 @@ static void free_ids(const char **v, int n)
 }
 
 /* Ids that jobs not yet ended hold; -1 when out of memory (an empty list
- * would let a collection take their images).  Takes g.mu. */
-static int held_ids(const char ***out)
+ * would let a collection take their images).  Takes ctl->mu. */
+static int held_ids(struct ctld *ctl, const char ***out)
 {
 	const char **v;
 	int n = 0;
 
-	pthread_mutex_lock(&g.mu);
-	v = calloc((size_t)g.njobs + 1, sizeof(*v));
-	for (int i = 0; v && i < g.njobs; i++)
-		if (!job_state_final(g.jobs[i]->state) && g.jobs[i]->image_id[0] &&
-		    !(v[n++] = strdup(g.jobs[i]->image_id))) {
+	pthread_mutex_lock(&ctl->mu);
+	v = calloc((size_t)ctl->njobs + 1, sizeof(*v));
+	for (int i = 0; v && i < ctl->njobs; i++)
+		if (!store_job_state_final(ctl->jobs[i]->state) && ctl->jobs[i]->image_id[0] &&
+		    !(v[n++] = strdup(ctl->jobs[i]->image_id))) {
 			free_ids(v, n);
 			v = NULL;
 		}
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&ctl->mu);
 	*out = v;
 	return v ? n : -1;
 }
 
-void ctld_image_gc(void)
+void ctld_image_gc(struct ctld *ctl)
 {
 	const char **held;
-	int nheld = held_ids(&held), still = 0;
+	int nheld = held_ids(ctl, &held), still = 0;
 	long removed;
 	uint64_t freed;
 	struct verr e;
 
-	if (nheld < 0 || imgstore_gc(g.images, held, nheld, &removed, &freed, &e) < 0) {
+	if (nheld < 0 || imgstore_gc(ctl->images, held, nheld, &removed, &freed, &e) < 0) {
 		log_warn("image store: collecting: %s; trying again later", nheld < 0 ? "out of memory" : e.msg);
 		if (nheld >= 0)
 			free_ids(held, nheld);
-		pthread_mutex_lock(&g.mu);
-		g.img_gc_pending = true;
-		pthread_mutex_unlock(&g.mu);
+		pthread_mutex_lock(&ctl->mu);
+		ctl->img_gc_pending = true;
+		pthread_mutex_unlock(&ctl->mu);
 		return;
 	}
 	if (removed) {
@@ -213,7 +213,7 @@ void ctld_image_gc(void)
 		struct imgstore_ref *refs;
 		size_t nrefs = 0;
 
-		if (imgstore_refs(g.images, &refs, &nrefs, &e) == 0) {
+		if (imgstore_refs(ctl->images, &refs, &nrefs, &e) == 0) {
 			for (int i = 0; i < nheld; i++) {
 				bool named = false;
 
@@ -224,29 +224,29 @@ void ctld_image_gc(void)
 			free(refs);
 		}
 	}
-	pthread_mutex_lock(&g.mu);
-	g.img_gc_pending = still > 0;
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_lock(&ctl->mu);
+	ctl->img_gc_pending = still > 0;
+	pthread_mutex_unlock(&ctl->mu);
 	free_ids(held, nheld);
 }
 
-static struct json_object *do_rm(const struct cmsg *m, uid_t uid)
+static struct json_object *do_rm(struct ctld *ctl, const struct cmsg *m, uid_t uid)
 {
 	char id[65];
 	struct json_object *r;
 	struct verr e;
 	int held = 0;
 
-	if (m->image_id[0] ? imgstore_retire(g.images, m->name, m->image_id, id, &e) < 0
-			   : imgstore_untag(g.images, m->name, id, &e) < 0)
+	if (m->image_id[0] ? imgstore_retire(ctl->images, m->name, m->image_id, id, &e) < 0
+			   : imgstore_untag(ctl->images, m->name, id, &e) < 0)
 		return ctld_error("not_found", "%s", e.msg);
-	pthread_mutex_lock(&g.mu);
-	for (int i = 0; i < g.njobs; i++)
-		held += !job_state_final(g.jobs[i]->state) && !strcmp(g.jobs[i]->image_id, id);
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_lock(&ctl->mu);
+	for (int i = 0; i < ctl->njobs; i++)
+		held += !store_job_state_final(ctl->jobs[i]->state) && !strcmp(ctl->jobs[i]->image_id, id);
+	pthread_mutex_unlock(&ctl->mu);
 	log_info("image %s%s (%.12s) removed by uid %u%s", m->name, m->image_id[0] ? ", an earlier version" : "", id,
 		 (unsigned)uid, held ? "; its content stays while jobs hold it" : "");
-	ctld_image_gc();
+	ctld_image_gc(ctl);
 	r = ctld_reply("image_removed");
 	json_object_object_add(r, "name", json_object_new_string(m->name));
 	json_object_object_add(r, "id", json_object_new_string(id));
@@ -254,7 +254,7 @@ static struct json_object *do_rm(const struct cmsg *m, uid_t uid)
 	return r;
 }
 
-static struct json_object *do_list(void)
+static struct json_object *do_list(struct ctld *ctl)
 {
 	struct json_object *r = ctld_reply("images"), *imgs = json_object_new_array(),
 		*held = json_object_new_array(), *nodes = json_object_new_array();
@@ -264,7 +264,7 @@ static struct json_object *do_list(void)
 	long objects;
 	struct verr e;
 
-	if (imgstore_refs(g.images, &refs, &nrefs, &e) < 0) {
+	if (imgstore_refs(ctl->images, &refs, &nrefs, &e) < 0) {
 		json_object_put(r);
 		json_object_put(imgs);
 		json_object_put(held);
@@ -273,14 +273,14 @@ static struct json_object *do_list(void)
 	}
 	for (size_t i = 0; i < nrefs; i++)
 		json_object_array_add(imgs, ref_json(&refs[i]));
-	imgstore_usage(g.images, &bytes, &objects);
-	pthread_mutex_lock(&g.mu);
+	imgstore_usage(ctl->images, &bytes, &objects);
+	pthread_mutex_lock(&ctl->mu);
 	/* Ids jobs hold that no name points at any more (removed, or pushed over). */
-	for (int i = 0; i < g.njobs; i++) {
-		const struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		const struct cjob *j = ctl->jobs[i];
 		bool named = false;
 
-		if (job_state_final(j->state) || !j->image_id[0])
+		if (store_job_state_final(j->state) || !j->image_id[0])
 			continue;
 		for (size_t k = 0; k < nrefs && !named; k++)
 			named = !strcmp(refs[k].id, j->image_id);
@@ -293,8 +293,8 @@ static struct json_object *do_list(void)
 			json_object_array_add(held, o);
 		}
 	}
-	for (int i = 0; i < g.nnodes; i++) {
-		const struct cnode *n = &g.nodes[i];
+	for (int i = 0; i < ctl->nnodes; i++) {
+		const struct cnode *n = &ctl->nodes[i];
 		struct json_object *o = json_object_new_object(), *c = json_object_new_array();
 
 		json_object_object_add(o, "node", json_object_new_string(n->name));
@@ -312,7 +312,7 @@ static struct json_object *do_list(void)
 		json_object_object_add(o, "images", c);
 		json_object_array_add(nodes, o);
 	}
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&ctl->mu);
 	free(refs);
 	json_object_object_add(r, "images", imgs);
 	json_object_object_add(r, "held", held);
@@ -322,15 +322,15 @@ static struct json_object *do_list(void)
 	return r;
 }
 
-struct json_object *ctld_image_handle(const struct cmsg *m, const struct wire_peer *peer)
+struct json_object *ctld_image_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer)
 {
 	switch (m->type) {
-	case CM_IMAGE_HAVE: return do_have(m);
-	case CM_IMAGE_PUT: return do_put(m);
-	case CM_IMAGE_TAG: return do_tag(m, peer->uid);
-	case CM_IMAGE_GET: return do_get(m);
-	case CM_IMAGE_LIST: return do_list();
-	case CM_IMAGE_RM: return do_rm(m, peer->uid);
+	case CM_IMAGE_HAVE: return do_have(ctl, m);
+	case CM_IMAGE_PUT: return do_put(ctl, m);
+	case CM_IMAGE_TAG: return do_tag(ctl, m, peer->uid);
+	case CM_IMAGE_GET: return do_get(ctl, m);
+	case CM_IMAGE_LIST: return do_list(ctl);
+	case CM_IMAGE_RM: return do_rm(ctl, m, peer->uid);
 	default: return ctld_error("invalid", "not an image message");
 	}
 }
@@ -344,9 +344,9 @@ static bool wants_kvm(const struct job_spec *js)
 	return d && !strcmp(d, "kvm");
 }
 
-int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, struct verr *err)
+int ctld_image_resolve(struct ctld *ctl, struct json_object *spec, const struct job_spec *js, struct verr *err)
 {
-	const char *name = js->image ? js->image : g.cl.default_image;
+	const char *name = js->image ? js->image : ctl->cl.default_image;
 	struct imgstore_ref ref;
 
 	if (js->image_id) {
@@ -354,7 +354,7 @@ int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, stru
 
 		/* An image root pushed, by its id: never any object of the
 		 * store, nor one removed since. */
-		if (imgstore_image(g.images, js->image_id, js->image, &im, err) < 0)
+		if (imgstore_image(ctl->images, js->image_id, js->image, &im, err) < 0)
 			return -1;
 		if (wants_kvm(js) && !im.kvm)
 			return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs)", im.name, js->image_id);
@@ -362,7 +362,7 @@ int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, stru
 			json_object_object_add(spec, "image", json_object_new_string(im.name));
 		return 0;
 	}
-	if (imgstore_lookup(g.images, name, &ref, err) < 0)
+	if (imgstore_lookup(ctl->images, name, &ref, err) < 0)
 		return -1;
 	if (wants_kvm(js) && !ref.kvm)
 		return verr_set(err, "image %s (%.12s) has no kvm parts (kernel, initramfs): build it with a kvm: section and push it again",
@@ -372,7 +372,7 @@ int ctld_image_resolve(struct json_object *spec, const struct job_spec *js, stru
 	return 0;
 }
 
-void node_cache_update(struct cnode *n, const struct cmsg *m)
+void ctld_image_cache_update(struct cnode *n, const struct cmsg *m)
 {
 	struct cmsg_cached *c;
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const nodejob_state_names[] = { "preparing", "ready", "running", "exited", "failed", NULL };
+const char *const ctld_nodejob_state_names[] = { "preparing", "ready", "running", "exited", "failed", NULL };
 
 static const struct {
 	const char *name;
@@ -38,7 +38,7 @@ static const struct {
 	{ "image_list", CM_IMAGE_LIST, false }, { "image_rm", CM_IMAGE_RM, true },
 };
 
-bool cmsg_node_only(enum cmsg_type t)
+bool ctld_msg_node_only(enum cmsg_type t)
 {
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (types[i].type == t)
@@ -46,7 +46,7 @@ bool cmsg_node_only(enum cmsg_type t)
 	return true;
 }
 
-void cmsg_free(struct cmsg *m)
+void ctld_msg_free(struct cmsg *m)
 {
 	if (m->have_spec)
 		job_spec_free(&m->spec);
@@ -148,9 +148,9 @@ static int parse_nodejobs(struct json_object *o, struct cmsg *m, struct verr *er
 		if (jf_only(e, "job entry", f, err) < 0 || jf_int(e, "job", true, 1, INT64_MAX / 2, &id, err) < 0 ||
 		    jf_str(e, "state", true, 16, &st, err) < 0 || jf_str(e, "error", false, 1024, &er, err) < 0)
 			return verr_wrap(err, "\"jobs\"[%d]", i);
-		for (k = 0; nodejob_state_names[k] && strcmp(nodejob_state_names[k], st); k++)
+		for (k = 0; ctld_nodejob_state_names[k] && strcmp(ctld_nodejob_state_names[k], st); k++)
 			;
-		if (!nodejob_state_names[k])
+		if (!ctld_nodejob_state_names[k])
 			return verr_set(err, "\"jobs\"[%d]: state '%.16s' is not preparing, ready, running, exited or failed", i, st);
 		m->jobs[i].job = id;
 		m->jobs[i].state = (enum nodejob_state)k;
@@ -374,7 +374,7 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 	return verr_set(err, "internal: no parser for message type %d", m->type);
 }
 
-int cmsg_parse(struct json_object *msg, struct cmsg *m, struct verr *err)
+int ctld_msg_parse(struct json_object *msg, struct cmsg *m, struct verr *err)
 {
 	const char *t = wire_type(msg);
 
@@ -387,7 +387,7 @@ int cmsg_parse(struct json_object *msg, struct cmsg *m, struct verr *err)
 	if (parse_body(msg, m, err) < 0) {
 		if (!strstr(err->msg, t))
 			verr_wrap(err, "%s", t);
-		cmsg_free(m);
+		ctld_msg_free(m);
 		return -1;
 	}
 	return 0;

@@ -1,6 +1,6 @@
 /*
  * vhpc-ctld's calls to node agents, each in a thread of its own without
- * g.mu: starting a job (job_prepare on every node, all or nothing, then
+ * ctl->mu: starting a job (job_prepare on every node, all or nothing, then
  * job_launch on the node of guest 0) and stopping it (job_stop).  Every
  * call is idempotent on the vhpcd side, so a restarted ctld simply makes
  * them again.
@@ -93,20 +93,28 @@ static void free_calls(struct call *c, int n)
 	free(c);
 }
 
-static void spawn_thread(void *(*fn)(void *), struct cjob *j)
+/* What a worker thread is given: its job by id, since the job may leave
+ * memory while the thread works without ctl->mu. */
+struct work {
+	struct ctld *ctl;
+	int64_t id;
+};
+
+static void spawn_thread(struct ctld *ctl, void *(*fn)(void *), struct cjob *j)
 {
 	pthread_t th;
 	pthread_attr_t a;
-	int64_t *id = malloc(sizeof(*id));
+	struct work *w = malloc(sizeof(*w));
 
-	if (!id) {
+	if (!w) {
 		log_err("out of memory");
 		_exit(1);
 	}
-	*id = j->id;
+	w->ctl = ctl;
+	w->id = j->id;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&th, &a, fn, id) != 0) {
+	if (pthread_create(&th, &a, fn, w) != 0) {
 		log_err("cannot start a thread for job %lld", (long long)j->id);
 		_exit(1);
 	}
@@ -141,16 +149,44 @@ static bool job_vmshm(const struct cjob *j)
 	return false;
 }
 
-static struct json_object *prepare_msg(const struct cjob *j, int node, const int *nodes, int nn)
+static struct json_object *binds_json(const struct cjob *j)
+{
+	struct json_object *b = json_object_new_array();
+
+	for (int i = 0; i < j->paths.binds.n; i++) {
+		struct json_object *e = json_object_new_object();
+
+		json_object_object_add(e, "src", json_object_new_string(j->paths.binds.v[i].src));
+		json_object_object_add(e, "dst", json_object_new_string(j->paths.binds.v[i].dst));
+		json_object_object_add(e, "ro", json_object_new_boolean(j->paths.binds.v[i].ro));
+		json_object_array_add(b, e);
+	}
+	return b;
+}
+
+/* The cluster's WireGuard underlay, for nodes to encrypt the job's VXLAN. */
+static struct json_object *wg_json(struct ctld *ctl)
+{
+	struct json_object *w = json_object_new_object();
+	char a[20], sub[32];
+
+	snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(ctl->cl.wg.pool.addr, a, sizeof(a)), ctl->cl.wg.pool.prefix);
+	json_object_object_add(w, "key", json_object_new_string(ctl->cl.wg.key));
+	json_object_object_add(w, "pool", json_object_new_string(sub));
+	json_object_object_add(w, "port", json_object_new_int64(ctl->cl.wg.port));
+	return w;
+}
+
+static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, int node, const int *nodes, int nn)
 {
 	struct json_object *o = json_object_new_object(), *guests = json_object_new_array(),
 		*ranks = json_object_new_array(), *peers = json_object_new_array(),
 		*where = json_object_new_array();
-	const struct cnode *n = &g.nodes[node];
+	const struct cnode *n = &ctl->nodes[node];
 	char local[32], a[20], sub[32];
 	int *rpg = calloc(j->nguests, sizeof(int));
 
-	job_local_id(j, n, local, sizeof(local));
+	ctld_job_local_id(j, n, local, sizeof(local));
 	if (rpg)
 		launch_split_ranks(j->ranks, j->nguests, rpg);
 	json_object_object_add(o, "type", json_object_new_string("job_prepare"));
@@ -161,12 +197,12 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 	json_object_object_add(o, "vni", json_object_new_int64(j->vni));
 	snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(j->subnet.addr, a, sizeof(a)), j->subnet.prefix);
 	json_object_object_add(o, "subnet", json_object_new_string(sub));
-	json_object_object_add(o, "guest_port", json_object_new_int64(g.cl.guest_port));
+	json_object_object_add(o, "guest_port", json_object_new_int64(ctl->cl.guest_port));
 	json_object_object_add(o, "image", json_object_new_string(j->image));
 	json_object_object_add(o, "image_id", json_object_new_string(j->image_id));
 	json_object_object_add(o, "tuning", json_object_new_string(j->tuning));
 	json_object_object_add(o, "driver", json_object_new_string(
-		vhpc_driver_name(j->spec.driver >= 0 ? j->spec.driver : g.cl.default_driver)));
+		vhpc_driver_name(j->spec.driver >= 0 ? j->spec.driver : ctl->cl.default_driver)));
 	json_object_object_add(o, "vcpus", json_object_new_int(j->vcpus));
 	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
 	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->spec.oversubscribe));
@@ -175,48 +211,30 @@ static struct json_object *prepare_msg(const struct cjob *j, int node, const int
 		json_object_object_add(o, "scratch", json_object_new_int64((int64_t)j->spec.scratch));
 	json_object_object_add(o, "key", json_object_new_string(j->key_hex));
 	json_object_object_add(o, "timeout", json_object_new_int64(j->limit));
-	if (j->paths.binds.n) {
-		struct json_object *b = json_object_new_array();
-
-		for (int i = 0; i < j->paths.binds.n; i++) {
-			struct json_object *e = json_object_new_object();
-
-			json_object_object_add(e, "src", json_object_new_string(j->paths.binds.v[i].src));
-			json_object_object_add(e, "dst", json_object_new_string(j->paths.binds.v[i].dst));
-			json_object_object_add(e, "ro", json_object_new_boolean(j->paths.binds.v[i].ro));
-			json_object_array_add(b, e);
-		}
-		json_object_object_add(o, "binds", b);
-	}
+	if (j->paths.binds.n)
+		json_object_object_add(o, "binds", binds_json(j));
 	for (int i = 0; i < j->nalloc; i++) {
 		if (j->alloc[i].node == node)
 			json_object_array_add(guests, json_object_new_int(i));
 		json_object_array_add(ranks, json_object_new_int(rpg ? rpg[i] : 1));
 		json_object_array_add(where, json_object_new_string(
-			ipv4_format(g.nodes[j->alloc[i].node].underlay, a, sizeof(a))));
+			ipv4_format(ctl->nodes[j->alloc[i].node].underlay, a, sizeof(a))));
 	}
 	for (int k = 0; k < nn; k++)
 		if (nodes[k] != node)
 			json_object_array_add(peers, json_object_new_string(
-				ipv4_format(g.nodes[nodes[k]].underlay, a, sizeof(a))));
+				ipv4_format(ctl->nodes[nodes[k]].underlay, a, sizeof(a))));
 	json_object_object_add(o, "guests", guests);
 	json_object_object_add(o, "ranks", ranks);
 	json_object_object_add(o, "peers", peers);
 	json_object_object_add(o, "guest_nodes", where);
-	if (g.cl.wg.key) {
-		struct json_object *w = json_object_new_object();
-
-		snprintf(sub, sizeof(sub), "%s/%d", ipv4_format(g.cl.wg.pool.addr, a, sizeof(a)), g.cl.wg.pool.prefix);
-		json_object_object_add(w, "key", json_object_new_string(g.cl.wg.key));
-		json_object_object_add(w, "pool", json_object_new_string(sub));
-		json_object_object_add(w, "port", json_object_new_int64(g.cl.wg.port));
-		json_object_object_add(o, "underlay_encryption", w);
-	}
+	if (ctl->cl.wg.key)
+		json_object_object_add(o, "underlay_encryption", wg_json(ctl));
 	free(rpg);
 	return o;
 }
 
-static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
+static struct json_object *launch_msg(struct ctld *ctl, const struct cjob *j, struct verr *err)
 {
 	struct launch_plan lp = { 0 };
 	struct launch_guest *lg = calloc(j->nguests, sizeof(*lg));
@@ -260,7 +278,7 @@ static struct json_object *launch_msg(const struct cjob *j, struct verr *err)
 		json_object_array_add(ev, json_object_new_string(env[i]));
 	argv_free(av);
 	json_object_object_add(o, "type", json_object_new_string("job_launch"));
-	json_object_object_add(o, "node", json_object_new_string(g.nodes[job_launcher(j)].name));
+	json_object_object_add(o, "node", json_object_new_string(ctl->nodes[ctld_job_launcher(j)].name));
 	json_object_object_add(o, "job", json_object_new_int64(j->id));
 	json_object_object_add(o, "argv", argv);
 	json_object_object_add(o, "env", ev);
@@ -272,76 +290,119 @@ out:
 }
 
 /* job_launch to the node of guest 0; ends the job when that fails. */
-static void launch(int64_t id)
+static void launch(struct ctld *ctl, int64_t id)
 {
 	struct call c = { 0 };
 	struct cjob *j;
 	struct verr e;
 
-	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
-	if (!j || j->state != JOB_RUNNING || job_launcher(j) < 0) {
-		pthread_mutex_unlock(&g.mu);
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	if (!j || j->state != JOB_RUNNING || ctld_job_launcher(j) < 0) {
+		pthread_mutex_unlock(&ctl->mu);
 		return;
 	}
-	snprintf(c.node, sizeof(c.node), "%s", g.nodes[job_launcher(j)].name);
-	snprintf(c.addr, sizeof(c.addr), "%s", g.nodes[job_launcher(j)].addr);
-	c.req = launch_msg(j, &e);
+	snprintf(c.node, sizeof(c.node), "%s", ctl->nodes[ctld_job_launcher(j)].name);
+	snprintf(c.addr, sizeof(c.addr), "%s", ctl->nodes[ctld_job_launcher(j)].addr);
+	c.req = launch_msg(ctl, j, &e);
 	if (!c.req) {
-		job_end(j, JOB_FAILED, 125, "cannot make its launch: %s", e.msg);
-		pthread_mutex_unlock(&g.mu);
+		ctld_job_end(ctl, j, JOB_FAILED, 125, "cannot make its launch: %s", e.msg);
+		pthread_mutex_unlock(&ctl->mu);
 		return;
 	}
-	pthread_mutex_unlock(&g.mu);
-	call_one(&c, g.rpc_timeout_ms);
-	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
+	pthread_mutex_unlock(&ctl->mu);
+	call_one(&c, ctl->rpc_timeout_ms);
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
 	if (c.rc < 0 && j && j->state == JOB_RUNNING)
-		job_end(j, JOB_FAILED, 125, "launch on node %s failed: %s", c.node, c.err.msg);
+		ctld_job_end(ctl, j, JOB_FAILED, 125, "launch on node %s failed: %s", c.node, c.err.msg);
 	else if (c.rc == 0)
 		log_info("job %lld: launched on %s", (long long)id, c.node);
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&ctl->mu);
 	json_object_put(c.req);
 	json_object_put(c.reply);
 }
 
-static void *start_thread(void *arg)
+/* Whether a job can be prepared on its nodes: still starting, its paths
+ * planned, its image resolved; if not, it is ended.  Holds ctl->mu. */
+static bool startable(struct ctld *ctl, struct cjob *j)
 {
-	int64_t id = *(int64_t *)arg;
-	struct call *c = NULL;
-	struct cjob *j;
-	int *nodes = NULL, nn = 0, bad = -1;
-	uint64_t t0 = now_ns();
+	struct imgstore_ref ref;
+	struct verr e;
 
-	free(arg);
-	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
 	if (!j || j->state != JOB_STARTING) {
 		if (j)
 			j->worker = false;
-		pthread_mutex_unlock(&g.mu);
-		return NULL;
+		return false;
 	}
 	if (j->paths_err[0]) {
 		/* The cluster file changed under a queued job: it says why. */
 		j->worker = false;
-		job_end(j, JOB_FAILED, 125, "%s", j->paths_err);
-		pthread_mutex_unlock(&g.mu);
-		return NULL;
+		ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", j->paths_err);
+		return false;
 	}
-	if (!j->image_id[0]) {
-		/* Queued by a controller that did not resolve images at submit. */
-		struct imgstore_ref ref;
-		struct verr e;
+	if (j->image_id[0])
+		return true;
+	/* Queued by a controller that did not resolve images at submit. */
+	if (imgstore_lookup(ctl->images, j->image, &ref, &e) < 0) {
+		j->worker = false;
+		ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", e.msg);
+		return false;
+	}
+	snprintf(j->image_id, sizeof(j->image_id), "%s", ref.id);
+	log_info("job %lld: image %s resolved at its start, to %.12s", (long long)j->id, j->image, ref.id);
+	return true;
+}
 
-		if (imgstore_lookup(g.images, j->image, &ref, &e) < 0) {
-			j->worker = false;
-			job_end(j, JOB_FAILED, 125, "%s", e.msg);
-			pthread_mutex_unlock(&g.mu);
-			return NULL;
-		}
-		snprintf(j->image_id, sizeof(j->image_id), "%s", ref.id);
-		log_info("job %lld: image %s resolved at its start, to %.12s", (long long)j->id, j->image, ref.id);
+/* After every node of the job answered its job_prepare (c, nn of them):
+ * RUNNING, and true to launch it; or back to the queue.  Holds ctl->mu. */
+static bool prepared(struct ctld *ctl, struct cjob *j, const struct call *c, int nn, uint64_t t0)
+{
+	struct verr e;
+	int bad = -1;
+
+	j->worker = false;
+	for (int k = 0; k < nn && bad < 0; k++)
+		if (c[k].rc < 0)
+			bad = k;
+	if (j->state != JOB_STARTING) {
+		/* cancelled or failed meanwhile: whoever did that stops it */
+		return false;
+	}
+	if (bad >= 0) {
+		char why[700];
+
+		snprintf(why, sizeof(why), "node %s: %s", c[bad].node, c[bad].err.msg);
+		log_warn("job %lld: start failed: %s", (long long)j->id, why);
+		ctld_job_requeue(ctl, j, why);
+		return false;
+	}
+	j->state = JOB_RUNNING;
+	j->started = ctld_wall_s();
+	j->reason[0] = 0;
+	ctld_job_commit(ctl, j, false, &e);
+	log_info("job %lld: %d guest%s on %d node%s ready in %.0f ms", (long long)j->id, j->nguests,
+		 j->nguests == 1 ? "" : "s", nn, nn == 1 ? "" : "s", (now_ns() - t0) / 1e6);
+	return true;
+}
+
+static void *start_thread(void *arg)
+{
+	struct work w = *(struct work *)arg;
+	struct ctld *ctl = w.ctl;
+	int64_t id = w.id;
+	struct call *c;
+	struct cjob *j;
+	int *nodes, nn;
+	uint64_t t0 = now_ns();
+	bool go;
+
+	free(arg);
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	if (!startable(ctl, j)) {
+		pthread_mutex_unlock(&ctl->mu);
+		return NULL;
 	}
 	nodes = calloc(j->nalloc, sizeof(int));
 	c = calloc(j->nalloc, sizeof(*c));
@@ -351,100 +412,79 @@ static void *start_thread(void *arg)
 	}
 	nn = job_nodes(j, nodes);
 	for (int k = 0; k < nn; k++) {
-		snprintf(c[k].node, sizeof(c[k].node), "%s", g.nodes[nodes[k]].name);
-		snprintf(c[k].addr, sizeof(c[k].addr), "%s", g.nodes[nodes[k]].addr);
-		c[k].req = prepare_msg(j, nodes[k], nodes, nn);
+		snprintf(c[k].node, sizeof(c[k].node), "%s", ctl->nodes[nodes[k]].name);
+		snprintf(c[k].addr, sizeof(c[k].addr), "%s", ctl->nodes[nodes[k]].addr);
+		c[k].req = prepare_msg(ctl, j, nodes[k], nodes, nn);
 	}
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&ctl->mu);
 
-	fan_out(c, nn, g.rpc_timeout_ms);
+	fan_out(c, nn, ctl->rpc_timeout_ms);
 
-	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
-	j->worker = false;
-	for (int k = 0; k < nn && bad < 0; k++)
-		if (c[k].rc < 0)
-			bad = k;
-	if (j->state != JOB_STARTING) {
-		/* cancelled or failed meanwhile: whoever did that stops it */
-	} else if (bad >= 0) {
-		char why[700];
-
-		snprintf(why, sizeof(why), "node %s: %s", c[bad].node, c[bad].err.msg);
-		log_warn("job %lld: start failed: %s", (long long)id, why);
-		job_requeue(j, why);
-	} else {
-		struct verr e;
-
-		j->state = JOB_RUNNING;
-		j->started = wall_s();
-		j->reason[0] = 0;
-		job_commit(j, false, &e);
-		log_info("job %lld: %d guest%s on %d node%s ready in %.0f ms", (long long)id, j->nguests,
-			 j->nguests == 1 ? "" : "s", nn, nn == 1 ? "" : "s", (now_ns() - t0) / 1e6);
-		pthread_mutex_unlock(&g.mu);
-		free_calls(c, nn);
-		free(nodes);
-		launch(id);
-		return NULL;
-	}
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_lock(&ctl->mu);
+	go = prepared(ctl, ctld_job_find(ctl, id), c, nn, t0);
+	pthread_mutex_unlock(&ctl->mu);
 	free_calls(c, nn);
 	free(nodes);
+	if (go)
+		launch(ctl, id);
 	return NULL;
 }
 
 static void *relaunch_thread(void *arg)
 {
-	int64_t id = *(int64_t *)arg;
+	struct work w = *(struct work *)arg;
+	struct ctld *ctl = w.ctl;
+	int64_t id = w.id;
 	struct cjob *j;
 
 	free(arg);
-	launch(id);
-	pthread_mutex_lock(&g.mu);
-	if ((j = job_find(id)))
+	launch(ctl, id);
+	pthread_mutex_lock(&ctl->mu);
+	if ((j = ctld_job_find(ctl, id)))
 		j->worker = false;
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&ctl->mu);
 	return NULL;
 }
 
 static void *stop_thread(void *arg)
 {
-	int64_t id = *(int64_t *)arg;
+	struct work w = *(struct work *)arg;
+	struct ctld *ctl = w.ctl;
+	int64_t id = w.id;
 	struct call *c;
 	struct cjob *j;
 	int n = 0, *idx;
 
 	free(arg);
-	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
-	c = calloc(g.nnodes ? g.nnodes : 1, sizeof(*c));
-	idx = calloc(g.nnodes ? g.nnodes : 1, sizeof(int));
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	c = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(*c));
+	idx = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(int));
 	if (!c || !idx) {
 		log_err("out of memory");
 		_exit(1);
 	}
-	for (int i = 0; i < g.nnodes; i++) {
-		if (!job_owes_stop(j, i))
+	for (int i = 0; i < ctl->nnodes; i++) {
+		if (!ctld_job_owes_stop(j, i))
 			continue;
-		snprintf(c[n].node, sizeof(c[n].node), "%s", g.nodes[i].name);
-		snprintf(c[n].addr, sizeof(c[n].addr), "%s", g.nodes[i].addr);
+		snprintf(c[n].node, sizeof(c[n].node), "%s", ctl->nodes[i].name);
+		snprintf(c[n].addr, sizeof(c[n].addr), "%s", ctl->nodes[i].addr);
 		c[n].req = json_object_new_object();
 		json_object_object_add(c[n].req, "type", json_object_new_string("job_stop"));
-		json_object_object_add(c[n].req, "node", json_object_new_string(g.nodes[i].name));
+		json_object_object_add(c[n].req, "node", json_object_new_string(ctl->nodes[i].name));
 		json_object_object_add(c[n].req, "job", json_object_new_int64(id));
 		json_object_object_add(c[n].req, "reason", json_object_new_string(
-			job_state_final(j->state) ? job_state_names[j->state] : "requeued"));
+			store_job_state_final(j->state) ? store_job_state_names[j->state] : "requeued"));
 		idx[n++] = i;
 	}
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&ctl->mu);
 
-	fan_out(c, n, g.rpc_timeout_ms);
+	fan_out(c, n, ctl->rpc_timeout_ms);
 
-	pthread_mutex_lock(&g.mu);
-	j = job_find(id);
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
 	for (int k = 0; k < n; k++) {
-		if (c[k].rc == 0 && job_owes_stop(j, idx[k])) {
+		if (c[k].rc == 0 && ctld_job_owes_stop(j, idx[k])) {
 			j->cleanup[idx[k]] = false;
 			j->ncleanup--;
 		} else if (c[k].rc < 0) {
@@ -454,40 +494,40 @@ static void *stop_thread(void *arg)
 	if (n) {
 		struct verr e;
 
-		job_commit(j, false, &e);
+		ctld_job_commit(ctl, j, false, &e);
 	}
 	j->stopping = false;
 	if (j->ncleanup)
-		j->stop_retry_ms = mono_ms() + 3000;
+		j->stop_retry_ms = ctld_mono_ms() + 3000;
 	else
 		log_debug("job %lld: every node has torn it down", (long long)id);
-	ctld_kick();
-	pthread_mutex_unlock(&g.mu);
+	ctld_kick(ctl);
+	pthread_mutex_unlock(&ctl->mu);
 	free_calls(c, n);
 	free(idx);
 	return NULL;
 }
 
-void rpc_start_job(struct cjob *j)
+void ctld_rpc_start_job(struct ctld *ctl, struct cjob *j)
 {
 	if (j->worker)
 		return;
 	j->worker = true;
-	spawn_thread(start_thread, j);
+	spawn_thread(ctl, start_thread, j);
 }
 
-void rpc_relaunch_job(struct cjob *j)
+void ctld_rpc_relaunch_job(struct ctld *ctl, struct cjob *j)
 {
 	if (j->worker)
 		return;
 	j->worker = true;
-	spawn_thread(relaunch_thread, j);
+	spawn_thread(ctl, relaunch_thread, j);
 }
 
-void rpc_stop_job(struct cjob *j)
+void ctld_rpc_stop_job(struct ctld *ctl, struct cjob *j)
 {
 	if (j->stopping || !j->ncleanup)
 		return;
 	j->stopping = true;
-	spawn_thread(stop_thread, j);
+	spawn_thread(ctl, stop_thread, j);
 }

@@ -36,58 +36,57 @@
  * for 8290 ms (limit 8 x 1000 ms)" after an RCU stall).  A tick that comes
  * late credits each node with the time the controller was not running;
  * a node that really died in that time is found one limit later. */
-static void credit_own_stall(int64_t now)
+static void credit_own_stall(struct ctld *ctl, int64_t *last_tick, int64_t now)
 {
-	static int64_t last_tick;
-	int64_t late = last_tick ? now - last_tick - TICK_MS : 0;
+	int64_t late = *last_tick ? now - *last_tick - TICK_MS : 0;
 
-	last_tick = now;
+	*last_tick = now;
 	if (late < STALL_MIN_MS)
 		return;
-	for (int i = 0; i < g.nnodes; i++)
-		if (g.nodes[i].up)
-			g.nodes[i].last_seen_ms += late;
+	for (int i = 0; i < ctl->nnodes; i++)
+		if (ctl->nodes[i].up)
+			ctl->nodes[i].last_seen_ms += late;
 	log_warn("vhpc-ctld did not run for %lld ms (its machine stalled): the nodes' heartbeat limits are extended by as much",
 		 (long long)late);
 }
 
-static void check_heartbeats(void)
+static void check_heartbeats(struct ctld *ctl)
 {
-	int64_t now = mono_ms(), limit = (int64_t)g.hb_interval_ms * g.hb_misses;
+	int64_t now = ctld_mono_ms(), limit = (int64_t)ctl->hb_interval_ms * ctl->hb_misses;
 
-	for (int i = 0; i < g.nnodes; i++) {
-		struct cnode *n = &g.nodes[i];
+	for (int i = 0; i < ctl->nnodes; i++) {
+		struct cnode *n = &ctl->nodes[i];
 		char why[128];
 
 		if (!n->up || now - n->last_seen_ms <= limit)
 			continue;
 		snprintf(why, sizeof(why), "no heartbeat for %lld ms (limit %d x %d ms)",
-			 (long long)(now - n->last_seen_ms), g.hb_misses, g.hb_interval_ms);
-		node_down(n, why);
+			 (long long)(now - n->last_seen_ms), ctl->hb_misses, ctl->hb_interval_ms);
+		ctld_node_down(ctl, n, why);
 	}
 }
 
-static void check_limits(void)
+static void check_limits(struct ctld *ctl)
 {
-	int64_t now = wall_s();
+	int64_t now = ctld_wall_s();
 
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 
 		if (j->state == JOB_RUNNING && now >= j->started + j->limit + LIMIT_GRACE_S)
-			job_end(j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
+			ctld_job_end(ctl, j, JOB_TIMEOUT, 124, "ran out of its time limit (%lld s)", (long long)j->limit);
 	}
 }
 
-static void retry_stops(void)
+static void retry_stops(struct ctld *ctl)
 {
-	int64_t now = mono_ms();
+	int64_t now = ctld_mono_ms();
 
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 
 		if (j->ncleanup && !j->stopping && now >= j->stop_retry_ms)
-			rpc_stop_job(j);
+			ctld_rpc_stop_job(ctl, j);
 	}
 }
 
@@ -104,8 +103,8 @@ static void set_node(struct sched_node *sn, const struct cnode *n)
 /* Random, so that a job's VNI says nothing of another's and cannot be
  * guessed from its id (issue 31); unique among the jobs that hold one (a
  * job still being cleaned up included).  Recorded with the job at start
- * (job_commit), so a restarted controller keeps it. */
-static uint32_t pick_vni(const struct cjob *j)
+ * (ctld_job_commit), so a restarted controller keeps it. */
+static uint32_t pick_vni(struct ctld *ctl, const struct cjob *j)
 {
 	for (;;) {
 		uint8_t b[3];
@@ -116,9 +115,9 @@ static uint32_t pick_vni(const struct cjob *j)
 		v = (uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2];
 		if (v == 0)
 			continue;
-		for (int i = 0; i < g.njobs && !used; i++)
-			used = g.jobs[i] != j && g.jobs[i]->vni == v &&
-			       (job_active(g.jobs[i]) || g.jobs[i]->ncleanup);
+		for (int i = 0; i < ctl->njobs && !used; i++)
+			used = ctl->jobs[i] != j && ctl->jobs[i]->vni == v &&
+			       (ctld_job_active(ctl->jobs[i]) || ctl->jobs[i]->ncleanup);
 		if (!used)
 			return v;
 	}
@@ -127,26 +126,26 @@ static uint32_t pick_vni(const struct cjob *j)
 /* Each job's network is an L2 of its own (its VNI) in namespaces of its
  * own, so subnets of concurrent jobs may repeat; they are spread over the
  * pool only so that addresses in logs tell jobs apart. */
-int job_prefix_for(int nguests)
+int ctld_sched_job_prefix(struct ctld *ctl, int nguests)
 {
-	int prefix = (int)g.cl.job_prefix;
+	int prefix = (int)ctl->cl.job_prefix;
 
 	/* guests from .2 on, and the broadcast address */
-	while (prefix > g.cl.job_pool.prefix && (1ull << (32 - prefix)) < (uint64_t)nguests + 3)
+	while (prefix > ctl->cl.job_pool.prefix && (1ull << (32 - prefix)) < (uint64_t)nguests + 3)
 		prefix--;
 	return prefix;
 }
 
-static struct ipv4net pick_subnet(const struct cjob *j)
+static struct ipv4net pick_subnet(struct ctld *ctl, const struct cjob *j)
 {
-	int prefix = job_prefix_for(j->nguests);
-	uint64_t count = 1ull << (prefix - g.cl.job_pool.prefix);
+	int prefix = ctld_sched_job_prefix(ctl, j->nguests);
+	uint64_t count = 1ull << (prefix - ctl->cl.job_pool.prefix);
 	uint64_t k = (uint64_t)j->id % count;
 
-	return (struct ipv4net){ g.cl.job_pool.addr + (uint32_t)(k << (32 - prefix)), prefix };
+	return (struct ipv4net){ ctl->cl.job_pool.addr + (uint32_t)(k << (32 - prefix)), prefix };
 }
 
-static void start(struct cjob *j, const struct sched_alloc *a)
+static void start(struct ctld *ctl, struct cjob *j, const struct sched_alloc *a)
 {
 	uint8_t key[CHAN_KEY_LEN];
 	struct verr e;
@@ -159,157 +158,195 @@ static void start(struct cjob *j, const struct sched_alloc *a)
 	}
 	memcpy(j->alloc, a->g, sizeof(*j->alloc) * a->nguests);
 	j->nalloc = a->nguests;
-	j->vni = pick_vni(j);
-	j->subnet = pick_subnet(j);
+	j->vni = pick_vni(ctl, j);
+	j->subnet = pick_subnet(ctl, j);
 	random_bytes(key, sizeof(key));
 	hex_encode(key, sizeof(key), j->key_hex);
 	j->state = JOB_STARTING;
 	snprintf(j->reason, sizeof(j->reason), "starting");
-	job_commit(j, true, &e);
-	rpc_start_job(j);
+	ctld_job_commit(ctl, j, true, &e);
+	ctld_rpc_start_job(ctl, j);
 }
 
-static void schedule(void)
+/* What one scheduling pass weighs: the nodes, what holds them, and the
+ * queued jobs that may start. */
+struct pass {
+	struct sched_node *sn;
+	int up;                        /* nodes up */
+	struct sched_running *run;     /* jobs that hold resources */
+	int nrun;
+	struct sched_guest **owned;    /* run's parts of jobs being torn down */
+	int nowned;
+	struct sched_pending *q;       /* at most sched_depth queued jobs */
+	struct cjob **qj;              /* q's jobs */
+	int nq;
+};
+
+static int pass_alloc(struct ctld *ctl, struct pass *p)
 {
-	struct sched_node *sn = calloc(g.nnodes ? g.nnodes : 1, sizeof(*sn));
-	struct sched_running *run = NULL;
-	struct sched_pending *q = NULL;
-	struct cjob **qj = NULL;
-	struct sched_guest **owned = NULL;
-	int nrun = 0, nq = 0, up = 0, started, nowned = 0;
-	int64_t now = wall_s(), head = -1;
-	uint64_t t0 = now_ns();
+	memset(p, 0, sizeof(*p));
+	p->sn = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(*p->sn));
+	p->run = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*p->run));
+	p->owned = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*p->owned));
+	p->q = calloc(ctl->sched_depth, sizeof(*p->q));
+	p->qj = calloc(ctl->sched_depth, sizeof(*p->qj));
+	return p->sn && p->run && p->owned && p->q && p->qj ? 0 : -1;
+}
 
-	if (!sn)
-		goto out;
-	for (int i = 0; i < g.nnodes; i++) {
-		set_node(&sn[i], &g.nodes[i]);
-		up += sn[i].up;
+static void pass_free(struct pass *p)
+{
+	for (int i = 0; i < p->nowned; i++)
+		free(p->owned[i]);
+	free(p->owned);
+	for (int i = 0; p->q && i < p->nq; i++)
+		free(p->q[i].alloc.g);
+	free(p->q);
+	free(p->qj);
+	free(p->run);
+	free(p->sn);
+}
+
+/* An active job holds its allocation until its time limit; one being torn
+ * down holds its guests on the nodes that still owe a job_stop (what
+ * ctld_nodes_usage counted), until about now.  Left out, the head would
+ * seem unable to start ever, and the next job would take its place. */
+static int add_running(struct pass *p, struct cjob *j, int64_t now)
+{
+	struct sched_running *r = &p->run[p->nrun];
+
+	if (ctld_job_active(j)) {
+		r->req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
+		r->alloc = (struct sched_alloc){ j->nalloc, j->alloc };
+		r->end = j->state == JOB_RUNNING ? j->started + j->limit : now + j->limit;
+		p->nrun++;
+	} else if (j->ncleanup && j->nalloc) {
+		struct sched_guest *part = calloc(j->nalloc, sizeof(*part));
+		int np = 0;
+
+		if (!part)
+			return -1;
+		for (int k = 0; k < j->nalloc; k++)
+			if (ctld_job_owes_stop(j, j->alloc[k].node))
+				part[np++] = j->alloc[k];
+		r->req = (struct sched_req){ np, j->vcpus, j->mem };
+		r->alloc = (struct sched_alloc){ np, part };
+		r->end = now;
+		p->owned[p->nowned++] = part;
+		p->nrun++;
 	}
-	nodes_usage(sn);
-	run = calloc(g.njobs ? g.njobs : 1, sizeof(*run));
-	owned = calloc(g.njobs ? g.njobs : 1, sizeof(*owned));
-	q = calloc(g.sched_depth, sizeof(*q));
-	qj = calloc(g.sched_depth, sizeof(*qj));
-	if (!run || !q || !qj || !owned)
-		goto out;
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	return 0;
+}
 
-		if (job_active(j)) {
-			run[nrun].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
-			run[nrun].alloc = (struct sched_alloc){ j->nalloc, j->alloc };
-			run[nrun].end = j->state == JOB_RUNNING ? j->started + j->limit : now + j->limit;
-			nrun++;
-		} else if (j->ncleanup && j->nalloc) {
-			/* Being torn down: it holds its guests on the nodes that
-			 * still owe a job_stop (what nodes_usage counted), until
-			 * about now.  Left out, the head would seem unable to start
-			 * ever, and the next job would take its place. */
-			struct sched_guest *part = calloc(j->nalloc, sizeof(*part));
-			int np = 0;
+/* A job that may start now joins the pass's queue.  One whose last attempt
+ * is still being torn down waits. */
+static int add_queued(struct ctld *ctl, struct pass *p, struct cjob *j)
+{
+	if (j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms || p->nq >= ctl->sched_depth)
+		return 0;
+	/* Without --vcpus: one core per rank when a node could ever hold such
+	 * guests, else the largest share that fits (as vhpc run does on one
+	 * machine); ranks then share cores. */
+	if (!j->spec.vcpus) {
+		struct sched_req r = { j->nguests, (j->ranks + j->nguests - 1) / j->nguests, j->mem };
 
-			if (!part)
-				goto out;
-			for (int k = 0; k < j->nalloc; k++)
-				if (job_owes_stop(j, j->alloc[k].node))
-					part[np++] = j->alloc[k];
-			run[nrun].req = (struct sched_req){ np, j->vcpus, j->mem };
-			run[nrun].alloc = (struct sched_alloc){ np, part };
-			run[nrun].end = now;
-			owned[nowned++] = part;
-			nrun++;
-		}
-		/* A job whose last attempt is still being torn down waits. */
-		if (j->state == JOB_PENDING && !j->ncleanup && mono_ms() >= j->retry_ms && nq < g.sched_depth) {
-			/* Without --vcpus: one core per rank when a node could ever
-			 * hold such guests, else the largest share that fits (as
-			 * vhpc run does on one machine); ranks then share cores. */
-			if (!j->spec.vcpus) {
-				struct sched_req r = { j->nguests, (j->ranks + j->nguests - 1) / j->nguests, j->mem };
-
-				while (r.vcpus > 1 && !sched_feasible(sn, g.nnodes, &r))
-					r.vcpus--;
-				j->vcpus = r.vcpus;
-			}
-			q[nq].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
-			q[nq].limit = j->limit;
-			q[nq].alloc.g = calloc(j->nguests, sizeof(struct sched_guest));
-			if (!q[nq].alloc.g)
-				goto out;
-			qj[nq++] = j;
-		}
+		while (r.vcpus > 1 && !sched_feasible(p->sn, ctl->nnodes, &r))
+			r.vcpus--;
+		j->vcpus = r.vcpus;
 	}
-	if (!nq)
-		goto out;
-	started = sched_pass(sn, g.nnodes, run, nrun, q, nq, now, &head);
-	for (int i = 0; i < nq; i++) {
-		struct cjob *j = qj[i];
+	p->q[p->nq].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
+	p->q[p->nq].limit = j->limit;
+	p->q[p->nq].alloc.g = calloc(j->nguests, sizeof(struct sched_guest));
+	if (!p->q[p->nq].alloc.g)
+		return -1;
+	p->qj[p->nq++] = j;
+	return 0;
+}
 
-		if (q[i].start) {
-			start(j, &q[i].alloc);
+/* Starts what the pass placed; the others say why they wait. */
+static void apply(struct ctld *ctl, struct pass *p)
+{
+	for (int i = 0; i < p->nq; i++) {
+		struct cjob *j = p->qj[i];
+
+		if (p->q[i].start) {
+			start(ctl, j, &p->q[i].alloc);
 			continue;
 		}
-		if (!up)
+		if (!p->up)
 			snprintf(j->reason, sizeof(j->reason), "waiting: no node is up");
-		else if (!sched_feasible(sn, g.nnodes, &q[i].req))
+		else if (!sched_feasible(p->sn, ctl->nnodes, &p->q[i].req))
 			snprintf(j->reason, sizeof(j->reason),
 				 "waiting: %d guest%s x %d vCPU%s do not fit the up nodes even when they are idle",
 				 j->nguests, j->nguests == 1 ? "" : "s", j->vcpus, j->vcpus == 1 ? "" : "s");
 		else
 			snprintf(j->reason, sizeof(j->reason), "waiting for resources");
 	}
+}
+
+static void schedule(struct ctld *ctl)
+{
+	struct pass p;
+	int started;
+	int64_t now = ctld_wall_s(), head = -1;
+	uint64_t t0 = now_ns();
+
+	if (pass_alloc(ctl, &p) < 0)
+		goto out;
+	for (int i = 0; i < ctl->nnodes; i++) {
+		set_node(&p.sn[i], &ctl->nodes[i]);
+		p.up += p.sn[i].up;
+	}
+	ctld_nodes_usage(ctl, p.sn);
+	for (int i = 0; i < ctl->njobs; i++)
+		if (add_running(&p, ctl->jobs[i], now) < 0 || add_queued(ctl, &p, ctl->jobs[i]) < 0)
+			goto out;
+	if (!p.nq)
+		goto out;
+	started = sched_pass(p.sn, ctl->nnodes, p.run, p.nrun, p.q, p.nq, now, &head);
+	apply(ctl, &p);
 	if (started)
-		log_info("scheduling pass: %d of %d queued job%s started (%d nodes, %.2f ms)", started, nq,
-			 nq == 1 ? "" : "s", g.nnodes, (now_ns() - t0) / 1e6);
+		log_info("scheduling pass: %d of %d queued job%s started (%d nodes, %.2f ms)", started, p.nq,
+			 p.nq == 1 ? "" : "s", ctl->nnodes, (now_ns() - t0) / 1e6);
 out:
-	for (int i = 0; i < nowned; i++)
-		free(owned[i]);
-	free(owned);
-	for (int i = 0; q && i < nq; i++)
-		free(q[i].alloc.g);
-	free(q);
-	free(qj);
-	free(run);
-	free(sn);
+	pass_free(&p);
 }
 
 void *ctld_sched_thread(void *arg)
 {
-	int64_t gc_next = 0;
+	struct ctld *ctl = arg;
+	int64_t gc_next = 0, last_tick = 0;
 
-	(void)arg;
-	pthread_mutex_lock(&g.mu);
-	while (!g.stop) {
+	pthread_mutex_lock(&ctl->mu);
+	while (!ctl->stop) {
 		struct timespec dl;
 
-		if (!g.kicked) {
+		if (!ctl->kicked) {
 			clock_gettime(CLOCK_REALTIME, &dl);
 			dl.tv_nsec += TICK_MS * 1000000L;
 			if (dl.tv_nsec >= 1000000000L) {
 				dl.tv_sec++;
 				dl.tv_nsec -= 1000000000L;
 			}
-			pthread_cond_timedwait(&g.kick, &g.mu, &dl);
+			pthread_cond_timedwait(&ctl->kick, &ctl->mu, &dl);
 		}
-		g.kicked = false;
-		if (g.stop)
+		ctl->kicked = false;
+		if (ctl->stop)
 			break;
-		credit_own_stall(mono_ms());
-		check_heartbeats();
-		check_limits();
-		retry_stops();
-		schedule();
-		ctld_forget_ended();
-		ctld_room_check();
+		credit_own_stall(ctl, &last_tick, ctld_mono_ms());
+		check_heartbeats(ctl);
+		check_limits(ctl);
+		retry_stops(ctl);
+		schedule(ctl);
+		ctld_forget_ended(ctl);
+		ctld_room_check(ctl);
 		/* An image removed while jobs held it goes once they have ended. */
-		if (g.img_gc_pending && mono_ms() >= gc_next) {
-			gc_next = mono_ms() + 5000;
-			pthread_mutex_unlock(&g.mu);
-			ctld_image_gc();
-			pthread_mutex_lock(&g.mu);
+		if (ctl->img_gc_pending && ctld_mono_ms() >= gc_next) {
+			gc_next = ctld_mono_ms() + 5000;
+			pthread_mutex_unlock(&ctl->mu);
+			ctld_image_gc(ctl);
+			pthread_mutex_lock(&ctl->mu);
 		}
 	}
-	pthread_mutex_unlock(&g.mu);
+	pthread_mutex_unlock(&ctl->mu);
 	return NULL;
 }

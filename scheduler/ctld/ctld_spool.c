@@ -10,7 +10,7 @@
  * database's).  What does not fit is dropped, and the file ends with one
  * line saying where and why ("[vhpc: output cut here: ...]"): the output
  * is "cut".  Nothing a job writes can stop the controller.  The line is the
- * state: a restarted controller reads it back (spool_scan).
+ * state: a restarted controller reads it back (ctld_spool_scan).
  */
 #include "lib/err.h"
 #include "lib/fdio.h"
@@ -32,28 +32,21 @@
 
 #define CUT_MARK "[vhpc: output cut here: "
 
-static int spool_fd = -1;
-
 static void spool_name(int64_t id, char *buf, size_t len)
 {
 	snprintf(buf, len, "%lld.out", (long long)id);
 }
 
-void spool_path(int64_t id, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/%lld.out", g.spool_dir, (long long)id);
-}
-
 /* Output of controllers before the spool had a folder of its own: moved
  * over where it can be renamed (the same filesystem), else left and said. */
-static void adopt_old_spool(void)
+static void adopt_old_spool(struct ctld *ctl)
 {
 	char old[700];
 	int fd, moved = 0, left = 0;
 	DIR *d;
 
-	snprintf(old, sizeof(old), "%s/spool", g.state_dir);
-	if (!strcmp(old, g.spool_dir) || (fd = open(old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	snprintf(old, sizeof(old), "%s/spool", ctl->state_dir);
+	if (!strcmp(old, ctl->spool_dir) || (fd = open(old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return;
 	if (!(d = fdopendir(fd))) {
 		close(fd);
@@ -68,55 +61,56 @@ static void adopt_old_spool(void)
 		spool_name(id, name, sizeof(name));
 		if (strcmp(name, e->d_name))
 			continue;
-		if (renameat(fd, name, spool_fd, name) == 0)
+		if (renameat(fd, name, ctl->spool_fd, name) == 0)
 			moved++;
 		else
 			left++;
 	}
 	closedir(d);
 	if (moved)
-		log_info("moved %d job output file%s from %s to the spool %s", moved, moved == 1 ? "" : "s", old, g.spool_dir);
+		log_info("moved %d job output file%s from %s to the spool %s", moved, moved == 1 ? "" : "s", old,
+			 ctl->spool_dir);
 	if (left)
 		log_warn("%d job output file%s stay in %s (not movable to %s): `vhpc output` of those jobs finds nothing",
-			 left, left == 1 ? "" : "s", old, g.spool_dir);
+			 left, left == 1 ? "" : "s", old, ctl->spool_dir);
 	else
 		unlinkat(AT_FDCWD, old, AT_REMOVEDIR);
 }
 
-int spool_open(struct verr *err)
+int ctld_spool_open(struct ctld *ctl, struct verr *err)
 {
 	struct stat st;
 
-	if (mkdir_p(g.spool_dir, 0700, err) < 0)
+	if (mkdir_p(ctl->spool_dir, 0700, err) < 0)
 		return -1;
-	spool_fd = open(g.spool_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (spool_fd < 0)
-		return verr_errno(err, "spool %s", g.spool_dir);
-	if (fstat(spool_fd, &st) < 0 || st.st_uid != 0 || fchmod(spool_fd, 0700) < 0)
-		return verr_set(err, "spool %s: not a folder of root's (owner uid %u)", g.spool_dir, (unsigned)st.st_uid);
+	ctl->spool_fd = open(ctl->spool_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ctl->spool_fd < 0)
+		return verr_errno(err, "spool %s", ctl->spool_dir);
+	if (fstat(ctl->spool_fd, &st) < 0 || st.st_uid != 0 || fchmod(ctl->spool_fd, 0700) < 0)
+		return verr_set(err, "spool %s: not a folder of root's (owner uid %u)", ctl->spool_dir, (unsigned)st.st_uid);
 	/* Two controllers appending to one spool would mix their jobs' output. */
-	if (flock(spool_fd, LOCK_EX | LOCK_NB) < 0)
-		return verr_set(err, "spool %s is in use by another vhpc-ctld (%s)", g.spool_dir,
+	if (flock(ctl->spool_fd, LOCK_EX | LOCK_NB) < 0)
+		return verr_set(err, "spool %s is in use by another vhpc-ctld (%s)", ctl->spool_dir,
 				errno == EWOULDBLOCK ? "locked" : strerror(errno));
-	adopt_old_spool();
+	adopt_old_spool(ctl);
 	return 0;
 }
 
-dev_t spool_dev(void)
+dev_t ctld_spool_dev(struct ctld *ctl)
 {
 	struct stat st;
 
-	return fstat(spool_fd, &st) == 0 ? st.st_dev : 0;
+	return fstat(ctl->spool_fd, &st) == 0 ? st.st_dev : 0;
 }
 
 /* Bytes the spool may still take: its filesystem's free space less what
  * it keeps free (0 when it is full, inodes counted too). */
-static uint64_t spool_avail(uint64_t *freeb)
+static uint64_t spool_avail(struct ctld *ctl, uint64_t *freeb)
 {
 	struct statvfs v;
-	uint64_t f, keep = ctld_room_spool_keep();
+	uint64_t f, keep = ctld_room_spool_keep(ctl);
 
-	if (fstatvfs(spool_fd, &v) < 0)
+	if (fstatvfs(ctl->spool_fd, &v) < 0)
 		return 0;
 	f = (uint64_t)v.f_bavail * v.f_frsize;
 	if (freeb)
@@ -126,26 +120,27 @@ static uint64_t spool_avail(uint64_t *freeb)
 	return f > keep ? f - keep : 0;
 }
 
-int spool_room(char *why, size_t len)
+int ctld_spool_room(struct ctld *ctl, char *why, size_t len)
 {
 	uint64_t f = 0;
 	char a[32], b[32];
 
-	if (spool_avail(&f) > 0)
+	if (spool_avail(ctl, &f) > 0)
 		return 0;
 	snprintf(why, len, "the output spool %s is full (%s free, %s kept free): new jobs are refused until an "
-		 "admin makes room there", g.spool_dir, fmt_size(f, a, sizeof(a)), fmt_size(ctld_room_spool_keep(), b, sizeof(b)));
+		 "admin makes room there", ctl->spool_dir, fmt_size(f, a, sizeof(a)),
+		 fmt_size(ctld_room_spool_keep(ctl), b, sizeof(b)));
 	return -1;
 }
 
-void spool_forget(int64_t id)
+void ctld_spool_forget(struct ctld *ctl, int64_t id)
 {
 	char name[64];
 
 	spool_name(id, name, sizeof(name));
-	if (unlinkat(spool_fd, name, 0) == 0)
+	if (unlinkat(ctl->spool_fd, name, 0) == 0)
 		log_warn("job %lld: removed an output file of an earlier database from the spool %s", (long long)id,
-			 g.spool_dir);
+			 ctl->spool_dir);
 }
 
 /* pwrite of all of buf at off; the bytes written, short on an error. */
@@ -177,9 +172,9 @@ static size_t cut_line(int fd, int64_t size, const char *why, char *buf, size_t 
 	return (size_t)snprintf(buf, len, "%s%s%s]\n", last == '\n' ? "" : "\n", CUT_MARK, why);
 }
 
-int64_t spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut)
+int64_t ctld_spool_append(struct ctld *ctl, int64_t id, int64_t size, const uint8_t *data, size_t len, bool *cut)
 {
-	uint64_t limit = g.cl.ctld_output_limit, avail = spool_avail(NULL);
+	uint64_t limit = ctl->cl.ctld_output_limit, avail = spool_avail(ctl, NULL);
 	char name[64], why[700], line[800], a[32];
 	size_t want = len, done;
 	int fd, e = 0;
@@ -194,19 +189,20 @@ int64_t spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, 
 	if (want > avail) {
 		want = (size_t)avail;
 		snprintf(why, sizeof(why), "the spool's filesystem (%s) is full; the rest of the job's output was dropped",
-			 g.spool_dir);
+			 ctl->spool_dir);
 	}
 	spool_name(id, name, sizeof(name));
-	fd = openat(spool_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(ctl->spool_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		log_err("job %lld: spool %s/%s: %s; its output is dropped", (long long)id, g.spool_dir, name, strerror(errno));
+		log_err("job %lld: spool %s/%s: %s; its output is dropped", (long long)id, ctl->spool_dir, name,
+			strerror(errno));
 		*cut = true;
 		return size;
 	}
 	done = write_at(fd, data, want, size, &e);
 	if (e)
 		snprintf(why, sizeof(why), "the spool (%s) cannot be written: %s; the rest of the job's output was dropped",
-			 g.spool_dir, strerror(e));
+			 ctl->spool_dir, strerror(e));
 	if (why[0]) {
 		/* Into what the spool keeps free; on a disk full to the last
 		 * block the log says it instead. */
@@ -223,14 +219,14 @@ int64_t spool_append(int64_t id, int64_t size, const uint8_t *data, size_t len, 
 	}
 	if (done && fdatasync(fd) < 0 && !*cut) {
 		/* Not known to be on disk: the node sends it again. */
-		log_err("job %lld: spool %s/%s: %s", (long long)id, g.spool_dir, name, strerror(errno));
+		log_err("job %lld: spool %s/%s: %s", (long long)id, ctl->spool_dir, name, strerror(errno));
 		done = 0;
 	}
 	close(fd);
 	return size + (int64_t)done;
 }
 
-void spool_scan(int64_t id, int64_t *size, bool *cut)
+void ctld_spool_scan(struct ctld *ctl, int64_t id, int64_t *size, bool *cut)
 {
 	char name[64], tail[1024];
 	struct stat st;
@@ -240,7 +236,7 @@ void spool_scan(int64_t id, int64_t *size, bool *cut)
 	*size = 0;
 	*cut = false;
 	spool_name(id, name, sizeof(name));
-	fd = openat(spool_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(ctl->spool_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -260,14 +256,14 @@ void spool_scan(int64_t id, int64_t *size, bool *cut)
 	close(fd);
 }
 
-ssize_t spool_read(int64_t id, void *buf, size_t len, int64_t off)
+ssize_t ctld_spool_read(struct ctld *ctl, int64_t id, void *buf, size_t len, int64_t off)
 {
 	char name[64];
 	ssize_t n;
 	int fd;
 
 	spool_name(id, name, sizeof(name));
-	fd = openat(spool_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(ctl->spool_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	n = pread(fd, buf, len, off);

@@ -27,19 +27,27 @@
 #include <time.h>
 #include <unistd.h>
 
-struct ctld g = {
-	.mu = PTHREAD_MUTEX_INITIALIZER,
-	.changed = PTHREAD_COND_INITIALIZER,
-	.kick = PTHREAD_COND_INITIALIZER,
-	.spool_mu = PTHREAD_MUTEX_INITIALIZER,
-};
+struct ctld *ctld_new(void)
+{
+	struct ctld *ctl = calloc(1, sizeof(*ctl));
 
-int64_t mono_ms(void)
+	if (!ctl)
+		return NULL;
+	pthread_mutex_init(&ctl->mu, NULL);
+	pthread_mutex_init(&ctl->spool_mu, NULL);
+	pthread_cond_init(&ctl->changed, NULL);
+	pthread_cond_init(&ctl->kick, NULL);
+	ctl->spool_fd = -1;
+	ctl->room.state_fd = -1;
+	return ctl;
+}
+
+int64_t ctld_mono_ms(void)
 {
 	return (int64_t)(now_ns() / 1000000);
 }
 
-int64_t wall_s(void)
+int64_t ctld_wall_s(void)
 {
 	return (int64_t)time(NULL);
 }
@@ -52,9 +60,9 @@ static void __attribute__((noreturn)) store_broken(const struct verr *e)
 
 /* After a commit: whether to try it again (it met a full disk, and the
  * database's reserve made room).  Any other failure ends the daemon. */
-static bool commit_again(int rc, const struct verr *e)
+static bool commit_again(struct ctld *ctl, int rc, const struct verr *e)
 {
-	if (rc == STORE_FULL && ctld_room_release())
+	if (rc == STORE_FULL && ctld_room_release(ctl))
 		return true;
 	if (rc < 0)
 		store_broken(e);
@@ -63,16 +71,16 @@ static bool commit_again(int rc, const struct verr *e)
 
 /* ---------------------------------------------------------------- lookup */
 
-struct cjob *job_find(int64_t id)
+struct cjob *ctld_job_find(struct ctld *ctl, int64_t id)
 {
-	int lo = 0, hi = g.njobs - 1;
+	int lo = 0, hi = ctl->njobs - 1;
 
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
 
-		if (g.jobs[mid]->id == id)
-			return g.jobs[mid];
-		if (g.jobs[mid]->id < id)
+		if (ctl->jobs[mid]->id == id)
+			return ctl->jobs[mid];
+		if (ctl->jobs[mid]->id < id)
 			lo = mid + 1;
 		else
 			hi = mid - 1;
@@ -80,39 +88,39 @@ struct cjob *job_find(int64_t id)
 	return NULL;
 }
 
-static int job_insert(struct cjob *j)
+static int job_insert(struct ctld *ctl, struct cjob *j)
 {
-	int pos = g.njobs;
+	int pos = ctl->njobs;
 
-	if (grow(&g.jobs, &g.capjobs, (size_t)g.njobs + 1, sizeof(*g.jobs), 256) < 0)
+	if (grow(&ctl->jobs, &ctl->capjobs, (size_t)ctl->njobs + 1, sizeof(*ctl->jobs), 256) < 0)
 		return -1;
-	while (pos > 0 && g.jobs[pos - 1]->id > j->id)
+	while (pos > 0 && ctl->jobs[pos - 1]->id > j->id)
 		pos--;
-	memmove(&g.jobs[pos + 1], &g.jobs[pos], sizeof(*g.jobs) * (g.njobs - pos));
-	g.jobs[pos] = j;
-	g.njobs++;
+	memmove(&ctl->jobs[pos + 1], &ctl->jobs[pos], sizeof(*ctl->jobs) * (ctl->njobs - pos));
+	ctl->jobs[pos] = j;
+	ctl->njobs++;
 	return 0;
 }
 
-struct cnode *node_find(const char *name)
+struct cnode *ctld_node_find(struct ctld *ctl, const char *name)
 {
-	for (int i = 0; i < g.nnodes; i++)
-		if (!strcmp(g.nodes[i].name, name))
-			return &g.nodes[i];
+	for (int i = 0; i < ctl->nnodes; i++)
+		if (!strcmp(ctl->nodes[i].name, name))
+			return &ctl->nodes[i];
 	return NULL;
 }
 
-int node_index(const struct cnode *n)
+int ctld_node_index(struct ctld *ctl, const struct cnode *n)
 {
-	return (int)(n - g.nodes);
+	return (int)(n - ctl->nodes);
 }
 
-bool job_active(const struct cjob *j)
+bool ctld_job_active(const struct cjob *j)
 {
 	return j->state == JOB_STARTING || j->state == JOB_RUNNING;
 }
 
-bool job_visible(const struct cjob *j, uid_t uid)
+bool ctld_job_visible(const struct cjob *j, uid_t uid)
 {
 	return uid == 0 || uid == j->uid;
 }
@@ -131,7 +139,7 @@ static void base36(uint64_t v, char *buf, size_t len)
 	buf[(size_t)n < len ? n : (int)len - 1] = 0;
 }
 
-void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len)
+void ctld_job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t len)
 {
 	char a[16], b[16];
 
@@ -140,14 +148,14 @@ void job_local_id(const struct cjob *j, const struct cnode *n, char *buf, size_t
 	snprintf(buf, len, "%sx%s", a, b);
 }
 
-int job_launcher(const struct cjob *j)
+int ctld_job_launcher(const struct cjob *j)
 {
 	return j->nalloc > 0 ? j->alloc[0].node : -1;
 }
 
 /* ------------------------------------------------------------ encoding */
 
-static char *alloc_to_json(const struct cjob *j)
+static char *alloc_to_json(struct ctld *ctl, const struct cjob *j)
 {
 	struct json_object *o = json_object_new_array();
 	char *s;
@@ -155,7 +163,7 @@ static char *alloc_to_json(const struct cjob *j)
 	for (int i = 0; i < j->nalloc; i++) {
 		struct json_object *g1 = json_object_new_object(), *takes = json_object_new_array();
 
-		json_object_object_add(g1, "node", json_object_new_string(g.nodes[j->alloc[i].node].name));
+		json_object_object_add(g1, "node", json_object_new_string(ctl->nodes[j->alloc[i].node].name));
 		for (int t = 0; t < j->alloc[i].ntakes; t++) {
 			struct json_object *tk = json_object_new_array();
 
@@ -186,14 +194,14 @@ static char *net_to_json(const struct cjob *j)
 	return s;
 }
 
-static char *cleanup_to_json(const struct cjob *j)
+static char *cleanup_to_json(struct ctld *ctl, const struct cjob *j)
 {
 	struct json_object *o = json_object_new_array();
 	char *s;
 
-	for (int i = 0; i < g.nnodes && j->cleanup; i++)
+	for (int i = 0; i < ctl->nnodes && j->cleanup; i++)
 		if (j->cleanup[i])
-			json_object_array_add(o, json_object_new_string(g.nodes[i].name));
+			json_object_array_add(o, json_object_new_string(ctl->nodes[i].name));
 	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return s;
@@ -201,7 +209,7 @@ static char *cleanup_to_json(const struct cjob *j)
 
 /* Our own rows, written by us: still read defensively (a damaged row
  * must not crash the daemon, only lose that job's allocation). */
-static int alloc_from_json(struct cjob *j, const char *text)
+static int alloc_from_json(struct ctld *ctl, struct cjob *j, const char *text)
 {
 	struct json_object *o = text ? json_tokener_parse(text) : NULL;
 	int n, rc = -1;
@@ -218,12 +226,12 @@ static int alloc_from_json(struct cjob *j, const char *text)
 		struct json_object *e = json_object_array_get_idx(o, i), *v, *takes;
 		struct cnode *nd;
 
-		if (!json_object_object_get_ex(e, "node", &v) || !(nd = node_find(json_object_get_string(v))) ||
+		if (!json_object_object_get_ex(e, "node", &v) || !(nd = ctld_node_find(ctl, json_object_get_string(v))) ||
 		    !json_object_object_get_ex(e, "takes", &takes) ||
 		    !json_object_is_type(takes, json_type_array) ||
 		    json_object_array_length(takes) > SCHED_MAX_NUMA)
 			goto out;
-		j->alloc[i].node = node_index(nd);
+		j->alloc[i].node = ctld_node_index(ctl, nd);
 		j->alloc[i].ntakes = (int)json_object_array_length(takes);
 		for (int t = 0; t < j->alloc[i].ntakes; t++) {
 			struct json_object *tk = json_object_array_get_idx(takes, t);
@@ -270,22 +278,22 @@ out:
 	return rc;
 }
 
-static void cleanup_from_json(struct cjob *j, const char *text)
+static void cleanup_from_json(struct ctld *ctl, struct cjob *j, const char *text)
 {
 	struct json_object *o = text ? json_tokener_parse(text) : NULL;
 
 	for (size_t i = 0; o && json_object_is_type(o, json_type_array) && i < json_object_array_length(o); i++) {
-		struct cnode *n = node_find(json_object_get_string(json_object_array_get_idx(o, i)));
+		struct cnode *n = ctld_node_find(ctl, json_object_get_string(json_object_array_get_idx(o, i)));
 
 		if (n)
-			job_owe_stop(j, node_index(n));
+			ctld_job_owe_stop(j, ctld_node_index(ctl, n));
 	}
 	json_object_put(o);
 }
 
 /* ------------------------------------------------------------- commits */
 
-int job_commit(struct cjob *j, bool with_alloc, struct verr *err)
+int ctld_job_commit(struct ctld *ctl, struct cjob *j, bool with_alloc, struct verr *err)
 {
 	struct job_row r = { 0 };
 	int rc;
@@ -298,19 +306,19 @@ int job_commit(struct cjob *j, bool with_alloc, struct verr *err)
 	r.attempts = j->attempts;
 	snprintf(r.reason, sizeof(r.reason), "%s", j->reason);
 	if (with_alloc) {
-		r.alloc_json = alloc_to_json(j);
+		r.alloc_json = alloc_to_json(ctl, j);
 		r.net_json = net_to_json(j);
 	}
-	r.cleanup_json = cleanup_to_json(j);
+	r.cleanup_json = cleanup_to_json(ctl, j);
 	do
-		rc = store_job_update(g.st, &r, err);
-	while (commit_again(rc, err));
-	job_row_free(&r);
-	pthread_cond_broadcast(&g.changed);
+		rc = store_job_update(ctl->st, &r, err);
+	while (commit_again(ctl, rc, err));
+	store_job_row_free(&r);
+	pthread_cond_broadcast(&ctl->changed);
 	return rc;
 }
 
-int node_commit(struct cnode *n, struct verr *err)
+int ctld_node_commit(struct ctld *ctl, struct cnode *n, struct verr *err)
 {
 	struct node_row r = { 0 };
 	int rc;
@@ -318,23 +326,23 @@ int node_commit(struct cnode *n, struct verr *err)
 	snprintf(r.name, sizeof(r.name), "%s", n->name);
 	snprintf(r.addr, sizeof(r.addr), "%s", n->addr);
 	r.up = n->up;
-	r.last_seen = wall_s();
+	r.last_seen = ctld_wall_s();
 	r.info_json = n->info_json;
 	do
-		rc = store_node_put(g.st, &r, err);
-	while (commit_again(rc, err));
-	if (!n->id && store_node_id(g.st, n->name, &n->id, err) < 0)
+		rc = store_node_put(ctl->st, &r, err);
+	while (commit_again(ctl, rc, err));
+	if (!n->id && store_node_id(ctl->st, n->name, &n->id, err) < 0)
 		store_broken(err);
 	return 0;
 }
 
-void ctld_kick(void)
+void ctld_kick(struct ctld *ctl)
 {
-	g.kicked = true;
-	pthread_cond_signal(&g.kick);
+	ctl->kicked = true;
+	pthread_cond_signal(&ctl->kick);
 }
 
-void job_owe_stop(struct cjob *j, int n)
+void ctld_job_owe_stop(struct cjob *j, int n)
 {
 	if (!j->cleanup && !(j->cleanup = calloc(CTLD_MAX_NODES, sizeof(bool)))) {
 		log_err("out of memory");
@@ -346,19 +354,19 @@ void job_owe_stop(struct cjob *j, int n)
 	}
 }
 
-bool job_owes_stop(const struct cjob *j, int n)
+bool ctld_job_owes_stop(const struct cjob *j, int n)
 {
 	return j->cleanup && j->cleanup[n];
 }
 
-static void set_cleanup_all(struct cjob *j)
+static void set_cleanup_all(struct ctld *ctl, struct cjob *j)
 {
 	for (int i = 0; i < j->nalloc; i++)
-		if (g.nodes[j->alloc[i].node].up)
-			job_owe_stop(j, j->alloc[i].node);
+		if (ctl->nodes[j->alloc[i].node].up)
+			ctld_job_owe_stop(j, j->alloc[i].node);
 }
 
-void job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
+void ctld_job_end(struct ctld *ctl, struct cjob *j, enum job_state st, int exit_status, const char *fmt, ...)
 {
 	struct verr e;
 	va_list ap;
@@ -368,40 +376,40 @@ void job_end(struct cjob *j, enum job_state st, int exit_status, const char *fmt
 	va_end(ap);
 	j->state = st;
 	j->exit_status = exit_status;
-	j->ended = wall_s();
-	set_cleanup_all(j);
-	job_commit(j, false, &e);
-	log_info("job %lld: %s%s%s", (long long)j->id, job_state_names[st], j->reason[0] ? ": " : "", j->reason);
+	j->ended = ctld_wall_s();
+	set_cleanup_all(ctl, j);
+	ctld_job_commit(ctl, j, false, &e);
+	log_info("job %lld: %s%s%s", (long long)j->id, store_job_state_names[st], j->reason[0] ? ": " : "", j->reason);
 	if (j->ncleanup)
-		rpc_stop_job(j);
-	ctld_kick();
+		ctld_rpc_stop_job(ctl, j);
+	ctld_kick(ctl);
 }
 
-void job_requeue(struct cjob *j, const char *why)
+void ctld_job_requeue(struct ctld *ctl, struct cjob *j, const char *why)
 {
 	struct verr e;
 
 	j->attempts++;
-	set_cleanup_all(j);
+	set_cleanup_all(ctl, j);
 	if (j->attempts >= CTLD_MAX_ATTEMPTS) {
 		snprintf(j->reason, sizeof(j->reason), "could not start (%d attempts); last: %s", j->attempts, why);
 		j->state = JOB_FAILED;
 		j->exit_status = 125;
-		j->ended = wall_s();
+		j->ended = ctld_wall_s();
 	} else {
 		snprintf(j->reason, sizeof(j->reason), "requeued after a failed start: %s", why);
 		j->state = JOB_PENDING;
 		/* A node with a passing problem gets a moment. */
-		j->retry_ms = mono_ms() + 2000ll * j->attempts;
+		j->retry_ms = ctld_mono_ms() + 2000ll * j->attempts;
 	}
-	job_commit(j, false, &e);
-	log_info("job %lld: %s: %s", (long long)j->id, job_state_names[j->state], j->reason);
+	ctld_job_commit(ctl, j, false, &e);
+	log_info("job %lld: %s: %s", (long long)j->id, store_job_state_names[j->state], j->reason);
 	if (j->ncleanup)
-		rpc_stop_job(j);
-	ctld_kick();
+		ctld_rpc_stop_job(ctl, j);
+	ctld_kick(ctl);
 }
 
-bool job_uses(const struct cjob *j, int node)
+bool ctld_job_uses(const struct cjob *j, int node)
 {
 	for (int i = 0; i < j->nalloc; i++)
 		if (j->alloc[i].node == node)
@@ -409,80 +417,80 @@ bool job_uses(const struct cjob *j, int node)
 	return false;
 }
 
-void node_down(struct cnode *n, const char *why)
+void ctld_node_down(struct ctld *ctl, struct cnode *n, const char *why)
 {
 	struct verr e;
-	int ni = node_index(n);
+	int ni = ctld_node_index(ctl, n);
 
 	n->up = false;
-	node_commit(n, &e);
+	ctld_node_commit(ctl, n, &e);
 	log_warn("node %s is down: %s", n->name, why);
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 
 		/* Its part of any job went with it; no job_stop is owed there. */
-		if (job_owes_stop(j, ni)) {
+		if (ctld_job_owes_stop(j, ni)) {
 			j->cleanup[ni] = false;
 			j->ncleanup--;
-			job_commit(j, false, &e);
+			ctld_job_commit(ctl, j, false, &e);
 		}
-		if (job_active(j) && job_uses(j, ni))
-			job_end(j, JOB_NODE_FAIL, 125, "node %s failed: %s", n->name, why);
+		if (ctld_job_active(j) && ctld_job_uses(j, ni))
+			ctld_job_end(ctl, j, JOB_NODE_FAIL, 125, "node %s failed: %s", n->name, why);
 	}
-	ctld_kick();
+	ctld_kick(ctl);
 }
 
-void node_reconcile(struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
+void ctld_node_reconcile(struct ctld *ctl, struct cnode *n, const struct cmsg_nodejob *jobs, int njobs,
 		    int64_t *stop, int *nstop)
 {
-	int ni = node_index(n);
-	int64_t now = wall_s();
+	int ni = ctld_node_index(ctl, n);
+	int64_t now = ctld_wall_s();
 
 	*nstop = 0;
 	for (int i = 0; i < njobs; i++) {
-		struct cjob *j = job_find(jobs[i].job);
+		struct cjob *j = ctld_job_find(ctl, jobs[i].job);
 
-		if (!j || !job_active(j) || !job_uses(j, ni)) {
+		if (!j || !ctld_job_active(j) || !ctld_job_uses(j, ni)) {
 			stop[(*nstop)++] = jobs[i].job;
 			continue;
 		}
 		if (jobs[i].state == NJ_FAILED && j->state == JOB_RUNNING)
-			job_end(j, JOB_FAILED, 125, "node %s: %s", n->name,
+			ctld_job_end(ctl, j, JOB_FAILED, 125, "node %s: %s", n->name,
 				jobs[i].error[0] ? jobs[i].error : "its part of the job failed");
 	}
 	/* A running job the node does not know any more (its vhpcd restarted
 	 * and could not take it over): it cannot complete.  Jobs that just
 	 * started may not be in a report that was on its way already. */
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 		bool seen = false;
 
-		if (j->state != JOB_RUNNING || !job_uses(j, ni) ||
-		    now - j->started < 2 * g.hb_interval_ms / 1000 + 2)
+		if (j->state != JOB_RUNNING || !ctld_job_uses(j, ni) ||
+		    now - j->started < 2 * ctl->hb_interval_ms / 1000 + 2)
 			continue;
 		for (int k = 0; k < njobs && !seen; k++)
 			seen = jobs[k].job == j->id;
 		if (!seen)
-			job_end(j, JOB_FAILED, 125, "node %s lost its part of the job", n->name);
+			ctld_job_end(ctl, j, JOB_FAILED, 125, "node %s lost its part of the job", n->name);
 	}
 }
 
-void nodes_usage(struct sched_node *sn)
+void ctld_nodes_usage(struct ctld *ctl, struct sched_node *sn)
 {
-	for (int i = 0; i < g.nnodes; i++) {
+	for (int i = 0; i < ctl->nnodes; i++) {
 		memset(sn[i].used_cores, 0, sizeof(sn[i].used_cores));
 		memset(sn[i].used_mem, 0, sizeof(sn[i].used_mem));
 	}
-	for (int k = 0; k < g.njobs; k++) {
-		struct cjob *j = g.jobs[k];
-		bool all = job_active(j);
+	for (int k = 0; k < ctl->njobs; k++) {
+		struct cjob *j = ctl->jobs[k];
+		bool all = ctld_job_active(j);
 
 		if (!all && !j->ncleanup)
 			continue;
 		for (int i = 0; i < j->nalloc; i++) {
 			struct sched_node *n = &sn[j->alloc[i].node];
 
-			if (!all && !job_owes_stop(j, j->alloc[i].node))
+			if (!all && !ctld_job_owes_stop(j, j->alloc[i].node))
 				continue;
 			for (int t = 0; t < j->alloc[i].ntakes; t++) {
 				n->used_cores[j->alloc[i].take[t].numa] += j->alloc[i].take[t].cores;
@@ -494,16 +502,16 @@ void nodes_usage(struct sched_node *sn)
 
 /* ---------------------------------------------------------------- views */
 
-struct json_object *job_json(const struct cjob *j)
+struct json_object *ctld_job_json(struct ctld *ctl, const struct cjob *j)
 {
 	struct json_object *o = json_object_new_object(), *nodes = json_object_new_array(),
 		*alloc = json_object_new_array();
-	bool *seen = calloc(g.nnodes ? g.nnodes : 1, sizeof(bool));
+	bool *seen = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(bool));
 
 	json_object_object_add(o, "id", json_object_new_int64(j->id));
 	json_object_object_add(o, "uid", json_object_new_int64(j->uid));
 	json_object_object_add(o, "name", json_object_new_string(j->name));
-	json_object_object_add(o, "state", json_object_new_string(job_state_names[j->state]));
+	json_object_object_add(o, "state", json_object_new_string(store_job_state_names[j->state]));
 	json_object_object_add(o, "reason", json_object_new_string(j->reason));
 	json_object_object_add(o, "guests", json_object_new_int(j->nguests));
 	json_object_object_add(o, "ranks", json_object_new_int(j->ranks));
@@ -513,7 +521,7 @@ struct json_object *job_json(const struct cjob *j)
 	json_object_object_add(o, "submitted", json_object_new_int64(j->submitted));
 	json_object_object_add(o, "started", json_object_new_int64(j->started));
 	json_object_object_add(o, "ended", json_object_new_int64(j->ended));
-	if (job_state_final(j->state))
+	if (store_job_state_final(j->state))
 		json_object_object_add(o, "exit_status", json_object_new_int(j->exit_status));
 	json_object_object_add(o, "output_bytes", json_object_new_int64(j->out_size));
 	if (j->out_cut)
@@ -524,7 +532,7 @@ struct json_object *job_json(const struct cjob *j)
 		json_object_object_add(o, "image_id", json_object_new_string(j->image_id));
 	for (int i = 0; i < j->nalloc; i++) {
 		struct json_object *a = json_object_new_object();
-		const char *name = g.nodes[j->alloc[i].node].name;
+		const char *name = ctl->nodes[j->alloc[i].node].name;
 
 		json_object_object_add(a, "guest", json_object_new_int(i));
 		json_object_object_add(a, "node", json_object_new_string(name));
@@ -547,21 +555,21 @@ struct json_object *job_json(const struct cjob *j)
 	return o;
 }
 
-struct json_object *node_json(const struct cnode *n)
+struct json_object *ctld_node_json(struct ctld *ctl, const struct cnode *n)
 {
 	struct json_object *o = json_object_new_object(), *numa = json_object_new_array(),
 		*jobs = json_object_new_array(), *info = n->info_json ? json_tokener_parse(n->info_json) : NULL, *v;
-	struct sched_node *sn = calloc(g.nnodes ? g.nnodes : 1, sizeof(*sn));
-	int ni = node_index(n);
+	struct sched_node *sn = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(*sn));
+	int ni = ctld_node_index(ctl, n);
 	char a[20];
 
 	if (sn)
-		nodes_usage(sn);
+		ctld_nodes_usage(ctl, sn);
 	json_object_object_add(o, "name", json_object_new_string(n->name));
 	json_object_object_add(o, "addr", json_object_new_string(n->addr));
 	json_object_object_add(o, "underlay", json_object_new_string(ipv4_format(n->underlay, a, sizeof(a))));
 	json_object_object_add(o, "state", json_object_new_string(n->up ? "up" : "down"));
-	json_object_object_add(o, "last_seen_ms", json_object_new_int64(mono_ms() - n->last_seen_ms));
+	json_object_object_add(o, "last_seen_ms", json_object_new_int64(ctld_mono_ms() - n->last_seen_ms));
 	json_object_object_add(o, "simulated", json_object_new_boolean(n->simulated));
 	for (int k = 0; k < n->nnuma; k++) {
 		struct json_object *e = json_object_new_object();
@@ -579,10 +587,10 @@ struct json_object *node_json(const struct cnode *n)
 	json_object_object_add(o, "rdma", info && json_object_object_get_ex(info, "rdma", &v)
 			       ? json_object_get(v) : json_object_new_array());
 	json_object_put(info);
-	for (int i = 0; i < g.njobs; i++) {
-		const struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		const struct cjob *j = ctl->jobs[i];
 
-		if (!job_active(j))
+		if (!ctld_job_active(j))
 			continue;
 		for (int k = 0; k < j->nalloc; k++)
 			if (j->alloc[k].node == ni) {
@@ -597,7 +605,7 @@ struct json_object *node_json(const struct cnode *n)
 /* ---------------------------------------------------------------- load */
 
 /* The request with the cluster's defaults filled in. */
-static void job_resolve_request(struct cjob *j)
+static void job_resolve_request(struct ctld *ctl, struct cjob *j)
 {
 	const struct job_spec *s = &j->spec;
 
@@ -606,31 +614,31 @@ static void job_resolve_request(struct cjob *j)
 	j->vcpus = (int)(s->vcpus ? s->vcpus : (j->ranks + j->nguests - 1) / j->nguests);
 	/* mpirun's -np comes from the spec */
 	j->spec.ranks = j->ranks;
-	j->mem = s->mem ? s->mem : g.cl.default_mem;
-	j->limit = s->timeout ? s->timeout : g.cl.default_timeout;
-	snprintf(j->image, sizeof(j->image), "%s", s->image ? s->image : g.cl.default_image);
+	j->mem = s->mem ? s->mem : ctl->cl.default_mem;
+	j->limit = s->timeout ? s->timeout : ctl->cl.default_timeout;
+	snprintf(j->image, sizeof(j->image), "%s", s->image ? s->image : ctl->cl.default_image);
 	snprintf(j->image_id, sizeof(j->image_id), "%s", s->image_id ? s->image_id : "");
-	snprintf(j->tuning, sizeof(j->tuning), "%s", s->tuning ? s->tuning : g.cl.default_tuning);
+	snprintf(j->tuning, sizeof(j->tuning), "%s", s->tuning ? s->tuning : ctl->cl.default_tuning);
 	if (s->name)
 		snprintf(j->name, sizeof(j->name), "%s", s->name);
 }
 
-void job_resolve(struct cjob *j)
+void ctld_job_resolve(struct ctld *ctl, struct cjob *j)
 {
 	struct verr e;
 
-	job_resolve_request(j);
+	job_resolve_request(ctl, j);
 	j->paths_err[0] = 0;
-	if (job_paths_plan(&g.cl, &j->spec, j->uid, &j->paths, &e) < 0)
+	if (job_paths_plan(&ctl->cl, &j->spec, j->uid, &j->paths, &e) < 0)
 		snprintf(j->paths_err, sizeof(j->paths_err), "%s", e.msg);
 }
 
-struct cjob *job_new(void)
+struct cjob *ctld_job_new(void)
 {
 	return calloc(1, sizeof(struct cjob));
 }
 
-void job_free(struct cjob *j)
+void ctld_job_free(struct cjob *j)
 {
 	if (!j)
 		return;
@@ -641,14 +649,14 @@ void job_free(struct cjob *j)
 	free(j);
 }
 
-int job_add(struct cjob *j)
+int ctld_job_add(struct ctld *ctl, struct cjob *j)
 {
-	return job_insert(j);
+	return job_insert(ctl, j);
 }
 
-static int load_node(const struct node_row *r)
+static int load_node(struct ctld *ctl, const struct node_row *r)
 {
-	struct cnode *n = &g.nodes[g.nnodes];
+	struct cnode *n = &ctl->nodes[ctl->nnodes];
 	struct json_object *info = r->info_json ? json_tokener_parse(r->info_json) : NULL, *v;
 	struct cmsg m;
 	struct verr e;
@@ -659,20 +667,20 @@ static int load_node(const struct node_row *r)
 	n->id = r->id;
 	n->up = r->up;
 	/* Nodes get a full heartbeat timeout from our start to check in. */
-	n->last_seen_ms = mono_ms();
+	n->last_seen_ms = ctld_mono_ms();
 	/* The info is what the node registered with: parse it as such. */
 	if (info && json_object_is_type(info, json_type_object)) {
 		json_object_object_add(info, "type", json_object_new_string("register"));
 		json_object_object_add(info, "node", json_object_new_string(r->name));
 		json_object_object_add(info, "addr", json_object_new_string(r->addr));
 		json_object_object_add(info, "jobs", json_object_new_array());
-		if (cmsg_parse(info, &m, &e) == 0) {
+		if (ctld_msg_parse(info, &m, &e) == 0) {
 			n->underlay = m.underlay;
 			n->nnuma = m.nnuma;
 			memcpy(n->numa, m.numa, sizeof(n->numa));
 			n->simulated = m.simulated;
 			n->have_info = true;
-			cmsg_free(&m);
+			ctld_msg_free(&m);
 		} else {
 			log_warn("node %s: stored information unusable (%s); waiting for it to register", r->name, e.msg);
 			n->up = false;
@@ -681,14 +689,14 @@ static int load_node(const struct node_row *r)
 	(void)v;
 	json_object_put(info);
 	n->info_json = r->info_json ? strdup(r->info_json) : NULL;
-	g.nnodes++;
+	ctl->nnodes++;
 	return 0;
 }
 
 /* A job from its row; `plan`: its paths too (a job that may still start). */
-static struct cjob *job_from(struct job_row *r, bool plan)
+static struct cjob *job_from(struct ctld *ctl, struct job_row *r, bool plan)
 {
-	struct cjob *j = job_new();
+	struct cjob *j = ctld_job_new();
 	struct json_object *spec;
 	struct verr e;
 
@@ -710,7 +718,7 @@ static struct cjob *job_from(struct job_row *r, bool plan)
 		log_err("job %lld: its stored spec is unusable; marking it failed", (long long)r->id);
 		job_spec_defaults(&j->spec);
 		j->spec.command.v = calloc(2, sizeof(char *));
-		if (!job_state_final(j->state)) {
+		if (!store_job_state_final(j->state)) {
 			j->broken = true;
 			snprintf(j->reason, sizeof(j->reason), "its stored spec could not be read back");
 		}
@@ -720,10 +728,10 @@ static struct cjob *job_from(struct job_row *r, bool plan)
 	j->spec_json = r->spec_json;
 	r->spec_json = NULL;
 	if (plan)
-		job_resolve(j);
+		ctld_job_resolve(ctl, j);
 	else
-		job_resolve_request(j);
-	if (r->alloc_json && alloc_from_json(j, r->alloc_json) < 0 && job_active(j)) {
+		job_resolve_request(ctl, j);
+	if (r->alloc_json && alloc_from_json(ctl, j, r->alloc_json) < 0 && ctld_job_active(j)) {
 		j->broken = true;
 		snprintf(j->reason, sizeof(j->reason), "its stored allocation could not be read back");
 	}
@@ -734,96 +742,96 @@ static struct cjob *job_from(struct job_row *r, bool plan)
 		for (int t = 0; t < j->alloc[0].ntakes; t++)
 			j->vcpus += j->alloc[0].take[t].cores;
 	}
-	if (r->net_json && net_from_json(j, r->net_json) < 0 && job_active(j)) {
+	if (r->net_json && net_from_json(j, r->net_json) < 0 && ctld_job_active(j)) {
 		j->broken = true;
 		snprintf(j->reason, sizeof(j->reason), "its stored job network could not be read back");
 	}
-	cleanup_from_json(j, r->cleanup_json);
-	spool_scan(j->id, &j->out_size, &j->out_cut);
+	cleanup_from_json(ctl, j, r->cleanup_json);
+	ctld_spool_scan(ctl, j->id, &j->out_size, &j->out_cut);
 	return j;
 }
 
-struct cjob *job_from_row(struct job_row *r)
+struct cjob *ctld_job_from_row(struct ctld *ctl, struct job_row *r)
 {
-	return job_from(r, false);
+	return job_from(ctl, r, false);
 }
 
-static int load_job(struct job_row *r)
+static int load_job(struct ctld *ctl, struct job_row *r)
 {
-	struct cjob *j = job_from(r, !job_state_final(r->state));
+	struct cjob *j = job_from(ctl, r, !store_job_state_final(r->state));
 
-	if (!j || job_insert(j) < 0) {
-		job_free(j);
+	if (!j || job_insert(ctl, j) < 0) {
+		ctld_job_free(j);
 		return -1;
 	}
 	return 0;
 }
 
-void ctld_forget_ended(void)
+void ctld_forget_ended(struct ctld *ctl)
 {
-	int64_t before = wall_s() - g.cl.ctld_keep_ended;
+	int64_t before = ctld_wall_s() - ctl->cl.ctld_keep_ended;
 	int kept = 0, gone = 0;
 
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 
 		/* Nothing acts on it any more: no thread, no teardown owed. */
-		if (job_state_final(j->state) && j->ended <= before && !j->worker && !j->stopping && !j->ncleanup) {
-			job_free(j);
+		if (store_job_state_final(j->state) && j->ended <= before && !j->worker && !j->stopping && !j->ncleanup) {
+			ctld_job_free(j);
 			gone++;
 		} else {
-			g.jobs[kept++] = j;
+			ctl->jobs[kept++] = j;
 		}
 	}
-	g.njobs = kept;
+	ctl->njobs = kept;
 	if (gone)
 		log_info("%d job%s ended over %lld s ago: out of memory, kept in the store", gone, gone == 1 ? "" : "s",
-			 (long long)g.cl.ctld_keep_ended);
+			 (long long)ctl->cl.ctld_keep_ended);
 }
 
-int ctld_state_load(struct verr *err)
+int ctld_state_load(struct ctld *ctl, struct verr *err)
 {
 	struct node_row *nv;
 	struct job_row *jv;
 	size_t nn, nj;
 
-	g.nodes = calloc(CTLD_MAX_NODES, sizeof(*g.nodes));
-	if (!g.nodes)
+	ctl->nodes = calloc(CTLD_MAX_NODES, sizeof(*ctl->nodes));
+	if (!ctl->nodes)
 		return verr_set(err, "out of memory");
-	if (store_nodes_list(g.st, &nv, &nn, err) < 0)
+	if (store_nodes_list(ctl->st, &nv, &nn, err) < 0)
 		return -1;
-	for (size_t i = 0; i < nn && g.nnodes < CTLD_MAX_NODES; i++)
-		load_node(&nv[i]);
-	node_rows_free(nv, nn);
-	if (store_jobs_list(g.st, wall_s() - g.cl.ctld_keep_ended, &jv, &nj, err) < 0)
+	for (size_t i = 0; i < nn && ctl->nnodes < CTLD_MAX_NODES; i++)
+		load_node(ctl, &nv[i]);
+	store_node_rows_free(nv, nn);
+	if (store_jobs_list(ctl->st, ctld_wall_s() - ctl->cl.ctld_keep_ended, &jv, &nj, err) < 0)
 		return -1;
 	for (size_t i = 0; i < nj; i++)
-		if (load_job(&jv[i]) < 0) {
-			job_rows_free(jv, nj);
+		if (load_job(ctl, &jv[i]) < 0) {
+			store_job_rows_free(jv, nj);
 			return verr_set(err, "out of memory");
 		}
-	job_rows_free(jv, nj);
+	store_job_rows_free(jv, nj);
 	/* Pick up where the last run left each job. */
-	for (int i = 0; i < g.njobs; i++) {
-		struct cjob *j = g.jobs[i];
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
 
 		if (j->broken) {
 			char why[256];
 
 			snprintf(why, sizeof(why), "%s", j->reason);
 			log_err("job %lld: %s", (long long)j->id, why);
-			job_end(j, JOB_FAILED, 125, "%s", why);
+			ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", why);
 		} else if (j->state == JOB_STARTING) {
 			log_info("job %lld: was starting; starting it again on the same nodes", (long long)j->id);
-			rpc_start_job(j);
+			ctld_rpc_start_job(ctl, j);
 		} else if (j->state == JOB_RUNNING) {
 			log_info("job %lld: was running; re-attaching", (long long)j->id);
-			rpc_relaunch_job(j);
+			ctld_rpc_relaunch_job(ctl, j);
 		}
 		if (j->ncleanup && !j->stopping)
-			rpc_stop_job(j);
+			ctld_rpc_stop_job(ctl, j);
 	}
-	log_info("recovered %d node%s and %d job%s from the store", g.nnodes, g.nnodes == 1 ? "" : "s",
-		 g.njobs, g.njobs == 1 ? "" : "s");
+	log_info("recovered %d node%s and %d job%s from the store", ctl->nnodes, ctl->nnodes == 1 ? "" : "s",
+		 ctl->njobs, ctl->njobs == 1 ? "" : "s");
 	return 0;
 }

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const job_state_names[] = {
+const char *const store_job_state_names[] = {
 	"PENDING", "STARTING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", NULL
 };
 
-bool job_state_final(enum job_state s)
+bool store_job_state_final(enum job_state s)
 {
 	return s >= JOB_COMPLETED;
 }
@@ -234,7 +234,7 @@ int store_job_update(struct store *s, const struct job_row *j, struct verr *err)
 		sqlite3_bind_int64(st, 5, j->ended);
 	else
 		sqlite3_bind_null(st, 5);
-	if (job_state_final(j->state))
+	if (store_job_state_final(j->state))
 		sqlite3_bind_int(st, 6, j->exit_status);
 	else
 		sqlite3_bind_null(st, 6);
@@ -315,7 +315,7 @@ static int job_rows(struct store *s, sqlite3_stmt *st, struct job_row **out, siz
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (grow(&v, &cap, cnt + 1, sizeof(*v), 32) < 0) {
 			sqlite3_finalize(st);
-			job_rows_free(v, cnt);
+			store_job_rows_free(v, cnt);
 			return verr_set(err, "out of memory");
 		}
 		row_from(st, &v[cnt++]);
@@ -323,7 +323,7 @@ static int job_rows(struct store *s, sqlite3_stmt *st, struct job_row **out, siz
 	if (rc != SQLITE_DONE) {
 		rc = db_error(s, err, "list jobs");
 		sqlite3_finalize(st);
-		job_rows_free(v, cnt);
+		store_job_rows_free(v, cnt);
 		return rc;
 	}
 	sqlite3_finalize(st);
@@ -362,7 +362,7 @@ int store_jobs_ended(struct store *s, int64_t uid, int64_t below_id, int limit, 
 	return job_rows(s, st, out, n, err);
 }
 
-void job_row_free(struct job_row *j)
+void store_job_row_free(struct job_row *j)
 {
 	free(j->spec_json);
 	free(j->alloc_json);
@@ -371,10 +371,10 @@ void job_row_free(struct job_row *j)
 	j->spec_json = j->alloc_json = j->net_json = j->cleanup_json = NULL;
 }
 
-void job_rows_free(struct job_row *v, size_t n)
+void store_job_rows_free(struct job_row *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		job_row_free(&v[i]);
+		store_job_row_free(&v[i]);
 	free(v);
 }
 
@@ -433,7 +433,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 
 		if (grow(&v, &cap, cnt + 1, sizeof(*v), 16) < 0) {
 			sqlite3_finalize(st);
-			node_rows_free(v, cnt);
+			store_node_rows_free(v, cnt);
 			return verr_set(err, "out of memory");
 		}
 		memset(&v[cnt], 0, sizeof(v[cnt]));
@@ -449,7 +449,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
-		node_rows_free(v, cnt);
+		store_node_rows_free(v, cnt);
 		return db_error(s, err, "list nodes");
 	}
 	*out = v;
@@ -457,7 +457,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 	return 0;
 }
 
-void node_rows_free(struct node_row *v, size_t n)
+void store_node_rows_free(struct node_row *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i].info_json);

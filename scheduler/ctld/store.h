@@ -20,8 +20,8 @@ enum job_state {
 	JOB_PENDING = 0, JOB_STARTING, JOB_RUNNING, JOB_COMPLETED, JOB_FAILED,
 	JOB_CANCELLED, JOB_TIMEOUT, JOB_NODE_FAIL, JOB_STATE_MAX
 };
-extern const char *const job_state_names[];
-bool job_state_final(enum job_state s);
+extern const char *const store_job_state_names[];
+bool store_job_state_final(enum job_state s);
 
 struct job_row {
 	int64_t id;
@@ -67,12 +67,12 @@ int store_jobs_list(struct store *s, int64_t ended_since, struct job_row **out, 
  * below_id, the newest ones, in submission order. */
 int store_jobs_ended(struct store *s, int64_t uid, int64_t below_id, int limit, struct job_row **out,
 		     size_t *n, struct verr *err);
-void job_row_free(struct job_row *j);
-void job_rows_free(struct job_row *v, size_t n);
+void store_job_row_free(struct job_row *j);
+void store_job_rows_free(struct job_row *v, size_t n);
 
 int store_node_put(struct store *s, const struct node_row *n, struct verr *err);
 int store_node_id(struct store *s, const char *name, int64_t *id, struct verr *err);
 int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct verr *err);
-void node_rows_free(struct node_row *v, size_t n);
+void store_node_rows_free(struct node_row *v, size_t n);
 
 #endif

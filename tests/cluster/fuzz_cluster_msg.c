@@ -120,9 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (json_object_is_type(o, json_type_object) && data[0] < sizeof(types) / sizeof(types[0]))
 		json_object_object_add(o, "type", json_object_new_string(types[data[0]]));
-	if (cmsg_parse(o, &cm, &e) == 0) {
+	if (ctld_msg_parse(o, &cm, &e) == 0) {
 		check_cmsg(&cm);
-		cmsg_free(&cm);
+		ctld_msg_free(&cm);
 	} else if (!e.msg[0]) {
 		abort();
 	}

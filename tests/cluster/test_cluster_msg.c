@@ -22,7 +22,7 @@ static int cparse(const char *text, struct cmsg *m, struct verr *e)
 	int rc;
 
 	assert_non_null(o);
-	rc = cmsg_parse(o, m, e);
+	rc = ctld_msg_parse(o, m, e);
 	json_object_put(o);
 	return rc;
 }
@@ -33,7 +33,7 @@ static void crejects(const char *text, const char *want)
 	struct verr e = { "" };
 
 	if (cparse(text, &m, &e) == 0) {
-		cmsg_free(&m);
+		ctld_msg_free(&m);
 		fail_msg("accepted: %s", text);
 	}
 	if (!strstr(e.msg, want))
@@ -56,14 +56,14 @@ static void user_messages(void **state)
 	assert_string_equal(m.spec.command.v[0], "hostname");
 	assert_string_equal(m.spec.env.val[0], "1");
 	assert_int_equal(m.spec.mem, 0);
-	cmsg_free(&m);
+	ctld_msg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"wait\",\"id\":7,\"timeout_ms\":500}", &m, &e), 0);
 	assert_int_equal(m.id, 7);
 	assert_int_equal(m.timeout_ms, 500);
-	cmsg_free(&m);
+	ctld_msg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"output\",\"id\":3,\"offset\":10}", &m, &e), 0);
 	assert_int_equal(m.max, CTLD_OUTPUT_CHUNK);
-	cmsg_free(&m);
+	ctld_msg_free(&m);
 	crejects("{\"type\":\"launch_missiles\"}", "unknown message type 'launch_missiles'");
 	crejects("{\"type\":\"submit\"}", "missing \"job\"");
 	crejects("{\"type\":\"submit\",\"job\":{\"guests\":\"2\",\"command\":[\"x\"]}}", "\"guests\": expected an integer");
@@ -96,12 +96,12 @@ static void node_messages(void **state)
 	assert_int_equal(m.numa[0].cores, 8);
 	assert_int_equal(m.njobs, 1);
 	assert_int_equal(m.jobs[0].state, NJ_RUNNING);
-	assert_true(cmsg_node_only(m.type));
-	cmsg_free(&m);
+	assert_true(ctld_msg_node_only(m.type));
+	ctld_msg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"job_output\",\"node\":\"n1\",\"job\":2,\"offset\":0,\"data\":\"aGVsbG8=\"}", &m, &e), 0);
 	assert_int_equal(m.len, 5);
 	assert_memory_equal(m.data, "hello", 5);
-	cmsg_free(&m);
+	ctld_msg_free(&m);
 	crejects("{\"type\":\"register\",\"node\":\"n1\",\"addr\":\"10.0.0.1\",\"underlay\":\"10.0.0.1\",\"numa\":[],\"jobs\":[]}",
 		 "\"addr\": '10.0.0.1' is not HOST:PORT");
 	crejects("{\"type\":\"register\",\"node\":\"n1\",\"addr\":\"a:1\",\"underlay\":\"10.0.0.256\",\"numa\":[],\"jobs\":[]}",
@@ -112,7 +112,7 @@ static void node_messages(void **state)
 	crejects("{\"type\":\"heartbeat\",\"node\":\"n1\",\"jobs\":[{\"job\":1,\"state\":\"dancing\"}]}", "state 'dancing'");
 	crejects("{\"type\":\"job_output\",\"node\":\"n1\",\"job\":2,\"offset\":0,\"data\":\"%%%\"}", "not base64");
 	crejects("{\"type\":\"job_exit\",\"node\":\"n1\",\"job\":2,\"size\":0,\"status\":256}", "\"status\": 256");
-	assert_false(cmsg_node_only(CM_SUBMIT));
+	assert_false(ctld_msg_node_only(CM_SUBMIT));
 }
 
 #define H "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -235,8 +235,8 @@ static void image_messages(void **state)
 	assert_int_equal(cparse("{\"type\":\"image_have\",\"objects\":[\"" H "\",\"" H "\"]}", &m, &e), 0);
 	assert_int_equal(m.nobjects, 2);
 	assert_string_equal(m.objects[1], H);
-	assert_true(cmsg_node_only(m.type));
-	cmsg_free(&m);
+	assert_true(ctld_msg_node_only(m.type));
+	ctld_msg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":9,"
 				"\"offset\":4,\"len\":3},{\"object\":\"" H "\",\"size\":2,\"offset\":0,\"len\":2}],"
 				"\"_data\":\"helxy\"}", &m, &e), 0);
@@ -245,18 +245,18 @@ static void image_messages(void **state)
 	assert_int_equal(m.parts[0].offset, 4);
 	assert_memory_equal(m.parts[0].data, "hel", 3);
 	assert_memory_equal(m.parts[1].data, "xy", 2);
-	cmsg_free(&m);
+	ctld_msg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"image_get\",\"objects\":[\"" H "\"],\"offset\":7}", &m, &e), 0);
 	assert_int_equal(m.offset, 7);
-	cmsg_free(&m);
+	ctld_msg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"image_list\"}", &m, &e), 0);
-	assert_false(cmsg_node_only(m.type));
-	cmsg_free(&m);
+	assert_false(ctld_msg_node_only(m.type));
+	ctld_msg_free(&m);
 	assert_int_equal(cparse("{\"type\":\"heartbeat\",\"node\":\"n1\",\"jobs\":[],\"images\":[{\"id\":\"" H "\","
 				"\"name\":\"default\",\"bytes\":5,\"used\":100,\"in_use\":true}]}", &m, &e), 0);
 	assert_int_equal(m.ncache, 1);
 	assert_true(m.cache[0].in_use);
-	cmsg_free(&m);
+	ctld_msg_free(&m);
 	crejects("{\"type\":\"image_have\",\"objects\":[]}", "names no object");
 	crejects("{\"type\":\"image_have\",\"objects\":[\"E3B0\"]}", "\"objects\"[0]: expected a sha256");
 	crejects("{\"type\":\"image_put\",\"parts\":[{\"object\":\"" H "\",\"size\":3,\"offset\":0,"

@@ -57,7 +57,7 @@ static void jobs_round_trip(void **state)
 	assert_int_equal(j.state, JOB_PENDING);
 	assert_string_equal(j.spec_json, "{\"guests\":2}");
 	assert_null(j.alloc_json);
-	job_row_free(&j);
+	store_job_row_free(&j);
 
 	memset(&j, 0, sizeof(j));
 	j.id = id;
@@ -77,10 +77,10 @@ static void jobs_round_trip(void **state)
 	assert_int_equal(j.ended, 130);
 	assert_int_equal(j.exit_status, 3);
 	assert_string_equal(j.alloc_json, "{\"nodes\":[\"n1\"]}");
-	job_row_free(&j);
+	store_job_row_free(&j);
 	assert_int_equal(store_jobs_list(s, INT64_MAX, &v, &n, &err), 0);
 	assert_int_equal(n, 0);
-	job_rows_free(v, n);
+	store_job_rows_free(v, n);
 	assert_int_equal(store_job_get(s, 9999, &j, &err), -1);
 	assert_non_null(strstr(err.msg, "no job 9999"));
 	store_close(s);
@@ -128,7 +128,7 @@ static void committed_jobs_survive_sigkill(void **state)
 		for (int k = 0; k < 50; k++)
 			found += v[i].id == ids[k];
 	assert_int_equal(found, 50);
-	job_rows_free(v, n);
+	store_job_rows_free(v, n);
 	store_close(s);
 }
 
@@ -171,7 +171,7 @@ static void nodes_upsert(void **state)
 		assert_int_equal(id1, id2);
 		assert_int_equal(store_node_id(s, "ghost", &id2, &err), -1);
 	}
-	node_rows_free(v, cnt);
+	store_node_rows_free(v, cnt);
 	store_close(s);
 }
 
@@ -192,23 +192,23 @@ static void cleanup_and_attempts_round_trip(void **state)
 	j.attempts = 2;
 	j.cleanup_json = strdup("[\"n1\",\"n2\"]");
 	assert_int_equal(store_job_update(s, &j, &err), 0);
-	job_row_free(&j);
+	store_job_row_free(&j);
 	/* NULL keeps what is there; "[]" clears it */
 	assert_int_equal(store_job_get(s, id, &j, &err), 0);
 	free(j.cleanup_json);
 	j.cleanup_json = NULL;
 	assert_int_equal(store_job_update(s, &j, &err), 0);
-	job_row_free(&j);
+	store_job_row_free(&j);
 	assert_int_equal(store_job_get(s, id, &j, &err), 0);
 	assert_string_equal(j.cleanup_json, "[\"n1\",\"n2\"]");
 	assert_int_equal(j.attempts, 2);
 	free(j.cleanup_json);
 	j.cleanup_json = strdup("[]");
 	assert_int_equal(store_job_update(s, &j, &err), 0);
-	job_row_free(&j);
+	store_job_row_free(&j);
 	assert_int_equal(store_job_get(s, id, &j, &err), 0);
 	assert_string_equal(j.cleanup_json, "[]");
-	job_row_free(&j);
+	store_job_row_free(&j);
 	store_close(s);
 }
 
@@ -236,7 +236,7 @@ static void schema_1_is_migrated(void **state)
 	assert_int_equal(store_job_get(s, 1, &j, &err), 0);
 	assert_string_equal(j.name, "old");
 	assert_int_equal(j.attempts, 0);
-	job_row_free(&j);
+	store_job_row_free(&j);
 	store_close(s);
 	unlink(old);
 }
@@ -283,16 +283,16 @@ static void ended_jobs_by_time_and_uid(void **state)
 	assert_int_equal(v[1].id, id[3]);
 	assert_int_equal(v[2].id, id[4]);
 	assert_int_equal(v[3].id, id[5]);
-	job_rows_free(v, n);
+	store_job_rows_free(v, n);
 	assert_int_equal(store_jobs_ended(s, 1000, INT64_MAX, 1, &v, &n, &err), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0].id, id[3]);
-	job_rows_free(v, n);
+	store_job_rows_free(v, n);
 	assert_int_equal(store_jobs_ended(s, -1, INT64_MAX, 10, &v, &n, &err), 0);
 	assert_int_equal(n, 5);
 	assert_int_equal(v[0].id, id[0]);
 	assert_int_equal(v[4].id, id[4]);
-	job_rows_free(v, n);
+	store_job_rows_free(v, n);
 	store_close(s);
 }
 
