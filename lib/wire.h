@@ -88,8 +88,9 @@ struct json_object *wire_error(const char *fmt, ...) __attribute__((format(print
 /* A daemon's accept loop (never returns): each connection gets a thread
  * that receives one message, calls the handler, and sends what it returns
  * (NULL: "unhandled message") as the reply.  A message that fails to
- * decode gets a notice and no handler call.  who names the peer for logs;
- * stack 0 keeps the default thread stack size.  Limits (lib/wire_serve.c,
+ * decode gets a notice and no handler call.  who names the peer for logs,
+ * ctx is wire_serve's (the daemon's state); stack 0 keeps the default
+ * thread stack size.  Limits (lib/wire_serve.c,
  * from the environment, so every daemon takes them the same way):
  * VHPC_WIRE_MAX_CONNS connections at once (default 1024),
  * VHPC_WIRE_MAX_CONNS_PER_ADDR from one peer address (256), and
@@ -97,8 +98,8 @@ struct json_object *wire_error(const char *fmt, ...) __attribute__((format(print
  * the reply (10000).  A connection over a limit gets a notice and is
  * closed at once. */
 typedef struct json_object *(*wire_handler)(struct json_object *msg, const struct wire_peer *peer,
-					    const char *who);
-void wire_serve(int lfd, size_t stack, wire_handler handle) __attribute__((noreturn));
+					    const char *who, void *ctx);
+void wire_serve(int lfd, size_t stack, wire_handler handle, void *ctx) __attribute__((noreturn));
 
 /* One request to a daemon (root) and its reply on a fresh connection.
  * A reply of type "error" is returned as such (rc 0): the caller decides. */

@@ -47,6 +47,7 @@ static struct {
 struct conn {
 	int fd, slot;
 	wire_handler handle;
+	void *ctx;
 };
 
 static int env_int(const char *name, long long min, long long max, int dflt)
@@ -206,7 +207,7 @@ static void *conn_thread(void *arg)
 		struct wire_to to = { .uid = peer.uid, .reply = true };
 
 		snprintf(to.id, sizeof(to.id), "%s", peer.id);
-		r = c.handle(msg, &peer, who);
+		r = c.handle(msg, &peer, who, c.ctx);
 		if (!r)
 			r = wire_error("unhandled message");
 		if (wire_send(c.fd, r, &to, lim.timeout_ms, &e) < 0) {
@@ -228,7 +229,7 @@ static void *conn_thread(void *arg)
 	return NULL;
 }
 
-void wire_serve(int lfd, size_t stack, wire_handler handle)
+void wire_serve(int lfd, size_t stack, wire_handler handle, void *ctx)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	pthread_attr_t a;
@@ -271,6 +272,7 @@ void wire_serve(int lfd, size_t stack, wire_handler handle)
 		c->fd = fd;
 		c->slot = slot;
 		c->handle = handle;
+		c->ctx = ctx;
 		if ((rc = pthread_create(&th, &a, conn_thread, c)) != 0) {
 			addr_str(&ss, who, sizeof(who));
 			snprintf(why, sizeof(why), "busy: no thread for a connection (%s)", strerror(rc));

@@ -181,12 +181,13 @@ struct json_object *vd_handle(const struct vmsg *m)
 
 /* One message from the controller: root only, and for this node. */
 static struct json_object *handle(struct json_object *msg, const struct wire_peer *peer,
-				  const char *who)
+				  const char *who, void *ctx)
 {
 	struct json_object *r;
 	struct vmsg m;
 	struct verr e;
 
+	(void)ctx; /* the daemon's state is vd: one per process */
 	if (peer->uid != 0) {
 		log_warn("%s: rejected '%s' from uid %u: only the controller (root) talks to vhpcd", who,
 			 wire_type(msg), (unsigned)peer->uid);
@@ -215,5 +216,5 @@ static struct json_object *handle(struct json_object *msg, const struct wire_pee
 
 void vd_serve(int lfd)
 {
-	wire_serve(lfd, 0, handle);
+	wire_serve(lfd, 0, handle, NULL);
 }

@@ -30,14 +30,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The controller this process serves: wire_serve's handler has no argument
- * of its own to carry it (lib/wire.h), so handle() alone reads it here. */
-static struct ctld *served;
-
 /* One message from a CLI, a node agent or a peer: what it may send decides
  * whether it is handled. */
 static struct json_object *handle(struct json_object *msg, const struct wire_peer *peer,
-				  const char *who)
+				  const char *who, void *ctx)
 {
 	struct json_object *r;
 	struct cmsg m;
@@ -55,16 +51,24 @@ static struct json_object *handle(struct json_object *msg, const struct wire_pee
 		json_object_object_add(r, "code", json_object_new_string("denied"));
 	} else {
 		log_debug("%s (uid %u): %s", who, (unsigned)peer->uid, wire_type(msg));
-		r = ctld_handle(served, &m, peer);
+		r = ctld_handle(ctx, &m, peer);
 	}
 	ctld_msg_free(&m);
 	return r;
 }
 
+/* What the accept thread serves, for the process's life. */
+struct listener {
+	int fd;
+	struct ctld *ctl;
+};
+
 static void *accept_thread(void *arg)
 {
+	struct listener *l = arg;
+
 	/* Small stacks: a thousand nodes may heartbeat at once. */
-	wire_serve((int)(intptr_t)arg, 256 * 1024, handle);
+	wire_serve(l->fd, 256 * 1024, handle, l->ctl);
 }
 
 static int setup_log(const char *path, struct verr *err)
@@ -177,9 +181,11 @@ static int serve(struct ctld *ctl, const char *listen_spec)
 		return 1;
 	}
 	pthread_mutex_unlock(&ctl->mu);
-	served = ctl;
+	static struct listener l;
+
+	l = (struct listener){ lfd, ctl };
 	if (pthread_create(&th, NULL, ctld_sched_thread, ctl) != 0 ||
-	    pthread_create(&th, NULL, accept_thread, (void *)(intptr_t)lfd) != 0) {
+	    pthread_create(&th, NULL, accept_thread, &l) != 0) {
 		log_err("cannot start threads");
 		return 1;
 	}

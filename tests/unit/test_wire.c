@@ -554,7 +554,8 @@ static void send_is_bounded_by_its_deadline(void **state)
 
 static int serve_port;
 
-static struct json_object *handle_big(struct json_object *msg, const struct wire_peer *peer, const char *who)
+static struct json_object *handle_big(struct json_object *msg, const struct wire_peer *peer, const char *who,
+				      void *ctx)
 {
 	struct json_object *r = json_object_new_object();
 	char *big = malloc(300 << 10);
@@ -562,6 +563,7 @@ static struct json_object *handle_big(struct json_object *msg, const struct wire
 	(void)msg;
 	(void)peer;
 	(void)who;
+	(void)ctx;
 	memset(big, 'y', 300 << 10);
 	big[(300 << 10) - 1] = 0;
 	json_object_object_add(r, "type", json_object_new_string("big"));
@@ -572,7 +574,7 @@ static struct json_object *handle_big(struct json_object *msg, const struct wire
 
 static void *serve_thread(void *arg)
 {
-	wire_serve((int)(intptr_t)arg, 0, handle_big);
+	wire_serve((int)(intptr_t)arg, 0, handle_big, NULL);
 }
 
 /* The daemon's side in a network namespace of its own whose TCP send
