@@ -32,6 +32,7 @@
 #include "lib/inet.h"
 #include "lib/log.h"
 #include "lib/parse.h"
+#include "lib/proc.h"
 #include "lib/paths.h"
 #include "images/images.h"
 #include "nodeagent/nodeagent.h"
@@ -433,11 +434,7 @@ static int detach(void)
 	}
 	setsid();
 	prctl(PR_SET_PDEATHSIG, 0);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	proc_block_stop_signals(&sigs);
 	signal(SIGPIPE, SIG_IGN);
 	/* Guest inits are ours once runc exits, as they are vhpcd's. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);

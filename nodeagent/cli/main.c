@@ -11,6 +11,7 @@
 #include "lib/jobspec.h"
 #include "lib/log.h"
 #include "lib/parse.h"
+#include "lib/proc.h"
 #include "lib/tuning.h"
 #include "nodeagent/drivers/container/container.h"
 #include "nodeagent/jobdir/jobdir.h"
@@ -423,11 +424,7 @@ static int up_run(struct up *u)
 	int sig, rc = 1;
 
 	/* Signals wait for sigwait, so teardown never races set-up. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	proc_block_stop_signals(&sigs);
 	st.jd.lock_fd = -1;
 	if (!u->no_net && strcmp(u->tuning_name, "none")) {
 		if (tuning_load(u->tuning_name, &st.tun, &e) < 0)

@@ -14,6 +14,7 @@
 #include "lib/inet.h"
 #include "lib/log.h"
 #include "lib/parse.h"
+#include "lib/proc.h"
 #include "lib/paths.h"
 #include "daemon.h"
 #include "nodeagent/place/place.h"
@@ -251,11 +252,7 @@ int main(int argc, char **argv)
 	if ((rc = parse_args(argc, argv, &a)) >= 0 || (rc = settle(&a)) >= 0)
 		return rc;
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	proc_block_stop_signals(&sigs);
 	lfd = tcp_listen(a.listen, NULL, &e);
 	if (lfd < 0) {
 		log_err("%s", e.msg);

@@ -14,6 +14,7 @@
 #include "lib/inet.h"
 #include "lib/log.h"
 #include "lib/parse.h"
+#include "lib/proc.h"
 #include "lib/wire.h"
 #include "ctld.h"
 
@@ -217,11 +218,7 @@ int main(int argc, char **argv)
 		return rc;
 	/* Signals are taken by sigwait below; threads inherit the mask. */
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	proc_block_stop_signals(&sigs);
 	if ((rc = serve(ctl, o.listen)))
 		return rc;
 	do
