@@ -275,7 +275,7 @@ static int check_file(struct args *a, const char *file)
 
 int main(int argc, char **argv)
 {
-	static struct args a = { .mb_auto = true };
+	struct args a = { .mb_auto = true };
 	int status = 0, r;
 
 	imb_check_defaults(&a.opts);

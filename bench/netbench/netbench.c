@@ -125,22 +125,36 @@ static int opt_value(struct nb_opts *o, struct nb_given *g, const char *a, const
 		return opt_sizes(o, val, err);
 	if (!strcmp(a, "-time"))
 		return parse_seconds(a, val, 0.001, &o->seconds, err);
-	if (!strcmp(a, "-idle"))
-		return parse_seconds(a, val, 1, &o->idle, err) < 0 ? -1 : (g->idle = true, 0);
-	if (!strcmp(a, "-wait"))
-		return parse_seconds(a, val, 0, &o->wait, err) < 0 ? -1 : (g->wait = true, 0);
+	if (!strcmp(a, "-idle")) {
+		if (parse_seconds(a, val, 1, &o->idle, err) < 0)
+			return -1;
+		g->idle = true;
+		return 0;
+	}
+	if (!strcmp(a, "-wait")) {
+		if (parse_seconds(a, val, 0, &o->wait, err) < 0)
+			return -1;
+		g->wait = true;
+		return 0;
+	}
 	if (!strcmp(a, "-addr")) {
 		if (inet_pton(AF_INET, val, &in) != 1)
 			return verr_set(err, "-addr: expected an IPv4 address, got '%s'", val);
 		o->addr = val;
 		return 0;
 	}
-	if (!strcmp(a, "-serve"))
-		return parse_addrport(a, val, true, &o->serve_addr, &o->serve_port, err) < 0
-			       ? -1 : (o->serve = true, 0);
-	if (!strcmp(a, "-connect"))
-		return parse_addrport(a, val, false, &o->connect_addr, &o->connect_port, err) < 0
-			       ? -1 : (o->connect = true, 0);
+	if (!strcmp(a, "-serve")) {
+		if (parse_addrport(a, val, true, &o->serve_addr, &o->serve_port, err) < 0)
+			return -1;
+		o->serve = true;
+		return 0;
+	}
+	if (!strcmp(a, "-connect")) {
+		if (parse_addrport(a, val, false, &o->connect_addr, &o->connect_port, err) < 0)
+			return -1;
+		o->connect = true;
+		return 0;
+	}
 	return 1;
 }
 
