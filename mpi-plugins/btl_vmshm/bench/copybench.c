@@ -548,11 +548,11 @@ static int start_workers(long max)
 /* Every mode at one size, reps times; 1 if a mode failed (said). */
 static int measure(const struct opts *o, size_t size)
 {
-	double gbs[M_N][1000];
-	/* Calibrate on memcpy so every mode moves the same bytes. */
+	double gbs[M_N][1000], r;
 	long iters = 1;
-	double r = run(M_MEMCPY, size, 1);
 
+	/* Calibrate on memcpy so every mode moves the same bytes. */
+	r = run(M_MEMCPY, size, 1);
 	if (r > 0)
 		iters = (long)(o->secs * r / (double)size) + 1;
 	for (long k = 0; k < o->reps; k++)
