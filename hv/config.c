@@ -227,21 +227,157 @@ static const struct option base_opts[] = {
 };
 #define NBASE_OPTS (sizeof(base_opts) / sizeof(base_opts[0]))
 
-int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err)
+/* The options whose value is kept as given. */
+static char **str_opt(struct hv_config *c, int o)
 {
-	bool numa_from_cli = false;
-	long long v;
-	int o;
-	struct option long_opts[NBASE_OPTS + HV_MAX_DEVOPTS + 1];
+	switch (o) {
+	case O_KERNEL: return &c->kernel;
+	case O_INITRD: return &c->initrd;
+	case O_CMDLINE: return &c->cmdline;
+	case O_AFFINITY: return &c->cpu_affinity;
+	case O_TOPOLOGY: return &c->topology;
+	case O_SERIAL: return &c->serial;
+	case O_CONTROL: return &c->control;
+	case O_CPUIDHIDE: return &c->cpuid_hide;
+	default: return NULL;
+	}
+}
 
+/* 1 if O is not a numeric option. */
+static int num_opt(struct hv_config *c, int o, const char *arg, struct verr *err)
+{
+	long long v;
+
+	switch (o) {
+	case O_VCPUS:
+		if (parse_ll(arg, 1, HV_MAX_VCPUS, &c->vcpus) < 0)
+			return verr_set(err, "--vcpus %s: expected 1..%d", arg, HV_MAX_VCPUS);
+		return 0;
+	case O_MEM:
+		if (parse_size(arg, &c->mem) < 0 || c->mem < (16 << 20) || c->mem > (1ull << 40))
+			return verr_set(err, "--mem %s: expected a size from 16M to 1T", arg);
+		return 0;
+	case O_HOSTNODE:
+		if (parse_ll(arg, 0, 1023, &v) < 0)
+			return verr_set(err, "--host-node %s: expected a node number", arg);
+		c->host_node.v = v;
+		c->host_node.set = true;
+		return 0;
+	case O_PFTHREADS:
+		if (parse_ll(arg, 1, 1024, &c->prefault_threads) < 0)
+			return verr_set(err, "--prefault-threads %s: expected 1..1024", arg);
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/* 1 if O is not an option without a value. */
+static int flag_opt(struct hv_config *c, int o)
+{
+	switch (o) {
+	case O_NOPREFAULT: c->prefault = false; break;
+	case O_REQHW: c->require_hw = true; break;
+	case O_DEBUGEXIT: c->debug_exit = true; break;
+	case O_SECCOMP: c->seccomp = true; break;
+	case O_CONFIG: break;   /* read before the other options */
+	case 'v': vlog_set_level(VLOG_DEBUG); break;
+	case 'q': vlog_set_level(VLOG_WARN); break;
+	default: return 1;
+	}
+	return 0;
+}
+
+static int numa_opt(struct hv_config *c, bool *from_cli, const char *arg, struct verr *err)
+{
+	struct hv_numa_cfg n, *nv;
+
+	if (!*from_cli) {   /* the command line replaces the file's list */
+		cf_release(&numa_only_schema, &(struct hv_config){ .numa = c->numa });
+		c->numa.v = NULL;
+		c->numa.n = 0;
+		*from_cli = true;
+	}
+	if (c->numa.n >= HV_MAX_NODES)
+		return verr_set(err, "--numa: at most %d guest nodes", HV_MAX_NODES);
+	if (parse_numa_arg(arg, &n, err) < 0)
+		return -1;
+	nv = realloc(c->numa.v, (c->numa.n + 1) * sizeof(n));
+	if (!nv) {
+		free(n.cpus);
+		return verr_set(err, "out of memory");
+	}
+	nv[c->numa.n++] = n;
+	c->numa.v = nv;
+	return 0;
+}
+
+static int seccomp_probe_opt(struct hv_config *c, const char *arg, struct verr *err)
+{
+	static const char *const calls[] = { [HV_PROBE_EXECVE] = "execve", [HV_PROBE_TIOCSTI] = "tiocsti",
+					      [HV_PROBE_CONNECT] = "connect" };
+
+	c->seccomp = true;
+	c->seccomp_probe = HV_PROBE_NONE;
+	for (int k = HV_PROBE_EXECVE; k <= HV_PROBE_CONNECT; k++)
+		if (!strcmp(arg ? arg : "execve", calls[k]))
+			c->seccomp_probe = k;
+	if (c->seccomp_probe == HV_PROBE_NONE)
+		return verr_set(err, "--seccomp-probe=%.40s: expected execve, tiocsti or connect", arg);
+	return 0;
+}
+
+static int dev_opt(struct hv_devset *ds, int argc, char **argv, struct verr *err)
+{
+	const char *arg = optarg;
+
+	/* `--console file:x` as well as `--console=file:x`. */
+	if (!arg && ds->opt->arg_optional && optind < argc && argv[optind][0] != '-')
+		arg = argv[optind++];
+	return hv_devset_add_cli(ds, arg, err) < 0 ? -1 : 0;
+}
+
+/* 0 to go on, 1 for --help, -1 on an error (in ERR). */
+static int one_opt(struct hv_config *c, int o, int argc, char **argv, bool *numa_from_cli,
+		   struct verr *err)
+{
+	char **s = str_opt(c, o);
+	int r;
+
+	if (s) {
+		set_str(s, optarg);
+		return 0;
+	}
+	if (o >= O_DEVOPT && o < O_DEVOPT + HV_MAX_DEVOPTS)
+		return dev_opt(&c->dev[o - O_DEVOPT], argc, argv, err);
+	switch (o) {
+	case O_HUGEPAGES: set_str(&c->hugepages, optarg ? optarg : "2M"); return 0;
+	case O_NUMA: return numa_opt(c, numa_from_cli, optarg, err);
+	case O_SECCOMP_PROBE: return seccomp_probe_opt(c, optarg, err);
+	case O_HELP: return 1;
+	case ':': return verr_set(err, "%s needs a value", argv[optind - 1]);
+	}
+	r = num_opt(c, o, optarg, err);
+	if (r <= 0)
+		return r;
+	if (flag_opt(c, o) == 0)
+		return 0;
+	return verr_set(err, "unknown option '%s'", argv[optind - 1]);
+}
+
+static void build_long_opts(const struct hv_config *c, struct option *long_opts)
+{
 	memcpy(long_opts, base_opts, sizeof(base_opts));
 	for (int i = 0; i < c->ndevopts; i++)
 		long_opts[NBASE_OPTS + (size_t)i] = (struct option){
 			c->dev[i].opt->name, c->dev[i].opt->arg_optional ? optional_argument : required_argument,
 			0, O_DEVOPT + i };
 	memset(&long_opts[NBASE_OPTS + (size_t)c->ndevopts], 0, sizeof(long_opts[0]));
+}
 
-	/* The file first, so that the command line overrides it. */
+/* The file first, so that the command line overrides it. */
+static int read_config_files(struct hv_config *c, int argc, char **argv, struct verr *err)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *f = NULL;
 
@@ -252,97 +388,11 @@ int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err
 		if (f && cf_bind_file(f, hv_config_schema(), c, err) < 0)
 			return -1;
 	}
-	optind = 1;
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, ":vq", long_opts, NULL)) != -1) {
-		switch (o) {
-		case O_KERNEL: set_str(&c->kernel, optarg); break;
-		case O_INITRD: set_str(&c->initrd, optarg); break;
-		case O_CMDLINE: set_str(&c->cmdline, optarg); break;
-		case O_VCPUS:
-			if (parse_ll(optarg, 1, HV_MAX_VCPUS, &c->vcpus) < 0)
-				return verr_set(err, "--vcpus %s: expected 1..%d", optarg, HV_MAX_VCPUS);
-			break;
-		case O_MEM:
-			if (parse_size(optarg, &c->mem) < 0 || c->mem < (16 << 20) || c->mem > (1ull << 40))
-				return verr_set(err, "--mem %s: expected a size from 16M to 1T", optarg);
-			break;
-		case O_NUMA: {
-			struct hv_numa_cfg n, *nv;
+	return 0;
+}
 
-			if (!numa_from_cli) {   /* the command line replaces the file's list */
-				cf_release(&numa_only_schema, &(struct hv_config){ .numa = c->numa });
-				c->numa.v = NULL;
-				c->numa.n = 0;
-				numa_from_cli = true;
-			}
-			if (c->numa.n >= HV_MAX_NODES)
-				return verr_set(err, "--numa: at most %d guest nodes", HV_MAX_NODES);
-			if (parse_numa_arg(optarg, &n, err) < 0)
-				return -1;
-			nv = realloc(c->numa.v, (c->numa.n + 1) * sizeof(n));
-			if (!nv) {
-				free(n.cpus);
-				return verr_set(err, "out of memory");
-			}
-			nv[c->numa.n++] = n;
-			c->numa.v = nv;
-			break;
-		}
-		case O_HOSTNODE:
-			if (parse_ll(optarg, 0, 1023, &v) < 0)
-				return verr_set(err, "--host-node %s: expected a node number", optarg);
-			c->host_node.v = v;
-			c->host_node.set = true;
-			break;
-		case O_AFFINITY: set_str(&c->cpu_affinity, optarg); break;
-		case O_TOPOLOGY: set_str(&c->topology, optarg); break;
-		case O_HUGEPAGES: set_str(&c->hugepages, optarg ? optarg : "2M"); break;
-		case O_PFTHREADS:
-			if (parse_ll(optarg, 1, 1024, &c->prefault_threads) < 0)
-				return verr_set(err, "--prefault-threads %s: expected 1..1024", optarg);
-			break;
-		case O_NOPREFAULT: c->prefault = false; break;
-		case O_SERIAL: set_str(&c->serial, optarg); break;
-		case O_CONTROL: set_str(&c->control, optarg); break;
-		case O_REQHW: c->require_hw = true; break;
-		case O_DEBUGEXIT: c->debug_exit = true; break;
-		case O_CPUIDHIDE: set_str(&c->cpuid_hide, optarg); break;
-		case O_CONFIG: break;
-		case 'v': vlog_set_level(VLOG_DEBUG); break;
-		case 'q': vlog_set_level(VLOG_WARN); break;
-		case O_HELP: return 1;
-		case O_SECCOMP: c->seccomp = true; break;
-		case O_SECCOMP_PROBE: {
-			static const char *const calls[] = { [HV_PROBE_EXECVE] = "execve", [HV_PROBE_TIOCSTI] = "tiocsti",
-							      [HV_PROBE_CONNECT] = "connect" };
-
-			c->seccomp = true;
-			c->seccomp_probe = HV_PROBE_NONE;
-			for (int k = HV_PROBE_EXECVE; k <= HV_PROBE_CONNECT; k++)
-				if (!strcmp(optarg ? optarg : "execve", calls[k]))
-					c->seccomp_probe = k;
-			if (c->seccomp_probe == HV_PROBE_NONE)
-				return verr_set(err, "--seccomp-probe=%.40s: expected execve, tiocsti or connect", optarg);
-			break;
-		}
-		case O_DEVOPT ... O_DEVOPT + HV_MAX_DEVOPTS - 1: {
-			struct hv_devset *ds = &c->dev[o - O_DEVOPT];
-			const char *arg = optarg;
-
-			/* `--console file:x` as well as `--console=file:x`. */
-			if (!arg && ds->opt->arg_optional && optind < argc && argv[optind][0] != '-')
-				arg = argv[optind++];
-			if (hv_devset_add_cli(ds, arg, err) < 0)
-				return -1;
-			break;
-		}
-		case ':': return verr_set(err, "%s needs a value", argv[optind - 1]);
-		default: return verr_set(err, "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		return verr_set(err, "unexpected argument '%s'", argv[optind]);
+static int check_required(struct hv_config *c, struct verr *err)
+{
 	if (!c->kernel)
 		return verr_set(err, "--kernel is required");
 	if (!c->vcpus)
@@ -350,6 +400,27 @@ int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err
 	if (!c->mem && !c->numa.n)
 		return verr_set(err, "--mem is required");
 	return hv_devsets_check(c, err);
+}
+
+int hv_config_parse(struct hv_config *c, int argc, char **argv, struct verr *err)
+{
+	bool numa_from_cli = false;
+	int o, r;
+	struct option long_opts[NBASE_OPTS + HV_MAX_DEVOPTS + 1];
+
+	build_long_opts(c, long_opts);
+	if (read_config_files(c, argc, argv, err) < 0)
+		return -1;
+	optind = 1;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":vq", long_opts, NULL)) != -1) {
+		r = one_opt(c, o, argc, argv, &numa_from_cli, err);
+		if (r)
+			return r;
+	}
+	if (optind < argc)
+		return verr_set(err, "unexpected argument '%s'", argv[optind]);
+	return check_required(c, err);
 }
 
 /* Like a cpulist, but in the given order and with repeats allowed, because

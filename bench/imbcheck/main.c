@@ -98,136 +98,194 @@ static int parse_expect(const char *s, char *name, size_t len, int *np)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
+struct args {
 	struct imb_check_opts opts;
 	const char *files[256], *expects[64];
-	size_t nfiles = 0, nexpects = 0;
-	bool want_dump = false, want_json = false, quiet = false, mb_auto = true;
-	int status = 0;
+	size_t nfiles, nexpects;
+	bool want_dump, want_json, quiet, mb_auto;
+};
 
-	imb_check_defaults(&opts);
+static int opt_mb(struct args *a, const char *v)
+{
+	if (!strcmp(v, "auto")) {
+		a->mb_auto = true;
+	} else if (!strcmp(v, "1e6") || !strcmp(v, "1000000")) {
+		a->mb_auto = false;
+		a->opts.mbyte = 1e6;
+	} else if (!strcmp(v, "1048576")) {
+		a->mb_auto = false;
+		a->opts.mbyte = 1048576;
+	} else {
+		fprintf(stderr, ME ": -mb '%s': expected auto, 1e6 or 1048576\n", v);
+		return -1;
+	}
+	return 0;
+}
+
+static int opt_iter(struct args *a, const char *v)
+{
+	const char *comma = strchr(v, ',');
+	char n[24];
+	long long x;
+	uint64_t vol;
+
+	snprintf(n, sizeof(n), "%.*s", comma ? (int)(comma - v) : (int)strlen(v), v);
+	if (parse_ll(n, 1, 1000000000, &x) < 0 ||
+	    (comma && (parse_size(comma + 1, &vol) < 0 || vol < 1))) {
+		fprintf(stderr, ME ": -iter '%s': expected N[,VOL], e.g. 1000,40M\n", v);
+		return -1;
+	}
+	a->opts.max_reps = x;
+	if (comma)
+		a->opts.overall_vol = (long long)vol;
+	return 0;
+}
+
+static int opt_expect(struct args *a, const char *v)
+{
+	char name[64];
+	int np;
+
+	if (parse_expect(v, name, sizeof(name), &np) < 0) {
+		fprintf(stderr, ME ": -expect '%s': expected NAME or NAME@NP\n", v);
+		return -1;
+	}
+	if (a->nexpects == sizeof(a->expects) / sizeof(a->expects[0])) {
+		fprintf(stderr, ME ": too many -expect\n");
+		return -1;
+	}
+	a->expects[a->nexpects++] = v;
+	return 0;
+}
+
+/* The options that take the next argument: 1 if O is none of them. */
+static int opt_value(struct args *a, const char *o, const char *v)
+{
+	if (!strcmp(o, "-mb"))
+		return opt_mb(a, v);
+	if (!strcmp(o, "-iter"))
+		return opt_iter(a, v);
+	if (!strcmp(o, "-expect"))
+		return opt_expect(a, v);
+	return 1;
+}
+
+static bool *opt_flag(struct args *a, const char *o)
+{
+	if (!strcmp(o, "-fewer-reps-ok"))
+		return &a->opts.fewer_reps_ok;
+	if (!strcmp(o, "-dump"))
+		return &a->want_dump;
+	if (!strcmp(o, "-json"))
+		return &a->want_json;
+	if (!strcmp(o, "-q"))
+		return &a->quiet;
+	return NULL;
+}
+
+/* 0 to go on, 1 after -help, -1 on a bad argument (said). */
+static int parse_args(struct args *a, int argc, char **argv)
+{
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *o = a[0] == '-' && a[1] == '-' ? a + 1 : a;
+		const char *arg = argv[i];
+		const char *o = arg[0] == '-' && arg[1] == '-' ? arg + 1 : arg;
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		bool *flag = opt_flag(a, o);
+		int r;
 
 		if (!strcmp(o, "-h") || !strcmp(o, "-help")) {
 			usage(stdout);
-			return 0;
-		} else if (!strcmp(o, "-mb") && v) {
+			return 1;
+		} else if (v && (r = opt_value(a, o, v)) <= 0) {
+			if (r < 0)
+				return -1;
 			i++;
-			if (!strcmp(v, "auto")) {
-				mb_auto = true;
-			} else if (!strcmp(v, "1e6") || !strcmp(v, "1000000")) {
-				mb_auto = false;
-				opts.mbyte = 1e6;
-			} else if (!strcmp(v, "1048576")) {
-				mb_auto = false;
-				opts.mbyte = 1048576;
-			} else {
-				fprintf(stderr, ME ": -mb '%s': expected auto, 1e6 or 1048576\n", v);
-				return 2;
-			}
-		} else if (!strcmp(o, "-iter") && v) {
-			const char *comma = strchr(v, ',');
-			char n[24];
-			long long x;
-			uint64_t vol;
-
-			i++;
-			snprintf(n, sizeof(n), "%.*s", comma ? (int)(comma - v) : (int)strlen(v), v);
-			if (parse_ll(n, 1, 1000000000, &x) < 0 ||
-			    (comma && (parse_size(comma + 1, &vol) < 0 || vol < 1))) {
-				fprintf(stderr, ME ": -iter '%s': expected N[,VOL], e.g. 1000,40M\n", v);
-				return 2;
-			}
-			opts.max_reps = x;
-			if (comma)
-				opts.overall_vol = (long long)vol;
-		} else if (!strcmp(o, "-fewer-reps-ok")) {
-			opts.fewer_reps_ok = true;
-		} else if (!strcmp(o, "-expect") && v) {
-			char name[64];
-			int np;
-
-			i++;
-			if (parse_expect(v, name, sizeof(name), &np) < 0) {
-				fprintf(stderr, ME ": -expect '%s': expected NAME or NAME@NP\n", v);
-				return 2;
-			}
-			if (nexpects == sizeof(expects) / sizeof(expects[0])) {
-				fprintf(stderr, ME ": too many -expect\n");
-				return 2;
-			}
-			expects[nexpects++] = v;
-		} else if (!strcmp(o, "-dump")) {
-			want_dump = true;
-		} else if (!strcmp(o, "-json")) {
-			want_json = true;
-		} else if (!strcmp(o, "-q")) {
-			quiet = true;
-		} else if (a[0] == '-' && a[1]) {
+		} else if (flag) {
+			*flag = true;
+		} else if (arg[0] == '-' && arg[1]) {
 			fprintf(stderr, ME ": %s option '%s' (see -help)\n",
 				!strcmp(o, "-mb") || !strcmp(o, "-iter") || !strcmp(o, "-expect")
-					? "missing value for" : "unknown", a);
-			return 2;
+					? "missing value for" : "unknown", arg);
+			return -1;
+		} else if (a->nfiles == sizeof(a->files) / sizeof(a->files[0])) {
+			fprintf(stderr, ME ": too many files\n");
+			return -1;
 		} else {
-			if (nfiles == sizeof(files) / sizeof(files[0])) {
-				fprintf(stderr, ME ": too many files\n");
-				return 2;
-			}
-			files[nfiles++] = a;
+			a->files[a->nfiles++] = arg;
 		}
 	}
-	if (nfiles == 0) {
+	if (a->nfiles == 0) {
 		fprintf(stderr, ME ": no input file (see -help)\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Counts the -expect tables that FILE's output lacks, saying which. */
+static void check_expects(const struct args *a, const struct imb_output *out, struct ctx *c)
+{
+	for (size_t e = 0; e < a->nexpects; e++) {
+		char name[64];
+		int np = 0;
+
+		parse_expect(a->expects[e], name, sizeof(name), &np);
+		if (!imb_find(out, name, np)) {
+			fprintf(stderr, "%s: no table %s%s%.0d found\n", c->file, name,
+				np ? " with #processes = " : "", np);
+			c->n++;
+		}
+	}
+}
+
+/* The exit status for one file: 0 sane, 1 violations, 2 unreadable. */
+static int check_file(struct args *a, const char *file)
+{
+	struct imb_output out;
+	struct verr err;
+	struct ctx c = { .file = strcmp(file, "-") ? file : "<stdin>" };
+	size_t rows = 0;
+
+	if (imb_parse_file(file, &out, &err) < 0) {
+		fprintf(stderr, ME ": %s\n", err.msg);
 		return 2;
 	}
-	for (size_t f = 0; f < nfiles; f++) {
-		struct imb_output out;
-		struct verr err;
-		struct ctx c = { .file = strcmp(files[f], "-") ? files[f] : "<stdin>" };
-		size_t rows = 0;
+	if (a->mb_auto)
+		a->opts.mbyte = imb_guess_mbyte(&out);
+	if (a->want_dump)
+		dump(&out);
+	if (a->want_json) {
+		char *js = imb_output_json(&out);
 
-		if (imb_parse_file(files[f], &out, &err) < 0) {
-			fprintf(stderr, ME ": %s\n", err.msg);
-			status = 2;
-			continue;
-		}
-		if (mb_auto)
-			opts.mbyte = imb_guess_mbyte(&out);
-		if (want_dump)
-			dump(&out);
-		if (want_json) {
-			char *js = imb_output_json(&out);
+		if (js)
+			printf("%s\n", js);
+		free(js);
+	}
+	imb_check(&out, &a->opts, on_violation, &c);
+	check_expects(a, &out, &c);
+	for (size_t t = 0; t < out.ntables; t++)
+		rows += out.tables[t].nrows;
+	if (c.n)
+		printf("%s: %zu problem(s) in %zu tables, %zu rows\n", c.file, c.n,
+		       out.ntables, rows);
+	else if (!a->quiet)
+		printf("%s: %zu tables, %zu rows: sane\n", c.file, out.ntables, rows);
+	imb_output_free(&out);
+	return c.n ? 1 : 0;
+}
 
-			if (js)
-				printf("%s\n", js);
-			free(js);
-		}
-		imb_check(&out, &opts, on_violation, &c);
-		for (size_t e = 0; e < nexpects; e++) {
-			char name[64];
-			int np = 0;
+int main(int argc, char **argv)
+{
+	struct args a = { .mb_auto = true };
+	int status = 0, r;
 
-			parse_expect(expects[e], name, sizeof(name), &np);
-			if (!imb_find(&out, name, np)) {
-				fprintf(stderr, "%s: no table %s%s%.0d found\n", c.file, name,
-					np ? " with #processes = " : "", np);
-				c.n++;
-			}
-		}
-		for (size_t t = 0; t < out.ntables; t++)
-			rows += out.tables[t].nrows;
-		if (c.n && status < 1)
-			status = 1;
-		if (c.n)
-			printf("%s: %zu problem(s) in %zu tables, %zu rows\n", c.file, c.n,
-			       out.ntables, rows);
-		else if (!quiet)
-			printf("%s: %zu tables, %zu rows: sane\n", c.file, out.ntables, rows);
-		imb_output_free(&out);
+	imb_check_defaults(&a.opts);
+	r = parse_args(&a, argc, argv);
+	if (r)
+		return r > 0 ? 0 : 2;
+	for (size_t f = 0; f < a.nfiles; f++) {
+		r = check_file(&a, a.files[f]);
+		if (r > status)
+			status = r;
 	}
 	return status;
 }

@@ -66,6 +66,63 @@ static void usage(FILE *f)
 		"  -size SIZE  memtouch size (default 256M)\n");
 }
 
+static int opt_copies(struct opts *o, const char *val, struct verr *err)
+{
+	char buf[256], *save = NULL;
+	long long v;
+
+	snprintf(buf, sizeof(buf), "%s", val);
+	o->ncopies = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (o->ncopies == (int)(sizeof(o->copies) / sizeof(o->copies[0])))
+			return verr_set(err, "-copies: at most 16 counts");
+		if (parse_ll(t, 1, MAX_COPIES, &v) < 0)
+			return verr_set(err, "-copies: expected counts in 1..%d, got '%s'", MAX_COPIES, t);
+		o->copies[o->ncopies++] = (int)v;
+	}
+	if (!o->ncopies)
+		return verr_set(err, "-copies: expected N[,N...], got '%s'", val);
+	return 0;
+}
+
+/* Every option takes a value. */
+static int opt_value(struct opts *o, const char *a, const char *val, struct verr *err)
+{
+	long long v;
+	char *end;
+
+	if (!strcmp(a, "-cpus")) {
+		if (parse_ll(val, 1, CPU_SETSIZE, &v) < 0)
+			return verr_set(err, "-cpus: expected 1..%d, got '%s'", CPU_SETSIZE, val);
+		o->cpus = (int)v;
+	} else if (!strcmp(a, "-copies")) {
+		return opt_copies(o, val, err);
+	} else if (!strcmp(a, "-time")) {
+		o->seconds = strtod(val, &end);
+		if (end == val || *end || !(o->seconds >= 0.001 && o->seconds <= 3600))
+			return verr_set(err, "-time: expected seconds from 0.001 to 3600, got '%s'", val);
+	} else if (!strcmp(a, "-size")) {
+		if (parse_size(val, &o->size) < 0 || o->size < 4096 || o->size > (1ull << 40))
+			return verr_set(err, "-size: expected a size from 4K to 1T, got '%s'", val);
+	} else {
+		return verr_set(err, "unknown option '%s'", a);
+	}
+	return 0;
+}
+
+static int add_test(struct opts *o, const char *a, struct verr *err)
+{
+	int t;
+
+	for (t = 0; t < T_N; t++)
+		if (!strcmp(a, test_names[t]))
+			break;
+	if (t == T_N)
+		return verr_set(err, "unknown test '%s' (syscall, pipe, ctxsw, spawn, memtouch)", a);
+	o->run[t] = true;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o, struct verr *err)
 {
 	bool any = false;
@@ -77,58 +134,20 @@ static int parse_args(int argc, char **argv, struct opts *o, struct verr *err)
 	o->size = 256ull << 20;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		long long v;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			exit(0);
 		}
-		if (a[0] == '-') {
-			const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-
-			if (!val)
-				return verr_set(err, "%s needs a value", a);
-			i++;
-			if (!strcmp(a, "-cpus")) {
-				if (parse_ll(val, 1, CPU_SETSIZE, &v) < 0)
-					return verr_set(err, "-cpus: expected 1..%d, got '%s'", CPU_SETSIZE, val);
-				o->cpus = (int)v;
-			} else if (!strcmp(a, "-copies")) {
-				char buf[256], *save = NULL;
-
-				snprintf(buf, sizeof(buf), "%s", val);
-				o->ncopies = 0;
-				for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-					if (o->ncopies == (int)(sizeof(o->copies) / sizeof(o->copies[0])))
-						return verr_set(err, "-copies: at most 16 counts");
-					if (parse_ll(t, 1, MAX_COPIES, &v) < 0)
-						return verr_set(err, "-copies: expected counts in 1..%d, got '%s'", MAX_COPIES, t);
-					o->copies[o->ncopies++] = (int)v;
-				}
-				if (!o->ncopies)
-					return verr_set(err, "-copies: expected N[,N...], got '%s'", val);
-			} else if (!strcmp(a, "-time")) {
-				char *end;
-
-				o->seconds = strtod(val, &end);
-				if (end == val || *end || !(o->seconds >= 0.001 && o->seconds <= 3600))
-					return verr_set(err, "-time: expected seconds from 0.001 to 3600, got '%s'", val);
-			} else if (!strcmp(a, "-size")) {
-				if (parse_size(val, &o->size) < 0 || o->size < 4096 || o->size > (1ull << 40))
-					return verr_set(err, "-size: expected a size from 4K to 1T, got '%s'", val);
-			} else {
-				return verr_set(err, "unknown option '%s'", a);
-			}
-			continue;
+		if (a[0] != '-') {
+			if (add_test(o, a, err) < 0)
+				return -1;
+			any = true;
+		} else if (i + 1 == argc) {
+			return verr_set(err, "%s needs a value", a);
+		} else if (opt_value(o, a, argv[++i], err) < 0) {
+			return -1;
 		}
-		int t;
-
-		for (t = 0; t < T_N; t++)
-			if (!strcmp(a, test_names[t]))
-				break;
-		if (t == T_N)
-			return verr_set(err, "unknown test '%s' (syscall, pipe, ctxsw, spawn, memtouch)", a);
-		o->run[t] = any = true;
 	}
 	if (!any)
 		return verr_set(err, "no test named (syscall, pipe, ctxsw, spawn, memtouch)");

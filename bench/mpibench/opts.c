@@ -217,6 +217,69 @@ static int one_option(const char *name, const char *v, struct mb_opts *o, bool *
 	return 0;
 }
 
+/* The option's row in options[], or -1 (said) for one it does not have. */
+static int find_option(const char *name, const char *word, struct verr *err)
+{
+	for (size_t k = 0; k < sizeof(options) / sizeof(options[0]); k++)
+		if (!strcmp(options[k].name, name))
+			return (int)k;
+	for (int u = 0; imb_unsupported[u]; u++)
+		if (!strcmp(imb_unsupported[u], name))
+			return verr_set(err, "IMB option -%s is not supported by vhpc-mpibench (see -help)",
+					name);
+	return verr_set(err, "unknown option '%.40s' (see -help)", word);
+}
+
+/* One -name, --name, -name=VALUE or -name VALUE; *i advances past a
+ * separate value. */
+static int option_word(int argc, char **argv, int *i, struct mb_opts *o, bool *any_bench,
+		       struct verr *err)
+{
+	const char *a = argv[*i];
+	char name[32];
+	const char *n = a + (a[1] == '-' ? 2 : 1), *eq = strchr(n, '='), *v = NULL;
+	size_t len = eq ? (size_t)(eq - n) : strlen(n);
+	int k;
+
+	if (len == 0 || len >= sizeof(name))
+		return verr_set(err, "unknown option '%.40s' (see -help)", a);
+	memcpy(name, n, len);
+	name[len] = 0;
+	if ((k = find_option(name, a, err)) < 0)
+		return -1;
+	if (options[k].arg == A_VALUE) {
+		if (eq)
+			v = eq + 1;
+		else if (*i + 1 < argc)
+			v = argv[++*i];
+		else
+			return verr_set(err, "option -%s needs a value (see -help)", name);
+	} else if (eq) {
+		return verr_set(err, "option -%s takes no value", name);
+	}
+	return one_option(name, v, o, any_bench, err);
+}
+
+/* What is left to run, and options that each make sense but not together. */
+static int check_combination(struct mb_opts *o, bool any_bench, struct verr *err)
+{
+	int n = 0;
+
+	if (!any_bench)
+		for (int b = 0; b < MB_NBENCH; b++)
+			o->run[b] = true;
+	for (int b = 0; b < MB_NBENCH; b++)
+		n += o->run[b];
+	if (n == 0)
+		return verr_set(err, "no benchmark left to run (-exclude removed all that were named)");
+	if (o->msglen_file && o->msglog_set)
+		return verr_set(err, "give either -msglog or -msglen, not both");
+	if (o->max_size >= 0 && o->min_size > o->max_size)
+		return verr_set(err, "-minsize %lld is larger than -maxsize %lld", o->min_size,
+				o->max_size);
+	return 0;
+}
+
 int mb_parse_args(int argc, char **argv, struct mb_opts *o, struct verr *err)
 {
 	bool any_bench = false;
@@ -226,35 +289,7 @@ int mb_parse_args(int argc, char **argv, struct mb_opts *o, struct verr *err)
 		const char *a = argv[i];
 
 		if (a[0] == '-' && a[1]) {
-			char name[32];
-			const char *n = a + (a[1] == '-' ? 2 : 1), *eq = strchr(n, '='), *v = NULL;
-			size_t len = eq ? (size_t)(eq - n) : strlen(n), k;
-
-			if (len == 0 || len >= sizeof(name))
-				return verr_set(err, "unknown option '%.40s' (see -help)", a);
-			memcpy(name, n, len);
-			name[len] = 0;
-			for (k = 0; k < sizeof(options) / sizeof(options[0]); k++)
-				if (!strcmp(options[k].name, name))
-					break;
-			if (k == sizeof(options) / sizeof(options[0])) {
-				for (int u = 0; imb_unsupported[u]; u++)
-					if (!strcmp(imb_unsupported[u], name))
-						return verr_set(err, "IMB option -%s is not supported by vhpc-mpibench (see -help)",
-								name);
-				return verr_set(err, "unknown option '%.40s' (see -help)", a);
-			}
-			if (options[k].arg == A_VALUE) {
-				if (eq)
-					v = eq + 1;
-				else if (i + 1 < argc)
-					v = argv[++i];
-				else
-					return verr_set(err, "option -%s needs a value (see -help)", name);
-			} else if (eq) {
-				return verr_set(err, "option -%s takes no value", name);
-			}
-			if (one_option(name, v, o, &any_bench, err) < 0)
+			if (option_word(argc, argv, &i, o, &any_bench, err) < 0)
 				return -1;
 			continue;
 		}
@@ -262,23 +297,7 @@ int mb_parse_args(int argc, char **argv, struct mb_opts *o, struct verr *err)
 			return -1;
 		any_bench = true;
 	}
-	if (!any_bench)
-		for (int b = 0; b < MB_NBENCH; b++)
-			o->run[b] = true;
-	{
-		int n = 0;
-
-		for (int b = 0; b < MB_NBENCH; b++)
-			n += o->run[b];
-		if (n == 0)
-			return verr_set(err, "no benchmark left to run (-exclude removed all that were named)");
-	}
-	if (o->msglen_file && o->msglog_set)
-		return verr_set(err, "give either -msglog or -msglen, not both");
-	if (o->max_size >= 0 && o->min_size > o->max_size)
-		return verr_set(err, "-minsize %lld is larger than -maxsize %lld", o->min_size,
-				o->max_size);
-	return 0;
+	return check_combination(o, any_bench, err);
 }
 
 int mb_parse_msglen(const char *name, const char *text, long long **lens, size_t *n,

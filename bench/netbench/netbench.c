@@ -91,17 +91,113 @@ static int parse_seconds(const char *opt, const char *val, double min, double *o
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct nb_opts *o, struct verr *err)
+static int opt_sizes(struct nb_opts *o, const char *val, struct verr *err)
+{
+	char buf[1024], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", val);
+	for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (o->nsizes == NB_MAX_SIZES)
+			return verr_set(err, "-sizes: at most %d sizes", NB_MAX_SIZES);
+		if (parse_size(s, &v) < 0 || v < 1 || v > NB_MAX_MSG)
+			return verr_set(err, "-sizes: expected sizes from 1 to 16M, got '%s'", s);
+		o->sizes[o->nsizes++] = (long long)v;
+	}
+	if (!o->nsizes)
+		return verr_set(err, "-sizes: expected SIZE[,SIZE...], got '%s'", val);
+	return 0;
+}
+
+/* Whether -idle and -wait were given, which their defaults cannot tell. */
+struct nb_given {
+	bool idle, wait;
+};
+
+/* An option A with its value VAL: 1 if A is no such option. */
+static int opt_value(struct nb_opts *o, struct nb_given *g, const char *a, const char *val,
+		     struct verr *err)
+{
+	struct in_addr in;
+
+	if (!strcmp(a, "-sizes"))
+		return opt_sizes(o, val, err);
+	if (!strcmp(a, "-time"))
+		return parse_seconds(a, val, 0.001, &o->seconds, err);
+	if (!strcmp(a, "-idle")) {
+		if (parse_seconds(a, val, 1, &o->idle, err) < 0)
+			return -1;
+		g->idle = true;
+		return 0;
+	}
+	if (!strcmp(a, "-wait")) {
+		if (parse_seconds(a, val, 0, &o->wait, err) < 0)
+			return -1;
+		g->wait = true;
+		return 0;
+	}
+	if (!strcmp(a, "-addr")) {
+		if (inet_pton(AF_INET, val, &in) != 1)
+			return verr_set(err, "-addr: expected an IPv4 address, got '%s'", val);
+		o->addr = val;
+		return 0;
+	}
+	if (!strcmp(a, "-serve")) {
+		if (parse_addrport(a, val, true, &o->serve_addr, &o->serve_port, err) < 0)
+			return -1;
+		o->serve = true;
+		return 0;
+	}
+	if (!strcmp(a, "-connect")) {
+		if (parse_addrport(a, val, false, &o->connect_addr, &o->connect_port, err) < 0)
+			return -1;
+		o->connect = true;
+		return 0;
+	}
+	return 1;
+}
+
+/* Options that each make sense but not together. */
+static int check_combination(const struct nb_opts *o, const struct nb_given *g, struct verr *err)
+{
+	if (o->serve && o->connect)
+		return verr_set(err, "-serve and -connect: one program is either the server or the client");
+	if (o->serve && (o->ntests || o->nsizes || o->stop || g->wait))
+		return verr_set(err, "-serve: the client chooses the tests, sizes and -wait/-stop; give them to -connect");
+	if (!o->serve && g->idle)
+		return verr_set(err, "-idle is for -serve");
+	if (!o->connect && (o->stop || g->wait))
+		return verr_set(err, "-wait and -stop are for -connect");
+	if ((o->serve || o->connect) && o->addr)
+		return verr_set(err, "-addr is for MPI mode; in peer mode -connect names the server");
+	return 0;
+}
+
+static void default_tests_and_sizes(struct nb_opts *o)
 {
 	static const long long defaults[] = { 1, 64, 1024, 16384, 65536 };
-	bool idle = false, wait = false;
+
+	if (!o->ntests) {
+		o->tests[o->ntests++] = NB_STREAM;
+		o->tests[o->ntests++] = NB_RR;
+	}
+	if (!o->nsizes) {
+		memcpy(o->sizes, defaults, sizeof(defaults));
+		o->nsizes = sizeof(defaults) / sizeof(defaults[0]);
+	}
+}
+
+static int parse_args(int argc, char **argv, struct nb_opts *o, struct verr *err)
+{
+	struct nb_given g = { 0 };
 
 	memset(o, 0, sizeof(*o));
 	o->seconds = 1.0;
 	o->wait = 30;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		int t;
+		int t, r;
 
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			if (rank0_by_env())
@@ -117,70 +213,17 @@ static int parse_args(int argc, char **argv, struct nb_opts *o, struct verr *err
 			o->stop = true;
 		} else if (!val) {
 			return verr_set(err, "%s needs a value", a);
-		} else if (!strcmp(a, "-sizes")) {
-			char buf[1024], *save = NULL;
-
-			i++;
-			snprintf(buf, sizeof(buf), "%s", val);
-			for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-				uint64_t v;
-
-				if (o->nsizes == NB_MAX_SIZES)
-					return verr_set(err, "-sizes: at most %d sizes", NB_MAX_SIZES);
-				if (parse_size(s, &v) < 0 || v < 1 || v > NB_MAX_MSG)
-					return verr_set(err, "-sizes: expected sizes from 1 to 16M, got '%s'", s);
-				o->sizes[o->nsizes++] = (long long)v;
-			}
-			if (!o->nsizes)
-				return verr_set(err, "-sizes: expected SIZE[,SIZE...], got '%s'", val);
-		} else if (!strcmp(a, "-time")) {
-			if (parse_seconds(a, argv[++i], 0.001, &o->seconds, err) < 0)
-				return -1;
-		} else if (!strcmp(a, "-idle")) {
-			if (parse_seconds(a, argv[++i], 1, &o->idle, err) < 0)
-				return -1;
-			idle = true;
-		} else if (!strcmp(a, "-wait")) {
-			if (parse_seconds(a, argv[++i], 0, &o->wait, err) < 0)
-				return -1;
-			wait = true;
-		} else if (!strcmp(a, "-addr")) {
-			struct in_addr in;
-
-			i++;
-			if (inet_pton(AF_INET, val, &in) != 1)
-				return verr_set(err, "-addr: expected an IPv4 address, got '%s'", val);
-			o->addr = val;
-		} else if (!strcmp(a, "-serve")) {
-			if (parse_addrport(a, argv[++i], true, &o->serve_addr, &o->serve_port, err) < 0)
-				return -1;
-			o->serve = true;
-		} else if (!strcmp(a, "-connect")) {
-			if (parse_addrport(a, argv[++i], false, &o->connect_addr, &o->connect_port, err) < 0)
-				return -1;
-			o->connect = true;
-		} else {
+		} else if ((r = opt_value(o, &g, a, val, err)) > 0) {
 			return verr_set(err, "unknown option '%s'", a);
+		} else if (r < 0) {
+			return -1;
+		} else {
+			i++;
 		}
 	}
-	if (o->serve && o->connect)
-		return verr_set(err, "-serve and -connect: one program is either the server or the client");
-	if (o->serve && (o->ntests || o->nsizes || o->stop || wait))
-		return verr_set(err, "-serve: the client chooses the tests, sizes and -wait/-stop; give them to -connect");
-	if (!o->serve && idle)
-		return verr_set(err, "-idle is for -serve");
-	if (!o->connect && (o->stop || wait))
-		return verr_set(err, "-wait and -stop are for -connect");
-	if ((o->serve || o->connect) && o->addr)
-		return verr_set(err, "-addr is for MPI mode; in peer mode -connect names the server");
-	if (!o->ntests) {
-		o->tests[o->ntests++] = NB_STREAM;
-		o->tests[o->ntests++] = NB_RR;
-	}
-	if (!o->nsizes) {
-		memcpy(o->sizes, defaults, sizeof(defaults));
-		o->nsizes = sizeof(defaults) / sizeof(defaults[0]);
-	}
+	if (check_combination(o, &g, err) < 0)
+		return -1;
+	default_tests_and_sizes(o);
 	return 0;
 }
 

@@ -143,36 +143,55 @@ static int cmp_d(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
+/* The one big job at the end. */
+struct gang {
+	int guests, vcpus;
+};
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: vhpc-schedbench --controller HOST:PORT [--jobs N] [--clients N] [--guests N] [--vcpus N]\n");
+	return -1;
+}
+
+/* 0 to go on, -1 after the usage. */
+static int parse_args(int argc, char **argv, struct gang *g)
 {
 	static const struct option o[] = {
 		{ "controller", 1, 0, 'c' }, { "jobs", 1, 0, 'j' }, { "clients", 1, 0, 'C' },
 		{ "guests", 1, 0, 'g' }, { "vcpus", 1, 0, 'v' }, { 0 }
 	};
-	int guests = 1000, vcpus = 16, c;
+	const struct { int c; long long max; int *dst; } nums[] = {
+		{ 'j', 1000000, &njobs }, { 'C', 256, &nclients }, { 'g', 4096, &g->guests }, { 'v', 512, &g->vcpus },
+	};
+	const size_t nnums = sizeof(nums) / sizeof(nums[0]);
 	long long v;
-	pthread_t *th;
-	double t0, dt, drain, running, done;
-	int64_t big;
-	struct verr e;
+	size_t k;
+	int c;
 
-	vlog_init("vhpc-schedbench");
 	while ((c = getopt_long(argc, argv, "", o, NULL)) != -1) {
-		switch (c) {
-		case 'c': ctl = optarg; break;
-		case 'j': if (parse_ll(optarg, 1, 1000000, &v) < 0) goto usage; njobs = (int)v; break;
-		case 'C': if (parse_ll(optarg, 1, 256, &v) < 0) goto usage; nclients = (int)v; break;
-		case 'g': if (parse_ll(optarg, 1, 4096, &v) < 0) goto usage; guests = (int)v; break;
-		case 'v': if (parse_ll(optarg, 1, 512, &v) < 0) goto usage; vcpus = (int)v; break;
-		default: goto usage;
+		if (c == 'c') {
+			ctl = optarg;
+			continue;
 		}
+		for (k = 0; k < nnums && nums[k].c != c; k++)
+			;
+		if (k == nnums || parse_ll(optarg, 1, nums[k].max, &v) < 0)
+			return usage();
+		*nums[k].dst = (int)v;
 	}
-	if (!ctl)
-		goto usage;
-	signal(SIGPIPE, SIG_IGN);
+	return ctl ? 0 : usage();
+}
+
+/* Many small jobs from many clients: submit rate and latency, then the
+ * time until all of them completed. */
+static void bench_submit(void)
+{
+	pthread_t *th = calloc(nclients, sizeof(*th));
+	double t0, dt, drain;
+
 	lat = calloc(njobs, sizeof(*lat));
 	ids = calloc(njobs, sizeof(*ids));
-	th = calloc(nclients, sizeof(*th));
 	t0 = now_s();
 	for (int i = 0; i < nclients; i++)
 		pthread_create(&th[i], NULL, client, NULL);
@@ -190,8 +209,14 @@ int main(int argc, char **argv)
 	printf("drain: all %d jobs scheduled, run and completed %.2f s after the first submit: %.0f jobs/s end to end\n",
 	       njobs, drain, njobs / drain);
 	fflush(stdout);
-	t0 = now_s();
-	big = submit(guests, vcpus, &e);
+}
+
+static int bench_gang(const struct gang *g)
+{
+	double t0 = now_s(), running, done;
+	struct verr e;
+	int64_t big = submit(g->guests, g->vcpus, &e);
+
 	if (big < 0) {
 		fprintf(stderr, "vhpc-schedbench: %s\n", e.msg);
 		return 1;
@@ -199,9 +224,18 @@ int main(int argc, char **argv)
 	running = wait_state(big, "RUNNING", t0, 1000);
 	done = wait_state(big, "COMPLETED", t0, 1000);
 	printf("gang: a %d-guest job (%d vCPUs each): RUNNING %.3f s after submit (placed, and every node "
-	       "prepared its part), COMPLETED after %.3f s\n", guests, vcpus, running, done);
+	       "prepared its part), COMPLETED after %.3f s\n", g->guests, g->vcpus, running, done);
 	return 0;
-usage:
-	fprintf(stderr, "usage: vhpc-schedbench --controller HOST:PORT [--jobs N] [--clients N] [--guests N] [--vcpus N]\n");
-	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct gang g = { .guests = 1000, .vcpus = 16 };
+
+	vlog_init("vhpc-schedbench");
+	if (parse_args(argc, argv, &g) < 0)
+		return 2;
+	signal(SIGPIPE, SIG_IGN);
+	bench_submit();
+	return bench_gang(&g);
 }

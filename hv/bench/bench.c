@@ -133,39 +133,55 @@ static int boot_once(const char *hv, const char *guest, double *started, double 
 	return 0;
 }
 
-int main(int argc, char **argv)
+struct opts {
+	uint64_t size;
+	int repeat;
+	const char *guest, *hv;
+};
+
+/* -1 after the usage on anything it does not know. */
+static int parse_args(struct opts *a, int argc, char **argv)
 {
-	uint64_t size = 1ull << 30;
-	int repeat = 3, o, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	const char *guest = NULL, *hv = NULL;
-	char why[1100] = "", hvbuf[4096];
-	double v[16], gib;
 	static const struct option lo[] = {
 		{ "size", required_argument, 0, 's' }, { "repeat", required_argument, 0, 'r' },
 		{ "guest", required_argument, 0, 'g' }, { "hv", required_argument, 0, 'h' }, { 0 } };
+	int o;
 
-	vlog_init("vhpc-hv-bench");
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		if (o == 's' && parse_size(optarg, &size) == 0 && size >= (2 << 20))
-			size &= ~((2ull << 20) - 1);
+		if (o == 's' && parse_size(optarg, &a->size) == 0 && a->size >= (2 << 20))
+			a->size &= ~((2ull << 20) - 1);
 		else if (o == 'r')
-			repeat = atoi(optarg) < 1 ? 1 : atoi(optarg) > 16 ? 16 : atoi(optarg);
+			a->repeat = atoi(optarg) < 1 ? 1 : atoi(optarg) > 16 ? 16 : atoi(optarg);
 		else if (o == 'g')
-			guest = optarg;
+			a->guest = optarg;
 		else if (o == 'h')
-			hv = optarg;
+			a->hv = optarg;
 		else {
 			fprintf(stderr, "usage: vhpc-hv-bench [--size SIZE] [--repeat N] [--guest ELF] [--hv PATH]\n");
-			return 2;
+			return -1;
 		}
 	}
-	gib = (double)size / (1 << 30);
-	printf("guest RAM set-up, %.2f GiB, best of %d (ms, GiB/s, x memset):\n", gib, repeat);
-	for (int i = 0; i < repeat; i++)
-		v[i] = time_memset(size);
-	double base = best(v, repeat);
-	printf("  %-44s %8.1f ms %6.2f GiB/s  1.00\n", "malloc + memset (baseline)", base, gib / (base / 1e3));
+	return 0;
+}
 
+/* malloc + memset of the RAM size: what the set-ups are measured against. */
+static double bench_baseline(const struct opts *a, double gib)
+{
+	double v[16], base;
+
+	printf("guest RAM set-up, %.2f GiB, best of %d (ms, GiB/s, x memset):\n", gib, a->repeat);
+	for (int i = 0; i < a->repeat; i++)
+		v[i] = time_memset(a->size);
+	base = best(v, a->repeat);
+	printf("  %-44s %8.1f ms %6.2f GiB/s  1.00\n", "malloc + memset (baseline)", base, gib / (base / 1e3));
+	return base;
+}
+
+static void bench_ram(const struct opts *a)
+{
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	char why[1100] = "";
+	double v[16], gib = (double)a->size / (1 << 30), base = bench_baseline(a, gib);
 	struct { const char *name; uint64_t page; int threads; } c[] = {
 		{ "memfd 4K, bound node 0, prefault 1 thread", 4096, 1 },
 		{ "memfd 4K, bound node 0, prefault N threads", 4096, ncpu },
@@ -179,7 +195,7 @@ int main(int argc, char **argv)
 		char name[80];
 
 		if (c[k].page > 4096 && !raised) {
-			long need = (long)(size / (2 << 20));
+			long need = (long)(a->size / (2 << 20));
 
 			if (nr < 0 || hp_write(nr + need) < 0 || hp_read("free_hugepages") < need) {
 				printf("  hugetlb: could not reserve %ld pages; skipped\n", need);
@@ -190,35 +206,48 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "%s", c[k].name);
 		if (strstr(name, "N threads"))
 			snprintf(strstr(name, "N threads"), 16, "%d threads", c[k].threads);
-		for (int i = 0; i < repeat; i++)
-			if ((v[i] = time_guest_ram(size, c[k].page, c[k].threads, 0, why, sizeof(why))) < 0)
+		for (int i = 0; i < a->repeat; i++)
+			if ((v[i] = time_guest_ram(a->size, c[k].page, c[k].threads, 0, why, sizeof(why))) < 0)
 				break;
-		if (v[0] < 0 || v[repeat - 1] < 0) {
+		if (v[0] < 0 || v[a->repeat - 1] < 0) {
 			printf("  %-44s failed: %s\n", name, why);
 			continue;
 		}
-		double b = best(v, repeat);
+		double b = best(v, a->repeat);
 		printf("  %-44s %8.1f ms %6.2f GiB/s  %.2f\n", name, b, gib / (b / 1e3), b / base);
 	}
 	if (raised)
 		hp_write(nr);
+}
 
-	if (!hv)
-		hv = vhpc_prog("vhpc-hv", hvbuf, sizeof(hvbuf));
-	if (guest) {
-		double s[16], f[16], w[16];
-		int ok = 0;
+static void bench_start(const struct opts *a)
+{
+	char hvbuf[4096];
+	const char *hv = a->hv ? a->hv : vhpc_prog("vhpc-hv", hvbuf, sizeof(hvbuf));
+	double s[16], f[16], w[16];
+	int ok = 0;
 
-		for (int i = 0; i < repeat; i++)
-			ok += boot_once(hv, guest, &s[ok], &f[ok], &w[ok]) == 0;
-		if (ok) {
-			printf("vhpc-hv start (64 MiB, 1 vCPU, %s), best of %d:\n", guest, ok);
-			printf("  process start -> first KVM_RUN          %8.1f ms\n", best(s, ok));
-			printf("  process start -> first guest exit (I/O) %8.1f ms\n", best(f, ok));
-			printf("  fork -> exit after guest power-off       %8.1f ms\n", best(w, ok));
-		} else {
-			printf("vhpc-hv start: no run succeeded (%s)\n", hv);
-		}
+	for (int i = 0; i < a->repeat; i++)
+		ok += boot_once(hv, a->guest, &s[ok], &f[ok], &w[ok]) == 0;
+	if (ok) {
+		printf("vhpc-hv start (64 MiB, 1 vCPU, %s), best of %d:\n", a->guest, ok);
+		printf("  process start -> first KVM_RUN          %8.1f ms\n", best(s, ok));
+		printf("  process start -> first guest exit (I/O) %8.1f ms\n", best(f, ok));
+		printf("  fork -> exit after guest power-off       %8.1f ms\n", best(w, ok));
+	} else {
+		printf("vhpc-hv start: no run succeeded (%s)\n", hv);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts a = { .size = 1ull << 30, .repeat = 3 };
+
+	vlog_init("vhpc-hv-bench");
+	if (parse_args(&a, argc, argv) < 0)
+		return 2;
+	bench_ram(&a);
+	if (a.guest)
+		bench_start(&a);
 	return 0;
 }

@@ -186,10 +186,37 @@ void rsh_args_free(struct rsh_args *a)
 	a->command = NULL;
 }
 
+/* The words from argv[i] on, the destination's command. */
+static int join_command(int argc, char *const *argv, int i, struct rsh_args *a, struct verr *err)
+{
+	size_t total = 0;
+
+	for (int k = i; k < argc; k++)
+		total += strlen(argv[k]) + 1;
+	if (a->hello) {
+		if (i < argc)
+			return verr_set(err, "--hello takes no command");
+		return 0;
+	}
+	/* Like ssh, an empty joined string means "no command". */
+	if (i >= argc || total <= 1)
+		return verr_set(err, "no command given (vhpc-rsh runs commands; it has no interactive shell)");
+	a->command = malloc(total);
+	if (!a->command)
+		return verr_set(err, "out of memory");
+	for (char *p = a->command; i < argc; i++) {
+		size_t l = strlen(argv[i]);
+
+		memcpy(p, argv[i], l);
+		p += l;
+		*p++ = i + 1 < argc ? ' ' : 0;
+	}
+	return 0;
+}
+
 int rsh_parse_args(int argc, char *const *argv, struct rsh_args *a, struct verr *err)
 {
 	bool have_dest = false, ended = false;
-	size_t total = 0;
 	int i;
 
 	memset(a, 0, sizeof(*a));
@@ -227,25 +254,5 @@ int rsh_parse_args(int argc, char *const *argv, struct rsh_args *a, struct verr 
 		return 0;
 	if (!have_dest)
 		return verr_set(err, "no destination given (usage: vhpc-rsh [options] HOST COMMAND...)");
-	for (int k = i; k < argc; k++)
-		total += strlen(argv[k]) + 1;
-	if (a->hello) {
-		if (i < argc)
-			return verr_set(err, "--hello takes no command");
-		return 0;
-	}
-	/* Like ssh, an empty joined string means "no command". */
-	if (i >= argc || total <= 1)
-		return verr_set(err, "no command given (vhpc-rsh runs commands; it has no interactive shell)");
-	a->command = malloc(total);
-	if (!a->command)
-		return verr_set(err, "out of memory");
-	for (char *p = a->command; i < argc; i++) {
-		size_t l = strlen(argv[i]);
-
-		memcpy(p, argv[i], l);
-		p += l;
-		*p++ = i + 1 < argc ? ' ' : 0;
-	}
-	return 0;
+	return join_command(argc, argv, i, a, err);
 }

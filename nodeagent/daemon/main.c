@@ -80,6 +80,65 @@ struct args {
 	size_t ncpus;
 };
 
+/* The options kept as given, checked against the machine later. */
+static const char **str_opt(struct args *a, int c)
+{
+	switch (c) {
+	case O_LISTEN: return &a->listen;
+	case O_UNDERLAY: return &a->underlay;
+	case O_CTL: return &a->ctl;
+	case O_TOPO: return &a->topo;
+	case O_LOG: return &a->log;
+	default: return NULL;
+	}
+}
+
+#define NOT_VALUE_OPT (-2)
+
+/* The options whose value is checked here: -1 to go on, 2 after saying
+ * what is wrong, NOT_VALUE_OPT if C is none of them. */
+static int value_opt(struct args *a, int c, const char *arg)
+{
+	long long v;
+
+	switch (c) {
+	case O_NAME:
+		if (!ident_ok(arg, 48))
+			return die2("--name '%s': letters, digits, '.', '_', '-' (at most 48)", arg);
+		snprintf(vd.name, sizeof(vd.name), "%s", arg);
+		return -1;
+	case O_SPOOL:
+		if (parse_size(arg, &vd.spool_size) < 0 || vd.spool_size < (1u << 20))
+			return die2("--spool-size '%s': expected a size of at least 1M", arg);
+		return -1;
+	case O_SIM:
+		if (parse_ll(arg, 1, 8000, &v) < 0)
+			return die2("--simulate '%s': expected 1..8000 nodes", arg);
+		vd.simulate = (int)v;
+		return -1;
+	case O_SIMRT:
+		if (parse_ll(arg, 0, 86400000, &v) < 0)
+			return die2("--sim-runtime '%s': expected milliseconds", arg);
+		vd.sim_runtime_ms = (int)v;
+		return -1;
+	case O_CACHE:
+		if (arg[0] != '/' || strlen(arg) >= sizeof(vd.cache) - 100)
+			return die2("--image-cache '%s': expected an absolute folder path", arg);
+		snprintf(vd.cache, sizeof(vd.cache), "%s", arg);
+		return -1;
+	case O_CACHE_SIZE:
+		if (parse_size(arg, &vd.cache_size) < 0 || vd.cache_size < (16u << 20))
+			return die2("--image-cache-size '%s': expected a size of at least 16M", arg);
+		return -1;
+	case O_CPUS:
+		if (cpulist_parse(arg, a->cpus, 4096, &a->ncpus) < 0 || !a->ncpus)
+			return die2("--cpus '%s': expected a cpu list such as 0-3,8", arg);
+		return -1;
+	default:
+		return NOT_VALUE_OPT;
+	}
+}
+
 /* Returns -1 to go on, else the exit status (--help, --version, a bad option). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
@@ -90,57 +149,24 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "help", 0, 0, O_HELP }, { "version", 0, 0, O_VERSION }, { "cpus", 1, 0, O_CPUS },
 		{ "image-cache", 1, 0, O_CACHE }, { "image-cache-size", 1, 0, O_CACHE_SIZE }, { 0 }
 	};
-	long long v;
-	int c;
+	int c, r;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case O_LISTEN: a->listen = optarg; break;
-		case O_NAME:
-			if (!ident_ok(optarg, 48))
-				return die2("--name '%s': letters, digits, '.', '_', '-' (at most 48)", optarg);
-			snprintf(vd.name, sizeof(vd.name), "%s", optarg);
-			break;
-		case O_UNDERLAY: a->underlay = optarg; break;
-		case O_CTL: a->ctl = optarg; break;
-		case O_SPOOL:
-			if (parse_size(optarg, &vd.spool_size) < 0 || vd.spool_size < (1u << 20))
-				return die2("--spool-size '%s': expected a size of at least 1M", optarg);
-			break;
-		case O_SIM:
-			if (parse_ll(optarg, 1, 8000, &v) < 0)
-				return die2("--simulate '%s': expected 1..8000 nodes", optarg);
-			vd.simulate = (int)v;
-			break;
-		case O_TOPO: a->topo = optarg; break;
-		case O_SIMRT:
-			if (parse_ll(optarg, 0, 86400000, &v) < 0)
-				return die2("--sim-runtime '%s': expected milliseconds", optarg);
-			vd.sim_runtime_ms = (int)v;
-			break;
-		case O_LOG: a->log = optarg; break;
-		case O_CACHE:
-			if (optarg[0] != '/' || strlen(optarg) >= sizeof(vd.cache) - 100)
-				return die2("--image-cache '%s': expected an absolute folder path", optarg);
-			snprintf(vd.cache, sizeof(vd.cache), "%s", optarg);
-			break;
-		case O_CACHE_SIZE:
-			if (parse_size(optarg, &vd.cache_size) < 0 || vd.cache_size < (16u << 20))
-				return die2("--image-cache-size '%s': expected a size of at least 16M", optarg);
-			break;
-		case O_CPUS:
-			if (cpulist_parse(optarg, a->cpus, 4096, &a->ncpus) < 0 || !a->ncpus)
-				return die2("--cpus '%s': expected a cpu list such as 0-3,8", optarg);
-			break;
-		case O_HELP:
-		case 'h':
+		const char **s = str_opt(a, c);
+
+		if (s) {
+			*s = optarg;
+		} else if ((r = value_opt(a, c, optarg)) != NOT_VALUE_OPT) {
+			if (r >= 0)
+				return r;
+		} else if (c == O_HELP || c == 'h') {
 			usage(stdout);
 			return 0;
-		case O_VERSION:
+		} else if (c == O_VERSION) {
 			printf("vhpcd %s\n", VHPC_VERSION);
 			return 0;
-		default:
+		} else {
 			usage(stderr);
 			return die2("unknown option or missing value: '%s'", argv[optind - 1]);
 		}

@@ -400,14 +400,12 @@ static int cmd_output(const char *id, long long off, size_t max)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* --tcp, --unix and --key before the command: the index of the command,
+ * or -1 after the usage. */
+static int parse_args(int argc, char **argv, const char **keyfile)
 {
-	const char *keyfile = NULL;
-	struct verr e;
 	int i;
 
-	vlog_init("gprobe");
-	signal(SIGPIPE, SIG_IGN);
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--tcp") && i + 1 < argc) {
 			static char host[256];
@@ -423,36 +421,70 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--unix") && i + 1 < argc) {
 			unix_path = argv[++i];
 		} else if (!strcmp(argv[i], "--key") && i + 1 < argc) {
-			keyfile = argv[++i];
+			*keyfile = argv[++i];
 		} else {
 			break;
 		}
 	}
-	if (!keyfile || (!tcp_host && !unix_path) || i >= argc) {
+	if (!*keyfile || (!tcp_host && !unix_path) || i >= argc) {
 		fprintf(stderr, "usage: gprobe (--tcp HOST:PORT | --unix PATH) --key FILE COMMAND...\n");
-		return 255;
+		return -1;
 	}
+	return i;
+}
+
+static int cmd_hello(void)
+{
+	struct chan c;
+	struct verr e;
+	char *info;
+
+	open_chan(&c);
+	if (gexec_hello(&c, &info, 5000, &e) < 0)
+		die("hello", &e);
+	printf("%s\n", info);
+	free(info);
+	return 0;
+}
+
+static int cmd_shutdown(void)
+{
+	struct chan c;
+	struct verr e;
+
+	open_chan(&c);
+	if (gexec_shutdown(&c, &e) < 0)
+		die("shutdown", &e);
+	return 0;
+}
+
+static int cmd_kill(const char *id, int sig)
+{
+	struct chan c;
+	struct verr e;
+
+	open_chan(&c);
+	if (gexec_kill(&c, id, sig, &e) < 0)
+		die("kill", &e);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *keyfile = NULL;
+	struct verr e;
+	int i;
+
+	vlog_init("gprobe");
+	signal(SIGPIPE, SIG_IGN);
+	if ((i = parse_args(argc, argv, &keyfile)) < 0)
+		return 255;
 	if (chan_key_load(keyfile, key, &e) < 0)
 		die("key", &e);
-	if (!strcmp(argv[i], "hello")) {
-		struct chan c;
-		char *info;
-
-		open_chan(&c);
-		if (gexec_hello(&c, &info, 5000, &e) < 0)
-			die("hello", &e);
-		printf("%s\n", info);
-		free(info);
-		return 0;
-	}
-	if (!strcmp(argv[i], "shutdown")) {
-		struct chan c;
-
-		open_chan(&c);
-		if (gexec_shutdown(&c, &e) < 0)
-			die("shutdown", &e);
-		return 0;
-	}
+	if (!strcmp(argv[i], "hello"))
+		return cmd_hello();
+	if (!strcmp(argv[i], "shutdown"))
+		return cmd_shutdown();
 	if (!strcmp(argv[i], "exec"))
 		return cmd_exec(argc - i - 1, argv + i + 1);
 	if (!strcmp(argv[i], "send"))
@@ -471,14 +503,8 @@ int main(int argc, char **argv)
 		return cmd_state(argv[i + 1], i + 2 < argc ? atoi(argv[i + 2]) : 0);
 	if (!strcmp(argv[i], "output") && i + 3 < argc)
 		return cmd_output(argv[i + 1], atoll(argv[i + 2]), (size_t)atoll(argv[i + 3]));
-	if (!strcmp(argv[i], "kill") && i + 2 < argc) {
-		struct chan c;
-
-		open_chan(&c);
-		if (gexec_kill(&c, argv[i + 1], atoi(argv[i + 2]), &e) < 0)
-			die("kill", &e);
-		return 0;
-	}
+	if (!strcmp(argv[i], "kill") && i + 2 < argc)
+		return cmd_kill(argv[i + 1], atoi(argv[i + 2]));
 	fprintf(stderr, "gprobe: unknown command '%s'\n", argv[i]);
 	return 255;
 }

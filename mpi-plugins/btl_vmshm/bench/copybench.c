@@ -457,26 +457,32 @@ static void usage(const char *why, const char *what)
 	exit(2);
 }
 
-int main(int argc, char **argv)
+struct opts {
+	long sizes[MAX_SIZES], reps;
+	double secs;
+	int ns;
+	bool sweep;
+};
+
+/* Exits with the usage on anything it cannot use. */
+static void parse_args(struct opts *o, int argc, char **argv)
 {
-	long sizes[MAX_SIZES], reps = 5, v;
-	double secs = 0.1;
-	int ns = 0, opt;
-	bool sweep = false;
+	long v;
+	int opt;
 
 	while ((opt = getopt(argc, argv, "dr:t:f:R:h")) != -1) {
 		switch (opt) {
 		case 'd':
-			sweep = true;
+			o->sweep = true;
 			break;
 		case 'r':
-			reps = strtol(optarg, NULL, 10);
-			if (reps < 1 || reps > 1000)
+			o->reps = strtol(optarg, NULL, 10);
+			if (o->reps < 1 || o->reps > 1000)
 				usage("-r: repetitions must be 1..1000, not", optarg);
 			break;
 		case 't':
-			secs = strtod(optarg, NULL);
-			if (!(secs > 0 && secs <= 60))
+			o->secs = strtod(optarg, NULL);
+			if (!(o->secs > 0 && o->secs <= 60))
 				usage("-t: seconds must be in (0, 60], not", optarg);
 			break;
 		case 'f':
@@ -492,24 +498,23 @@ int main(int argc, char **argv)
 	if (ring_bytes < frag)
 		usage("the ring must hold at least one fragment:", "-R < -f");
 	for (int i = optind; i < argc; i++)
-		if (ns == MAX_SIZES || (sizes[ns++] = parse_size(argv[i])) < 0)
-			usage(ns > MAX_SIZES ? "too many sizes, at" : "not a message size (1..1G, K/M suffixes):",
-			      argv[i]);
-	if (!ns) {
-		sizes[ns++] = 64 << 10;
-		sizes[ns++] = 1 << 20;
-		sizes[ns++] = 4 << 20;
+		if (o->ns == MAX_SIZES || (o->sizes[o->ns++] = parse_size(argv[i])) < 0)
+			usage(o->ns > MAX_SIZES ? "too many sizes, at"
+						: "not a message size (1..1G, K/M suffixes):", argv[i]);
+	if (!o->ns) {
+		o->sizes[o->ns++] = 64 << 10;
+		o->sizes[o->ns++] = 1 << 20;
+		o->sizes[o->ns++] = 4 << 20;
 	}
-	if (sweep)
-		return distance_sweep(sizes, ns, reps, secs);
-	long max = 0;
-	for (int i = 0; i < ns; i++)
-		max = sizes[i] > max ? sizes[i] : max;
+}
+
+/* The rings, pipes and buffers for messages of up to max bytes, and the
+ * two workers; -1 (said) if any is missing. */
+static int start_workers(long max)
+{
 	ctl = shared(sizeof(*ctl));
 	rings[0] = shared(sizeof(struct ring) + ring_bytes);
 	rings[1] = shared(sizeof(struct ring) + ring_bytes);
-	/* Private to each worker after the fork (copy-on-write, touched by
-	 * fill), at the same address in both: CMA reads the peer's copy. */
 	/* The largest pipe an unprivileged process may ask for
 	 * (/proc/sys/fs/pipe-max-size, 1 MiB by default), non-blocking so a
 	 * worker can poll both directions. */
@@ -517,53 +522,75 @@ int main(int argc, char **argv)
 		int sz = 1 << 20;
 
 		if (pipe2(pipes[w], O_NONBLOCK) < 0)
-			return perror("vmshm-copybench: pipe2"), 1;
+			return perror("vmshm-copybench: pipe2"), -1;
 		while (fcntl(pipes[w][1], F_SETPIPE_SZ, sz) < 0 && sz > 65536)
 			sz >>= 1;
 		pipe_bytes = (size_t)fcntl(pipes[w][1], F_GETPIPE_SZ);
 	}
+	/* Private to each worker after the fork (copy-on-write, touched by
+	 * fill), at the same address in both: CMA reads the peer's copy. */
 	ctl->buf[0] = aligned_alloc(4096, (size_t)max);
 	ctl->buf[1] = aligned_alloc(4096, (size_t)max);
 	if (!ctl->buf[0] || !ctl->buf[1])
-		return perror("vmshm-copybench"), 1;
+		return perror("vmshm-copybench"), -1;
 	for (int w = 0; w < 2; w++) {
 		pid_t p = fork();
 
 		if (p < 0)
-			return perror("vmshm-copybench: fork"), 1;
+			return perror("vmshm-copybench: fork"), -1;
 		if (p == 0)
 			worker(w, (size_t)max);
 		ctl->pid[w] = p;
 	}
-	printf("# vmshm-copybench: %ld repetitions, about %.2f s each, ring %zu bytes in %zu-byte fragments, "
-	       "pipes of %zu bytes\n", reps, secs, ring_bytes, frag, pipe_bytes);
-	printf("# %-8s %10s %10s %10s %10s\n", "mode", "bytes", "GB/s", "min", "max");
-	int rc = 0;
-	for (int si = 0; si < ns && !rc; si++) {
-		double gbs[M_N][1000];
-		size_t size = (size_t)sizes[si];
-		/* Calibrate on memcpy so every mode moves the same bytes. */
-		long iters = 1;
-		double r = run(M_MEMCPY, size, 1);
-		if (r > 0)
-			iters = (long)(secs * r / (double)size) + 1;
-		for (long k = 0; k < reps && !rc; k++)
-			for (int m = 0; m < M_N; m++) {
-				/* Rotate the order so no mode always runs first. */
-				int mm = (int)((m + k) % M_N);
-				double b = run((enum mode)mm, size, iters);
-				if (b < 0) {
-					rc = 1;
-					break;
-				}
-				gbs[mm][k] = b / 1e9;
-			}
-		for (int m = 0; m < M_N && !rc; m++) {
-			qsort(gbs[m], (size_t)reps, sizeof(double), cmp);
-			printf("  %-8s %10zu %10.2f %10.2f %10.2f\n", mode_name[m], size, gbs[m][reps / 2],
-			       gbs[m][0], gbs[m][reps - 1]);
+	return 0;
+}
+
+/* Every mode at one size, reps times; 1 if a mode failed (said). */
+static int measure(const struct opts *o, size_t size)
+{
+	double gbs[M_N][1000], r;
+	long iters = 1;
+
+	/* Calibrate on memcpy so every mode moves the same bytes. */
+	r = run(M_MEMCPY, size, 1);
+	if (r > 0)
+		iters = (long)(o->secs * r / (double)size) + 1;
+	for (long k = 0; k < o->reps; k++)
+		for (int m = 0; m < M_N; m++) {
+			/* Rotate the order so no mode always runs first. */
+			int mm = (int)((m + k) % M_N);
+			double b = run((enum mode)mm, size, iters);
+
+			if (b < 0)
+				return 1;
+			gbs[mm][k] = b / 1e9;
 		}
+	for (int m = 0; m < M_N; m++) {
+		qsort(gbs[m], (size_t)o->reps, sizeof(double), cmp);
+		printf("  %-8s %10zu %10.2f %10.2f %10.2f\n", mode_name[m], size, gbs[m][o->reps / 2],
+		       gbs[m][0], gbs[m][o->reps - 1]);
 	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o = { .reps = 5, .secs = 0.1 };
+	long max = 0;
+	int rc = 0;
+
+	parse_args(&o, argc, argv);
+	if (o.sweep)
+		return distance_sweep(o.sizes, o.ns, o.reps, o.secs);
+	for (int i = 0; i < o.ns; i++)
+		max = o.sizes[i] > max ? o.sizes[i] : max;
+	if (start_workers(max) < 0)
+		return 1;
+	printf("# vmshm-copybench: %ld repetitions, about %.2f s each, ring %zu bytes in %zu-byte fragments, "
+	       "pipes of %zu bytes\n", o.reps, o.secs, ring_bytes, frag, pipe_bytes);
+	printf("# %-8s %10s %10s %10s %10s\n", "mode", "bytes", "GB/s", "min", "max");
+	for (int si = 0; si < o.ns && !rc; si++)
+		rc = measure(&o, (size_t)o.sizes[si]);
 	atomic_store(&ctl->cmd, -1);
 	for (int w = 0; w < 2; w++)
 		waitpid(ctl->pid[w], NULL, 0);

@@ -75,7 +75,8 @@ static void *run(void *arg)
 	return NULL;
 }
 
-int main(int argc, char **argv)
+/* -1 to go on, else the status to exit with (said). */
+static int parse_args(int argc, char **argv)
 {
 	int c;
 
@@ -106,6 +107,32 @@ int main(int argc, char **argv)
 		fprintf(stderr, "vmshm-holes: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	return -1;
+}
+
+static void print_results(const struct cpu_result *res, int n)
+{
+	printf("# vmshm-holes: %.1f s per CPU, holes longer than %llu ns\n", seconds,
+	       (unsigned long long)threshold);
+	printf("# cpu  holes/s  time lost  longest us   <5us <10us <20us <50us <100us  more\n");
+	for (int i = 0; i < n; i++) {
+		const struct cpu_result *r = &res[i];
+		double span = r->span ? r->span / 1e9 : seconds;
+		printf("  %3d %8.0f %9.2f%% %11.1f %6llu %5llu %5llu %5llu %6llu %5llu\n", r->cpu,
+		       r->holes / span, 100.0 * (double)r->hole_ns / (double)(r->span ? r->span : 1),
+		       r->longest / 1e3, (unsigned long long)r->bucket[0],
+		       (unsigned long long)r->bucket[1], (unsigned long long)r->bucket[2],
+		       (unsigned long long)r->bucket[3], (unsigned long long)r->bucket[4],
+		       (unsigned long long)r->bucket[5]);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int rc = parse_args(argc, argv);
+
+	if (rc >= 0)
+		return rc;
 	cpu_set_t mine;
 	if (sched_getaffinity(0, sizeof(mine), &mine)) {
 		perror("vmshm-holes: sched_getaffinity");
@@ -128,19 +155,7 @@ int main(int argc, char **argv)
 		}
 	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
-	printf("# vmshm-holes: %.1f s per CPU, holes longer than %llu ns\n", seconds,
-	       (unsigned long long)threshold);
-	printf("# cpu  holes/s  time lost  longest us   <5us <10us <20us <50us <100us  more\n");
-	for (int i = 0; i < n; i++) {
-		struct cpu_result *r = &res[i];
-		double span = r->span ? r->span / 1e9 : seconds;
-		printf("  %3d %8.0f %9.2f%% %11.1f %6llu %5llu %5llu %5llu %6llu %5llu\n", r->cpu,
-		       r->holes / span, 100.0 * (double)r->hole_ns / (double)(r->span ? r->span : 1),
-		       r->longest / 1e3, (unsigned long long)r->bucket[0],
-		       (unsigned long long)r->bucket[1], (unsigned long long)r->bucket[2],
-		       (unsigned long long)r->bucket[3], (unsigned long long)r->bucket[4],
-		       (unsigned long long)r->bucket[5]);
-	}
+	print_results(res, n);
 	free(res);
 	free(th);
 	return 0;

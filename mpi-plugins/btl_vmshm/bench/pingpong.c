@@ -75,84 +75,109 @@ static void measure(int me, int peer, long size, int reps, char *sb, char *rb,
 	*sr_us = (*sr_us + MPI_Wtime()) * 1e6 / reps;
 }
 
-int main(int argc, char **argv)
-{
-	int rank, np, rounds, nlabels = 0, nsizes = 0;
+struct args {
+	int rounds, nlabels, nsizes;
 	char **labels;
-	long sizes[32], max = 1;
+	long sizes[32];
+};
 
-	MPI_Init(&argc, &argv);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &np);
+/* ROUNDS LABEL... -- SIZE...: one label per rank after 0; aborts the job
+ * on anything else. */
+static void parse_args(struct args *a, int argc, char **argv, int rank, int np)
+{
 	if (argc < 4) {
 		if (rank == 0)
 			fprintf(stderr, "usage: vmshm-pingpong ROUNDS LABEL... -- SIZE...\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
-	rounds = atoi(argv[1]);
-	labels = argv + 2;
-	while (2 + nlabels < argc && strcmp(argv[2 + nlabels], "--"))
-		nlabels++;
-	for (int i = 3 + nlabels; i < argc && nsizes < 32; i++)
-		sizes[nsizes++] = atol(argv[i]);
-	if (nlabels != np - 1 || !nsizes) {
+	a->rounds = atoi(argv[1]);
+	a->labels = argv + 2;
+	while (2 + a->nlabels < argc && strcmp(argv[2 + a->nlabels], "--"))
+		a->nlabels++;
+	for (int i = 3 + a->nlabels; i < argc && a->nsizes < 32; i++)
+		a->sizes[a->nsizes++] = atol(argv[i]);
+	if (a->nlabels != np - 1 || !a->nsizes) {
 		if (rank == 0)
 			fprintf(stderr, "vmshm-pingpong: %d ranks need %d labels and some sizes\n",
 				np, np - 1);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
-	for (int i = 0; i < nsizes; i++)
-		if (sizes[i] > max)
-			max = sizes[i];
+}
+
+/* Rank 0: every size with every peer in turn, then tells them to stop. */
+static void lead(const struct args *a, int np, char *sb, char *rb)
+{
+	for (int s = 0; s < a->nsizes; s++) {
+		long size = a->sizes[s];
+		int reps = reps_for(size);
+		for (int r = 0; r < a->rounds; r++) {
+			for (int k = 0; k < np - 1; k++) {
+				int peer = 1 + (k + r) % (np - 1);
+				long go[2] = { size, reps };
+				double pp, sr, sr_peer;
+				MPI_Send(go, 2, MPI_LONG, peer, TAG_GO, MPI_COMM_WORLD);
+				measure(0, peer, size, reps, sb, rb, &pp, &sr);
+				MPI_Recv(&sr_peer, 1, MPI_DOUBLE, peer, TAG_T, MPI_COMM_WORLD,
+					 MPI_STATUS_IGNORE);
+				if (sr_peer > sr)
+					sr = sr_peer;
+				printf("RESULT %s %d PingPong %ld %d %.3f %.1f\n", a->labels[peer - 1], r,
+				       size, reps, pp, size / pp);
+				printf("RESULT %s %d Sendrecv %ld %d %.3f %.1f\n", a->labels[peer - 1], r,
+				       size, reps, sr, 2.0 * size / sr);
+				fflush(stdout);
+			}
+		}
+	}
+	long stop[2] = { -1, 0 };
+	for (int p = 1; p < np; p++)
+		MPI_Send(stop, 2, MPI_LONG, p, TAG_GO, MPI_COMM_WORLD);
+}
+
+/* The other ranks: measure against rank 0 whenever it says go. */
+static void follow(int rank, char *sb, char *rb)
+{
+	for (;;) {
+		long go[2];
+		MPI_Request rq;
+		int done = 0;
+		double pp, sr;
+		/* Sleep between polls: the peer being measured needs CPU 1. */
+		MPI_Irecv(go, 2, MPI_LONG, 0, TAG_GO, MPI_COMM_WORLD, &rq);
+		while (!done) {
+			MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
+			if (!done)
+				usleep(1000);
+		}
+		if (go[0] < 0)
+			break;
+		measure(rank, 0, go[0], (int)go[1], sb, rb, &pp, &sr);
+		MPI_Send(&sr, 1, MPI_DOUBLE, 0, TAG_T, MPI_COMM_WORLD);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { 0 };
+	int rank, np;
+	long max = 1;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &np);
+	parse_args(&a, argc, argv, rank, np);
+	for (int i = 0; i < a.nsizes; i++)
+		if (a.sizes[i] > max)
+			max = a.sizes[i];
 	pin(rank == 0 ? 0 : 1);
 	char *sb = malloc((size_t)max), *rb = malloc((size_t)max);
 	memset(sb, 1, (size_t)max);
 	memset(rb, 0, (size_t)max);
 
-	if (rank == 0) {
-		for (int s = 0; s < nsizes; s++) {
-			int reps = reps_for(sizes[s]);
-			for (int r = 0; r < rounds; r++) {
-				for (int k = 0; k < np - 1; k++) {
-					int peer = 1 + (k + r) % (np - 1);
-					long go[2] = { sizes[s], reps };
-					double pp, sr, sr_peer;
-					MPI_Send(go, 2, MPI_LONG, peer, TAG_GO, MPI_COMM_WORLD);
-					measure(0, peer, sizes[s], reps, sb, rb, &pp, &sr);
-					MPI_Recv(&sr_peer, 1, MPI_DOUBLE, peer, TAG_T, MPI_COMM_WORLD,
-						 MPI_STATUS_IGNORE);
-					if (sr_peer > sr)
-						sr = sr_peer;
-					printf("RESULT %s %d PingPong %ld %d %.3f %.1f\n", labels[peer - 1], r,
-					       sizes[s], reps, pp, sizes[s] / pp);
-					printf("RESULT %s %d Sendrecv %ld %d %.3f %.1f\n", labels[peer - 1], r,
-					       sizes[s], reps, sr, 2.0 * sizes[s] / sr);
-					fflush(stdout);
-				}
-			}
-		}
-		long stop[2] = { -1, 0 };
-		for (int p = 1; p < np; p++)
-			MPI_Send(stop, 2, MPI_LONG, p, TAG_GO, MPI_COMM_WORLD);
-	} else {
-		for (;;) {
-			long go[2];
-			MPI_Request rq;
-			int done = 0;
-			double pp, sr;
-			/* Sleep between polls: the peer being measured needs CPU 1. */
-			MPI_Irecv(go, 2, MPI_LONG, 0, TAG_GO, MPI_COMM_WORLD, &rq);
-			while (!done) {
-				MPI_Test(&rq, &done, MPI_STATUS_IGNORE);
-				if (!done)
-					usleep(1000);
-			}
-			if (go[0] < 0)
-				break;
-			measure(rank, 0, go[0], (int)go[1], sb, rb, &pp, &sr);
-			MPI_Send(&sr, 1, MPI_DOUBLE, 0, TAG_T, MPI_COMM_WORLD);
-		}
-	}
+	if (rank == 0)
+		lead(&a, np, sb, rb);
+	else
+		follow(rank, sb, rb);
 	free(sb);
 	free(rb);
 	MPI_Finalize();
