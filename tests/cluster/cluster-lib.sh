@@ -167,6 +167,22 @@ wait_state() {  # ID REGEX [SECONDS]
 # job_field ID FIELD: a scalar field of a job's record
 job_field() { job_json "$1" | grep -o "\"$2\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
 
+# A job is COMPLETED once its exit status is in, and its nodes remove it
+# after that; a node stopped with TERM leaves a job it holds for its
+# restart to take over.  So a test that stops its nodes to count what is
+# left waits for the removals first (SECONDS, default 30).
+cl_nodes_idle() {
+	local i
+	for ((i = 1; i <= CL_NODES; i++)); do
+		[ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] || return 1
+	done
+}
+cl_wait_nodes_idle() {
+	poll_until "${1:-30}" cl_nodes_idle && return 0
+	echo "# jobs still on the nodes after ${1:-30}s: $(ls "$CL_DIR"/run-n*/jobs 2>/dev/null | tr '\n' ' ')"
+	return 1
+}
+
 # Everything of this cluster's jobs that could leak, for before/after
 # comparisons (other tests' jobs run beside: only names of ours count).
 cl_leftovers() {

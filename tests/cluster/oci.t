@@ -69,6 +69,7 @@ for f in tree squashfs erofs; do
 	diag "$f: pull $(grep -h "pulled image $n " "$CL_DIR/n1.log" | sed 's/.* in \([0-9.]* s\): \([^,]*\) fetched.*/\1 (\2)/'), cache $(du -sbx "$CL_DIR/cache-n1/$(id_of $n)" | cut -f1) bytes, 2-guest job on 2 nodes ready in $(ready $k) ms cold$([ $f = tree ] || echo ", $(ready $((k + 1))) ms warm")"
 done
 
+cl_wait_nodes_idle
 for i in 1 2; do cl_node_kill $i; done
 for i in 1 2; do cl_unmount_cache $i; done
 check_eq "no mount of the squashfs image is left once the nodes' caches are unmounted" 0 \
