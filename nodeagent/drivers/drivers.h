@@ -77,8 +77,6 @@ struct na_driver {
 	int (*sweep)(const char *job, const char *why, int *removed, struct verr *err);
 };
 
-extern const struct na_driver na_driver_container;
-extern const struct na_driver na_driver_kvm;
 
 /* na_driver_check, where allow_emulated lets a driver with .emulation
  * start where it cannot finish booting, and *emulated says so. */

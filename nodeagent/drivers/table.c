@@ -10,7 +10,10 @@
 #include <string.h>
 
 /* Every driver, in the order "auto" tries them: a new one is its folder
- * plus a line here (lib/drivers.h learns its name from the folder). */
+ * (whose driver.c defines na_driver_<name>) plus its two lines here;
+ * lib/drivers.h learns its name from the folder. */
+extern const struct na_driver na_driver_container;
+extern const struct na_driver na_driver_kvm;
 static const struct na_driver *const drivers[] = {
 	&na_driver_kvm,
 	&na_driver_container,
