@@ -187,6 +187,23 @@ struct na_job_spec {
 	                                * address, or NULL (nodeagent/net/net.h) */
 	const struct cluster_wg *wg;   /* underlay encryption, or NULL */
 	long long job_timeout_s;       /* the job's limit: an emulated guest waits that long */
+	/* The cluster's fabric (RDMA; issue 34, nodeagent/README.md): each
+	 * guest gets an interface of its own on the node's fabric link, in the
+	 * job's VLAN (RoCE) or partition (InfiniBand), and an RDMA device on
+	 * it that no other job can see.  Guest i of the job has address
+	 * fabric_subnet + 2 + i there.  rdma false: TCP only. */
+	bool rdma;
+	const char *fabric_link;       /* the node's netdev on the fabric */
+	int fabric_vlan;               /* 1..4094: the job's VLAN on it; 0 = none */
+	uint16_t fabric_pkey;          /* InfiniBand partition key; 0 = none */
+	struct ipv4net fabric_subnet;
+	/* PCI functions for passthrough (kvm: VFIO), each one the node's
+	 * admin listed (the agent checks the address against that list, never
+	 * trusting it because it exists): pci[i] ("0000:00:05.0") goes to
+	 * this node's guest pci_guest[i] (0..nguests-1). */
+	const char *const *pci;
+	const int *pci_guest;
+	int npci;
 	/* Written to <job dir>/job.json (0600) before anything else is made,
 	 * for whoever takes the job over after a crash (vhpcd); NULL: none. */
 	const char *record;
