@@ -114,7 +114,12 @@
  *                                    "affinity":"2","host_cpu":2}],
  *                          "memory":[{"guest_node":0,"gpa_ranges":[[start,end]],
  *                                     "size":N,"host_node":0|null,
- *                                     "hugepages":false}]}
+ *                                     "hugepages":false}],
+ *                          "net":[{"name":"vnet0","datapath":"vhost-net"|"userspace",
+ *                                  "rx_frames":N,"tx_frames":N,"rx_drops":N,
+ *                                  "tx_drops":N,"vhost_starts":N,"vhost_refused":N}]}
+ *        (frames counted by vhpc-hv's userspace data path only: under
+ *        vhost-net the tap's own statistics count them)
  *   {"cmd":"pause"} / {"cmd":"resume"}  -> {"ok":true,"state":...}
  *   {"cmd":"poweroff"}  presses the ACPI power button (the guest decides)
  *   {"cmd":"kill"}      stops the guest now; exit status HV_EXIT_KILLED
