@@ -7,6 +7,7 @@
 #include "lib/fsutil.h"
 #include "lib/log.h"
 #include "lib/parse.h"
+#include "virtio.h"
 #include "vm.h"
 
 #include <errno.h>
@@ -150,6 +151,22 @@ static json_object *status_json(struct vm *vm)
 		json_object_array_add(ma, m);
 	}
 	json_object_object_add(r, "memory", ma);
+	{
+		json_object *na = json_object_new_array();
+		struct vnet_status st;
+
+		for (int k = 0; virtio_net_status(vm, k, &st); k++) {
+			json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "name", json_object_new_string(st.name));
+			json_object_object_add(o, "datapath", json_object_new_string(st.vhost ? "vhost-net" : "userspace"));
+#define NUM(f) json_object_object_add(o, #f, json_object_new_int64((int64_t)st.f))
+			NUM(rx_frames); NUM(tx_frames); NUM(rx_drops); NUM(tx_drops); NUM(vhost_starts); NUM(vhost_refused);
+#undef NUM
+			json_object_array_add(na, o);
+		}
+		json_object_object_add(r, "net", na);
+	}
 	return r;
 }
 

@@ -11,12 +11,23 @@
  * frame the tap may deliver; a too-big frame (or a ring that can never
  * hold one) costs that frame, never memory outside the buffers.
  *
- *   --net tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N]
- *   YAML: net: [{tap: NAME, mac: MAC, mtu: N, queues: N}] */
+ * With vhost (vhostfd=N[:N...], descriptors of /dev/vhost-net the starter
+ * opened, one per queue pair; or vhost=on, vhpc-hv opens them at set-up)
+ * the kernel moves the frames: at DRIVER_OK each pair's rings go to its
+ * vhost-net with the tap queue as backend, kicks reach the kernel through
+ * the same KVM ioeventfds and completions the guest through irqfds on the
+ * queues' MSI-X vectors; a reset takes them back.  The control queue, the
+ * offloads and the tap queues stay here.  Where vhost cannot be had (no
+ * device, a kernel without VERSION_1, not a tap) or refuses a start, the
+ * userspace data path serves the same device.
+ *
+ *   --net tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N][,vhost=on|off][,vhostfd=N[:N...]]
+ *   YAML: net: [{tap: NAME, mac: MAC, mtu: N, queues: N, vhost: BOOL, vhostfd: "N:N"}] */
 #include "lib/bytes.h"
 #include "lib/config.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "vhost_net.h"
 #include "virtio.h"
 
 #include <errno.h>
@@ -63,9 +74,11 @@
 #define GSO_ECN 0x80
 
 struct net_cfg {
-	char *tap, *mac;
+	char *tap, *mac, *vhostfd;
 	long long fd, mtu, queues;
+	bool vhost;
 	uint8_t macb[6];
+	int nvfd, vfd[MAX_PAIRS];
 };
 
 static const struct cf_field net_fields[] = {
@@ -74,6 +87,8 @@ static const struct cf_field net_fields[] = {
 	{ .key = "mac", .kind = CF_STR, .off = offsetof(struct net_cfg, mac) },
 	{ .key = "mtu", .kind = CF_INT, .off = offsetof(struct net_cfg, mtu), .min = 68, .max = 65535 },
 	{ .key = "queues", .kind = CF_INT, .off = offsetof(struct net_cfg, queues), .min = 1, .max = MAX_PAIRS },
+	{ .key = "vhost", .kind = CF_BOOL, .off = offsetof(struct net_cfg, vhost) },
+	{ .key = "vhostfd", .kind = CF_STR, .off = offsetof(struct net_cfg, vhostfd) },
 	{ 0 }
 };
 static const struct cf_schema net_schema = { "net", sizeof(struct net_cfg), net_fields };
@@ -93,6 +108,26 @@ static int net_check(void *inst, const char *where, struct verr *err)
 		c->queues = 1;
 	if (c->fd && c->queues > 1)
 		return verr_set(err, "%s: queues=%lld needs tap=NAME (one fd is one queue)", where, c->queues);
+	if (c->vhostfd) {
+		const char *s = c->vhostfd;
+
+		/* N[:N...]: one /dev/vhost-net descriptor per queue pair. */
+		c->nvfd = 0;
+		while (*s) {
+			char *end;
+			long v = strtol(s, &end, 10);
+
+			if (end == s || v < 3 || v > 65535 || (*end && *end != ':') || c->nvfd == MAX_PAIRS)
+				return verr_set(err, "%s: vhostfd=%s is not a list of descriptors N[:N...] (3-65535, at most %d)",
+						where, c->vhostfd, MAX_PAIRS);
+			c->vfd[c->nvfd++] = (int)v;
+			s = *end ? end + 1 : end;
+		}
+		if (c->nvfd != c->queues)
+			return verr_set(err, "%s: vhostfd=%s names %d descriptor(s) for %lld queue pair(s): one per pair",
+					where, c->vhostfd, c->nvfd, c->queues);
+		c->vhost = true;
+	}
 	if (c->mac) {
 		if (sscanf(c->mac, "%2x:%2x:%2x:%2x:%2x:%2x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
 			   &tail) != 6)
@@ -110,7 +145,7 @@ static int net_check(void *inst, const char *where, struct verr *err)
 }
 
 static const struct hv_devopt net_opt = {
-	.name = "net", .usage = "tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N]", .schema = &net_schema,
+	.name = "net", .usage = "tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N][,vhost=on|off][,vhostfd=N[:N...]]", .schema = &net_schema,
 	.max = NET_MAX, .positional = "tap", .check = net_check,
 };
 HV_DEVICE_OPTION(net_opt);
@@ -138,6 +173,12 @@ struct vnet {
 	struct iovec rx_iov[VQ_MAX_CHAIN];
 	struct { uint16_t head; unsigned first, n; uint64_t cap; } rx_bufs[RX_MAX_BUFS];
 	unsigned long rx_frames, tx_frames, rx_drops, tx_drops;
+	/* vhost: set up for every pair (vh[i].fd >= 0), and whether the
+	 * current start runs on it; otherwise why not, for the log. */
+	bool vhost, vhost_on;
+	struct vhost_net vh[MAX_PAIRS];
+	char vhost_why[160];
+	unsigned long vhost_starts, vhost_refused;
 	struct vnet *prev;         /* created before it; the VM's slot holds the newest */
 };
 
@@ -154,7 +195,7 @@ static void set_rx(struct vnet *n, int i, bool on)
 {
 	struct pair *p = &n->p[i];
 
-	if (p->rx_on == on)
+	if (p->rx_on == on || (on && n->vhost_on))
 		return;
 	if (evloop_mod(n->v.loop, p->fd, (on ? EPOLLIN : 0) | (p->tx_wait ? EPOLLOUT : 0)) == 0)
 		p->rx_on = on;
@@ -218,7 +259,7 @@ static void rx(struct vnet *n, int i)
 	struct virtq *q = &n->v.vq[2 * i];
 	struct pair *p = &n->p[i];
 
-	if (!q->ready || i >= n->active)
+	if (!q->ready || i >= n->active || n->vhost_on)
 		return;
 	for (int budget = 0; budget < RX_BUDGET; budget++) {
 		unsigned niov;
@@ -314,7 +355,7 @@ static void tx(struct vnet *n, int i)
 	uint8_t hdr[HDR_LEN];
 	int r = 0, done = 0;
 
-	if (!q->ready)
+	if (!q->ready || n->vhost_on)
 		return;
 	do {
 		vq_disable_kicks(q);
@@ -374,7 +415,7 @@ static void tap_ready(void *opaque, uint32_t events)
 	struct vnet *n = p->n;
 	int i = p->idx;
 
-	if (!n->v.running) {
+	if (!n->v.running || n->vhost_on) {
 		set_rx(n, i, false);
 		set_tx_wait(n, i, false);
 		return;
@@ -490,6 +531,76 @@ static void offloads(struct vnet *n, unsigned flags)
 			log_warn("%s: TUNSETOFFLOAD 0x%x: %s", n->name, flags, strerror(errno));
 }
 
+/* Gives pair i's rings back to the device thread (nothing runs there
+ * until userspace takes over at the next start). */
+static void vhost_pair_stop(struct vnet *n, int i)
+{
+	struct vhost_net *h = &n->vh[i];
+
+	if (!h->started)
+		return;
+	vhn_stop(h);
+	for (int r = 0; r < 2; r++) {
+		virtio_set_call_fd(&n->v, 2 * i + r, -1);
+		virtio_queue_external(&n->v, 2 * i + r, false);
+	}
+	log_debug("%s: pair %d: vhost-net stopped at receive %u, transmit %u", n->name, i, h->last_base[0],
+		  h->last_base[1]);
+}
+
+/* Hands every pair whose rings the driver enabled to its vhost-net;
+ * false (nothing handed over) when the kernel refuses one. */
+static bool vhost_start(struct vnet *n)
+{
+	struct virtio_dev *v = &n->v;
+	int started = 0;
+
+	for (int i = 0; i < n->npairs; i++) {
+		const struct virtio_queue_regs *q = &v->qr[2 * i];
+		struct vhn_ring r[2] = {
+			{ .size = q[0].size, .desc = q[0].desc, .avail = q[0].avail, .used = q[0].used },
+			{ .size = q[1].size, .desc = q[1].desc, .avail = q[1].avail, .used = q[1].used },
+		};
+		char why[128];
+
+		if (!q[0].enable || !q[1].enable)
+			continue;
+		/* The completions reach the guest from the first one on (a
+		 * count waits in the eventfd while a vector is masked). */
+		for (int k = 0; k < 2; k++) {
+			virtio_set_call_fd(v, 2 * i + k, n->vh[i].call[k]);
+			virtio_queue_external(v, 2 * i + k, true);
+		}
+		if (vhn_start(&n->vh[i], &v->vm->mem, v->guest_features, r, n->p[i].fd, why, sizeof(why)) < 0) {
+			for (int k = 0; k < 2; k++) {
+				virtio_set_call_fd(v, 2 * i + k, -1);
+				virtio_queue_external(v, 2 * i + k, false);
+			}
+			for (int j = 0; j < i; j++)
+				vhost_pair_stop(n, j);
+			n->vhost_refused++;
+			log_warn("%s: pair %d: vhost-net refused the rings (%s); this start runs in userspace", n->name, i,
+				 why);
+			return false;
+		}
+		started++;
+	}
+	for (int i = 0; i < n->npairs; i++)
+		for (int k = 0; k < 2 && n->vh[i].started; k++) {
+			/* Buffers posted before DRIVER_OK: the kernel looks at a
+			 * ring when its kick eventfd is written. */
+			uint64_t one = 1;
+
+			if (write(v->qr[2 * i + k].kick_fd, &one, sizeof(one)) < 0) {
+				/* cannot overflow */
+			}
+		}
+	n->vhost_starts++;
+	log_debug("%s: %d queue pair(s) on vhost-net, features 0x%llx", n->name, started,
+		  (unsigned long long)vhn_features(n->vh[0].features, v->guest_features));
+	return true;
+}
+
 static int net_start(struct virtio_dev *v)
 {
 	struct vnet *n = v->opaque;
@@ -510,7 +621,8 @@ static int net_start(struct virtio_dev *v)
 		mtu = n->tap_mtu;
 	n->mrg = virtio_has(v, F_MRG_RXBUF);
 	n->need = HDR_LEN + ((fl & (TUN_F_TSO4 | TUN_F_TSO6)) ? MAX_FRAME : (size_t)mtu + 18);
-	set_pairs(n, 1, true);
+	n->vhost_on = n->vhost && vhost_start(n);
+	set_pairs(n, 1, !n->vhost_on);
 	set_rx(n, 0, true);
 	return 0;
 }
@@ -522,7 +634,9 @@ static void net_stop(struct virtio_dev *v)
 	for (int i = 0; i < n->npairs; i++) {
 		set_rx(n, i, false);
 		set_tx_wait(n, i, false);
+		vhost_pair_stop(n, i);
 	}
+	n->vhost_on = false;
 	offloads(n, 0);
 	set_pairs(n, 1, false);            /* a stopping device touches no queue */
 }
@@ -621,6 +735,56 @@ static int use_fd(struct vnet *n, const struct net_cfg *c, const char *where, st
 	return 0;
 }
 
+/* Set-up (before the sandbox): a vhost-net per queue pair, or the reason
+ * there is none in n->vhost_why.  The device then offers only the ring
+ * features the kernel has. */
+static void vhost_setup(struct vnet *n, const struct net_cfg *c, struct vm *vm)
+{
+	int hs = 0, taken = 0;
+
+	if (!n->is_tap) {
+		snprintf(n->vhost_why, sizeof(n->vhost_why), "fd=%lld is not a tap", c->fd);
+		goto none;
+	}
+	/* The kernel strips and adds the 12-byte virtio 1.x header on the
+	 * tap's side: the tap must carry exactly that. */
+	if (ioctl(n->p[0].fd, TUNGETVNETHDRSZ, &hs) < 0 || hs != HDR_LEN) {
+		snprintf(n->vhost_why, sizeof(n->vhost_why), "the tap's vnet header is %d bytes, not %d", hs, HDR_LEN);
+		goto none;
+	}
+	for (int i = 0; i < n->npairs; i++) {
+		int fd;
+		char why[128];
+
+		if (c->nvfd) {
+			fd = c->vfd[i];
+			taken = i + 1;     /* vhn_close closes it from here on */
+			if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+				snprintf(n->vhost_why, sizeof(n->vhost_why), "vhostfd %d: %s", fd, strerror(errno));
+				goto none;
+			}
+		} else if ((fd = open("/dev/vhost-net", O_RDWR | O_CLOEXEC)) < 0) {
+			snprintf(n->vhost_why, sizeof(n->vhost_why), "/dev/vhost-net: %s", strerror(errno));
+			goto none;
+		}
+		if (vhn_open(&n->vh[i], fd, &vm->mem, n->v.qr[2 * i].kick_fd, n->v.qr[2 * i + 1].kick_fd, why,
+			     sizeof(why)) < 0) {
+			snprintf(n->vhost_why, sizeof(n->vhost_why), "pair %d: %s", i, why);
+			goto none;
+		}
+	}
+	n->v.host_features &= ~vhn_missing(n->vh[0].features, n->v.host_features);
+	n->vhost = true;
+	return;
+none:
+	for (int i = 0; i < MAX_PAIRS; i++)
+		vhn_close(&n->vh[i]);
+	/* Descriptors we were given and did not take go too. */
+	for (int i = taken; i < c->nvfd; i++)
+		close(c->vfd[i]);
+	n->vhost = false;
+}
+
 static int net_create(struct vm *vm, struct verr *err)
 {
 	size_t cnt = hv_dev_count(vm->cfg, &net_opt);
@@ -643,6 +807,7 @@ static int net_create(struct vm *vm, struct verr *err)
 			n->p[i].fd = -1;
 			n->p[i].n = n;
 			n->p[i].idx = i;
+			n->vh[i].fd = n->vh[i].call[0] = n->vh[i].call[1] = -1;
 		}
 		snprintf(n->name, sizeof(n->name), "vnet%zu", k);
 		if ((c->tap ? open_tap(n, c, where, err) : use_fd(n, c, where, err)) < 0)
@@ -670,13 +835,43 @@ static int net_create(struct vm *vm, struct verr *err)
 		for (int i = 0; i < n->npairs; i++)
 			if (evloop_add(n->v.loop, n->p[i].fd, 0, tap_ready, &n->p[i]) < 0)
 				return verr_errno(err, "%s: epoll on the tap", where);
+		if (c->vhost)
+			vhost_setup(n, c, vm);
 		if (virtio_start_thread(&n->v, err) < 0)
 			return -1;
 		log_info("%s: %s%s, MAC %02x:%02x:%02x:%02x:%02x:%02x, %d queue pair(s)%s", n->name,
 			 n->is_tap ? "tap " : "fd ", n->is_tap ? n->ifname : "", c->macb[0], c->macb[1],
 			 c->macb[2], c->macb[3], c->macb[4], c->macb[5], n->npairs, c->mtu ? ", MTU set" : "");
+		if (n->vhost)
+			log_info("%s: data path vhost-net (the kernel's), %d queue pair(s)", n->name, n->npairs);
+		else
+			log_info("%s: data path userspace%s%s%s", n->name, c->vhost ? " (vhost-net: " : "",
+				 c->vhost ? n->vhost_why : "", c->vhost ? ")" : "");
 	}
 	return 0;
+}
+
+bool virtio_net_status(struct vm *vm, int k, struct vnet_status *st)
+{
+	int total = 0;
+	struct vnet *n = vm_device(vm, &hv_dev_virtio_net);
+
+	for (struct vnet *m = n; m; m = m->prev)
+		total++;
+	if (k < 0 || k >= total)
+		return false;
+	/* The list is newest first. */
+	for (int i = total - 1; i > k; i--)
+		n = n->prev;
+	st->name = n->name;
+	st->vhost = n->vhost && (__atomic_load_n(&n->vhost_on, __ATOMIC_RELAXED) || !n->v.running);
+	st->rx_frames = __atomic_load_n(&n->rx_frames, __ATOMIC_RELAXED);
+	st->tx_frames = __atomic_load_n(&n->tx_frames, __ATOMIC_RELAXED);
+	st->rx_drops = __atomic_load_n(&n->rx_drops, __ATOMIC_RELAXED);
+	st->tx_drops = __atomic_load_n(&n->tx_drops, __ATOMIC_RELAXED);
+	st->vhost_starts = __atomic_load_n(&n->vhost_starts, __ATOMIC_RELAXED);
+	st->vhost_refused = __atomic_load_n(&n->vhost_refused, __ATOMIC_RELAXED);
+	return true;
 }
 
 /* Newest first, like the devices themselves. */
@@ -685,8 +880,11 @@ static void net_destroy(struct vm *vm)
 	for (struct vnet *n = vm_device(vm, &hv_dev_virtio_net), *prev; n; n = prev) {
 		prev = n->prev;
 		virtio_free(&n->v);
-		log_debug("%s: %lu frames received (%lu dropped), %lu sent (%lu dropped)", n->name, n->rx_frames,
-			  n->rx_drops, n->tx_frames, n->tx_drops);
+		log_info("%s: userspace data path: %lu frames received (%lu dropped), %lu sent (%lu dropped); "
+			 "vhost-net starts %lu, refused %lu", n->name, n->rx_frames, n->rx_drops, n->tx_frames,
+			 n->tx_drops, n->vhost_starts, n->vhost_refused);
+		for (int i = 0; i < MAX_PAIRS; i++)
+			vhn_close(&n->vh[i]);
 		for (int i = 0; i < MAX_PAIRS; i++)
 			if (n->p[i].fd >= 0)
 				close(n->p[i].fd);

@@ -49,7 +49,7 @@
  * key (tap=, path=, to=).
  * In YAML each is a mapping (or a list of them), or the same string:
  *
- *   --net tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N]         up to 8
+ *   --net tap=NAME|fd=N[,mac=MAC][,mtu=N][,queues=N][,vhost=on|off][,vhostfd=N[:N...]]  up to 8
  *        virtio-net over a tap (vnet header, checksum/TSO offloads,
  *        mergeable RX buffers).  tap=NAME creates the tap (it goes away
  *        with vhpc-hv) or attaches to a persistent one created with the
@@ -57,7 +57,11 @@
  *        when queues>1 (queues=N: N queue pairs, N tap queues, 1..8).
  *        fd=N: an open tap fd (single queue).  mac= defaults to a random
  *        locally administered address; mtu= (68..65535) goes to the guest
- *        (VIRTIO_NET_F_MTU) and to the tap.
+ *        (VIRTIO_NET_F_MTU) and to the tap.  vhostfd=: open /dev/vhost-net
+ *        descriptors, one per queue pair, for the kernel's data path;
+ *        vhost=on: vhpc-hv opens them itself at set-up.  Where vhost-net
+ *        cannot be used the userspace data path serves the same device
+ *        (the log says why; hv/README.md).
  *                                 net: [{tap: t0, mac: "52:54:00:00:00:01", mtu: 9000, queues: 4}]
  *   --blk path=FILE[,ro][,serial=STR]                        up to 8
  *        virtio-blk on a raw image or block device: read, write, flush,
@@ -114,7 +118,12 @@
  *                                    "affinity":"2","host_cpu":2}],
  *                          "memory":[{"guest_node":0,"gpa_ranges":[[start,end]],
  *                                     "size":N,"host_node":0|null,
- *                                     "hugepages":false}]}
+ *                                     "hugepages":false}],
+ *                          "net":[{"name":"vnet0","datapath":"vhost-net"|"userspace",
+ *                                  "rx_frames":N,"tx_frames":N,"rx_drops":N,
+ *                                  "tx_drops":N,"vhost_starts":N,"vhost_refused":N}]}
+ *        (frames counted by vhpc-hv's userspace data path only: under
+ *        vhost-net the tap's own statistics count them)
  *   {"cmd":"pause"} / {"cmd":"resume"}  -> {"ok":true,"state":...}
  *   {"cmd":"poweroff"}  presses the ACPI power button (the guest decides)
  *   {"cmd":"kill"}      stops the guest now; exit status HV_EXIT_KILLED

@@ -42,6 +42,7 @@
 #include <unistd.h>
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
+#include <linux/vhost.h>
 
 #define NAMES 512
 /* Resolved before the filter: the SIGSYS handler must not allocate. */
@@ -125,6 +126,14 @@ static const struct {
 	{ KVM_SET_USER_MEMORY_REGION, "dev_ivshmem.c: the region follows BAR 2" },
 	{ TUNSETOFFLOAD, "dev_virtio_net.c: the offloads the guest's driver accepted" },
 	{ TUNSETQUEUE, "dev_virtio_net.c: tap queues follow the guest's queue pairs" },
+	/* vhost-net at DRIVER_OK and reset (vhost_net.c vhn_start, vhn_stop);
+	 * owner, memory table, kick and call eventfds are set-up's only. */
+	{ VHOST_SET_FEATURES, "vhost_net.c vhn_start: the ring features the driver took" },
+	{ VHOST_SET_VRING_NUM, "vhost_net.c vhn_start: ring sizes" },
+	{ VHOST_SET_VRING_BASE, "vhost_net.c vhn_start: rings start at 0 after every reset" },
+	{ VHOST_SET_VRING_ADDR, "vhost_net.c vhn_start: where the driver put the rings" },
+	{ VHOST_NET_SET_BACKEND, "vhost_net.c vhn_start/vhn_stop: the tap queue attached, detached at reset" },
+	{ VHOST_GET_VRING_BASE, "vhost_net.c vhn_stop: where the rings stopped" },
 };
 #define NREQS (sizeof(ioctl_reqs) / sizeof(ioctl_reqs[0]))
 /* The calls allowed with argument checks in rules(), ioctl once; clone3's

@@ -78,6 +78,7 @@ struct virtio_queue_regs {
 	int call_fd;
 	bool call_irqfd, call_relayed;
 	uint16_t call_vec;         /* the vector call_fd is bound to */
+	bool external;             /* virtio_queue_external: kicks not polled */
 };
 
 struct virtio_dev {
@@ -122,6 +123,12 @@ void virtio_notify(struct virtio_dev *v, int q);
  * driver changes it); without, the device thread reads it and interrupts.
  * fd -1 undoes it. */
 void virtio_set_call_fd(struct virtio_dev *v, int q, int fd);
+/* Device thread, from the device's start or stop: queue q is served by
+ * someone else (the kernel's vhost) from now on, so the device thread
+ * stops polling its kick eventfd, which that server gets; off gives the
+ * queue back.  Unlike backend_rings, per queue: a device may serve some
+ * of its queues itself (virtio-net's control queue). */
+void virtio_queue_external(struct virtio_dev *v, int q, bool on);
 /* Device thread: the guest broke the protocol; ask for a reset. */
 void virtio_fail(struct virtio_dev *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline bool virtio_has(const struct virtio_dev *v, unsigned bit)
@@ -130,6 +137,16 @@ static inline bool virtio_has(const struct virtio_dev *v, unsigned bit)
 }
 /* Fuzzer and tests: reset the device as a driver writing status 0 would. */
 void virtio_reset(struct virtio_dev *v);
+
+/* virtio-net's data path and userspace frame counters for the control
+ * socket's status (dev_virtio_net.c): the k-th --net device in command-line
+ * order; false when there is none. */
+struct vnet_status {
+	const char *name;
+	bool vhost;                /* this start (or the next) runs on vhost-net */
+	unsigned long rx_frames, tx_frames, rx_drops, tx_drops, vhost_starts, vhost_refused;
+};
+bool virtio_net_status(struct vm *vm, int k, struct vnet_status *st);
 
 /* Little-endian field helpers for device config structs. */
 static inline void le16_put(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }

@@ -164,7 +164,7 @@ static void do_start(void *arg)
 	}
 	/* Buffers the driver posted before DRIVER_OK. */
 	for (int i = 0; i < v->nq && v->running; i++)
-		if (v->vq[i].ready && v->ops->kick)
+		if (v->vq[i].ready && !v->qr[i].external && v->ops->kick)
 			v->ops->kick(v, i);
 }
 
@@ -477,8 +477,23 @@ static void kick_ready(void *opaque, uint32_t events)
 	(void)events;
 	if (read(q->kick_fd, &n, sizeof(n)) < 0)
 		return;
-	if (v->running && !atomic_load(&v->needs_reset) && v->vq[i].ready && v->ops->kick)
+	if (v->running && !atomic_load(&v->needs_reset) && v->vq[i].ready && !q->external && v->ops->kick)
 		v->ops->kick(v, i);
+}
+
+void virtio_queue_external(struct virtio_dev *v, int qi, bool on)
+{
+	struct virtio_queue_regs *q = &v->qr[qi];
+
+	if (v->ops->backend_rings || q->external == on)
+		return;
+	/* Quiet, not removed: the other server never reads the count, so a
+	 * level-triggered watch would spin; nothing is allocated either way. */
+	if (evloop_mod(v->loop, q->kick_fd, on ? 0 : EPOLLIN) < 0) {
+		log_warn("%s: queue %d: epoll on the kick eventfd: %s", v->name, qi, strerror(errno));
+		return;
+	}
+	q->external = on;
 }
 
 /* ------------------------------------------------------------ life cycle */

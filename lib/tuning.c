@@ -29,6 +29,7 @@ static const struct cf_field tuning_fields[] = {
 	{ .key = "name", .kind = CF_STR, .off = OFF(name), .flags = CF_REQUIRED },
 	{ .key = "mtu", .kind = CF_INT, .off = OFF(mtu), .min = 576, .max = 65520, .what = "an MTU" },
 	{ .key = "offload", .kind = CF_STRUCT, .off = OFF(offload), .sub = &offload_schema },
+	{ .key = "vhost_net", .kind = CF_BOOL, .off = OFF(vhost_net) },
 	{ .key = "sysctl", .kind = CF_STRMAP, .off = OFF(sysctl) },
 	{ 0 }
 };
@@ -64,6 +65,7 @@ int tuning_load(const char *name_or_path, struct tuning *t, struct verr *err)
 	t->mtu = 1500;
 	t->offload.tso = t->offload.gso = t->offload.gro = true;
 	t->offload.sg = t->offload.tx_csum = t->offload.rx_csum = true;
+	t->vhost_net = true;
 	if (n > 5 && !strcmp(name_or_path + n - 5, ".yaml"))
 		snprintf(path, sizeof(path), "%s", name_or_path);
 	else if (!ident_ok(name_or_path, 64))

@@ -17,6 +17,9 @@ struct tuning {
 	long long mtu;
 	struct { bool tso, gso, gro, sg, tx_csum, rx_csum; } offload;
 	struct cf_strmap sysctl;
+	/* kvm guests: virtio-net on the kernel's vhost-net where the node has
+	 * /dev/vhost-net (default), or always in vhpc-hv's userspace. */
+	bool vhost_net;
 };
 extern const struct cf_schema tuning_schema;
 /* NAME (looked up in <config dir>/tuning/NAME.yaml) or a path ending .yaml */

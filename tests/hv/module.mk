@@ -44,6 +44,8 @@ $(eval $(call unit_test,unit-hv,tests/hv/unit_hv.c $(HV_UNIT_SRCS)))
 $(eval $(call unit_test,unit-hv-virtq,tests/hv/unit_virtq.c hv/virtq.c hv/mem.c))
 # The seccomp allowlist, loaded in forked children: no KVM needed.
 $(eval $(call unit_test,unit-hv-sandbox,tests/hv/unit_sandbox.c hv/sandbox.c,-lseccomp))
+# vhost-net's checks on what a driver gives it, without the kernel's vhost.
+$(eval $(call unit_test,unit-hv-vhost-net,tests/hv/unit_vhost_net.c hv/vhost_net.c hv/mem.c))
 # The device registry (hv/devices.c) with test devices of its own.
 $(eval $(call unit_test,unit-hv-devices,tests/hv/unit_devices.c hv/devices.c))
 

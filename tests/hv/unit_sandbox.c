@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
+#include <linux/vhost.h>
 #include <cmocka.h>
 
 #include "hv/hv.h"
@@ -77,7 +78,9 @@ static void running_guests_ioctls_run(void **state)
 {
 	const unsigned long reqs[] = { KVM_RUN, KVM_GET_REGS, KVM_GET_SREGS, KVM_IRQ_LINE, KVM_SIGNAL_MSI, KVM_IRQFD,
 				       KVM_SET_GSI_ROUTING, KVM_IOEVENTFD, KVM_SET_USER_MEMORY_REGION,
-				       TUNSETOFFLOAD, TUNSETQUEUE };
+				       TUNSETOFFLOAD, TUNSETQUEUE, VHOST_SET_FEATURES, VHOST_SET_VRING_NUM,
+				       VHOST_SET_VRING_BASE, VHOST_SET_VRING_ADDR, VHOST_NET_SET_BACKEND,
+				       VHOST_GET_VRING_BASE };
 	char out[512];
 
 	(void)state;
@@ -104,7 +107,12 @@ static void tiocsti_is_refused(void **state)
 static void other_ioctls_are_refused(void **state)
 {
 	const unsigned long reqs[] = { TCGETS, TIOCSCTTY, FIONREAD, KVM_CREATE_VM, KVM_CREATE_VCPU, KVM_SET_CPUID2,
-				       KVM_SET_MSRS, KVM_SET_REGS, TUNSETIFF, TUNSETPERSIST };
+				       KVM_SET_MSRS, KVM_SET_REGS, TUNSETIFF, TUNSETPERSIST,
+				       /* vhost-net's set-up: a guest that owns vhpc-hv must not
+				        * point the kernel at other memory or other eventfds */
+				       VHOST_SET_OWNER, VHOST_RESET_OWNER, VHOST_SET_MEM_TABLE,
+				       VHOST_SET_VRING_KICK, VHOST_SET_VRING_CALL, VHOST_SET_VRING_ERR,
+				       VHOST_SET_LOG_BASE, VHOST_SET_LOG_FD, VHOST_GET_FEATURES };
 	char out[512];
 
 	(void)state;

@@ -163,13 +163,15 @@ static void argv_from_placement_and_image(void **state)
 	/* Files passed open: each as /dev/fd/N, the paths nowhere. */
 	{
 		struct na_kvm_fds f = { .tap = 5, .kernel = 6, .initrd = 7, .root = 8, .config = 9,
-					.scratch = -1, .vmshm = 10 };
+					.scratch = -1, .vmshm = 10, .vhost = 11 };
 
 		assert_int_equal(na_kvm_argv(&s, "/run/vhpc/jobs/ab12/kvm1", &f, &argv, &e), 0);
 		assert_non_null(strstr(joined(argv), "|--kernel|/dev/fd/6|--initrd|/dev/fd/7|"));
 		assert_non_null(strstr(joined(argv), "|--shm|path=/dev/fd/10|--blk|path=/dev/fd/8,ro,serial=vhpc-root|"
 					      "--blk|path=/dev/fd/9,ro,serial=vhpc-config|--net|fd=5,"));
 		assert_null(strstr(joined(argv), "/img/"));
+		/* /dev/vhost-net, opened by the agent: the NIC's kernel data path. */
+		assert_non_null(strstr(joined(argv), "|--net|fd=5,mac=52:54:0a:d5:00:03,mtu=9000,vhostfd=11|"));
 		argv_free(argv);
 	}
 

@@ -122,6 +122,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 		.guest_port = j->s.guest_port, .config_disk = kj->config_disk,
 		.vmshm = j->vmshm[0] ? j->vmshm : NULL, .emulated = j->emulated,
 		.uid = j->s.uid, .gid = j->s.gid, .fs = j->hb, .nfs = j->nhb,
+		.vhost_net = !j->tuning || j->tuning->vhost_net,
 	};
 	struct na_kvm *kvm;
 

@@ -217,7 +217,8 @@ static void child(char **argv, const struct na_kvm_fds *fds, const int *cg, int 
 		  const struct kvm_jail *jail)
 {
 	const int pass[] = { fds->tap, fds->kernel, fds->initrd, fds->root, fds->config, fds->scratch, fds->vmshm,
-			     fds->fs[0], fds->fs[1], fds->fs[2], fds->fs[3], fds->fs[4], fds->fs[5], fds->fs[6], fds->fs[7] };
+			     fds->fs[0], fds->fs[1], fds->fs[2], fds->fs[3], fds->fs[4], fds->fs[5], fds->fs[6], fds->fs[7],
+			     fds->vhost };
 	sigset_t none;
 	char why[PATH_MAX + 128];
 	int null = open("/dev/null", O_RDONLY);
@@ -316,6 +317,10 @@ static void close_files(struct na_kvm_fds *f)
 			close(f->fs[i]);
 			f->fs[i] = -1;
 		}
+	if (f->vhost >= 0) {
+		close(f->vhost);
+		f->vhost = -1;
+	}
 }
 
 /* The guest's virtiofsd, once its cgroup was killed (or vhpc-hv, their
@@ -454,6 +459,17 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	if (make_gdir(k, jail.uid, jail.gid, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &fds.tap, err) < 0 ||
 	    open_files(s, &fds, err) < 0)
 		goto fail;
+	{
+		/* Which back end the NIC gets; the guest sees the same device. */
+		char why[128] = "the tuning profile says vhost_net: false";
+
+		if (s->vhost_net)
+			fds.vhost = kvm_vhost_open(why, sizeof(why));
+		if (fds.vhost >= 0)
+			log_info("guest %s: virtio-net on the kernel's vhost-net", k->name);
+		else
+			log_info("guest %s: virtio-net on vhpc-hv's userspace back end (%s)", k->name, why);
+	}
 	{
 		struct stat st;
 

@@ -95,6 +95,8 @@ struct na_kvm_spec {
 	 * says where the guest mounts them. */
 	const struct na_hbind *fs;
 	int nfs;
+	bool vhost_net;                /* its NIC on /dev/vhost-net where the node has it
+	                                * (the tuning profile's vhost_net) */
 };
 
 /* Open descriptors vhpc-hv gets instead of the spec's files (/dev/fd/N on
@@ -104,9 +106,10 @@ struct na_kvm_fds {
 	int tap;                       /* required */
 	int kernel, initrd, root, config, scratch, vmshm;
 	int fs[NA_KVM_MAX_FS];         /* connected vhost-user sockets, one per spec fs */
+	int vhost;                     /* /dev/vhost-net for the tap's queue, or -1 */
 };
 #define NA_KVM_FDS_NONE(t) ((struct na_kvm_fds){ .tap = (t), .kernel = -1, .initrd = -1, .root = -1, \
-						   .config = -1, .scratch = -1, .vmshm = -1, \
+						   .config = -1, .scratch = -1, .vmshm = -1, .vhost = -1, \
 						   .fs = { -1, -1, -1, -1, -1, -1, -1, -1 } })
 
 struct na_kvm;

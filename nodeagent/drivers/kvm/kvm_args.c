@@ -331,10 +331,15 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 		argv_add(&a, "--fs");
 		argv_add(&a, "tag=vhpc%d,socket=/dev/fd/%d", i, fds->fs[i]);
 	}
-	/* A MAC from the guest's address: stable, and unique on the bridge. */
+	/* A MAC from the guest's address: stable, and unique on the bridge.
+	 * With a vhost-net descriptor the kernel moves the NIC's frames. */
+	char vh[24] = "";
+
+	if (fds->vhost >= 0)
+		snprintf(vh, sizeof(vh), ",vhostfd=%d", fds->vhost);
 	argv_add(&a, "--net");
-	argv_add(&a, "fd=%d,mac=52:54:%02x:%02x:%02x:%02x,mtu=%d", tap_fd, s->addr >> 24, (s->addr >> 16) & 0xff,
-	    (s->addr >> 8) & 0xff, s->addr & 0xff, s->mtu);
+	argv_add(&a, "fd=%d,mac=52:54:%02x:%02x:%02x:%02x,mtu=%d%s", tap_fd, s->addr >> 24, (s->addr >> 16) & 0xff,
+	    (s->addr >> 8) & 0xff, s->addr & 0xff, s->mtu, vh);
 	argv_add(&a, "--vsock");
 	argv_add(&a, "cid=%d,uds=%s/vsock", 3 + s->index, dir);
 	/* virtio-console (hvc0): the guest's fast console, beside the UART the

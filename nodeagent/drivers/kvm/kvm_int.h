@@ -37,6 +37,10 @@ const char *kvm_kernel_path(const struct image_info *img);
 /* Opens the tap t<index> on br0 in the job netns (mtu, up); the fd is the
  * tap's only owner, so it goes away with the last holder. */
 int kvm_tap_open(const char *job, int index, int mtu, int *fd, struct verr *err);
+/* /dev/vhost-net for vhpc-hv, which cannot open it once confined: the fd,
+ * or -1 with the reason in why (the guest then gets vhpc-hv's userspace
+ * back end). */
+int kvm_vhost_open(char *why, size_t len);
 
 /* cgroups vhpc/<job>/<index> in the cpuset and memory (v1) and cgroup2
  * hierarchies, cpuset from the placement, memory limited to mem_limit;

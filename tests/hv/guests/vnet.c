@@ -4,8 +4,11 @@
  * checked); then frames out: a raw reply, a UDP datagram with a bad
  * checksum and no offload flag (the host must drop it), and one whose
  * checksum the host completes (NEEDS_CSUM).  With mq=2: two queue pairs
- * through the control queue, and a frame out of the second pair.
- * Command line: mac=M mtu=N nonce=S [mq=2] */
+ * through the control queue, and a frame out of the second pair.  With
+ * reset=1: a reset while a frame is in flight, rings the device must
+ * refuse (a size that is no power of two, addresses outside RAM), and a
+ * fresh start whose frame must come out (vhost's rings start over).
+ * Command line: mac=M mtu=N nonce=S [mq=2] [reset=1] */
 #include "virtio.h"
 
 #define F_CSUM 0
@@ -162,6 +165,59 @@ static uint8_t ctrl(uint8_t cls, uint8_t cmd, uint16_t arg)
 	return *ack;
 }
 
+/* Common configuration registers (virtio 1.x, 4.1.4.3). */
+#define C_QSEL 0x16
+#define C_QSIZE 0x18
+#define C_QENABLE 0x1c
+#define C_QDESC 0x20
+#define C_QAVAIL 0x28
+#define C_QUSED 0x30
+
+static void reset_and_restart(uint64_t want, uint8_t *f)
+{
+	uint8_t hdr[12] = { 0 };
+	char text[64];
+	int r, len;
+
+	/* A transmit the device may be in the middle of when the reset comes. */
+	memcpy(text, "vhpc-inflight-", sizeof("vhpc-inflight-"));
+	memcpy(text + 14, nonce, strlen(nonce) + 1);
+	len = eth(f, text);
+	{
+		uint8_t *h = kalloc(12, 8), *b = kalloc((size_t)len, 8);
+		struct kbuf kb[2] = { { h, 12, false }, { b, (uint32_t)len, false } };
+
+		memcpy(b, f, (size_t)len);
+		vq_add(&dev.q[1], kb, 2, false);
+		vq_kick(&dev.q[1]);
+	}
+	post_rx(&dev.q[0], 4);
+	vdev_reset(&dev);
+	check(vdev_status(&dev) == 0, "device reset in the middle of traffic");
+	r = vdev_open(&dev, 1, 0, want);
+	check(r == 0, "features negotiated again after the reset (%d)", r);
+	if (r)
+		return;
+	mmio_write16(dev.common + C_QSEL, 0);
+	mmio_write16(dev.common + C_QSIZE, 100);
+	check(mmio_read16(dev.common + C_QSIZE) != 100, "queue size 100 (no power of two) refused");
+	mmio_write16(dev.common + C_QSIZE, 64);
+	mmio_write64(dev.common + C_QDESC, 0x7ff000000000ull);
+	mmio_write64(dev.common + C_QAVAIL, 0x7ff000010000ull);
+	mmio_write64(dev.common + C_QUSED, 0x7ff000020000ull);
+	mmio_write16(dev.common + C_QENABLE, 1);
+	check(mmio_read16(dev.common + C_QENABLE) == 0, "rings outside guest RAM refused");
+	for (int i = 0; i < dev.nq; i++)
+		if (vq_setup_(&dev, i, 64, (uint16_t)(i + 1)) < 0)
+			check(false, "queue %d set up again", i);
+	post_rx(&dev.q[0], NRX);
+	vdev_driver_ok(&dev);
+	memcpy(text, "vhpc-again-", sizeof("vhpc-again-"));
+	memcpy(text + 11, nonce, strlen(nonce) + 1);
+	send_frame(&dev.q[1], hdr, f, eth(f, text));
+	check(!(vdev_status(&dev) & 0x40), "no reset needed after the restart");
+}
+
 void test_main(void)
 {
 	char arg[64], text[64];
@@ -257,4 +313,6 @@ void test_main(void)
 		send_frame(&dev.q[3], hdr, f, eth(f, text));
 	}
 	check(!(vdev_status(&dev) & 0x40), "no reset needed");
+	if (cmdline_get("reset", arg, sizeof(arg)))
+		reset_and_restart(want, f);
 }
