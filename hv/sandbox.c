@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/vfio.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -125,6 +126,8 @@ static const struct {
 	{ KVM_SET_USER_MEMORY_REGION, "dev_ivshmem.c: the region follows BAR 2" },
 	{ TUNSETOFFLOAD, "dev_virtio_net.c: the offloads the guest's driver accepted" },
 	{ TUNSETQUEUE, "dev_virtio_net.c: tap queues follow the guest's queue pairs" },
+	{ VFIO_DEVICE_SET_IRQS, "vfio_dev.c: the host's MSI-X vectors follow the guest's enable bit" },
+	{ VFIO_DEVICE_RESET, "vfio_dev.c: an assigned function is reset at teardown" },
 };
 #define NREQS (sizeof(ioctl_reqs) / sizeof(ioctl_reqs[0]))
 /* The calls allowed with argument checks in rules(), ioctl once; clone3's
