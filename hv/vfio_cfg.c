@@ -79,13 +79,15 @@ static int add_msix(struct pci_dev *d, const struct vfio_real *r, struct vfio_cf
 				t & 7, p & 7);
 	t &= ~7u;
 	p &= ~7u;
+	/* The device's own claim, checked whole: a table that leaves its BAR
+	 * is a device (or config space) not to be trusted with the rest. */
+	if ((uint64_t)t + 16ull * n > r->bar_size[bar] || (uint64_t)p + 8ull * ((n + 63) / 64) > r->bar_size[bar])
+		return verr_set(err, "%s: MSI-X table or PBA lies beyond BAR%d (%llu bytes)", name, bar,
+				(unsigned long long)r->bar_size[bar]);
 	if (n > VFIO_MAX_VECTORS) {
 		log_info("%s: MSI-X has %u vectors; the guest sees %d", name, n, VFIO_MAX_VECTORS);
 		n = VFIO_MAX_VECTORS;
 	}
-	if ((uint64_t)t + 16ull * n > r->bar_size[bar] || (uint64_t)p + 8ull * ((n + 63) / 64) > r->bar_size[bar])
-		return verr_set(err, "%s: MSI-X table or PBA lies beyond BAR%d (%llu bytes)", name, bar,
-				(unsigned long long)r->bar_size[bar]);
 	if (pci_add_msix(d, n, bar, t, p) < 0)
 		return verr_set(err, "%s: no room for the MSI-X capability", name);
 	c->msix_n = n;

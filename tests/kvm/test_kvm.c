@@ -608,6 +608,55 @@ static void cpu_nodes_from_the_topology(void **state)
 	na_topo_free(t);
 }
 
+/* A PCI address is a job's word: only DDDD:BB:DD.F in lower-case hex is
+ * ever used as a name in sysfs (kvm_vfio.c). */
+static void pci_addresses_are_plain(void **state)
+{
+	const char *good[] = { "0000:00:05.0", "0000:01:00.0", "ffff:ff:1f.7", "0001:3a:00.1" };
+	const char *bad[] = { "", "0000:00:05", "0000:00:05.8", "0000:00:20.0", "0000:00:05.0/", "../../../dev/sda",
+			      "0000:00:05.0/../../../0000:00:06.0", "0000:00:05.A", "0000:00:05.0 ", " 0000:00:05.0",
+			      "0000.00:05.0", "0000:00:05:0", "00000:00:05.0", "0000:00:0g.0", "0000:00:05.0\n",
+			      "x000:00:05.0" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(kvm_vfio_addr_ok(good[i]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (kvm_vfio_addr_ok(bad[i]))
+			fail_msg("'%s' was taken for a PCI address", bad[i]);
+	assert_false(kvm_vfio_addr_ok(NULL));
+}
+
+/* --vfio for each function, with the descriptors na_kvm_start passes. */
+static void vfio_functions_on_the_command_line(void **state)
+{
+	struct na_placement p = { .ncpus = 1, .cpus = { 2 }, .nmems = 1, .mems = { 0 } };
+	struct na_kvm_spec s = spec(&p);
+	const char *pci[] = { "0000:01:00.0", "0000:02:00.0" };
+	struct na_kvm_fds f = NA_KVM_FDS_NONE(5);
+	char **argv = NULL;
+	struct verr err;
+	int n = 0;
+
+	(void)state;
+	f.pci[0] = (struct kvm_vfio_fds){ 20, 21, 22 };
+	f.pci[1] = (struct kvm_vfio_fds){ 23, 24, 25 };
+	s.pci = pci;
+	s.npci = 2;
+	assert_int_equal(na_kvm_argv(&s, "/run/x", &f, &argv, &err), 0);
+	for (char **a = argv; *a; a++)
+		if (!strcmp(*a, "--vfio")) {
+			assert_string_equal(a[1], n ? "container=23,group=24,device=25,name=0000:02:00.0"
+						    : "container=20,group=21,device=22,name=0000:01:00.0");
+			n++;
+		}
+	assert_int_equal(n, 2);
+	argv_free(argv);
+	s.npci = NA_KVM_MAX_PCI + 1;
+	assert_int_equal(na_kvm_argv(&s, "/run/x", &f, &argv, &err), -1);
+	assert_non_null(strstr(err.msg, "a kvm guest takes at most 4"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -624,6 +673,8 @@ int main(void)
 		cmocka_unit_test(scratch_dir_from_the_cluster_file),
 		cmocka_unit_test(vmshm_region_grows_to_a_power_of_two),
 		cmocka_unit_test(cpu_nodes_from_the_topology),
+		cmocka_unit_test(pci_addresses_are_plain),
+		cmocka_unit_test(vfio_functions_on_the_command_line),
 	};
 	return cmocka_run_group_tests_name("kvm", tests, NULL, NULL);
 }
