@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
+#include <linux/vfio.h>
 #include <cmocka.h>
 
 #include "hv/hv.h"
@@ -77,7 +78,7 @@ static void running_guests_ioctls_run(void **state)
 {
 	const unsigned long reqs[] = { KVM_RUN, KVM_GET_REGS, KVM_GET_SREGS, KVM_IRQ_LINE, KVM_SIGNAL_MSI, KVM_IRQFD,
 				       KVM_SET_GSI_ROUTING, KVM_IOEVENTFD, KVM_SET_USER_MEMORY_REGION,
-				       TUNSETOFFLOAD, TUNSETQUEUE };
+				       TUNSETOFFLOAD, TUNSETQUEUE, VFIO_DEVICE_SET_IRQS, VFIO_DEVICE_RESET };
 	char out[512];
 
 	(void)state;
@@ -104,7 +105,10 @@ static void tiocsti_is_refused(void **state)
 static void other_ioctls_are_refused(void **state)
 {
 	const unsigned long reqs[] = { TCGETS, TIOCSCTTY, FIONREAD, KVM_CREATE_VM, KVM_CREATE_VCPU, KVM_SET_CPUID2,
-				       KVM_SET_MSRS, KVM_SET_REGS, TUNSETIFF, TUNSETPERSIST };
+				       KVM_SET_MSRS, KVM_SET_REGS, TUNSETIFF, TUNSETPERSIST,
+				       /* VFIO's set-up: the agent's and vhpc-hv's before the filter */
+				       VFIO_GROUP_SET_CONTAINER, VFIO_SET_IOMMU, VFIO_GROUP_GET_DEVICE_FD,
+				       VFIO_IOMMU_MAP_DMA, VFIO_IOMMU_UNMAP_DMA, VFIO_DEVICE_GET_REGION_INFO };
 	char out[512];
 
 	(void)state;
