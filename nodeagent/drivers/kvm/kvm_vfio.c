@@ -64,10 +64,10 @@ bool kvm_vfio_addr_ok(const char *a)
  * a line, '#' comments. */
 static int on_list(const char *addr, struct verr *err)
 {
-	char path[PATH_MAX], *text = NULL, *save = NULL;
+	char path[PATH_MAX], text[1 << 16], *save = NULL;
 	struct stat st;
 	int fd, found = 0;
-	size_t len;
+	ssize_t len;
 
 	snprintf(path, sizeof(path), "%s/%s", vhpc_config_dir(), LIST_NAME);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -79,16 +79,18 @@ static int on_list(const char *addr, struct verr *err)
 		return verr_set(err, "PCI function %s: %s must be a regular file of root's that only root may write",
 				addr, path);
 	}
+	/* The file checked is the file read: the same descriptor. */
+	len = read(fd, text, sizeof(text) - 1);
 	close(fd);
-	if (read_file(path, &text, &len, 1 << 16, err) < 0)
-		return -1;
+	if (len < 0)
+		return verr_errno(err, "%s", path);
+	text[len] = 0;
 	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		l += strspn(l, " \t");
 		l[strcspn(l, " \t#")] = 0;
 		if (!strcmp(l, addr))
 			found = 1;
 	}
-	free(text);
 	if (!found)
 		return verr_set(err, "PCI function %s is not on this node's list of functions that may be passed through (%s)",
 				addr, path);
