@@ -73,7 +73,9 @@ guest_cmd='for m in /sys/class/net/*/address; do [ "$(cat $m)" = '$MAC' ] && i=$
 [ -n "$i" ] || { echo "no interface with '$MAC'"; ls -l /sys/class/net; exit 9; }
 echo "guest: $i driver $(basename $(readlink /sys/class/net/$i/device/driver))"
 ip addr add 10.77.0.2/24 dev $i && ip link set $i up || exit 8
-vhpc-netbench -connect 10.77.0.1:5201 -wait 60 -sizes 64K -time 3 stream maerts'
+vhpc-netbench -connect 10.77.0.1:5201 -wait 60 -sizes 64K -time 3 stream maerts || exit
+v=$(basename $(readlink /sys/class/net/$i/device))
+grep "$v-input" /proc/interrupts | sed "s/^/guest: irq /"'
 (while :; do driver_of $NIC >>"$T/during"; sleep 1; done) &
 watch=$!
 "$VJ" --mem 384M --pci $NIC -- sh -c "$guest_cmd" >"$T/job.out" 2>"$T/job.err"
@@ -81,6 +83,8 @@ check_eq "the job with the NIC exits 0" 0 "$?"
 kill $watch; wait $watch 2>/dev/null
 [ "$(grep -c . "$T/job.out")" -gt 2 ] || diag "$(tail -n 20 "$T/job.err" "$T/job.out")" "$(tail -n 30 "$VHPC_RUN_DIR"/jobs/*/kvm*/hv/serial 2>/dev/null)"
 check_match "in the guest, the NIC is on virtio_net (its own Linux driver)" "guest: eth[0-9]+ driver virtio_net" "$(cat "$T/job.out")"
+irqs=$(sed -n 's/^guest: irq *[0-9]*: *//p' "$T/job.out" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i } END { print s + 0 }')
+check_match "in the guest, the NIC's receive queue took MSI-X interrupts" '^[1-9][0-9]*$' "$irqs"
 check_match "while the job ran, the NIC was on vfio-pci" "vfio-pci" "$(sort -u "$T/during" | tr '\n' ' ')"
 fig() { sed -n "s/^vhpc-bench {\"test\":\"$1\",\"size\":65536,\"value\":\([0-9.]*\),.*/\1/p" "$2" | head -n 1; }
 l2_up=$(fig stream "$T/job.out") l2_down=$(fig maerts "$T/job.out")
@@ -111,6 +115,14 @@ diag "TCP over the passed-through NIC, 64 KiB writes (nested/TCG, this machine):
 	"L2/L1 $(ratio "$l2_up" "$l1_up") and $(ratio "$l2_down" "$l1_down")"
 diag "start-up costs: $(grep -oE '(PCI functions? moved to vfio-pci in [0-9.]+ ms|VFIO container, group and device of [0-9]+ PCI functions? opened in [0-9.]+ ms|[0-9]+ MiB of guest RAM mapped for DMA in [0-9.]+ ms|reset in [0-9.]+ ms)' \
 	"$T/job.err" | tr '\n' ';')"
+
+# The same guest without the NIC, for what the NIC adds to its start.
+"$VJ" --mem 384M -- true >"$T/plain.out" 2>"$T/plain.err"
+check_eq "the same guest without a NIC starts and exits 0" 0 "$?"
+up_of() { sed -n 's/.*vhpc-hv pid [0-9]* up in \([0-9]*\) ms.*/\1/p' "$1" | head -n 1; }
+up_nic=$(up_of "$T/job.err") up_plain=$(up_of "$T/plain.err")
+diag "vhpc-hv up (nested/TCG, 384 MiB, prefault off): with the NIC ${up_nic:-?} ms, without ${up_plain:-?} ms," \
+	"ratio $(ratio "$up_nic" "$up_plain")"
 
 # -- kill -9 of vhpc-hv ----------------------------------------------------
 held() {   # NAME: a held job, ready or gone
