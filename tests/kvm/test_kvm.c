@@ -627,6 +627,36 @@ static void pci_addresses_are_plain(void **state)
 	assert_false(kvm_vfio_addr_ok(NULL));
 }
 
+/* A guest with a function goes to the function's NUMA node by trading
+ * places with a guest of the job that has none. */
+static void guest_with_a_function_goes_to_its_node(void **state)
+{
+	struct na_placement p[3] = {
+		{ .ncpus = 1, .cpus = { 0 }, .nmems = 1, .mems = { 0 } },
+		{ .ncpus = 1, .cpus = { 8 }, .nmems = 1, .mems = { 1 } },
+		{ .ncpus = 1, .cpus = { 9 }, .nmems = 1, .mems = { 1 } },
+	};
+	int cpu_node[3 * VHPC_MAX_VCPUS] = { 0 }, npci[3] = { 1, 1, 0 };
+
+	(void)state;
+	cpu_node[VHPC_MAX_VCPUS] = 1;
+	cpu_node[2 * VHPC_MAX_VCPUS] = 1;
+	/* g0 (node 0) has a function on node 1: g1 has one too, g2 none. */
+	assert_int_equal(kvm_vfio_place_near(p, cpu_node, npci, 3, 0, 1), 2);
+	assert_int_equal(p[0].mems[0], 1);
+	assert_int_equal(p[0].cpus[0], 9);
+	assert_int_equal(cpu_node[0], 1);
+	assert_int_equal(p[2].mems[0], 0);
+	assert_int_equal(p[2].cpus[0], 0);
+	assert_int_equal(cpu_node[2 * VHPC_MAX_VCPUS], 0);
+	/* Already there, node unknown, nobody to trade with: unchanged. */
+	assert_int_equal(kvm_vfio_place_near(p, cpu_node, npci, 3, 1, 1), -1);
+	assert_int_equal(kvm_vfio_place_near(p, cpu_node, npci, 3, 0, -1), -1);
+	npci[2] = 1;
+	assert_int_equal(kvm_vfio_place_near(p, cpu_node, npci, 3, 2, 1), -1);
+	assert_int_equal(p[2].mems[0], 0);
+}
+
 /* --vfio for each function, with the descriptors na_kvm_start passes. */
 static void vfio_functions_on_the_command_line(void **state)
 {
@@ -674,6 +704,7 @@ int main(void)
 		cmocka_unit_test(vmshm_region_grows_to_a_power_of_two),
 		cmocka_unit_test(cpu_nodes_from_the_topology),
 		cmocka_unit_test(pci_addresses_are_plain),
+		cmocka_unit_test(guest_with_a_function_goes_to_its_node),
 		cmocka_unit_test(vfio_functions_on_the_command_line),
 	};
 	return cmocka_run_group_tests_name("kvm", tests, NULL, NULL);

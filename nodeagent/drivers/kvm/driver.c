@@ -85,29 +85,16 @@ static int pci_of_guests(const struct na_job *j, struct kvm_job *kj, struct verr
 	return 0;
 }
 
-/* Each guest with a function on the function's NUMA node where placement
- * made room there: guests are alike, so a guest without functions that
- * sits on that node trades places with it. */
 static void place_near(struct na_job *j, struct kvm_job *kj, int k, int node)
 {
-	struct na_placement tmp;
-	int tmpn[VHPC_MAX_VCPUS];
+	int o = kvm_vfio_place_near(j->place, kj->cpu_node, kj->npci, j->s.nguests, k, node);
 
-	if (node < 0 || j->place[k].mems[0] == node)
-		return;
-	for (int o = 0; o < j->s.nguests; o++) {
-		if (kj->npci[o] || j->place[o].mems[0] != node)
-			continue;
-		tmp = j->place[k], j->place[k] = j->place[o], j->place[o] = tmp;
-		memcpy(tmpn, kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, sizeof(tmpn));
-		memcpy(kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, kj->cpu_node + (size_t)o * VHPC_MAX_VCPUS, sizeof(tmpn));
-		memcpy(kj->cpu_node + (size_t)o * VHPC_MAX_VCPUS, tmpn, sizeof(tmpn));
+	if (o >= 0)
 		log_info("guest g%d: placed on NUMA node %d with its PCI function (traded places with g%d)",
 			 j->g[k].index, node, j->g[o].index);
-		return;
-	}
-	log_warn("guest g%d: its PCI function is on NUMA node %d, the guest on node %d (no room there)",
-		 j->g[k].index, node, j->place[k].mems[0]);
+	else if (node >= 0 && j->place[k].mems[0] != node)
+		log_warn("guest g%d: its PCI function is on NUMA node %d, the guest on node %d (no room there)",
+			 j->g[k].index, node, j->place[k].mems[0]);
 }
 
 /* Every function checked before any is moved; each recorded before it is. */

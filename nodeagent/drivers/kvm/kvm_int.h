@@ -89,6 +89,11 @@ int kvm_vfio_bind(const char *job, const char *addr, struct verr *err);
  * teardown, and the sweep after a crash); counts them in *restored. */
 int kvm_vfio_release(const char *job, const char *why, int *restored, struct verr *err);
 int kvm_vfio_group(const char *addr, int *group, struct verr *err);
+/* Guest k, whose function is on NUMA node `node`, trades places (and its
+ * CPUs' nodes, VHPC_MAX_VCPUS a guest) with a guest without functions
+ * (npci[o] == 0) placed on that node, guests being alike.  Returns that
+ * guest, or -1 (already there, node unknown, or no such guest). */
+int kvm_vfio_place_near(struct na_placement *place, int *cpu_node, const int *npci, int nguests, int k, int node);
 /* A type1v2 container with a's group in it, and a's device fd. */
 int kvm_vfio_open(const char *addr, struct kvm_vfio_fds *f, struct verr *err);
 void kvm_vfio_close(struct kvm_vfio_fds *f);

@@ -19,6 +19,7 @@
 #include "lib/paths.h"
 #include "kvm_int.h"
 #include "nodeagent/jobdir/jobdir.h"
+#include "nodeagent/place/place.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -352,6 +353,25 @@ int kvm_vfio_release(const char *job, const char *why, int *restored, struct ver
 	closedir(dd);
 	rmdir(dir);
 	return rc;
+}
+
+int kvm_vfio_place_near(struct na_placement *place, int *cpu_node, const int *npci, int nguests, int k, int node)
+{
+	struct na_placement tmp;
+	int tmpn[VHPC_MAX_VCPUS];
+
+	if (node < 0 || place[k].mems[0] == node)
+		return -1;
+	for (int o = 0; o < nguests; o++) {
+		if (o == k || npci[o] || place[o].mems[0] != node)
+			continue;
+		tmp = place[k], place[k] = place[o], place[o] = tmp;
+		memcpy(tmpn, cpu_node + (size_t)k * VHPC_MAX_VCPUS, sizeof(tmpn));
+		memcpy(cpu_node + (size_t)k * VHPC_MAX_VCPUS, cpu_node + (size_t)o * VHPC_MAX_VCPUS, sizeof(tmpn));
+		memcpy(cpu_node + (size_t)o * VHPC_MAX_VCPUS, tmpn, sizeof(tmpn));
+		return o;
+	}
+	return -1;
 }
 
 int kvm_vfio_open(const char *addr, struct kvm_vfio_fds *f, struct verr *err)
