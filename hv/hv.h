@@ -109,6 +109,15 @@
  *        by vhpc-hv.  The size is a power of two.  How a guest maps it
  *        write-back: hv/README.md, "Shared memory".
  *                                 shm: [{path: /dev/shm/vhpc-job7, size: 1G}]
+ *   --vfio container=N,device=N[,group=N][,name=DDDD:BB:DD.F] up to 4
+ *        a host PCI function passed through (VFIO), after every other
+ *        device on the bus.  N are descriptors the starter opened: a
+ *        VFIO container set to type1v2 with the function's group in it,
+ *        the group, and the device (VFIO_GROUP_GET_DEVICE_FD); vhpc-hv
+ *        opens nothing itself.  Guest RAM is mapped for the device's DMA
+ *        at start (RLIMIT_MEMLOCK must cover it); MSI-X only (no INTx or
+ *        MSI); reset at exit.  hv/README.md, "PCI passthrough".
+ *                                 vfio: [{container: 10, group: 11, device: 12}]
  *
  * Control socket: one JSON object per line in each direction.  Only root
  * or the uid that runs vhpc-hv may connect (SO_PEERCRED).  Requests:

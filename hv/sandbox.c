@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/vfio.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -134,6 +135,8 @@ static const struct {
 	{ VHOST_SET_VRING_ADDR, "vhost_net.c vhn_start: where the driver put the rings" },
 	{ VHOST_NET_SET_BACKEND, "vhost_net.c vhn_start/vhn_stop: the tap queue attached, detached at reset" },
 	{ VHOST_GET_VRING_BASE, "vhost_net.c vhn_stop: where the rings stopped" },
+	{ VFIO_DEVICE_SET_IRQS, "vfio_dev.c: the host's MSI-X vectors follow the guest's enable bit" },
+	{ VFIO_DEVICE_RESET, "vfio_dev.c: an assigned function is reset at teardown" },
 };
 #define NREQS (sizeof(ioctl_reqs) / sizeof(ioctl_reqs[0]))
 /* The calls allowed with argument checks in rules(), ioctl once; clone3's

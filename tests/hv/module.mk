@@ -46,6 +46,8 @@ $(eval $(call unit_test,unit-hv-virtq,tests/hv/unit_virtq.c hv/virtq.c hv/mem.c)
 $(eval $(call unit_test,unit-hv-sandbox,tests/hv/unit_sandbox.c hv/sandbox.c,-lseccomp))
 # vhost-net's checks on what a driver gives it, without the kernel's vhost.
 $(eval $(call unit_test,unit-hv-vhost-net,tests/hv/unit_vhost_net.c hv/vhost_net.c hv/mem.c))
+# A VFIO function's virtual config space (hv/vfio_cfg.c) from made-up ones.
+$(eval $(call unit_test,unit-hv-vfio,tests/hv/unit_vfio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # The device registry (hv/devices.c) with test devices of its own.
 $(eval $(call unit_test,unit-hv-devices,tests/hv/unit_devices.c hv/devices.c))
 
@@ -54,6 +56,8 @@ $(eval $(call unit_test,unit-hv-devices,tests/hv/unit_devices.c hv/devices.c))
 # rings, config space and BARs (tests/hv/fuzz_virtio.c).
 $(eval $(call fuzzer,fuzz-hv,tests/hv/fuzz_hv.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 $(eval $(call fuzzer,fuzz-hv-virtio,tests/hv/fuzz_virtio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
+# A passed-through function's config space as its device reports it.
+$(eval $(call fuzzer,fuzz-hv-vfio,tests/hv/fuzz_vfio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # The vhost-user codec and transport (hv/vhost_user.c): unit test and the
 # fuzzer of back-end replies.
 $(eval $(call unit_test,unit-vhost-user,tests/unit/test_vhost_user.c hv/vhost_user.c hv/fdpath.c))

@@ -23,6 +23,7 @@
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
 #include <linux/vhost.h>
+#include <linux/vfio.h>
 #include <cmocka.h>
 
 #include "hv/hv.h"
@@ -80,7 +81,8 @@ static void running_guests_ioctls_run(void **state)
 				       KVM_SET_GSI_ROUTING, KVM_IOEVENTFD, KVM_SET_USER_MEMORY_REGION,
 				       TUNSETOFFLOAD, TUNSETQUEUE, VHOST_SET_FEATURES, VHOST_SET_VRING_NUM,
 				       VHOST_SET_VRING_BASE, VHOST_SET_VRING_ADDR, VHOST_NET_SET_BACKEND,
-				       VHOST_GET_VRING_BASE };
+				       VHOST_GET_VRING_BASE,
+				       VFIO_DEVICE_SET_IRQS, VFIO_DEVICE_RESET };
 	char out[512];
 
 	(void)state;
@@ -112,7 +114,10 @@ static void other_ioctls_are_refused(void **state)
 				        * point the kernel at other memory or other eventfds */
 				       VHOST_SET_OWNER, VHOST_RESET_OWNER, VHOST_SET_MEM_TABLE,
 				       VHOST_SET_VRING_KICK, VHOST_SET_VRING_CALL, VHOST_SET_VRING_ERR,
-				       VHOST_SET_LOG_BASE, VHOST_SET_LOG_FD, VHOST_GET_FEATURES };
+				       VHOST_SET_LOG_BASE, VHOST_SET_LOG_FD, VHOST_GET_FEATURES,
+				       /* VFIO's set-up: the agent's and vhpc-hv's before the filter */
+				       VFIO_GROUP_SET_CONTAINER, VFIO_SET_IOMMU, VFIO_GROUP_GET_DEVICE_FD,
+				       VFIO_IOMMU_MAP_DMA, VFIO_IOMMU_UNMAP_DMA, VFIO_DEVICE_GET_REGION_INFO };
 	char out[512];
 
 	(void)state;

@@ -610,6 +610,85 @@ static void cpu_nodes_from_the_topology(void **state)
 	na_topo_free(t);
 }
 
+/* A PCI address is a job's word: only DDDD:BB:DD.F in lower-case hex is
+ * ever used as a name in sysfs (kvm_vfio.c). */
+static void pci_addresses_are_plain(void **state)
+{
+	const char *good[] = { "0000:00:05.0", "0000:01:00.0", "ffff:ff:1f.7", "0001:3a:00.1" };
+	const char *bad[] = { "", "0000:00:05", "0000:00:05.8", "0000:00:20.0", "0000:00:05.0/", "../../../dev/sda",
+			      "0000:00:05.0/../../../0000:00:06.0", "0000:00:05.A", "0000:00:05.0 ", " 0000:00:05.0",
+			      "0000.00:05.0", "0000:00:05:0", "00000:00:05.0", "0000:00:0g.0", "0000:00:05.0\n",
+			      "x000:00:05.0" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(kvm_vfio_addr_ok(good[i]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (kvm_vfio_addr_ok(bad[i]))
+			fail_msg("'%s' was taken for a PCI address", bad[i]);
+	assert_false(kvm_vfio_addr_ok(NULL));
+}
+
+/* A guest with a function goes to the function's NUMA node by trading
+ * places with a guest of the job that has none. */
+static void guest_with_a_function_goes_to_its_node(void **state)
+{
+	struct na_placement p[3] = {
+		{ .ncpus = 1, .cpus = { 0 }, .nmems = 1, .mems = { 0 } },
+		{ .ncpus = 1, .cpus = { 8 }, .nmems = 1, .mems = { 1 } },
+		{ .ncpus = 1, .cpus = { 9 }, .nmems = 1, .mems = { 1 } },
+	};
+	int cpu_node[3 * VHPC_MAX_VCPUS] = { 0 }, npci[3] = { 1, 1, 0 };
+
+	(void)state;
+	cpu_node[VHPC_MAX_VCPUS] = 1;
+	cpu_node[2 * VHPC_MAX_VCPUS] = 1;
+	/* g0 (node 0) has a function on node 1: g1 has one too, g2 none. */
+	assert_int_equal(kvm_vfio_place_near(p, cpu_node, npci, 3, 0, 1), 2);
+	assert_int_equal(p[0].mems[0], 1);
+	assert_int_equal(p[0].cpus[0], 9);
+	assert_int_equal(cpu_node[0], 1);
+	assert_int_equal(p[2].mems[0], 0);
+	assert_int_equal(p[2].cpus[0], 0);
+	assert_int_equal(cpu_node[2 * VHPC_MAX_VCPUS], 0);
+	/* Already there, node unknown, nobody to trade with: unchanged. */
+	assert_int_equal(kvm_vfio_place_near(p, cpu_node, npci, 3, 1, 1), -1);
+	assert_int_equal(kvm_vfio_place_near(p, cpu_node, npci, 3, 0, -1), -1);
+	npci[2] = 1;
+	assert_int_equal(kvm_vfio_place_near(p, cpu_node, npci, 3, 2, 1), -1);
+	assert_int_equal(p[2].mems[0], 0);
+}
+
+/* --vfio for each function, with the descriptors na_kvm_start passes. */
+static void vfio_functions_on_the_command_line(void **state)
+{
+	struct na_placement p = { .ncpus = 1, .cpus = { 2 }, .nmems = 1, .mems = { 0 } };
+	struct na_kvm_spec s = spec(&p);
+	const char *pci[] = { "0000:01:00.0", "0000:02:00.0" };
+	struct na_kvm_fds f = NA_KVM_FDS_NONE(5);
+	char **argv = NULL;
+	struct verr err;
+	int n = 0;
+
+	(void)state;
+	f.pci[0] = (struct kvm_vfio_fds){ 20, 21, 22 };
+	f.pci[1] = (struct kvm_vfio_fds){ 23, 24, 25 };
+	s.pci = pci;
+	s.npci = 2;
+	assert_int_equal(na_kvm_argv(&s, "/run/x", &f, &argv, &err), 0);
+	for (char **a = argv; *a; a++)
+		if (!strcmp(*a, "--vfio")) {
+			assert_string_equal(a[1], n ? "container=23,group=24,device=25,name=0000:02:00.0"
+						    : "container=20,group=21,device=22,name=0000:01:00.0");
+			n++;
+		}
+	assert_int_equal(n, 2);
+	argv_free(argv);
+	s.npci = NA_KVM_MAX_PCI + 1;
+	assert_int_equal(na_kvm_argv(&s, "/run/x", &f, &argv, &err), -1);
+	assert_non_null(strstr(err.msg, "a kvm guest takes at most 4"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -626,6 +705,9 @@ int main(void)
 		cmocka_unit_test(scratch_dir_from_the_cluster_file),
 		cmocka_unit_test(vmshm_region_grows_to_a_power_of_two),
 		cmocka_unit_test(cpu_nodes_from_the_topology),
+		cmocka_unit_test(pci_addresses_are_plain),
+		cmocka_unit_test(guest_with_a_function_goes_to_its_node),
+		cmocka_unit_test(vfio_functions_on_the_command_line),
 	};
 	return cmocka_run_group_tests_name("kvm", tests, NULL, NULL);
 }

@@ -18,7 +18,11 @@
 #include "nodeagent/job.h"
 #include "nodeagent/place/place.h"
 
+#include "lib/clock.h"
+#include "nodeagent/jobdir/jobdir.h"
+
 #include <limits.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +35,8 @@ struct kvm_job {
 	char scratch_dir[PATH_MAX]; /* when the job has --scratch */
 	int *cpu_node;             /* host node of each placed CPU, VHPC_MAX_VCPUS per guest */
 	bool *huge;                /* guest k's RAM in hugepages */
+	const char **pci;          /* guest k's PCI functions: NA_KVM_MAX_PCI from k * NA_KVM_MAX_PCI */
+	int *npci;
 };
 
 static int check(bool allow_emulated, bool *emulated, struct verr *err)
@@ -58,6 +64,68 @@ static double ready_seconds(const struct na_job *j, double on_hardware)
 	return on_hardware * na_kvm_time_scale();
 }
 
+/* Guest k's functions, in the order the job gave them. */
+static int pci_of_guests(const struct na_job *j, struct kvm_job *kj, struct verr *err)
+{
+	for (int i = 0; i < j->s.npci; i++) {
+		int k = j->s.pci_guest ? j->s.pci_guest[i] : -1;
+		const char *a = j->s.pci[i];
+
+		if (k < 0 || k >= j->s.nguests)
+			return verr_set(err, "PCI function %.40s: guest %d is not one of this node's %d", a, k, j->s.nguests);
+		if (!kvm_vfio_addr_ok(a))
+			return verr_set(err, "'%.40s' is not a PCI address (DDDD:BB:DD.F, lower-case hex)", a);
+		for (int o = 0; o < i; o++)
+			if (!strcmp(j->s.pci[o], a))
+				return verr_set(err, "PCI function %s is given twice", a);
+		if (kj->npci[k] == NA_KVM_MAX_PCI)
+			return verr_set(err, "guest %d: more than %d PCI functions", k, NA_KVM_MAX_PCI);
+		kj->pci[k * NA_KVM_MAX_PCI + kj->npci[k]++] = a;
+	}
+	return 0;
+}
+
+static void place_near(struct na_job *j, struct kvm_job *kj, int k, int node)
+{
+	int o = kvm_vfio_place_near(j->place, kj->cpu_node, kj->npci, j->s.nguests, k, node);
+
+	if (o >= 0)
+		log_info("guest g%d: placed on NUMA node %d with its PCI function (traded places with g%d)",
+			 j->g[k].index, node, j->g[o].index);
+	else if (node >= 0 && j->place[k].mems[0] != node)
+		log_warn("guest g%d: its PCI function is on NUMA node %d, the guest on node %d (no room there)",
+			 j->g[k].index, node, j->place[k].mems[0]);
+}
+
+/* Every function checked before any is moved; each recorded before it is. */
+static int claim_pci(struct na_job *j, struct kvm_job *kj, struct verr *err)
+{
+	double t0;
+
+	if (pci_of_guests(j, kj, err) < 0)
+		return -1;
+	for (int k = 0; k < j->s.nguests; k++) {
+		const char *const *mine = kj->pci + k * NA_KVM_MAX_PCI;
+
+		for (int i = 0; i < kj->npci[k]; i++) {
+			int node;
+
+			if (kvm_vfio_check(mine[i], mine, kj->npci[k], &node, err) < 0)
+				return -1;
+			if (i == 0)
+				place_near(j, kj, k, node);
+		}
+	}
+	t0 = now_s();
+	for (int i = 0; i < j->s.npci; i++)
+		if (kvm_vfio_bind(j->jd.job, j->s.pci[i], err) < 0)
+			return -1;
+	if (j->s.npci)
+		log_info("job %s: %d PCI function%s moved to vfio-pci in %.1f ms", j->jd.job, j->s.npci,
+			 j->s.npci > 1 ? "s" : "", (now_s() - t0) * 1000);
+	return 0;
+}
+
 static int prepare(struct na_job *j, struct verr *err)
 {
 	struct na_numa_info nodes[VHPC_MAX_NODES];
@@ -70,11 +138,15 @@ static int prepare(struct na_job *j, struct verr *err)
 	j->drv_job = kj;
 	kj->cpu_node = calloc((size_t)j->s.nguests * VHPC_MAX_VCPUS, sizeof(int));
 	kj->huge = calloc((size_t)j->s.nguests, sizeof(bool));
-	if (!kj->cpu_node || !kj->huge)
+	kj->pci = calloc((size_t)j->s.nguests * NA_KVM_MAX_PCI, sizeof(*kj->pci));
+	kj->npci = calloc((size_t)j->s.nguests, sizeof(int));
+	if (!kj->cpu_node || !kj->huge || !kj->pci || !kj->npci)
 		return verr_set(err, "out of memory");
 	for (int k = 0; k < j->s.nguests; k++)
 		if (na_topo_cpu_nodes(j->s.topo, &j->place[k], kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, err) < 0)
 			return -1;
+	if (claim_pci(j, kj, err) < 0)
+		return -1;
 	na_kvm_plan_hugepages(nodes, nn < VHPC_MAX_NODES ? nn : VHPC_MAX_NODES, j->place, j->s.nguests, j->s.mem, kj->huge);
 	/* A VM sees the region as a PCI BAR: a power of two. */
 	if (j->vmshm[0] && na_kvm_vmshm_fit(j->vmshm, &j->vmshm_size, err) < 0)
@@ -123,6 +195,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 		.vmshm = j->vmshm[0] ? j->vmshm : NULL, .emulated = j->emulated,
 		.uid = j->s.uid, .gid = j->s.gid, .fs = j->hb, .nfs = j->nhb,
 		.vhost_net = !j->tuning || j->tuning->vhost_net,
+		.pci = kj->pci + (size_t)k * NA_KVM_MAX_PCI, .npci = kj->npci[k],
 	};
 	struct na_kvm *kvm;
 
@@ -225,7 +298,36 @@ static int stop_all(struct na_job *j, int grace_ms, struct verr *err)
 		}
 	rc = n ? na_kvm_stop_all(ks, n, grace_ms, err) : 0;
 	free(ks);
+	{
+		/* With every vhpc-hv gone, the functions are free to go back. */
+		int back = 0;
+		struct verr e;
+
+		if (kvm_vfio_release(j->jd.job, "teardown", &back, &e) < 0 && rc == 0) {
+			*err = e;
+			rc = -1;
+		}
+	}
 	return rc;
+}
+
+/* After a crash: vhpc-hv must be gone before vfio-pci lets a function go
+ * (unbinding waits for its descriptors), so the job's guests' cgroups are
+ * emptied first; then every recorded function goes back. */
+static int sweep(const char *job, const char *why, int *removed, struct verr *err)
+{
+	char rec[PATH_MAX + 16], rel[64];
+	struct stat st;
+	int n = 0;
+
+	na_job_path(job, rec, sizeof(rec));
+	strncat(rec, "/vfio", sizeof(rec) - strlen(rec) - 1);
+	if (lstat(rec, &st) < 0)
+		return 0;
+	snprintf(rel, sizeof(rel), "vhpc/%s", job);
+	if (na_cgroup_remove(rel, true, &n, err) < 0)
+		return -1;
+	return kvm_vfio_release(job, why, removed, err);
 }
 
 static void release(struct na_job *j)
@@ -236,6 +338,8 @@ static void release(struct na_job *j)
 		return;
 	free(kj->cpu_node);
 	free(kj->huge);
+	free(kj->pci);
+	free(kj->npci);
 	free(kj);
 	j->drv_job = NULL;
 }
@@ -262,4 +366,5 @@ const struct na_driver na_driver_kvm = {
 	.log_tail = log_tail,
 	.stop_all = stop_all,
 	.release = release,
+	.sweep = sweep,
 };

@@ -241,6 +241,10 @@ static void child(char **argv, const struct na_kvm_fds *fds, const int *cg, int 
 	for (size_t i = 0; i < sizeof(pass) / sizeof(pass[0]); i++)
 		if (pass[i] >= 0 && fcntl(pass[i], F_SETFD, 0) < 0)
 			_exit(126);
+	for (int i = 0; i < NA_KVM_MAX_PCI; i++)
+		for (const int *p = &fds->pci[i].container; p <= &fds->pci[i].device; p++)
+			if (*p >= 0 && fcntl(*p, F_SETFD, 0) < 0)
+				_exit(126);
 	if (kvm_jail_enter(jail, why, sizeof(why)) < 0) {
 		dprintf(2, "vhpc: cannot confine vhpc-hv: %s\n", why);
 		_exit(126);
@@ -321,6 +325,23 @@ static void close_files(struct na_kvm_fds *f)
 		close(f->vhost);
 		f->vhost = -1;
 	}
+	for (int i = 0; i < NA_KVM_MAX_PCI; i++)
+		kvm_vfio_close(&f->pci[i]);
+}
+
+/* The guest's PCI functions (on vfio-pci already): a container and group
+ * each, and the device, for vhpc-hv. */
+static int open_pci(const struct na_kvm_spec *s, struct na_kvm_fds *f, struct verr *err)
+{
+	double t0 = now_s();
+
+	for (int i = 0; i < s->npci && i < NA_KVM_MAX_PCI; i++)
+		if (kvm_vfio_open(s->pci[i], &f->pci[i], err) < 0)
+			return -1;
+	if (s->npci)
+		log_info("guest %s: VFIO container, group and device of %d PCI function%s opened in %.1f ms", s->name,
+			 s->npci, s->npci > 1 ? "s" : "", (now_s() - t0) * 1000);
+	return 0;
 }
 
 /* The guest's virtiofsd, once its cgroup was killed (or vhpc-hv, their
@@ -405,6 +426,25 @@ static void remove_gdir(struct na_kvm *k)
 	rmdir(k->dir);
 }
 
+/* What vhpc-hv said of its PCI functions (DMA mapping, reset and their
+ * times), into the agent's log before the guest's folder goes. */
+static void log_hv_vfio(const struct na_kvm *k)
+{
+	char *text = NULL, *save = NULL;
+	size_t n;
+	struct verr e;
+
+	if (read_file(k->hvlog, &text, &n, NA_KVM_LOG_MAX, &e) < 0)
+		return;
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		const char *v = strstr(l, "vfio");
+
+		if (v)
+			log_info("guest %s: vhpc-hv: %.200s", k->name, v);
+	}
+	free(text);
+}
+
 static void kill_and_reap(struct na_kvm *k)
 {
 	if (!k->exited) {
@@ -449,6 +489,8 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 	fds.tap = 1000;
 	for (int i = 0; i < NA_KVM_MAX_FS; i++)
 		fds.fs[i] = 1001 + i;
+	for (int i = 0; i < NA_KVM_MAX_PCI; i++)
+		fds.pci[i] = (struct kvm_vfio_fds){ 1010 + 3 * i, 1011 + 3 * i, 1012 + 3 * i };
 	rc = na_kvm_argv(s, k->hvdir, &fds, &argv, err);
 	argv_free(argv);
 	argv = NULL;
@@ -457,8 +499,11 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 		goto fail;
 	rc = -1;
 	if (make_gdir(k, jail.uid, jail.gid, err) < 0 || kvm_tap_open(s->job, s->index, s->mtu, &fds.tap, err) < 0 ||
-	    open_files(s, &fds, err) < 0)
+	    open_files(s, &fds, err) < 0 || open_pci(s, &fds, err) < 0)
 		goto fail;
+	k->has_pci = s->npci > 0;
+	/* VFIO pins the guest's RAM for DMA, charged to vhpc-hv's locked memory. */
+	jail.memlock = s->npci ? s->mem + (64ull << 20) : 0;
 	{
 		/* Which back end the NIC gets; the guest sees the same device. */
 		char why[128] = "the tuning profile says vhost_net: false";
@@ -619,6 +664,8 @@ int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
 			rc = -1;
 		}
 		reap_fs(ks[i]);
+		if (ks[i]->has_pci)
+			log_hv_vfio(ks[i]);
 		remove_gdir(ks[i]);
 		na_cgroup_rmdir_job(ks[i]->job);
 		if (ks[i]->pidfd >= 0)

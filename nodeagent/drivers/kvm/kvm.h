@@ -65,6 +65,7 @@ int na_kvm_host_check(bool allow_emulated, bool *emulated, struct verr *err);
 #define NA_KVM_MIN_MEM (128ull << 20)
 /* vhpc-hv's limit of virtio-fs devices (hv/dev_vhost_user_fs.c). */
 #define NA_KVM_MAX_FS 8
+#define NA_KVM_MAX_PCI 4               /* hv's --vfio instances */
 
 struct na_kvm_spec {
 	const char *job;
@@ -97,6 +98,9 @@ struct na_kvm_spec {
 	int nfs;
 	bool vhost_net;                /* its NIC on /dev/vhost-net where the node has it
 	                                * (the tuning profile's vhost_net) */
+	/* PCI functions passed through (VFIO), bound to vfio-pci already. */
+	const char *const *pci;
+	int npci;
 };
 
 /* Open descriptors vhpc-hv gets instead of the spec's files (/dev/fd/N on
@@ -107,10 +111,12 @@ struct na_kvm_fds {
 	int kernel, initrd, root, config, scratch, vmshm;
 	int fs[NA_KVM_MAX_FS];         /* connected vhost-user sockets, one per spec fs */
 	int vhost;                     /* /dev/vhost-net for the tap's queue, or -1 */
+	struct kvm_vfio_fds { int container, group, device; } pci[NA_KVM_MAX_PCI]; /* one per spec pci */
 };
 #define NA_KVM_FDS_NONE(t) ((struct na_kvm_fds){ .tap = (t), .kernel = -1, .initrd = -1, .root = -1, \
 						   .config = -1, .scratch = -1, .vmshm = -1, .vhost = -1, \
-						   .fs = { -1, -1, -1, -1, -1, -1, -1, -1 } })
+						   .fs = { -1, -1, -1, -1, -1, -1, -1, -1 }, \
+						   .pci = { { -1, -1, -1 }, { -1, -1, -1 }, { -1, -1, -1 }, { -1, -1, -1 } } })
 
 struct na_kvm;
 

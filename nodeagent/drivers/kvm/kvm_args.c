@@ -331,6 +331,15 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 		argv_add(&a, "--fs");
 		argv_add(&a, "tag=vhpc%d,socket=/dev/fd/%d", i, fds->fs[i]);
 	}
+	if (s->npci < 0 || s->npci > NA_KVM_MAX_PCI || (s->npci && !s->pci)) {
+		argv_free(a.v);
+		return verr_set(err, "%d PCI functions: a kvm guest takes at most %d", s->npci, NA_KVM_MAX_PCI);
+	}
+	for (int i = 0; i < s->npci; i++) {
+		argv_add(&a, "--vfio");
+		argv_add(&a, "container=%d,group=%d,device=%d,name=%s", fds->pci[i].container, fds->pci[i].group,
+			 fds->pci[i].device, s->pci[i]);
+	}
 	/* A MAC from the guest's address: stable, and unique on the bridge.
 	 * With a vhost-net descriptor the kernel moves the NIC's frames. */
 	char vh[24] = "";

@@ -67,6 +67,7 @@ struct kvm_jail {
 	const char *hv;
 	const char *rw_dir;
 	const char *root;
+	uint64_t memlock;      /* RLIMIT_MEMLOCK (VFIO pins guest RAM); 0: unchanged */
 };
 /* In the forked child, before exec: mount namespace, pivot_root into the
  * jail, uid and gid dropped, no_new_privs.  -1 with words in why. */
@@ -79,6 +80,27 @@ int kvm_jail_enter(const struct kvm_jail *j, char *why, size_t len);
 int kvm_fs_start(const char *dir, int k, const struct na_hbind *b, uid_t uid, gid_t gid, const int *cg, int ncg,
 		 int *conn, pid_t *pid, struct verr *err);
 const char *kvm_virtiofsd_path(void);
+
+/* PCI passthrough (kvm_vfio.c).  Whether a is exactly DDDD:BB:DD.F. */
+bool kvm_vfio_addr_ok(const char *a);
+/* a may be given to a guest: on the admin's list, an existing function
+ * with an IOMMU group whose every member is in mine (what the same guest
+ * gets), not on vfio-pci already.  *numa_node: its node, -1 unknown. */
+int kvm_vfio_check(const char *addr, const char *const *mine, int nmine, int *numa_node, struct verr *err);
+/* Records a's driver in <job dir>/vfio/<a>, then moves it to vfio-pci. */
+int kvm_vfio_bind(const char *job, const char *addr, struct verr *err);
+/* Gives every function the job's records name back to its driver (the
+ * teardown, and the sweep after a crash); counts them in *restored. */
+int kvm_vfio_release(const char *job, const char *why, int *restored, struct verr *err);
+int kvm_vfio_group(const char *addr, int *group, struct verr *err);
+/* Guest k, whose function is on NUMA node `node`, trades places (and its
+ * CPUs' nodes, VHPC_MAX_VCPUS a guest) with a guest without functions
+ * (npci[o] == 0) placed on that node, guests being alike.  Returns that
+ * guest, or -1 (already there, node unknown, or no such guest). */
+int kvm_vfio_place_near(struct na_placement *place, int *cpu_node, const int *npci, int nguests, int k, int node);
+/* A type1v2 container with a's group in it, and a's device fd. */
+int kvm_vfio_open(const char *addr, struct kvm_vfio_fds *f, struct verr *err);
+void kvm_vfio_close(struct kvm_vfio_fds *f);
 
 struct na_kvm {
 	char job[16];
@@ -102,6 +124,7 @@ struct na_kvm {
 	char panic[200];       /* the guest kernel's panic line, once seen */
 	pid_t fs_pid[NA_KVM_MAX_FS]; /* its virtiofsd, our children (0: none) */
 	uint64_t mem_limit;    /* of its memory cgroup (0: taken over, not known) */
+	bool has_pci;          /* PCI functions passed through: their lines of hv.log are logged at its end */
 	/* Between na_kvm_start and na_kvm_wait_up: */
 	bool up;               /* its sockets are there and its vCPUs pinned */
 	int up_timeout_ms;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -183,6 +184,13 @@ int kvm_jail_enter(const struct kvm_jail *j, char *why, size_t len)
 	}
 	if (pivot(&c) < 0)
 		return -1;
+	if (j->memlock) {
+		struct rlimit rl = { .rlim_cur = j->memlock, .rlim_max = j->memlock };
+
+		/* Raising it needs root: before the ids drop. */
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+			return fail(&c, "jail", "RLIMIT_MEMLOCK for VFIO");
+	}
 	if (setgroups(0, NULL) < 0 || setresgid(j->gid, j->gid, j->gid) < 0 || setresuid(j->uid, j->uid, j->uid) < 0)
 		return fail(&c, "jail", "dropping to the guest's uid");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
