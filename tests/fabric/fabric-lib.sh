@@ -27,7 +27,7 @@ fab_need() {
 # veth as "fab" (up, 10.77.0.N/24, untagged: the node's own traffic).
 fab_nodes() {
 	local p=$1 i
-	FAB_N1=${p}n1 FAB_N2=${p}n2
+	export FAB_N1=${p}n1 FAB_N2=${p}n2
 	ip netns add "$FAB_N1" && ip netns add "$FAB_N2" || return 1
 	at_exit "ip netns del $FAB_N1 2>/dev/null; ip netns del $FAB_N2 2>/dev/null"
 	ip -n "$FAB_N1" link add fab type veth peer name fab netns "$FAB_N2" || return 1
@@ -41,6 +41,7 @@ fab_nodes() {
 # in_node N CMD...: CMD in node N's network namespace, with this mount
 # namespace (ip netns exec would remount /sys over the cgroup mounts).
 in_node() { local n=$1; shift; nsenter --net="/run/netns/$(eval echo "\$FAB_N$n")" "$@"; }
+export -f in_node
 
 # fab_node_rdma N NAME: an rxe device NAME on node N's fab, moved into
 # the node's namespace (exclusive mode makes it in the initial one).
@@ -59,17 +60,18 @@ gid_index() {
 
 # perf_pair SERVER_CMD... -- CLIENT_CMD...: runs a perftest server, then
 # its client until it connects (the server needs a moment under TCG);
-# the client's output in PERF_OUT, its status returned.
+# the client's output in PERF_OUT, its status returned.  The commands may
+# be exported shell functions.
 perf_pair() {
 	local srv=() cli=() i rc spid
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
-	timeout 120 "${srv[@]}" >"$T_DIR/perf-server.out" 2>&1 &
+	timeout 120 bash -c '"$@"' _ "${srv[@]}" >"$T_DIR/perf-server.out" 2>&1 &
 	spid=$!
 	for ((i = 0; i < 20; i++)); do
 		sleep 1
-		PERF_OUT=$(timeout 100 "${cli[@]}" 2>&1)
+		PERF_OUT=$(timeout 100 bash -c '"$@"' _ "${cli[@]}" 2>&1)
 		rc=$?
 		case $PERF_OUT in *"Couldn't connect"*|*"Unable to open file descriptor"*) continue ;; esac
 		break

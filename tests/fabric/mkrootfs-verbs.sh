@@ -12,7 +12,7 @@ copy() {   # copy a file to the same path under DIR, resolving symlinks
 	[ -e "$dir$src" ] || cp "$(readlink -f "$src")" "$dir$src"
 }
 libs_of() { ldd "$1" 2>/dev/null | grep -oE '/[^ ]+' || true; }
-for p in ibv_devices ibv_devinfo ib_send_lat ib_write_bw ib_send_bw timeout cut tr mknod sort uniq; do
+for p in ibv_devices ibv_devinfo ib_send_lat ib_write_bw ib_send_bw timeout cut tr mknod sort uniq setpriv; do
 	path=/usr/bin/$p
 	[ -x "$path" ] || { echo "mkrootfs-verbs: $path is missing" >&2; exit 1; }
 	copy "$path"
