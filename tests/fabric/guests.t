@@ -95,6 +95,15 @@ bw=$(perf_figure "$PERF_OUT" 65536 4)
 [ $rc = 0 ] && [ -n "$bw" ] && ok "RDMA writes between A's guests: ib_write_bw 64 KiB, $bw MB/s (nested/TCG)" ||
 	{ fail "ib_write_bw between A's guests (status $rc)"; diag "$PERF_OUT"; }
 
+# A job's VLAN is its own on a node: another job asking for it is refused,
+# and so is a fabric link that is no interface name.
+out=$(VHPC_RUN_DIR=$R1 in_node 1 "$NA" up --job ${P}d1 -N 1 --tuning none --oversubscribe --fabric-link fab \
+	--fabric-vlan 101 --fabric-subnet 10.78.9.0/24 2>&1)
+check_match "a second job asking for A's VLAN 101 on node 1 is refused, saying so" "VLAN 101 .*exists already" "$out"
+out=$(VHPC_RUN_DIR=$R1 in_node 1 "$NA" up --job ${P}d1 -N 1 --tuning none --oversubscribe --fabric-link '../fab' \
+	--fabric-vlan 109 --fabric-subnet 10.78.9.0/24 2>&1)
+check_match "a fabric link '../fab' is refused as no interface name" "fabric link '../fab' is not an interface name" "$out"
+
 # --- (c) job B on node 2 attacks job A and the node -----------------------
 check "job B's guest comes up on node 2 beside A's (VLAN 102)" \
 	agent B2 2 $B2 --oversubscribe --first-index 0 --fabric-link fab --fabric-vlan 102 --fabric-subnet 10.78.2.0/24
