@@ -168,7 +168,9 @@ int na_rdma_netns_exclusive(struct verr *err)
 
 int na_rdma_link_add(const char *name, const char *type, const char *netdev, struct verr *err)
 {
-	struct nl_msg *m = new_msg(RDMA_NLDEV_CMD_NEWLINK, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, err);
+	/* No NLM_F_CREATE or NLM_F_EXCL: RDMA netlink reads any bit of
+	 * NLM_F_DUMP (EXCL is MATCH) as a dump request. */
+	struct nl_msg *m = new_msg(RDMA_NLDEV_CMD_NEWLINK, NLM_F_ACK, err);
 	char what[200];
 
 	if (!m)
