@@ -20,7 +20,8 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
 	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
 	skopeo umoci squashfs-tools erofs-utils \
-	libslurm-dev slurmctld slurmd slurm-client debootstrap
+	libslurm-dev slurmctld slurmd slurm-client debootstrap \
+	rdma-core ibverbs-utils perftest rdmacm-utils ucx-utils
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
@@ -162,9 +163,15 @@ kernels: programs
 # The virtualization lab's QEMU (Debian 13's, in a root of its own under
 # $(B)/lab: tests/lab/prepare), fetched during set-up like the kernels.
 # Offline, the lab runs on the host's QEMU and says so.
+# The lab's second kernel (tests/lab/fetch-kernel): trixie-backports'
+# Linux, whose rxe carries verbs between network namespaces; the tests
+# that say "# lab-kernel:" boot it, and skip saying so where it is missing.
+LAB_KERNELS := 7.3.4+deb13-amd64
 lab: deps
 	@B=$(B) tests/lab/prepare || \
 		echo "warning: could not set up the lab's QEMU 10; the lab uses the host's QEMU 7.2, which loses more attempts"
+	@for k in $(LAB_KERNELS); do B=$(B) tests/lab/fetch-kernel $$k >/dev/null || \
+		echo "warning: could not fetch the lab kernel $$k; the tests that boot it (tests/fabric) will be skipped"; done
 
 demo:
 	@$(MAKE) --no-print-directory -j$(shell nproc) all

@@ -157,6 +157,32 @@ out:
 	return rc;
 }
 
+/* The job's fabric (s.rdma): each guest's interface and RDMA device, in
+ * the guest's network namespace, which only drivers with one have. */
+static int make_fabric(struct na_job *j, struct verr *err)
+{
+	struct na_fabric_req fr = {
+		.job = j->jd.job, .link = j->s.fabric_link, .vlan = j->s.fabric_vlan, .pkey = j->s.fabric_pkey,
+		.subnet = j->s.fabric_subnet, .nguests = j->s.nguests, .index = j->s.index,
+		.guest_netns = (const char (*)[64])j->net.guest_netns,
+	};
+	int rc;
+
+	if (!j->s.rdma)
+		return 0;
+	if (!j->drv->guest_netns)
+		return verr_set(err, "driver %s cannot give its guests the RDMA fabric (only container guests can, "
+				"through their network namespace)", j->drv->name);
+	j->have_fab = true;
+	rc = na_fabric_create(&fr, &j->fab, err);
+	if (rc == 0)
+		for (int k = 0; k < j->s.nguests; k++)
+			log_info("  g%d: fabric %s on VLAN %d of %s, RDMA device %s (%s)", j->fab.g[k].index,
+				 ipv4_format(j->fab.g[k].addr, (char[20]){ 0 }, 20), j->s.fabric_vlan, j->s.fabric_link,
+				 j->fab.g[k].rdma_dev, j->fab.g[k].uverbs);
+	return rc;
+}
+
 static int make_net(struct na_job *j, struct verr *err)
 {
 	struct na_net_req nr = {
@@ -171,7 +197,7 @@ static int make_net(struct na_job *j, struct verr *err)
 	if (na_net_create(&nr, &j->net, err) < 0)
 		return -1;
 	j->have_net = true;
-	return 0;
+	return make_fabric(j, err);
 }
 
 static void log_placement(const struct na_job *j)
@@ -433,6 +459,9 @@ void na_job_stop(struct na_job *j)
 	if (j->vmshm[0] && na_vmshm_remove(j->vmshm, &e) < 0)
 		log_warn("%s", e.msg);
 	j->vmshm[0] = 0;
+	if (j->have_fab && na_fabric_destroy(&j->fab, &e) < 0)
+		log_warn("job %s: fabric: %s", j->jd.job, e.msg);
+	j->have_fab = false;
 	if (j->have_net && na_net_destroy(&j->net, &e) < 0)
 		log_warn("job %s: network: %s", j->jd.job, e.msg);
 	j->have_net = false;
@@ -477,6 +506,18 @@ int na_job_adopt(struct na_job **jp, const char *job, const struct na_job_spec *
 		j->net.guest_addr[k] = s->subnet.addr + 2 + (uint32_t)j->g[k].index;
 	}
 	j->have_net = true;
+	if (s->rdma && j->drv->guest_netns) {
+		/* By the naming rules too (net.h, fabric). */
+		snprintf(j->fab.job, sizeof(j->fab.job), "%s", job);
+		snprintf(j->fab.vlan_dev, sizeof(j->fab.vlan_dev), "vf%s", job);
+		j->fab.nguests = s->nguests;
+		for (int k = 0; k < s->nguests; k++) {
+			j->fab.g[k].index = j->g[k].index;
+			memcpy(j->fab.g[k].netns, j->net.guest_netns[k], sizeof(j->fab.g[k].netns));
+			snprintf(j->fab.g[k].rdma_dev, sizeof(j->fab.g[k].rdma_dev), "vhpc-%s-%d", job, j->g[k].index);
+		}
+		j->have_fab = true;
+	}
 	if (s->spool_size && j->drv->host_spool) {
 		snprintf(j->spool, sizeof(j->spool), "%s/spool", j->jd.path);
 		j->spool_mounted = true;

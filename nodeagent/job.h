@@ -66,6 +66,8 @@ struct na_job {
 	struct na_placement *place;    /* [s.nguests] */
 	struct na_net net;
 	bool have_net;
+	struct na_fabric fab;          /* s.rdma: the guests' part of the fabric */
+	bool have_fab;
 	char vmshm[PATH_MAX];          /* the job's region on the host, or "" */
 	uint64_t vmshm_size;
 	const char *movsb_env;         /* guests' GLIBC_TUNABLES, or NULL (na_movsb_env) */

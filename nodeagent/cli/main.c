@@ -39,6 +39,7 @@ static void usage(FILE *f)
 		"  up      --job ID [-N GUESTS] [--vcpus N] [--mem SIZE] [--topology SPEC]\n"
 		"          [--oversubscribe] [--tuning NAME|PATH|none] [--subnet CIDR] [--no-net]\n"
 		"          [--first-index N] [--vni N --underlay ADDR [--peer ADDR]...]\n"
+		"          [--fabric-link IF --fabric-vlan N --fabric-subnet CIDR]\n"
 		"          [--rootfs DIR [--tmpfs SIZE] [--bind SRC:DST[:ro]]... [--env K=V]...\n"
 		"           [--grace MS] [--log-dir DIR] -- INIT ARGS...]\n"
 		"          make a job and hold it until SIGTERM/SIGINT, then tear it down\n"
@@ -256,6 +257,9 @@ struct up {
 	long long first_index, vni;
 	uint32_t underlay, peers[VHPC_MAX_NODES];
 	int npeers;
+	/* the job's RDMA fabric (nodeagent/net/fabric.c) */
+	const char *fabric_link, *fabric_subnet;
+	long long fabric_vlan;
 };
 
 static double ms_since(uint64_t t0)
@@ -285,11 +289,12 @@ struct up_state {
 	struct na_placement p[VHPC_MAX_GUESTS];
 	struct na_ctr *ctr[VHPC_MAX_GUESTS];
 	struct na_net net;
+	struct na_fabric fab;
 	struct na_jobdir jd;
 	struct na_topo *t;
 	struct tuning tun, *tp;
 	struct cluster_cfg cl;
-	bool have_cl, have_net;
+	bool have_cl, have_net, have_fab;
 };
 
 static int up_place(const struct up *u, struct up_state *st, struct verr *e)
@@ -313,6 +318,32 @@ static int up_place(const struct up *u, struct up_state *st, struct verr *e)
 	return 0;
 }
 
+static int up_fabric(const struct up *u, struct up_state *st, int first, struct verr *e)
+{
+	struct ipv4net subnet;
+	uint64_t t0;
+
+	if (!u->fabric_subnet || ipv4net_parse(u->fabric_subnet, false, &subnet) < 0)
+		return verr_set(e, "--fabric-subnet '%s': expected a network such as 10.214.0.0/24",
+				u->fabric_subnet ? u->fabric_subnet : "");
+	t0 = now_ns();
+	st->have_fab = true;
+	if (na_fabric_create(&(struct na_fabric_req){ .job = u->job, .link = u->fabric_link,
+		.vlan = (int)u->fabric_vlan, .subnet = subnet, .nguests = (int)u->j.guests,
+		.index = st->net.index, .guest_netns = (const char (*)[64])st->net.guest_netns }, &st->fab, e) < 0)
+		return -1;
+	printf("fabric_create_ms %.2f\n", ms_since(t0));
+	for (int g = 0; g < (int)u->j.guests; g++) {
+		char a[20];
+
+		printf("guest %d fabric %s/%d vlan %lld rdma %s uverbs %s\n", first + g,
+		       ipv4_format(st->fab.g[g].addr, a, sizeof(a)), subnet.prefix, u->fabric_vlan,
+		       st->fab.g[g].rdma_dev, st->fab.g[g].uverbs);
+	}
+	fflush(stdout);
+	return 0;
+}
+
 static int up_net(const struct up *u, struct up_state *st, struct verr *e)
 {
 	int n = (int)u->j.guests, index[VHPC_MAX_GUESTS];
@@ -331,6 +362,8 @@ static int up_net(const struct up *u, struct up_state *st, struct verr *e)
 	}
 	for (int g = 0; g < n; g++)
 		index[g] = (int)u->first_index + g;
+	int first = (int)u->first_index;
+
 	t0 = now_ns();
 	if (na_net_create(&(struct na_net_req){ .job = u->job, .subnet = subnet, .nguests = n,
 		.tuning = st->tp, .index = index, .vni = (uint32_t)u->vni, .underlay = u->underlay,
@@ -345,13 +378,14 @@ static int up_net(const struct up *u, struct up_state *st, struct verr *e)
 		       ipv4_format(st->net.guest_addr[g], a, sizeof(a)), st->net.prefix, st->net.mtu);
 	}
 	fflush(stdout);
-	return 0;
+	return u->fabric_link ? up_fabric(u, st, first, e) : 0;
 }
 
 static int up_containers(const struct up *u, struct up_state *st, struct verr *e)
 {
 	for (int g = 0; g < (int)u->j.guests; g++) {
 		char host[64], logp[4096], sys[4200];
+		struct na_chardev devs[2];
 		struct na_ctr_spec s = {
 			.job = u->job, .index = g, .hostname = host, .rootfs = u->rootfs,
 			.argv = (const char *const *)u->argv, .env = u->env, .binds = u->binds,
@@ -368,6 +402,9 @@ static int up_containers(const struct up *u, struct up_state *st, struct verr *e
 		snprintf(sys, sizeof(sys), "%s/sys%d", st->jd.path, g);
 		if (na_ctr_sysfs(st->net.guest_netns[g], sys, e) < 0)
 			return -1;
+		if (st->have_fab && na_ctr_fabric_devices(&st->fab.g[g], devs, &s.ndevices, e) < 0)
+			return -1;
+		s.devices = devs;
 		t0 = now_ns();
 		if (na_ctr_start(&s, &st->ctr[g], e) < 0)
 			return -1;
@@ -391,6 +428,14 @@ static int up_teardown(const struct up *u, struct up_state *st)
 			rc = 1;
 		}
 		printf("ctr_stop_ms %.2f\n", ms_since(t0));
+	}
+	if (st->have_fab) {
+		t0 = now_ns();
+		if (na_fabric_destroy(&st->fab, &e) < 0) {
+			fprintf(stderr, "vhpc-na: %s\n", e.msg);
+			rc = 1;
+		}
+		printf("fabric_destroy_ms %.2f\n", ms_since(t0));
 	}
 	if (st->have_net) {
 		t0 = now_ns();
@@ -472,6 +517,10 @@ static int up_opt(struct up *u, int c)
 			return bad_arg("--grace (milliseconds)", optarg);
 		u->grace_ms = (int)v;
 		return 0;
+	case 'L': u->fabric_link = optarg; return 0;
+	case 'S': u->fabric_subnet = optarg; return 0;
+	case 'W':
+		return parse_ll(optarg, 1, 4094, &u->fabric_vlan) < 0 ? bad_arg("--fabric-vlan (1..4094)", optarg) : 0;
 	case 'I':
 		return parse_ll(optarg, 0, 4095, &u->first_index) < 0 ? bad_arg("--first-index (0..4095)", optarg) : 0;
 	case 'V':
@@ -501,7 +550,8 @@ static int cmd_up(int argc, char **argv)
 		{ "rootfs", 1, 0, 'r' }, { "tmpfs", 1, 0, 'f' }, { "bind", 1, 0, 'B' },
 		{ "env", 1, 0, 'e' }, { "grace", 1, 0, 'g' }, { "log-dir", 1, 0, 'l' },
 		{ "first-index", 1, 0, 'I' }, { "vni", 1, 0, 'V' }, { "underlay", 1, 0, 'U' },
-		{ "peer", 1, 0, 'P' }, { 0 } };
+		{ "peer", 1, 0, 'P' }, { "fabric-link", 1, 0, 'L' }, { "fabric-vlan", 1, 0, 'W' },
+		{ "fabric-subnet", 1, 0, 'S' }, { 0 } };
 	struct up u = { .j = { .guests = 2, .vcpus = 1, .mem = 256ull << 20 },
 			.tuning_name = "hpc", .grace_ms = 5000, .tmpfs = 64ull << 20 };
 	int c, rc;

@@ -114,6 +114,8 @@ int na_sweep_job(const char *job, const char *jobdir, const char *why,
 		log_info("%s: job %s: removed %d cgroup dir%s (%s in every hierarchy)", why, job, n,
 			 n > 1 ? "s" : "", rel);
 	*removed += n;
+	/* While the guests' namespaces, which hold its RDMA devices, exist. */
+	STEP(na_fabric_sweep(job, why, removed, &e));
 	STEP(sweep_netns(job, why, removed, &e));
 	/* After the VXLAN (in sweep_netns): its firewall outlives it. */
 	if ((n = na_fw_remove(job, &e)) > 0) {

@@ -130,6 +130,10 @@ int na_netns_del(const char *name, struct verr *err);
 int na_netns_run(const char *name, int (*fn)(void *arg, struct verr *err),
 		 void *arg, struct verr *err);
 
+/* The same for a namespace file (/proc/1/ns/net: the initial one). */
+int na_netns_run_path(const char *path, int (*fn)(void *arg, struct verr *err),
+		      void *arg, struct verr *err);
+
 /* Deletes the job's VXLAN device (vxlan0 in its job netns) if there is
  * one.  Deleting a namespace frees its devices only later (the kernel's
  * cleanup work), and a VXLAN still there keeps its VNI and port taken in
@@ -138,5 +142,63 @@ int na_vxlan_del(const char *job_netns, struct verr *err);
 
 /* Offloads of one interface in the calling thread's netns (ethtool ioctl). */
 int na_eth_offloads(const char *ifname, const struct tuning *t, struct verr *err);
+
+/* -------------------------------------------------------------- fabric */
+
+/* A job's part of the node's RDMA fabric (fabric.c; nodeagent/README.md,
+ * "The fabric").  On the node's fabric link (in the calling thread's
+ * namespace) a VLAN device vf<job> with the job's VLAN id; per guest a
+ * macvlan on it made straight into the guest's netns as NA_FABRIC_IF, with
+ * the guest's fabric address, and on it a soft-RoCE (rxe) RDMA device
+ * named vhpc-<job>-<index>, made inside that netns (where rxe then keeps
+ * its UDP socket) and moved there, so that with the RDMA subsystem in
+ * exclusive netns mode no other namespace sees or opens it. */
+#define NA_FABRIC_IF "fab0"
+
+struct na_fabric_req {
+	const char *job;
+	const char *link;             /* the node's netdev on the fabric */
+	int vlan;                     /* 1..4094 */
+	uint16_t pkey;                /* InfiniBand: refused (not implemented) */
+	struct ipv4net subnet;        /* guest i has subnet + 2 + i */
+	int nguests;
+	const int *index;             /* job-wide indexes; NULL = 0..nguests-1 */
+	const char (*guest_netns)[64];/* [nguests] names under /run/netns */
+};
+
+struct na_fabric_guest {
+	int index;
+	uint32_t addr;                /* host byte order */
+	char netns[64];
+	char rdma_dev[64];            /* "" until made */
+	char uverbs[64];              /* /dev/infiniband/uverbsN */
+	dev_t uverbs_dev;
+};
+
+struct na_fabric {
+	char job[16];
+	char vlan_dev[16];            /* "" until made */
+	int nguests;
+	struct na_fabric_guest g[VHPC_MAX_GUESTS];
+};
+
+/* Needs the guests' netns made (na_net_create).  On failure what was made
+ * is in *out for na_fabric_destroy. */
+int na_fabric_create(const struct na_fabric_req *r, struct na_fabric *out, struct verr *err);
+/* Removes the RDMA devices, then the VLAN (and the macvlans on it). */
+int na_fabric_destroy(struct na_fabric *f, struct verr *err);
+/* What a dead job left: its RDMA devices (in its guests' netns and in the
+ * initial one) and its VLAN device; counted in *removed. */
+int na_fabric_sweep(const char *job, const char *why, int *removed, struct verr *err);
+
+/* The RDMA netlink requests fabric.c uses (rdma_nl.c), in the calling
+ * thread's network namespace.  0/1: not there / done. */
+int na_rdma_netns_exclusive(struct verr *err);
+int na_rdma_link_add(const char *name, const char *type, const char *netdev, struct verr *err);
+int na_rdma_link_del(const char *name, struct verr *err);
+int na_rdma_dev_index(const char *name, uint32_t *index, struct verr *err);
+int na_rdma_dev_each(void (*fn)(const char *name, uint32_t index, void *arg), void *arg, struct verr *err);
+int na_rdma_dev_set_netns(const char *name, int netns_fd, struct verr *err);
+int na_rdma_chardev(const char *name, const char *type, dev_t *dev, char *cname, size_t len, struct verr *err);
 
 #endif

@@ -217,25 +217,32 @@ static void *run_thread(void *p)
 	return NULL;
 }
 
-int na_netns_run(const char *name, int (*fn)(void *arg, struct verr *err),
-		 void *arg, struct verr *err)
+int na_netns_run_path(const char *path, int (*fn)(void *arg, struct verr *err),
+		      void *arg, struct verr *err)
 {
-	char path[PATH_MAX];
 	struct run_call c = { .path = path, .fn = fn, .arg = arg };
 	pthread_t th;
 	int e;
 
-	if (!name_ok(name))
-		return verr_set(err, "network namespace name '%.80s' is not a plain name", name);
-	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, name);
 	if ((e = pthread_create(&th, NULL, run_thread, &c)) != 0) {
 		errno = e;
-		return verr_errno(err, "network namespace %s: thread", name);
+		return verr_errno(err, "network namespace %s: thread", path);
 	}
 	pthread_join(th, NULL);
 	if (c.rc < 0) {
 		*err = c.err;
-		return verr_wrap(err, "in network namespace %s", name);
+		return verr_wrap(err, "in network namespace %s", path);
 	}
 	return 0;
+}
+
+int na_netns_run(const char *name, int (*fn)(void *arg, struct verr *err),
+		 void *arg, struct verr *err)
+{
+	char path[PATH_MAX];
+
+	if (!name_ok(name))
+		return verr_set(err, "network namespace name '%.80s' is not a plain name", name);
+	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, name);
+	return na_netns_run_path(path, fn, arg, err);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -310,12 +311,55 @@ static void bad_specs_are_refused_with_reasons(void **state)
 	mkdir(p, 0755);
 }
 
+/* A guest on the fabric gets its own RDMA device nodes and nothing more:
+ * each made at its host path and allowed by one rule of its own, after the
+ * rule that denies every device. */
+static void fabric_devices_are_the_only_ones_allowed(void **state)
+{
+	struct na_chardev devs[2] = { { "/dev/infiniband/uverbs3", makedev(231, 195) },
+				      { "/dev/infiniband/rdma_cm", makedev(10, 58) } };
+	struct na_ctr_spec s = spec();
+	json_object *c, *d, *r;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
+	assert_null(get(c, "linux.devices"));
+	assert_int_equal(json_object_array_length(get(c, "linux.resources.devices")), 1);
+	json_object_put(c);
+
+	s.devices = devs;
+	s.ndevices = 2;
+	assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
+	d = get(c, "linux.devices");
+	assert_int_equal(json_object_array_length(d), 2);
+	assert_string_equal(json_object_get_string(get(json_object_array_get_idx(d, 0), "path")), "/dev/infiniband/uverbs3");
+	assert_string_equal(json_object_get_string(get(json_object_array_get_idx(d, 0), "type")), "c");
+	assert_int_equal(json_object_get_int(get(json_object_array_get_idx(d, 0), "major")), 231);
+	assert_int_equal(json_object_get_int(get(json_object_array_get_idx(d, 0), "minor")), 195);
+	assert_string_equal(json_object_get_string(get(json_object_array_get_idx(d, 1), "path")), "/dev/infiniband/rdma_cm");
+	r = get(c, "linux.resources.devices");
+	assert_int_equal(json_object_array_length(r), 3);
+	assert_false(json_object_get_boolean(get(json_object_array_get_idx(r, 0), "allow")));
+	for (int i = 1; i < 3; i++) {
+		json_object *x = json_object_array_get_idx(r, i);
+
+		assert_true(json_object_get_boolean(get(x, "allow")));
+		assert_string_equal(json_object_get_string(get(x, "type")), "c");
+		assert_string_equal(json_object_get_string(get(x, "access")), "rw");
+		assert_int_equal(json_object_get_int(get(x, "major")), i == 1 ? 231 : 10);
+		assert_int_equal(json_object_get_int(get(x, "minor")), i == 1 ? 195 : 58);
+	}
+	json_object_put(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(config_isolates_and_applies_placement),
 		cmocka_unit_test(bad_specs_are_refused_with_reasons),
 		cmocka_unit_test(pod_guest_joins_user_and_pid_namespaces),
+		cmocka_unit_test(fabric_devices_are_the_only_ones_allowed),
 	};
 
 	vlog_init("test-oci");

@@ -24,6 +24,17 @@ struct na_bind {
 	unsigned long flags;
 };
 
+/* A character device a guest gets beside runc's defaults, at the same
+ * path as on the host (where it was checked to be this device). */
+struct na_chardev {
+	const char *path;
+	dev_t dev;
+};
+
+/* Guest g's fabric devices (devices.c): its uverbs node and rdma_cm. */
+struct na_fabric_guest;
+int na_ctr_fabric_devices(const struct na_fabric_guest *g, struct na_chardev out[2], int *n, struct verr *err);
+
 struct na_ctr_spec {
 	const char *job;
 	int index;                 /* guest index: container id <job>-<index> */
@@ -46,6 +57,11 @@ struct na_ctr_spec {
 	uid_t uid;
 	gid_t gid;
 	const char *sysfs;         /* a sysfs of the guest's netns, bound read-only at /sys */
+	/* Its RDMA device's uverbs node and rdma_cm (the job's fabric): made
+	 * in its /dev (bound from the host's, in a user namespace) and the only
+	 * devices its device cgroup allows beyond runc's defaults. */
+	const struct na_chardev *devices;
+	int ndevices;
 	pid_t pod;                 /* >0: join the user and PID namespace of this
 	                            * process (the job's pod, pod.c) instead of
 	                            * making them; the netns must be the pod's too */

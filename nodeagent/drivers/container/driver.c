@@ -215,6 +215,7 @@ static int start(struct na_job *j, int k, struct verr *err)
 	struct na_bind binds[5 + BIND_MAX];
 	char hpath[BIND_MAX][sizeof(j->jd.path) + 16];
 	struct na_ctr_spec s = { 0 };
+	struct na_chardev devs[2];
 	const struct ctr_job *cj = j->drv_job;
 	struct ctr_guest *cg = guest_state(j, k, err);
 	bool vmshm = j->vmshm[0] != 0;
@@ -265,6 +266,9 @@ static int start(struct na_job *j, int k, struct verr *err)
 	s.uid = j->s.uid;
 	s.gid = j->s.gid;
 	s.sysfs = cg->sys;
+	if (j->have_fab && na_ctr_fabric_devices(&j->fab.g[k], devs, &s.ndevices, err) < 0)
+		return -1;
+	s.devices = devs;
 	if (na_ctr_start(&s, &cg->ctr, err) < 0)
 		return verr_wrap(err, "starting guest %s", name);
 	return 0;

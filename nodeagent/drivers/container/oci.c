@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -335,6 +336,27 @@ static const char *id_list(const int *in, int n, char *buf, size_t len)
 	return cpulist_format(ids, k, buf, len);
 }
 
+/* The nodes themselves; runc binds the host's where it cannot mknod (a
+ * user namespace), so the path is the host's too. */
+static struct json_object *oci_devices(const struct na_ctr_spec *s)
+{
+	struct json_object *devs = json_object_new_array();
+
+	for (int i = 0; i < s->ndevices; i++) {
+		struct json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "path", json_object_new_string(s->devices[i].path));
+		json_object_object_add(d, "type", json_object_new_string("c"));
+		json_object_object_add(d, "major", json_object_new_int64(major(s->devices[i].dev)));
+		json_object_object_add(d, "minor", json_object_new_int64(minor(s->devices[i].dev)));
+		json_object_object_add(d, "fileMode", json_object_new_int(0666));
+		json_object_object_add(d, "uid", json_object_new_int(0));
+		json_object_object_add(d, "gid", json_object_new_int(0));
+		json_object_array_add(devs, d);
+	}
+	return devs;
+}
+
 static struct json_object *oci_resources(const struct na_ctr_spec *s)
 {
 	struct json_object *res, *dev, *devs, *cpu;
@@ -347,6 +369,15 @@ static struct json_object *oci_resources(const struct na_ctr_spec *s)
 	/* deny all; runc adds its default devices (null, zero, tty, ...) */
 	devs = json_object_new_array();
 	json_object_array_add(devs, dev);
+	for (int i = 0; i < s->ndevices; i++) {
+		dev = json_object_new_object();
+		json_object_object_add(dev, "allow", json_object_new_boolean(1));
+		json_object_object_add(dev, "type", json_object_new_string("c"));
+		json_object_object_add(dev, "major", json_object_new_int64(major(s->devices[i].dev)));
+		json_object_object_add(dev, "minor", json_object_new_int64(minor(s->devices[i].dev)));
+		json_object_object_add(dev, "access", json_object_new_string("rw"));
+		json_object_array_add(devs, dev);
+	}
 	json_object_object_add(res, "devices", devs);
 	if (s->mem_limit) {
 		struct json_object *mem = json_object_new_object();
@@ -392,6 +423,8 @@ int na_oci_config(const struct na_ctr_spec *s, const char *rootfs_path,
 	json_object_object_add(lin, "cgroupsPath", json_object_new_string(cg));
 
 	json_object_object_add(lin, "resources", oci_resources(s));
+	if (s->ndevices)
+		json_object_object_add(lin, "devices", oci_devices(s));
 	json_object_object_add(lin, "maskedPaths", strarray(masked));
 	json_object_object_add(lin, "readonlyPaths", strarray(readonly));
 	json_object_object_add(c, "linux", lin);

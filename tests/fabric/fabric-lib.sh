@@ -1,0 +1,84 @@
+# Shell helpers for the fabric tests: a soft-RoCE fabric between two
+# "nodes" (network namespaces joined by a veth, each end the node's fabric
+# link "fab"), in an L1 whose kernel has per-namespace rxe (the lab's
+# 7.3.4, "# lab-kernel:").  Source after tests/lib.sh.
+
+# Skips the test, saying why, where this kernel cannot carry verbs between
+# namespaces or the tools are missing.
+fab_need() {
+	need_root
+	local t
+	for t in rdma ibv_devices ib_send_lat ib_write_bw nsenter; do
+		command -v "$t" >/dev/null || skip_all "$t is not installed (make deps: rdma-core, ibverbs-utils, perftest)"
+	done
+	modprobe rdma_rxe 2>/dev/null
+	[ -d /sys/module/rdma_rxe ] || skip_all "no rdma_rxe in this kernel ($(uname -r)); the lab's 7.3.4 has it"
+	modprobe ib_uverbs 2>/dev/null; modprobe rdma_ucm 2>/dev/null
+	# rxe's per-namespace sockets came after 6.12: before, no verbs
+	# traffic crosses namespaces (issue 34).
+	local v; v=$(uname -r); v=${v%%-*}; v=${v%%+*}
+	printf '%s\n7.0\n' "$v" | sort -V -C && skip_all "kernel $(uname -r) has no per-namespace rxe sockets (7.3.4 has)"
+	# The node's setting, made at boot (tests/lab/inside does it in L1).
+	rdma system show 2>/dev/null | grep -q 'netns exclusive' ||
+		skip_all "the RDMA subsystem is in shared netns mode here; the fabric needs exclusive (ib_core netns_mode=0)"
+}
+
+# fab_nodes P: node namespaces ${P}n1 and ${P}n2, each with its end of a
+# veth as "fab" (up, 10.77.0.N/24, untagged: the node's own traffic).
+fab_nodes() {
+	local p=$1 i
+	export FAB_N1=${p}n1 FAB_N2=${p}n2
+	ip netns add "$FAB_N1" && ip netns add "$FAB_N2" || return 1
+	at_exit "ip netns del $FAB_N1 2>/dev/null; ip netns del $FAB_N2 2>/dev/null"
+	ip -n "$FAB_N1" link add fab type veth peer name fab netns "$FAB_N2" || return 1
+	for i in 1 2; do
+		ip -n "${p}n$i" link set lo up
+		ip -n "${p}n$i" addr add "10.77.0.$i/24" dev fab
+		ip -n "${p}n$i" link set fab up
+	done
+}
+
+# in_node N CMD...: CMD in node N's network namespace, with this mount
+# namespace (ip netns exec would remount /sys over the cgroup mounts).
+in_node() { local n=$1; shift; nsenter --net="/run/netns/$(eval echo "\$FAB_N$n")" "$@"; }
+export -f in_node
+
+# fab_node_rdma N NAME: an rxe device NAME on node N's fab, moved into
+# the node's namespace (exclusive mode makes it in the initial one).
+fab_node_rdma() {
+	local ns; ns=$(eval echo "\$FAB_N$1")
+	in_node "$1" rdma link add "$2" type rxe netdev fab || return 1
+	at_exit "nsenter --net=/run/netns/$ns rdma link del $2 2>/dev/null; rdma link del $2 2>/dev/null"
+	rdma dev set "$2" netns "$ns"
+}
+
+# gid_index NS DEV: the index of DEV's IPv4 (RoCE v2) GID, seen from NS.
+gid_index() {
+	ip netns exec "$1" ibv_devinfo -v -d "$2" 2>/dev/null |
+		sed -n 's/^[[:space:]]*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:[0-9.]*, RoCE v2.*/\1/p' | head -1
+}
+
+# perf_pair SERVER_CMD... -- CLIENT_CMD...: runs a perftest server, then
+# its client until it connects (the server needs a moment under TCG);
+# the client's output in PERF_OUT, its status returned.  The commands may
+# be exported shell functions.
+perf_pair() {
+	local srv=() cli=() i rc spid
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	timeout 120 bash -c '"$@"' _ "${srv[@]}" >"$T_DIR/perf-server.out" 2>&1 &
+	spid=$!
+	for ((i = 0; i < 20; i++)); do
+		sleep 1
+		PERF_OUT=$(timeout 100 bash -c '"$@"' _ "${cli[@]}" 2>&1)
+		rc=$?
+		case $PERF_OUT in *"Couldn't connect"*|*"Unable to open file descriptor"*) continue ;; esac
+		break
+	done
+	wait "$spid" 2>/dev/null
+	return $rc
+}
+
+# perf_figure OUT BYTES COLUMN: a perftest result line's column for BYTES.
+perf_figure() { awk -v b="$2" -v c="$3" '$1 == b && NF >= c { print $c; exit }' <<<"$1"; }
