@@ -28,7 +28,7 @@ static struct sched_guest gbuf[64];
 static void guests_pack_onto_fewest_nodes(void **state)
 {
 	struct sched_node n[3] = { node(2, 4, 16 * G), node(2, 4, 16 * G), node(2, 4, 16 * G) };
-	struct sched_req r = { 4, 2, G };
+	struct sched_req r = { .nguests = 4, .vcpus = 2, .mem = G };
 	struct sched_alloc a = { .g = gbuf };
 
 	(void)state;
@@ -39,7 +39,7 @@ static void guests_pack_onto_fewest_nodes(void **state)
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(a.g[i].ntakes, 1);
 	/* 6 guests x 4 cores need 3 nodes of 8 cores. */
-	r = (struct sched_req){ 6, 4, G };
+	r = (struct sched_req){ .nguests = 6, .vcpus = 4, .mem = G };
 	n[0].used_cores[0] = 0;
 	assert_int_equal(sched_fit(n, 3, &r, &a), 0);
 	assert_int_equal(sched_nodes_used(&a), 3);
@@ -48,7 +48,7 @@ static void guests_pack_onto_fewest_nodes(void **state)
 static void numa_capacity_is_respected(void **state)
 {
 	struct sched_node n[1] = { node(2, 4, 1 * G) };
-	struct sched_req r = { 2, 3, 512u << 20 };
+	struct sched_req r = { .nguests = 2, .vcpus = 3, .mem = 512u << 20 };
 	struct sched_alloc a = { .g = gbuf };
 
 	(void)state;
@@ -58,13 +58,13 @@ static void numa_capacity_is_respected(void **state)
 	assert_int_equal(a.g[1].ntakes, 1);
 	assert_int_not_equal(a.g[0].take[0].numa, a.g[1].take[0].numa);
 	/* Memory binds too: two 768M guests cannot share a 1G node. */
-	r = (struct sched_req){ 2, 1, 768u << 20 };
+	r = (struct sched_req){ .nguests = 2, .vcpus = 1, .mem = 768u << 20 };
 	assert_int_equal(sched_fit(n, 1, &r, &a), 0);
 	assert_int_not_equal(a.g[0].take[0].numa, a.g[1].take[0].numa);
-	r = (struct sched_req){ 3, 1, 768u << 20 };
+	r = (struct sched_req){ .nguests = 3, .vcpus = 1, .mem = 768u << 20 };
 	assert_int_equal(sched_fit(n, 1, &r, &a), -1);
 	/* A guest bigger than a NUMA node spans the node's NUMA nodes. */
-	r = (struct sched_req){ 1, 6, 1 * G };
+	r = (struct sched_req){ .nguests = 1, .vcpus = 6, .mem = 1 * G };
 	assert_int_equal(sched_fit(n, 1, &r, &a), 0);
 	assert_int_equal(a.g[0].ntakes, 2);
 	assert_int_equal(a.g[0].take[0].cores + a.g[0].take[1].cores, 6);
@@ -74,7 +74,7 @@ static void numa_capacity_is_respected(void **state)
 static void gang_all_or_nothing_and_down_nodes(void **state)
 {
 	struct sched_node n[2] = { node(1, 8, 0), node(1, 8, 0) };
-	struct sched_req r = { 9, 2, 0 };
+	struct sched_req r = { .nguests = 9, .vcpus = 2, .mem = 0 };
 	struct sched_alloc a = { .g = gbuf };
 
 	(void)state;
@@ -91,7 +91,7 @@ static void gang_all_or_nothing_and_down_nodes(void **state)
 static void apply_and_release_balance(void **state)
 {
 	struct sched_node n[2] = { node(2, 4, 8 * G), node(2, 4, 8 * G) };
-	struct sched_req r = { 3, 3, G };
+	struct sched_req r = { .nguests = 3, .vcpus = 3, .mem = G };
 	struct sched_alloc a = { .g = gbuf };
 
 	(void)state;
@@ -112,7 +112,7 @@ static void fifo_with_easy_backfill(void **state)
 {
 	/* One 8-core node; R holds 6 cores until t=100. */
 	struct sched_node n[1] = { node(1, 8, 0) };
-	struct sched_running run = { { 1, 6, 0 }, { 0 }, 100 };
+	struct sched_running run = { { .nguests = 1, .vcpus = 6, .mem = 0 }, { 0 }, 100 };
 	struct sched_guest rg[1];
 	struct sched_pending q[4] = {
 		{ .req = { 1, 8, 0 }, .limit = 50 },   /* head: needs the whole node */
@@ -163,7 +163,7 @@ static void backfill_goes_where_the_head_will_not(void **state)
 	/* A busy until 100, B free, C half busy for long.  The head needs two
 	 * whole nodes (A and B at t=100); a long small job must go to C. */
 	struct sched_node n[3] = { node(1, 4, 0), node(1, 4, 0), node(1, 4, 0) };
-	struct sched_running run[2] = { { { 1, 4, 0 }, { 0 }, 100 }, { { 1, 2, 0 }, { 0 }, 100000 } };
+	struct sched_running run[2] = { { { .nguests = 1, .vcpus = 4, .mem = 0 }, { 0 }, 100 }, { { .nguests = 1, .vcpus = 2, .mem = 0 }, { 0 }, 100000 } };
 	struct sched_guest rg[2][1];
 	struct sched_pending q[2] = {
 		{ .req = { 2, 4, 0 }, .limit = 50 },
