@@ -150,6 +150,7 @@ static int sim_register(int i, struct verr *err)
 	json_object_object_add(req, "underlay", json_object_new_string(ipv4_format(vd.underlay, a, sizeof(a))));
 	json_object_object_add(req, "numa", numa);
 	json_object_object_add(req, "rdma", json_object_new_array());
+	vd_fabric_report(req, name, true);
 	json_object_object_add(req, "simulated", json_object_new_boolean(true));
 	json_object_object_add(req, "jobs", json_object_new_array());
 	if (vd_call(req, &rep, 30000, err) < 0) {
