@@ -92,6 +92,21 @@ bool ctld_fabric_why(struct ctld *ctl, const struct sched_node *sn, const struct
 			return true;
 		}
 	}
+	/* Enough on some node, but not for every guest. */
+	for (int d = 0; d < r->ndev; d++) {
+		int room = 0;
+
+		for (int i = 0; i < ctl->nnodes; i++)
+			for (int k = 0; sn[i].up && (!r->rdma || sn[i].fabric) && k < sn[i].ndev; k++)
+				if (!strcmp(sn[i].dev[k].cls, r->dev[d].cls))
+					room += sn[i].dev[k].total / r->dev[d].n;
+		if (room < r->nguests) {
+			snprintf(why, len, "waiting: %d guests with %d %s function%s each; the up nodes%s have %s for %d",
+				 r->nguests, r->dev[d].n, r->dev[d].cls, r->dev[d].n == 1 ? "" : "s",
+				 r->rdma ? " with the fabric" : "", r->dev[d].n == 1 ? "one" : "them", room);
+			return true;
+		}
+	}
 	return false;
 }
 
