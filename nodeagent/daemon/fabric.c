@@ -65,16 +65,33 @@ static bool exists_at(const char *dir, const char *name)
 	return ok;
 }
 
+/* RoCE and InfiniBand need a device on the link (soft-RoCE makes its own
+ * per guest): one whose port carries it, as rdma.c read it from sysfs. */
+static bool rdma_on(const char *link)
+{
+	for (size_t i = 0; vd.rdma && i < json_object_array_length(vd.rdma); i++) {
+		struct json_object *nd;
+
+		if (json_object_object_get_ex(json_object_array_get_idx(vd.rdma, i), "netdev", &nd) &&
+		    !strcmp(json_object_get_string(nd), link))
+			return true;
+	}
+	return false;
+}
+
 void vd_fabric_report(struct json_object *req, const char *name, bool simulated)
 {
 	const struct cluster_fabric_node *fn = cluster_fabric_node(&vd.cl, name);
 	const char *link = cluster_fabric_link(&vd.cl, name);
 	struct json_object *pa = json_object_new_array();
 
-	if (link && (simulated || exists_at("/sys/class/net", link)))
-		json_object_object_add(req, "fabric_link", json_object_new_string(link));
-	else if (link)
+	if (link && !simulated && !exists_at("/sys/class/net", link))
 		log_warn("fabric link %s (the cluster file's) does not exist on this node: no fabric here", link);
+	else if (link && !simulated && vd.cl.fabric.mode != FABRIC_SOFT_ROCE && !rdma_on(link))
+		log_warn("fabric link %s has no RDMA device (libibverbs lists none on it): no %s fabric here", link,
+			 fabric_mode_names[vd.cl.fabric.mode]);
+	else if (link)
+		json_object_object_add(req, "fabric_link", json_object_new_string(link));
 	for (size_t i = 0; fn && i < fn->pci.n; i++) {
 		const struct cluster_pci *p = &((const struct cluster_pci *)fn->pci.v)[i];
 		struct json_object *e;
