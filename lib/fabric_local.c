@@ -31,14 +31,15 @@ static int lock(const char *name, struct verr *err)
 	return fd;
 }
 
-static bool link_here(const char *link)
+/* name (a checked plain name) is an entry of the sysfs folder dir. */
+static bool in_sysfs(const char *dir, const char *name)
 {
-	int dfd = open("/sys/class/net", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	bool ok;
 
 	if (dfd < 0)
 		return false;
-	ok = faccessat(dfd, link, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	ok = faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 	close(dfd);
 	return ok;
 }
@@ -88,7 +89,7 @@ int fabric_local_claim(const struct cluster_cfg *cl, const char *node, const str
 {
 	const struct cluster_fabric_node *fn = cluster_fabric_node(cl, node);
 	const char *link = cluster_fabric_link(cl, node);
-	bool have = link && link_here(link);
+	bool have = link && in_sysfs("/sys/class/net", link);
 	char why[256];
 
 	memset(c, 0, sizeof(*c));
@@ -121,7 +122,8 @@ int fabric_local_claim(const struct cluster_cfg *cl, const char *node, const str
 				char name[40];
 				int fd;
 
-				if (strcmp(p->cls, cls) || c->npci == FABRIC_LOCAL_MAX)
+				if (strcmp(p->cls, cls) || c->npci == FABRIC_LOCAL_MAX ||
+				    !in_sysfs("/sys/bus/pci/devices", p->addr))
 					continue;
 				snprintf(name, sizeof(name), "pci-%s", p->addr);
 				if ((fd = lock(name, err)) < -1)
@@ -135,7 +137,7 @@ int fabric_local_claim(const struct cluster_cfg *cl, const char *node, const str
 				left--;
 			}
 			if (left) {
-				verr_set(err, "%d %s function%s per guest: node %s has too few free (fabric.nodes in the cluster file)",
+				verr_set(err, "%d %s function%s per guest: node %s has too few that exist and are free (fabric.nodes in the cluster file)",
 					 want, cls, want == 1 ? "" : "s", node);
 				goto fail;
 			}

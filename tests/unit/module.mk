@@ -7,3 +7,4 @@ $(eval $(call unit_test,unit-wire,tests/unit/test_wire.c tests/cluster/wireframe
 $(eval $(call unit_test,unit-gexec,tests/unit/test_gexec.c))
 $(eval $(call unit_test,unit-binds,tests/unit/test_binds.c))
 $(eval $(call unit_test,unit-fabric,tests/unit/test_fabric.c))
+$(eval $(call unit_test,unit-fabric-local,tests/unit/test_fabric_local.c))
