@@ -109,7 +109,12 @@ void vd_fabric_report(struct json_object *req, const char *name, bool simulated)
 		json_object_object_add(e, "numa", json_object_new_int(simulated ? -1 : numa_of("/sys/bus/pci/devices", rel)));
 		json_object_array_add(pa, e);
 	}
-	json_object_object_add(req, "pci", pa);
+	/* Absent rather than empty: a node without functions registers as
+	 * it did before they existed. */
+	if (json_object_array_length(pa))
+		json_object_object_add(req, "pci", pa);
+	else
+		json_object_put(pa);
 }
 
 static bool listed(const struct cluster_fabric_node *fn, const char *addr)

@@ -64,14 +64,14 @@ static void a_node_reports_what_its_file_lists(void **state)
 	vd_fabric_report(req, "n1", false);
 	assert_null(json_object_object_get(req, "fabric_link"));
 	pci = json_object_object_get(req, "pci");
-	for (size_t i = 0; i < json_object_array_length(pci); i++)
+	for (size_t i = 0; pci && i < json_object_array_length(pci); i++)
 		assert_string_not_equal(json_object_get_string(json_object_object_get(json_object_array_get_idx(pci, i), "addr")),
 					"ffff:ff:1f.7");
 	json_object_put(req);
 	/* a node the file does not list has no functions */
 	req = json_object_new_object();
 	vd_fabric_report(req, "n2", true);
-	assert_int_equal(json_object_array_length(json_object_object_get(req, "pci")), 0);
+	assert_null(json_object_object_get(req, "pci"));
 	json_object_put(req);
 }
 

@@ -105,10 +105,10 @@ check_eq "--vhpc-no-rdma runs over TCP" "g0" "$out"
 sl_user srun -N 1 --vhpc-image=default --vhpc-rdma hostname >/dev/null 2>"$T/err"
 rc=$?
 check "--vhpc-rdma on nodes without a fabric fails" test "$rc" != 0
-check_match "... saying the node has none" "rdma: node n[0-9] has no fabric" "$(cat "$T/err" "$SL_DIR"/*.log 2>/dev/null)"
+check_match "... saying the node has none" "rdma: node n[0-9] has no fabric" "$(cat "$T/err")"
 sl_user srun -N 1 --vhpc-image=default --vhpc-device=gpu hostname >/dev/null 2>"$T/err"
 check "--vhpc-device=gpu on nodes without functions fails" test "$?" != 0
-check_match "... saying so" "1 gpu function per guest: node n[0-9] has too few" "$(cat "$T/err" "$SL_DIR"/*.log 2>/dev/null)"
+check_match "... saying so" "1 gpu function per guest: node n[0-9] has too few" "$(cat "$T/err")"
 
 # -- nothing is left
 sl_wait_empty 30
