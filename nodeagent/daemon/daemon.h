@@ -204,8 +204,8 @@ int vd_sysfs_read(const char *dir, const char *rel, char *buf, size_t len);
  * the link when it exists here, and each listed function that exists,
  * with its NUMA node (a simulated node reports them unchecked). */
 void vd_fabric_report(struct json_object *req, const char *name, bool simulated);
-/* The job_prepare's fabric and functions, checked against this node's
- * cluster file, into the job's spec. */
-int vd_fabric_spec(struct vjob *j, struct na_job_spec *s, struct verr *err);
+/* The job_prepare's fabric and functions, checked against node's entry of
+ * this vhpcd's cluster file, into the job's spec (logged). */
+int vd_fabric_spec(struct vjob *j, const char *node, struct na_job_spec *s, struct verr *err);
 
 #endif

@@ -7,6 +7,7 @@
  */
 #include "lib/cluster.h"
 #include "lib/fabric.h"
+#include "lib/inet.h"
 #include "lib/log.h"
 #include "daemon.h"
 
@@ -125,12 +126,13 @@ static bool listed(const struct cluster_fabric_node *fn, const char *addr)
 	return false;
 }
 
-int vd_fabric_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
+int vd_fabric_spec(struct vjob *j, const char *node, struct na_job_spec *s, struct verr *err)
 {
-	const struct cluster_fabric_node *fn = cluster_fabric_node(&vd.cl, vd.name);
+	const struct cluster_fabric_node *fn = cluster_fabric_node(&vd.cl, node);
+	char a[20];
 
 	if (j->p.rdma) {
-		const char *link = cluster_fabric_link(&vd.cl, vd.name);
+		const char *link = cluster_fabric_link(&vd.cl, node);
 
 		if (vd.cl.fabric.mode != j->p.fabric_mode)
 			return verr_set(err, "the job's fabric is %s, but this node's cluster file says fabric.mode %s",
@@ -151,7 +153,7 @@ int vd_fabric_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 		 * because the function exists. */
 		if (!listed(fn, j->p.pci[i]))
 			return verr_set(err, "PCI function %s is not one this node's cluster file offers (fabric.nodes: %s)",
-					j->p.pci[i], vd.name);
+					j->p.pci[i], node);
 		for (k = 0; k < j->p.nhere && j->p.here[k] != j->p.pci_guest[i]; k++)
 			;
 		if (k == j->p.nhere)
@@ -162,5 +164,13 @@ int vd_fabric_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->pci = j->pci;
 	s->pci_guest = j->pci_local;
 	s->npci = j->p.npci;
+	if (s->rdma)
+		log_info("job %lld on %s: fabric %s on %s, %s %d, subnet %s/%d", (long long)j->p.job, node,
+			 fabric_mode_names[j->p.fabric_mode], s->fabric_link, s->fabric_pkey ? "pkey" : "vlan",
+			 s->fabric_pkey ? s->fabric_pkey : s->fabric_vlan, ipv4_format(s->fabric_subnet.addr, a, sizeof(a)),
+			 s->fabric_subnet.prefix);
+	for (int i = 0; i < s->npci; i++)
+		log_info("job %lld on %s: PCI function %s for guest %d", (long long)j->p.job, node, s->pci[i],
+			 j->p.pci_guest[i]);
 	return 0;
 }

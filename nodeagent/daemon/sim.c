@@ -97,6 +97,20 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 	s = find(node, m->job);
 	switch (m->type) {
 	case VM_PREPARE:
+		/* The job's fabric and functions, checked as a real node
+		 * checks them against its cluster file (it makes nothing). */
+		{
+			static struct vjob j;
+			struct na_job_spec spec = { 0 };
+			struct verr e;
+
+			memset(&j, 0, sizeof(j));
+			j.p = m->prep;
+			if (vd_fabric_spec(&j, m->node, &spec, &e) < 0) {
+				pthread_mutex_unlock(&S.mu);
+				return wire_error("%s", e.msg);
+			}
+		}
 		if (!s) {
 			if (grow(&S.v, &S.cap, (size_t)S.n + 1, sizeof(*S.v), 1024) < 0) {
 				pthread_mutex_unlock(&S.mu);

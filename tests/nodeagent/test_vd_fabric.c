@@ -94,7 +94,7 @@ static void a_job_gets_only_what_the_file_lists(void **state)
 	snprintf(j.p.pci[0], sizeof(j.p.pci[0]), "0000:00:05.0");
 	j.p.pci_guest[0] = 5;
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(vd_fabric_spec(&j, &s, &e), 0);
+	assert_int_equal(vd_fabric_spec(&j, vd.name, &s, &e), 0);
 	assert_true(s.rdma);
 	assert_string_equal(s.fabric_link, "vhpcnosuchlink0");
 	assert_int_equal(s.fabric_vlan, 101);
@@ -105,22 +105,22 @@ static void a_job_gets_only_what_the_file_lists(void **state)
 	assert_int_equal(s.pci_guest[0], 1);    /* job-wide guest 5 is this node's second */
 	/* an address the admin did not list, though it may exist */
 	snprintf(j.p.pci[0], sizeof(j.p.pci[0]), "0000:00:1f.0");
-	assert_int_equal(vd_fabric_spec(&j, &s, &e), -1);
+	assert_int_equal(vd_fabric_spec(&j, vd.name, &s, &e), -1);
 	assert_non_null(strstr(e.msg, "PCI function 0000:00:1f.0 is not one this node's cluster file offers"));
 	/* a guest that is not here */
 	snprintf(j.p.pci[0], sizeof(j.p.pci[0]), "0000:00:05.0");
 	j.p.pci_guest[0] = 4;
-	assert_int_equal(vd_fabric_spec(&j, &s, &e), -1);
+	assert_int_equal(vd_fabric_spec(&j, vd.name, &s, &e), -1);
 	assert_non_null(strstr(e.msg, "guest 4 is not on this node"));
 	j.p.pci_guest[0] = 3;
 	/* a fabric the node's file does not have */
 	j.p.fabric_mode = FABRIC_IB;
-	assert_int_equal(vd_fabric_spec(&j, &s, &e), -1);
+	assert_int_equal(vd_fabric_spec(&j, vd.name, &s, &e), -1);
 	assert_non_null(strstr(e.msg, "the job's fabric is ib, but this node's cluster file says fabric.mode roce"));
 	/* another node's entry: none of n1's functions */
 	j.p.fabric_mode = FABRIC_ROCE;
 	snprintf(vd.name, sizeof(vd.name), "n2");
-	assert_int_equal(vd_fabric_spec(&j, &s, &e), -1);
+	assert_int_equal(vd_fabric_spec(&j, vd.name, &s, &e), -1);
 	assert_non_null(strstr(e.msg, "(fabric.nodes: n2)"));
 	snprintf(vd.name, sizeof(vd.name), "n1");
 }
