@@ -9,6 +9,7 @@
  *   vhpcd_srv.c   the listener: one thread per controller connection
  *   vhpcd_sim.c   --simulate N: fake nodes for scheduling benchmarks
  *   vhpcd_rdma.c  RDMA devices (libibverbs)
+ *   fabric.c      the node's fabric and PCI functions: reported, and a job's share checked
  *   image.c       the node's image cache: pulls from vhpc-ctld's store
  */
 #ifndef VHPC_NODEAGENT_VHPCD_INT_H

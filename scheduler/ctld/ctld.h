@@ -7,6 +7,7 @@
  *   ctld_state.c  nodes and jobs in memory, recovery from the store, commits
  *   ctld_req.c    request handlers (users and nodes)
  *   ctld_sched.c  the scheduler thread: passes, time limits, heartbeats, retries
+ *   ctld_fabric.c the fabric and PCI functions as resources: VLAN/pkey, subnet, functions
  *   ctld_rpc.c    talking to vhpcds: start (prepare, launch) and stop a job
  *   ctld_image.c  the image store's requests (imgstore.c keeps its files)
  *   ctld_spool.c  job output on disk: capped, and cut rather than filling the disk
@@ -320,7 +321,7 @@ bool ctld_fabric_why(struct ctld *ctl, const struct sched_node *sn, const struct
 int ctld_fabric_pick(struct ctld *ctl, struct cjob *j, char *why, size_t len);
 /* What it picked, into and from the job's stored net object. */
 void ctld_fabric_to_json(const struct ctld *ctl, const struct cjob *j, struct json_object *net);
-void ctld_fabric_from_json(struct ctld *ctl, struct cjob *j, struct json_object *net);
+void ctld_fabric_from_json(struct cjob *j, struct json_object *net);
 /* job_prepare's fabric and pci for node index `node`. */
 void ctld_fabric_prepare(struct ctld *ctl, const struct cjob *j, int node, struct json_object *msg);
 /* Views: the job's fabric and devices; the node's fabric, functions and

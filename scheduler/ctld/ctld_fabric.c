@@ -301,11 +301,10 @@ void ctld_fabric_to_json(const struct ctld *ctl, const struct cjob *j, struct js
 }
 
 /* Our own rows: read defensively; what does not parse is not held. */
-void ctld_fabric_from_json(struct ctld *ctl, struct cjob *j, struct json_object *net)
+void ctld_fabric_from_json(struct cjob *j, struct json_object *net)
 {
 	struct json_object *v, *pa;
 
-	(void)ctl;
 	if (json_object_object_get_ex(net, "rdma", &v) && json_object_get_boolean(v) &&
 	    json_object_object_get_ex(net, "fabric_subnet", &v) &&
 	    ipv4net_parse(json_object_get_string(v), false, &j->fsubnet) == 0 &&

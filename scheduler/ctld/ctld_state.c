@@ -258,7 +258,7 @@ out:
 	return rc;
 }
 
-static int net_from_json(struct ctld *ctl, struct cjob *j, const char *text)
+static int net_from_json(struct cjob *j, const char *text)
 {
 	struct json_object *o = text ? json_tokener_parse(text) : NULL, *v;
 	int rc = -1;
@@ -273,7 +273,7 @@ static int net_from_json(struct ctld *ctl, struct cjob *j, const char *text)
 	if (!json_object_object_get_ex(o, "key", &v) || strlen(json_object_get_string(v)) != 2 * CHAN_KEY_LEN)
 		goto out;
 	snprintf(j->key_hex, sizeof(j->key_hex), "%s", json_object_get_string(v));
-	ctld_fabric_from_json(ctl, j, o);
+	ctld_fabric_from_json(j, o);
 	rc = 0;
 out:
 	json_object_put(o);
@@ -753,7 +753,7 @@ static struct cjob *job_from(struct ctld *ctl, struct job_row *r, bool plan)
 		for (int t = 0; t < j->alloc[0].ntakes; t++)
 			j->vcpus += j->alloc[0].take[t].cores;
 	}
-	if (r->net_json && net_from_json(ctl, j, r->net_json) < 0 && ctld_job_active(j)) {
+	if (r->net_json && net_from_json(j, r->net_json) < 0 && ctld_job_active(j)) {
 		j->broken = true;
 		snprintf(j->reason, sizeof(j->reason), "its stored job network could not be read back");
 	}

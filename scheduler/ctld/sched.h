@@ -4,7 +4,9 @@
  *
  * A job's guests start together or not at all.  Guests are packed onto as
  * few nodes as possible, each guest on one NUMA node when it fits there
- * (cores and memory), else across the NUMA nodes of one node.  The queue is
+ * (cores and memory), else across the NUMA nodes of one node.  A guest that
+ * asks for PCI functions of a class goes only where that many are free, and
+ * one that needs the fabric only to a node that has it.  The queue is
  * FIFO; a later job may start before the head only when it fits now and
  * cannot delay the head's reserved start (EASY backfill).
  */
