@@ -315,6 +315,10 @@ void ctld_fabric_caps(struct ctld *ctl, const struct cnode *n, struct sched_node
 /* Why a job that the up nodes cannot hold even idle waits, when its
  * fabric or devices are the reason (else false). */
 bool ctld_fabric_why(struct ctld *ctl, const struct sched_node *sn, const struct sched_req *r, char *why, size_t len);
+/* Whether a --rdma job could get a VLAN or pkey now: -1 and why when every
+ * one is held (it then stays out of the pass, so it takes no nodes there
+ * that others could use).  Holds ctl->mu. */
+int ctld_fabric_room(struct ctld *ctl, const struct cjob *j, char *why, size_t len);
 /* At start, on the allocation j->alloc: whether it uses the fabric, its
  * VLAN or pkey and fabric subnet, and the functions of each guest.  -1
  * and why when a pool is exhausted (the job waits).  Holds ctl->mu. */

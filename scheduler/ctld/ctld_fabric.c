@@ -255,6 +255,25 @@ static int pick_pci(struct ctld *ctl, struct cjob *j, char *why, size_t len)
 	return 0;
 }
 
+int ctld_fabric_room(struct ctld *ctl, const struct cjob *j, char *why, size_t len)
+{
+	const struct cluster_fabric *f = &ctl->cl.fabric;
+	bool ib = f->mode == FABRIC_IB;
+	long long lo = ib ? f->pkey_lo : f->vlan_lo, hi = ib ? f->pkey_hi : f->vlan_hi, held = 0;
+
+	if (j->rdma_want != JOB_RDMA_ON || f->mode == FABRIC_NONE)
+		return 0;
+	/* Tags are unique among the jobs that hold one. */
+	for (int i = 0; i < ctl->njobs; i++)
+		held += ctl->jobs[i] != j && holds(ctl->jobs[i]) && ctl->jobs[i]->rdma;
+	if (held <= hi - lo)
+		return 0;
+	snprintf(why, len, ib ? "waiting: the fabric's partition key pool (0x%04llx-0x%04llx) is exhausted: every key is held by a job"
+			      : "waiting: the fabric's VLAN pool (%lld-%lld) is exhausted: every VLAN is held by a job",
+		 lo, hi);
+	return -1;
+}
+
 int ctld_fabric_pick(struct ctld *ctl, struct cjob *j, char *why, size_t len)
 {
 	bool all = ctl->cl.fabric.mode != FABRIC_NONE;

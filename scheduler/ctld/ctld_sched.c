@@ -255,6 +255,8 @@ static int add_queued(struct ctld *ctl, struct pass *p, struct cjob *j)
 {
 	if (j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms || p->nq >= ctl->sched_depth)
 		return 0;
+	if (ctld_fabric_room(ctl, j, j->reason, sizeof(j->reason)) < 0)
+		return 0;
 	/* Without --vcpus: one core per rank when a node could ever hold such
 	 * guests, else the largest share that fits (as vhpc run does on one
 	 * machine); ranks then share cores. */

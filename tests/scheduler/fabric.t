@@ -118,8 +118,11 @@ check_match "... over TCP" '"rdma":false' "$(rec "$E")"
 F=$(sub -N 1 --vcpus 1 --device fpga)
 check "F (a class no node offers) waits, saying so" poll_until 10 sh -c "'$BIN/vhpc' queue | grep -q '1 fpga function per guest asked for; the most an up node offers is 0'"
 "$BIN/vhpc" cancel "$F" >/dev/null
-G=$(sub -N 2 --vcpus 1 --rdma --device nic)
-check "G (2 guests with a nic each; one node has one) waits, saying so" poll_until 10 sh -c "'$BIN/vhpc' queue | grep -q '2 guests with 1 nic function each; the up nodes with the fabric have one for 1'"
+G=$(sub -N 2 --vcpus 1 --device nic)
+check "G (2 guests with a nic each; one node has one) waits, saying so" poll_until 10 sh -c "'$BIN/vhpc' queue | grep -q '2 guests with 1 nic function each; the up nodes have one for 1'"
+"$BIN/vhpc" cancel "$G" >/dev/null
+G=$(sub -N 1 --vcpus 1 --rdma --device nic)
+check "a --rdma job waits for the pool before anything else, saying so" poll_until 10 sh -c "'$BIN/vhpc' queue | grep -q \"^ *$G .*VLAN pool (100-101) is exhausted\""
 "$BIN/vhpc" cancel "$G" >/dev/null
 
 # -- a restart of the controller keeps what jobs hold
