@@ -136,22 +136,25 @@ static void print_fabric(struct json_object *n)
 	size_t len = 0;
 
 	if (json_object_object_get(n, "fabric")) {
-		len = (size_t)snprintf(line, sizeof(line), "  fabric %s on %s:", client_str(n, "fabric", "?"),
-				       client_str(n, "fabric_link", "?"));
-		for (size_t k = 0; rdma && k < json_object_array_length(rdma) && len < sizeof(line); k++) {
+		size_t nd = rdma ? json_object_array_length(rdma) : 0, nj = fj ? json_object_array_length(fj) : 0;
+
+		len = (size_t)snprintf(line, sizeof(line), "  fabric %s on %s; RDMA devices:%s", client_str(n, "fabric", "?"),
+				       client_str(n, "fabric_link", "?"), nd ? "" : " none");
+		for (size_t k = 0; k < nd && len < sizeof(line); k++) {
 			struct json_object *d = json_object_array_get_idx(rdma, k);
 
 			len += (size_t)snprintf(line + len, sizeof(line) - len, " %s(%s, numa %lld)",
 						client_str(d, "name", "?"), client_str(d, "netdev", "-"),
 						client_int(d, "numa", -1));
 		}
-		for (size_t k = 0; fj && k < json_object_array_length(fj) && len < sizeof(line); k++) {
+		if (len < sizeof(line))
+			len += (size_t)snprintf(line + len, sizeof(line) - len, "; jobs:%s", nj ? "" : " none");
+		for (size_t k = 0; k < nj && len < sizeof(line); k++) {
 			struct json_object *e = json_object_array_get_idx(fj, k);
 			bool ib = json_object_object_get(e, "pkey") != NULL;
 
-			len += (size_t)snprintf(line + len, sizeof(line) - len, ib ? "%s job %lld pkey 0x%04llx" : "%s job %lld vlan %lld",
-						k ? "," : ";", client_int(e, "job", 0),
-						client_int(e, ib ? "pkey" : "vlan", 0));
+			len += (size_t)snprintf(line + len, sizeof(line) - len, ib ? "%s %lld (pkey 0x%04llx)" : "%s %lld (vlan %lld)",
+						k ? "," : "", client_int(e, "job", 0), client_int(e, ib ? "pkey" : "vlan", 0));
 		}
 		printf("%s\n", line);
 	}

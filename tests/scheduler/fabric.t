@@ -81,7 +81,7 @@ is() { [ "$(state "$1")" = "$2" ]; }
 nodes() { "$BIN/vhpc" nodes; }
 
 n=$(nodes)
-check_match "vhpc nodes: fab-0's fabric and its link from the cluster file" 'fabric roce on eth9' "$n"
+check_match "vhpc nodes: fab-0's fabric and its link from the cluster file" 'fabric roce on eth9; RDMA devices: none; jobs: none' "$n"
 check_match "... fab-1's own link" 'fabric roce on eth7' "$n"
 check_match "... each function, its class, free" 'pci 0000:00:05.0 gpu .* free' "$n"
 check_eq "... the node without a fabric shows none" 2 "$(echo "$n" | grep -c '^  fabric')"
@@ -98,8 +98,9 @@ check "... and the node took its share, checked against its own cluster file" \
 check "... its functions for guest 0" sh -c "grep -q 'job $A on fab-0: PCI function 0000:00:05.0 for guest 0' '$T/fab.log' &&
 	grep -q 'job $A on fab-0: PCI function 0000:00:06.0 for guest 0' '$T/fab.log'"
 n=$(nodes)
+diag "$n"
 check_match "vhpc nodes shows which job holds each function" "pci 0000:00:05.0 gpu .* job $A guest 0" "$n"
-check_match "... and the jobs on the fabric with their VLAN" "job $A vlan 100" "$n"
+check_match "... and the jobs on the fabric with their VLAN" "fabric roce on eth9; RDMA devices: none; jobs: $A \\(vlan 100\\)" "$n"
 
 B=$(sub -N 1 --vcpus 1 --device gpu)
 check "B (1 gpu) waits: A holds both" poll_until 10 sh -c "[ \"\$(\"$BIN/vhpc\" queue --json | tr -d ' \n' | grep -o '{\"id\":$B,[^}]*' | grep -o PENDING)\" = PENDING ]"
