@@ -16,6 +16,29 @@
 #define CLUSTER_KEEP_ENDED         3600
 #define CLUSTER_SPOOL_MAX          512
 
+/* A PCI function a node's admin offers for passthrough (fabric.nodes[].pci). */
+struct cluster_pci {
+	char *addr;              /* "0000:00:05.0" (lib/fabric.h pci_addr_ok) */
+	char *cls;               /* "nic", "gpu", "vf", ... (fabric_class_ok) */
+};
+/* One node's part of `fabric:`, by the name its vhpcd registers with. */
+struct cluster_fabric_node {
+	char *name;
+	char *link;              /* its fabric netdev; NULL: fabric.link */
+	struct cf_list pci;      /* struct cluster_pci */
+};
+/* `fabric:` (scheduler/README.md, "Resources"): the RDMA fabric and what
+ * the controller hands each job from it. */
+struct cluster_fabric {
+	int mode;                /* enum fabric_mode (lib/fabric.h) */
+	char *link;              /* every node's fabric netdev unless its entry says */
+	long long vlan_lo, vlan_hi;   /* roce, soft-roce: a VLAN per job; 0 = no pool */
+	long long pkey_lo, pkey_hi;   /* ib: a partition key per job; 0 = no pool */
+	struct ipv4net pool;     /* fabric subnets are carved from here */
+	long long prefix;        /* each job gets a /prefix (larger for big jobs) */
+	struct cf_list nodes;    /* struct cluster_fabric_node */
+};
+
 /* The cluster (configs/cluster.yaml). */
 struct cluster_cfg {
 	char *name;
@@ -54,10 +77,19 @@ struct cluster_cfg {
 		struct ipv4net pool;   /* the nodes' WireGuard addresses */
 		long long port;        /* its UDP port on the underlay */
 	} wg;
+	struct cluster_fabric fabric;
 };
 extern const struct cf_schema cluster_schema;
+extern const struct cf_schema cluster_fabric_schema;
+/* fabric: the checks across its fields and job_network (lib/cluster_fabric.c). */
+int cluster_fabric_check(const struct cluster_cfg *c, const char *path, struct verr *err);
 /* path NULL: $VHPC_CLUSTER, else <config dir>/cluster.yaml. */
 int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err);
 void cluster_free(struct cluster_cfg *c);
+/* The node's entry of fabric.nodes, or NULL. */
+const struct cluster_fabric_node *cluster_fabric_node(const struct cluster_cfg *c, const char *node);
+/* The node's fabric netdev: its entry's link, else fabric.link; NULL
+ * where the cluster has no fabric. */
+const char *cluster_fabric_link(const struct cluster_cfg *c, const char *node);
 
 #endif

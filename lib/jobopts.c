@@ -40,6 +40,17 @@ const struct job_opt job_opts[] = {
 	{ ROW(JO_NOVMSHM, "no-vmshm", 0, NULL, "TCP between guests on this host (for comparison)"),
 	  JO_CLEAR, "vmshm", NULL, JO_RUN | JO_BENCH | JO_SLURM,
 	  "No vmshm shared memory between a job's guests on one node" },
+	{ ROW(JO_RDMA, "rdma", 0, NULL, "the job needs the cluster's RDMA fabric: it waits for\n"
+	      "nodes that have it (default: on where all its nodes do)"),
+	  JO_VALUE, "rdma", "on", JO_RUN | JO_SLURM,
+	  "The job's guests use the cluster's RDMA fabric (default: on where every node has it)" },
+	{ ROW(JO_NORDMA, "no-rdma", 0, NULL, "TCP only between nodes, even where there is a fabric"),
+	  JO_VALUE, "rdma", "off", JO_RUN | JO_SLURM,
+	  "No RDMA fabric for the job's guests: TCP only between nodes" },
+	{ ROW(JO_DEVICE, "device", 0, "CLASS[:N]", "N (default 1) PCI functions of CLASS (nic, gpu, vf,\n"
+	      "...) passed through to each guest (repeatable)"),
+	  JO_OWN, "devices", NULL, JO_RUN | JO_SLURM,
+	  "N (default 1) PCI functions of CLASS (nic, gpu, vf, ...) passed to each vhpc guest; repeatable" },
 	{ ROW(JO_SCRATCH, "scratch", 0, "SIZE", "an empty writable /scratch of SIZE in each guest,\n"
 	      "removed with the job (kvm: a disk; container: tmpfs)"),
 	  JO_SIZE, "scratch", "1G", JO_RUN, NULL },

@@ -38,6 +38,7 @@ enum jo_kind {
 	JO_DURATION,          /* CF_INT seconds, or 30s, 10m, 2h, 1d: "... expected EXPECT ..." */
 	JO_SET,               /* a flag: the CF_BOOL becomes true */
 	JO_CLEAR,             /* a flag: the CF_BOOL becomes false */
+	JO_VALUE,             /* a flag: the CF_ENUM becomes the name in expect */
 	JO_OWN,               /* the front-end's own code, by id */
 };
 
@@ -45,7 +46,7 @@ enum jo_id {
 	JO_GUESTS = 'N', JO_RANKS = 'n', JO_ENV = 'x', JO_HELP = 'h',
 	JO_IMAGE = 256, JO_DRIVER, JO_VCPUS, JO_MEM, JO_TUNING, JO_USER, JO_EMUKVM,
 	JO_TIMEOUT, JO_OVERSUB, JO_MAPBY, JO_NOVMSHM, JO_SCRATCH, JO_JOB, JO_BIND,
-	JO_CHDIR, JO_TOPOLOGY,
+	JO_CHDIR, JO_TOPOLOGY, JO_RDMA, JO_NORDMA, JO_DEVICE,
 	JO_ID_END             /* front-ends' own ids start here */
 };
 

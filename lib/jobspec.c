@@ -6,6 +6,7 @@
 #include "lib/cluster.h"
 #include "lib/config.h"
 #include "lib/err.h"
+#include "lib/fabric.h"
 #include "lib/inet.h"
 #include "lib/parse.h"
 #include "lib/paths.h"
@@ -37,6 +38,8 @@ static const struct cf_field job_fields[] = {
 	{ .key = "env", .kind = CF_STRMAP, .off = J(env) },
 	{ .key = "workdir", .kind = CF_STR, .off = J(workdir) },
 	{ .key = "binds", .kind = CF_STRLIST, .off = J(binds) },
+	{ .key = "rdma", .kind = CF_ENUM, .off = J(rdma), .names = job_rdma_names },
+	{ .key = "devices", .kind = CF_STRLIST, .off = J(devices) },
 	{ 0 }
 };
 const struct cf_schema job_spec_schema = { "job", sizeof(struct job_spec), job_fields };
@@ -78,6 +81,21 @@ int job_spec_check(const struct job_spec *j, struct verr *err)
 		if (bind_parse(j->binds.v[i], &b, why, sizeof(why)) < 0)
 			return verr_set(err, "%s", why);
 	}
+	if (j->devices.n > JOB_DEVICES_MAX)
+		return verr_set(err, "%zu devices: a job names at most %d classes", j->devices.n, JOB_DEVICES_MAX);
+	for (size_t i = 0; i < j->devices.n; i++) {
+		char cls[FABRIC_CLASS_MAX + 1], other[FABRIC_CLASS_MAX + 1];
+		int n;
+
+		if (job_device_parse(j->devices.v[i], cls, &n, why, sizeof(why)) < 0)
+			return verr_set(err, "%s", why);
+		for (size_t k = 0; k < i; k++)
+			if (job_device_parse(j->devices.v[k], other, &n, why, sizeof(why)) == 0 && !strcmp(cls, other))
+				return verr_set(err, "device class %s is asked for twice ('%s' and '%s'): give it once, with the count per guest",
+						cls, j->devices.v[k], j->devices.v[i]);
+	}
+	if (j->rdma < JOB_RDMA_AUTO || j->rdma > JOB_RDMA_OFF)
+		return verr_set(err, "rdma: expected auto, on or off");
 	for (size_t i = 0; i < j->env.n; i++) {
 		const char *k = j->env.key[i];
 
@@ -240,6 +258,7 @@ static const struct cf_field cluster_fields[] = {
 	{ .key = "job_network", .kind = CF_STRUCT, .off = C(job_pool), .sub = &jobnet_schema, .flags = CF_REQUIRED },
 	{ .key = "defaults", .kind = CF_STRUCT, .off = C(default_image), .sub = &defaults_schema },
 	{ .key = "ctld", .kind = CF_STRUCT, .off = C(ctld_spool), .sub = &ctld_schema },
+	{ .key = "fabric", .kind = CF_STRUCT, .off = C(fabric), .sub = &cluster_fabric_schema },
 	{ 0 }
 };
 const struct cf_schema cluster_schema = { "cluster", sizeof(struct cluster_cfg), cluster_fields };
@@ -259,6 +278,7 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 	c->ctld_max_jobs_per_user = CLUSTER_MAX_JOBS_PER_USER;
 	c->ctld_keep_ended = CLUSTER_KEEP_ENDED;
 	c->wg.port = 51820;
+	c->fabric.prefix = 24;
 	if (!path)
 		path = getenv("VHPC_CLUSTER");
 	if (!path || !*path) {
@@ -272,6 +292,10 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 	if (c->job_prefix <= c->job_pool.prefix) {
 		verr_set(err, "%s: job_network.prefix /%lld must be longer than the pool's /%d",
 			 path, c->job_prefix, c->job_pool.prefix);
+		cluster_free(c);
+		return -1;
+	}
+	if (cluster_fabric_check(c, path, err) < 0) {
 		cluster_free(c);
 		return -1;
 	}

@@ -34,6 +34,8 @@ struct job_spec {
 	struct cf_strmap env;
 	char *workdir;           /* where it was submitted (absolute); NULL = none */
 	struct cf_strlist binds; /* the job's own SRC[:DST][:ro] (lib/binds.h) */
+	int rdma;                /* enum job_rdma (lib/fabric.h): auto, on, off */
+	struct cf_strlist devices; /* CLASS[:N]: N PCI functions of CLASS per guest */
 };
 extern const struct cf_schema job_spec_schema;
 #define JOB_SCRATCH_MIN (16ull << 20)

@@ -1,4 +1,5 @@
 #include "lib/err.h"
+#include "lib/fabric.h"
 #include "lib/jf.h"
 #include "lib/binds.h"
 #include "lib/jobspec.h"
@@ -48,6 +49,15 @@ struct json_object *job_spec_to_json(const struct job_spec *j)
 			json_object_array_add(b, json_object_new_string(j->binds.v[i]));
 		json_object_object_add(o, "binds", b);
 	}
+	if (j->rdma)
+		add_str(o, "rdma", job_rdma_names[j->rdma]);
+	if (j->devices.n) {
+		struct json_object *d = json_object_new_array();
+
+		for (size_t i = 0; i < j->devices.n; i++)
+			json_object_array_add(d, json_object_new_string(j->devices.v[i]));
+		json_object_object_add(o, "devices", d);
+	}
 	if (j->env.n) {
 		struct json_object *env = json_object_new_object();
 
@@ -90,7 +100,7 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 {
 	static const char *const fields[] = {
 		"name", "guests", "ranks", "vcpus", "mem", "image", "image_id", "tuning", "driver", "timeout",
-		"oversubscribe", "map_by", "vmshm", "scratch", "command", "env", "workdir", "binds", NULL
+		"oversubscribe", "map_by", "vmshm", "scratch", "command", "env", "workdir", "binds", "rdma", "devices", NULL
 	};
 	struct json_object *env = NULL;
 	const char *ws = NULL;
@@ -112,7 +122,8 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 	    opt_name(o, "image_id", &j->image_id, err) < 0 ||
 	    opt_name(o, "tuning", &j->tuning, err) < 0 ||
 	    enum_field(o, "driver", vhpc_driver_names, &j->driver, err) < 0 ||
-	    enum_field(o, "map_by", vhpc_map_by_names, &j->map_by, err) < 0)
+	    enum_field(o, "map_by", vhpc_map_by_names, &j->map_by, err) < 0 ||
+	    enum_field(o, "rdma", job_rdma_names, &j->rdma, err) < 0)
 		return -1;
 	j->mem = (uint64_t)mem;
 	j->scratch = (uint64_t)scratch;
@@ -127,6 +138,8 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 	if (ws && !(j->workdir = strdup(ws)))
 		return verr_set(err, "out of memory");
 	if (jf_strv(o, "binds", false, BIND_MAX, 3 * BIND_PATH_MAX, &j->binds.v, &j->binds.n, err) < 0)
+		return -1;
+	if (jf_strv(o, "devices", false, JOB_DEVICES_MAX, 24, &j->devices.v, &j->devices.n, err) < 0)
 		return -1;
 	if (jf_object(o, "env", false, &env, err) < 0)
 		return -1;

@@ -151,7 +151,7 @@ static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct
 {
 	struct vs_state *st = &h->st;
 	struct na_guest_env ge;
-	char words[400];
+	char words[512];
 	const char *const *env = na_job_guest_env(nj, &ge, -1);
 
 	snprintf(st->job, sizeof(st->job), "%s", vj->local);

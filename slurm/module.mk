@@ -14,7 +14,7 @@ VS_HOLDER_SRCS := slurm/holder.c slurm/spec.c slurm/derive.c slurm/peers.c slurm
 $(eval $(call program,vhpc-slurmjob,$(VS_HOLDER_SRCS),$(B)/lib/libvslurm.a $(NODEAGENT_LIBS)))
 
 ifneq ($(wildcard /usr/include/slurm/spank.h),)
-VS_PLUGIN_SRCS := slurm/spank_vhpc.c slurm/task.c slurm/pmix.c $(VS_SHARED_SRCS) lib/parse.c lib/drivers.c lib/jobopts.c
+VS_PLUGIN_SRCS := slurm/spank_vhpc.c slurm/task.c slurm/pmix.c $(VS_SHARED_SRCS) lib/parse.c lib/drivers.c lib/jobopts.c lib/fabric.c
 VS_PLUGIN := $(B)/lib/slurm/spank_vhpc.so
 $(B)/pic/%.o: %.c | $(GEN_DRIVER_NAMES)
 	@mkdir -p $(@D)

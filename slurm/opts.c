@@ -6,6 +6,7 @@
  */
 #include "lib/consts.h"
 #include "lib/drivers.h"
+#include "lib/fabric.h"
 #include "lib/jobopts.h"
 #include "lib/parse.h"
 #include "slurm/slurm.h"
@@ -33,6 +34,42 @@ int vs_opt_index(int id)
 		if (vs_opt_row(i)->o.id == id)
 			return i;
 	return -1;
+}
+
+/* --vhpc-device CLASS[:N], repeatable; SLURM_VHPC_DEVICE and the opts
+ * line carry several, comma-separated.  Each is checked as vhpc run checks
+ * it; a class given again replaces its count. */
+static int add_devices(struct vs_opts *o, const char *where, const char *val, char *why, size_t len)
+{
+	char buf[sizeof(o->devices)], *save = NULL;
+
+	if (!val || !*val || strlen(val) >= sizeof(buf))
+		return vs_fail(why, len, "%s '%.40s': expected CLASS[:N] such as gpu:2", where, val ? val : "");
+	snprintf(buf, sizeof(buf), "%s", val);
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		char cls[FABRIC_CLASS_MAX + 1], other[FABRIC_CLASS_MAX + 1], msg[256], out[sizeof(o->devices)];
+		char list[sizeof(o->devices)], *s2 = NULL;
+		int n, cnt = 0;
+		size_t used = 0;
+
+		if (job_device_parse(w, cls, &n, msg, sizeof(msg)) < 0)
+			return vs_fail(why, len, "%s: %s", where, msg);
+		out[0] = 0;
+		snprintf(list, sizeof(list), "%s", o->devices);
+		for (char *e = strtok_r(list, ",", &s2); e; e = strtok_r(NULL, ",", &s2)) {
+			if (job_device_parse(e, other, &n, msg, sizeof(msg)) == 0 && !strcmp(other, cls))
+				continue;
+			used += (size_t)snprintf(out + used, sizeof(out) - used, "%s%s", used ? "," : "", e);
+			cnt++;
+		}
+		if (cnt >= JOB_DEVICES_MAX)
+			return vs_fail(why, len, "%s: a job names at most %d classes", where, JOB_DEVICES_MAX);
+		if (used + strlen(w) + 2 > sizeof(out))
+			return vs_fail(why, len, "%s: too many devices", where);
+		snprintf(out + used, sizeof(out) - used, "%s%s", used ? "," : "", w);
+		snprintf(o->devices, sizeof(o->devices), "%s", out);
+	}
+	return 0;
 }
 
 /* Slurm's own checks of the rows' values, with its limits (a node's
@@ -67,11 +104,16 @@ static int set_value(struct vs_opts *o, int id, const char *where, const char *v
 				   val ? val : "");
 		o->mem = sz;
 		return 0;
+	case JO_DEVICE:
+		return add_devices(o, where, val, why, len);
 	default:
 		/* A flag: from the environment 1 or 0, on the command line none. */
 		if (val && strcmp(val, "1") && strcmp(val, "0"))
 			return vs_fail(why, len, "%s '%s': expected 1 or 0", where, val);
-		o->no_vmshm = !val || !strcmp(val, "1");
+		if (id == JO_NOVMSHM)
+			o->no_vmshm = !val || !strcmp(val, "1");
+		else if (!val || !strcmp(val, "1"))
+			o->rdma = id == JO_RDMA ? JOB_RDMA_ON : JOB_RDMA_OFF;
 		return 0;
 	}
 }
@@ -139,17 +181,18 @@ int vs_opts_env(struct vs_opts *o, const bool given[VS_NOPTS], char *const *env,
 
 int vs_opts_format(const struct vs_opts *o, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "image=%s driver=%s vcpus=%d mem=%llu vmshm=%d", o->image, o->driver, o->vcpus,
-			 (unsigned long long)o->mem, o->no_vmshm ? 0 : 1);
+	int n = snprintf(buf, len, "image=%s driver=%s vcpus=%d mem=%llu vmshm=%d rdma=%s devices=%s", o->image,
+			 o->driver, o->vcpus, (unsigned long long)o->mem, o->no_vmshm ? 0 : 1, job_rdma_names[o->rdma],
+			 o->devices);
 
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
 int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 {
-	static const char *const keys[5] = { "image", "driver", "vcpus", "mem", "vmshm" };
-	static const int ids[5] = { JO_IMAGE, JO_DRIVER, JO_VCPUS, JO_MEM, JO_NOVMSHM };
-	bool seen[5] = { 0 };
+	static const char *const keys[7] = { "image", "driver", "vcpus", "mem", "vmshm", "rdma", "devices" };
+	static const int ids[7] = { JO_IMAGE, JO_DRIVER, JO_VCPUS, JO_MEM, JO_NOVMSHM, 0, JO_DEVICE };
+	bool seen[7] = { 0 };
 	char buf[512], *save = NULL;
 
 	memset(o, 0, sizeof(*o));
@@ -163,15 +206,22 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 		if (!eq)
 			return vs_fail(why, len, "options: '%.40s' is not KEY=VALUE", w);
 		*eq++ = 0;
-		for (i = 0; i < 5 && strcmp(w, keys[i]); i++)
+		for (i = 0; i < 7 && strcmp(w, keys[i]); i++)
 			;
-		if (i == 5 || seen[i])
-			return vs_fail(why, len, "options: %s '%.40s'", i == 5 ? "unknown key" : "repeated key", w);
+		if (i == 7 || seen[i])
+			return vs_fail(why, len, "options: %s '%.40s'", i == 7 ? "unknown key" : "repeated key", w);
 		seen[i] = true;
 		if (i == 4) {
 			if (strcmp(eq, "0") && strcmp(eq, "1"))
 				return vs_fail(why, len, "options: vmshm '%.20s': expected 0 or 1", eq);
 			o->no_vmshm = !strcmp(eq, "0");
+			continue;
+		}
+		if (i == 5) {
+			for (o->rdma = 0; job_rdma_names[o->rdma] && strcmp(job_rdma_names[o->rdma], eq); o->rdma++)
+				;
+			if (!job_rdma_names[o->rdma])
+				return vs_fail(why, len, "options: rdma '%.20s': expected auto, on or off", eq);
 			continue;
 		}
 		/* Empty and zero are the defaults. */
@@ -189,7 +239,7 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 		if (set_value(o, ids[i], keys[i], eq, why, len) < 0)
 			return -1;
 	}
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 7; i++)
 		if (!seen[i])
 			return vs_fail(why, len, "options: %s missing", keys[i]);
 	o->set = true;

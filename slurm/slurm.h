@@ -33,13 +33,15 @@ struct vs_opts {
 	int vcpus;                 /* per guest; 0 = 1 */
 	uint64_t mem;              /* bytes per guest; 0 = default */
 	bool no_vmshm;
+	int rdma;                  /* enum job_rdma (lib/fabric.h): 0 auto, 1 on, 2 off */
+	char devices[200];         /* "gpu:2,nic" (--vhpc-device, each checked); "" = none */
 };
 
 /* The options are the job option table's rows marked JO_SLURM
  * (lib/jobopts.c), each as --vhpc-NAME; VS_NOPTS of them, in srun --help's
  * order.  vs_opt_row(i) is the i-th (NULL past the last); vs_opt_index
  * the place of the row with that id (JO_NOVMSHM, ...), -1 if none. */
-#define VS_NOPTS 5
+#define VS_NOPTS 8
 struct job_opt;
 const struct job_opt *vs_opt_row(int i);
 int vs_opt_index(int id);
@@ -51,7 +53,8 @@ int vs_opt_set(struct vs_opts *o, const char *name, const char *val, char *why, 
  * _NO_VMSHM from env (NAME=VALUE, NULL-terminated); given[] says which
  * were given (indexed as vs_opt_row). */
 int vs_opts_env(struct vs_opts *o, const bool given[VS_NOPTS], char *const *env, char *why, size_t len);
-/* "image=default driver=auto vcpus=0 mem=0 vmshm=1" and back. */
+/* "image=default driver=auto vcpus=0 mem=0 vmshm=1 rdma=auto devices=gpu:2,nic"
+ * and back (devices= empty for none). */
 int vs_opts_format(const struct vs_opts *o, char *buf, size_t len);
 int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len);
 

@@ -261,7 +261,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 /* srun, sbatch, salloc: the job's options, checked while the user waits. */
 static int submit_side(spank_t sp)
 {
-	char why[800], words[400];
+	char why[800], words[512];
 
 	if (vs_opts_env(&opts, given, environ, why, sizeof(why)) < 0) {
 		slurm_error("vhpc: %s", why);
@@ -374,7 +374,7 @@ static void wait_ready(uint32_t job)
 static void check_step_options(void)
 {
 	struct vs_opts job;
-	char words[400], why[400];
+	char words[512], why[700];
 
 	if (!opts.set || !st)
 		return;
@@ -384,7 +384,9 @@ static void check_step_options(void)
 			if ((opts.image[0] && strcmp(opts.image, job.image)) ||
 			    (opts.driver[0] && strcmp(opts.driver, job.driver)) ||
 			    (opts.vcpus && opts.vcpus != job.vcpus) || (opts.mem && opts.mem != job.mem) ||
-			    (given[vs_opt_index(JO_NOVMSHM)] && !job.no_vmshm)) {
+			    (given[vs_opt_index(JO_NOVMSHM)] && !job.no_vmshm) ||
+			    (opts.rdma && opts.rdma != job.rdma) ||
+			    (opts.devices[0] && strcmp(opts.devices, job.devices))) {
 				vs_opts_format(&job, words, sizeof(words));
 				snprintf(st_err, sizeof(st_err), "this step's --vhpc-* options differ from its job's (%s): "
 					 "a job's guests are set when it is submitted", words);

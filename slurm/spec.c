@@ -195,6 +195,30 @@ static int user(struct vs_job *j, struct verr *err)
 	return job_paths_plan(&j->cl, &js, j->uid, &j->paths, err);
 }
 
+/* --vhpc-rdma, --vhpc-no-rdma, --vhpc-device: the fabric's VLAN or pkey
+ * from the job's id within the pool, the same on every node of the job
+ * (lib/fabric_local.h), and this node's functions for its guests.  The
+ * words came through a file the job's user could have written: checked
+ * again (job_device_parse) before use. */
+static int fabric(struct vs_job *j, struct verr *err)
+{
+	struct job_spec js = { .rdma = j->o.rdma };
+	char buf[sizeof(j->o.devices)], *v[JOB_DEVICES_MAX + 1] = { 0 }, *save = NULL, why[256], cls[FABRIC_CLASS_MAX + 1];
+	size_t n = 0;
+	int cnt;
+
+	if (js.rdma < JOB_RDMA_AUTO || js.rdma > JOB_RDMA_OFF)
+		return verr_set(err, "rdma: unknown setting");
+	snprintf(buf, sizeof(buf), "%s", j->o.devices);
+	for (char *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		if (n == JOB_DEVICES_MAX || job_device_parse(w, cls, &cnt, why, sizeof(why)) < 0)
+			return verr_set(err, "devices: %s", n == JOB_DEVICES_MAX ? "too many classes" : why);
+		v[n++] = w;
+	}
+	js.devices = (struct cf_strlist){ v, n };
+	return fabric_local_claim(&j->cl, j->node, &js, j->nguests, (long long)j->id, &j->fab, err);
+}
+
 int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char *cores, const struct vs_site *site,
 		struct verr *err)
 {
@@ -210,8 +234,18 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	if (cpus_here(j, cores, site->cpus, err) < 0 || layout(j, err) < 0 || network(j, site->secret, site->peers, err) < 0 ||
 	    driver(j, err) < 0 || user(j, err) < 0)
 		return -1;
+	if (fabric(j, err) < 0)
+		return -1;
 	na_job_spec_from(s, &(struct job_spec){ .image = j->o.image[0] ? j->o.image : NULL,
 		.driver = vhpc_driver_index(j->o.driver), .mem = j->o.mem, .vmshm = !j->o.no_vmshm }, &j->cl);
+	s->rdma = j->fab.rdma;
+	s->fabric_link = j->fab.link;
+	s->fabric_vlan = j->fab.vlan;
+	s->fabric_pkey = (uint16_t)j->fab.pkey;
+	s->fabric_subnet = j->fab.subnet;
+	s->pci = j->fab.pci_v;
+	s->pci_guest = j->fab.pci_guest;
+	s->npci = j->fab.npci;
 	snprintf(j->label, sizeof(j->label), "%u", id);
 	snprintf(j->host_id, sizeof(j->host_id), "%s:%s", na_boot_id(), j->node);
 	s->label = j->label;
@@ -245,6 +279,7 @@ void vs_job_free(struct vs_job *j)
 	free(j->guest_node);
 	if (j->topo)
 		na_topo_free(j->topo);
+	fabric_local_release(&j->fab);
 	if (j->have_cl)
 		cluster_free(&j->cl);
 	sodium_memzero(j->s.key, sizeof(j->s.key));

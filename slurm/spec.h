@@ -7,6 +7,7 @@
 
 #include "lib/cluster.h"
 #include "lib/err.h"
+#include "lib/fabric_local.h"
 #include "lib/jobpaths.h"
 #include "lib/tuning.h"
 #include "nodeagent/nodeagent.h"
@@ -39,6 +40,7 @@ struct vs_job {
 	bool have_cl;
 	struct job_paths paths;
 	char label[16], host_id[160];
+	struct fabric_claim fab;   /* its VLAN or pkey and functions here */
 	struct na_job_spec s;
 };
 

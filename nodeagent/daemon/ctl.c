@@ -99,6 +99,7 @@ int vd_register(struct verr *err)
 	json_object_object_add(req, "underlay", json_object_new_string(ipv4_format(vd.underlay, a, sizeof(a))));
 	json_object_object_add(req, "numa", numa);
 	json_object_object_add(req, "rdma", json_object_get(vd.rdma));
+	vd_fabric_report(req, vd.name, false);
 	json_object_object_add(req, "simulated", json_object_new_boolean(false));
 	json_object_object_add(req, "images", vd_images_json());
 	pthread_mutex_lock(&vd.mu);

@@ -9,6 +9,7 @@
  *   vhpcd_srv.c   the listener: one thread per controller connection
  *   vhpcd_sim.c   --simulate N: fake nodes for scheduling benchmarks
  *   vhpcd_rdma.c  RDMA devices (libibverbs)
+ *   fabric.c      the node's fabric and PCI functions: reported, and a job's share checked
  *   image.c       the node's image cache: pulls from vhpc-ctld's store
  */
 #ifndef VHPC_NODEAGENT_VHPCD_INT_H
@@ -18,6 +19,7 @@
 #include "lib/chan.h"
 #include "lib/cluster.h"
 #include "lib/err.h"
+#include "lib/fabric.h"
 #include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/tuning.h"
@@ -63,6 +65,15 @@ struct vprep {
 	char key_hex[2 * CHAN_KEY_LEN + 1];
 	int64_t timeout;
 	struct bind_list binds;    /* host paths in the guests */
+	/* the fabric (job_prepare's "fabric"): absent, rdma false */
+	bool rdma;
+	int fabric_mode;           /* enum fabric_mode */
+	int vlan, pkey;            /* the one its mode uses; 0 the other */
+	struct ipv4net fsubnet;
+	/* PCI functions for this node's guests (job_prepare's "pci") */
+	int npci;
+	char pci[NODE_PCI_MAX][PCI_ADDR_LEN + 1];
+	int pci_guest[NODE_PCI_MAX];   /* job-wide guest index, one of here[] */
 };
 
 struct vmsg {
@@ -100,6 +111,8 @@ struct vjob {
 	struct image_info img;     /* from the cache, by p.image_id */
 	char label[32];            /* VHPC_JOB in the guests: the job number */
 	char host_id[160];         /* the vmshm BTL's "same host" */
+	const char *pci[NODE_PCI_MAX]; /* na_job_spec's view of p.pci */
+	int pci_local[NODE_PCI_MAX];   /* ... and of p.pci_guest: this node's index */
 	/* running (launcher) */
 	bool launched;
 	pthread_t mon;
@@ -185,5 +198,15 @@ struct json_object *vd_images_json(void);
 
 /* vhpcd_rdma.c */
 struct json_object *vd_rdma_devices(void);
+/* A sysfs attribute's first line, relative to dir, never through a link
+ * at its last component (fabric.c); 0 or -1. */
+int vd_sysfs_read(const char *dir, const char *rel, char *buf, size_t len);
+/* register's fabric_link and pci for node `name` from the cluster file:
+ * the link when it exists here, and each listed function that exists,
+ * with its NUMA node (a simulated node reports them unchecked). */
+void vd_fabric_report(struct json_object *req, const char *name, bool simulated);
+/* The job_prepare's fabric and functions, checked against node's entry of
+ * this vhpcd's cluster file, into the job's spec (logged). */
+int vd_fabric_spec(struct vjob *j, const char *node, struct na_job_spec *s, struct verr *err);
 
 #endif

@@ -97,6 +97,8 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->guest_node = j->p.guest_nodes;
 	s->wg = j->p.wg.key ? &j->p.wg : NULL;
 	s->job_timeout_s = j->p.timeout;
+	if (vd_fabric_spec(j, vd.name, s, err) < 0)
+		return -1;
 	/* What a restarted vhpcd reads to take the job over (adopt_one). */
 	s->record = j->prep_json;
 	s->cancelled = stop_requested;

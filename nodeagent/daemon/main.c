@@ -20,6 +20,7 @@
 #include "nodeagent/place/place.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <signal.h>
@@ -211,13 +212,22 @@ static int settle(const struct args *a)
 	}
 	if (!ctl)
 		ctl = getenv("VHPC_CONTROLLER");
-	if (!ctl || !*ctl) {
-		if (cluster_load(NULL, &vd.cl, &e) < 0) {
+	/* The cluster file names the controller unless --controller does,
+	 * and this node's fabric and PCI functions (fabric:): without one,
+	 * a node told where its controller is has neither. */
+	if (cluster_load(NULL, &vd.cl, &e) < 0) {
+		const char *env = getenv("VHPC_CLUSTER");
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/cluster.yaml", vhpc_config_dir());
+		if ((!ctl || !*ctl) || access(env && *env ? env : path, F_OK) == 0) {
 			log_err("%s", e.msg);
 			return 1;
 		}
-		ctl = vd.cl.controller;
+		memset(&vd.cl, 0, sizeof(vd.cl));
 	}
+	if (!ctl || !*ctl)
+		ctl = vd.cl.controller;
 	if (!ctl || hostport_parse(ctl, false, host, sizeof(host), &port) < 0) {
 		log_err("no usable controller address (--controller, $VHPC_CONTROLLER or `controller:` in the cluster file)");
 		return 2;

@@ -7,6 +7,7 @@
 #include "lib/chan.h"
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "lib/fabric.h"
 #include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/jf.h"
@@ -161,12 +162,78 @@ static int parse_wg(struct json_object *o, struct vprep *p, struct verr *err)
 	return 0;
 }
 
+/* "fabric": {mode, vlan | pkey, subnet}: the job's share of the fabric. */
+static int parse_fabric(struct json_object *o, struct vprep *p, struct verr *err)
+{
+	static const char *const f[] = { "mode", "vlan", "pkey", "subnet", NULL };
+	struct json_object *fo;
+	const char *mode, *sub;
+	long long vlan = 0, pkey = 0;
+
+	if (!json_object_object_get_ex(o, "fabric", &fo))
+		return 0;
+	if (!json_object_is_type(fo, json_type_object) || jf_only(fo, "fabric", f, err) < 0 ||
+	    jf_str(fo, "mode", true, 16, &mode, err) < 0 || jf_int(fo, "vlan", false, 1, 4094, &vlan, err) < 0 ||
+	    jf_int(fo, "pkey", false, 1, 0x7ffe, &pkey, err) < 0 || jf_str(fo, "subnet", true, 18, &sub, err) < 0)
+		return verr_wrap(err, "\"fabric\"");
+	for (p->fabric_mode = 1; fabric_mode_names[p->fabric_mode] && strcmp(fabric_mode_names[p->fabric_mode], mode);
+	     p->fabric_mode++)
+		;
+	if (!fabric_mode_names[p->fabric_mode])
+		return verr_set(err, "\"fabric\": mode '%.16s' is not roce, soft-roce or ib", mode);
+	if (p->fabric_mode == FABRIC_IB ? !pkey || vlan : !vlan || pkey)
+		return verr_set(err, "\"fabric\": mode %s takes %s alone", mode, p->fabric_mode == FABRIC_IB ? "a pkey" : "a vlan");
+	if (ipv4net_parse(sub, false, &p->fsubnet) < 0 || p->fsubnet.prefix < 8 || p->fsubnet.prefix > 30)
+		return verr_set(err, "\"fabric\": subnet '%s' is not a network /8../30 (host bits zero)", sub);
+	if ((uint64_t)p->ntotal + 3 > 1ull << (32 - p->fsubnet.prefix))
+		return verr_set(err, "\"fabric\": %d guests do not fit the subnet /%d", p->ntotal, p->fsubnet.prefix);
+	p->rdma = true;
+	p->vlan = (int)vlan;
+	p->pkey = (int)pkey;
+	return 0;
+}
+
+/* "pci": [{guest, addr}]: functions for this node's guests.  Whether each
+ * is one the node's admin listed is the node's to check (vd_fabric_spec). */
+static int parse_pci(struct json_object *o, struct vprep *p, struct verr *err)
+{
+	static const char *const f[] = { "guest", "addr", NULL };
+	struct json_object *a = NULL;
+
+	if (jf_array(o, "pci", false, NODE_PCI_MAX, &a, err) < 0)
+		return -1;
+	p->npci = a ? (int)json_object_array_length(a) : 0;
+	for (int i = 0; i < p->npci; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+		const char *addr;
+		long long g;
+		bool here = false;
+
+		if (!json_object_is_type(e, json_type_object) || jf_only(e, "pci entry", f, err) < 0 ||
+		    jf_int(e, "guest", true, 0, p->ntotal - 1, &g, err) < 0 ||
+		    jf_str(e, "addr", true, PCI_ADDR_LEN, &addr, err) < 0)
+			return verr_wrap(err, "\"pci\"[%d]", i);
+		if (!pci_addr_ok(addr))
+			return verr_set(err, "\"pci\"[%d]: '%s' is not a PCI function's address", i, addr);
+		for (int k = 0; k < p->nhere && !here; k++)
+			here = p->here[k] == g;
+		if (!here)
+			return verr_set(err, "\"pci\"[%d]: guest %lld is not on this node", i, g);
+		for (int k = 0; k < i; k++)
+			if (!strcmp(p->pci[k], addr))
+				return verr_set(err, "\"pci\"[%d]: %s is given twice", i, addr);
+		snprintf(p->pci[i], sizeof(p->pci[i]), "%s", addr);
+		p->pci_guest[i] = (int)g;
+	}
+	return 0;
+}
+
 static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *err)
 {
 	static const char *const f[] = {
 		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "image_id", "tuning", "driver",
 		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers",
-		"guest_nodes", "underlay_encryption", "binds", NULL
+		"guest_nodes", "underlay_encryption", "binds", "fabric", "pci", NULL
 	};
 	const char *s;
 	long long v;
@@ -249,7 +316,9 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 			return verr_set(err, "\"guests\": guest %d given twice", p->here[i]);
 	if (addr_array(o, "peers", VD_MAX_PEERS, &p->peers, &p->npeers, err) < 0)
 		return -1;
-	return parse_guest_nodes(o, p, err) < 0 ? -1 : parse_wg(o, p, err);
+	if (parse_guest_nodes(o, p, err) < 0 || parse_wg(o, p, err) < 0)
+		return -1;
+	return parse_fabric(o, p, err) < 0 ? -1 : parse_pci(o, p, err);
 }
 
 int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)

@@ -1,5 +1,8 @@
 /* The node's RDMA devices, as libibverbs lists them, for registration (an
- * empty list where there are none, as on the development machines). */
+ * empty list where there are none, as on the development machines), each
+ * with the network interface its port 1 carries (RoCE, soft-RoCE, IPoIB)
+ * and its NUMA node, from sysfs. */
+#include "lib/fabric.h"
 #include "lib/parse.h"
 #include "daemon.h"
 
@@ -7,6 +10,7 @@
 #include <infiniband/verbs.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 struct json_object *vd_rdma_devices(void)
 {
@@ -28,6 +32,18 @@ struct json_object *vd_rdma_devices(void)
 		json_object_object_add(o, "name", json_object_new_string(name));
 		snprintf(guid, sizeof(guid), "%016llx", (unsigned long long)be64toh(ibv_get_device_guid(list[i])));
 		json_object_object_add(o, "node_guid", json_object_new_string(guid));
+		{
+			char rel[128], nd[32], num[16];
+
+			/* The names are libibverbs' and checked plain above. */
+			snprintf(rel, sizeof(rel), "%s/ports/1/gid_attrs/ndevs/0", name);
+			if (vd_sysfs_read("/sys/class/infiniband", rel, nd, sizeof(nd)) == 0 && netdev_name_ok(nd))
+				json_object_object_add(o, "netdev", json_object_new_string(nd));
+			snprintf(rel, sizeof(rel), "%s/device/numa_node", name);
+			if (vd_sysfs_read("/sys/class/infiniband", rel, num, sizeof(num)) == 0 && atoi(num) >= 0 &&
+			    atoi(num) <= 4095)
+				json_object_object_add(o, "numa", json_object_new_int(atoi(num)));
+		}
 		ctx = ibv_open_device(list[i]);
 		if (ctx) {
 			struct ibv_device_attr attr;

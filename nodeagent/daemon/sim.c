@@ -97,6 +97,20 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 	s = find(node, m->job);
 	switch (m->type) {
 	case VM_PREPARE:
+		/* The job's fabric and functions, checked as a real node
+		 * checks them against its cluster file (it makes nothing). */
+		{
+			static struct vjob j;
+			struct na_job_spec spec = { 0 };
+			struct verr e;
+
+			memset(&j, 0, sizeof(j));
+			j.p = m->prep;
+			if (vd_fabric_spec(&j, m->node, &spec, &e) < 0) {
+				pthread_mutex_unlock(&S.mu);
+				return wire_error("%s", e.msg);
+			}
+		}
 		if (!s) {
 			if (grow(&S.v, &S.cap, (size_t)S.n + 1, sizeof(*S.v), 1024) < 0) {
 				pthread_mutex_unlock(&S.mu);
@@ -150,6 +164,7 @@ static int sim_register(int i, struct verr *err)
 	json_object_object_add(req, "underlay", json_object_new_string(ipv4_format(vd.underlay, a, sizeof(a))));
 	json_object_object_add(req, "numa", numa);
 	json_object_object_add(req, "rdma", json_object_new_array());
+	vd_fabric_report(req, name, true);
 	json_object_object_add(req, "simulated", json_object_new_boolean(true));
 	json_object_object_add(req, "jobs", json_object_new_array());
 	if (vd_call(req, &rep, 30000, err) < 0) {

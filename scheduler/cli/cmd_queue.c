@@ -120,7 +120,55 @@ static void nodes_help(void)
 {
 	printf("usage: vhpc nodes [--json]\n"
 	       "The nodes registered with vhpc-ctld: state, NUMA nodes with cores and memory\n"
-	       "(used/total), RDMA devices and running jobs.\n");
+	       "(used/total), RDMA devices and running jobs; under each, its fabric (link,\n"
+	       "RDMA devices, the jobs on it and their VLAN or pkey) and its PCI functions\n"
+	       "for passthrough, with the job and guest holding each.\n");
+}
+
+/* Under a node's line: its fabric (link, RDMA devices, the jobs on it
+ * with their VLAN or pkey) and its PCI functions with the job and guest
+ * holding each. */
+static void print_fabric(struct json_object *n)
+{
+	struct json_object *rdma = json_object_object_get(n, "rdma"), *pci = json_object_object_get(n, "pci"),
+		*fj = json_object_object_get(n, "fabric_jobs");
+	char line[1024];
+	size_t len = 0;
+
+	if (json_object_object_get(n, "fabric")) {
+		size_t nd = rdma ? json_object_array_length(rdma) : 0, nj = fj ? json_object_array_length(fj) : 0;
+
+		len = (size_t)snprintf(line, sizeof(line), "  fabric %s on %s; RDMA devices:%s", client_str(n, "fabric", "?"),
+				       client_str(n, "fabric_link", "?"), nd ? "" : " none");
+		for (size_t k = 0; k < nd && len < sizeof(line); k++) {
+			struct json_object *d = json_object_array_get_idx(rdma, k);
+
+			len += (size_t)snprintf(line + len, sizeof(line) - len, " %s(%s, numa %lld)",
+						client_str(d, "name", "?"), client_str(d, "netdev", "-"),
+						client_int(d, "numa", -1));
+		}
+		if (len < sizeof(line))
+			len += (size_t)snprintf(line + len, sizeof(line) - len, "; jobs:%s", nj ? "" : " none");
+		for (size_t k = 0; k < nj && len < sizeof(line); k++) {
+			struct json_object *e = json_object_array_get_idx(fj, k);
+			bool ib = json_object_object_get(e, "pkey") != NULL;
+
+			len += (size_t)snprintf(line + len, sizeof(line) - len, ib ? "%s %lld (pkey 0x%04llx)" : "%s %lld (vlan %lld)",
+						k ? "," : "", client_int(e, "job", 0), client_int(e, ib ? "pkey" : "vlan", 0));
+		}
+		printf("%s\n", line);
+	}
+	for (size_t k = 0; pci && k < json_object_array_length(pci); k++) {
+		struct json_object *e = json_object_array_get_idx(pci, k);
+
+		if (json_object_object_get(e, "job"))
+			printf("  pci %s %-6s numa %-2lld job %lld guest %lld\n", client_str(e, "addr", "?"),
+			       client_str(e, "class", "?"), client_int(e, "numa", -1), client_int(e, "job", 0),
+			       client_int(e, "guest", 0));
+		else
+			printf("  pci %s %-6s numa %-2lld free\n", client_str(e, "addr", "?"), client_str(e, "class", "?"),
+			       client_int(e, "numa", -1));
+	}
 }
 
 int cmd_nodes(int argc, char **argv)
@@ -168,6 +216,7 @@ int cmd_nodes(int argc, char **argv)
 			       client_str(n, "state", "?"), client_str(n, "addr", "?"),
 			       numa ? json_object_array_length(numa) : 0, c, m,
 			       json_object_array_length(json_object_object_get(n, "rdma")), jl[0] ? jl : "-");
+			print_fabric(n);
 		}
 	}
 	json_object_put(rep);

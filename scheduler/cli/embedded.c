@@ -10,6 +10,7 @@
 #include "lib/cluster.h"
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "lib/fabric_local.h"
 #include "lib/gexec.h"
 #include "lib/inet.h"
 #include "lib/jobspec.h"
@@ -51,6 +52,7 @@ struct run {
 	int nguests, vcpus;
 	int *ranks_per_guest;
 	long long timeout;
+	struct fabric_claim fab;     /* its VLAN or pkey and functions, held till the end */
 };
 
 static int cancelled(void *arg, struct verr *err)
@@ -140,6 +142,7 @@ static void free_run(struct run *r)
 {
 	if (r->topo)
 		na_topo_free(r->topo);
+	fabric_local_release(&r->fab);
 	cluster_free(&r->cl);
 	free(r->ranks_per_guest);
 }
@@ -219,9 +222,25 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 		verr_set(err, "out of memory");
 		goto out;
 	}
+	{
+		char host[65] = "";
+
+		/* This machine is the node its hostname names in fabric.nodes. */
+		gethostname(host, sizeof(host) - 1);
+		if (fabric_local_claim(&r.cl, host, j, r.nguests, -1, &r.fab, err) < 0)
+			goto out;
+	}
 	random_bytes(rnd, sizeof(rnd));
 	hex_encode(rnd, sizeof(rnd), job);
 	na_job_spec_from(&s, j, &r.cl);
+	s.rdma = r.fab.rdma;
+	s.fabric_link = r.fab.link;
+	s.fabric_vlan = r.fab.vlan;
+	s.fabric_pkey = (uint16_t)r.fab.pkey;
+	s.fabric_subnet = r.fab.subnet;
+	s.pci = r.fab.pci_v;
+	s.pci_guest = r.fab.pci_guest;
+	s.npci = r.fab.npci;
 	s.label = job;
 	s.allow_emulated = o->allow_emulated_kvm;
 	s.nguests = s.ntotal = r.nguests;

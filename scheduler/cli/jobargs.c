@@ -3,6 +3,7 @@
 #include "lib/binds.h"
 #include "lib/config.h"
 #include "lib/err.h"
+#include "lib/fabric.h"
 #include "lib/jobopts.h"
 #include "lib/jobspec.h"
 #include "lib/log.h"
@@ -93,6 +94,32 @@ static int add_bind(struct job_spec *j, const char *spec, const char *cmd)
 	if (!(j->binds.v[j->binds.n] = strdup(spec)))
 		return usage_error(cmd, "out of memory");
 	j->binds.v[++j->binds.n] = NULL;
+	return 0;
+}
+
+/* --device CLASS[:N]: checked here so the error names the flag; a class
+ * given again replaces its count. */
+static int add_device(struct job_spec *j, const char *spec, const char *cmd)
+{
+	char cls[FABRIC_CLASS_MAX + 1], other[FABRIC_CLASS_MAX + 1], why[256], **nv;
+	int n, m;
+
+	if (job_device_parse(spec, cls, &n, why, sizeof(why)) < 0)
+		return usage_error(cmd, "--device: %s", why);
+	for (size_t i = 0; i < j->devices.n; i++)
+		if (job_device_parse(j->devices.v[i], other, &m, why, sizeof(why)) == 0 && !strcmp(cls, other)) {
+			free(j->devices.v[i]);
+			j->devices.v[i] = strdup(spec);
+			return j->devices.v[i] ? 0 : usage_error(cmd, "out of memory");
+		}
+	if (j->devices.n >= JOB_DEVICES_MAX)
+		return usage_error(cmd, "--device: a job names at most %d classes", JOB_DEVICES_MAX);
+	if (!(nv = realloc(j->devices.v, (j->devices.n + 2) * sizeof(char *))))
+		return usage_error(cmd, "out of memory");
+	j->devices.v = nv;
+	if (!(j->devices.v[j->devices.n] = strdup(spec)))
+		return usage_error(cmd, "out of memory");
+	j->devices.v[++j->devices.n] = NULL;
 	return 0;
 }
 
@@ -208,6 +235,11 @@ static int set_field(struct job_args *a, const struct job_opt *r, const char *va
 		return bad_value(a, r, f, val);
 	case JO_NAME:
 		return ident_ok(val, 64) ? set_string(a, dst, val) : bad_value(a, r, f, val);
+	case JO_VALUE:
+		for (int i = 0; f->names[i]; i++)
+			if (!strcmp(r->expect, f->names[i]))
+				*(int *)dst = i;
+		return 0;
 	default:
 		*(bool *)dst = r->kind == JO_SET;
 		return 0;
@@ -254,6 +286,8 @@ static int set_own(struct job_args *a, const struct job_opt *r, const char *val)
 		return job_args_env(&a->j, val, a->cmd);
 	case JO_BIND:
 		return add_bind(&a->j, val, a->cmd);
+	case JO_DEVICE:
+		return add_device(&a->j, val, a->cmd);
 	case JO_CHDIR:
 		return set_chdir(a, val);
 	case JO_TOPOLOGY:

@@ -7,6 +7,7 @@
  *   ctld_state.c  nodes and jobs in memory, recovery from the store, commits
  *   ctld_req.c    request handlers (users and nodes)
  *   ctld_sched.c  the scheduler thread: passes, time limits, heartbeats, retries
+ *   ctld_fabric.c the fabric and PCI functions as resources: VLAN/pkey, subnet, functions
  *   ctld_rpc.c    talking to vhpcds: start (prepare, launch) and stop a job
  *   ctld_image.c  the image store's requests (imgstore.c keeps its files)
  *   ctld_spool.c  job output on disk: capped, and cut rather than filling the disk
@@ -31,6 +32,7 @@
 #include "lib/chan.h"
 #include "lib/cluster.h"
 #include "lib/err.h"
+#include "lib/fabric.h"
 #include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/jobspec.h"
@@ -85,6 +87,13 @@ struct cmsg_cached {
 	bool in_use;
 };
 
+/* A PCI function a node offers for passthrough, as it reports it. */
+struct cmsg_pci {
+	char addr[PCI_ADDR_LEN + 1];
+	char cls[FABRIC_CLASS_MAX + 1];
+	int numa;                      /* -1: the node does not know */
+};
+
 struct cmsg {
 	enum cmsg_type type;
 	/* user requests */
@@ -102,6 +111,9 @@ struct cmsg {
 	int nnuma;
 	struct cmsg_numa numa[SCHED_MAX_NUMA];
 	struct json_object *rdma;      /* register: validated array (a reference) */
+	char fabric_link[16];          /* register: its fabric netdev ("": no fabric) */
+	struct cmsg_pci pci[NODE_PCI_MAX]; /* register: its functions for passthrough */
+	int npci;
 	bool simulated;
 	struct cmsg_nodejob *jobs;     /* register, heartbeat (owned) */
 	int njobs;
@@ -143,6 +155,9 @@ struct cnode {
 	int nnuma;
 	struct cmsg_numa numa[SCHED_MAX_NUMA];
 	char *info_json;               /* as stored: topology, rdma */
+	char fabric_link[16];          /* "": no fabric here */
+	struct cmsg_pci pci[NODE_PCI_MAX];
+	int npci;
 	struct cmsg_cached *cache;     /* its image cache, as last reported (not stored) */
 	int ncache;
 };
@@ -168,6 +183,19 @@ struct cjob {
 	uint32_t vni;
 	struct ipv4net subnet;
 	char key_hex[2 * CHAN_KEY_LEN + 1];
+	/* the fabric and devices (ctld_fabric.c): what it asks for, and once
+	 * started what it holds */
+	int rdma_want;                 /* enum job_rdma */
+	int ndev;
+	struct sched_devreq dev[JOB_DEVICES_MAX];
+	bool rdma;                     /* its guests are on the fabric */
+	int tag;                       /* its VLAN (RoCE) or partition key (IB); 0 = none */
+	struct ipv4net fsubnet;        /* its fabric subnet */
+	struct cjob_pci {
+		int guest;
+		char addr[PCI_ADDR_LEN + 1];
+	} *pci;                        /* the functions its guests hold */
+	int npci;
 	/* bookkeeping */
 	int64_t submitted, started, ended;
 	int exit_status;
@@ -275,6 +303,37 @@ struct json_object *ctld_node_json(struct ctld *ctl, const struct cnode *n);
 /* Usage per node from jobs that hold resources (active, or still owed a
  * job_stop there). */
 void ctld_nodes_usage(struct ctld *ctl, struct sched_node *sn);
+
+/* ------------------------------------------------------------- fabric */
+
+/* The job's fabric and device request from its spec (ctld_job_resolve). */
+void ctld_fabric_resolve(struct cjob *j);
+/* What the scheduler weighs for nguests of j's guests. */
+struct sched_req ctld_job_req(const struct cjob *j, int nguests);
+/* The node's fabric and its functions by class, for the scheduler. */
+void ctld_fabric_caps(struct ctld *ctl, const struct cnode *n, struct sched_node *sn);
+/* Why a job that the up nodes cannot hold even idle waits, when its
+ * fabric or devices are the reason (else false). */
+bool ctld_fabric_why(struct ctld *ctl, const struct sched_node *sn, const struct sched_req *r, char *why, size_t len);
+/* Whether a --rdma job could get a VLAN or pkey now: -1 and why when every
+ * one is held (it then stays out of the pass, so it takes no nodes there
+ * that others could use).  Holds ctl->mu. */
+int ctld_fabric_room(struct ctld *ctl, const struct cjob *j, char *why, size_t len);
+/* At start, on the allocation j->alloc: whether it uses the fabric, its
+ * VLAN or pkey and fabric subnet, and the functions of each guest.  -1
+ * and why when a pool is exhausted (the job waits).  Holds ctl->mu. */
+int ctld_fabric_pick(struct ctld *ctl, struct cjob *j, char *why, size_t len);
+/* What it picked, into and from the job's stored net object. */
+void ctld_fabric_to_json(const struct ctld *ctl, const struct cjob *j, struct json_object *net);
+void ctld_fabric_from_json(struct cjob *j, struct json_object *net);
+/* job_prepare's fabric and pci for node index `node`. */
+void ctld_fabric_prepare(struct ctld *ctl, const struct cjob *j, int node, struct json_object *msg);
+/* Views: the job's fabric and devices; the node's fabric, functions and
+ * which job holds each. */
+void ctld_fabric_job_json(struct ctld *ctl, const struct cjob *j, struct json_object *o);
+void ctld_fabric_node_json(struct ctld *ctl, const struct cnode *n, struct json_object *o);
+/* A node's fabric and functions from its register message. */
+void ctld_fabric_node_take(struct cnode *n, const struct cmsg *m);
 
 /* ------------------------------------------------------- command line */
 

@@ -5,6 +5,7 @@
  */
 #include "lib/bytes.h"
 #include "lib/err.h"
+#include "lib/fabric.h"
 #include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/jf.h"
@@ -107,7 +108,7 @@ static int parse_numa(struct json_object *o, struct cmsg *m, struct verr *err)
 
 static int parse_rdma(struct json_object *o, struct cmsg *m, struct verr *err)
 {
-	static const char *const f[] = { "name", "node_guid", "ports", NULL };
+	static const char *const f[] = { "name", "node_guid", "ports", "netdev", "numa", NULL };
 	struct json_object *a = NULL;
 
 	if (jf_array(o, "rdma", false, CTLD_MAX_RDMA, &a, err) < 0)
@@ -117,12 +118,58 @@ static int parse_rdma(struct json_object *o, struct cmsg *m, struct verr *err)
 		const char *s;
 		long long ports;
 
+		const char *nd = NULL;
+		long long numa;
+
 		if (!json_object_is_type(e, json_type_object) || jf_only(e, "rdma entry", f, err) < 0 ||
 		    jf_ident(e, "name", true, 64, &s, err) < 0 || jf_str(e, "node_guid", false, 32, &s, err) < 0 ||
-		    jf_int(e, "ports", false, 0, 256, &ports, err) < 0)
+		    jf_int(e, "ports", false, 0, 256, &ports, err) < 0 || jf_str(e, "netdev", false, 15, &nd, err) < 0 ||
+		    jf_int(e, "numa", false, -1, 4095, &numa, err) < 0)
 			return verr_wrap(err, "\"rdma\"[%zu]", i);
+		if (nd && !netdev_name_ok(nd))
+			return verr_set(err, "\"rdma\"[%zu]: \"netdev\": '%s' is not an interface name", i, nd);
 	}
 	m->rdma = a;
+	return 0;
+}
+
+/* The node's fabric link and its functions for passthrough: each from the
+ * admin's list in the node's cluster file, which the node checked exists. */
+static int parse_fabric(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "addr", "class", "numa", NULL };
+	const char *link = NULL;
+	struct json_object *a = NULL;
+
+	if (jf_str(o, "fabric_link", false, 15, &link, err) < 0)
+		return -1;
+	if (link && !netdev_name_ok(link))
+		return verr_set(err, "\"fabric_link\": '%s' is not an interface name", link);
+	snprintf(m->fabric_link, sizeof(m->fabric_link), "%s", link ? link : "");
+	if (jf_array(o, "pci", false, NODE_PCI_MAX, &a, err) < 0)
+		return -1;
+	m->npci = a ? (int)json_object_array_length(a) : 0;
+	for (int i = 0; i < m->npci; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i);
+		const char *addr, *cls;
+		long long numa = -1;
+
+		if (!json_object_is_type(e, json_type_object) || jf_only(e, "pci entry", f, err) < 0 ||
+		    jf_str(e, "addr", true, PCI_ADDR_LEN, &addr, err) < 0 ||
+		    jf_str(e, "class", true, FABRIC_CLASS_MAX, &cls, err) < 0 ||
+		    jf_int(e, "numa", false, -1, 4095, &numa, err) < 0)
+			return verr_wrap(err, "\"pci\"[%d]", i);
+		if (!pci_addr_ok(addr))
+			return verr_set(err, "\"pci\"[%d]: \"addr\": '%s' is not a PCI function's address", i, addr);
+		if (!fabric_class_ok(cls))
+			return verr_set(err, "\"pci\"[%d]: \"class\": '%s' is not a class name", i, cls);
+		for (int k = 0; k < i; k++)
+			if (!strcmp(m->pci[k].addr, addr))
+				return verr_set(err, "\"pci\"[%d]: %s is listed twice", i, addr);
+		snprintf(m->pci[i].addr, sizeof(m->pci[i].addr), "%s", addr);
+		snprintf(m->pci[i].cls, sizeof(m->pci[i].cls), "%s", cls);
+		m->pci[i].numa = (int)numa;
+	}
 	return 0;
 }
 
@@ -250,7 +297,8 @@ static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 
 static int parse_register(struct json_object *o, struct cmsg *m, struct verr *err)
 {
-	static const char *const f[] = { "node", "addr", "underlay", "numa", "rdma", "simulated", "jobs", "images", NULL };
+	static const char *const f[] = { "node", "addr", "underlay", "numa", "rdma", "fabric_link", "pci", "simulated",
+					 "jobs", "images", NULL };
 	const char *addr, *ul;
 	char host[64];
 	int port;
@@ -263,7 +311,7 @@ static int parse_register(struct json_object *o, struct cmsg *m, struct verr *er
 	snprintf(m->addr, sizeof(m->addr), "%s", addr);
 	if (ipv4_parse(ul, &m->underlay) < 0 || m->underlay == 0)
 		return verr_set(err, "\"underlay\": '%s' is not an IPv4 address", ul);
-	if (parse_numa(o, m, err) < 0 || parse_rdma(o, m, err) < 0 ||
+	if (parse_numa(o, m, err) < 0 || parse_rdma(o, m, err) < 0 || parse_fabric(o, m, err) < 0 ||
 	    jf_bool(o, "simulated", false, &m->simulated, err) < 0 || parse_cache(o, m, err) < 0)
 		return -1;
 	return parse_nodejobs(o, m, err);

@@ -381,6 +381,21 @@ static char *node_info(const struct cmsg *m)
 	}
 	json_object_object_add(o, "numa", numa);
 	json_object_object_add(o, "rdma", m->rdma ? json_object_get(m->rdma) : json_object_new_array());
+	if (m->fabric_link[0])
+		json_object_object_add(o, "fabric_link", json_object_new_string(m->fabric_link));
+	if (m->npci) {
+		struct json_object *pa = json_object_new_array();
+
+		for (int i = 0; i < m->npci; i++) {
+			struct json_object *e = json_object_new_object();
+
+			json_object_object_add(e, "addr", json_object_new_string(m->pci[i].addr));
+			json_object_object_add(e, "class", json_object_new_string(m->pci[i].cls));
+			json_object_object_add(e, "numa", json_object_new_int(m->pci[i].numa));
+			json_object_array_add(pa, e);
+		}
+		json_object_object_add(o, "pci", pa);
+	}
 	json_object_object_add(o, "simulated", json_object_new_boolean(m->simulated));
 	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
@@ -407,6 +422,7 @@ static struct json_object *do_register(struct ctld *ctl, const struct cmsg *m)
 	n->nnuma = m->nnuma;
 	memcpy(n->numa, m->numa, sizeof(n->numa));
 	n->simulated = m->simulated;
+	ctld_fabric_node_take(n, m);
 	free(n->info_json);
 	n->info_json = node_info(m);
 	n->have_info = true;

@@ -230,6 +230,7 @@ static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, i
 	json_object_object_add(o, "guest_nodes", where);
 	if (ctl->cl.wg.key)
 		json_object_object_add(o, "underlay_encryption", wg_json(ctl));
+	ctld_fabric_prepare(ctl, j, node, o);
 	free(rpg);
 	return o;
 }

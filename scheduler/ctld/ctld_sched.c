@@ -90,8 +90,9 @@ static void retry_stops(struct ctld *ctl)
 	}
 }
 
-static void set_node(struct sched_node *sn, const struct cnode *n)
+static void set_node(struct ctld *ctl, struct sched_node *sn, const struct cnode *n)
 {
+	ctld_fabric_caps(ctl, n, sn);
 	sn->up = n->up && n->have_info;
 	sn->nnuma = n->nnuma;
 	for (int k = 0; k < n->nnuma; k++) {
@@ -145,10 +146,13 @@ static struct ipv4net pick_subnet(struct ctld *ctl, const struct cjob *j)
 	return (struct ipv4net){ ctl->cl.job_pool.addr + (uint32_t)(k << (32 - prefix)), prefix };
 }
 
-static void start(struct ctld *ctl, struct cjob *j, const struct sched_alloc *a)
+/* 0: started; -1: a pool of the fabric is exhausted, the job waits (its
+ * reason says which). */
+static int start(struct ctld *ctl, struct cjob *j, const struct sched_alloc *a)
 {
 	uint8_t key[CHAN_KEY_LEN];
 	struct verr e;
+	char why[sizeof(j->reason)];
 
 	free(j->alloc);
 	j->alloc = malloc(sizeof(*j->alloc) * a->nguests);
@@ -158,6 +162,13 @@ static void start(struct ctld *ctl, struct cjob *j, const struct sched_alloc *a)
 	}
 	memcpy(j->alloc, a->g, sizeof(*j->alloc) * a->nguests);
 	j->nalloc = a->nguests;
+	if (ctld_fabric_pick(ctl, j, why, sizeof(why)) < 0) {
+		snprintf(j->reason, sizeof(j->reason), "%s", why);
+		free(j->alloc);
+		j->alloc = NULL;
+		j->nalloc = 0;
+		return -1;
+	}
 	j->vni = pick_vni(ctl, j);
 	j->subnet = pick_subnet(ctl, j);
 	random_bytes(key, sizeof(key));
@@ -166,6 +177,7 @@ static void start(struct ctld *ctl, struct cjob *j, const struct sched_alloc *a)
 	snprintf(j->reason, sizeof(j->reason), "starting");
 	ctld_job_commit(ctl, j, true, &e);
 	ctld_rpc_start_job(ctl, j);
+	return 0;
 }
 
 /* What one scheduling pass weighs: the nodes, what holds them, and the
@@ -215,7 +227,7 @@ static int add_running(struct pass *p, struct cjob *j, int64_t now)
 	struct sched_running *r = &p->run[p->nrun];
 
 	if (ctld_job_active(j)) {
-		r->req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
+		r->req = ctld_job_req(j, j->nguests);
 		r->alloc = (struct sched_alloc){ j->nalloc, j->alloc };
 		r->end = j->state == JOB_RUNNING ? j->started + j->limit : now + j->limit;
 		p->nrun++;
@@ -228,7 +240,7 @@ static int add_running(struct pass *p, struct cjob *j, int64_t now)
 		for (int k = 0; k < j->nalloc; k++)
 			if (ctld_job_owes_stop(j, j->alloc[k].node))
 				part[np++] = j->alloc[k];
-		r->req = (struct sched_req){ np, j->vcpus, j->mem };
+		r->req = ctld_job_req(j, np);
 		r->alloc = (struct sched_alloc){ np, part };
 		r->end = now;
 		p->owned[p->nowned++] = part;
@@ -243,17 +255,21 @@ static int add_queued(struct ctld *ctl, struct pass *p, struct cjob *j)
 {
 	if (j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms || p->nq >= ctl->sched_depth)
 		return 0;
+	if (ctld_fabric_room(ctl, j, j->reason, sizeof(j->reason)) < 0)
+		return 0;
 	/* Without --vcpus: one core per rank when a node could ever hold such
 	 * guests, else the largest share that fits (as vhpc run does on one
 	 * machine); ranks then share cores. */
 	if (!j->spec.vcpus) {
-		struct sched_req r = { j->nguests, (j->ranks + j->nguests - 1) / j->nguests, j->mem };
+		struct sched_req r = ctld_job_req(j, j->nguests);
+
+		r.vcpus = (j->ranks + j->nguests - 1) / j->nguests;
 
 		while (r.vcpus > 1 && !sched_feasible(p->sn, ctl->nnodes, &r))
 			r.vcpus--;
 		j->vcpus = r.vcpus;
 	}
-	p->q[p->nq].req = (struct sched_req){ j->nguests, j->vcpus, j->mem };
+	p->q[p->nq].req = ctld_job_req(j, j->nguests);
 	p->q[p->nq].limit = j->limit;
 	p->q[p->nq].alloc.g = calloc(j->nguests, sizeof(struct sched_guest));
 	if (!p->q[p->nq].alloc.g)
@@ -272,6 +288,9 @@ static void apply(struct ctld *ctl, struct pass *p)
 			start(ctl, j, &p->q[i].alloc);
 			continue;
 		}
+		if (p->up && !sched_feasible(p->sn, ctl->nnodes, &p->q[i].req) &&
+		    ctld_fabric_why(ctl, p->sn, &p->q[i].req, j->reason, sizeof(j->reason)))
+			continue;
 		if (!p->up)
 			snprintf(j->reason, sizeof(j->reason), "waiting: no node is up");
 		else if (!sched_feasible(p->sn, ctl->nnodes, &p->q[i].req))
@@ -293,7 +312,7 @@ static void schedule(struct ctld *ctl)
 	if (pass_alloc(ctl, &p) < 0)
 		goto out;
 	for (int i = 0; i < ctl->nnodes; i++) {
-		set_node(&p.sn[i], &ctl->nodes[i]);
+		set_node(ctl, &p.sn[i], &ctl->nodes[i]);
 		p.up += p.sn[i].up;
 	}
 	ctld_nodes_usage(ctl, p.sn);

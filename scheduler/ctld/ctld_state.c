@@ -180,7 +180,7 @@ static char *alloc_to_json(struct ctld *ctl, const struct cjob *j)
 	return s;
 }
 
-static char *net_to_json(const struct cjob *j)
+static char *net_to_json(const struct ctld *ctl, const struct cjob *j)
 {
 	struct json_object *o = json_object_new_object();
 	char a[20], sub[32], *s;
@@ -189,6 +189,7 @@ static char *net_to_json(const struct cjob *j)
 	json_object_object_add(o, "vni", json_object_new_int64(j->vni));
 	json_object_object_add(o, "subnet", json_object_new_string(sub));
 	json_object_object_add(o, "key", json_object_new_string(j->key_hex));
+	ctld_fabric_to_json(ctl, j, o);
 	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return s;
@@ -272,6 +273,7 @@ static int net_from_json(struct cjob *j, const char *text)
 	if (!json_object_object_get_ex(o, "key", &v) || strlen(json_object_get_string(v)) != 2 * CHAN_KEY_LEN)
 		goto out;
 	snprintf(j->key_hex, sizeof(j->key_hex), "%s", json_object_get_string(v));
+	ctld_fabric_from_json(j, o);
 	rc = 0;
 out:
 	json_object_put(o);
@@ -307,7 +309,7 @@ int ctld_job_commit(struct ctld *ctl, struct cjob *j, bool with_alloc, struct ve
 	snprintf(r.reason, sizeof(r.reason), "%s", j->reason);
 	if (with_alloc) {
 		r.alloc_json = alloc_to_json(ctl, j);
-		r.net_json = net_to_json(j);
+		r.net_json = net_to_json(ctl, j);
 	}
 	r.cleanup_json = cleanup_to_json(ctl, j);
 	do
@@ -480,10 +482,13 @@ void ctld_nodes_usage(struct ctld *ctl, struct sched_node *sn)
 	for (int i = 0; i < ctl->nnodes; i++) {
 		memset(sn[i].used_cores, 0, sizeof(sn[i].used_cores));
 		memset(sn[i].used_mem, 0, sizeof(sn[i].used_mem));
+		for (int d = 0; d < sn[i].ndev; d++)
+			sn[i].dev[d].used = 0;
 	}
 	for (int k = 0; k < ctl->njobs; k++) {
 		struct cjob *j = ctl->jobs[k];
 		bool all = ctld_job_active(j);
+		struct sched_req one = ctld_job_req(j, 1);
 
 		if (!all && !j->ncleanup)
 			continue;
@@ -492,6 +497,7 @@ void ctld_nodes_usage(struct ctld *ctl, struct sched_node *sn)
 
 			if (!all && !ctld_job_owes_stop(j, j->alloc[i].node))
 				continue;
+			sched_take_extras(n, &one, +1);
 			for (int t = 0; t < j->alloc[i].ntakes; t++) {
 				n->used_cores[j->alloc[i].take[t].numa] += j->alloc[i].take[t].cores;
 				n->used_mem[j->alloc[i].take[t].numa] += j->alloc[i].take[t].mem;
@@ -552,6 +558,7 @@ struct json_object *ctld_job_json(struct ctld *ctl, const struct cjob *j)
 		json_object_object_add(o, "vni", json_object_new_int64(j->vni));
 		json_object_object_add(o, "subnet", json_object_new_string(sub));
 	}
+	ctld_fabric_job_json(ctl, j, o);
 	return o;
 }
 
@@ -587,6 +594,7 @@ struct json_object *ctld_node_json(struct ctld *ctl, const struct cnode *n)
 	json_object_object_add(o, "rdma", info && json_object_object_get_ex(info, "rdma", &v)
 			       ? json_object_get(v) : json_object_new_array());
 	json_object_put(info);
+	ctld_fabric_node_json(ctl, n, o);
 	for (int i = 0; i < ctl->njobs; i++) {
 		const struct cjob *j = ctl->jobs[i];
 
@@ -621,6 +629,7 @@ static void job_resolve_request(struct ctld *ctl, struct cjob *j)
 	snprintf(j->tuning, sizeof(j->tuning), "%s", s->tuning ? s->tuning : ctl->cl.default_tuning);
 	if (s->name)
 		snprintf(j->name, sizeof(j->name), "%s", s->name);
+	ctld_fabric_resolve(j);
 }
 
 void ctld_job_resolve(struct ctld *ctl, struct cjob *j)
@@ -645,6 +654,7 @@ void ctld_job_free(struct cjob *j)
 	job_spec_free(&j->spec);
 	free(j->spec_json);
 	free(j->alloc);
+	free(j->pci);
 	free(j->cleanup);
 	free(j);
 }
@@ -679,6 +689,7 @@ static int load_node(struct ctld *ctl, const struct node_row *r)
 			n->nnuma = m.nnuma;
 			memcpy(n->numa, m.numa, sizeof(n->numa));
 			n->simulated = m.simulated;
+			ctld_fabric_node_take(n, &m);
 			n->have_info = true;
 			ctld_msg_free(&m);
 		} else {

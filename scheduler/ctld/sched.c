@@ -14,10 +14,43 @@ static bool mem_fits(const struct sched_node *n, int k, uint64_t want)
 	return n->mem[k] == 0 || n->used_mem[k] + want <= n->mem[k];
 }
 
+static struct sched_dev *dev_of(struct sched_node *n, const char *cls)
+{
+	for (int i = 0; i < n->ndev; i++)
+		if (!strcmp(n->dev[i].cls, cls))
+			return &n->dev[i];
+	return NULL;
+}
+
+/* The node has the fabric if the guest needs it, and the functions the
+ * guest asks for are free there. */
+static bool extras_fit(struct sched_node *n, const struct sched_req *r)
+{
+	if (r->rdma && !n->fabric)
+		return false;
+	for (int i = 0; i < r->ndev; i++) {
+		struct sched_dev *d = dev_of(n, r->dev[i].cls);
+
+		if (!d || d->total - d->used < r->dev[i].n)
+			return false;
+	}
+	return true;
+}
+
+void sched_take_extras(struct sched_node *n, const struct sched_req *r, int sign)
+{
+	for (int i = 0; i < r->ndev; i++) {
+		struct sched_dev *d = dev_of(n, r->dev[i].cls);
+
+		if (d)
+			d->used += sign * r->dev[i].n;
+	}
+}
+
 /* One guest on one node: best fit on a single NUMA node (least free cores
  * that still fit, keeping big holes for big guests), else spread across the
  * node's NUMA nodes, most free first. */
-static bool place_guest(struct sched_node *n, int vcpus, uint64_t mem, struct sched_guest *g)
+static bool place_cores(struct sched_node *n, int vcpus, uint64_t mem, struct sched_guest *g)
 {
 	int best = -1, total = 0, left = vcpus;
 	uint64_t mleft = mem;
@@ -76,6 +109,14 @@ undo:
 	return false;
 }
 
+static bool place_guest(struct sched_node *n, const struct sched_req *r, struct sched_guest *g)
+{
+	if (!extras_fit(n, r) || !place_cores(n, r->vcpus, r->mem, g))
+		return false;
+	sched_take_extras(n, r, +1);
+	return true;
+}
+
 static int guests_fitting(const struct sched_node *n, const struct sched_req *r, int cap)
 {
 	struct sched_node copy = *n;
@@ -84,7 +125,7 @@ static int guests_fitting(const struct sched_node *n, const struct sched_req *r,
 
 	if (!n->up)
 		return 0;
-	while (cnt < cap && place_guest(&copy, r->vcpus, r->mem, &g))
+	while (cnt < cap && place_guest(&copy, r, &g))
 		cnt++;
 	return cnt;
 }
@@ -132,7 +173,7 @@ int sched_fit(const struct sched_node *nodes, int nnodes, const struct sched_req
 		if (!rank[i].fits)
 			break;
 		while (placed < req->nguests &&
-		       place_guest(&work[ni], req->vcpus, req->mem, &out->g[placed])) {
+		       place_guest(&work[ni], req, &out->g[placed])) {
 			out->g[placed].node = ni;
 			placed++;
 		}
@@ -148,10 +189,10 @@ int sched_fit(const struct sched_node *nodes, int nnodes, const struct sched_req
 void sched_apply(struct sched_node *nodes, const struct sched_req *req,
 		 const struct sched_alloc *a, int sign)
 {
-	(void)req;
 	for (int i = 0; i < a->nguests; i++) {
 		struct sched_node *n = &nodes[a->g[i].node];
 
+		sched_take_extras(n, req, sign);
 		for (int t = 0; t < a->g[i].ntakes; t++) {
 			n->used_cores[a->g[i].take[t].numa] += sign * a->g[i].take[t].cores;
 			n->used_mem[a->g[i].take[t].numa] += (uint64_t)(int64_t)sign * a->g[i].take[t].mem;
@@ -175,6 +216,8 @@ bool sched_feasible(const struct sched_node *nodes, int nnodes, const struct sch
 	for (int i = 0; i < nnodes; i++) {
 		memset(empty[i].used_cores, 0, sizeof(empty[i].used_cores));
 		memset(empty[i].used_mem, 0, sizeof(empty[i].used_mem));
+		for (int d = 0; d < empty[i].ndev; d++)
+			empty[i].dev[d].used = 0;
 	}
 	ok = sched_fit(empty, nnodes, req, &a) == 0;
 	free(empty);

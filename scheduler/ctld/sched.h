@@ -4,7 +4,9 @@
  *
  * A job's guests start together or not at all.  Guests are packed onto as
  * few nodes as possible, each guest on one NUMA node when it fits there
- * (cores and memory), else across the NUMA nodes of one node.  The queue is
+ * (cores and memory), else across the NUMA nodes of one node.  A guest that
+ * asks for PCI functions of a class goes only where that many are free, and
+ * one that needs the fabric only to a node that has it.  The queue is
  * FIFO; a later job may start before the head only when it fits now and
  * cannot delay the head's reserved start (EASY backfill).
  */
@@ -13,9 +15,18 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "lib/fabric.h"
 
 #define SCHED_MAX_NUMA   16
 #define SCHED_MAX_GUESTS 4096
+#define SCHED_MAX_CLASSES 16             /* device classes a node offers */
+
+/* A node's PCI functions of one class, for passthrough: each is held by
+ * one guest at a time, like a core. */
+struct sched_dev {
+	char cls[FABRIC_CLASS_MAX + 1];
+	int total, used;
+};
 
 struct sched_node {
 	bool up;
@@ -24,12 +35,23 @@ struct sched_node {
 	uint64_t mem[SCHED_MAX_NUMA];
 	int used_cores[SCHED_MAX_NUMA];
 	uint64_t used_mem[SCHED_MAX_NUMA];
+	bool fabric;                     /* it has the cluster's RDMA fabric */
+	int ndev;
+	struct sched_dev dev[SCHED_MAX_CLASSES];
+};
+
+struct sched_devreq {
+	char cls[FABRIC_CLASS_MAX + 1];
+	int n;                           /* per guest */
 };
 
 struct sched_req {
 	int nguests;
 	int vcpus;                       /* per guest */
 	uint64_t mem;                    /* per guest */
+	bool rdma;                       /* only nodes with the fabric */
+	int ndev;
+	struct sched_devreq dev[JOB_DEVICES_MAX];
 };
 
 struct sched_take {
@@ -55,6 +77,8 @@ int sched_fit(const struct sched_node *nodes, int nnodes, const struct sched_req
 /* Adds (sign +1) or releases (-1) an allocation's usage. */
 void sched_apply(struct sched_node *nodes, const struct sched_req *req,
 		 const struct sched_alloc *a, int sign);
+/* Adds (+1) or releases (-1) one guest's functions of req on a node. */
+void sched_take_extras(struct sched_node *n, const struct sched_req *req, int sign);
 /* Whether req could ever fit on the cluster's up nodes when empty. */
 bool sched_feasible(const struct sched_node *nodes, int nnodes, const struct sched_req *req);
 /* Number of distinct nodes an allocation uses. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <json-c/json.h>
 #include <cmocka.h>
+#include "lib/fabric.h"
 
 #include "scheduler/ctld/ctld.h"
 #include "scheduler/jobjson.h"
@@ -222,6 +223,81 @@ static void controller_messages(void **state)
 	}
 }
 
+/* The fabric's fields: register's fabric_link, rdma netdev/numa and pci;
+ * job_prepare's fabric and pci.  Each hostile value is refused, naming
+ * the field. */
+static void fabric_fields(void **state)
+{
+	struct cmsg m;
+	struct vmsg v;
+	struct verr e;
+	char buf[1024];
+	const char *head = "{\"type\":\"register\",\"node\":\"n1\",\"addr\":\"10.0.0.1:6818\",\"underlay\":\"10.0.0.1\","
+			   "\"numa\":[{\"os_index\":0,\"cores\":8}],\"jobs\":[]";
+
+	(void)state;
+	snprintf(buf, sizeof(buf), "%s,\"rdma\":[{\"name\":\"mlx5_0\",\"netdev\":\"eth1\",\"numa\":0}],"
+		 "\"fabric_link\":\"eth1\",\"pci\":[{\"addr\":\"0000:00:05.0\",\"class\":\"gpu\",\"numa\":1},"
+		 "{\"addr\":\"0000:3b:00.1\",\"class\":\"nic\"}]}", head);
+	assert_int_equal(cparse(buf, &m, &e), 0);
+	assert_string_equal(m.fabric_link, "eth1");
+	assert_int_equal(m.npci, 2);
+	assert_string_equal(m.pci[0].addr, "0000:00:05.0");
+	assert_string_equal(m.pci[0].cls, "gpu");
+	assert_int_equal(m.pci[0].numa, 1);
+	assert_int_equal(m.pci[1].numa, -1);
+	ctld_msg_free(&m);
+#define REG(tail, want) do { snprintf(buf, sizeof(buf), "%s,%s}", head, tail); crejects(buf, want); } while (0)
+	REG("\"fabric_link\":\"../eth1\"", "\"fabric_link\": '../eth1' is not an interface name");
+	REG("\"fabric_link\":\"0123456789abcdefg\"", "\"fabric_link\"");
+	REG("\"rdma\":[{\"name\":\"mlx5_0\",\"netdev\":\"a/b\"}]", "\"rdma\"[0]: \"netdev\"");
+	REG("\"rdma\":[{\"name\":\"mlx5_0\",\"numa\":5000}]", "\"rdma\"[0]");
+	REG("\"pci\":[{\"addr\":\"../../0:00:05.0\",\"class\":\"gpu\"}]", "\"pci\"[0]");
+	REG("\"pci\":[{\"addr\":\"0000:00:05.9\",\"class\":\"gpu\"}]", "not a PCI function's address");
+	REG("\"pci\":[{\"addr\":\"0000:00:05.0\",\"class\":\"../x\"}]", "not a class name");
+	REG("\"pci\":[{\"addr\":\"0000:00:05.0\",\"class\":\"gpu\"},{\"addr\":\"0000:00:05.0\",\"class\":\"nic\"}]",
+	    "listed twice");
+	REG("\"pci\":[{\"addr\":\"0000:00:05.0\",\"class\":\"gpu\",\"owner\":1}]", "unknown field \"owner\"");
+#undef REG
+
+	assert_int_equal(vparse_with("fabric", "{\"mode\":\"roce\",\"vlan\":100,\"subnet\":\"10.214.0.0/28\"}", &v, &e), 0);
+	assert_true(v.prep.rdma);
+	assert_int_equal(v.prep.vlan, 100);
+	assert_int_equal(v.prep.fabric_mode, FABRIC_ROCE);
+	assert_int_equal(v.prep.fsubnet.prefix, 28);
+	vmsg_free(&v);
+	assert_int_equal(vparse_with("fabric", "{\"mode\":\"ib\",\"pkey\":256,\"subnet\":\"10.214.0.0/28\"}", &v, &e), 0);
+	assert_int_equal(v.prep.pkey, 256);
+	vmsg_free(&v);
+	assert_int_equal(vparse_with(NULL, NULL, &v, &e), 0);
+	assert_false(v.prep.rdma);
+	assert_int_equal(v.prep.npci, 0);
+	vmsg_free(&v);
+	vrejects("fabric", "{\"mode\":\"roce\",\"vlan\":4095,\"subnet\":\"10.214.0.0/28\"}", "\"vlan\"");
+	vrejects("fabric", "{\"mode\":\"roce\",\"pkey\":5,\"subnet\":\"10.214.0.0/28\"}", "mode roce takes a vlan alone");
+	vrejects("fabric", "{\"mode\":\"ib\",\"vlan\":5,\"pkey\":5,\"subnet\":\"10.214.0.0/28\"}", "mode ib takes a pkey alone");
+	vrejects("fabric", "{\"mode\":\"ib\",\"pkey\":32767,\"subnet\":\"10.214.0.0/28\"}", "\"pkey\"");
+	vrejects("fabric", "{\"mode\":\"tcp\",\"vlan\":5,\"subnet\":\"10.214.0.0/28\"}", "mode 'tcp'");
+	vrejects("fabric", "{\"mode\":\"roce\",\"vlan\":5,\"subnet\":\"10.214.0.1/28\"}", "host bits zero");
+	vrejects("fabric", "{\"mode\":\"roce\",\"vlan\":5,\"subnet\":\"10.214.0.0/31\"}", "/8../30");
+	vrejects("fabric", "{\"mode\":\"roce\",\"vlan\":5}", "\"subnet\"");
+	vrejects("fabric", "{\"mode\":\"roce\",\"vlan\":5,\"subnet\":\"10.214.0.0/28\",\"link\":\"eth0\"}",
+		 "unknown field \"link\"");
+	vrejects("fabric", "\"roce\"", "\"fabric\"");
+	assert_int_equal(vparse_with("pci", "[{\"guest\":2,\"addr\":\"0000:00:05.0\"},{\"guest\":1,\"addr\":\"0000:00:06.0\"}]",
+				     &v, &e), 0);
+	assert_int_equal(v.prep.npci, 2);
+	assert_int_equal(v.prep.pci_guest[0], 2);
+	assert_string_equal(v.prep.pci[1], "0000:00:06.0");
+	vmsg_free(&v);
+	vrejects("pci", "[{\"guest\":0,\"addr\":\"0000:00:05.0\"}]", "guest 0 is not on this node");
+	vrejects("pci", "[{\"guest\":3,\"addr\":\"0000:00:05.0\"}]", "\"pci\"[0]");
+	vrejects("pci", "[{\"guest\":1,\"addr\":\"/sys/bus/pci/devices/x\"}]", "\"pci\"[0]");
+	vrejects("pci", "[{\"guest\":1,\"addr\":\"0000:00:05.0/\"}]", "\"pci\"[0]");
+	vrejects("pci", "[{\"guest\":1,\"addr\":\"0000:00:05.0\"},{\"guest\":2,\"addr\":\"0000:00:05.0\"}]", "given twice");
+	vrejects("pci", "[{\"guest\":1,\"addr\":\"0000:00:05.0\",\"class\":\"gpu\"}]", "unknown field \"class\"");
+}
+
 /* The image store's messages, and vhpcd's parse of image_data. */
 static void image_messages(void **state)
 {
@@ -337,6 +413,7 @@ int main(void)
 		cmocka_unit_test(user_messages),
 		cmocka_unit_test(node_messages),
 		cmocka_unit_test(controller_messages),
+		cmocka_unit_test(fabric_fields),
 		cmocka_unit_test(image_messages),
 		cmocka_unit_test(job_spec_round_trip),
 	};

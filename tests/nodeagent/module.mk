@@ -2,3 +2,5 @@
 $(eval $(call unit_test,unit-nodeagent-place,tests/nodeagent/test_place.c,$(NODEAGENT_LIBS)))
 $(eval $(call unit_test,unit-nodeagent-jobdir,tests/nodeagent/test_jobdir.c,$(NODEAGENT_LIBS)))
 $(eval $(call unit_test,unit-nodeagent-oci,tests/nodeagent/test_oci.c,$(NODEAGENT_LIBS)))
+# vhpcd's fabric: what a node reports, and the job_prepare's share checked against its cluster file.
+$(eval $(call unit_test,unit-vd-fabric,tests/nodeagent/test_vd_fabric.c nodeagent/daemon/fabric.c,$(NODEAGENT_LIBS)))

@@ -7,4 +7,4 @@ $(eval $(call unit_test,unit-imgstore,tests/scheduler/test_imgstore.c scheduler/
 $(eval $(call unit_test,unit-atomic-write,tests/scheduler/test_atomic_write.c,-Xlinker --wrap=fsync -Xlinker --wrap=rename))
 # The job option table: its rows, getopt_long's arrays and --help made from
 # them, vhpc run's errors, and the Slurm plugin's rows.
-$(eval $(call unit_test,unit-jobopts,tests/scheduler/test_jobopts.c scheduler/cli/jobargs.c scheduler/cli/optgen.c,$(B)/lib/libvslurm.a))
+$(eval $(call unit_test,unit-jobopts,tests/scheduler/test_jobopts.c scheduler/cli/jobargs.c scheduler/cli/optgen.c scheduler/jobjson.c,$(B)/lib/libvslurm.a))

@@ -2,7 +2,10 @@
  * Slurm plugin make of it: getopt_long's arrays, --help, the errors. */
 #include "lib/config.h"
 #include "lib/jobopts.h"
+#include "lib/fabric.h"
 #include "lib/jobspec.h"
+#include "scheduler/jobjson.h"
+#include <json-c/json.h>
 #include "scheduler/cli/cli.h"
 #include "scheduler/cli/jobargs.h"
 #include "scheduler/cli/optgen.h"
@@ -217,6 +220,89 @@ static void values_land_in_the_job(void **state)
 	assert_int_equal(helped, 1);
 }
 
+/* --rdma, --no-rdma and --device through vhpc run/submit, a job file and
+ * the submit message; hostile values are refused naming the flag. */
+static void fabric_and_devices_through_every_front_end(void **state)
+{
+	char dir[256], path[300];
+	struct embedded_opts eo;
+	struct job_spec j, back;
+	struct json_object *o;
+	struct verr e;
+	FILE *f;
+
+	(void)state;
+	{
+		char *argv[] = { "run", "--rdma", "--device", "gpu:2", "--device", "nic", "--device", "gpu", "true", NULL };
+
+		assert_int_equal(job_args_parse("run", 9, argv, &j, &eo, help), 0);
+		assert_int_equal(j.rdma, JOB_RDMA_ON);
+		assert_int_equal(j.devices.n, 2);
+		assert_string_equal(j.devices.v[0], "gpu");
+		assert_string_equal(j.devices.v[1], "nic");
+		/* the submit message carries them, and checks them again */
+		o = job_spec_to_json(&j);
+		assert_int_equal(job_spec_from_json(o, &back, &e), 0);
+		assert_int_equal(back.rdma, JOB_RDMA_ON);
+		assert_int_equal(back.devices.n, 2);
+		job_spec_free(&back);
+		json_object_object_add(o, "devices", json_tokener_parse("[\"../../dev/vfio/vfio\"]"));
+		assert_int_equal(job_spec_from_json(o, &back, &e), -1);
+		assert_non_null(strstr(e.msg, "device '../../dev/vfio/vfio': expected CLASS[:N]"));
+		json_object_object_add(o, "devices", json_tokener_parse("[\"../vfio\"]"));
+		assert_int_equal(job_spec_from_json(o, &back, &e), -1);
+		assert_non_null(strstr(e.msg, "not a class name"));
+		json_object_object_add(o, "devices", json_tokener_parse("[\"gpu:99\"]"));
+		assert_int_equal(job_spec_from_json(o, &back, &e), -1);
+		assert_non_null(strstr(e.msg, "1..16"));
+		json_object_object_add(o, "devices", json_tokener_parse("[\"gpu\"]"));
+		json_object_object_add(o, "rdma", json_object_new_string("yes"));
+		assert_int_equal(job_spec_from_json(o, &back, &e), -1);
+		assert_non_null(strstr(e.msg, "\"rdma\""));
+		json_object_put(o);
+		job_spec_free(&j);
+	}
+	{
+		char *argv[] = { "run", "--rdma", "--no-rdma", "true", NULL };
+
+		assert_int_equal(job_args_parse("run", 4, argv, &j, &eo, help), 0);
+		assert_int_equal(j.rdma, JOB_RDMA_OFF);
+		job_spec_free(&j);
+	}
+	assert_int_equal(parse(&j, NULL, NULL, NULL), 0);
+	assert_int_equal(j.rdma, JOB_RDMA_AUTO);
+	assert_int_equal(j.devices.n, 0);
+	job_spec_free(&j);
+	assert_int_equal(parse(&j, "--device", "../sys/pci", NULL), EXIT_USAGE);
+	assert_non_null(strstr(said, "vhpc run: --device: device '../sys/pci': class"));
+	assert_int_equal(parse(&j, "--device", "gpu:17", NULL), EXIT_USAGE);
+	assert_non_null(strstr(said, "--device: device 'gpu:17': expected a count of 1..16"));
+	assert_int_equal(parse(&j, "--device", "0000:00:05.0", NULL), EXIT_USAGE);
+	assert_non_null(strstr(said, "--device"));
+	/* a job file's keys */
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "jobopts"), 0);
+	snprintf(path, sizeof(path), "%s/job.yaml", dir);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("guests: 2\nrdma: off\ndevices: [vf:2]\ncommand: [hostname]\n", f);
+	fclose(f);
+	assert_int_equal(job_spec_load(path, &j, &e), 0);
+	assert_int_equal(j.rdma, JOB_RDMA_OFF);
+	assert_string_equal(j.devices.v[0], "vf:2");
+	job_spec_free(&j);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("guests: 2\nrdma: maybe\ncommand: [hostname]\n", f);
+	fclose(f);
+	assert_int_equal(job_spec_load(path, &j, &e), -1);
+	assert_non_null(strstr(e.msg, ":2:"));
+	assert_non_null(f = fopen(path, "w"));
+	fputs("guests: 2\ndevices: [\"gpu/../x\"]\ncommand: [hostname]\n", f);
+	fclose(f);
+	assert_int_equal(job_spec_load(path, &j, &e), -1);
+	assert_non_null(strstr(e.msg, "job.yaml"));
+	assert_non_null(strstr(e.msg, "not a class name"));
+	assert_int_equal(fx_rmdir(dir), 0);
+}
+
 /* Flags before --job lose to the file, later ones win over it. */
 static void a_job_file_is_taken_whole_then_overridden(void **state)
 {
@@ -276,6 +362,7 @@ int main(void)
 		cmocka_unit_test(values_land_in_the_job),
 		cmocka_unit_test(a_job_file_is_taken_whole_then_overridden),
 		cmocka_unit_test(slurm_takes_its_rows_from_the_table),
+		cmocka_unit_test(fabric_and_devices_through_every_front_end),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,7 +28,7 @@ static struct sched_guest gbuf[64];
 static void guests_pack_onto_fewest_nodes(void **state)
 {
 	struct sched_node n[3] = { node(2, 4, 16 * G), node(2, 4, 16 * G), node(2, 4, 16 * G) };
-	struct sched_req r = { 4, 2, G };
+	struct sched_req r = { .nguests = 4, .vcpus = 2, .mem = G };
 	struct sched_alloc a = { .g = gbuf };
 
 	(void)state;
@@ -39,7 +39,7 @@ static void guests_pack_onto_fewest_nodes(void **state)
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(a.g[i].ntakes, 1);
 	/* 6 guests x 4 cores need 3 nodes of 8 cores. */
-	r = (struct sched_req){ 6, 4, G };
+	r = (struct sched_req){ .nguests = 6, .vcpus = 4, .mem = G };
 	n[0].used_cores[0] = 0;
 	assert_int_equal(sched_fit(n, 3, &r, &a), 0);
 	assert_int_equal(sched_nodes_used(&a), 3);
@@ -48,7 +48,7 @@ static void guests_pack_onto_fewest_nodes(void **state)
 static void numa_capacity_is_respected(void **state)
 {
 	struct sched_node n[1] = { node(2, 4, 1 * G) };
-	struct sched_req r = { 2, 3, 512u << 20 };
+	struct sched_req r = { .nguests = 2, .vcpus = 3, .mem = 512u << 20 };
 	struct sched_alloc a = { .g = gbuf };
 
 	(void)state;
@@ -58,13 +58,13 @@ static void numa_capacity_is_respected(void **state)
 	assert_int_equal(a.g[1].ntakes, 1);
 	assert_int_not_equal(a.g[0].take[0].numa, a.g[1].take[0].numa);
 	/* Memory binds too: two 768M guests cannot share a 1G node. */
-	r = (struct sched_req){ 2, 1, 768u << 20 };
+	r = (struct sched_req){ .nguests = 2, .vcpus = 1, .mem = 768u << 20 };
 	assert_int_equal(sched_fit(n, 1, &r, &a), 0);
 	assert_int_not_equal(a.g[0].take[0].numa, a.g[1].take[0].numa);
-	r = (struct sched_req){ 3, 1, 768u << 20 };
+	r = (struct sched_req){ .nguests = 3, .vcpus = 1, .mem = 768u << 20 };
 	assert_int_equal(sched_fit(n, 1, &r, &a), -1);
 	/* A guest bigger than a NUMA node spans the node's NUMA nodes. */
-	r = (struct sched_req){ 1, 6, 1 * G };
+	r = (struct sched_req){ .nguests = 1, .vcpus = 6, .mem = 1 * G };
 	assert_int_equal(sched_fit(n, 1, &r, &a), 0);
 	assert_int_equal(a.g[0].ntakes, 2);
 	assert_int_equal(a.g[0].take[0].cores + a.g[0].take[1].cores, 6);
@@ -74,7 +74,7 @@ static void numa_capacity_is_respected(void **state)
 static void gang_all_or_nothing_and_down_nodes(void **state)
 {
 	struct sched_node n[2] = { node(1, 8, 0), node(1, 8, 0) };
-	struct sched_req r = { 9, 2, 0 };
+	struct sched_req r = { .nguests = 9, .vcpus = 2, .mem = 0 };
 	struct sched_alloc a = { .g = gbuf };
 
 	(void)state;
@@ -91,7 +91,7 @@ static void gang_all_or_nothing_and_down_nodes(void **state)
 static void apply_and_release_balance(void **state)
 {
 	struct sched_node n[2] = { node(2, 4, 8 * G), node(2, 4, 8 * G) };
-	struct sched_req r = { 3, 3, G };
+	struct sched_req r = { .nguests = 3, .vcpus = 3, .mem = G };
 	struct sched_alloc a = { .g = gbuf };
 
 	(void)state;
@@ -112,7 +112,7 @@ static void fifo_with_easy_backfill(void **state)
 {
 	/* One 8-core node; R holds 6 cores until t=100. */
 	struct sched_node n[1] = { node(1, 8, 0) };
-	struct sched_running run = { { 1, 6, 0 }, { 0 }, 100 };
+	struct sched_running run = { { .nguests = 1, .vcpus = 6, .mem = 0 }, { 0 }, 100 };
 	struct sched_guest rg[1];
 	struct sched_pending q[4] = {
 		{ .req = { 1, 8, 0 }, .limit = 50 },   /* head: needs the whole node */
@@ -163,7 +163,7 @@ static void backfill_goes_where_the_head_will_not(void **state)
 	/* A busy until 100, B free, C half busy for long.  The head needs two
 	 * whole nodes (A and B at t=100); a long small job must go to C. */
 	struct sched_node n[3] = { node(1, 4, 0), node(1, 4, 0), node(1, 4, 0) };
-	struct sched_running run[2] = { { { 1, 4, 0 }, { 0 }, 100 }, { { 1, 2, 0 }, { 0 }, 100000 } };
+	struct sched_running run[2] = { { { .nguests = 1, .vcpus = 4, .mem = 0 }, { 0 }, 100 }, { { .nguests = 1, .vcpus = 2, .mem = 0 }, { 0 }, 100000 } };
 	struct sched_guest rg[2][1];
 	struct sched_pending q[2] = {
 		{ .req = { 2, 4, 0 }, .limit = 50 },
@@ -187,6 +187,82 @@ static void backfill_goes_where_the_head_will_not(void **state)
 	assert_int_equal(head, 100);
 }
 
+static void add_dev(struct sched_node *n, const char *cls, int total)
+{
+	snprintf(n->dev[n->ndev].cls, sizeof(n->dev[n->ndev].cls), "%s", cls);
+	n->dev[n->ndev].total = total;
+	n->dev[n->ndev++].used = 0;
+}
+
+/* Functions are resources like cores: a guest that asks for N of a class
+ * goes only where N of that class are free, and holds them. */
+static void devices_decide_placement(void **state)
+{
+	struct sched_node n[3] = { node(1, 8, 16 * G), node(1, 8, 16 * G), node(1, 8, 16 * G) };
+	struct sched_req r = { .nguests = 2, .vcpus = 1, .mem = G, .ndev = 1, .dev = { { "gpu", 2 } } };
+	struct sched_alloc a = { .g = gbuf };
+
+	(void)state;
+	add_dev(&n[0], "nic", 4);
+	add_dev(&n[1], "gpu", 2);
+	add_dev(&n[2], "gpu", 4);
+	add_dev(&n[2], "nic", 1);
+	/* two guests x 2 gpus: node 2 holds both (node 0 has none, node 1 one guest's) */
+	assert_int_equal(sched_fit(n, 3, &r, &a), 0);
+	assert_int_equal(a.g[0].node, 2);
+	assert_int_equal(a.g[1].node, 2);
+	sched_apply(n, &r, &a, +1);
+	assert_int_equal(n[2].dev[0].used, 4);
+	/* node 2's gpus are all held: the next guest with a gpu goes to node 1 */
+	r.nguests = 1;
+	assert_int_equal(sched_fit(n, 3, &r, &a), 0);
+	assert_int_equal(a.g[0].node, 1);
+	sched_apply(n, &r, &a, +1);
+	/* no gpu is free now: a further one waits, though cores are free */
+	assert_int_equal(sched_fit(n, 3, &r, &a), -1);
+	assert_true(sched_feasible(n, 3, &r));
+	/* a class no node offers, or more per guest than any node has, never fits */
+	r.dev[0] = (struct sched_devreq){ "fpga", 1 };
+	assert_false(sched_feasible(n, 3, &r));
+	r.dev[0] = (struct sched_devreq){ "gpu", 5 };
+	assert_false(sched_feasible(n, 3, &r));
+	/* two classes at once: only node 2 has both */
+	r.ndev = 2;
+	r.dev[0] = (struct sched_devreq){ "gpu", 1 };
+	r.dev[1] = (struct sched_devreq){ "nic", 1 };
+	assert_int_equal(sched_fit(n, 3, &r, &a), -1);
+	assert_true(sched_feasible(n, 3, &r));
+	/* releasing gives them back */
+	a.nguests = 2;
+	a.g[0] = (struct sched_guest){ .node = 2, .ntakes = 1, .take = { { 0, 1, G } } };
+	a.g[1] = a.g[0];
+	r = (struct sched_req){ .nguests = 2, .vcpus = 1, .mem = G, .ndev = 1, .dev = { { "gpu", 2 } } };
+	sched_apply(n, &r, &a, -1);
+	assert_int_equal(n[2].dev[0].used, 0);
+	r = (struct sched_req){ .nguests = 1, .vcpus = 1, .mem = G, .ndev = 2, .dev = { { "gpu", 1 }, { "nic", 1 } } };
+	assert_int_equal(sched_fit(n, 3, &r, &a), 0);
+	assert_int_equal(a.g[0].node, 2);
+}
+
+/* --rdma: only nodes with the fabric; without it, any node. */
+static void rdma_jobs_wait_for_fabric_nodes(void **state)
+{
+	struct sched_node n[2] = { node(1, 4, 16 * G), node(1, 4, 16 * G) };
+	struct sched_req r = { .nguests = 2, .vcpus = 4, .mem = G, .rdma = true };
+	struct sched_alloc a = { .g = gbuf };
+
+	(void)state;
+	n[1].fabric = true;
+	assert_int_equal(sched_fit(n, 2, &r, &a), -1);
+	assert_false(sched_feasible(n, 2, &r));
+	r.nguests = 1;
+	assert_int_equal(sched_fit(n, 2, &r, &a), 0);
+	assert_int_equal(a.g[0].node, 1);
+	r.rdma = false;
+	r.nguests = 2;
+	assert_int_equal(sched_fit(n, 2, &r, &a), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +273,8 @@ int main(void)
 		cmocka_unit_test(fifo_with_easy_backfill),
 		cmocka_unit_test(head_starts_first_when_it_fits),
 		cmocka_unit_test(backfill_goes_where_the_head_will_not),
+		cmocka_unit_test(devices_decide_placement),
+		cmocka_unit_test(rdma_jobs_wait_for_fabric_nodes),
 	};
 	return cmocka_run_group_tests_name("sched", tests, NULL, NULL);
 }

@@ -92,8 +92,23 @@ check_match "sbatch --vhpc-image=nosuch is refused the same way" "vhpc: no image
 check_eq "none of them made a job" "$jobs_before" "$(grep -c . "$SL_DIR/jobcomp.txt" 2>/dev/null)"
 out=$(sl_user env SLURM_VHPC_IMAGE=default srun -N 1 hostname 2>/dev/null)
 check_eq "SLURM_VHPC_IMAGE=default makes srun's tasks run in guests" "g0" "$out"
-check_match "srun --help lists the options" "--vhpc-image=IMG.*--vhpc-driver=NAME.*--vhpc-vcpus=N.*--vhpc-mem=SIZE.*--vhpc-no-vmshm" \
+check_match "srun --help lists the options" "--vhpc-image=IMG.*--vhpc-driver=NAME.*--vhpc-vcpus=N.*--vhpc-mem=SIZE.*--vhpc-no-vmshm.*--vhpc-rdma.*--vhpc-no-rdma.*--vhpc-device=CLASS\[:N\]" \
 	"$(sl_in "$SL_HUB" srun --help 2>&1 | tr '\n' ' ')"
+
+# -- the fabric and devices (this cluster has neither)
+sl_user srun -N 1 --vhpc-image=default --vhpc-device=../../dev/mem hostname >/dev/null 2>"$T/err"
+check_match "--vhpc-device with a path fails at srun, naming the option" "vhpc: --vhpc-device: device '../../dev/mem'" "$(cat "$T/err")"
+sl_user srun -N 1 --vhpc-image=default --vhpc-device=gpu:99 hostname >/dev/null 2>"$T/err"
+check_match "--vhpc-device=gpu:99 fails at srun with the range" "vhpc: --vhpc-device: device 'gpu:99': expected a count of 1..16" "$(cat "$T/err")"
+out=$(sl_user srun -N 1 --vhpc-image=default --vhpc-no-rdma hostname 2>/dev/null)
+check_eq "--vhpc-no-rdma runs over TCP" "g0" "$out"
+sl_user srun -N 1 --vhpc-image=default --vhpc-rdma hostname >/dev/null 2>"$T/err"
+rc=$?
+check "--vhpc-rdma on nodes without a fabric fails" test "$rc" != 0
+check_match "... saying the node has none" "rdma: node n[0-9] has no fabric" "$(cat "$T/err")"
+sl_user srun -N 1 --vhpc-image=default --vhpc-device=gpu hostname >/dev/null 2>"$T/err"
+check "--vhpc-device=gpu on nodes without functions fails" test "$?" != 0
+check_match "... saying so" "1 gpu function per guest: node n[0-9] has too few" "$(cat "$T/err")"
 
 # -- nothing is left
 sl_wait_empty 30

@@ -50,13 +50,22 @@ static void options_are_checked_and_named(void **state)
 	assert_non_null(strstr(why, "auto, container or kvm"));
 	assert_int_equal(vs_opt_set(&o, "no-vmshm", "1", why, sizeof(why)), -1);
 	assert_int_equal(vs_opt_set(&o, "colour", "red", why, sizeof(why)), -1);
+	/* --vhpc-device: a class, never a path; a count within 1..16 */
+	assert_int_equal(vs_opt_set(&o, "device", "../../dev/vfio", why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "--vhpc-device"));
+	assert_non_null(strstr(why, "not a class name"));
+	assert_int_equal(vs_opt_set(&o, "device", "gpu:17", why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "1..16"));
+	assert_int_equal(vs_opt_set(&o, "device", "gpu:0", why, sizeof(why)), -1);
+	assert_int_equal(vs_opt_set(&o, "rdma", "1", why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "takes no value"));
 }
 
 static void defaults_come_from_the_environment_and_lose_to_options(void **state)
 {
 	char *env[] = { "SLURM_VHPC_IMAGE=hpc", "SLURM_VHPC_MEM=1G", "SLURM_VHPC_VCPUS=2",
-			"SLURM_VHPC_NO_VMSHM=1", "OTHER=x", NULL };
-	bool given[5] = { 0 };
+			"SLURM_VHPC_NO_VMSHM=1", "SLURM_VHPC_NO_RDMA=1", "SLURM_VHPC_DEVICE=gpu:2,nic", "OTHER=x", NULL };
+	bool given[VS_NOPTS] = { 0 };
 	struct vs_opts o = { 0 };
 
 	(void)state;
@@ -68,11 +77,13 @@ static void defaults_come_from_the_environment_and_lose_to_options(void **state)
 	assert_int_equal(o.mem, 1ull << 30);
 	assert_int_equal(o.vcpus, 3);
 	assert_true(o.no_vmshm);
+	assert_int_equal(o.rdma, 2);
+	assert_string_equal(o.devices, "gpu:2,nic");
 
 	/* Only an image makes a job one of guests. */
 	char *only_mem[] = { "SLURM_VHPC_MEM=1G", NULL };
 	struct vs_opts p = { 0 };
-	bool none[5] = { 0 };
+	bool none[VS_NOPTS] = { 0 };
 
 	assert_int_equal(vs_opts_env(&p, none, only_mem, why, sizeof(why)), 0);
 	assert_false(p.set);
@@ -92,11 +103,27 @@ static void options_travel_as_one_line(void **state)
 	vs_opt_set(&o, "image", "default", why, sizeof(why));
 	vs_opt_set(&o, "mem", "768M", why, sizeof(why));
 	assert_int_equal(vs_opts_format(&o, line, sizeof(line)), 0);
-	assert_string_equal(line, "image=default driver= vcpus=0 mem=805306368 vmshm=1");
+	assert_string_equal(line, "image=default driver= vcpus=0 mem=805306368 vmshm=1 rdma=auto devices=");
 	assert_int_equal(vs_opts_parse(line, &back, why, sizeof(why)), 0);
 	assert_string_equal(back.image, "default");
 	assert_int_equal(back.mem, 805306368ull);
 	assert_false(back.no_vmshm);
+	/* the fabric and the devices travel too, and are checked again */
+	assert_int_equal(vs_opt_set(&o, "rdma", NULL, why, sizeof(why)), 0);
+	assert_int_equal(vs_opt_set(&o, "device", "gpu:2", why, sizeof(why)), 0);
+	assert_int_equal(vs_opt_set(&o, "device", "nic", why, sizeof(why)), 0);
+	assert_int_equal(vs_opt_set(&o, "device", "gpu:1", why, sizeof(why)), 0);
+	assert_int_equal(vs_opts_format(&o, line, sizeof(line)), 0);
+	assert_string_equal(line, "image=default driver= vcpus=0 mem=805306368 vmshm=1 rdma=on devices=nic,gpu:1");
+	assert_int_equal(vs_opts_parse(line, &back, why, sizeof(why)), 0);
+	assert_int_equal(back.rdma, 1);
+	assert_string_equal(back.devices, "nic,gpu:1");
+	assert_int_equal(vs_opt_set(&o, "no-rdma", NULL, why, sizeof(why)), 0);
+	assert_int_equal(o.rdma, 2);
+	assert_int_equal(vs_opts_parse("image=x driver= vcpus=0 mem=0 vmshm=1 rdma=maybe devices=", &back, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "rdma 'maybe'"));
+	assert_int_equal(vs_opts_parse("image=x driver= vcpus=0 mem=0 vmshm=1 rdma=on devices=../gpu", &back, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "not a class name"));
 	assert_int_equal(vs_opts_parse("image=x driver= vcpus=0 mem=0", &back, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "vmshm missing"));
 	assert_int_equal(vs_opts_parse("image=x driver= vcpus=0 mem=0 vmshm=1 vmshm=0", &back, why, sizeof(why)), -1);
