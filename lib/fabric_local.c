@@ -93,6 +93,7 @@ int fabric_local_claim(const struct cluster_cfg *cl, const char *node, const str
 	char why[256];
 
 	memset(c, 0, sizeof(*c));
+	c->node = fn;
 	if (js->rdma == JOB_RDMA_ON && !have)
 		return verr_set(err, "--rdma: node %s has no fabric (%s)", node,
 				!link ? "the cluster file's fabric.mode is none or names no link" : "its fabric link does not exist here");

@@ -30,6 +30,7 @@ struct fabric_claim {
 	int pci_guest[FABRIC_LOCAL_MAX];      /* this node's guest index */
 	int fds[FABRIC_LOCAL_MAX + 1];        /* the locks; -1 none */
 	int nfds;
+	const struct cluster_fabric_node *node;  /* this node's entry (na_job_spec's fabric_node) */
 };
 
 /* For nguests guests of js on node `node`: the fabric when js asks or

@@ -197,13 +197,15 @@ struct na_job_spec {
 	int fabric_vlan;               /* 1..4094: the job's VLAN on it; 0 = none */
 	uint16_t fabric_pkey;          /* InfiniBand partition key; 0 = none */
 	struct ipv4net fabric_subnet;
-	/* PCI functions for passthrough (kvm: VFIO), each one the node's
-	 * admin listed (the agent checks the address against that list, never
-	 * trusting it because it exists): pci[i] ("0000:00:05.0") goes to
-	 * this node's guest pci_guest[i] (0..nguests-1). */
+	/* PCI functions for passthrough (kvm: VFIO): pci[i] ("0000:00:05.0")
+	 * goes to this node's guest pci_guest[i] (0..nguests-1).  Each must be
+	 * on fabric_node's list, the admin's (the cluster file's entry for
+	 * this node, fabric.nodes[].pci; NULL: none may be), which the driver
+	 * checks again, never trusting a function because it exists. */
 	const char *const *pci;
 	const int *pci_guest;
 	int npci;
+	const struct cluster_fabric_node *fabric_node;
 	/* Written to <job dir>/job.json (0600) before anything else is made,
 	 * for whoever takes the job over after a crash (vhpcd); NULL: none. */
 	const char *record;

@@ -246,6 +246,7 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	s->pci = j->fab.pci_v;
 	s->pci_guest = j->fab.pci_guest;
 	s->npci = j->fab.npci;
+	s->fabric_node = j->fab.node;
 	snprintf(j->label, sizeof(j->label), "%u", id);
 	snprintf(j->host_id, sizeof(j->host_id), "%s:%s", na_boot_id(), j->node);
 	s->label = j->label;

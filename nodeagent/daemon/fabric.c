@@ -164,6 +164,7 @@ int vd_fabric_spec(struct vjob *j, const char *node, struct na_job_spec *s, stru
 	s->pci = j->pci;
 	s->pci_guest = j->pci_local;
 	s->npci = j->p.npci;
+	s->fabric_node = fn;
 	if (s->rdma)
 		log_info("job %lld on %s: fabric %s on %s, %s %d, subnet %s/%d", (long long)j->p.job, node,
 			 fabric_mode_names[j->p.fabric_mode], s->fabric_link, s->fabric_pkey ? "pkey" : "vlan",

@@ -241,6 +241,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	s.pci = r.fab.pci_v;
 	s.pci_guest = r.fab.pci_guest;
 	s.npci = r.fab.npci;
+	s.fabric_node = r.fab.node;
 	s.label = job;
 	s.allow_emulated = o->allow_emulated_kvm;
 	s.nguests = s.ntotal = r.nguests;

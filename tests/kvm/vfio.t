@@ -31,10 +31,17 @@ netdev_of() { local m; for m in /sys/class/net/*/address; do [ "$(cat "$m")" = "
 own_driver=$(driver_of $NIC)
 check_eq "the NIC starts on its own driver" virtio-pci "$own_driver"
 
-# The admin's list: root's file in the config dir (a copy of the checkout's).
+# The admin's list: this node's entry in the cluster file (fabric.nodes,
+# by the host's name, as `vhpc run` finds it), in a copy of the checkout's
+# config dir.
 export VHPC_CONFIG_DIR=$T/etc
 mkdir -p "$VHPC_CONFIG_DIR" && cp -r "$VHPC_TOP/configs/." "$VHPC_CONFIG_DIR/"
-printf '# functions that may be passed through\n%s\n%s\n%s\n' $NIC $SHARED $ABSENT >"$VHPC_CONFIG_DIR/passthrough"
+cat >>"$VHPC_CONFIG_DIR/cluster.yaml" <<EOF
+fabric:
+  nodes:
+    - name: $(hostname)
+      pci: [{addr: $NIC, class: nic}, {addr: $SHARED, class: nic}, {addr: $ABSENT, class: nic}]
+EOF
 
 # L1's end of the hub, in a namespace of the test's own.
 ns=vfiot-$$
@@ -54,15 +61,12 @@ refused() {   # WHAT ADDR REGEX
 	check_eq "$1: refused" 1 "$rc"
 	check_match "$1: says why" "$3" "$(cat "$T/r.err")"
 }
-refused "an address not on the list" $PEER "$PEER is not on this node's list of functions that may be passed through \\($T/etc/passthrough\\)"
+refused "an address not on the list" $PEER "$PEER is not on this node's list of functions that may be passed through \\(the cluster file's fabric.nodes: $(hostname)\\)"
 refused "a path as an address" "../../../../dev/sda" "'../../../../dev/sda' is not a PCI address"
 refused "an address with a path after it" "$NIC/../../../0000:00:06.0" "is not a PCI address"
 refused "an upper-case address" "0000:00:05.A" "'0000:00:05.A' is not a PCI address"
 refused "a function in a shared IOMMU group" $SHARED "$SHARED shares IOMMU group [0-9]+ with 0000:00:07.1"
 refused "a function that does not exist" $ABSENT "$ABSENT does not exist on this node"
-chmod 666 "$VHPC_CONFIG_DIR/passthrough"
-refused "a list others may write" $NIC "must be a regular file of root's that only root may write"
-chmod 644 "$VHPC_CONFIG_DIR/passthrough"
 check_eq "after the refusals the NIC is on its own driver" "$own_driver" "$(driver_of $NIC)"
 
 # -- the NIC in an L2 guest: its own driver, TCP to L1 ---------------------

@@ -99,6 +99,13 @@ int main(int argc, char **argv)
 	s.pci = pci;
 	s.pci_guest = guest;
 	s.npci = npci;
+	{
+		char host[65] = "";
+
+		/* The admin's list, as `vhpc run` finds it: this host's entry. */
+		gethostname(host, sizeof(host) - 1);
+		s.fabric_node = cluster_fabric_node(&cl, host);
+	}
 	random_bytes(s.key, sizeof(s.key));
 	if (na_job_start(&nj, job, &s, &err) < 0)
 		goto out;

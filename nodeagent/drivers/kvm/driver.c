@@ -110,7 +110,7 @@ static int claim_pci(struct na_job *j, struct kvm_job *kj, struct verr *err)
 		for (int i = 0; i < kj->npci[k]; i++) {
 			int node;
 
-			if (kvm_vfio_check(mine[i], mine, kj->npci[k], &node, err) < 0)
+			if (kvm_vfio_check(mine[i], j->s.fabric_node, mine, kj->npci[k], &node, err) < 0)
 				return -1;
 			if (i == 0)
 				place_near(j, kj, k, node);

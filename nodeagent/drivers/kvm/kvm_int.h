@@ -86,7 +86,8 @@ bool kvm_vfio_addr_ok(const char *a);
 /* a may be given to a guest: on the admin's list, an existing function
  * with an IOMMU group whose every member is in mine (what the same guest
  * gets), not on vfio-pci already.  *numa_node: its node, -1 unknown. */
-int kvm_vfio_check(const char *addr, const char *const *mine, int nmine, int *numa_node, struct verr *err);
+int kvm_vfio_check(const char *addr, const struct cluster_fabric_node *fn, const char *const *mine, int nmine,
+		   int *numa_node, struct verr *err);
 /* Records a's driver in <job dir>/vfio/<a>, then moves it to vfio-pci. */
 int kvm_vfio_bind(const char *job, const char *addr, struct verr *err);
 /* Gives every function the job's records name back to its driver (the

@@ -1,7 +1,7 @@
 /*
  * PCI functions passed through to kvm guests (VFIO).  Root does here what
  * the jailed vhpc-hv cannot: checks each address against the admin's list
- * (<config dir>/passthrough) and its IOMMU group, moves the function to
+ * (the cluster file's fabric.nodes[].pci for this node) and its IOMMU group, moves the function to
  * vfio-pci (driver_override, so nothing else can claim it meanwhile),
  * opens the container, group and device for vhpc-hv, and gives the
  * function back to its own driver after the job.
@@ -13,6 +13,7 @@
  * own driver) before the change, so the teardown and the crash sweep
  * (na_cleanup_stale) give it back even when the agent or vhpc-hv died.
  */
+#include "lib/cluster.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/log.h"
@@ -39,7 +40,6 @@
 #define PCI_DEVS "/sys/bus/pci/devices"
 #define PCI_PROBE "/sys/bus/pci/drivers_probe"
 #define VFIO_DRIVER "vfio-pci"
-#define LIST_NAME "passthrough"
 
 bool kvm_vfio_addr_ok(const char *a)
 {
@@ -61,41 +61,17 @@ bool kvm_vfio_addr_ok(const char *a)
 	return strtol(a + 8, NULL, 16) < 32;
 }
 
-/* The admin's list: root's file, not writable by anyone else, one address
- * a line, '#' comments. */
-static int on_list(const char *addr, struct verr *err)
+/* The admin's list: this node's entry in the cluster file, which the
+ * caller found (vhpcd by its registered name, `vhpc run` by the host's
+ * name, Slurm by its node name) and already picked from; checked again
+ * here, where the function is touched. */
+static int on_list(const char *addr, const struct cluster_fabric_node *fn, struct verr *err)
 {
-	char path[PATH_MAX], text[1 << 16], *save = NULL;
-	struct stat st;
-	int fd, found = 0;
-	ssize_t len;
-
-	snprintf(path, sizeof(path), "%s/%s", vhpc_config_dir(), LIST_NAME);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return verr_errno(err, "PCI function %s: no list of functions that may be passed through (%s)", addr,
-				  path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
-		close(fd);
-		return verr_set(err, "PCI function %s: %s must be a regular file of root's that only root may write",
-				addr, path);
-	}
-	/* The file checked is the file read: the same descriptor. */
-	len = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (len < 0)
-		return verr_errno(err, "%s", path);
-	text[len] = 0;
-	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		l += strspn(l, " \t");
-		l[strcspn(l, " \t#")] = 0;
-		if (!strcmp(l, addr))
-			found = 1;
-	}
-	if (!found)
-		return verr_set(err, "PCI function %s is not on this node's list of functions that may be passed through (%s)",
-				addr, path);
-	return 0;
+	for (size_t i = 0; fn && i < fn->pci.n; i++)
+		if (!strcmp(((const struct cluster_pci *)fn->pci.v)[i].addr, addr))
+			return 0;
+	return verr_set(err, "PCI function %s is not on this node's list of functions that may be passed through (the cluster file's fabric.nodes%s%s)",
+			addr, fn ? ": " : ", which has no entry for this node", fn ? fn->name : "");
 }
 
 /* /sys/bus/pci/devices, checked to be sysfs: names in it are the kernel's. */
@@ -199,7 +175,8 @@ int kvm_vfio_group(const char *addr, int *group, struct verr *err)
 	return 0;
 }
 
-int kvm_vfio_check(const char *addr, const char *const *mine, int nmine, int *numa_node, struct verr *err)
+int kvm_vfio_check(const char *addr, const struct cluster_fabric_node *fn, const char *const *mine, int nmine,
+		   int *numa_node, struct verr *err)
 {
 	char path[64], drv[64];
 	int d, group, numa = -1;
@@ -208,7 +185,7 @@ int kvm_vfio_check(const char *addr, const char *const *mine, int nmine, int *nu
 
 	if (!kvm_vfio_addr_ok(addr))
 		return verr_set(err, "'%.40s' is not a PCI address (DDDD:BB:DD.F, lower-case hex)", addr);
-	if (on_list(addr, err) < 0 || kvm_vfio_group(addr, &group, err) < 0 || (d = dev_dir(addr, err)) < 0)
+	if (on_list(addr, fn, err) < 0 || kvm_vfio_group(addr, &group, err) < 0 || (d = dev_dir(addr, err)) < 0)
 		return -1;
 	if (link_base(d, "driver", drv, sizeof(drv)) == 0 && !strcmp(drv, VFIO_DRIVER)) {
 		close(d);
