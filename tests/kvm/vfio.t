@@ -36,7 +36,8 @@ check_eq "the NIC starts on its own driver" virtio-pci "$own_driver"
 # config dir.
 export VHPC_CONFIG_DIR=$T/etc
 mkdir -p "$VHPC_CONFIG_DIR" && cp -r "$VHPC_TOP/configs/." "$VHPC_CONFIG_DIR/"
-cat >>"$VHPC_CONFIG_DIR/cluster.yaml" <<EOF
+# (In the lab kvmlib.sh has VHPC_CLUSTER name a copy of its own.)
+cat >>"${VHPC_CLUSTER:-$VHPC_CONFIG_DIR/cluster.yaml}" <<EOF
 fabric:
   nodes:
     - name: $(hostname)
