@@ -55,7 +55,7 @@ rdma_links() { rdma link show 2>/dev/null | grep -c 'vhpc-'; }
 before=$(resource_counts)
 links_before=$(rdma_links)
 
-out=$(cd "$T" && timeout 400 vhpc run -N 2 -n 2 --rdma --bind "$T:/t:ro" -- /bin/sh /t/rank.sh 2>"$T/err")
+out=$(cd "$T" && timeout 400 vhpc run -N 2 -n 2 --driver container --rdma --bind "$T:/t:ro" -- /bin/sh /t/rank.sh 2>"$T/err")
 rc=$?
 check_eq "vhpc run --rdma: the job ends well" 0 "$rc"
 [ "$rc" = 0 ] || diag "$(tail -n 30 "$T/err")"
@@ -68,9 +68,10 @@ check_match "the agent says which VLAN and fabric subnet the job got" 'fabric .*
 check_counts "nothing of the --rdma job is left (netns, links, cgroups, mounts)" "$before"
 check_eq "... and no RDMA link" "$links_before" "$(rdma_links)"
 
-out=$(cd "$T" && timeout 300 vhpc run -N 2 -n 2 --no-rdma --bind "$T:/t:ro" -- /bin/sh /t/rank.sh 2>"$T/err2")
+out=$(cd "$T" && timeout 300 vhpc run -N 2 -n 2 --driver container --no-rdma --bind "$T:/t:ro" -- /bin/sh /t/rank.sh 2>"$T/err2")
 rc=$?
 check_eq "vhpc run --no-rdma: the job ends well" 0 "$rc"
+[ "$rc" = 0 ] || diag "$(tail -n 30 "$T/err2")"
 check_match "a --no-rdma job's guests have no RDMA device" 'rank 0 devices 0 \[\] uverbs \[\]' "$out"
 check_counts "nothing of the --no-rdma job is left" "$before"
 done_testing
