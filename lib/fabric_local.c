@@ -31,19 +31,6 @@ static int lock(const char *name, struct verr *err)
 	return fd;
 }
 
-/* name (a checked plain name) is an entry of the sysfs folder dir. */
-static bool in_sysfs(const char *dir, const char *name)
-{
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	bool ok;
-
-	if (dfd < 0)
-		return false;
-	ok = faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-	close(dfd);
-	return ok;
-}
-
 static int claim_tag(const struct cluster_cfg *cl, long long first, struct fabric_claim *c, struct verr *err)
 {
 	const struct cluster_fabric *f = &cl->fabric;
@@ -89,7 +76,7 @@ int fabric_local_claim(const struct cluster_cfg *cl, const char *node, const str
 {
 	const struct cluster_fabric_node *fn = cluster_fabric_node(cl, node);
 	const char *link = cluster_fabric_link(cl, node);
-	bool have = link && in_sysfs("/sys/class/net", link);
+	bool have = link && fs_entry_exists("/sys/class/net", link);
 	char why[256];
 
 	memset(c, 0, sizeof(*c));
@@ -124,7 +111,7 @@ int fabric_local_claim(const struct cluster_cfg *cl, const char *node, const str
 				int fd;
 
 				if (strcmp(p->cls, cls) || c->npci == FABRIC_LOCAL_MAX ||
-				    !in_sysfs("/sys/bus/pci/devices", p->addr))
+				    !fs_entry_exists("/sys/bus/pci/devices", p->addr))
 					continue;
 				snprintf(name, sizeof(name), "pci-%s", p->addr);
 				if ((fd = lock(name, err)) < -1)

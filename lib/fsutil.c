@@ -242,3 +242,15 @@ int write_str(const char *path, const char *s, struct verr *err)
 	close(fd);
 	return 0;
 }
+
+bool fs_entry_exists(const char *dir, const char *name)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool ok;
+
+	if (dfd < 0)
+		return false;
+	ok = faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+	close(dfd);
+	return ok;
+}

@@ -4,6 +4,7 @@
 #ifndef VHPC_LIB_FSUTIL_H
 #define VHPC_LIB_FSUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include "lib/err.h"
@@ -23,5 +24,8 @@ int mkdir_p(const char *path, mode_t mode, struct verr *err);
 int rm_rf(const char *path, struct verr *err);
 /* Writes a string to a sysfs/procfs/cgroup file. */
 int write_str(const char *path, const char *s, struct verr *err);
+/* name (a plain name, never a path) is an entry of the folder dir; a
+ * link counts as itself, never followed (sysfs: a device is there). */
+bool fs_entry_exists(const char *dir, const char *name);
 
 #endif

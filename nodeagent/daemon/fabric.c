@@ -7,6 +7,7 @@
  */
 #include "lib/cluster.h"
 #include "lib/fabric.h"
+#include "lib/fsutil.h"
 #include "lib/inet.h"
 #include "lib/log.h"
 #include "daemon.h"
@@ -54,18 +55,6 @@ static int numa_of(const char *dir, const char *rel)
 	return v >= 0 && v <= 4095 ? (int)v : -1;
 }
 
-static bool exists_at(const char *dir, const char *name)
-{
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	bool ok;
-
-	if (dfd < 0)
-		return false;
-	ok = faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
-	close(dfd);
-	return ok;
-}
-
 /* RoCE and InfiniBand need a device on the link (soft-RoCE makes its own
  * per guest): one whose port carries it, as rdma.c read it from sysfs. */
 static bool rdma_on(const char *link)
@@ -86,7 +75,7 @@ void vd_fabric_report(struct json_object *req, const char *name, bool simulated)
 	const char *link = cluster_fabric_link(&vd.cl, name);
 	struct json_object *pa = json_object_new_array();
 
-	if (link && !simulated && !exists_at("/sys/class/net", link))
+	if (link && !simulated && !fs_entry_exists("/sys/class/net", link))
 		log_warn("fabric link %s (the cluster file's) does not exist on this node: no fabric here", link);
 	else if (link && !simulated && vd.cl.fabric.mode != FABRIC_SOFT_ROCE && !rdma_on(link))
 		log_warn("fabric link %s has no RDMA device (libibverbs lists none on it): no %s fabric here", link,
@@ -98,7 +87,7 @@ void vd_fabric_report(struct json_object *req, const char *name, bool simulated)
 		struct json_object *e;
 		char rel[64];
 
-		if (!simulated && !exists_at("/sys/bus/pci/devices", p->addr)) {
+		if (!simulated && !fs_entry_exists("/sys/bus/pci/devices", p->addr)) {
 			log_warn("PCI function %s (fabric.nodes %s, class %s) does not exist on this node: not offered",
 				 p->addr, name, p->cls);
 			continue;

@@ -44,23 +44,6 @@
  * of its own). */
 #define INIT_NETNS "/proc/1/ns/net"
 
-static struct nl_sock *route_open(struct verr *err)
-{
-	struct nl_sock *sk = nl_socket_alloc();
-	int rc;
-
-	if (!sk) {
-		verr_set(err, "netlink: out of memory");
-		return NULL;
-	}
-	if ((rc = nl_connect(sk, NETLINK_ROUTE)) < 0) {
-		verr_set(err, "netlink: connect: %s", nl_geterror(rc));
-		nl_socket_free(sk);
-		return NULL;
-	}
-	return sk;
-}
-
 static void vlan_name(const char *job, char *buf, size_t len)
 {
 	snprintf(buf, len, "vf%s", job);
@@ -198,7 +181,7 @@ static int guest_inside(void *arg, struct verr *err)
 {
 	struct fab_ctx *c = arg;
 	struct na_fabric_guest *g = &c->f->g[c->k];
-	struct nl_sock *sk = route_open(err);
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
 	struct rtnl_addr *a = NULL;
 	struct nl_addr *local = NULL;
 	uint32_t be = htonl(g->addr);
@@ -365,7 +348,7 @@ int na_fabric_create(const struct na_fabric_req *r, struct na_fabric *out, struc
 	 * every device. */
 	if (na_netns_run_path(INIT_NETNS, set_exclusive, NULL, err) < 0)
 		return -1;
-	if (!(sk = route_open(err)))
+	if (!(sk = na_nl_open(NETLINK_ROUTE, err)))
 		return -1;
 	if (make_vlan(&c, sk, err) < 0)
 		goto out;
@@ -401,7 +384,7 @@ static int del_if_there(void *arg, struct verr *err)
 
 static int del_vlan(const char *job, int *found, struct verr *err)
 {
-	struct nl_sock *sk = route_open(err);
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
 	struct rtnl_link *l = NULL;
 	char name[16];
 	int rc;

@@ -35,23 +35,6 @@
 
 #define BRIDGE "br0"
 
-static struct nl_sock *nl_open(struct verr *err)
-{
-	struct nl_sock *sk = nl_socket_alloc();
-	int rc;
-
-	if (!sk) {
-		verr_set(err, "netlink: out of memory");
-		return NULL;
-	}
-	if ((rc = nl_connect(sk, NETLINK_ROUTE)) < 0) {
-		verr_set(err, "netlink: connect: %s", nl_geterror(rc));
-		nl_socket_free(sk);
-		return NULL;
-	}
-	return sk;
-}
-
 /* Brings name up, with mtu when > 0 and master when >= 0. */
 static int link_set(struct nl_sock *sk, const char *name, int mtu, int master,
 		    struct verr *err)
@@ -101,7 +84,7 @@ struct job_ctx {
 static int job_setup(void *arg, struct verr *err)
 {
 	struct job_ctx *c = arg;
-	struct nl_sock *sk = nl_open(err);
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
 	struct rtnl_link *br = NULL;
 	int rc = -1, brx;
 
@@ -214,7 +197,7 @@ struct guest_ctx {
 static int guest_setup(void *arg, struct verr *err)
 {
 	struct guest_ctx *g = arg;
-	struct nl_sock *sk = nl_open(err);
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
 	struct rtnl_addr *a = NULL;
 	struct nl_addr *local = NULL, *bcast = NULL;
 	uint32_t be = htonl(g->addr), bbe = htonl(g->addr | (g->prefix < 32 ? ~0u >> g->prefix : 0));
@@ -279,7 +262,7 @@ static uint32_t endpoint(const struct na_net_req *r, uint32_t underlay)
 static int vxlan_create(const struct na_net_req *r, const char *job_netns, int mtu,
 			struct verr *err)
 {
-	struct nl_sock *sk = nl_open(err);
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
 	struct rtnl_link *vx = NULL;
 	struct nl_addr *local = NULL;
 	uint32_t be = htonl(endpoint(r, r->underlay));
@@ -421,7 +404,7 @@ static int vxlan_setup(void *arg, struct verr *err)
 	static const uint8_t zero[6];
 	struct job_ctx *c = arg;
 	const struct na_net_req *r = c->r;
-	struct nl_sock *sk = nl_open(err);
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
 	int rc = -1, brx, vx;
 
 	if (!sk)
@@ -631,7 +614,7 @@ fail:
 
 static int vxlan_del(void *arg, struct verr *err)
 {
-	struct nl_sock *sk = nl_open(err);
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
 	struct rtnl_link *link = NULL;
 	int rc = 0, e;
 

@@ -13,6 +13,7 @@
 #include "lib/inet.h"
 
 struct cluster_cfg;
+struct nl_sock;
 struct cluster_wg;
 struct na_jobdir;
 struct tuning;
@@ -74,6 +75,9 @@ struct na_net {
  * NA_VXLAN_OVERHEAD, so encapsulated frames fit the underlay's MTU. */
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
 int na_net_destroy(struct na_net *n, struct verr *err);
+/* A netlink socket of protocol (NETLINK_ROUTE, NETLINK_RDMA) in the calling
+ * thread's network namespace (nlsock.c); NULL and why. */
+struct nl_sock *na_nl_open(int protocol, struct verr *err);
 /* 52:54 and the address's four bytes. */
 void na_guest_mac(uint32_t addr, uint8_t mac[6]);
 

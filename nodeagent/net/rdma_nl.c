@@ -21,23 +21,6 @@
 
 #define NLDEV(op) RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, op)
 
-static struct nl_sock *rdma_open(struct verr *err)
-{
-	struct nl_sock *sk = nl_socket_alloc();
-	int rc;
-
-	if (!sk) {
-		verr_set(err, "RDMA netlink: out of memory");
-		return NULL;
-	}
-	if ((rc = nl_connect(sk, NETLINK_RDMA)) < 0) {
-		verr_set(err, "RDMA netlink: connect: %s (is ib_core loaded?)", nl_geterror(rc));
-		nl_socket_free(sk);
-		return NULL;
-	}
-	return sk;
-}
-
 /* What a reply or a dump delivers to parse_cb. */
 struct nl_reply {
 	const char *want_name;         /* dump: the device to find */
@@ -86,7 +69,7 @@ static int parse_cb(struct nl_msg *msg, void *arg)
 /* Sends msg (freed) and reads the answer into r (NULL: an ack only). */
 static int transact(struct nl_msg *msg, struct nl_reply *r, const char *what, struct verr *err)
 {
-	struct nl_sock *sk = rdma_open(err);
+	struct nl_sock *sk = na_nl_open(NETLINK_RDMA, err);
 	int rc;
 
 	if (!sk) {
