@@ -17,6 +17,7 @@
 
 #include "hv/config.h"
 #include "hv/vhost_net.h"
+#include "tests/hv/flat_mem.h"
 
 #define MEM (64ull << 20)
 
@@ -24,17 +25,8 @@ static struct guest_mem mem;
 
 static int setup(void **state)
 {
-	struct hv_plan p;
-	struct verr err;
-
 	(void)state;
-	memset(&p, 0, sizeof(p));
-	p.mem = MEM;
-	p.page_size = 4096;
-	p.nnodes = 1;
-	p.node[0].size = MEM;
-	p.node[0].host_node = -1;
-	return mem_create(&mem, &p, 0, NULL, &err);
+	return flat_mem(&mem, MEM);
 }
 
 static int teardown(void **state)

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "hv/virtq.h"
+#include "tests/hv/flat_mem.h"
 
 #define MEM (16u << 20)
 #define QS 8
@@ -26,17 +27,8 @@ static uint16_t avail_idx;
 
 static int setup(void **state)
 {
-	struct hv_plan p;
-	struct verr err;
-
 	(void)state;
-	memset(&p, 0, sizeof(p));
-	p.mem = MEM;
-	p.page_size = 4096;
-	p.nnodes = 1;
-	p.node[0].size = MEM;
-	p.node[0].host_node = -1;
-	if (mem_create(&mem, &p, 0, NULL, &err) < 0)
+	if (flat_mem(&mem, MEM) < 0)
 		return -1;
 	avail_idx = 0;
 	return vq_setup(&q, &mem, QS, DESC, AVAIL, USED, true, true);
