@@ -50,9 +50,15 @@ static int resolve(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	const char *why = "", *rt = getenv("VHPC_READY_TIMEOUT");
 	long long v = NA_READY_TIMEOUT_S;
 
-	if (!(j->drv = na_driver_resolve(s->driver, &why, err)))
+	if (!(j->drv = na_driver_resolve_for(s->driver, s->rdma, &why, err)))
 		return -1;
 	snprintf(j->drv_why, sizeof(j->drv_why), "%s", why);
+	/* The fabric lives in a guest's network namespace (make_fabric). */
+	j->no_fabric = s->rdma && !j->drv->guest_netns;
+	if (j->no_fabric && s->rdma_asked)
+		return verr_set(err, "--rdma: driver %s cannot give its guests the RDMA fabric (only container guests can, "
+				"through their network namespace; kvm guests reach it through a function passed through "
+				"with --device)", j->drv->name);
 	/* Only `vhpc run` lets a job start on an emulated KVM. */
 	if (s->allow_emulated && !j->drv->emulation)
 		return verr_set(err, "--allow-emulated-kvm applies to --driver kvm only (%s)", j->drv_why);
@@ -80,6 +86,13 @@ static int copy_spec(struct na_job *j, const struct na_job_spec *s, struct verr 
 		if (s->index[k] < 0 || s->index[k] >= s->ntotal)
 			return verr_set(err, "guest index %d outside the job's %d guests", s->index[k], s->ntotal);
 	j->s = *s;
+	if (j->no_fabric) {
+		/* Not asked for: the job runs over TCP, as it would on a
+		 * node without the fabric. */
+		j->s.rdma = false;
+		log_info("driver %s gives its guests no RDMA fabric: the job runs over TCP (--rdma with container guests has it)",
+			 j->drv->name);
+	}
 	j->vmshm_slots = 0;
 	for (int i = 0; i < s->ntotal; i++)
 		j->vmshm_slots += s->ranks[i];
@@ -170,9 +183,6 @@ static int make_fabric(struct na_job *j, struct verr *err)
 
 	if (!j->s.rdma)
 		return 0;
-	if (!j->drv->guest_netns)
-		return verr_set(err, "driver %s cannot give its guests the RDMA fabric (only container guests can, "
-				"through their network namespace)", j->drv->name);
 	j->have_fab = true;
 	rc = na_fabric_create(&fr, &j->fab, err);
 	if (rc == 0)
@@ -506,7 +516,7 @@ int na_job_adopt(struct na_job **jp, const char *job, const struct na_job_spec *
 		j->net.guest_addr[k] = s->subnet.addr + 2 + (uint32_t)j->g[k].index;
 	}
 	j->have_net = true;
-	if (s->rdma && j->drv->guest_netns) {
+	if (j->s.rdma) {
 		/* By the naming rules too (net.h, fabric). */
 		snprintf(j->fab.job, sizeof(j->fab.job), "%s", job);
 		snprintf(j->fab.vlan_dev, sizeof(j->fab.vlan_dev), "vf%s", job);

@@ -55,6 +55,7 @@ struct na_job {
 	const struct na_driver *drv;   /* s.driver resolved and checked */
 	char drv_why[256];             /* why that one, in words for users */
 	bool emulated;                 /* kvm on a software-only KVM */
+	bool no_fabric;                /* s.rdma, but drv has no guest netns to put it in */
 	int vmshm_slots;               /* the sum of s.ranks */
 	int ready_s;                   /* per guest, on hardware; the driver scales it */
 	struct tuning tun;

@@ -115,6 +115,9 @@ struct na_driver;
  * call).  A driver asked for by name is returned as asked: na_driver_check
  * says whether it can run here. */
 const struct na_driver *na_driver_resolve(const char *want, const char **why, struct verr *err);
+/* The same for a job: with fabric, "auto" picks only among the drivers
+ * that give their guests the RDMA fabric (a network namespace each). */
+const struct na_driver *na_driver_resolve_for(const char *want, bool fabric, const char **why, struct verr *err);
 /* 0 when driver d can run on this host, else -1 with the reason (kvm
  * without hardware virtualization; container without runc). */
 int na_driver_check(const struct na_driver *d, struct verr *err);
@@ -191,8 +194,13 @@ struct na_job_spec {
 	 * guest gets an interface of its own on the node's fabric link, in the
 	 * job's VLAN (RoCE) or partition (InfiniBand), and an RDMA device on
 	 * it that no other job can see.  Guest i of the job has address
-	 * fabric_subnet + 2 + i there.  rdma false: TCP only. */
+	 * fabric_subnet + 2 + i there.  rdma false: TCP only.  Only a driver
+	 * whose guests have a network namespace of their own gives them the
+	 * fabric (container): with driver "auto" such a driver is picked; a
+	 * driver asked by name that cannot runs the job over TCP, unless
+	 * rdma_asked (the user said --rdma), which refuses the job. */
 	bool rdma;
+	bool rdma_asked;
 	const char *fabric_link;       /* the node's netdev on the fabric */
 	int fabric_vlan;               /* 1..4094: the job's VLAN on it; 0 = none */
 	uint16_t fabric_pkey;          /* InfiniBand partition key; 0 = none */

@@ -239,6 +239,7 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	na_job_spec_from(s, &(struct job_spec){ .image = j->o.image[0] ? j->o.image : NULL,
 		.driver = vhpc_driver_index(j->o.driver), .mem = j->o.mem, .vmshm = !j->o.no_vmshm }, &j->cl);
 	s->rdma = j->fab.rdma;
+	s->rdma_asked = j->o.rdma == JOB_RDMA_ON;
 	s->fabric_link = j->fab.link;
 	s->fabric_vlan = j->fab.vlan;
 	s->fabric_pkey = (uint16_t)j->fab.pkey;

@@ -67,6 +67,7 @@ struct vprep {
 	struct bind_list binds;    /* host paths in the guests */
 	/* the fabric (job_prepare's "fabric"): absent, rdma false */
 	bool rdma;
+	bool rdma_asked;           /* "asked": the user said --rdma */
 	int fabric_mode;           /* enum fabric_mode */
 	int vlan, pkey;            /* the one its mode uses; 0 the other */
 	struct ipv4net fsubnet;

@@ -129,6 +129,7 @@ int vd_fabric_spec(struct vjob *j, const char *node, struct na_job_spec *s, stru
 		if (!link)
 			return verr_set(err, "the job needs the fabric, and this node's cluster file names no fabric link");
 		s->rdma = true;
+		s->rdma_asked = j->p.rdma_asked;
 		s->fabric_link = link;
 		s->fabric_vlan = j->p.vlan;
 		s->fabric_pkey = (uint16_t)j->p.pkey;
@@ -155,10 +156,10 @@ int vd_fabric_spec(struct vjob *j, const char *node, struct na_job_spec *s, stru
 	s->npci = j->p.npci;
 	s->fabric_node = fn;
 	if (s->rdma)
-		log_info("job %lld on %s: fabric %s on %s, %s %d, subnet %s/%d", (long long)j->p.job, node,
+		log_info("job %lld on %s: fabric %s on %s, %s %d, subnet %s/%d%s", (long long)j->p.job, node,
 			 fabric_mode_names[j->p.fabric_mode], s->fabric_link, s->fabric_pkey ? "pkey" : "vlan",
 			 s->fabric_pkey ? s->fabric_pkey : s->fabric_vlan, ipv4_format(s->fabric_subnet.addr, a, sizeof(a)),
-			 s->fabric_subnet.prefix);
+			 s->fabric_subnet.prefix, s->rdma_asked ? " (--rdma: the job needs it)" : "");
 	for (int i = 0; i < s->npci; i++)
 		log_info("job %lld on %s: PCI function %s for guest %d", (long long)j->p.job, node, s->pci[i],
 			 j->p.pci_guest[i]);

@@ -162,10 +162,11 @@ static int parse_wg(struct json_object *o, struct vprep *p, struct verr *err)
 	return 0;
 }
 
-/* "fabric": {mode, vlan | pkey, subnet}: the job's share of the fabric. */
+/* "fabric": {mode, vlan | pkey, subnet[, asked]}: the job's share of the
+ * fabric; asked: the user said --rdma. */
 static int parse_fabric(struct json_object *o, struct vprep *p, struct verr *err)
 {
-	static const char *const f[] = { "mode", "vlan", "pkey", "subnet", NULL };
+	static const char *const f[] = { "mode", "vlan", "pkey", "subnet", "asked", NULL };
 	struct json_object *fo;
 	const char *mode, *sub;
 	long long vlan = 0, pkey = 0;
@@ -174,7 +175,8 @@ static int parse_fabric(struct json_object *o, struct vprep *p, struct verr *err
 		return 0;
 	if (!json_object_is_type(fo, json_type_object) || jf_only(fo, "fabric", f, err) < 0 ||
 	    jf_str(fo, "mode", true, 16, &mode, err) < 0 || jf_int(fo, "vlan", false, 1, 4094, &vlan, err) < 0 ||
-	    jf_int(fo, "pkey", false, 1, 0x7ffe, &pkey, err) < 0 || jf_str(fo, "subnet", true, 18, &sub, err) < 0)
+	    jf_int(fo, "pkey", false, 1, 0x7ffe, &pkey, err) < 0 || jf_str(fo, "subnet", true, 18, &sub, err) < 0 ||
+	    jf_bool(fo, "asked", false, &p->rdma_asked, err) < 0)
 		return verr_wrap(err, "\"fabric\"");
 	for (p->fabric_mode = 1; fabric_mode_names[p->fabric_mode] && strcmp(fabric_mode_names[p->fabric_mode], mode);
 	     p->fabric_mode++)

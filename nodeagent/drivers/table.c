@@ -28,9 +28,10 @@ static const struct na_driver *find(const char *name)
 	return NULL;
 }
 
-/* auto: the first driver whose auto_pick takes this host; the words of
- * the last one that did not say why the pick went further. */
-static const struct na_driver *pick(char *buf, size_t len)
+/* auto: the first driver whose auto_pick takes this host (and, for a
+ * job on the fabric, gives its guests a network namespace to put it in);
+ * the words of the last one that did not say why the pick went further. */
+static const struct na_driver *pick(bool fabric, char *buf, size_t len)
 {
 	char last[256] = "", why[256];
 
@@ -38,6 +39,10 @@ static const struct na_driver *pick(char *buf, size_t len)
 		why[0] = '\0';
 		if (!drivers[i]->auto_pick)
 			continue;
+		if (fabric && !drivers[i]->guest_netns) {
+			snprintf(last, sizeof(last), "the job uses the RDMA fabric, which %s guests do not get", drivers[i]->name);
+			continue;
+		}
 		if (drivers[i]->auto_pick(why, sizeof(why))) {
 			snprintf(buf, len, "auto picked %s: %s", drivers[i]->name, why[0] ? why : last);
 			return drivers[i];
@@ -50,6 +55,11 @@ static const struct na_driver *pick(char *buf, size_t len)
 
 const struct na_driver *na_driver_resolve(const char *want, const char **why, struct verr *err)
 {
+	return na_driver_resolve_for(want, false, why, err);
+}
+
+const struct na_driver *na_driver_resolve_for(const char *want, bool fabric, const char **why, struct verr *err)
+{
 	static __thread char buf[512];
 	const struct na_driver *d;
 	char host[256] = "";
@@ -57,7 +67,7 @@ const struct na_driver *na_driver_resolve(const char *want, const char **why, st
 	*why = buf;
 	buf[0] = '\0';
 	if (!want || !strcmp(want, vhpc_driver_names[DRIVER_AUTO])) {
-		if (!(d = pick(buf, sizeof(buf))))
+		if (!(d = pick(fabric, buf, sizeof(buf))))
 			verr_set(err, "driver auto: no driver suits this host");
 		return d;
 	}

@@ -234,6 +234,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	hex_encode(rnd, sizeof(rnd), job);
 	na_job_spec_from(&s, j, &r.cl);
 	s.rdma = r.fab.rdma;
+	s.rdma_asked = j->rdma == JOB_RDMA_ON;
 	s.fabric_link = r.fab.link;
 	s.fabric_vlan = r.fab.vlan;
 	s.fabric_pkey = (uint16_t)r.fab.pkey;

@@ -365,6 +365,10 @@ void ctld_fabric_prepare(struct ctld *ctl, const struct cjob *j, int node, struc
 		json_object_object_add(f, "mode", json_object_new_string(fabric_mode_names[ctl->cl.fabric.mode]));
 		json_object_object_add(f, ctl->cl.fabric.mode == FABRIC_IB ? "pkey" : "vlan", json_object_new_int(j->tag));
 		json_object_object_add(f, "subnet", json_object_new_string(sub));
+		/* Asked for (--rdma): a node whose driver cannot give it refuses
+		 * the job rather than run it over TCP (nodeagent.h, rdma). */
+		if (j->rdma_want == JOB_RDMA_ON)
+			json_object_object_add(f, "asked", json_object_new_boolean(true));
 		json_object_object_add(msg, "fabric", f);
 	}
 	for (int i = 0; i < j->npci; i++) {

@@ -265,7 +265,13 @@ static void fabric_fields(void **state)
 	assert_int_equal(v.prep.vlan, 100);
 	assert_int_equal(v.prep.fabric_mode, FABRIC_ROCE);
 	assert_int_equal(v.prep.fsubnet.prefix, 28);
+	assert_false(v.prep.rdma_asked);
 	vmsg_free(&v);
+	/* --rdma said by the user: a node that cannot give it refuses. */
+	assert_int_equal(vparse_with("fabric", "{\"mode\":\"roce\",\"vlan\":100,\"subnet\":\"10.214.0.0/28\",\"asked\":true}", &v, &e), 0);
+	assert_true(v.prep.rdma_asked);
+	vmsg_free(&v);
+	vrejects("fabric", "{\"mode\":\"roce\",\"vlan\":100,\"subnet\":\"10.214.0.0/28\",\"asked\":\"yes\"}", "\"asked\"");
 	assert_int_equal(vparse_with("fabric", "{\"mode\":\"ib\",\"pkey\":256,\"subnet\":\"10.214.0.0/28\"}", &v, &e), 0);
 	assert_int_equal(v.prep.pkey, 256);
 	vmsg_free(&v);

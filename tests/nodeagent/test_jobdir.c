@@ -323,6 +323,36 @@ static void driver_choice_says_why(void **state)
 		assert_int_equal(na_driver_check(d, &e), 0);
 }
 
+/* The fabric lives in a guest's network namespace: "auto" picks a driver
+ * whose guests have one, a driver asked by name stays, and a job that
+ * said --rdma is refused by one that cannot give it, before anything is
+ * made.  (Without --rdma the job runs over TCP: kvm/ and fabric/ tests.) */
+static void driver_for_the_fabric(void **state)
+{
+	const struct na_driver *d;
+	const char *why;
+	struct verr e;
+	struct hwvirt h;
+	struct na_job *j = NULL;
+	int ranks[1] = { 1 };
+	struct na_job_spec s = { .driver = "kvm", .nguests = 1, .ntotal = 1, .ranks = ranks, .rdma = true, .rdma_asked = true };
+
+	(void)state;
+	hwvirt_detect(&h);
+	assert_non_null(d = na_driver_resolve_for("auto", true, &why, &e));
+	assert_string_equal(na_driver_name(d), "container");
+	assert_non_null(strstr(why, "auto picked container"));
+	if (h.hw)
+		assert_non_null(strstr(why, "the job uses the RDMA fabric, which kvm guests do not get"));
+	assert_non_null(d = na_driver_resolve_for(NULL, true, &why, &e));
+	assert_string_equal(na_driver_name(d), "container");
+	assert_non_null(d = na_driver_resolve_for("kvm", true, &why, &e));
+	assert_string_equal(na_driver_name(d), "kvm");
+	assert_int_equal(na_job_start(&j, "fabric-kvm", &s, &e), -1);
+	assert_non_null(strstr(e.msg, "--rdma: driver kvm cannot give its guests the RDMA fabric"));
+	na_job_stop(j);
+}
+
 /* What a field the user left out means, whoever starts the job: the
  * cluster's default; what the user gave, as given. */
 static void job_spec_takes_cluster_defaults(void **state)
@@ -377,6 +407,7 @@ int main(void)
 		cmocka_unit_test(concurrent_jobs_get_different_cores),
 		cmocka_unit_test(subnets_are_distinct_and_come_back),
 		cmocka_unit_test(driver_choice_says_why),
+		cmocka_unit_test(driver_for_the_fabric),
 		cmocka_unit_test(job_spec_takes_cluster_defaults),
 	};
 

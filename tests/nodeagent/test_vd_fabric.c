@@ -87,6 +87,7 @@ static void a_job_gets_only_what_the_file_lists(void **state)
 	j.p.here = here;
 	j.p.nhere = 2;
 	j.p.rdma = true;
+	j.p.rdma_asked = true;
 	j.p.fabric_mode = FABRIC_ROCE;
 	j.p.vlan = 101;
 	j.p.fsubnet = (struct ipv4net){ 0x0ad60010, 28 };
@@ -96,6 +97,7 @@ static void a_job_gets_only_what_the_file_lists(void **state)
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(vd_fabric_spec(&j, vd.name, &s, &e), 0);
 	assert_true(s.rdma);
+	assert_true(s.rdma_asked);
 	assert_string_equal(s.fabric_link, "vhpcnosuchlink0");
 	assert_int_equal(s.fabric_vlan, 101);
 	assert_int_equal(s.fabric_pkey, 0);

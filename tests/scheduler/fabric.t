@@ -94,7 +94,7 @@ check_match "... with the first VLAN of the pool" '"vlan":100' "$a"
 check_match "... and the first fabric subnet" '"fabric_subnet":"10.214.0.0/28"' "$a"
 check_match "... holding both gpus" '"addr":"0000:00:05.0".*"addr":"0000:00:06.0"' "$a"
 check "... and the node took its share, checked against its own cluster file" \
-	poll_until 5 grep -q "job $A on fab-0: fabric roce on eth9, vlan 100, subnet 10.214.0.0/28" "$T/fab.log"
+	poll_until 5 grep -q "job $A on fab-0: fabric roce on eth9, vlan 100, subnet 10.214.0.0/28 (--rdma: the job needs it)" "$T/fab.log"
 check "... its functions for guest 0" sh -c "grep -q 'job $A on fab-0: PCI function 0000:00:05.0 for guest 0' '$T/fab.log' &&
 	grep -q 'job $A on fab-0: PCI function 0000:00:06.0 for guest 0' '$T/fab.log'"
 n=$(nodes)
