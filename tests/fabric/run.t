@@ -55,7 +55,9 @@ rdma_links() { rdma link show 2>/dev/null | grep -c 'vhpc-'; }
 before=$(resource_counts)
 links_before=$(rdma_links)
 
-out=$(cd "$T" && timeout 400 vhpc run -N 2 -n 2 --driver container --rdma --bind "$T:/t:ro" -- /bin/sh /t/rank.sh 2>"$T/err")
+# No --driver: "auto" picks container guests for a job on the fabric, even
+# where this L1 could run kvm guests, which get no verbs device.
+out=$(cd "$T" && timeout 400 vhpc run -N 2 -n 2 --rdma --bind "$T:/t:ro" -- /bin/sh /t/rank.sh 2>"$T/err")
 rc=$?
 check_eq "vhpc run --rdma: the job ends well" 0 "$rc"
 [ "$rc" = 0 ] || diag "$(tail -n 30 "$T/err")"
@@ -65,8 +67,17 @@ check_match "rank 1's guest lists exactly one RDMA device of its own" 'rank 1 de
 check_match "... and has only its own uverbs node and rdma_cm" 'rank 1 devices 1 .* uverbs \[rdma_cm uverbs[0-9]+ \]' "$out"
 check_match "verbs traffic between the job's two guests (ib_send_lat, nested/TCG)" 'latency 2 B typical [0-9.]+ us' "$out"
 check_match "the agent says which VLAN and fabric subnet the job got" 'fabric .*vlan 30[0-9]|VLAN 30[0-9]' "$(cat "$T/err")"
+check_match "auto picked container guests for it" 'auto picked container' "$(cat "$T/err")"
 check_counts "nothing of the --rdma job is left (netns, links, cgroups, mounts)" "$before"
 check_eq "... and no RDMA link" "$links_before" "$(rdma_links)"
+
+# kvm guests asked by name with --rdma: refused before anything is made.
+out=$(cd "$T" && timeout 120 vhpc run -N 1 -n 1 --driver kvm --rdma -- true 2>&1)
+rc=$?
+check_eq "vhpc run --driver kvm --rdma is refused" 1 "$([ "$rc" != 0 ] && echo 1 || echo 0)"
+check_match "... saying that kvm guests get the fabric only through --device" \
+	'--rdma: driver kvm cannot give its guests the RDMA fabric.*--device' "$out"
+check_counts "... and leaves nothing" "$before"
 
 out=$(cd "$T" && timeout 300 vhpc run -N 2 -n 2 --driver container --no-rdma --bind "$T:/t:ro" -- /bin/sh /t/rank.sh 2>"$T/err2")
 rc=$?
