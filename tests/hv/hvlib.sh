@@ -54,3 +54,14 @@ need_virtiofsd() {
 	[ -x "$VFSD" ] || skip_all "$VFSD not installed (qemu-system-common)"
 	HVT=$VHPC_TOP/$B/hv-tools/hvt
 }
+
+# hv_netns NAME: NS, a network namespace of the test's own (removed at
+# exit) without IPv6, so a guest's NIC sees only the frames the test sends;
+# inns CMD runs CMD in it.
+hv_netns() {
+	NS=$1
+	ip netns add "$NS" || skip_all "cannot create a network namespace"
+	at_exit ip netns del "$NS"
+	ip netns exec "$NS" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.ipv6.conf.all.disable_ipv6=1
+}
+inns() { ip netns exec "$NS" "$@"; }

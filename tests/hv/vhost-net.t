@@ -16,11 +16,7 @@ need_root
 HVT=$VHPC_TOP/$B/hv-tools/hvt
 modprobe vhost_net 2>/dev/null
 [ -c /dev/vhost-net ] || skip_all "no /dev/vhost-net here (modprobe vhost_net failed)"
-NS=vhpc-hvt-vhost-$$
-ip netns add "$NS" || skip_all "cannot create a network namespace"
-at_exit ip netns del "$NS"
-ip netns exec "$NS" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.ipv6.conf.all.disable_ipv6=1
-inns() { ip netns exec "$NS" "$@"; }
+hv_netns "vhpc-hvt-vhost-$$"
 
 # Runs CMD in a mount namespace whose /dev lacks vhost-net (a tmpfs with
 # the nodes vhpc-hv needs bound back in).

@@ -11,11 +11,7 @@
 . "$(dirname "$0")/hvlib.sh"
 need_root
 HVT=$VHPC_TOP/$B/hv-tools/hvt
-NS=vhpc-hvt-net-$$
-ip netns add "$NS" || skip_all "cannot create a network namespace"
-at_exit ip netns del "$NS"
-ip netns exec "$NS" sysctl -qw net.ipv6.conf.default.disable_ipv6=1 net.ipv6.conf.all.disable_ipv6=1
-inns() { ip netns exec "$NS" "$@"; }
+hv_netns "vhpc-hvt-net-$$"
 
 # net_round NAME QUEUES: one guest run; results into $T/NAME.*
 net_round() {
