@@ -43,13 +43,24 @@ wait $s
 echo "step2 exit $?" >>steps.log
 EOF
 chmod 755 "$W/steps.sh"
+# The VM's console goes with its job's folder at teardown: keep a copy
+# while the job runs, so that an L2 crash under TCG (the lab's own
+# fault, lab_check) is told from this test's failure.
+(while :; do for f in "$SL_DIR"/run-n1/jobs/*/kvm*/hv/serial; do [ -f "$f" ] && cp "$f" "$T/serial.copy"; done; sleep 2; done) &
+copier=$!
+at_exit "kill $copier 2>/dev/null"
 t0=$(date +%s%N)
-sl_user timeout 500 salloc -N 1 -n 1 --vhpc-image=default --vhpc-driver=kvm --vhpc-mem=384M ./steps.sh \
+# 300 s: the step runs in 60-90 s nested/TCG; a hang is then reported
+# with its logs within the test's own limit, not cut off by it.
+sl_user timeout 300 salloc -N 1 -n 1 --vhpc-image=default --vhpc-driver=kvm --vhpc-mem=384M ./steps.sh \
 	>"$T/salloc.out" 2>&1
 rc=$?
+kill $copier 2>/dev/null
+lab_check "$T/serial.copy" "$SL_DIR"/run-n1/slurm/*.log
 diag "salloc with two steps in a kvm guest: $(( ($(date +%s%N) - t0) / 1000000 )) ms (nested/TCG)"
 check_eq "salloc --vhpc-driver=kvm with two steps exits 0" 0 "$rc"
-[ "$rc" = 0 ] || diag "$(tail -20 "$T/salloc.out")" "$(tail -20 "$SL_DIR"/run-n1/slurm/holder.log 2>/dev/null)"
+[ "$rc" = 0 ] || diag "$(tail -20 "$T/salloc.out")" "$(tail -20 "$SL_DIR"/run-n1/slurm/holder.log 2>/dev/null)" \
+	"guest console, last lines:" "$(tail -20 "$T/serial.copy" 2>/dev/null)" "L1: $(grep -E 'MemFree|MemAvailable|HugePages_Free' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
 check_match "step 1's exit code is its program's in the VM" "step1 exit 5" "$(cat "$W/steps.log" 2>/dev/null)"
 check_eq "it read srun's stdin and ran in guest g0" "from-stdin|g0" \
 	"$(tr '\n' '|' <"$W/step1.out" 2>/dev/null | sed 's/|$//')"
