@@ -9,7 +9,8 @@
 # vfio-pci, vhpc-hv gives it to an L2 guest, whose own virtio_net brings
 # it up and moves TCP to L1 over it; after the job, after kill -9 of
 # vhpc-hv, after a guest panic and after the agent itself died (`vhpc
-# cleanup`), the function is back on its own driver.  Refused with a
+# cleanup`), the function is back on its own driver; `vhpc run --device
+# nic` gets it through the embedded scheduler.  Refused with a
 # clear message: an address not on the admin's list, path-like addresses,
 # a function in a group it shares, one that does not exist.
 # Figures are nested/TCG: they prove nothing about hardware.
@@ -128,6 +129,24 @@ up_of() { sed -n 's/.*vhpc-hv pid [0-9]* up in \([0-9]*\) ms.*/\1/p' "$1" | head
 up_nic=$(up_of "$T/job.err") up_plain=$(up_of "$T/plain.err")
 diag "vhpc-hv up (nested/TCG, 384 MiB, prefault off): with the NIC ${up_nic:-?} ms, without ${up_plain:-?} ms," \
 	"ratio $(ratio "$up_nic" "$up_plain")"
+
+# -- `vhpc run --device nic`: from the command line to the guest ----------
+# The embedded scheduler picks a free function of the class from the
+# admin's list (lib/fabric_local.c), the agent checks it against the same
+# list and moves it, and the guest's own driver takes it.
+run_cmd='for m in /sys/class/net/*/address; do [ "$(cat $m)" = '$MAC' ] && i=${m%/address} && i=${i##*/}; done
+[ -n "$i" ] || { echo "no interface with '$MAC'"; exit 9; }
+echo "guest: $i driver $(basename $(readlink /sys/class/net/$i/device/driver))"'
+out=$(timeout 400 vhpc run --driver kvm -N 1 -n 1 --mem 384M --timeout 300 --device nic -- sh -c "$run_cmd" 2>"$T/run.err")
+rc=$?
+check_eq "vhpc run --driver kvm --device nic exits 0" 0 "$rc"
+[ "$rc" = 0 ] || diag "$(tail -n 20 "$T/run.err")"
+check_match "... and its guest has the NIC on virtio_net" "guest: eth[0-9]+ driver virtio_net" "$out"
+check_match "... which the agent moved to vfio-pci for it" "1 PCI function moved to vfio-pci in [0-9.]+ ms" "$(cat "$T/run.err")"
+check_eq "... and gave back after it" "$own_driver" "$(driver_of $NIC)"
+out=$(timeout 60 vhpc run --driver kvm -N 1 -n 1 --device gpu -- true 2>&1)
+check_match "vhpc run --device gpu, a class this node does not have: refused, saying so" "1 gpu function per guest: node .* has too few" "$out"
+check_eq "... and the NIC stayed on its own driver" "$own_driver" "$(driver_of $NIC)"
 
 # -- kill -9 of vhpc-hv ----------------------------------------------------
 held() {   # NAME: a held job, ready or gone
