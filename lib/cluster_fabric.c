@@ -53,37 +53,38 @@ static int parse_pool(const cf_doc *d, const cf_node *n, void *dst, struct verr 
 	return 0;
 }
 
-static int parse_link(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
+/* A word the cluster file names, kept when ok() takes it; otherwise the
+ * error says what was expected there, and what was found. */
+static int word(const cf_doc *d, const cf_node *n, char **p, bool (*ok)(const char *), const char *expected,
+		struct verr *err)
 {
 	const char *s = cf_scalar(n);
-	char **p = dst;
 
-	if (!s || !netdev_name_ok(s))
-		return cf_error(d, n, err, "link: expected a network interface name (at most 15 letters, digits, '.', '_', '-'), got '%.40s'",
-				s ? s : "a list or mapping");
+	if (!s || !ok(s))
+		return cf_error(d, n, err, "%s, got '%.40s'", expected, s ? s : "a list or mapping");
 	return (*p = strdup(s)) ? 0 : verr_set(err, "out of memory");
+}
+
+static int parse_link(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
+{
+	return word(d, n, dst, netdev_name_ok,
+		    "link: expected a network interface name (at most 15 letters, digits, '.', '_', '-')", err);
 }
 
 static int parse_pci_addr(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
 {
-	const char *s = cf_scalar(n);
-	char **p = dst;
-
-	if (!s || !pci_addr_ok(s))
-		return cf_error(d, n, err, "pci: expected a PCI function's address DDDD:BB:DD.F in lowercase hex such as 0000:00:05.0, got '%.40s'",
-				s ? s : "a list or mapping");
-	return (*p = strdup(s)) ? 0 : verr_set(err, "out of memory");
+	return word(d, n, dst, pci_addr_ok,
+		    "pci: expected a PCI function's address DDDD:BB:DD.F in lowercase hex such as 0000:00:05.0", err);
 }
 
 static int parse_class(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
 {
-	const char *s = cf_scalar(n);
-	char **p = dst;
+	char expected[160];
 
-	if (!s || !fabric_class_ok(s))
-		return cf_error(d, n, err, "class: expected a class name such as nic, gpu or vf (a lowercase letter, then at most %d lowercase letters, digits, '_' or '-'), got '%.40s'",
-				FABRIC_CLASS_MAX - 1, s ? s : "a list or mapping");
-	return (*p = strdup(s)) ? 0 : verr_set(err, "out of memory");
+	snprintf(expected, sizeof(expected),
+		 "class: expected a class name such as nic, gpu or vf (a lowercase letter, then at most %d lowercase letters, digits, '_' or '-')",
+		 FABRIC_CLASS_MAX - 1);
+	return word(d, n, dst, fabric_class_ok, expected, err);
 }
 
 static int parse_node_name(const cf_doc *d, const cf_node *n, void *dst, struct verr *err)
