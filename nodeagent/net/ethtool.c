@@ -136,7 +136,20 @@ static struct ethtool_gfeatures *get_features(int fd, const char *ifname, int bl
 	return g;
 }
 
-int na_eth_offloads(const char *ifname, const struct tuning *t, struct verr *err)
+/* What the caller wants of family f, and whether it asks at all. */
+static bool wanted(const struct tuning *t, unsigned flags, size_t f, bool *want)
+{
+	if ((flags & NA_ETH_NO_GRO) && !strcmp(fams[f].name, "gro")) {
+		*want = false;
+		return true;
+	}
+	if (!t)
+		return false;
+	*want = *(const bool *)((const char *)t + fams[f].off);
+	return true;
+}
+
+int na_eth_offloads(const char *ifname, const struct tuning *t, unsigned flags, struct verr *err)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	int n = 0, *fam = NULL, blocks, rc = -1;
@@ -160,10 +173,13 @@ int na_eth_offloads(const char *ifname, const struct tuning *t, struct verr *err
 		uint32_t bit = 1u << (i % 32);
 		int b = i / 32;
 
-		if (fam[i] < 0 || !(g->features[b].available & bit) || (g->features[b].never_changed & bit))
+		bool want;
+
+		if (fam[i] < 0 || !(g->features[b].available & bit) || (g->features[b].never_changed & bit) ||
+		    !wanted(t, flags, (size_t)fam[i], &want))
 			continue;
 		s->features[b].valid |= bit;
-		if (*(const bool *)((const char *)t + fams[fam[i]].off))
+		if (want)
 			s->features[b].requested |= bit;
 	}
 	/* A positive return only says some features differ from the request
@@ -181,8 +197,10 @@ int na_eth_offloads(const char *ifname, const struct tuning *t, struct verr *err
 	 * kernel drops features whose prerequisites are off (TSO without SG
 	 * and checksumming): a profile that asks for that is wrong. */
 	for (size_t f = 0; f < NFAM; f++) {
-		bool want = *(const bool *)((const char *)t + fams[f].off), any = false, changeable = false;
+		bool want, any = false, changeable = false;
 
+		if (!wanted(t, flags, f, &want))
+			continue;
 		for (int i = 0; i < n; i++) {
 			uint32_t bit = 1u << (i % 32);
 			int b = i / 32;

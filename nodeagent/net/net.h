@@ -144,8 +144,15 @@ int na_netns_run_path(const char *path, int (*fn)(void *arg, struct verr *err),
  * the node's namespace: a job started again at once could not have them. */
 int na_vxlan_del(const char *job_netns, struct verr *err);
 
-/* Offloads of one interface in the calling thread's netns (ethtool ioctl). */
-int na_eth_offloads(const char *ifname, const struct tuning *t, struct verr *err);
+/* Offloads of one interface in the calling thread's netns (ethtool ioctl):
+ * the profile t's (none when NULL), then what flags say, read back and
+ * checked.  NA_ETH_NO_GRO: receive offload off whatever t says, for the
+ * job network's veths and vxlan0, where it only adds a NAPI hop (a veth
+ * with GRO on queues every frame for a NAPI poll instead of passing it
+ * on; vxlan0's GRO cells another): the frames come from a local stack as
+ * GSO already.  nodeagent/README.md, "Job networks", has the figures. */
+#define NA_ETH_NO_GRO 1u
+int na_eth_offloads(const char *ifname, const struct tuning *t, unsigned flags, struct verr *err);
 
 /* -------------------------------------------------------------- fabric */
 
