@@ -80,10 +80,23 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 	argv_add(&a, "--mca");
 	argv_add(&a, "osc");
 	argv_add(&a, "^rdma");
-	snprintf(btl, sizeof(btl), "self,vader,%stcp", p->vmshm ? "vmshm," : "");
+	/* Exclusivity decides per pair: vader within a guest, vmshm between
+	 * guests of one host (above vader's), ofi (just below vader's) for
+	 * the rest on the fabric; tcp (far below) only where none reaches. */
+	snprintf(btl, sizeof(btl), "self,vader,%s%stcp", p->vmshm ? "vmshm," : "", p->fabric ? "ofi," : "");
 	argv_add(&a, "--mca");
 	argv_add(&a, "btl");
 	argv_add(&a, "%s", btl);
+	if (p->fabric) {
+		argv_add(&a, "--mca");
+		argv_add(&a, "btl_ofi_provider_include");
+		argv_add(&a, LAUNCH_FABRIC_PROVIDER);
+		/* Both sided: sends for ob1's eager and rendezvous, RDMA reads
+		 * for large messages (half the time of sends alone, nested/TCG). */
+		argv_add(&a, "--mca");
+		argv_add(&a, "btl_ofi_mode");
+		argv_add(&a, "2");
+	}
 	if (p->vmshm && p->vmshm_component_dir) {
 		argv_add(&a, "--mca");
 		argv_add(&a, "mca_base_component_path");

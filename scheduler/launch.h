@@ -33,9 +33,16 @@ struct launch_plan {
 	const char *net_if;       /* the job network's interface in guests */
 	bool vmshm;               /* co-located guests use the vmshm BTL */
 	const char *vmshm_component_dir; /* where mca_btl_vmshm.so is in the image */
+	bool fabric;              /* guests have an RDMA device: ranks on other
+	                           * hosts talk verbs (the ofi BTL) */
 	const char *workdir;      /* the ranks' working directory; NULL = /tmp */
 	const char *home;         /* their $HOME; NULL = /tmp */
 };
+
+/* The libfabric provider the ofi BTL takes on the fabric: verbs UD with
+ * rxd's reliability.  Open MPI 4.1's ofi BTL refuses ofi_rxm (no
+ * FI_DELIVERY_COMPLETE), and its RC path is the only other one. */
+#define LAUNCH_FABRIC_PROVIDER "verbs;ofi_rxd"
 
 /* Ranks per guest: as even as possible, the first guests take the rest. */
 void launch_split_ranks(int ranks, int nguests, int *out);

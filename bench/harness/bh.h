@@ -215,6 +215,7 @@ void bh_argv_free(char **argv);
 char **bh_native_mpirun(const struct bh_ctx *c, int ranks);
 /* --native-btl, or self,vader,tcp. */
 const char *bh_native_btl(const struct bh_ctx *c);
+bool bh_fabric_rdma(const struct bh_ctx *c);
 /* `<self>/vhpc run -N guests -n ranks [--vcpus V] [--mem M] [--driver ..]
  * [--image ..] ... --`; vcpus 0 and mem NULL leave vhpc run's defaults. */
 char **bh_vhpc_run(const struct bh_ctx *c, int guests, int ranks, int vcpus, const char *mem);

@@ -259,6 +259,7 @@ static struct json_object *config_json(const struct bh_ctx *c)
 	json_object_object_add(o, "no_vmshm", json_object_new_boolean(c->o->no_vmshm));
 	json_object_object_add(o, "native_btl", jstr_or_null(c->o->native_btl));
 	json_object_object_add(o, "native_env", jstr_or_null(c->o->native_env));
+	json_object_object_add(o, "fabric", jstr_or_null(c->o->fabric));
 	json_object_object_add(o, "timeout_s", json_object_new_int(c->o->timeout_s > 0 ? c->o->timeout_s : 600));
 	return o;
 }
@@ -365,6 +366,8 @@ static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
 		if (!*o->native_btl || strspn(o->native_btl, "abcdefghijklmnopqrstuvwxyz0123456789_,^") != strlen(o->native_btl))
 			return verr_set(err, "--native-btl: expected Open MPI BTL names such as self,tcp, got '%s'", o->native_btl);
 	}
+	if (o->fabric && strcmp(c->s->name, "mpi"))
+		return verr_set(err, "--fabric: only the mpi suite's ranks talk over a fabric");
 	if (o->native_env) {
 		const char *eq = strchr(o->native_env, '=');
 		size_t n = eq ? (size_t)(eq - o->native_env) : 0;

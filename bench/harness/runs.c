@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "bench/harness/bh.h"
+#include "scheduler/launch.h"
 
 void bh_argv_free(char **argv)
 {
@@ -67,9 +68,20 @@ const char *bh_prog(const struct bh_ctx *c, const char *name, char *buf, size_t 
 	return buf;
 }
 
+/* --fabric takes vader away: ranks of one host then talk over the fabric,
+ * as the guests' do without vmshm. */
 const char *bh_native_btl(const struct bh_ctx *c)
 {
-	return c->o->native_btl ? c->o->native_btl : "self,vader,tcp";
+	if (c->o->native_btl)
+		return c->o->native_btl;
+	if (bh_fabric_rdma(c))
+		return "self,ofi";
+	return c->o->fabric ? "self,tcp" : "self,vader,tcp";
+}
+
+bool bh_fabric_rdma(const struct bh_ctx *c)
+{
+	return c->o->fabric && !strcmp(c->o->fabric, "rdma");
 }
 
 char **bh_native_mpirun(const struct bh_ctx *c, int ranks)
@@ -89,10 +101,21 @@ char **bh_native_mpirun(const struct bh_ctx *c, int ranks)
 	else
 		a = bh_argv("mpirun", "--allow-run-as-root", "-np", np, "--oversubscribe", "--bind-to", "none",
 			    "--mca", "mpi_yield_when_idle", "1", "--mca", "pml", "ob1", "--mca", "btl", btl, NULL);
-	if (!a || !c->o->native_env)
+	if (!a)
 		return a;
 	while (a[n])
 		n++;
+	if (bh_fabric_rdma(c)) {
+		/* What vhpc gives jobs on the fabric (scheduler/launch.h). */
+		a = argv_push(a, &n, "--mca");
+		a = argv_push(a, &n, "btl_ofi_provider_include");
+		a = argv_push(a, &n, LAUNCH_FABRIC_PROVIDER);
+		a = argv_push(a, &n, "--mca");
+		a = argv_push(a, &n, "btl_ofi_mode");
+		a = argv_push(a, &n, "2");
+	}
+	if (!a || !c->o->native_env)
+		return a;
 	a = argv_push(a, &n, "-x");
 	return argv_push(a, &n, c->o->native_env);
 }
@@ -128,7 +151,9 @@ char **bh_vhpc_run(const struct bh_ctx *c, int guests, int ranks, int vcpus, con
 		a = argv_push(a, &n, "--image");
 		a = argv_push(a, &n, c->image);
 	}
-	if (c->o->no_vmshm)
+	if (c->o->fabric)
+		a = argv_push(a, &n, bh_fabric_rdma(c) ? "--rdma" : "--no-rdma");
+	if (c->o->no_vmshm || c->o->fabric)
 		a = argv_push(a, &n, "--no-vmshm");
 	return argv_push(a, &n, "--");
 }

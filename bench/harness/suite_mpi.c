@@ -127,7 +127,8 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 		 bh_native_btl(c), c->ranks <= c->ncores ? ", a core each" : ", sharing cores",
 		 c->o->native_env ? ", -x " : "", c->o->native_env ? c->o->native_env : "");
 	snprintf(c->guest_how, sizeof(c->guest_how), "vhpc run -N %d -n %d (%s guests%s)", c->guests,
-		 c->ranks, c->driver, c->o->no_vmshm ? ", --no-vmshm" : "");
+		 c->ranks, c->driver, c->o->fabric ? (bh_fabric_rdma(c) ? ", --rdma --no-vmshm" : ", --no-rdma --no-vmshm")
+		 : c->o->no_vmshm ? ", --no-vmshm" : "");
 	return 0;
 }
 

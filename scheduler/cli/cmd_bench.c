@@ -17,7 +17,7 @@
 #include <string.h>
 
 enum { BO_SUITE = JO_ID_END, BO_IMB, BO_REPS, BO_SIZES, BO_MSGLOG, BO_TIME, BO_ITER,
-       BO_NATIVE_BTL, BO_NATIVE_ENV, BO_OUT };
+       BO_NATIVE_BTL, BO_NATIVE_ENV, BO_FABRIC, BO_OUT };
 
 /* Rows with a job option's id are that option (lib/jobopts.c), passed on
  * to vhpc run; only their words here are bench's: its defaults differ. */
@@ -44,6 +44,10 @@ static const struct opt bench_rows[] = {
 	  "self,tcp: loopback TCP, apart from what shared memory saves)" },
 	{ BO_NATIVE_ENV, "native-env", 0, "NAME=VALUE", "mpi: an environment variable for the native ranks\n"
 	  "only, e.g. what the guests got (the job log says)" },
+	{ BO_FABRIC, "fabric", 0, "F", "mpi: rdma or tcp, what every pair of ranks talks over on both\n"
+	  "sides: rdma: natively Open MPI's ofi BTL on this host's RDMA device\n"
+	  "(verbs;ofi_rxd), guests vhpc run --rdma --no-vmshm; tcp: natively\n"
+	  "self,tcp, guests --no-rdma --no-vmshm" },
 	{ .id = JO_TIMEOUT, .help = "limit per run: seconds, or 30s, 10m (default 10m)" },
 	{ BO_OUT, "out", 0, "DIR", "results folder (default: $VHPC_STATE_DIR/bench/TIME-SUITE)" },
 	{ .id = JO_HELP, .help = "this help" },
@@ -182,6 +186,11 @@ static int set_bench_opt(struct bench_opts *o, int id, const char *val)
 	case BO_MSGLOG: o->msglog = val; return 0;
 	case BO_NATIVE_BTL: o->native_btl = val; return 0;
 	case BO_NATIVE_ENV: o->native_env = val; return 0;
+	case BO_FABRIC:
+		if (strcmp(val, "rdma") && strcmp(val, "tcp"))
+			return usage_error("bench", "--fabric: expected rdma or tcp, got '%s'", val);
+		o->fabric = val;
+		return 0;
 	default: o->iter = val; return 0;
 	}
 }

@@ -270,6 +270,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
 	lp.vmshm = na_job_has_vmshm(r.nj);
+	lp.fabric = r.fab.rdma;
 	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = r.paths.wdir;
 	lp.home = r.paths.home;

@@ -262,6 +262,7 @@ static struct json_object *launch_msg(struct ctld *ctl, const struct cjob *j, st
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
 	lp.vmshm = job_vmshm(j);
+	lp.fabric = j->rdma;
 	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = j->paths.wdir;
 	lp.home = j->paths.home;

@@ -245,6 +245,8 @@ bad "a stray argument" "unexpected argument 'PingPong'" PingPong
 bad "a missing value" "--reps needs a value" --reps
 bad "native BTLs with shell characters" "--native-btl: expected Open MPI BTL names" --native-btl 'self;tcp'
 bad "native BTLs for the sys suite" "only the mpi suite" --suite sys --native-btl self,tcp --out "$tmp/b11"
+bad "an unknown fabric" "--fabric: expected rdma or tcp, got 'ib'" --fabric ib
+bad "a fabric for the net suite" "--fabric: only the mpi suite" --suite net --fabric tcp --out "$tmp/b19"
 bad "a native variable without a name" "--native-env: expected NAME=VALUE" --native-env =1 --out "$tmp/b17"
 bad "a native variable with a space in its name" "--native-env: expected NAME=VALUE .*got 'A B=1'" --native-env 'A B=1' --out "$tmp/b18"
 bad "a line break in a native variable's value, shown on one line" \

@@ -483,9 +483,10 @@ static void test_iter(void **state)
 
 /* ------------------------------------------------------ mpi command lines */
 
-static void plan_mpi(const char *iter, const char *imb, char *native, char *guest, size_t len)
+static void plan_fabric(const char *iter, const char *imb, const char *fabric, char *native, char *guest,
+			size_t len)
 {
-	struct bench_opts o = { .suite = "mpi", .iter = iter };
+	struct bench_opts o = { .suite = "mpi", .iter = iter, .fabric = fabric };
 	long long sizes[] = { 0, 1024 };
 	struct bh_ctx c;
 	struct verr err;
@@ -512,6 +513,11 @@ static void plan_mpi(const char *iter, const char *imb, char *native, char *gues
 	for (size_t i = 0; i < c.nruns; i++)
 		bh_argv_free(c.runs[i].argv);
 	free(c.runs);
+}
+
+static void plan_mpi(const char *iter, const char *imb, char *native, char *guest, size_t len)
+{
+	plan_fabric(iter, imb, NULL, native, guest, len);
 }
 
 static void test_mpi_commands(void **state)
@@ -541,6 +547,22 @@ static void test_mpi_commands(void **state)
 	plan_mpi(NULL, "/opt/imb/IMB-MPI1", n, g, sizeof(n));
 	assert_null(strstr(n, "-iter"));
 	assert_null(strstr(n, "-time"));
+	/* Without --fabric: vader natively, guests as vhpc run decides. */
+	plan_mpi(NULL, NULL, n, g, sizeof(n));
+	assert_non_null(strstr(n, "--mca btl self,vader,tcp "));
+	assert_null(strstr(g, "rdma"));
+	assert_null(strstr(g, "--no-vmshm"));
+	/* --fabric rdma: every pair over verbs on both sides, as vhpc's jobs
+	 * on the fabric talk between hosts. */
+	plan_fabric(NULL, NULL, "rdma", n, g, sizeof(n));
+	assert_non_null(strstr(n, "--mca btl self,ofi "));
+	assert_non_null(strstr(n, "--mca btl_ofi_provider_include 'verbs;ofi_rxd' --mca btl_ofi_mode 2 "));
+	assert_non_null(strstr(g, " --rdma --no-vmshm -- "));
+	/* --fabric tcp: TCP on both sides. */
+	plan_fabric(NULL, NULL, "tcp", n, g, sizeof(n));
+	assert_non_null(strstr(n, "--mca btl self,tcp "));
+	assert_null(strstr(n, "ofi"));
+	assert_non_null(strstr(g, " --no-rdma --no-vmshm -- "));
 }
 
 /* ------------------------------------------------------------ ratio chart */

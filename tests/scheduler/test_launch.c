@@ -123,7 +123,23 @@ static void mpirun_gets_launcher_interfaces_and_command(void **state)
 	assert_string_equal(arg_after(argv, "--map-by", NULL), "slot");
 	assert_string_equal(arg_after(argv, "--mca", "btl"), "self,vader,vmshm,tcp");
 	assert_non_null(strstr(arg_after(argv, "--mca", "mca_base_component_path"), "/usr/local/lib/vhpc/openmpi"));
+	assert_null(arg_after(argv, "--mca", "btl_ofi_provider_include"));
 	argv_free(argv);
+
+	/* On the fabric: vmshm between guests of a host, verbs (the ofi BTL
+	 * over rxd) between hosts, tcp only where neither reaches. */
+	p.fabric = true;
+	argv = launch_mpirun_argv(&p);
+	assert_string_equal(arg_after(argv, "--mca", "btl"), "self,vader,vmshm,ofi,tcp");
+	assert_string_equal(arg_after(argv, "--mca", "btl_ofi_provider_include"), "verbs;ofi_rxd");
+	assert_string_equal(arg_after(argv, "--mca", "btl_ofi_mode"), "2");
+	assert_string_equal(arg_after(argv, "--mca", "pml"), "ob1");
+	argv_free(argv);
+	p.vmshm = false;
+	argv = launch_mpirun_argv(&p);
+	assert_string_equal(arg_after(argv, "--mca", "btl"), "self,vader,ofi,tcp");
+	argv_free(argv);
+	p.fabric = false;
 	guests[0].vcpus = guests[1].vcpus = 1;
 }
 
