@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <net/if.h>
 #include <string.h>
 
 const char *const fabric_mode_names[] = { "none", "roce", "soft-roce", "ib", NULL };
@@ -82,6 +83,11 @@ bool netdev_name_ok(const char *s)
 {
 	/* ident_ok: no '/', no spaces, no ':'; 15 bytes is IFNAMSIZ less its NUL. */
 	return ident_ok(s, 15) && strcmp(s, ".") && strcmp(s, "..");
+}
+
+bool netdev_exists(const char *s)
+{
+	return netdev_name_ok(s) && if_nametoindex(s) != 0;
 }
 
 static int number(const char *s, size_t n, long long *out)

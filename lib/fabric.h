@@ -32,6 +32,11 @@ int job_device_parse(const char *s, char cls[FABRIC_CLASS_MAX + 1], int *n, char
 bool pci_addr_ok(const char *s);
 /* A network interface's name as the kernel takes it (IFNAMSIZ, no '/'). */
 bool netdev_name_ok(const char *s);
+/* Whether the caller's network namespace has interface s.  Not sysfs:
+ * /sys/class/net shows the namespace of whoever mounted it, so an agent
+ * entered into a node's namespace (nsenter --net) would look at the
+ * host's. */
+bool netdev_exists(const char *s);
 /* "LO-HI" or "N", decimal or 0x hex, within [min, max], LO <= HI. */
 int fabric_range_parse(const char *s, long long min, long long max, long long *lo, long long *hi);
 

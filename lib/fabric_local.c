@@ -76,7 +76,7 @@ int fabric_local_claim(const struct cluster_cfg *cl, const char *node, const str
 {
 	const struct cluster_fabric_node *fn = cluster_fabric_node(cl, node);
 	const char *link = cluster_fabric_link(cl, node);
-	bool have = link && fs_entry_exists("/sys/class/net", link);
+	bool have = link && netdev_exists(link);
 	char why[256];
 
 	memset(c, 0, sizeof(*c));

@@ -75,7 +75,7 @@ void vd_fabric_report(struct json_object *req, const char *name, bool simulated)
 	const char *link = cluster_fabric_link(&vd.cl, name);
 	struct json_object *pa = json_object_new_array();
 
-	if (link && !simulated && !fs_entry_exists("/sys/class/net", link))
+	if (link && !simulated && !netdev_exists(link))
 		log_warn("fabric link %s (the cluster file's) does not exist on this node: no fabric here", link);
 	else if (link && !simulated && vd.cl.fabric.mode != FABRIC_SOFT_ROCE && !rdma_on(link))
 		log_warn("fabric link %s has no RDMA device (libibverbs lists none on it): no %s fabric here", link,

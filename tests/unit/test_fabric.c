@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -176,6 +178,53 @@ static void pci_addresses_and_netdevs(void **state)
 	assert_false(netdev_name_ok("0123456789abcdef"));
 }
 
+/* The fabric link is looked up in the caller's network namespace: in a
+ * namespace of its own, a link that /sys/class/net (the host's) lists is
+ * not there. */
+static void netdevs_are_the_callers_namespace(void **state)
+{
+	char host_link[64] = "";
+	int st;
+	pid_t pid;
+
+	(void)state;
+	assert_true(netdev_exists("lo"));
+	assert_false(netdev_exists("vhpcnosuch0"));
+	assert_false(netdev_exists("../lo"));
+	assert_false(netdev_exists(""));
+	if (geteuid() != 0) {
+		skip();
+		return;
+	}
+	/* Any link of the host's but lo. */
+	FILE *p = popen("ls /sys/class/net | grep -vx lo | head -n 1", "r");
+	if (p) {
+		if (!fgets(host_link, sizeof(host_link), p))
+			host_link[0] = '\0';
+		host_link[strcspn(host_link, "\n")] = '\0';
+		pclose(p);
+	}
+	if (!host_link[0] || !netdev_exists(host_link)) {
+		skip();
+		return;
+	}
+	assert_true(fs_entry_exists("/sys/class/net", host_link));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNET) < 0)
+			_exit(77);
+		_exit(netdev_exists(host_link) ? 1 : fs_entry_exists("/sys/class/net", host_link) ? 0 : 2);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+		skip();
+		return;
+	}
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +232,7 @@ int main(void)
 		cmocka_unit_test(hostile_values_are_refused_where_they_are),
 		cmocka_unit_test(device_requests_are_classes_and_counts),
 		cmocka_unit_test(pci_addresses_and_netdevs),
+		cmocka_unit_test(netdevs_are_the_callers_namespace),
 	};
 	int rc;
 
