@@ -53,6 +53,11 @@ bool na_job_has_vmshm(const struct na_job *j)
 	return j->vmshm[0] != 0;
 }
 
+bool na_job_has_fabric(const struct na_job *j)
+{
+	return j->have_fab;
+}
+
 bool na_job_single_copy(const struct na_job *j)
 {
 	return j->vmshm[0] && j->drv && j->drv->single_copy && j->drv->single_copy(j);

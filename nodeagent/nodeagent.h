@@ -275,6 +275,9 @@ const char *na_job_dir(const struct na_job *j);
 void na_job_key_path(const struct na_job *j, char *buf, size_t len);
 /* Whether this node's guests share a vmshm region. */
 bool na_job_has_vmshm(const struct na_job *j);
+/* Whether its guests have the RDMA fabric (na_job_spec.rdma, and a driver
+ * that gives it). */
+bool na_job_has_fabric(const struct na_job *j);
 /* Whether a guest has stopped; *why says which and how. */
 bool na_job_guest_gone(struct na_job *j, char *why, size_t len);
 /* How a process on the host reaches guest k (of this node) without the

@@ -1,6 +1,7 @@
 #include "lib/argv.h"
 #include "lib/consts.h"
 #include "lib/jobspec.h"
+#include "lib/mpibtl.h"
 #include "launch.h"
 
 #include <stdarg.h>
@@ -80,22 +81,14 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 	argv_add(&a, "--mca");
 	argv_add(&a, "osc");
 	argv_add(&a, "^rdma");
-	/* Exclusivity decides per pair: vader within a guest, vmshm between
-	 * guests of one host (above vader's), ofi (just below vader's) for
-	 * the rest on the fabric; tcp (far below) only where none reaches. */
-	snprintf(btl, sizeof(btl), "self,vader,%s%stcp", p->vmshm ? "vmshm," : "", p->fabric ? "ofi," : "");
+	mpibtl_list(btl, sizeof(btl), true, p->vmshm, p->fabric);
 	argv_add(&a, "--mca");
 	argv_add(&a, "btl");
 	argv_add(&a, "%s", btl);
-	if (p->fabric) {
+	for (int i = 0; p->fabric && mpibtl_fabric_mca[i][0]; i++) {
 		argv_add(&a, "--mca");
-		argv_add(&a, "btl_ofi_provider_include");
-		argv_add(&a, LAUNCH_FABRIC_PROVIDER);
-		/* Both sided: sends for ob1's eager and rendezvous, RDMA reads
-		 * for large messages (half the time of sends alone, nested/TCG). */
-		argv_add(&a, "--mca");
-		argv_add(&a, "btl_ofi_mode");
-		argv_add(&a, "2");
+		argv_add(&a, "%s", mpibtl_fabric_mca[i][0]);
+		argv_add(&a, "%s", mpibtl_fabric_mca[i][1]);
 	}
 	if (p->vmshm && p->vmshm_component_dir) {
 		argv_add(&a, "--mca");

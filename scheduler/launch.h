@@ -39,11 +39,6 @@ struct launch_plan {
 	const char *home;         /* their $HOME; NULL = /tmp */
 };
 
-/* The libfabric provider the ofi BTL takes on the fabric: verbs UD with
- * rxd's reliability.  Open MPI 4.1's ofi BTL refuses ofi_rxm (no
- * FI_DELIVERY_COMPLETE), and its RC path is the only other one. */
-#define LAUNCH_FABRIC_PROVIDER "verbs;ofi_rxd"
-
 /* Ranks per guest: as even as possible, the first guests take the rest. */
 void launch_split_ranks(int ranks, int nguests, int *out);
 /* NULL-terminated argv for mpirun; free with argv_free (lib/argv.h). */

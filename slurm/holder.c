@@ -28,6 +28,7 @@
 #include "lib/clock.h"
 #include "lib/consts.h"
 #include "lib/err.h"
+#include "lib/mpibtl.h"
 #include "lib/fsutil.h"
 #include "lib/inet.h"
 #include "lib/log.h"
@@ -145,13 +146,14 @@ static void add_env(struct vs_state *st, const char *fmt, ...)
  * local, but vader's segments live in each guest's own /dev/shm, and vader
  * between two guests crashes the ranks.  So ranks in other guests of the
  * node talk through vmshm (it outranks vader for them), ranks of one guest
- * through vader, the rest over the job network (eth0); without a vmshm
- * region, vader only where a node has a single guest. */
+ * through vader, the rest over the fabric's ofi BTL when the job has it
+ * (lib/mpibtl.h), else the job network (eth0); without a vmshm region,
+ * vader only where a node has a single guest. */
 static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct verr *err)
 {
 	struct vs_state *st = &h->st;
 	struct na_guest_env ge;
-	char words[512];
+	char words[512], btl[64];
 	const char *const *env = na_job_guest_env(nj, &ge, -1);
 
 	snprintf(st->job, sizeof(st->job), "%s", vj->local);
@@ -165,8 +167,11 @@ static int describe(struct hold *h, struct vs_job *vj, struct na_job *nj, struct
 	add_env(st, "VHPC_SLURM_OPTIONS=%s", words);
 	add_env(st, "OMPI_MCA_pml=ob1");
 	add_env(st, "OMPI_MCA_osc=^rdma");
-	add_env(st, "OMPI_MCA_btl=self,%stcp",
-		na_job_has_vmshm(nj) ? "vader,vmshm," : na_job_nguests(nj) == 1 ? "vader," : "");
+	mpibtl_list(btl, sizeof(btl), na_job_has_vmshm(nj) || na_job_nguests(nj) == 1, na_job_has_vmshm(nj),
+		    na_job_has_fabric(nj));
+	add_env(st, "OMPI_MCA_btl=%s", btl);
+	for (int i = 0; na_job_has_fabric(nj) && mpibtl_fabric_mca[i][0]; i++)
+		add_env(st, "OMPI_MCA_%s=%s", mpibtl_fabric_mca[i][0], mpibtl_fabric_mca[i][1]);
 	add_env(st, "OMPI_MCA_btl_tcp_if_include=eth0");
 	add_env(st, "OMPI_MCA_oob_tcp_if_include=eth0");
 	if (na_job_has_vmshm(nj))

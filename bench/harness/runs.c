@@ -1,12 +1,12 @@
 /* The commands of a run: argv building, native mpirun, vhpc run. */
 #include "lib/err.h"
+#include "lib/mpibtl.h"
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench/harness/bh.h"
-#include "scheduler/launch.h"
 
 void bh_argv_free(char **argv)
 {
@@ -105,14 +105,11 @@ char **bh_native_mpirun(const struct bh_ctx *c, int ranks)
 		return a;
 	while (a[n])
 		n++;
-	if (bh_fabric_rdma(c)) {
-		/* What vhpc gives jobs on the fabric (scheduler/launch.h). */
+	/* What vhpc gives jobs on the fabric (lib/mpibtl.h). */
+	for (int i = 0; bh_fabric_rdma(c) && mpibtl_fabric_mca[i][0]; i++) {
 		a = argv_push(a, &n, "--mca");
-		a = argv_push(a, &n, "btl_ofi_provider_include");
-		a = argv_push(a, &n, LAUNCH_FABRIC_PROVIDER);
-		a = argv_push(a, &n, "--mca");
-		a = argv_push(a, &n, "btl_ofi_mode");
-		a = argv_push(a, &n, "2");
+		a = argv_push(a, &n, mpibtl_fabric_mca[i][0]);
+		a = argv_push(a, &n, mpibtl_fabric_mca[i][1]);
 	}
 	if (!a || !c->o->native_env)
 		return a;

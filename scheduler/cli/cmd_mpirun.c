@@ -216,8 +216,13 @@ int cmd_mpirun(int argc, char **argv)
 	lp.rsh_path = LAUNCH_RSH;
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
-	for (int i = 0; i < st->nenv; i++)
+	/* What the job has, as the holder told its tasks (slurm/holder.c). */
+	for (int i = 0; i < st->nenv; i++) {
+		static const char ofi[] = "OMPI_MCA_btl_ofi_provider_include=";
+
 		lp.vmshm |= !strncmp(st->env[i], "VHPC_VMSHM_PATH=", 16);
+		lp.fabric |= !strncmp(st->env[i], ofi, sizeof(ofi) - 1);
+	}
 	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = getcwd(cwd, sizeof(cwd));
 	lp.home = pw ? pw->pw_dir : NULL;
