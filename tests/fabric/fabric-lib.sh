@@ -38,6 +38,36 @@ fab_nodes() {
 	done
 }
 
+# fab_two_nodes P: fab_nodes P, and an rxe device ${P}rN on each node's
+# link, each a check of its own.
+fab_two_nodes() {
+	check "two node namespaces joined by their fabric links" fab_nodes "$1"
+	check "node 1 gets rxe device ${1}r1 on its fabric link" fab_node_rdma 1 "${1}r1"
+	check "node 2 gets rxe device ${1}r2 on its fabric link" fab_node_rdma 2 "${1}r2"
+}
+
+# fab_local_cluster VLANS POOL: this machine as a node with a soft-RoCE
+# fabric, for `vhpc run --rdma`: a dummy link of the test's own (the job's
+# VLAN goes on it and each guest's macvlan on that, in bridge mode, so two
+# guests of one machine reach each other through it), named in a copy of
+# the checkout's config dir (VHPC_CONFIG_DIR) with the VLANS and POOL
+# given.  Skips the test where no dummy link can be made.
+fab_local_cluster() {
+	local link=vfab$$
+	ip link add $link type dummy && ip link set $link up || skip_all "cannot make a dummy link"
+	at_exit "ip link del $link 2>/dev/null"
+	export VHPC_CONFIG_DIR=$T/etc
+	mkdir -p "$VHPC_CONFIG_DIR" && cp -r "$VHPC_TOP/configs/." "$VHPC_CONFIG_DIR/"
+	cat >>"$VHPC_CONFIG_DIR/cluster.yaml" <<EOF2
+fabric:
+  mode: soft-roce
+  link: $link
+  vlans: $1
+  pool: $2
+  prefix: 24
+EOF2
+}
+
 # in_node N CMD...: CMD in node N's network namespace, with this mount
 # namespace (ip netns exec would remount /sys over the cgroup mounts).
 in_node() { local n=$1; shift; nsenter --net="/run/netns/$(eval echo "\$FAB_N$n")" "$@"; }

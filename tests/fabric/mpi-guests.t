@@ -23,19 +23,7 @@ command -v runc >/dev/null || skip_all "runc is not installed"
 [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || skip_all "needs cgroup2 alone on /sys/fs/cgroup (the lab's 7.3.4 L1 has it)"
 [ -e "$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so" ] || skip_all "the vmshm BTL is not built"
 
-link=vfab$$
-ip link add $link type dummy && ip link set $link up || skip_all "cannot make a dummy link"
-at_exit "ip link del $link 2>/dev/null"
-export VHPC_CONFIG_DIR=$T/etc
-mkdir -p "$VHPC_CONFIG_DIR" && cp -r "$VHPC_TOP/configs/." "$VHPC_CONFIG_DIR/"
-cat >>"$VHPC_CONFIG_DIR/cluster.yaml" <<EOF
-fabric:
-  mode: soft-roce
-  link: $link
-  vlans: 310-319
-  pool: 10.215.0.0/16
-  prefix: 24
-EOF
+fab_local_cluster 310-319 10.215.0.0/16
 
 # Each rank: its counters (fabric interface and job network bytes sent,
 # rxe packets sent), PingPong, the counters again.

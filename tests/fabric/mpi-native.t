@@ -17,9 +17,7 @@ done
 T_DIR=$(mktemp -d /tmp/fab-mpi.XXXXXX)
 at_exit "rm -rf '$T_DIR'"
 P=fm$$
-check "two node namespaces joined by their fabric links" fab_nodes $P
-check "node 1 gets rxe device ${P}r1 on its fabric link" fab_node_rdma 1 ${P}r1
-check "node 2 gets rxe device ${P}r2 on its fabric link" fab_node_rdma 2 ${P}r2
+fab_two_nodes $P
 check_match "libfabric's verbs;ofi_rxd sees node 1's device there" "domain: ${P}r1" \
 	"$(ip netns exec $FAB_N1 fi_info -p 'verbs;ofi_rxd' -t FI_EP_RDM 2>&1)"
 

@@ -11,9 +11,7 @@ fab_need
 T_DIR=$(mktemp -d /tmp/fab-native.XXXXXX)
 at_exit "rm -rf '$T_DIR'"
 P=fx$$
-check "two node namespaces joined by their fabric links" fab_nodes $P
-check "node 1 gets rxe device ${P}r1 on its fabric link" fab_node_rdma 1 ${P}r1
-check "node 2 gets rxe device ${P}r2 on its fabric link" fab_node_rdma 2 ${P}r2
+fab_two_nodes $P
 check_eq "node 1 sees its own device only" "${P}r1" \
 	"$(ip netns exec $FAB_N1 ibv_devices | awk 'NR > 2 { print $1 }' | grep "^$P" | tr '\n' ' ' | sed 's/ $//')"
 check_eq "the initial namespace sees neither" "" "$(ibv_devices 2>/dev/null | awk 'NR > 2 { print $1 }' | grep "^$P")"

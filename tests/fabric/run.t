@@ -16,22 +16,8 @@ need_built vhpc
 command -v runc >/dev/null || skip_all "runc is not installed"
 [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || skip_all "needs cgroup2 alone on /sys/fs/cgroup (the lab's 7.3.4 L1 has it)"
 
-# The fabric link: a dummy of this test's own.  The job's VLAN goes on it
-# and each guest's macvlan on that, in bridge mode, so the two guests of
-# one machine reach each other through it.
-link=vfab$$
-ip link add $link type dummy && ip link set $link up || skip_all "cannot make a dummy link"
-at_exit "ip link del $link 2>/dev/null"
-export VHPC_CONFIG_DIR=$T/etc
-mkdir -p "$VHPC_CONFIG_DIR" && cp -r "$VHPC_TOP/configs/." "$VHPC_CONFIG_DIR/"
-cat >>"$VHPC_CONFIG_DIR/cluster.yaml" <<EOF
-fabric:
-  mode: soft-roce
-  link: $link
-  vlans: 300-309
-  pool: 10.214.0.0/16
-  prefix: 24
-EOF
+# The fabric link: a dummy of this test's own (fabric-lib.sh).
+fab_local_cluster 300-309 10.214.0.0/16
 
 # What each rank runs: its devices, its RoCE v2 GID's index, then rank 1
 # serves ib_send_lat and rank 0 measures against it (perftest exchanges its
