@@ -51,9 +51,14 @@ fab_two_nodes() {
 # VLAN goes on it and each guest's macvlan on that, in bridge mode, so two
 # guests of one machine reach each other through it), named in a copy of
 # the checkout's config dir (VHPC_CONFIG_DIR) with the VLANS and POOL
-# given.  Skips the test where no dummy link can be made.
+# given.  Skips the test where container guests cannot run here or no
+# dummy link can be made.
 fab_local_cluster() {
 	local link=vfab$$
+	need_built vhpc
+	command -v runc >/dev/null || skip_all "runc is not installed"
+	[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] ||
+		skip_all "needs cgroup2 alone on /sys/fs/cgroup (the lab's 7.3.4 L1 has it)"
 	ip link add $link type dummy && ip link set $link up || skip_all "cannot make a dummy link"
 	at_exit "ip link del $link 2>/dev/null"
 	export VHPC_CONFIG_DIR=$T/etc

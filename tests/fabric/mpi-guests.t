@@ -18,9 +18,6 @@
 . "$(dirname "$0")/../integration/common.sh"
 . "$(dirname "$0")/fabric-lib.sh"
 fab_need
-need_built vhpc
-command -v runc >/dev/null || skip_all "runc is not installed"
-[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || skip_all "needs cgroup2 alone on /sys/fs/cgroup (the lab's 7.3.4 L1 has it)"
 [ -e "$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so" ] || skip_all "the vmshm BTL is not built"
 
 fab_local_cluster 310-319 10.215.0.0/16

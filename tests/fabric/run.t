@@ -12,9 +12,6 @@
 . "$(dirname "$0")/../integration/common.sh"
 . "$(dirname "$0")/fabric-lib.sh"
 fab_need
-need_built vhpc
-command -v runc >/dev/null || skip_all "runc is not installed"
-[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] || skip_all "needs cgroup2 alone on /sys/fs/cgroup (the lab's 7.3.4 L1 has it)"
 
 # The fabric link: a dummy of this test's own (fabric-lib.sh).
 fab_local_cluster 300-309 10.214.0.0/16
