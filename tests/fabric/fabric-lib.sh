@@ -59,7 +59,8 @@ fab_local_cluster() {
 	command -v runc >/dev/null || skip_all "runc is not installed"
 	[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] ||
 		skip_all "needs cgroup2 alone on /sys/fs/cgroup (the lab's 7.3.4 L1 has it)"
-	ip link add $link type dummy && ip link set $link up || skip_all "cannot make a dummy link"
+	# Jumbo frames, as RoCE fabrics run them: rxe's MTU is then 4096.
+	ip link add $link mtu 9000 type dummy && ip link set $link up || skip_all "cannot make a dummy link"
 	at_exit "ip link del $link 2>/dev/null"
 	export VHPC_CONFIG_DIR=$T/etc
 	mkdir -p "$VHPC_CONFIG_DIR" && cp -r "$VHPC_TOP/configs/." "$VHPC_CONFIG_DIR/"

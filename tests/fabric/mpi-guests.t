@@ -10,7 +10,9 @@
 #                      takes ofi, each guest's fabric interface (fab0, RoCE
 #                      only) sent at least the bytes its rank sent, its rxe
 #                      device a packet per 4 KiB or more, the job network
-#                      (eth0, TCP) a small part;
+#                      (eth0, TCP) a small part; over the fabric link's
+#                      jumbo frames (rxe MTU 4096), whose larger rxd
+#                      pools need the guest's RLIMIT_MEMLOCK;
 #   --no-rdma:         tcp over the job network, no fabric interface at all.
 # The embedded scheduler places every guest on this machine: guests on two
 # hosts need the cluster's fabric (not tested here yet; mpi-native.t runs
@@ -38,6 +40,7 @@ vhpc-mpibench -msglen /tmp/sizes -iter 100,4M PingPong || exit
 s1=$(snap)
 set -- $s0 $s1
 echo "rank $OMPI_COMM_WORLD_RANK sent: fab0 $(d $1 $4) eth0 $(d $2 $5) rxe-pkts $(d $3 $6)"
+echo "rank $OMPI_COMM_WORLD_RANK memlock $(awk '/^Max locked memory/ { print $4 }' /proc/self/limits)"
 RANK
 chmod 755 "$T/rank.sh"
 # job NAME ARGS...: the two-guest job; its output in $T/NAME.
@@ -75,6 +78,8 @@ for r in 0 1; do
 	check "... rank $r's fabric interface sent at least its PingPong bytes ($f >= $b)" test "$b" -gt 0 -a "$f" -ge "$b"
 	check "... its rxe device a packet per 4 KiB or more ($p)" test "$p" -ge $((b / 4096))
 	check "... its job network (TCP) a small part ($e B)" test "$e" -lt $((b / 10))
+	m=$(sed -n "s/^rank $r memlock //p" "$T/ofi" | head -1)
+	check_eq "... it may pin its guest's memory (RLIMIT_MEMLOCK; at 8 MiB rxd's pools over a 4096-byte MTU never registered and the job hung)" 536870912 "$m"
 done
 check "... and vmshm nothing" sh -c "! grep -q 'vmshm-stats' '$T/ofi'"
 
