@@ -118,3 +118,10 @@ perf_pair() {
 
 # perf_figure OUT BYTES COLUMN: a perftest result line's column for BYTES.
 perf_figure() { awk -v b="$2" -v c="$3" '$1 == b && NF >= c { print $c; exit }' <<<"$1"; }
+
+# What the MPI tests' ranks run (rank-counters.sh), for --bind DIR:/t:ro.
+FAB_RANK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# rank_field FILE RANK WHAT: a counter of RANK's "sent:" line in FILE.
+rank_field() { sed -n "s/^.*rank $2 sent: .*$3 \([-0-9]*\).*/\1/p" "$1" | head -1; }
+# pingpong_bytes FILE: what a rank sent in the PingPong table(s) in FILE.
+pingpong_bytes() { awk '$1 ~ /^[0-9]+$/ && NF == 4 { s += $1 * $2 } END { print s + 0 }' "$1"; }
