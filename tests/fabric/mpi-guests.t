@@ -47,18 +47,7 @@ check "... and the fabric interface did not ($f B sent)" test "$f" != - -a "$f" 
 
 job ofi --rdma --no-vmshm
 check_eq "--rdma --no-vmshm: the job ends well" 0 $rc
-b=$(pingpong_bytes "$T/ofi")
-diag "PingPong over verbs between the guests (nested/TCG): $(awk '$1 ~ /^[0-9]+$/ && NF == 4 { printf "%s B %s us %s MB/s; ", $1, $3, $4 }' "$T/ofi")"
-check_match "... the bml took the ofi BTL" 'Using ofi btl' "$(cat "$T/ofi")"
-for r in 0 1; do
-	f=$(rank_field "$T/ofi" $r fab0) e=$(rank_field "$T/ofi" $r eth0) p=$(rank_field "$T/ofi" $r rxe-pkts)
-	diag "rank $r: fab0 $f B, eth0 $e B, rxe $p packets sent; PingPong $b B a rank"
-	check "... rank $r's fabric interface sent at least its PingPong bytes ($f >= $b)" test "$b" -gt 0 -a "$f" -ge "$b"
-	check "... its rxe device a packet per 4 KiB or more ($p)" test "$p" -ge $((b / 4096))
-	check "... its job network (TCP) a small part ($e B)" test "$e" -lt $((b / 10))
-	m=$(sed -n "s/^rank $r memlock //p" "$T/ofi" | head -1)
-	check_eq "... it may pin its guest's memory (RLIMIT_MEMLOCK; at 8 MiB rxd's pools over a 4096-byte MTU never registered and the job hung)" 536870912 "$m"
-done
+check_ranks_on_verbs "$T/ofi" "of one machine, --no-vmshm"
 check "... and vmshm nothing" sh -c "! grep -q 'vmshm-stats' '$T/ofi'"
 
 job tcp --no-rdma --no-vmshm
