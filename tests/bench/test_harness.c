@@ -674,6 +674,31 @@ static void test_vmshm_sent(void **state)
 	}
 }
 
+/* Where vmshm is left out, the line says what was asked for instead; where
+ * no run printed counters, it does not claim vmshm. */
+static void test_transport_str(void **state)
+{
+	struct bench_opts o = { .suite = "mpi" };
+	struct bh_vmshm_sent vs[1] = { { .seen = false } };
+	struct bh_ctx c;
+	char buf[512];
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.o = &o;
+	c.reps = 1;
+	c.vmshm = vs;
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)),
+			    "not vmshm: no guest run showed bytes through it (its counters were not printed), so tcp");
+	o.no_vmshm = true;
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)), "tcp over the job network (--no-vmshm)");
+	o.fabric = "rdma";
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)),
+			    "the RDMA fabric (ofi BTL) (--fabric rdma; vmshm left out)");
+	o.fabric = "tcp";
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)), "tcp (--fabric tcp; vmshm left out)");
+}
+
 /* --table imb: IMB's columns, native, guests and their ratio per size,
  * under the facts (cores, ranks per guest, transport). */
 static void imb_table_text(int ranks, int ncores, bool vmshm_used, char **out)
@@ -1097,6 +1122,7 @@ int main(void)
 		cmocka_unit_test(test_mpi_benchmarks),
 		cmocka_unit_test(test_vmshm_sent),
 		cmocka_unit_test(test_imb_table),
+		cmocka_unit_test(test_transport_str),
 		cmocka_unit_test(test_ratio_chart),
 		cmocka_unit_test(test_ratio_bars),
 		cmocka_unit_test(test_compare),
