@@ -11,6 +11,13 @@
  * device still lands in the initial namespace, whatever namespace asked,
  * so the agent moves it from there (RDMA_NLDEV_CMD_SET with the guest's
  * netns) before any guest runs.
+ *
+ * The VLAN device lives in the job's network namespace, not the node's:
+ * there the node's own stack would take what guests send on the VLAN as
+ * its own (weak host: it answers ARP for its addresses on any interface),
+ * so a guest with a socket bound to its fabric interface could reach
+ * another node's UDP and TCP listeners, one way, across the VLAN.  In the
+ * job's namespace nothing answers on it and nothing is forwarded.
  */
 #include "lib/err.h"
 #include "lib/inet.h"
@@ -109,27 +116,55 @@ struct fab_ctx {
 	int k;                         /* the guest being made */
 	int lower, mtu;                /* the VLAN device */
 	int netns_fd;                  /* the guest's, for the move */
+	struct nl_sock *job_sk;        /* a socket of the job's namespace */
 };
 
-/* In the agent's namespace: the job's VLAN device on the fabric link. */
+/* The job's network namespace (net.c names it so). */
+static void job_netns_name(const char *job, char *buf, size_t len)
+{
+	snprintf(buf, len, "vhpc-%s", job);
+}
+
+/* Run in the job's namespace: a netlink socket that stays in it. */
+static int open_job_sk(void *arg, struct verr *err)
+{
+	struct fab_ctx *c = arg;
+
+	return (c->job_sk = na_nl_open(NETLINK_ROUTE, err)) ? 0 : -1;
+}
+
+/* From the agent's namespace: the job's VLAN device on the fabric link,
+ * made straight into the job's namespace (file comment). */
 static int make_vlan(struct fab_ctx *c, struct nl_sock *sk, struct verr *err)
 {
-	char name[16];
+	char name[16], path[PATH_MAX];
 	struct rtnl_link *v;
-	int parent, rc, found;
+	int parent, rc, found, fd;
 
 	if ((found = find_link(sk, c->r->link, &parent, NULL, err)) < 0)
 		return -1;
 	if (!found)
 		return verr_set(err, "fabric link %s: no such interface on this node", c->r->link);
+	job_netns_name(c->r->job, c->f->job_netns, sizeof(c->f->job_netns));
+	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, c->f->job_netns);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return verr_errno(err, "fabric: the job's network namespace %s", path);
+	if (na_netns_run(c->f->job_netns, open_job_sk, c, err) < 0) {
+		close(fd);
+		return -1;
+	}
 	vlan_name(c->r->job, name, sizeof(name));
-	if (!(v = rtnl_link_vlan_alloc()))
+	if (!(v = rtnl_link_vlan_alloc())) {
+		close(fd);
 		return verr_set(err, "netlink: out of memory");
+	}
 	rtnl_link_set_name(v, name);
 	rtnl_link_set_link(v, parent);
 	rtnl_link_vlan_set_id(v, (uint16_t)c->r->vlan);
+	rtnl_link_set_ns_fd(v, (uint32_t)fd);
 	rc = rtnl_link_add(sk, v, NLM_F_CREATE | NLM_F_EXCL);
 	rtnl_link_put(v);
+	close(fd);
 	if (rc == -NLE_EXIST)
 		return verr_set(err, "fabric link %s: VLAN %d (device %s) exists already: another job holds that VLAN "
 				"here, or a dead one left it (vhpc cleanup)", c->r->link, c->r->vlan, name);
@@ -137,13 +172,14 @@ static int make_vlan(struct fab_ctx *c, struct nl_sock *sk, struct verr *err)
 		return verr_set(err, "fabric link %s: add VLAN %d as %s: %s", c->r->link, c->r->vlan, name,
 				nl_geterror(rc));
 	snprintf(c->f->vlan_dev, sizeof(c->f->vlan_dev), "%s", name);
-	if (link_up(sk, name, err) < 0 || find_link(sk, name, &c->lower, &c->mtu, err) <= 0)
+	if (link_up(c->job_sk, name, err) < 0 || find_link(c->job_sk, name, &c->lower, &c->mtu, err) <= 0)
 		return -1;
 	return link_up(sk, c->r->link, err);
 }
 
-/* In the agent's namespace: guest k's macvlan, made straight into its
- * namespace (nothing of it ever carries a name here). */
+/* From the job's namespace, where its lower device is: guest k's macvlan,
+ * made straight into the guest's (nothing of it ever carries a name in
+ * the job's). */
 static int make_macvlan(struct fab_ctx *c, struct nl_sock *sk, struct verr *err)
 {
 	struct na_fabric_guest *g = &c->f->g[c->k];
@@ -275,7 +311,7 @@ static int check_node(const struct na_fabric_guest *g, struct verr *err)
 	return 0;
 }
 
-static int make_guest(struct fab_ctx *c, struct nl_sock *sk, struct verr *err)
+static int make_guest(struct fab_ctx *c, struct verr *err)
 {
 	struct na_fabric_guest *g = &c->f->g[c->k];
 	char path[PATH_MAX];
@@ -284,7 +320,7 @@ static int make_guest(struct fab_ctx *c, struct nl_sock *sk, struct verr *err)
 	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, g->netns);
 	if ((c->netns_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return verr_errno(err, "guest g%d: %s", g->index, path);
-	rc = make_macvlan(c, sk, err);
+	rc = make_macvlan(c, c->job_sk, err);
 	if (rc == 0)
 		rc = na_netns_run(g->netns, guest_inside, c, err);
 	if (rc == 0 && (rc = na_netns_run_path(INIT_NETNS, move_dev, c, err)) < 0) {
@@ -354,10 +390,12 @@ int na_fabric_create(const struct na_fabric_req *r, struct na_fabric *out, struc
 		goto out;
 	out->nguests = r->nguests;
 	for (c.k = 0; c.k < r->nguests; c.k++)
-		if (make_guest(&c, sk, err) < 0)
+		if (make_guest(&c, err) < 0)
 			goto out;
 	rc = 0;
 out:
+	if (c.job_sk)
+		nl_socket_free(c.job_sk);
 	nl_socket_free(sk);
 	return rc;
 }
@@ -382,16 +420,23 @@ static int del_if_there(void *arg, struct verr *err)
 	return 0;
 }
 
-static int del_vlan(const char *job, int *found, struct verr *err)
+struct vlan_arg {
+	const char *job;
+	int *found;
+};
+
+/* In the calling thread's namespace: the job's VLAN device deleted. */
+static int del_vlan_here(void *arg, struct verr *err)
 {
+	struct vlan_arg *a = arg;
 	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
 	struct rtnl_link *l = NULL;
 	char name[16];
-	int rc;
+	int rc, *found = a->found;
 
 	if (!sk)
 		return -1;
-	vlan_name(job, name, sizeof(name));
+	vlan_name(a->job, name, sizeof(name));
 	rc = rtnl_link_get_kernel(sk, 0, name, &l);
 	if (rc >= 0) {
 		/* Only a VLAN device is the job's; a name alone proves nothing. */
@@ -407,6 +452,21 @@ static int del_vlan(const char *job, int *found, struct verr *err)
 	}
 	nl_socket_free(sk);
 	return rc;
+}
+
+/* The job's VLAN device, in the job's namespace while that exists (with
+ * it, it would go anyway), and in the agent's, where an agent from before
+ * 2026-12-05 made it. */
+static int del_vlan(const char *job, int *found, struct verr *err)
+{
+	struct vlan_arg a = { job, found };
+	char ns[64], path[PATH_MAX];
+
+	job_netns_name(job, ns, sizeof(ns));
+	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, ns);
+	if (access(path, F_OK) == 0 && na_netns_run(ns, del_vlan_here, &a, err) < 0)
+		return -1;
+	return del_vlan_here(&a, err);
 }
 
 int na_fabric_destroy(struct na_fabric *f, struct verr *err)

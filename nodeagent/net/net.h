@@ -158,7 +158,9 @@ int na_eth_offloads(const char *ifname, const struct tuning *t, unsigned flags, 
 
 /* A job's part of the node's RDMA fabric (fabric.c; nodeagent/README.md,
  * "The fabric").  On the node's fabric link (in the calling thread's
- * namespace) a VLAN device vf<job> with the job's VLAN id; per guest a
+ * namespace) a VLAN device vf<job> with the job's VLAN id, in the job's
+ * network namespace (na_net_create's), where the node's own stack does not
+ * see what guests send on it; per guest a
  * macvlan on it made straight into the guest's netns as NA_FABRIC_IF, with
  * the guest's fabric address, and on it a soft-RoCE (rxe) RDMA device
  * named vhpc-<job>-<index>, made inside that netns (where rxe then keeps
@@ -189,6 +191,7 @@ struct na_fabric_guest {
 struct na_fabric {
 	char job[16];
 	char vlan_dev[16];            /* "" until made */
+	char job_netns[64];           /* where it is: the job's, not the node's */
 	int nguests;
 	struct na_fabric_guest g[VHPC_MAX_GUESTS];
 };
