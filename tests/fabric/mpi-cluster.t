@@ -61,8 +61,15 @@ check "node 2's link carried them ($n2 B sent)" test "$b" -gt 0 -a "$n2" -ge "$b
 # node's stack would answer and take the packets (weak host), one way
 # across the VLAN boundary.  A counter in each node's input hook counts
 # anything from the fabric's pool; the guests' pings to each other over
-# fab0 show the same pings do leave.
+# fab0 show the same pings do leave.  The nodes run without a reverse-path
+# filter, the kernel's default (Debian's systemd sets loose mode, which
+# drops what arrives on an interface without an address, so a node's stack
+# with it would ignore these requests; a site's nodes may run either), and
+# with a default route, as nodes have.
 for i in 1 2; do
+	nsenter --net="/run/netns/$CL-n$i" -- ip route add default via 198.18.0.1 || fail "node $i: default route"
+	nsenter --net="/run/netns/$CL-n$i" -- sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
+		net.ipv4.conf.eth0.rp_filter=0
 	nsenter --net="/run/netns/$CL-n$i" -- nft -f - <<'NFT' || fail "node $i: probe counter"
 table inet vhpcprobe {
 	chain in {
