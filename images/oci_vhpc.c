@@ -289,7 +289,8 @@ static int add_programs(const char *root, struct verr *err)
 		snprintf(src, sizeof(src), "%s/%s", self_dir(), progs[i]);
 		snprintf(dst, sizeof(dst), "%s/%s", SYS_DIR, progs[i]);
 		if (copy_to(src, root, dst, 0755, err) < 0)
-			return verr_wrap(err, "%s (run make first)", progs[i]);
+			return verr_wrap(err, "%s, vhpc's guest program, is missing beside vhpc (make builds it, make install installs it)",
+					 progs[i]);
 		if (run_capture(argv, &out, NULL, 1 << 20, 30000, err) != 0)
 			return verr_wrap(err, "ldd %s", src);
 		for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -312,7 +313,8 @@ static int add_programs(const char *root, struct verr *err)
 		snprintf(src, sizeof(src), "%s/vhpc-sysexec", self_dir());
 		snprintf(dst, sizeof(dst), "%s/%s", VHPC_GUEST_BIN, progs[i]);
 		if (copy_to(src, root, dst, 0755, err) < 0)
-			return verr_wrap(err, "vhpc-sysexec (run make first)");
+			return verr_wrap(err, "vhpc-sysexec, which starts vhpc's guest programs in an image, is missing beside vhpc "
+					 "(make builds it, make install installs it)");
 	}
 	return 0;
 }
@@ -329,7 +331,7 @@ int image_oci_add_vhpc(const char *root, const char *path_env, struct verr *err)
 	if (link_programs(rootfd, root, path_env ? path_env : DEFAULT_PATH, ompi_info, sizeof(ompi_info), err) < 0)
 		goto out;
 	snprintf(dir, sizeof(dir), "%s%s", root, VHPC_GUEST_VMSHM_DIR);
-	snprintf(src, sizeof(src), "%s/../lib/openmpi/mca_btl_vmshm.so", self_dir());
+	snprintf(src, sizeof(src), "%s/../lib/vhpc/openmpi/mca_btl_vmshm.so", self_dir());
 	if (mkdir_p(dir, 0755, err) < 0 ||
 	    copy_to(src, root, VHPC_GUEST_VMSHM_DIR "/mca_btl_vmshm.so", 0644, err) < 0 ||
 	    check_ompi(rootfd, root, ompi_info, err) < 0 || add_programs(root, err) < 0)
