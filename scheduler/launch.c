@@ -149,22 +149,28 @@ void launch_rank_path(const struct job_spec *j, char *buf, size_t len)
 	snprintf(buf, len, "%s%s%s", LAUNCH_IMAGE_PATH, v && *v ? ":" : "", v ? v : "");
 }
 
-/* $1 the program, $2 the image, $3 the ranks' PATH, then mpirun's argv.
- * What Open MPI's orted does for each rank (opal_path_findv): a name
- * with a slash is taken as it is, from the working folder; any other is
- * looked for along PATH, an empty entry meaning the working folder. */
+/* $1 the program, $2 the image, $3 the ranks' PATH, $4 their working
+ * folder (the check may run elsewhere: vhpcd starts mpirun in /tmp), then
+ * mpirun's argv.  What Open MPI's orted does for each rank
+ * (opal_path_findv): a name with a slash is taken as it is, from the
+ * working folder; any other is looked for along PATH, whose relative
+ * entries (an empty one too) are the working folder's. */
 static const char launch_check_sh[] =
-	"p=$1 img=$2 path=$3; shift 3\n"
+	"p=$1 img=$2 path=$3 w=$4; shift 4\n"
 	"ok() { [ -f \"$1\" ] && [ -x \"$1\" ]; }\n"
 	"case $p in\n"
-	"*/*)\tok \"$p\" && exec \"$@\"\n"
-	"\t[ -e \"$p\" ] && { printf 'vhpc: %s: not an executable file\\n' \"$p\" >&2; exit 126; }\n"
+	"*/*)\tcase $p in /*) f=$p;; *) f=$w/$p;; esac\n"
+	"\tok \"$f\" && exec \"$@\"\n"
+	"\t[ -e \"$f\" ] && { printf 'vhpc: %s: not an executable file\\n' \"$p\" >&2; exit 126; }\n"
 	"\tcase $p in\n"
 	"\t/*) where=\"in $img or the job's folders\";;\n"
-	"\t*) where=\"in $(pwd) (the job's working folder)\";;\n"
+	"\t*) where=\"in $w (the job's working folder)\";;\n"
 	"\tesac;;\n"
 	"*)\tset -f; IFS=:\n"
-	"\tfor d in $path; do ok \"${d:-.}/$p\" && { unset IFS; set +f; exec \"$@\"; }; done\n"
+	"\tfor d in $path; do\n"
+	"\t\tcase $d in /*) ;; *) d=$w/$d;; esac\n"
+	"\t\tok \"$d/$p\" && { unset IFS; set +f; exec \"$@\"; }\n"
+	"\tdone\n"
 	"\twhere=\"in $img (PATH=$path)\";;\n"
 	"esac\n"
 	"printf 'vhpc: %s: not found %s\\n' \"$p\" \"$where\" >&2\n"
@@ -189,6 +195,7 @@ char **launch_guest_argv(const struct launch_plan *p)
 	else
 		argv_add(&a, "the job's image");
 	argv_add(&a, "%s", path);
+	argv_add(&a, "%s", p->workdir ? p->workdir : "/tmp");
 	for (char **q = mp; *q; q++)
 		argv_add(&a, "%s", *q);
 	argv_free(mp);

@@ -227,7 +227,7 @@ static int run_check(char **gargv, char *err, size_t len)
 	ssize_t got;
 	pid_t pid;
 
-	while (n < 7)
+	while (n < 8)
 		v[n] = gargv[n], n++;
 	v[n++] = "sh";
 	v[n++] = "-c";
@@ -253,7 +253,7 @@ static void guest_zero_checks_the_program_before_mpirun(void **state)
 {
 	struct launch_plan p = plan();
 	static char *missing[] = { "no-such-prog-vhpc", NULL }, *abs_missing[] = { "/no/such/prog", NULL },
-		    *found[] = { "sh", NULL };
+		    *found[] = { "sh", NULL }, *rel[] = { "./sh", NULL };
 	static char *ek[] = { "PATH" }, *ev[] = { "/opt/tools" };
 	char **argv = launch_guest_argv(&p), err[512];
 	size_t n = 0;
@@ -267,8 +267,9 @@ static void guest_zero_checks_the_program_before_mpirun(void **state)
 	assert_string_equal(argv[4], "vhpc-mpibench");
 	assert_string_equal(argv[5], "the job's image");
 	assert_string_equal(argv[6], LAUNCH_IMAGE_PATH);
+	assert_string_equal(argv[7], "/tmp");
 	/* Then mpirun's argv, whole. */
-	assert_string_equal(argv[7], "mpirun");
+	assert_string_equal(argv[8], "mpirun");
 	assert_string_equal(argv[n - 2], "vhpc-mpibench");
 	assert_string_equal(argv[n - 1], "PingPong");
 	argv_free(argv);
@@ -297,6 +298,19 @@ static void guest_zero_checks_the_program_before_mpirun(void **state)
 	argv = launch_guest_argv(&p);
 	assert_int_equal(run_check(argv, err, sizeof(err)), 127);
 	assert_string_equal(err, "vhpc: /no/such/prog: not found in image img1 or the job's folders\n");
+	argv_free(argv);
+
+	/* A path with a slash is the working folder's, wherever the check
+	 * runs (vhpcd starts it in /tmp). */
+	spec.command.v = rel;
+	p.workdir = "/bin";
+	argv = launch_guest_argv(&p);
+	assert_int_equal(run_check(argv, err, sizeof(err)), 42);
+	argv_free(argv);
+	p.workdir = "/nonexistent";
+	argv = launch_guest_argv(&p);
+	assert_int_equal(run_check(argv, err, sizeof(err)), 127);
+	assert_string_equal(err, "vhpc: ./sh: not found in /nonexistent (the job's working folder)\n");
 	argv_free(argv);
 }
 
