@@ -186,6 +186,8 @@ struct bench_opts {
 	const char *native_btl;  /* mpi, net: Open MPI BTLs of the native ranks; NULL: self,vader,tcp */
 	const char *native_env;  /* mpi: NAME=VALUE for the native ranks (mpirun -x); NULL: none */
 	const char *fabric;      /* mpi: "rdma" or "tcp", every pair of ranks on it, both sides; NULL: as ever */
+	const char *benchmarks;  /* mpi: "PingPong,Sendrecv", a subset; NULL: all five */
+	const char *table;       /* "imb": stdout gets IMB-style tables side by side; NULL: one line per metric */
 	int timeout_s;           /* per run; 0: 600 */
 	const char *out;         /* results folder; NULL: <state dir>/bench/<time>-<suite> */
 	int argc;                /* the command line, kept with the results */

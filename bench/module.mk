@@ -40,5 +40,5 @@ BENCH_HARNESS_SRCS := $(BENCH_HARNESS_CORE) bench/harness/proc.c bench/harness/r
 	bench/harness/run.c bench/harness/linetrip.c bench/harness/suite_mpi.c bench/harness/suite_net.c \
 	bench/harness/suite_mem.c bench/harness/suite_sys.c bench/harness/machine.c \
 	bench/harness/table.c bench/harness/plot.c bench/harness/ratio.c bench/harness/gnuplot.c \
-	bench/harness/compare.c bench/harness/image.c
+	bench/harness/compare.c bench/harness/image.c bench/harness/transport.c bench/harness/imbtable.c
 $(B)/bin/vhpc: $(patsubst %.c,$(B)/obj/%.o,$(BENCH_HARNESS_SRCS) $(BENCH_LIB_SRCS))

@@ -25,6 +25,7 @@
 #include "bench/bench.h"
 
 struct json_object;
+struct bh_ctx;
 
 enum bh_side { BH_NATIVE = 0, BH_GUEST, BH_NSIDES };
 extern const char *const bh_side_names[BH_NSIDES];
@@ -134,9 +135,32 @@ int bh_json_num(struct json_object *o, const char *key, double min, double max, 
 int bh_json_enum(struct json_object *o, const char *key, const char *const *names,
 		 struct verr *err);
 
+/* ------------------------------------------------------------ transport */
+
+/* What rank 0 sent rank 1 through vmshm in one guest run, from the
+ * counters btl_vmshm prints at finalize (btl_vmshm_stats=1):
+ * "[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags F tx_bytes B ...".
+ * Guest output: a line that does not read exactly so is not counted. */
+struct bh_vmshm_sent {
+	bool seen;               /* rank 0's line for peer 1 was there */
+	unsigned long long bytes;
+	char guest0[16], guest1[16]; /* the guests of rank 0 and rank 1 ("g0"), "" if unknown */
+};
+void bh_vmshm_sent(const char *text, size_t len, struct bh_vmshm_sent *s);
+/* One line on what carried the guests' pair over the run's repetitions
+ * (vmshm, with its bytes, or why tcp or the fabric), into buf. */
+const char *bh_transport_str(const struct bh_ctx *c, char *buf, size_t len);
+/* IMB-style tables, one per benchmark: #bytes #repetitions, then t and
+ * Mbytes/sec of native and guests (medians) and guests/native; above
+ * them the facts a reader needs: cores, ranks per guest, the transport. */
+void bh_imb_table(FILE *f, const struct bh_ctx *c);
+/* The machine's state over the run, and the repetitions per size (mpi),
+ * as "# " lines (table.c). */
+void bh_state_line(FILE *f, const struct bh_ctx *c);
+void bh_iter_line(FILE *f, const struct bh_ctx *c);
+
 /* ---------------------------------------------------------------- a run */
 
-struct bh_ctx;
 
 /* --iter N[,VOL] (mpi): repetitions per size min(N, VOL / size). */
 #define BH_MAX_ITER     1000000000LL
@@ -191,6 +215,12 @@ struct bh_ctx {
 	char imb[PATH_MAX];          /* --imb, resolved */
 	struct bh_iter iter;         /* --iter (mpi) */
 	char native_how[512], guest_how[512];
+	/* mpi: the benchmarks run (--benchmarks, else all), in IMB's order. */
+	const char *benches[8];
+	size_t nbenches;
+	/* mpi: what carried the guests' pair (rank 0, rank 1): the vmshm
+	 * counters of each guest run (transport.c). */
+	struct bh_vmshm_sent *vmshm;  /* [reps] */
 	char machine[512];           /* one line: host, topology, kernel */
 	char started[40];            /* UTC, ISO 8601 */
 	struct bh_run *runs;

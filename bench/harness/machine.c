@@ -40,8 +40,15 @@ static int topo_summary(struct topo_sum *s)
 	s->pus = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
 	s->memory = hwloc_get_root_obj(t)->total_memory;
 	pkg = hwloc_get_obj_by_type(t, HWLOC_OBJ_PACKAGE, 0);
-	if (pkg && (m = hwloc_obj_get_info_by_name(pkg, "CPUModel")))
+	if (pkg && (m = hwloc_obj_get_info_by_name(pkg, "CPUModel"))) {
+		size_t n;
+
+		/* Some CPUs pad their brand string with spaces. */
 		snprintf(s->model, sizeof(s->model), "%s", m);
+		n = strlen(s->model);
+		while (n > 0 && s->model[n - 1] == ' ')
+			s->model[--n] = 0;
+	}
 	hwloc_topology_destroy(t);
 	return 0;
 }

@@ -260,6 +260,13 @@ static struct json_object *config_json(const struct bh_ctx *c)
 	json_object_object_add(o, "native_btl", jstr_or_null(c->o->native_btl));
 	json_object_object_add(o, "native_env", jstr_or_null(c->o->native_env));
 	json_object_object_add(o, "fabric", jstr_or_null(c->o->fabric));
+	if (c->nbenches) {
+		struct json_object *b = json_object_new_array();
+
+		for (size_t i = 0; i < c->nbenches; i++)
+			json_object_array_add(b, json_object_new_string(c->benches[i]));
+		json_object_object_add(o, "benchmarks", b);
+	}
 	json_object_object_add(o, "timeout_s", json_object_new_int(c->o->timeout_s > 0 ? c->o->timeout_s : 600));
 	return o;
 }
@@ -306,20 +313,34 @@ static int write_results(struct bh_ctx *c, struct json_object *machine, struct v
 	return rc;
 }
 
-static int write_table(struct bh_ctx *c, struct verr *err)
+static bool imb_table(const struct bh_ctx *c)
+{
+	return c->o->table && !strcmp(c->o->table, "imb");
+}
+
+static int write_one(struct bh_ctx *c, const char *name, void (*fn)(FILE *, const struct bh_ctx *),
+		     struct verr *err)
 {
 	char path[PATH_MAX + 32];
 	FILE *f;
 
-	bh_table(stdout, c);
-	fflush(stdout);
-	snprintf(path, sizeof(path), "%s/results.txt", c->dir);
+	snprintf(path, sizeof(path), "%s/%s", c->dir, name);
 	if (!(f = fopen(path, "w")))
 		return verr_errno(err, "%s", path);
-	bh_table(f, c);
+	fn(f, c);
 	if (fclose(f) != 0)
 		return verr_errno(err, "%s", path);
 	return 0;
+}
+
+/* results.txt always; with --table imb, imb.txt too, and that on stdout. */
+static int write_table(struct bh_ctx *c, struct verr *err)
+{
+	(imb_table(c) ? bh_imb_table : bh_table)(stdout, c);
+	fflush(stdout);
+	if (write_one(c, "results.txt", bh_table, err) < 0)
+		return -1;
+	return imb_table(c) ? write_one(c, "imb.txt", bh_imb_table, err) : 0;
 }
 
 static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
@@ -366,6 +387,12 @@ static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
 		if (!*o->native_btl || strspn(o->native_btl, "abcdefghijklmnopqrstuvwxyz0123456789_,^") != strlen(o->native_btl))
 			return verr_set(err, "--native-btl: expected Open MPI BTL names such as self,tcp, got '%s'", o->native_btl);
 	}
+	if (o->benchmarks && strcmp(c->s->name, "mpi"))
+		return verr_set(err, "--benchmarks: only the mpi suite runs MPI benchmarks");
+	if (o->table && strcmp(o->table, "imb") && strcmp(o->table, "metrics"))
+		return verr_set(err, "--table: expected imb or metrics, got '%s'", o->table);
+	if (o->table && !strcmp(o->table, "imb") && strcmp(c->s->name, "mpi"))
+		return verr_set(err, "--table imb: only the mpi suite's results are IMB tables");
 	if (o->fabric && strcmp(c->s->name, "mpi"))
 		return verr_set(err, "--fabric: only the mpi suite's ranks talk over a fabric");
 	if (o->native_env) {
@@ -407,6 +434,7 @@ static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
 static void ctx_free(struct bh_ctx *c)
 {
 	free(c->trip_ns);
+	free(c->vmshm);
 	for (size_t i = 0; i < c->nruns; i++)
 		bh_argv_free(c->runs[i].argv);
 	free(c->runs);
@@ -475,7 +503,8 @@ int bench_run(const struct bench_opts *o)
 		say("plot: %s (the results are in %s)", err.msg, c.dir);
 		goto out;
 	}
-	printf("# results: %s (results.json, results.txt, plot.png, ratio.png, raw/)\n", c.dir);
+	printf("# results: %s (results.json, results.txt, %splot.png, ratio.png, raw/)\n", c.dir,
+	       imb_table(&c) ? "imb.txt, " : "");
 	rc = 0;
 out:
 	json_object_put(machine);

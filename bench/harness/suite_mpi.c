@@ -5,6 +5,7 @@
 #include "lib/log.h"
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "bench/harness/bh.h"
 
@@ -62,9 +63,44 @@ static char **program_args(const struct bh_ctx *c, const char *np)
 			a = bh_argv_cat(a, bh_argv("-time", secs, NULL));
 		}
 	}
-	for (int i = 0; benches[i]; i++)
-		a = bh_argv_cat(a, bh_argv(benches[i], NULL));
+	for (size_t i = 0; i < c->nbenches; i++)
+		a = bh_argv_cat(a, bh_argv(c->benches[i], NULL));
 	return a;
+}
+
+/* --benchmarks A,B (case as IMB: any) into c->benches, in IMB's order. */
+static int choose_benches(struct bh_ctx *c, struct verr *err)
+{
+	const char *list = c->o->benchmarks;
+	bool want[sizeof(benches) / sizeof(benches[0])] = { false };
+
+	c->nbenches = 0;
+	if (!list) {
+		for (int i = 0; benches[i]; i++)
+			c->benches[c->nbenches++] = benches[i];
+		return 0;
+	}
+	for (const char *p = list;;) {
+		size_t n = strcspn(p, ",");
+		int k = -1;
+
+		for (int i = 0; benches[i] && k < 0; i++)
+			if (strlen(benches[i]) == n && !strncasecmp(p, benches[i], n))
+				k = i;
+		if (k < 0)
+			return verr_set(err, "--benchmarks: '%.*s' is not one of PingPong, Sendrecv, Exchange, "
+					"Allreduce, Bcast", (int)(n > 40 ? 40 : n), p);
+		if (want[k])
+			return verr_set(err, "--benchmarks: %s is named twice", benches[k]);
+		want[k] = true;
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
+	for (int i = 0; benches[i]; i++)
+		if (want[i])
+			c->benches[c->nbenches++] = benches[i];
+	return 0;
 }
 
 static int mpi_plan(struct bh_ctx *c, struct verr *err)
@@ -73,6 +109,11 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 	const char *bin;
 	char **native, **guest, **cmd, **args;
 
+	if (choose_benches(c, err) < 0)
+		return -1;
+	free(c->vmshm);
+	if (!(c->vmshm = calloc((size_t)c->reps, sizeof(*c->vmshm))))
+		return verr_set(err, "out of memory");
 	if (c->ranks < 2)
 		return verr_set(err, "--ranks %d: the mpi suite needs at least 2 ranks (PingPong)", c->ranks);
 	if (c->guests > c->ranks)
@@ -119,6 +160,19 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 	}
 	free(list);
 	guest = bh_vhpc_run(c, c->guests, c->ranks, 0, NULL);
+	/* The vmshm BTL's counters, printed at finalize (they are kept
+	 * anyway, so the run is not slowed): what carried the pair. */
+	if (!c->o->no_vmshm && !c->o->fabric) {
+		size_t n = 0;
+
+		while (guest && guest[n] && strcmp(guest[n], "--"))
+			n++;
+		if (guest && guest[n]) {
+			free(guest[n]);
+			guest[n] = NULL;
+			guest = bh_argv_cat(guest, bh_argv("-x", "OMPI_MCA_btl_vmshm_stats=1", "--", NULL));
+		}
+	}
 	cmd = bh_argv("sh", "-c", script, NULL);
 	free(script);
 	if (bh_add_run(c, BH_GUEST, bh_argv_cat(guest, cmd), "", -1, err) < 0)
@@ -130,6 +184,24 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 		 c->ranks, c->driver, c->o->fabric ? (bh_fabric_rdma(c) ? ", --rdma --no-vmshm" : ", --no-rdma --no-vmshm")
 		 : c->o->no_vmshm ? ", --no-vmshm" : "");
 	return 0;
+}
+
+/* The vmshm counters in the guest run's stderr (next to its stdout,
+ * raw/guest-N.err); a run without them is recorded as such. */
+static void guest_transport(struct bh_ctx *c, size_t rep, const char *out_path)
+{
+	size_t n = strlen(out_path), len;
+	char errp[PATH_MAX + 8], *text;
+	struct verr e;
+
+	memset(&c->vmshm[rep], 0, sizeof(c->vmshm[rep]));
+	if (n < 4 || strcmp(out_path + n - 4, ".out") || n >= sizeof(errp))
+		return;
+	snprintf(errp, sizeof(errp), "%.*s.err", (int)(n - 4), out_path);
+	if (read_file(errp, &text, &len, 16u << 20, &e) < 0)
+		return;
+	bh_vmshm_sent(text, len, &c->vmshm[rep]);
+	free(text);
 }
 
 static void warn_violation(void *ctx, const struct imb_table *t, const struct imb_row *r,
@@ -155,12 +227,12 @@ static int mpi_parse(struct bh_ctx *c, const struct bh_run *run, size_t rep, con
 	(void)t1;
 	if (imb_parse(path, out, len, &o, err) < 0)
 		return -1;
-	for (int i = 0; benches[i]; i++) {
-		int np = imb_is_pair(benches[i]) ? 2 : c->ranks;
+	for (size_t i = 0; i < c->nbenches; i++) {
+		int np = imb_is_pair(c->benches[i]) ? 2 : c->ranks;
 
-		if (!imb_find(&o, benches[i], np)) {
+		if (!imb_find(&o, c->benches[i], np)) {
 			imb_output_free(&o);
-			return verr_set(err, "%s: no %s table at %d processes", path, benches[i], np);
+			return verr_set(err, "%s: no %s table at %d processes", path, c->benches[i], np);
 		}
 	}
 	/* Odd numbers are worth a warning, not a lost run: real IMB rounds
@@ -181,6 +253,8 @@ static int mpi_parse(struct bh_ctx *c, const struct bh_run *run, size_t rep, con
 		return -1;
 	}
 	imb_output_free(&o);
+	if (run->side == BH_GUEST && c->vmshm && rep < (size_t)c->reps)
+		guest_transport(c, rep, path);
 	return 0;
 }
 

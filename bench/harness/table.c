@@ -50,7 +50,7 @@ static const char *ratio_cell(const struct bh_metric *m, char *buf, size_t len)
 
 /* Repetitions per size set how long each sample is timed: part of what
  * the numbers mean. */
-static void iter_line(FILE *f, const struct bh_ctx *c)
+void bh_iter_line(FILE *f, const struct bh_ctx *c)
 {
 	long long n = c->iter.set ? c->iter.n : IMB_MSGS_PER_SAMPLE;
 	long long vol = c->iter.set ? c->iter.vol : IMB_OVERALL_VOL;
@@ -65,7 +65,7 @@ static void iter_line(FILE *f, const struct bh_ctx *c)
 
 /* The machine's state over the run (linetrip.c): small-message times of
  * both sides follow it, so a reader needs it to trust their ratio. */
-static void state_line(FILE *f, const struct bh_ctx *c)
+void bh_state_line(FILE *f, const struct bh_ctx *c)
 {
 	struct bh_stat st;
 
@@ -95,11 +95,11 @@ void bh_table(FILE *f, const struct bh_ctx *c)
 	}
 	fprintf(f, "# vhpc bench %s, %s\n", c->s->name, c->started);
 	fprintf(f, "# machine: %s\n", c->machine);
-	state_line(f, c);
+	bh_state_line(f, c);
 	fprintf(f, "# native: %s\n", c->native_how);
 	fprintf(f, "# guest:  %s\n", c->guest_how);
 	if (!strcmp(c->s->name, "mpi"))
-		iter_line(f, c);
+		bh_iter_line(f, c);
 	fprintf(f, "# %d repetition%s, interleaved.  Each side: median [best] over repetitions, best being\n"
 		   "# the minimum of times and the maximum of rates.  ratio = guest / native: of the\n"
 		   "# medians [of the bests], then the range of guest/native within one repetition.\n",

@@ -17,7 +17,7 @@
 #include <string.h>
 
 enum { BO_SUITE = JO_ID_END, BO_IMB, BO_REPS, BO_SIZES, BO_MSGLOG, BO_TIME, BO_ITER,
-       BO_NATIVE_BTL, BO_NATIVE_ENV, BO_FABRIC, BO_OUT };
+       BO_NATIVE_BTL, BO_NATIVE_ENV, BO_FABRIC, BO_BENCHMARKS, BO_TABLE, BO_OUT };
 
 /* Rows with a job option's id are that option (lib/jobopts.c), passed on
  * to vhpc run; only their words here are bench's: its defaults differ. */
@@ -33,6 +33,11 @@ static const struct opt bench_rows[] = {
 	{ .id = JO_DRIVER, .help = VHPC_DRIVER_CHOICES ", passed to vhpc run (default auto)" },
 	{ .id = JO_IMAGE, .help = "the guests' node image" },
 	{ BO_IMB, "imb", 0, "PATH", "mpi: a real IMB-MPI1 binary (it is put into a node image)" },
+	{ BO_BENCHMARKS, "benchmarks", 0, "LIST", "mpi: some of PingPong,Sendrecv,Exchange,Allreduce,Bcast\n"
+	  "(default all)" },
+	{ BO_TABLE, "table", 0, "T", "what stdout gets: metrics (default), a line per metric; imb\n"
+	  "(mpi): IMB's tables with native, guests and the ratio side\n"
+	  "by side, under the cores, ranks per guest and transport" },
 	{ BO_REPS, "reps", 0, "R", "repetitions of each side (default 5)" },
 	{ BO_SIZES, "sizes", 0, "LIST", "message sizes (mpi, net) or memory sizes (mem): 1,64K,4M" },
 	{ BO_MSGLOG, "msglog", 0, "[MIN:]MAX", "mpi, net: sizes 2^MIN..2^MAX (mpi default 0:22, with 0)" },
@@ -186,6 +191,12 @@ static int set_bench_opt(struct bench_opts *o, int id, const char *val)
 	case BO_MSGLOG: o->msglog = val; return 0;
 	case BO_NATIVE_BTL: o->native_btl = val; return 0;
 	case BO_NATIVE_ENV: o->native_env = val; return 0;
+	case BO_BENCHMARKS: o->benchmarks = val; return 0;
+	case BO_TABLE:
+		if (strcmp(val, "imb") && strcmp(val, "metrics"))
+			return usage_error("bench", "--table: expected imb or metrics, got '%s'", val);
+		o->table = val;
+		return 0;
 	case BO_FABRIC:
 		if (strcmp(val, "rdma") && strcmp(val, "tcp"))
 			return usage_error("bench", "--fabric: expected rdma or tcp, got '%s'", val);

@@ -263,6 +263,12 @@ bad "--iter without a value" "--iter needs a value" --iter
 bad "IMB sizes that Allreduce runs as one" \
 	"^vhpc bench: --sizes 1 and 3 with --imb: IMB-MPI1 runs Allreduce on whole floats and measures both as 4 bytes; leave one of them out$" \
 	--imb "$BIN/vhpc-mpibench" --sizes 0,1,3,8,9 --out "$tmp/b21"
+bad "an unknown benchmark, by name" "^vhpc bench: --benchmarks: 'Barrier' is not one of PingPong, Sendrecv, Exchange, Allreduce, Bcast$" \
+	--benchmarks PingPong,Barrier --out "$tmp/b22"
+bad "a benchmark named twice" "^vhpc bench: --benchmarks: Sendrecv is named twice$" --benchmarks sendrecv,Sendrecv --out "$tmp/b23"
+bad "benchmarks for the net suite" "--benchmarks: only the mpi suite" --suite net --benchmarks PingPong --out "$tmp/b24"
+bad "an unknown table" "--table: expected imb or metrics, got 'csv'" --table csv
+bad "IMB tables of the sys suite" "--table imb: only the mpi suite" --suite sys --table imb --out "$tmp/b25"
 check_eq "bad options leave no results folder behind" "" "$(ls -d "$tmp"/b[0-9]* 2>/dev/null)"
 hv=$(grep -cwE 'vmx|svm' /proc/cpuinfo)
 if [ "$hv" = 0 ]; then

@@ -513,6 +513,7 @@ static void plan_fabric(const char *iter, const char *imb, const char *fabric, c
 	for (size_t i = 0; i < c.nruns; i++)
 		bh_argv_free(c.runs[i].argv);
 	free(c.runs);
+	free(c.vmshm);
 }
 
 static void plan_mpi(const char *iter, const char *imb, char *native, char *guest, size_t len)
@@ -563,6 +564,226 @@ static void test_mpi_commands(void **state)
 	assert_non_null(strstr(n, "--mca btl self,tcp "));
 	assert_null(strstr(n, "ofi"));
 	assert_non_null(strstr(g, " --no-rdma --no-vmshm -- "));
+}
+
+/* --benchmarks: a subset, in IMB's order whatever the order given; bad and
+ * repeated names are refused by name.  The guests' run asks for vmshm's
+ * counters (what carried the pair) unless vmshm is left out. */
+static int plan_opts(struct bench_opts *o, char *native, char *guest, size_t len, struct verr *err)
+{
+	long long sizes[] = { 0, 1024 };
+	struct bh_ctx c;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	c.o = o;
+	c.s = &bh_suite_mpi;
+	c.guests = c.ranks = c.ncores = 2;
+	c.reps = 1;
+	c.sizes = sizes;
+	c.nsizes = 2;
+	snprintf(c.dir, sizeof(c.dir), "/tmp/r");
+	snprintf(c.self, sizeof(c.self), "/opt/vhpc/bin");
+	snprintf(c.driver, sizeof(c.driver), "container");
+	rc = c.s->plan(&c, err);
+	if (rc == 0) {
+		bh_argv_str(c.runs[0].argv, native, len);
+		bh_argv_str(c.runs[1].argv, guest, len);
+	}
+	for (size_t i = 0; i < c.nruns; i++)
+		bh_argv_free(c.runs[i].argv);
+	free(c.runs);
+	free(c.vmshm);
+	return rc;
+}
+
+static void test_mpi_benchmarks(void **state)
+{
+	struct bench_opts o = { .suite = "mpi", .benchmarks = "sendrecv,PingPong" };
+	char n[4096], g[4096];
+	struct verr err;
+
+	(void)state;
+	assert_int_equal(plan_opts(&o, n, g, sizeof(n), &err), 0);
+	assert_non_null(strstr(n, "-npmin 2 PingPong Sendrecv"));
+	assert_null(strstr(n, "Exchange"));
+	assert_non_null(strstr(g, "-npmin 2 PingPong Sendrecv'"));
+	assert_non_null(strstr(g, " -x OMPI_MCA_btl_vmshm_stats=1 -- sh -c "));
+	assert_null(strstr(n, "vmshm"));
+	o.benchmarks = "PingPong,Barrier";
+	assert_int_equal(plan_opts(&o, n, g, sizeof(n), &err), -1);
+	assert_string_equal(err.msg, "--benchmarks: 'Barrier' is not one of PingPong, Sendrecv, Exchange, Allreduce, Bcast");
+	o.benchmarks = "PingPong,pingpong";
+	assert_int_equal(plan_opts(&o, n, g, sizeof(n), &err), -1);
+	assert_string_equal(err.msg, "--benchmarks: PingPong is named twice");
+	o.benchmarks = "PingPong,";
+	assert_int_equal(plan_opts(&o, n, g, sizeof(n), &err), -1);
+	assert_string_equal(err.msg, "--benchmarks: '' is not one of PingPong, Sendrecv, Exchange, Allreduce, Bcast");
+	/* Without vmshm nothing asks for its counters. */
+	o.benchmarks = NULL;
+	o.no_vmshm = true;
+	assert_int_equal(plan_opts(&o, n, g, sizeof(n), &err), 0);
+	assert_null(strstr(g, "vmshm_stats"));
+	assert_non_null(strstr(g, "-npmin 2 PingPong Sendrecv Exchange Allreduce Bcast'"));
+}
+
+/* vmshm's counters as btl_vmshm prints them, read from a guest's stderr
+ * among other lines; anything not exactly so is not counted. */
+static void test_vmshm_sent(void **state)
+{
+	static const char good[] =
+		"vhpc: job 3b78db92: 2 guests x 1 vCPU, 2 ranks\n"
+		"[vmshm g1:26 rank 1] vmshm-stats: peer 0 slot 0 tx_frags 4431 tx_bytes 69894 rx_frags 4415 rx_bytes 69542 ring_full 0\n"
+		"[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 4415 tx_bytes 69542 rx_frags 4431 rx_bytes 69894 ring_full 0 gets 0\n"
+		"[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes 999999 rx_frags 1\n";
+	static const char *const bad[] = {
+		"",
+		"[vmshm g0:25 rank 0] vmshm-stats: peer 2 slot 1 tx_frags 1 tx_bytes 5\n",   /* another peer */
+		"[vmshm g0:25 rank 3] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes 5\n",   /* another rank */
+		"[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes 99999999999999999999\n",
+		"[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes -5\n",
+		"[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes 5x\n",
+		"[vmshm host0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes 5\n", /* not a guest */
+		"[vmshm g123456:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes 5\n",
+		"x[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes 5\n",
+		"[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1\n",
+		"[vmshm g0:25 rank 0] vmshm-stats: peer 1 slot 1 tx_frags 1 tx_bytes ",
+	};
+	struct bh_vmshm_sent s;
+
+	(void)state;
+	bh_vmshm_sent(good, sizeof(good) - 1, &s);
+	assert_true(s.seen);
+	assert_int_equal(s.bytes, 69542);    /* the first line for the pair */
+	assert_string_equal(s.guest0, "g0");
+	assert_string_equal(s.guest1, "g1");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bh_vmshm_sent(bad[i], strlen(bad[i]), &s);
+		if (s.seen || s.bytes)
+			fail_msg("counted: '%s'", bad[i]);
+	}
+	/* Not NUL-terminated: the length is the end, in the middle of a number. */
+	{
+		const char *l0 = strstr(good, "[vmshm g0:25"), *b = strstr(l0, "tx_bytes 69542");
+
+		bh_vmshm_sent(l0, (size_t)(b - l0) + strlen("tx_bytes 695"), &s);
+		assert_true(s.seen);
+		assert_int_equal(s.bytes, 695);
+		bh_vmshm_sent(l0, (size_t)(b - l0) + strlen("tx_bytes "), &s);
+		assert_false(s.seen);
+	}
+}
+
+/* Where vmshm is left out, the line says what was asked for instead; where
+ * no run printed counters, it does not claim vmshm. */
+static void test_transport_str(void **state)
+{
+	struct bench_opts o = { .suite = "mpi" };
+	struct bh_vmshm_sent vs[1] = { { .seen = false } };
+	struct bh_ctx c;
+	char buf[512];
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.o = &o;
+	c.reps = 1;
+	c.vmshm = vs;
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)),
+			    "not vmshm: no guest run showed bytes through it (its counters were not printed), so tcp");
+	o.no_vmshm = true;
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)), "tcp over the job network (--no-vmshm)");
+	o.fabric = "rdma";
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)),
+			    "the RDMA fabric (ofi BTL) (--fabric rdma; vmshm left out)");
+	o.fabric = "tcp";
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)), "tcp (--fabric tcp; vmshm left out)");
+}
+
+/* --table imb: IMB's columns, native, guests and their ratio per size,
+ * under the facts (cores, ranks per guest, transport). */
+static void imb_table_text(int ranks, int ncores, bool vmshm_used, char **out)
+{
+	struct bench_opts o = { .suite = "mpi" };
+	long long sizes[] = { 0, 1024 };
+	struct bh_vmshm_sent vs[2] = { { .seen = vmshm_used, .bytes = vmshm_used ? 3000000 : 0, .guest0 = "g0",
+					 .guest1 = "g1" },
+				       { .seen = vmshm_used, .bytes = vmshm_used ? 3000000 : 0, .guest0 = "g0",
+					 .guest1 = "g1" } };
+	struct bh_ctx c;
+	struct verr err;
+	size_t len;
+	FILE *f;
+
+	memset(&c, 0, sizeof(c));
+	c.o = &o;
+	c.s = &bh_suite_mpi;
+	c.guests = 2;
+	c.ranks = ranks;
+	c.ncores = ncores;
+	c.reps = 2;
+	c.sizes = sizes;
+	c.nsizes = 2;
+	c.benches[0] = "PingPong";
+	c.benches[1] = "Allreduce";
+	c.nbenches = 2;
+	c.vmshm = vs;
+	snprintf(c.native_how, sizeof(c.native_how), "mpirun -np %d", ranks);
+	snprintf(c.guest_how, sizeof(c.guest_how), "vhpc run -N 2 -n %d", ranks);
+	bh_results_init(&c.res, 2);
+	for (size_t k = 0; k < 2; k++) {
+		struct bh_desc t0 = { "PingPong np=2", "t", "usec", "latency", BH_LOWER, 0 };
+		struct bh_desc t1 = { "PingPong np=2", "t", "usec", "latency", BH_LOWER, 1024 };
+		struct bh_desc b1 = { "PingPong np=2", "bw", "Mbytes/sec", "bandwidth", BH_HIGHER, 1024 };
+		struct bh_desc a1 = { "Allreduce np=2", "t", "usec", "latency", BH_LOWER, 1024 };
+		char g[32];
+
+		snprintf(g, sizeof(g), "Allreduce np=%d", ranks);
+		a1.group = g;
+		assert_int_equal(bh_add(&c.res, &t0, BH_NATIVE, k, 0.40 + 0.02 * (double)k, &err), 0);
+		assert_int_equal(bh_add(&c.res, &t0, BH_GUEST, k, 0.36 + 0.02 * (double)k, &err), 0);
+		assert_int_equal(bh_add(&c.res, &t1, BH_NATIVE, k, 1.0, &err), 0);
+		assert_int_equal(bh_add(&c.res, &t1, BH_GUEST, k, 2.0, &err), 0);
+		assert_int_equal(bh_add(&c.res, &b1, BH_NATIVE, k, 1024.0, &err), 0);
+		assert_int_equal(bh_add(&c.res, &b1, BH_GUEST, k, 512.0, &err), 0);
+		assert_int_equal(bh_add(&c.res, &a1, BH_NATIVE, k, 3.0, &err), 0);
+		assert_int_equal(bh_add(&c.res, &a1, BH_GUEST, k, 3.3, &err), 0);
+	}
+	bh_results_finish(&c.res);
+	f = open_memstream(out, &len);
+	bh_imb_table(f, &c);
+	fclose(f);
+	bh_results_free(&c.res);
+}
+
+static void test_imb_table(void **state)
+{
+	char *t;
+
+	(void)state;
+	imb_table_text(2, 2, true, &t);
+	assert_non_null(strstr(t, "\n# cores: 2; ranks: 2, no more than cores (a core each on both sides)\n"));
+	assert_non_null(strstr(t, "\n# guests: vhpc run -N 2 -n 2, 1 rank per guest\n"));
+	assert_non_null(strstr(t, "\n# between the guests: vmshm, shared memory between guests (its counters: rank 0 in g0 "
+				  "sent rank 1 in g1 3.0 MB through it in 2 of 2 guest runs)\n"));
+	assert_non_null(strstr(t, "\n# Benchmarking PingPong\n# #processes = 2\n"));
+	assert_non_null(strstr(t, "\n       #bytes #repetitions     native     guests      ratio       native     guests    ratio\n"
+				  "            0         1000       0.41       0.37      0.902         0.00       0.00        -\n"
+				  "         1024         1000       1.00       2.00      2.000      1024.00     512.00    0.500\n"));
+	/* A collective: t_max, no bandwidth. */
+	assert_non_null(strstr(t, "\n# Benchmarking Allreduce\n# #processes = 2\n"));
+	assert_non_null(strstr(t, "t_max[usec]"));
+	assert_non_null(strstr(t, "\n       #bytes #repetitions     native     guests      ratio\n"
+				  "         1024         1000       3.00       3.30      1.100\n"));
+	free(t);
+	/* More ranks than cores is said, loudly; ranks per guest as they fall;
+	 * vmshm asked for but idle is not called vmshm. */
+	imb_table_text(5, 2, false, &t);
+	assert_non_null(strstr(t, "\n# cores: 2; ranks: 5, MORE THAN CORES: ranks share cores"));
+	assert_non_null(strstr(t, "\n# guests: vhpc run -N 2 -n 5, 2-3 ranks per guest\n"));
+	assert_non_null(strstr(t, "\n# between the guests: not vmshm: no guest run showed bytes through it (its counters were zero), so tcp\n"));
+	assert_non_null(strstr(t, "\n# #processes = 2 (3 additional processes waiting in MPI_Barrier)\n"));
+	assert_non_null(strstr(t, "\n# Benchmarking Allreduce\n# #processes = 5\n"));
+	free(t);
 }
 
 /* ------------------------------------------------------------ ratio chart */
@@ -898,6 +1119,10 @@ int main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_iter),
 		cmocka_unit_test(test_mpi_commands),
+		cmocka_unit_test(test_mpi_benchmarks),
+		cmocka_unit_test(test_vmshm_sent),
+		cmocka_unit_test(test_imb_table),
+		cmocka_unit_test(test_transport_str),
 		cmocka_unit_test(test_ratio_chart),
 		cmocka_unit_test(test_ratio_bars),
 		cmocka_unit_test(test_compare),

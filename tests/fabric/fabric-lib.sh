@@ -59,7 +59,8 @@ fab_local_cluster() {
 	command -v runc >/dev/null || skip_all "runc is not installed"
 	[ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] ||
 		skip_all "needs cgroup2 alone on /sys/fs/cgroup (the lab's 7.3.4 L1 has it)"
-	ip link add $link type dummy && ip link set $link up || skip_all "cannot make a dummy link"
+	# Jumbo frames, as RoCE fabrics run them: rxe's MTU is then 4096.
+	ip link add $link mtu 9000 type dummy && ip link set $link up || skip_all "cannot make a dummy link"
 	at_exit "ip link del $link 2>/dev/null"
 	export VHPC_CONFIG_DIR=$T/etc
 	mkdir -p "$VHPC_CONFIG_DIR" && cp -r "$VHPC_TOP/configs/." "$VHPC_CONFIG_DIR/"
@@ -117,3 +118,33 @@ perf_pair() {
 
 # perf_figure OUT BYTES COLUMN: a perftest result line's column for BYTES.
 perf_figure() { awk -v b="$2" -v c="$3" '$1 == b && NF >= c { print $c; exit }' <<<"$1"; }
+
+# What the MPI tests' ranks run (rank-counters.sh), for --bind DIR:/t:ro.
+FAB_RANK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# rank_field FILE RANK WHAT: a counter of RANK's "sent:" line in FILE.
+rank_field() { sed -n "s/^.*rank $2 sent: .*$3 \([-0-9]*\).*/\1/p" "$1" | head -1; }
+# pingpong_bytes FILE: what a rank sent in the PingPong table(s) in FILE.
+pingpong_bytes() { awk '$1 ~ /^[0-9]+$/ && NF == 4 { s += $1 * $2 } END { print s + 0 }' "$1"; }
+# check_ranks_on_verbs FILE WHERE: the checks of a two-rank job whose ranks
+# (rank-counters.sh, output in FILE) must have talked over verbs: the bml
+# took ofi, each rank's fab0 sent at least its PingPong bytes, its rxe
+# device a packet per 4 KiB or more, its job network (TCP) a small part,
+# and it may pin its guest's memory (default --mem 512M).  WHERE says
+# where the guests were, for the diagnostics.  Sets PP_BYTES.
+check_ranks_on_verbs() {
+	local file=$1 where=$2 r f e p m b
+	b=$(pingpong_bytes "$file") PP_BYTES=$b
+	diag "PingPong over verbs between guests $where (nested/TCG): $(awk '$1 ~ /^[0-9]+$/ && NF == 4 { printf "%s B %s us %s MB/s; ", $1, $3, $4 }' "$file")"
+	check_match "the bml took the ofi BTL" 'Using ofi btl' "$(cat "$file")"
+	for r in 0 1; do
+		f=$(rank_field "$file" $r fab0) e=$(rank_field "$file" $r eth0) p=$(rank_field "$file" $r rxe-pkts)
+		m=$(sed -n "s/^rank $r memlock //p" "$file" | head -1)
+		diag "rank $r: fab0 $f B, eth0 $e B, rxe $p packets sent; PingPong $b B a rank"
+		check "rank $r's fabric interface sent at least its PingPong bytes ($f >= $b)" \
+			test "$b" -gt 0 -a "${f:--}" != - -a "${f:-0}" -ge "$b"
+		check "... its rxe device a packet per 4 KiB or more ($p)" test "${p:--}" != - -a "${p:-0}" -ge $((b / 4096))
+		check "... its job network (TCP) a small part ($e B)" test "${e:-0}" -lt $((b / 10 + 1))
+		check_eq "... it may pin its guest's memory (RLIMIT_MEMLOCK; at 8 MiB rxd's pools over a 4096-byte MTU never registered and the job hung)" \
+			536870912 "$m"
+	done
+}

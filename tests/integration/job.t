@@ -58,6 +58,19 @@ vhpc run --scratch 4K -N 1 -- true >"$T/out" 2>"$T/err"
 check_eq "--scratch 4K is refused with 2" 2 "$?"
 check_match "and named" "--scratch: expected a size from 16M to 64T" "$(cat "$T/err")"
 
+# Verbs pins what it registers against RLIMIT_MEMLOCK: a guest may pin up
+# to its memory, above the 8 MiB a daemon inherits (a larger pool than that
+# hung rxd over a 4096-byte MTU).  Only root with CAP_SYS_RESOURCE (bit 24)
+# can raise the hard limit it inherits (this sandbox's root cannot):
+# without it the guest gets that hard limit, never more.  The soft limit is
+# lowered first, so an inherited one cannot pass.
+hard=$(ulimit -H -l) want=268435456
+sysres=$(( 0x$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status) >> 24 & 1 ))
+[ "$hard" != unlimited ] && [ $((hard * 1024)) -lt $want ] && [ $sysres = 0 ] && want=$((hard * 1024))
+(ulimit -S -l 1024; vhpc run -N 1 --mem 256M -- sh -c 'grep "^Max locked memory" /proc/self/limits') >"$T/out" 2>"$T/err"
+check_match "a guest may lock (pin) its memory: RLIMIT_MEMLOCK is --mem 256M, or this agent's hard limit (here $want)" \
+	"^Max locked memory +$want +$want +bytes" "$(cat "$T/out")"
+
 vhpc run -N 2 -n 2 -- sh -c 'echo to-stderr >&2; exit 7' >"$T/out" 2>"$T/err"
 check_eq "a failing command's exit status is the job's" 7 "$?"
 check "its stderr reaches the user" grep -q to-stderr "$T/err"

@@ -123,6 +123,12 @@ const char *na_runc_path(void);
  * out_fd < 0).  Kills it after timeout_ms. */
 int na_runc(const char *const *args, int out_fd, const char *log,
 	    int timeout_ms, struct verr *err);
+/* Raises this process's hard RLIMIT_MEMLOCK to at least `bytes` where it
+ * may (as root), for runc to inherit: runc 1.1 sets a guest's rlimits from
+ * inside its user namespace, where a hard limit can only go down.  The
+ * soft limit, the one that binds this process, stays.  Best effort: the
+ * OCI config caps the guest's at what the hard limit is. */
+void na_ctr_memlock_room(uint64_t bytes);
 /* The driver's sweep op (drivers.h): job's containers under the runc root. */
 int na_ctr_sweep(const char *job, const char *why, int *removed, struct verr *err);
 

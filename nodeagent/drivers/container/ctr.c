@@ -197,6 +197,7 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 	snprintf(pidf, sizeof(pidf), "%s/pid", c->bundle);
 	snprintf(rlog, sizeof(rlog), "%s/runc.log", c->bundle);
 
+	na_ctr_memlock_room(s->mem_limit);
 	if (na_oci_config(s, mp, &conf, err) < 0)
 		goto fail_free;
 	/* Passable, not readable: the guest's runtime reaches its rootfs

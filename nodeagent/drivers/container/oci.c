@@ -225,6 +225,27 @@ static struct json_object *oci_process(const struct na_ctr_spec *s)
 	json_object_object_add(rl, "soft", json_object_new_int64((int64_t)nofile.rlim_max));
 	rls = json_object_new_array();
 	json_object_array_add(rls, rl);
+	/* Verbs pins every buffer it registers, against RLIMIT_MEMLOCK: at the
+	 * 8 MiB a node's daemons inherit, libfabric's rxd could not register its
+	 * second 4 MiB packet pool on a 4096-byte-MTU fabric, and ob1 retried
+	 * forever (a hung job, not an error).  HPC sites run jobs with memlock
+	 * unlimited; the guest's memory limit is the bound here, since pinned
+	 * pages are the guest's own and charged to its cgroup.  runc sets it
+	 * inside the guest's user namespace, where a hard limit only goes down:
+	 * na_ctr_memlock_room raised the agent's own first, and whatever it
+	 * could not raise caps the guest's. */
+	if (s->mem_limit) {
+		struct rlimit ml;
+		uint64_t lock = s->mem_limit;
+
+		if (getrlimit(RLIMIT_MEMLOCK, &ml) == 0 && ml.rlim_max != RLIM_INFINITY && ml.rlim_max < lock)
+			lock = ml.rlim_max;
+		rl = json_object_new_object();
+		json_object_object_add(rl, "type", json_object_new_string("RLIMIT_MEMLOCK"));
+		json_object_object_add(rl, "hard", json_object_new_int64((int64_t)lock));
+		json_object_object_add(rl, "soft", json_object_new_int64((int64_t)lock));
+		json_object_array_add(rls, rl);
+	}
 	json_object_object_add(proc, "rlimits", rls);
 	json_object_object_add(proc, "noNewPrivileges", json_object_new_boolean(1));
 	return proc;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,4 +191,15 @@ out:
 	if (pipefd[0] >= 0)
 		close(pipefd[0]);
 	return rc;
+}
+
+void na_ctr_memlock_room(uint64_t bytes)
+{
+	struct rlimit rl;
+
+	if (!bytes || getrlimit(RLIMIT_MEMLOCK, &rl) < 0 || rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= bytes)
+		return;
+	rl.rlim_max = bytes;
+	/* EPERM without CAP_SYS_RESOURCE: the guest gets what there is. */
+	(void)setrlimit(RLIMIT_MEMLOCK, &rl);
 }
