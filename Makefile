@@ -46,6 +46,9 @@ PROGRAMS   :=
 UNIT_TESTS :=
 FUZZERS    :=
 EXTRA_ALL  :=
+# Built outside the program template but installed beside the programs
+# (PREFIX/bin): a component adds to it.
+INSTALL_BIN :=
 
 .PHONY: all deps check demo fuzz clean install kernels lab FORCE
 all: deps programs
@@ -56,6 +59,8 @@ all: deps programs
 # $(shell pkg-config ...) and mpicc queries below run after the packages are
 # there.  On a fresh machine they would otherwise see nothing and the first
 # build would fail on a missing header.  Editing this file re-runs the check.
+# It also marks $(B) as a build tree: its programs read the checkout's
+# configs/, installed ones /etc/vhpc (lib/paths.c).
 deps: $(B)/deps.mk
 $(B)/deps.mk: Makefile
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -182,12 +187,22 @@ demo:
 fuzz: fuzzers
 	@B=$(B) FUZZ_SECONDS=$${FUZZ_SECONDS:-300} tests/fuzz/run-all
 
+# The installed tree is the build tree's bin/, lib/vhpc/ and share/vhpc/
+# under PREFIX: programs find each other and their files relative to their
+# own folder (lib/paths.h), so both work alike.  Configs go to /etc/vhpc
+# (DESTDIR-aware), but never over an admin's: a file there that differs
+# is kept, and the new one put beside it as FILE.new.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/vhpc $(DESTDIR)$(PREFIX)/lib/openmpi $(DESTDIR)/etc/vhpc
-	install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/vhpc $(DESTDIR)$(PREFIX)/lib/vhpc $(DESTDIR)/etc/vhpc
+	install -m 0755 $(PROGRAMS) $(INSTALL_BIN) $(DESTDIR)$(PREFIX)/bin/
 	cp -r $(B)/share/vhpc/. $(DESTDIR)$(PREFIX)/share/vhpc/
-	cp -r $(B)/lib/openmpi/. $(DESTDIR)$(PREFIX)/lib/openmpi/
-	cp -r configs/. $(DESTDIR)/etc/vhpc/
+	cp -r $(B)/lib/vhpc/. $(DESTDIR)$(PREFIX)/lib/vhpc/
+	@cd configs && find . -type f | sort | while read -r f; do d=$(DESTDIR)/etc/vhpc/$${f#./}; \
+		install -d "$${d%/*}" || exit 1; \
+		if [ ! -e "$$d" ]; then install -m 0644 "$$f" "$$d" || exit 1; \
+		elif ! cmp -s "$$f" "$$d"; then install -m 0644 "$$f" "$$d.new" && \
+			echo "install: kept $$d as it is; vhpc's new one is $$d.new" || exit 1; fi; \
+	done
 	if [ -f $(B)/lib/slurm/spank_vhpc.so ]; then install -D -m 0755 $(B)/lib/slurm/spank_vhpc.so \
 		$(DESTDIR)$(PREFIX)/lib/vhpc/spank_vhpc.so; fi
 

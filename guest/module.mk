@@ -16,3 +16,4 @@ $(B)/bin/vhpc-sysexec: guest/sysexec.c
 	$(call say,LD,$@)
 	$(Q)$(CC) $(filter-out -MMD -MP -g,$(CFLAGS)) -static -s -o $@ $<
 EXTRA_ALL += $(B)/bin/vhpc-sysexec
+INSTALL_BIN += $(B)/bin/vhpc-sysexec

@@ -445,7 +445,7 @@ static int add_programs(struct fileset *fs, const struct image_spec *s, struct v
 		snprintf(src, sizeof(src), "%s/%s", self_dir(), s->programs.v[i]);
 		snprintf(dst, sizeof(dst), "/usr/local/bin/%s", s->programs.v[i]);
 		if (stat(src, &st) < 0)
-			return verr_errno(err, "program %s (looked for %s; run make first)", s->programs.v[i], src);
+			return verr_errno(err, "program %s (looked for %s; make builds it, make install installs it)", s->programs.v[i], src);
 		if (add_ent(fs, dst, ENT_COPY, src, st.st_mode & 0755, err) < 0 ||
 		    add_elf(fs, src, err) < 0)
 			return -1;

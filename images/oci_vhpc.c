@@ -4,6 +4,9 @@
  * BTL, and checks, by running the image's own ompi_info, that this Open MPI
  * is the version the BTL was built for and does load it.
  *
+ * vhpc-mpibench and the other bench programs go in as they are, and stay
+ * only where they start on the image's libraries (add_tools).
+ *
  * vhpc-guestd and vhpc-rsh go in with every library they need, the
  * dynamic loader included (/usr/local/lib/vhpc/sys), started through
  * vhpc-sysexec (static): an image's C library may be older than this
@@ -289,7 +292,8 @@ static int add_programs(const char *root, struct verr *err)
 		snprintf(src, sizeof(src), "%s/%s", self_dir(), progs[i]);
 		snprintf(dst, sizeof(dst), "%s/%s", SYS_DIR, progs[i]);
 		if (copy_to(src, root, dst, 0755, err) < 0)
-			return verr_wrap(err, "%s (run make first)", progs[i]);
+			return verr_wrap(err, "%s, vhpc's guest program, is missing beside vhpc (make builds it, make install installs it)",
+					 progs[i]);
 		if (run_capture(argv, &out, NULL, 1 << 20, 30000, err) != 0)
 			return verr_wrap(err, "ldd %s", src);
 		for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -312,7 +316,49 @@ static int add_programs(const char *root, struct verr *err)
 		snprintf(src, sizeof(src), "%s/vhpc-sysexec", self_dir());
 		snprintf(dst, sizeof(dst), "%s/%s", VHPC_GUEST_BIN, progs[i]);
 		if (copy_to(src, root, dst, 0755, err) < 0)
-			return verr_wrap(err, "vhpc-sysexec (run make first)");
+			return verr_wrap(err, "vhpc-sysexec, which starts vhpc's guest programs in an image, is missing beside vhpc "
+					 "(make builds it, make install installs it)");
+	}
+	return 0;
+}
+
+/* vhpc's own MPI tools, which the README tells users to run, as the
+ * default image has them: vhpc-mpibench and the native sides of `vhpc
+ * bench`.  Unlike the guest agent they are the job's ranks, so they run on
+ * the image's own Open MPI and C library, as any MPI program of the image
+ * does; the import has checked that Open MPI is this host's major.minor,
+ * which they were built with.  Each must start there with every symbol
+ * bound (LD_BIND_NOW: a libmpi without one they call, a C library older
+ * than this host's); one that does not is left out, saying why, and a job
+ * that names it is told it is not in the image (scheduler/launch.c). */
+static int add_tools(const char *root, struct verr *err)
+{
+	static const char *const tools[] = { "vhpc-mpibench", "vhpc-netbench", "vhpc-sysbench", NULL };
+	static const char *const env[] = { "PATH=" GUEST_PATH, "HOME=/tmp", "LD_BIND_NOW=1", NULL };
+
+	for (int i = 0; tools[i]; i++) {
+		char src[PATH_MAX], dst[PATH_MAX], path[PATH_MAX + 64], why[512], *out = NULL;
+		const char *cmd[] = { dst, "--help", NULL };
+		int rc;
+
+		snprintf(src, sizeof(src), "%s/%s", self_dir(), tools[i]);
+		snprintf(dst, sizeof(dst), "%s/%s", VHPC_GUEST_BIN, tools[i]);
+		if (copy_to(src, root, dst, 0755, err) < 0)
+			return verr_wrap(err, "%s, vhpc's benchmark, is missing beside vhpc (make builds it, make install installs it)",
+					 tools[i]);
+		rc = in_image(root, env, cmd, &out, err);
+		if (rc == 0) {
+			free(out);
+			continue;
+		}
+		snprintf(why, sizeof(why), "%s", rc < 0 ? err->msg : out ? out : "");
+		why[strcspn(why, "\n")] = 0;
+		free(out);
+		snprintf(path, sizeof(path), "%s%s", root, dst);
+		if (unlink(path) < 0)
+			return verr_errno(err, "cannot remove %s", path);
+		log_warn("image import: %s is left out: it does not start on the image's libraries (%s); a job that "
+			 "runs it is told it is not in the image", tools[i], why[0] ? why : "no reason given");
 	}
 	return 0;
 }
@@ -329,10 +375,10 @@ int image_oci_add_vhpc(const char *root, const char *path_env, struct verr *err)
 	if (link_programs(rootfd, root, path_env ? path_env : DEFAULT_PATH, ompi_info, sizeof(ompi_info), err) < 0)
 		goto out;
 	snprintf(dir, sizeof(dir), "%s%s", root, VHPC_GUEST_VMSHM_DIR);
-	snprintf(src, sizeof(src), "%s/../lib/openmpi/mca_btl_vmshm.so", self_dir());
+	snprintf(src, sizeof(src), "%s/../lib/vhpc/openmpi/mca_btl_vmshm.so", self_dir());
 	if (mkdir_p(dir, 0755, err) < 0 ||
 	    copy_to(src, root, VHPC_GUEST_VMSHM_DIR "/mca_btl_vmshm.so", 0644, err) < 0 ||
-	    check_ompi(rootfd, root, ompi_info, err) < 0 || add_programs(root, err) < 0)
+	    check_ompi(rootfd, root, ompi_info, err) < 0 || add_programs(root, err) < 0 || add_tools(root, err) < 0)
 		goto out;
 	/* The guest agent must start in this image, whatever its C library. */
 	if (in_image(root, env, cmd, &out, err) != 0) {

@@ -39,9 +39,16 @@ const char *vhpc_config_dir(void)
 	if (env && *env)
 		return env;
 	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "%s/../../configs", self_dir());
-		if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-			snprintf(dir, sizeof(dir), "/etc/vhpc");
+		/* The checkout's configs only for programs of a build tree,
+		 * which the build's stamp marks: installed into /usr/local/bin,
+		 * <self>/../../configs would be whatever /usr/configs is. */
+		snprintf(dir, sizeof(dir), "%s/../deps.mk", self_dir());
+		if (stat(dir, &st) == 0 && S_ISREG(st.st_mode)) {
+			snprintf(dir, sizeof(dir), "%s/../../configs", self_dir());
+			if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+				return dir;
+		}
+		snprintf(dir, sizeof(dir), "/etc/vhpc");
 	}
 	return dir;
 }

@@ -9,7 +9,8 @@
 /* Directory of the running executable (for finding sibling programs). */
 const char *self_dir(void);
 /* Where vhpc keeps things; each honours an environment override:
- *   configs  $VHPC_CONFIG_DIR, else <self>/../../configs, else /etc/vhpc
+ *   configs  $VHPC_CONFIG_DIR, else the checkout's configs/ for a build
+ *            tree's programs (<self>/../deps.mk is there), else /etc/vhpc
  *   state    $VHPC_STATE_DIR,  else /var/lib/vhpc   (images, spool)
  *   runtime  $VHPC_RUN_DIR,    else /run/vhpc        (jobs, sockets)
  *   service  $VHPC_SERVICE_DIR, else /run/vhpc-service (vhpc service)  */

@@ -138,3 +138,66 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 		argv_add(&a, "%s", j->command.v[i]);
 	return argv_finish(&a);
 }
+
+void launch_rank_path(const struct job_spec *j, char *buf, size_t len)
+{
+	const char *v = NULL;
+
+	for (size_t i = 0; i < j->env.n; i++)
+		if (!strcmp(j->env.key[i], "PATH"))
+			v = j->env.val[i];
+	snprintf(buf, len, "%s%s%s", LAUNCH_IMAGE_PATH, v && *v ? ":" : "", v ? v : "");
+}
+
+/* $1 the program, $2 the image, $3 the ranks' PATH, $4 their working
+ * folder (the check may run elsewhere: vhpcd starts mpirun in /tmp), then
+ * mpirun's argv.  What Open MPI's orted does for each rank
+ * (opal_path_findv): a name with a slash is taken as it is, from the
+ * working folder; any other is looked for along PATH, whose relative
+ * entries (an empty one too) are the working folder's. */
+static const char launch_check_sh[] =
+	"p=$1 img=$2 path=$3 w=$4; shift 4\n"
+	"ok() { [ -f \"$1\" ] && [ -x \"$1\" ]; }\n"
+	"case $p in\n"
+	"*/*)\tcase $p in /*) f=$p;; *) f=$w/$p;; esac\n"
+	"\tok \"$f\" && exec \"$@\"\n"
+	"\t[ -e \"$f\" ] && { printf 'vhpc: %s: not an executable file\\n' \"$p\" >&2; exit 126; }\n"
+	"\tcase $p in\n"
+	"\t/*) where=\"in $img or the job's folders\";;\n"
+	"\t*) where=\"in $w (the job's working folder)\";;\n"
+	"\tesac;;\n"
+	"*)\tset -f; IFS=:\n"
+	"\tfor d in $path; do\n"
+	"\t\tcase $d in /*) ;; *) d=$w/$d;; esac\n"
+	"\t\tok \"$d/$p\" && { unset IFS; set +f; exec \"$@\"; }\n"
+	"\tdone\n"
+	"\twhere=\"in $img (PATH=$path)\";;\n"
+	"esac\n"
+	"printf 'vhpc: %s: not found %s\\n' \"$p\" \"$where\" >&2\n"
+	"exit 127\n";
+
+char **launch_guest_argv(const struct launch_plan *p)
+{
+	struct argv_b a = { 0 };
+	char **mp = launch_mpirun_argv(p), path[4096];
+	const char *image = p->image ? p->image : p->spec->image;
+
+	if (!mp || p->spec->command.n == 0)
+		return mp;
+	launch_rank_path(p->spec, path, sizeof(path));
+	argv_add(&a, "/bin/sh");
+	argv_add(&a, "-c");
+	argv_add(&a, "%s", launch_check_sh);
+	argv_add(&a, "vhpc");
+	argv_add(&a, "%s", p->spec->command.v[0]);
+	if (image)
+		argv_add(&a, "image %s", image);
+	else
+		argv_add(&a, "the job's image");
+	argv_add(&a, "%s", path);
+	argv_add(&a, "%s", p->workdir ? p->workdir : "/tmp");
+	for (char **q = mp; *q; q++)
+		argv_add(&a, "%s", *q);
+	argv_free(mp);
+	return argv_finish(&a);
+}

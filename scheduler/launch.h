@@ -37,11 +37,23 @@ struct launch_plan {
 	                           * hosts talk verbs (the ofi BTL) */
 	const char *workdir;      /* the ranks' working directory; NULL = /tmp */
 	const char *home;         /* their $HOME; NULL = /tmp */
+	const char *image;        /* the image's name, for messages; NULL =
+	                           * "the job's image" */
 };
 
 /* Ranks per guest: as even as possible, the first guests take the rest. */
 void launch_split_ranks(int ranks, int nguests, int *out);
 /* NULL-terminated argv for mpirun; free with argv_free (lib/argv.h). */
 char **launch_mpirun_argv(const struct launch_plan *p);
+/* What guest 0 runs: mpirun, once /bin/sh there has found the job's
+ * program where the ranks will look for it (their PATH, or the working
+ * folder for a name with a slash).  Else it says
+ *   vhpc: PROG: not found in image IMG (PATH=...)
+ * on stderr and exits 127, instead of mpirun's "N total processes failed
+ * to start".  Every guest has the same image and folders, so guest 0's
+ * answer is every guest's.  Free with argv_free. */
+char **launch_guest_argv(const struct launch_plan *p);
+/* The ranks' PATH: the image's folders, then the job's PATH if it has one. */
+void launch_rank_path(const struct job_spec *j, char *buf, size_t len);
 
 #endif

@@ -20,6 +20,12 @@ $(B)/pic/%.o: %.c | $(GEN_DRIVER_NAMES)
 	@mkdir -p $(@D)
 	$(call say,CC-PIC,$<)
 	$(Q)$(CC) $(CFLAGS) -fPIC -DVS_BINDIR='"$(PREFIX)/bin"' -c -o $@ $<
+# The plugin starts PREFIX/bin/vhpc-slurmjob: built again when PREFIX
+# changes (`make install PREFIX=/opt/vhpc` after a plain `make`).
+$(B)/gen/prefix: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PREFIX)' >$@.tmp; cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+$(B)/pic/slurm/spank_vhpc.o: $(B)/gen/prefix
 $(VS_PLUGIN): $(patsubst %.c,$(B)/pic/%.o,$(VS_PLUGIN_SRCS)) slurm/spank_vhpc.map
 	@mkdir -p $(@D)
 	$(call say,LD,$@)

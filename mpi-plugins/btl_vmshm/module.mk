@@ -2,10 +2,12 @@
 # out of tree against Debian's libopenmpi-dev; its unit test, fuzzer, MPI
 # test programs and benchmark.
 #
-#   $(B)/lib/openmpi/mca_btl_vmshm.so   put this directory in front of
-#                                       Open MPI's component path
-#   $(B)/vmshm/bin/*                    MPI test and benchmark programs
-#                                       (not in $(B)/tests: they need mpirun)
+#   $(B)/lib/vhpc/openmpi/mca_btl_vmshm.so   put this directory in front
+#                          of Open MPI's component path (installed as
+#                          PREFIX/lib/vhpc/openmpi: PREFIX/lib/openmpi is
+#                          where an Open MPI built into PREFIX loads from)
+#   $(B)/vmshm/bin/*       MPI test and benchmark programs
+#                          (not in $(B)/tests: they need mpirun)
 
 VMSHM_DIR      := mpi-plugins/btl_vmshm
 # The region and ring code is lib/vmshm's (VMSHM_CORE), compiled again
@@ -15,7 +17,7 @@ MPICC          ?= mpicc
 # Open MPI's headers are not ours to warn about: -isystem.
 VMSHM_MPI_INC  := $(patsubst %,-isystem %,$(shell $(MPICC) --showme:incdirs 2>/dev/null))
 VMSHM_MPI_LIBDIR := $(shell $(MPICC) --showme:libdirs 2>/dev/null)
-VMSHM_SO       := $(B)/lib/openmpi/mca_btl_vmshm.so
+VMSHM_SO       := $(B)/lib/vhpc/openmpi/mca_btl_vmshm.so
 VMSHM_CFLAGS   := $(CFLAGS) -fPIC -fvisibility=hidden $(VMSHM_MPI_INC)
 
 $(B)/vmshm/obj/%.o: $(VMSHM_DIR)/%.c

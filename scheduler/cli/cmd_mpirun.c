@@ -226,7 +226,7 @@ int cmd_mpirun(int argc, char **argv)
 	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = getcwd(cwd, sizeof(cwd));
 	lp.home = pw ? pw->pw_dir : NULL;
-	if (!(margv = launch_mpirun_argv(&lp)))
+	if (!(margv = launch_guest_argv(&lp)))
 		goto out;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);

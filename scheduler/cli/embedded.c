@@ -94,7 +94,7 @@ static int choose_vcpus(struct run *r, struct verr *err)
 
 static int run_job(struct run *r, const struct launch_plan *lp, int *status, struct verr *err)
 {
-	char **argv = launch_mpirun_argv(lp);
+	char **argv = launch_guest_argv(lp);
 	struct gexec_req req = { 0 };
 	double t0;
 	int rc;
@@ -274,6 +274,7 @@ int embedded_run(const struct job_spec *j, const struct embedded_opts *o, struct
 	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = r.paths.wdir;
 	lp.home = r.paths.home;
+	lp.image = s.image;
 	if (run_job(&r, &lp, &status, err) < 0)
 		status = -1;
 	else

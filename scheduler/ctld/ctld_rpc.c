@@ -266,8 +266,9 @@ static struct json_object *launch_msg(struct ctld *ctl, const struct cjob *j, st
 	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = j->paths.wdir;
 	lp.home = j->paths.home;
-	/* launch_mpirun_argv reads ranks from the spec */
-	if (!(av = launch_mpirun_argv(&lp))) {
+	lp.image = j->image;
+	/* launch_guest_argv reads ranks from the spec */
+	if (!(av = launch_guest_argv(&lp))) {
 		verr_set(err, "out of memory");
 		goto out;
 	}

@@ -20,7 +20,7 @@
 . "$(dirname "$0")/../integration/common.sh"
 . "$(dirname "$0")/fabric-lib.sh"
 fab_need
-[ -e "$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so" ] || skip_all "the vmshm BTL is not built"
+[ -e "$VHPC_TOP/$B/lib/vhpc/openmpi/mca_btl_vmshm.so" ] || skip_all "the vmshm BTL is not built"
 
 fab_local_cluster 310-319 10.215.0.0/16
 

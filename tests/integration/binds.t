@@ -8,7 +8,8 @@
 # submission folder with $HOME the user's home, -x passes variables (the
 # image's folders first in PATH), --bind adds paths (ro is read-only),
 # site paths come from the cluster file, and bad or forbidden binds are
-# refused by name, before any guest starts.  The user, munged and the
+# refused by name, before any guest starts; a program that is not there is
+# named (exit 127).  The user, munged and the
 # service are the test's own.
 . "$(dirname "$0")/common.sh"
 need_root
@@ -56,6 +57,12 @@ check_eq "vhpc run -N 2 -n 4 -- ./hello from the user's folder exits 0" 0 "$rc"
 [ $rc = 0 ] || diag "$(tail -n 20 "$T/h.err")"
 check_eq "four ranks say hello" 4 "$(grep -c '^hello from rank [0-3] of 4 on g[01]$' "$T/h.out")"
 hello_outputs 4
+# A program that is not there: said by guest 0 before mpirun starts, also
+# where vhpcd starts mpirun (in /tmp, not the job's folder).
+as "$W" run -N 1 -n 1 --timeout 60 -- ./nothere >"$T/nf.out" 2>"$T/nf.err"
+check_eq "through the service, a program not in the user's folder: exit 127" 127 "$?"
+check_match "... named, with the folder" "vhpc: \./nothere: not found in $W \(the job's working folder\)" \
+	"$(cat "$T/nf.out" "$T/nf.err")"
 
 # The environment and the paths seen from inside.
 mkdir -p "$T/other/in" && echo data >"$T/other/in/f" && chown -R "$uid:$gid" "$T/other/in"

@@ -22,7 +22,7 @@ done
 for t in skopeo umoci mpicc mksquashfs; do
 	command -v $t >/dev/null || skip_all "$t is not installed (make installs it)"
 done
-[ -f "$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so" ] || skip_all "the vmshm BTL is not built"
+[ -f "$VHPC_TOP/$B/lib/vhpc/openmpi/mca_btl_vmshm.so" ] || skip_all "the vmshm BTL is not built"
 export VHPC_STATE_DIR=$T/state
 . "$VHPC_TOP/tests/images/oci-lib.sh"
 id_of() { sed -n 's/.*"id": *"\([0-9a-f]*\)".*/\1/p' "$VHPC_STATE_DIR/images/refs/$1.json"; }
@@ -37,7 +37,7 @@ check_match "it is named after its tag" '^[0-9a-f]{64}$' "$ID"
 r=$VHPC_STATE_DIR/images/$ID/rootfs
 check "it holds the image's program" test -x "$r/opt/app/hello"
 check "and its Open MPI" test -x "$r/usr/bin/orted" -a -e "$r/usr/lib/x86_64-linux-gnu/libmpi.so.40"
-check "the vmshm BTL" cmp "$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so" "$r/usr/local/lib/vhpc/openmpi/mca_btl_vmshm.so"
+check "the vmshm BTL" cmp "$VHPC_TOP/$B/lib/vhpc/openmpi/mca_btl_vmshm.so" "$r/usr/local/lib/vhpc/openmpi/mca_btl_vmshm.so"
 for p in vhpc-guestd vhpc-rsh; do
 	check "$p runs through vhpc-sysexec" cmp "$BIN/vhpc-sysexec" "$r/usr/local/bin/$p"
 	check "... from its own folder" cmp "$BIN/$p" "$r/usr/local/lib/vhpc/sys/$p"

@@ -11,7 +11,7 @@
 # each guest has its own; no pod init outlives its job.
 . "$(dirname "$0")/../integration/common.sh"
 need_root
-for f in "$BIN/vhpc" "$BIN/vhpc-guestd" "$VHPC_TOP/$B/vmshm/bin/vmshm-test" "$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so"; do
+for f in "$BIN/vhpc" "$BIN/vhpc-guestd" "$VHPC_TOP/$B/vmshm/bin/vmshm-test" "$VHPC_TOP/$B/lib/vhpc/openmpi/mca_btl_vmshm.so"; do
 	[ -e "$f" ] || skip_all "$f is not built"
 done
 # A test image: the default one plus the BTL's test program.

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 command -v mpirun >/dev/null || skip_all "mpirun not installed"
-so=$VHPC_TOP/$B/lib/openmpi/mca_btl_vmshm.so
+so=$VHPC_TOP/$B/lib/vhpc/openmpi/mca_btl_vmshm.so
 prog=$VHPC_TOP/$B/vmshm/bin/vmshm-test
 scribble=$VHPC_TOP/$B/vmshm/bin/vmshm-scribble
 bcastloop=$VHPC_TOP/$B/vmshm/bin/vmshm-bcastloop
@@ -42,7 +42,7 @@ mpi() {
 	truncate -s 32M "$region"
 	local t0=$SECONDS
 	timeout -k 5 60 mpirun "${root[@]}" -np "$np" --oversubscribe \
-		--mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/openmpi" \
+		--mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/vhpc/openmpi" \
 		--mca btl_vmshm_host_id testhost --mca btl_vmshm_region "$region" \
 		--mca btl_vmshm_stats 1 "${args[@]}" "$@" >"$T/$name.out" 2>&1
 	rc=$?
@@ -154,7 +154,7 @@ name=create
 region=/dev/shm/vmshm-t.$$.create
 rm -f "$region"
 n=$((n + 1))
-timeout -k 5 60 mpirun "${root[@]}" -np 2 --mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/openmpi" \
+timeout -k 5 60 mpirun "${root[@]}" -np 2 --mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/vhpc/openmpi" \
 	--mca btl self,vmshm --mca btl_vmshm_host_id testhost --mca btl_vmshm_region "$region" \
 	--mca btl_vmshm_create 1 --mca btl_vmshm_region_size 8388608 --mca btl_vmshm_stats 1 \
 	"$prog" lazy >"$T/$name.out" 2>&1
@@ -169,7 +169,7 @@ n=$((n + 1))
 region=/dev/shm/vmshm-t.$$.$n
 truncate -s 32M "$region"
 "$scribble" "$region" format >/dev/null && "$scribble" "$region" magic
-timeout -k 5 60 mpirun "${root[@]}" -np 2 --mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/openmpi" \
+timeout -k 5 60 mpirun "${root[@]}" -np 2 --mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/vhpc/openmpi" \
 	--mca btl self,vmshm,tcp --mca btl_vmshm_host_id testhost --mca btl_vmshm_region "$region" \
 	--mca btl_vmshm_stats 1 "$prog" order >"$T/$name.out" 2>&1
 rc=$?
@@ -186,7 +186,7 @@ for what in reclen rectype tail; do
 	truncate -s 32M "$region"
 	t0=$SECONDS
 	VMSHM_SCRIBBLE=$scribble VMSHM_REGION=$region timeout -k 5 60 mpirun "${root[@]}" -np 2 \
-		--mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/openmpi" \
+		--mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/vhpc/openmpi" \
 		--mca btl self,vmshm --mca btl_vmshm_host_id testhost --mca btl_vmshm_region "$region" \
 		-x VMSHM_SCRIBBLE -x VMSHM_REGION "$prog" corrupt $what >"$T/$name.out" 2>&1
 	rc=$? secs=$((SECONDS - t0))
@@ -264,7 +264,7 @@ else fail "single copy: a sender killed mid-message ends the job"; show $name; f
 # -- 12. not configured, or on another host: never used --------------------------
 name=unconfigured
 n=$((n + 1))
-timeout -k 5 60 mpirun "${root[@]}" -np 2 --mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/openmpi" \
+timeout -k 5 60 mpirun "${root[@]}" -np 2 --mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/vhpc/openmpi" \
 	--mca btl self,vmshm,tcp --mca btl_base_verbose 1 --mca btl_vmshm_stats 1 \
 	-x VHPC_HOST_ID= -x VHPC_VMSHM_PATH= "$prog" order >"$T/$name.out" 2>&1
 rc=$?
@@ -276,7 +276,7 @@ n=$((n + 1))
 region=/dev/shm/vmshm-t.$$.$n
 truncate -s 32M "$region"
 VHPC_VMSHM_PATH=$region timeout -k 5 60 mpirun "${root[@]}" -np 2 \
-	--mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/openmpi" \
+	--mca mca_base_component_path "$sysdir:$VHPC_TOP/$B/lib/vhpc/openmpi" \
 	--mca btl self,vmshm,tcp --mca btl_base_verbose 1 -x VHPC_VMSHM_PATH \
 	sh -c 'VHPC_HOST_ID=host$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$prog" order >"$T/$name.out" 2>&1
 rc=$?

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "scheduler/launch.h"
@@ -216,12 +218,109 @@ static void ranks_that_share_cores_get_big_fast_boxes(void **state)
 	argv_free(argv);
 }
 
+/* Runs the guest's command with "sh -c 'exit 42'" in mpirun's place:
+ * its exit status, and its stderr in err. */
+static int run_check(char **gargv, char *err, size_t len)
+{
+	char *v[16];
+	int n = 0, fd[2], st;
+	ssize_t got;
+	pid_t pid;
+
+	while (n < 8)
+		v[n] = gargv[n], n++;
+	v[n++] = "sh";
+	v[n++] = "-c";
+	v[n++] = "exit 42";
+	v[n] = NULL;
+	assert_int_equal(pipe(fd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fd[1], 2);
+		execv(v[0], v);
+		_exit(99);
+	}
+	close(fd[1]);
+	got = read(fd[0], err, len - 1);
+	err[got > 0 ? got : 0] = 0;
+	close(fd[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void guest_zero_checks_the_program_before_mpirun(void **state)
+{
+	struct launch_plan p = plan();
+	static char *missing[] = { "no-such-prog-vhpc", NULL }, *abs_missing[] = { "/no/such/prog", NULL },
+		    *found[] = { "sh", NULL }, *rel[] = { "./sh", NULL };
+	static char *ek[] = { "PATH" }, *ev[] = { "/opt/tools" };
+	char **argv = launch_guest_argv(&p), err[512];
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(argv);
+	while (argv[n])
+		n++;
+	assert_string_equal(argv[0], "/bin/sh");
+	assert_string_equal(argv[1], "-c");
+	assert_string_equal(argv[4], "vhpc-mpibench");
+	assert_string_equal(argv[5], "the job's image");
+	assert_string_equal(argv[6], LAUNCH_IMAGE_PATH);
+	assert_string_equal(argv[7], "/tmp");
+	/* Then mpirun's argv, whole. */
+	assert_string_equal(argv[8], "mpirun");
+	assert_string_equal(argv[n - 2], "vhpc-mpibench");
+	assert_string_equal(argv[n - 1], "PingPong");
+	argv_free(argv);
+
+	/* Run by a real shell: found along PATH, mpirun (here a stand-in) runs. */
+	p.image = "img1";
+	spec.command.v = found;
+	spec.command.n = 1;
+	argv = launch_guest_argv(&p);
+	assert_int_equal(run_check(argv, err, sizeof(err)), 42);
+	assert_string_equal(err, "");
+	argv_free(argv);
+
+	/* Not found: said with the image and the PATH, the job's own last. */
+	spec.command.v = missing;
+	spec.env.key = ek;
+	spec.env.val = ev;
+	spec.env.n = 1;
+	argv = launch_guest_argv(&p);
+	assert_int_equal(run_check(argv, err, sizeof(err)), 127);
+	assert_string_equal(err, "vhpc: no-such-prog-vhpc: not found in image img1 (PATH=" LAUNCH_IMAGE_PATH
+				 ":/opt/tools)\n");
+	argv_free(argv);
+
+	spec.command.v = abs_missing;
+	argv = launch_guest_argv(&p);
+	assert_int_equal(run_check(argv, err, sizeof(err)), 127);
+	assert_string_equal(err, "vhpc: /no/such/prog: not found in image img1 or the job's folders\n");
+	argv_free(argv);
+
+	/* A path with a slash is the working folder's, wherever the check
+	 * runs (vhpcd starts it in /tmp). */
+	spec.command.v = rel;
+	p.workdir = "/bin";
+	argv = launch_guest_argv(&p);
+	assert_int_equal(run_check(argv, err, sizeof(err)), 42);
+	argv_free(argv);
+	p.workdir = "/nonexistent";
+	argv = launch_guest_argv(&p);
+	assert_int_equal(run_check(argv, err, sizeof(err)), 127);
+	assert_string_equal(err, "vhpc: ./sh: not found in /nonexistent (the job's working folder)\n");
+	argv_free(argv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ranks_split_evenly_first_guests_take_the_rest),
 		cmocka_unit_test(hostfile_and_hosts_list_every_guest),
 		cmocka_unit_test(mpirun_gets_launcher_interfaces_and_command),
+		cmocka_unit_test(guest_zero_checks_the_program_before_mpirun),
 		cmocka_unit_test(the_job_runs_in_its_folder_with_the_image_first_in_its_paths),
 		cmocka_unit_test(ranks_that_share_cores_get_big_fast_boxes),
 	};

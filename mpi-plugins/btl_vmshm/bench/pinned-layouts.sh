@@ -71,7 +71,7 @@ run_one() { # LAYOUT ROUND
 		(cd "$work" && VMSHM_T_DIR=$work VMSHM_FAKE_HOST_IDS="127.0.0.2=hostX 127.0.0.3=hostX" \
 			VHPC_VMSHM_PATH=$work/huge/region "${mpi[@]}" -host 127.0.0.2:2,127.0.0.3:2 --map-by node \
 			--mca plm_rsh_agent "$top/tests/mpi-plugins/fake-guest-rsh" \
-			--mca mca_base_component_path "$sysdir:$B/lib/openmpi" --mca btl self,vader,vmshm \
+			--mca mca_base_component_path "$sysdir:$B/lib/vhpc/openmpi" --mca btl self,vader,vmshm \
 			--mca mpi_yield_when_idle 1 --mca btl_base_verbose 1 "$work/pin" "$imb" "${args[@]}") >"$out" 2>&1
 		grep -q "Using vmshm btl" "$out" || { echo "pinned-layouts: the simulated guests did not use vmshm:" >&2; tail -5 "$out" >&2; exit 1; }
 		;;

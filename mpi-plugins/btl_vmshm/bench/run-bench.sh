@@ -48,7 +48,7 @@ job() { # NAME ROUND HOSTS NP LABEL...
 	truncate -s 64M "$region"
 	VHPC_VMSHM_PATH=$region timeout 600 mpirun "${root[@]}" -np "$np" --bind-to none \
 		-host "$hosts" --mca plm_rsh_agent "$top/tests/mpi-plugins/fake-guest-rsh" \
-		--mca mca_base_component_path "$sysdir:$B/lib/openmpi" \
+		--mca mca_base_component_path "$sysdir:$B/lib/vhpc/openmpi" \
 		--mca btl self,vader,vmshm,tcp --mca btl_base_verbose 1 \
 		"$B/vmshm/bin/vmshm-pingpong" 1 "$@" -- "${sizes[@]}" >"$work/$name.out" 2>&1 || {
 		cat "$work/$name.out" >&2
