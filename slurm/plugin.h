@@ -14,8 +14,9 @@
 
 /* task.c.  As root in the task's process (task_init_privileged): joins
  * guest g's network, UTS, IPC and mount namespaces, and its pid namespace
- * for the task's children.  The guest's init must still be the pid the
- * state names (its network namespace is checked against the guest's). */
+ * for the task's children, and takes its init's RLIMIT_MEMLOCK (soft and
+ * hard: what the guest may pin).  The guest's init must still be the pid
+ * the state names (its network namespace is checked against the guest's). */
 int vs_enter_guest(const struct vs_guest *g, char *why, size_t len);
 /* As the user, just before exec (task_init): pins the task to the guest's
  * CPUs and memory nodes, then forks.  The child, in the guest's pid

@@ -599,6 +599,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	}
 	if (!my_guest->pid)
 		return relay_into_vm(sp);
+	/* The guest's RLIMIT_MEMLOCK (task_init_privileged took it) stays:
+	 * slurmstepd would set the soft limit srun had (PropagateResourceLimits)
+	 * just before exec, from this variable of the task's environment. */
+	spank_unsetenv(sp, "SLURM_RLIMIT_MEMLOCK");
 	if (vs_become_guest_task(my_guest, why, sizeof(why)) < 0) {
 		slurm_error("vhpc: %s", why);
 		return -1;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -37,6 +38,25 @@ static const struct {
 	{ "pid", CLONE_NEWPID }, { "mnt", CLONE_NEWNS },
 };
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+/* The guest's RLIMIT_MEMLOCK, soft and hard, as its init has it (the node
+ * agent makes it the guest's memory): verbs pins every buffer it
+ * registers against it, and a Slurm task is no child of the guest's init
+ * but slurmstepd's, with the node daemons' 8 MiB, at which libfabric's rxd
+ * never registered its packet pools over a 4096-byte MTU and MPI on the
+ * fabric hung for ever (tests/fabric/slurm.t).  Root may raise the hard
+ * limit; the task (the user) could not. */
+static int take_memlock(const struct vs_guest *g, char *why, size_t len)
+{
+	struct rlimit rl;
+
+	if (prlimit(g->pid, RLIMIT_MEMLOCK, NULL, &rl) < 0)
+		return vs_fail(why, len, "guest g%d: its init's RLIMIT_MEMLOCK: %s", g->index, strerror(errno));
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+		return vs_fail(why, len, "guest g%d: RLIMIT_MEMLOCK %llu: %s", g->index, (unsigned long long)rl.rlim_max,
+			       strerror(errno));
+	return 0;
+}
 
 int vs_enter_guest(const struct vs_guest *g, char *why, size_t len)
 {
@@ -58,6 +78,8 @@ int vs_enter_guest(const struct vs_guest *g, char *why, size_t len)
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)g->pid);
 	if (stat(path, &init) < 0 || init.st_ino != named.st_ino || init.st_dev != named.st_dev)
 		return vs_fail(why, len, "guest g%d has stopped (its init, pid %d, is gone)", g->index, (int)g->pid);
+	if (take_memlock(g, why, len) < 0)
+		return -1;
 	for (i = 0; i < NKINDS; i++) {
 		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)g->pid, kinds[i].name);
 		if ((fd[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) {

@@ -109,9 +109,30 @@ EOF
 		mkdir -p "$SL_DIR/n$i/spool" "$SL_DIR/n$i/tmp"
 	done
 	echo "PartitionName=p Nodes=n[1-$SL_NODES] Default=YES MaxTime=INFINITE State=UP" >>"$SL_DIR/slurm.conf"
+	sl_cgroup_conf
 	echo "required $SL_PLUGIN secret=$SL_DIR/secret peers=$SL_DIR/peers cpus=$SL_DIR/cpus run_dir=$SL_DIR/run-%h" \
 		"state_dir=$VHPC_STATE_DIR config_dir=$VHPC_CONFIG_DIR bindir=$BIN" >"$SL_DIR/plugstack.conf"
 	mkdir -p "$SL_DIR/ctld"
+}
+
+# With cgroup2 alone (the lab's 7.3.4 L1, tests/fabric) slurmd takes
+# cgroup/v2, which asks systemd over D-Bus for its stepd scope; where no
+# D-Bus runs it fails to start ("cannot initialize cgroup directory for
+# stepds").  There it makes the scope itself (cgroup.conf IgnoreSystemd),
+# <node>_slurmstepd.scope in system.slice, which must exist; the test
+# removes whichever of the two it made.
+sl_cgroup_conf() {
+	local slice=/sys/fs/cgroup/system.slice i
+	[ "$(stat -f -c %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && [ ! -S /run/dbus/system_bus_socket ] || return 0
+	printf 'CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\n' >"$SL_DIR/cgroup.conf"
+	if [ ! -e $slice ]; then
+		mkdir $slice || return 1
+		at_exit "rmdir $slice"
+	fi
+	for ((i = 1; i <= SL_NODES; i++)); do
+		[ -e "$slice/n${i}_slurmstepd.scope" ] ||
+			at_exit "find $slice/n${i}_slurmstepd.scope -depth -type d -exec rmdir {} +"
+	done
 }
 
 sl_ctld_up() {
@@ -186,7 +207,7 @@ sl_up() {  # N
 # test must leave.
 sl_test_up() {
 	hello_user "${SL}u"
-	sl_up "$1" || { fail "a Slurm cluster of $1 node(s) comes up"; tail -20 "$SL_DIR"/*.out; done_testing; exit 1; }
+	sl_up "$1" || { fail "a Slurm cluster of $1 node(s) comes up"; tail -n 20 "$SL_DIR"/*.out "$SL_DIR"/*.log; done_testing; exit 1; }
 	before=$(sl_leftovers)
 }
 
