@@ -137,7 +137,7 @@ static int open_job_sk(void *arg, struct verr *err)
  * made straight into the job's namespace (file comment). */
 static int make_vlan(struct fab_ctx *c, struct nl_sock *sk, struct verr *err)
 {
-	char name[16], path[PATH_MAX];
+	char name[16], ns[64], path[PATH_MAX];
 	struct rtnl_link *v;
 	int parent, rc, found, fd;
 
@@ -145,11 +145,11 @@ static int make_vlan(struct fab_ctx *c, struct nl_sock *sk, struct verr *err)
 		return -1;
 	if (!found)
 		return verr_set(err, "fabric link %s: no such interface on this node", c->r->link);
-	job_netns_name(c->r->job, c->f->job_netns, sizeof(c->f->job_netns));
-	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, c->f->job_netns);
+	job_netns_name(c->r->job, ns, sizeof(ns));
+	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, ns);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return verr_errno(err, "fabric: the job's network namespace %s", path);
-	if (na_netns_run(c->f->job_netns, open_job_sk, c, err) < 0) {
+	if (na_netns_run(ns, open_job_sk, c, err) < 0) {
 		close(fd);
 		return -1;
 	}

@@ -190,8 +190,7 @@ struct na_fabric_guest {
 
 struct na_fabric {
 	char job[16];
-	char vlan_dev[16];            /* "" until made */
-	char job_netns[64];           /* where it is: the job's, not the node's */
+	char vlan_dev[16];            /* "" until made; in the job's netns */
 	int nguests;
 	struct na_fabric_guest g[VHPC_MAX_GUESTS];
 };
