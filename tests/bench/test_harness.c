@@ -483,6 +483,36 @@ static void test_iter(void **state)
 
 /* ------------------------------------------------------ mpi command lines */
 
+/* The mpi suite's context for plans of 2 guests with a rank each over
+ * sizes[0..1], as vhpc bench would make it on a 2-core container host. */
+static void mpi_ctx(struct bh_ctx *c, struct bench_opts *o, long long *sizes)
+{
+	memset(c, 0, sizeof(*c));
+	c->o = o;
+	c->s = &bh_suite_mpi;
+	c->guests = c->ranks = c->ncores = 2;
+	c->reps = 1;
+	c->sizes = sizes;
+	c->nsizes = 2;
+	snprintf(c->dir, sizeof(c->dir), "/tmp/r");
+	snprintf(c->self, sizeof(c->self), "/opt/vhpc/bin");
+	snprintf(c->driver, sizeof(c->driver), "container");
+}
+
+/* A plan's two command lines as strings (NULL: none wanted), and the
+ * plan freed. */
+static void plan_take(struct bh_ctx *c, char *native, char *guest, size_t len)
+{
+	if (native)
+		bh_argv_str(c->runs[0].argv, native, len);
+	if (guest)
+		bh_argv_str(c->runs[1].argv, guest, len);
+	for (size_t i = 0; i < c->nruns; i++)
+		bh_argv_free(c->runs[i].argv);
+	free(c->runs);
+	free(c->vmshm);
+}
+
 static void plan_fabric(const char *iter, const char *imb, const char *fabric, char *native, char *guest,
 			size_t len)
 {
@@ -491,16 +521,7 @@ static void plan_fabric(const char *iter, const char *imb, const char *fabric, c
 	struct bh_ctx c;
 	struct verr err;
 
-	memset(&c, 0, sizeof(c));
-	c.o = &o;
-	c.s = &bh_suite_mpi;
-	c.guests = c.ranks = c.ncores = 2;
-	c.reps = 1;
-	c.sizes = sizes;
-	c.nsizes = 2;
-	snprintf(c.dir, sizeof(c.dir), "/tmp/r");
-	snprintf(c.self, sizeof(c.self), "/opt/vhpc/bin");
-	snprintf(c.driver, sizeof(c.driver), "container");
+	mpi_ctx(&c, &o, sizes);
 	snprintf(c.imb, sizeof(c.imb), "%s", imb ? imb : "");
 	if (iter)
 		assert_int_equal(bh_parse_iter(iter, &c.iter, &err), 0);
@@ -508,12 +529,7 @@ static void plan_fabric(const char *iter, const char *imb, const char *fabric, c
 		fail_msg("plan: %s", err.msg);
 	assert_int_equal(c.nruns, 2);
 	assert_int_equal(c.runs[0].side, BH_NATIVE);
-	bh_argv_str(c.runs[0].argv, native, len);
-	bh_argv_str(c.runs[1].argv, guest, len);
-	for (size_t i = 0; i < c.nruns; i++)
-		bh_argv_free(c.runs[i].argv);
-	free(c.runs);
-	free(c.vmshm);
+	plan_take(&c, native, guest, len);
 }
 
 static void plan_mpi(const char *iter, const char *imb, char *native, char *guest, size_t len)
@@ -575,25 +591,12 @@ static int plan_opts(struct bench_opts *o, char *native, char *guest, size_t len
 	struct bh_ctx c;
 	int rc;
 
-	memset(&c, 0, sizeof(c));
-	c.o = o;
-	c.s = &bh_suite_mpi;
-	c.guests = c.ranks = c.ncores = 2;
-	c.reps = 1;
-	c.sizes = sizes;
-	c.nsizes = 2;
-	snprintf(c.dir, sizeof(c.dir), "/tmp/r");
-	snprintf(c.self, sizeof(c.self), "/opt/vhpc/bin");
-	snprintf(c.driver, sizeof(c.driver), "container");
+	mpi_ctx(&c, o, sizes);
 	rc = c.s->plan(&c, err);
-	if (rc == 0) {
-		bh_argv_str(c.runs[0].argv, native, len);
-		bh_argv_str(c.runs[1].argv, guest, len);
-	}
-	for (size_t i = 0; i < c.nruns; i++)
-		bh_argv_free(c.runs[i].argv);
-	free(c.runs);
-	free(c.vmshm);
+	if (rc == 0)
+		plan_take(&c, native, guest, len);
+	else
+		plan_take(&c, NULL, NULL, 0);
 	return rc;
 }
 
