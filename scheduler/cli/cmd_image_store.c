@@ -220,7 +220,7 @@ int image_push_to(const char *ctl, const char *name, const char *as, bool quiet,
 	char *text = NULL, path[PATH_MAX], a[32], b[32];
 	struct json_object *req, *rep;
 	double t0 = now_s();
-	int rc = -1;
+	int rc = -1, nsigs = 0;
 
 	if (image_lookup(name, &img, err) < 0)
 		return -1;
@@ -250,14 +250,29 @@ int image_push_to(const char *ctl, const char *name, const char *as, bool quiet,
 	json_object_object_add(req, "type", json_object_new_string("image_tag"));
 	json_object_object_add(req, "name", json_object_new_string(as ? as : img.name));
 	json_object_object_add(req, "id", json_object_new_string(img.id));
+	/* Its signatures go with it (images/sign.c; the store checks them). */
+	{
+		struct image_sigs sigs;
+		char stext[IMAGE_SIG_TEXT_MAX + 1];
+
+		if (image_sigs_read(img.dir, &sigs, err) < 0) {
+			json_object_put(req);
+			goto out;
+		}
+		image_sigs_format(&sigs, stext);
+		if (sigs.n)
+			json_object_object_add(req, "signatures", json_object_new_string(stext));
+		nsigs = sigs.n;
+	}
 	rc = client_call(ctl, req, &rep, 120000, err);
 	json_object_put(req);
 	if (rc < 0)
 		goto out;
 	json_object_put(rep);
 	if (!quiet)
-		printf("pushed %s as %s: %.12s, %s sent in %.1f s (%s in all)\n", img.name, as ? as : img.name, img.id,
-		       fmt_size(sent, a, sizeof(a)), now_s() - t0, fmt_size(img.bytes, b, sizeof(b)));
+		printf("pushed %s as %s: %.12s, %s sent in %.1f s (%s in all)%s\n", img.name, as ? as : img.name, img.id,
+		       fmt_size(sent, a, sizeof(a)), now_s() - t0, fmt_size(img.bytes, b, sizeof(b)),
+		       nsigs ? ", with its signatures" : "");
 out:
 	image_mf_free(&m);
 	free(text);
