@@ -192,6 +192,9 @@ jobs5() {
 	echo "$js"
 }
 ready() { for j in $1; do grep -h "job $j (.*ready in" "$CL_DIR/n1.log" | sed -n 's/.* ready in \([0-9]*\) ms.*/\1/p'; done | sort -n | paste -sd' '; }
+# node 1's cache is empty since its refused pull: one job fills it first
+J=$(sub -N 2 --vcpus 1 -- true)
+check "a job pulls the signed image into node 1's cache again" wait_state "$J" COMPLETED 60
 JS_ON=$(jobs5)
 us=$(grep -h 'is signed by a key this node trusts (checked in' "$CL_DIR/n1.log" | tail -5 | sed 's/.*checked in \([0-9]*\) us.*/\1/' | sort -n | paste -sd' ')
 check_match "node 1 timed its check at each start" '^[0-9]+( [0-9]+){4}$' "$us"
