@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static pthread_mutex_t pull_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -105,7 +106,7 @@ static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset,
 		return -1;
 	if ((e = wire_error_text(rep)))
 		rc = verr_set(err, "vhpc-ctld: %s", e);
-	else if ((rc = vimg_data_parse(rep, chunks, nchunks, err)) == 0 && manifest && offset == 0) {
+	else if ((rc = vimg_data_parse(rep, chunks, nchunks, err)) == 0 && manifest) {
 		/* Not checked here: the node checks them at each job's start
 		 * against its own keys, and a bad file is named then. */
 		if (jf_str(rep, "signatures", false, IMAGE_SIG_TEXT_MAX + 1, &sigs, err) < 0) {
@@ -145,19 +146,24 @@ static void keep_sigs(const struct vjob *j, const struct image_info *img, const 
 
 /* A cached image this node would refuse for want of a valid signature
  * may have been signed and pushed again since it was pulled: its
- * signatures are asked for again (with the manifest's first part), and
- * the job's start checks what came. */
+ * signatures are asked for again (the manifest from its end: no bytes,
+ * only them), and the job's start checks what came. */
 static void refresh_sigs(const struct vjob *j, const struct image_info *img)
 {
 	const char *objs[1] = { img->id };
 	struct pull_ctx px = { .id = img->id };
 	struct image_chunk *c = NULL;
+	char path[600];
+	struct stat st;
 	struct verr e;
 	int n = 0;
 
 	if (!vd.cl.images.require_signed || image_sig_require(img, &vd.cl.images, &e) == 0)
 		return;
-	if (fetch(&px, objs, 1, 0, true, &c, &n, &e) < 0) {
+	snprintf(path, sizeof(path), "%s/manifest", img->dir);
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		st.st_size = 0;
+	if (fetch(&px, objs, 1, (uint64_t)st.st_size, true, &c, &n, &e) < 0) {
 		log_warn("job %lld: image %.12s: asking vhpc-ctld for its signatures: %s", (long long)j->id, img->id, e.msg);
 		return;
 	}

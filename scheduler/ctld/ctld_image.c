@@ -171,9 +171,10 @@ static struct json_object *do_get(struct ctld *ctl, const struct cmsg *m)
 	}
 	json_object_object_add(r, WIRE_DATA, json_object_new_string_len((const char *)buf, (int)used));
 	free(buf);
-	/* An image's signatures go with its manifest; the node checks them
-	 * against its own keys (images/sign.c). */
-	if (m->manifest && m->offset == 0) {
+	/* An image's signatures go with its manifest (a node that asks at
+	 * the manifest's end gets only them); the node checks them against
+	 * its own keys (images/sign.c). */
+	if (m->manifest) {
 		struct image_sigs sigs;
 		char text[IMAGE_SIG_TEXT_MAX + 1];
 		struct verr e;
