@@ -131,6 +131,17 @@ diag "$(grep -v '^#' "$T/page" | grep -E 'vhpc_jobs|failures|pull|node_up' | hea
 
 # -- a flood: idle connections from 6 addresses (more than the 32 the
 # server holds), and scrapes in a loop, while users go on
+# vhpc queue's time, the median of 5, before and during the flood
+queue_ms() {
+	local i t0 v=()
+	for i in 1 2 3 4 5; do
+		t0=$(date +%s%N)
+		vc queue >/dev/null 2>&1
+		v+=($(( ($(date +%s%N) - t0) / 1000000 )))
+	done
+	printf '%s\n' "${v[@]}" | sort -n | sed -n 3p
+}
+q_before=$(queue_ms)
 for i in 1 2 3 4 5 6; do ip -n "$CL_HUB" addr add "198.18.0.$((200 + i))/24" dev hub0; done
 fds() { ls /proc/"$CTLD_PID"/fd | wc -l; }
 fd0=$(fds)
@@ -150,8 +161,8 @@ t0=$(date +%s%N)
 q=$(vc queue 2>&1)
 q_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 check_match "vhpc queue answers during the flood" "$C" "$q"
-diag "vhpc queue during the flood: $q_ms ms"
 check "... within 2 s" test "$q_ms" -lt 2000
+diag "vhpc queue, median of 5: $q_before ms before the flood, $(queue_ms) ms during it"
 E=$(sub -N 1 --vcpus 1 -- true)
 check "a job submitted during the flood completes on n1" wait_state "$E" COMPLETED 60
 wait "$fpid"
