@@ -50,7 +50,11 @@ value() { awk -v k="$1" '$1 == k {print $2}' "$T/page"; }
 # page_has NAME{LABELS} VALUE: a fresh scrape shows it (the page is made
 # at most once a second)
 page_has() { scrape >"$T/page" 2>/dev/null && [ "$(value "$1")" = "$2" ]; }
-wait_page() { poll_until "${3:-10}" page_has "$1" "$2" || echo "# $1 is '$(value "$1")', not '$2'"; }
+wait_page() {
+	poll_until "${3:-10}" page_has "$1" "$2" && return 0
+	echo "# $1 is '$(value "$1")', not '$2'"
+	return 1
+}
 sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
 
 check "the page is served at once" page_has 'vhpc_nodes{state="up"}' 1
