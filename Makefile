@@ -21,7 +21,8 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
 	skopeo umoci squashfs-tools erofs-utils \
 	libslurm-dev slurmctld slurmd slurm-client debootstrap \
-	rdma-core ibverbs-utils perftest rdmacm-utils ucx-utils libfabric-bin
+	rdma-core ibverbs-utils perftest rdmacm-utils ucx-utils libfabric-bin \
+	libmicrohttpd-dev prometheus
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
