@@ -21,7 +21,10 @@
 #    without the token or with a wrong one, 401; with it, the page.
 . "$(dirname "$0")/../lib.sh"
 need_cluster vhpc-na
-command -v promtool >/dev/null || skip_all "promtool is not installed (Debian's prometheus package; make deps installs it)"
+# make check's set-up takes promtool out of Debian's prometheus package
+# (Makefile, "promtool"); one on the PATH does as well.
+PROMTOOL=$VHPC_TOP/$B/tools/promtool
+[ -x "$PROMTOOL" ] || PROMTOOL=$(command -v promtool) || skip_all "promtool is not here: make promtool takes it out of Debian's prometheus package (it needs apt's package lists and the network)"
 command -v curl >/dev/null || skip_all "curl is not installed"
 CL=vcm$$
 . "$(dirname "$0")/cluster-lib.sh"
@@ -99,9 +102,9 @@ check_eq "... free: 2" 2 "$(value 'vhpc_node_cores{node="sdown-0",state="free"}'
 check_eq "sdown-0's used memory: D's 256 MiB" $((256 << 20)) "$(value 'vhpc_node_memory_bytes{node="sdown-0",state="used"}')"
 check_eq "vhpc_job_queue_wait_seconds_count: A and D started" 2 "$(value vhpc_job_queue_wait_seconds_count)"
 
-B=$(sub -N 1 --vcpus 1 --rdma -- true)
-check "job B (--rdma, only sfab-0 has the fabric) fails after its 3 starts" wait_state "$B" FAILED 40
-check_match "... sfab-0 refused it" "could not start \(3 attempts\); last: node sfab-0: the job's fabric is roce" "$(job_field "$B" reason)"
+JB=$(sub -N 1 --vcpus 1 --rdma -- true)
+check "job B (--rdma, only sfab-0 has the fabric) fails after its 3 starts" wait_state "$JB" FAILED 40
+check_match "... sfab-0 refused it" "could not start \(3 attempts\); last: node sfab-0: the job's fabric is roce" "$(job_field "$JB" reason)"
 check "vhpc_job_start_failures_total{reason=node_refused}: 3" \
 	wait_page 'vhpc_job_start_failures_total{reason="node_refused"}' 3
 check_eq "vhpc_jobs_ended_total{state=failed}: 1" 1 "$(value 'vhpc_jobs_ended_total{state="failed"}')"
@@ -125,7 +128,7 @@ check_eq "a down node has no free cores" 0 "$(value 'vhpc_node_cores{node="sdown
 
 # -- the page as a whole
 scrape >"$T/page"
-out=$(promtool check metrics <"$T/page" 2>&1)
+out=$("$PROMTOOL" check metrics <"$T/page" 2>&1)
 check_eq "promtool check metrics finds nothing wrong (rc)" 0 "$?"
 check_eq "... and says nothing" "" "$out"
 check "the page holds no job's command" sh -c "! grep -q metrics-secret-command '$T/page'"
