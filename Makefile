@@ -21,7 +21,8 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
 	skopeo umoci squashfs-tools erofs-utils \
 	libslurm-dev slurmctld slurmd slurm-client debootstrap \
-	rdma-core ibverbs-utils perftest rdmacm-utils ucx-utils libfabric-bin
+	rdma-core ibverbs-utils perftest rdmacm-utils ucx-utils libfabric-bin \
+	libmicrohttpd-dev
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
@@ -50,7 +51,7 @@ EXTRA_ALL  :=
 # (PREFIX/bin): a component adds to it.
 INSTALL_BIN :=
 
-.PHONY: all deps check demo fuzz clean install kernels lab FORCE
+.PHONY: all deps check demo fuzz clean install kernels lab promtool FORCE
 all: deps programs
 
 # -- Debian packages ------------------------------------------------------
@@ -155,7 +156,7 @@ fuzzers: $(FUZZERS)
 # The build part in parallel on every core: make 4.3 ignores a -j that a
 # makefile adds to its own MAKEFLAGS, so a sub-make gets it.
 check:
-	@$(MAKE) --no-print-directory -j$(shell nproc) all tests fuzzers kernels lab
+	@$(MAKE) --no-print-directory -j$(shell nproc) all tests fuzzers kernels lab promtool
 	@B=$(B) tests/run
 
 # The Debian kernel kvm images and the hv smoke tests boot, fetched during
@@ -164,6 +165,21 @@ KERNEL_PACKAGE := linux-image-cloud-amd64
 kernels: programs
 	@VHPC_KERNEL_CACHE=$(CURDIR)/$(B)/kernels $(B)/bin/vhpc image fetch-kernel $(KERNEL_PACKAGE) >/dev/null || \
 		echo "warning: could not fetch $(KERNEL_PACKAGE); kvm image and kernel boot tests will be skipped"
+
+# promtool (tests/cluster/metrics.t) ships only in Debian's prometheus
+# package, whose installation enables and starts a Prometheus server on
+# every address of a systemd machine: the set-up takes that one program
+# out of the package instead (apt-get download, dpkg-deb -x), as it fetches
+# kernels.  Offline, that test skips.
+PROMTOOL := $(B)/tools/promtool
+promtool: $(PROMTOOL)
+$(PROMTOOL): | deps
+	@rm -rf $(B)/tools/pkg && mkdir -p $(B)/tools/pkg && \
+	if (cd $(B)/tools/pkg && apt-get download -qq prometheus >/dev/null 2>&1 && \
+	    dpkg-deb -x prometheus_*.deb x) && [ -x $(B)/tools/pkg/x/usr/bin/promtool ]; then \
+		install -m 0755 $(B)/tools/pkg/x/usr/bin/promtool $@; \
+	else echo "warning: could not fetch promtool (Debian's prometheus package); the metrics test will be skipped"; fi; \
+	rm -rf $(B)/tools/pkg
 
 # The virtualization lab's QEMU (Debian 13's, in a root of its own under
 # $(B)/lab: tests/lab/prepare), fetched during set-up like the kernels.

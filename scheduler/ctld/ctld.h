@@ -12,6 +12,8 @@
  *   ctld_image.c  the image store's requests (imgstore.c keeps its files)
  *   ctld_spool.c  job output on disk: capped, and cut rather than filling the disk
  *   ctld_room.c   room on disk for the database: a reserve, and refusing new jobs
+ *   ctld_metrics.c      --metrics: counters, the snapshot, the Prometheus text
+ *   ctld_metrics_http.c --metrics: its HTTP server (libmicrohttpd), bounds, token
  *
  * The controller's state is one struct ctld, made by main and passed to
  * every function that reads or changes it, first (ctl); threads get it as
@@ -248,6 +250,7 @@ struct ctld {
 	int spool_fd;                  /* the spool folder, locked (ctld_spool.c) */
 	struct ctld_room room;
 	bool db_full;                  /* the state folder is nearly full: new jobs are refused */
+	struct ctld_metrics *metrics;  /* --metrics (ctld_metrics.c); NULL: not served, nothing counted */
 	volatile int stop;
 };
 
@@ -344,6 +347,7 @@ void ctld_fabric_node_take(struct cnode *n, const struct cmsg *m);
  * given). */
 struct ctld_opts {
 	const char *listen, *cluster, *log, *spool;
+	const char *metrics, *metrics_token;
 };
 /* ctld_opts_parse: go on (anything else is the status to exit with). */
 #define CTLD_OPTS_RUN (-1)
@@ -393,6 +397,38 @@ void ctld_image_cache_update(struct cnode *n, const struct cmsg *m);
 
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);
+
+/* ------------------------------------------------------------ metrics */
+
+/* Why a start failed, as the metrics count it: a fixed set, so a label
+ * never carries text a user or a node wrote. */
+enum ctld_start_fail {
+	CTLD_SF_NODE_UNREACHABLE,      /* a node's job_prepare got no answer */
+	CTLD_SF_NODE_REFUSED,          /* a node answered job_prepare with an error */
+	CTLD_SF_LAUNCH,                /* job_launch on guest 0's node failed */
+	CTLD_SF_PATHS,                 /* its binds or folders cannot be planned any more */
+	CTLD_SF_IMAGE,                 /* its image left the store before it started */
+	CTLD_SF_INTERNAL,              /* its launch could not be made (out of memory) */
+	CTLD_SF_MAX
+};
+
+/* --metrics ADDR:PORT: binds, reads the token file (NULL: none) and starts
+ * the HTTP server's thread; from then on the hooks below count.  Before
+ * ctld_state_load is fine (a scrape then sees an empty cluster). */
+int ctld_metrics_start(struct ctld *ctl, const char *addr, const char *token_file, struct verr *err);
+/* Hooks; each does nothing without --metrics.  Callers may hold ctl->mu. */
+void ctld_metrics_start_failed(struct ctld *ctl, enum ctld_start_fail why);
+/* j became RUNNING: its wait since submit goes into the histogram. */
+void ctld_metrics_job_running(struct ctld *ctl, const struct cjob *j);
+void ctld_metrics_job_ended(struct ctld *ctl, enum job_state st);
+/* An image_data reply of bytes; pull: it answers the first request of a
+ * node's pull (an image's manifest from offset 0). */
+void ctld_metrics_image_sent(struct ctld *ctl, bool pull, uint64_t bytes);
+/* The page (ctld_metrics.c): a snapshot under ctl->mu, formatted after it
+ * is released.  Malloc'ed, *len bytes; NULL: out of memory. */
+char *ctld_metrics_text(struct ctld *ctl, size_t *len);
+/* The HTTP server on listening socket fd (ctld_metrics_http.c). */
+int ctld_metrics_http_start(struct ctld *ctl, int fd, const char *token_file, struct verr *err);
 
 /* ---------------------------------------------------------- disk room */
 

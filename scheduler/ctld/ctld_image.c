@@ -186,6 +186,7 @@ static struct json_object *do_get(struct ctld *ctl, const struct cmsg *m)
 			json_object_object_add(r, "signatures", json_object_new_string(text));
 		}
 	}
+	ctld_metrics_image_sent(ctl, m->manifest && m->offset == 0, used);
 	return r;
 }
 
