@@ -143,8 +143,8 @@ check_eq "the cached copy is no content of the image (its manifest names no such
 STORE=$CL_DIR/ctld/images
 HOSTS_SHA=$(awk '$1 == "f" && $5 == "/rootfs/usr/local/bin/vhpc-rsh" {print $4}' "$TS/images/$ID/manifest")
 OBJ=$STORE/objects/${HOSTS_SHA:0:2}/$HOSTS_SHA
-cl_node_kill 1
 cl_wait_nodes_idle
+cl_node_kill 1
 rm -rf "${CL_DIR:?}/cache-n1"
 VHPC_CLUSTER=$T/strict.yaml cl_node_up 1 || fail "node 1 restarts with an empty cache"
 check "node 1 registers again" cl_wait_nodes_up 2
@@ -198,8 +198,8 @@ check "a job pulls the signed image into node 1's cache again" wait_state "$J" C
 JS_ON=$(jobs5)
 us=$(grep -h 'is signed by a key this node trusts (checked in' "$CL_DIR/n1.log" | tail -5 | sed 's/.*checked in \([0-9]*\) us.*/\1/' | sort -n | paste -sd' ')
 check_match "node 1 timed its check at each start" '^[0-9]+( [0-9]+){4}$' "$us"
-cl_node_kill 1
 cl_wait_nodes_idle
+cl_node_kill 1
 from=$(log_lines "$CL_DIR/n1.log")
 cl_node_up 1 || fail "node 1 restarts without require_signed"
 cl_wait_nodes_up 2
