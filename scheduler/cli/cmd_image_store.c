@@ -330,12 +330,17 @@ static void print_store(struct json_object *rep)
 	if (json_object_object_get_ex(rep, "images", &a))
 		for (size_t i = 0; i < json_object_array_length(a); i++) {
 			e = json_object_array_get_idx(a, i);
-			printf("%-16s %.12s  %-8s  %7lld  %10s  %s%s%s\n", client_str(e, "name", "?"),
+			long long nsig = client_int(e, "signatures", 0);
+
+			printf("%-16s %.12s  %-8s  %7lld  %10s  %s%s%s", client_str(e, "name", "?"),
 			       client_str(e, "id", "?"), client_str(e, "format", "?"), client_int(e, "files", 0),
 			       fmt_size((uint64_t)client_int(e, "bytes", 0), sz, sizeof(sz)),
 			       when(client_int(e, "pushed", 0), w, sizeof(w)),
 			       json_object_get_boolean(json_object_object_get(e, "kvm")) ? "  kvm: Linux " : "",
 			       client_str(e, "kernel_release", ""));
+			if (nsig)
+				printf("  signed (%lld signature%s)", nsig, nsig == 1 ? "" : "s");
+			printf("\n");
 		}
 	if (json_object_object_get_ex(rep, "held", &a))
 		for (size_t i = 0; i < json_object_array_length(a); i++) {

@@ -303,8 +303,16 @@ static struct json_object *do_list(struct ctld *ctl)
 		json_object_put(nodes);
 		return ctld_error("internal", "%s", e.msg);
 	}
-	for (size_t i = 0; i < nrefs; i++)
-		json_object_array_add(imgs, ref_json(&refs[i]));
+	for (size_t i = 0; i < nrefs; i++) {
+		struct json_object *o = ref_json(&refs[i]);
+		struct image_sigs sigs;
+
+		/* How many signatures: which keys, and whether a node trusts
+		 * them, is each node's cluster file's to say. */
+		if (imgstore_sigs(ctl->images, refs[i].id, &sigs, &e) == 0 && sigs.n)
+			json_object_object_add(o, "signatures", json_object_new_int(sigs.n));
+		json_object_array_add(imgs, o);
+	}
 	imgstore_usage(ctl->images, &bytes, &objects);
 	pthread_mutex_lock(&ctl->mu);
 	/* Ids jobs hold that no name points at any more (removed, or pushed over). */

@@ -130,6 +130,8 @@ refused "$J" "does not verify for this image's id" "a tampered signature"
 # -- a good one: pushed again, the store's file is right again
 check_match "the push with K1's signature is taken" "with its signatures" "$(tv image push "$CL_CTR_IMAGE" --as default 2>&1)"
 check "the store holds the signatures byte for byte" cmp "$SIGS" "$STORE_SIGS"
+check_match "vhpc image list shows the image signed" "^default +${ID:0:12} .*signed \(2 signatures\)" "$(vc image list)"
+check_match "... and --json how many signatures" '"signatures":2' "$(vc image list --json | tr -d ' \n')"
 J=$(sub -N 2 --vcpus 1 -- cat /etc/vhpc-image)
 check "signed by K1, the job runs on nodes 1 and 2" wait_state "$J" COMPLETED 60
 check_match "node 1 says it checked the signature" "image default \(${ID:0:12}\) is signed by a key this node trusts" "$(cat "$CL_DIR/n1.log")"
