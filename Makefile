@@ -19,7 +19,7 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	runc libcmocka-dev libsqlite3-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libnftables-dev nftables wireguard-tools \
 	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
 	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
-	skopeo umoci squashfs-tools erofs-utils \
+	skopeo umoci squashfs-tools erofs-utils docker-registry apache2-utils openssl \
 	libslurm-dev slurmctld slurmd slurm-client debootstrap \
 	rdma-core ibverbs-utils perftest rdmacm-utils ucx-utils libfabric-bin
 

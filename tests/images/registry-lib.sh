@@ -1,0 +1,116 @@
+# A registry on loopback for the registry-pull tests and benchmark:
+# Debian's docker-registry (the CNCF distribution registry) with TLS (a CA
+# and a certificate made here with openssl) and basic auth (an htpasswd
+# bcrypt entry), listening on 127.0.0.1 only, on a port of its own, its
+# storage and logs under $T.  Source after tests/lib.sh with T set.
+#
+# reg_start sets REG (127.0.0.1:PORT), REG_CERTS (the CA, for --cert-dir),
+# REG_AUTH (an auth.json for it, as skopeo login writes), REG_DATA (its
+# storage), REG_LOG and REG_PID; the registry is stopped at exit.
+
+reg_need() {
+	for t in docker-registry htpasswd openssl skopeo umoci jq; do
+		command -v $t >/dev/null || { echo "$t is not installed (make deps installs it)"; return 1; }
+	done
+}
+
+reg_start() {
+	local d=$T/registry port i
+	mkdir -p "$d/certs" "$d/data" || return 1
+	openssl req -x509 -newkey ed25519 -nodes -keyout "$d/ca.key" -out "$d/certs/ca.crt" -days 1 \
+		-subj /CN=vhpc-test-ca 2>/dev/null || return 1
+	openssl req -newkey ed25519 -nodes -keyout "$d/srv.key" -out "$d/srv.csr" -subj /CN=127.0.0.1 2>/dev/null &&
+		printf 'subjectAltName=IP:127.0.0.1\n' >"$d/ext" &&
+		openssl x509 -req -in "$d/srv.csr" -CA "$d/certs/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+			-out "$d/srv.crt" -days 1 -extfile "$d/ext" 2>/dev/null || return 1
+	REG_USER=vhpc-test REG_PASS=$(openssl rand -hex 12)
+	# The password goes in on stdin: a command line is anyone's to read.
+	printf '%s\n' "$REG_PASS" | htpasswd -iBc "$d/htpasswd" "$REG_USER" 2>/dev/null || return 1
+	for i in $(seq 20); do
+		port=$((20000 + RANDOM % 30000))
+		[ -z "$(ss -Htln "sport = :$port")" ] && break
+	done
+	cat >"$d/config.yml" <<EOF
+version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: false
+storage:
+  filesystem:
+    rootdirectory: $d/data
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$port
+  secret: $(openssl rand -hex 16)
+  tls:
+    certificate: $d/srv.crt
+    key: $d/srv.key
+auth:
+  htpasswd:
+    realm: vhpc-test
+    path: $d/htpasswd
+EOF
+	REG=127.0.0.1:$port REG_CERTS=$d/certs REG_AUTH=$d/auth.json REG_DATA=$d/data/docker/registry/v2 REG_LOG=$d/log
+	docker-registry serve "$d/config.yml" >"$REG_LOG" 2>&1 &
+	REG_PID=$!
+	at_exit "reg_stop"
+	for i in $(seq 100); do
+		grep -q "listening on $REG" "$REG_LOG" && break
+		kill -0 $REG_PID 2>/dev/null || break
+		sleep 0.05
+	done
+	grep -q "listening on $REG" "$REG_LOG" || { tail -5 "$REG_LOG" >&2; return 1; }
+	( umask 077; printf '%s\n' "$REG_PASS" | skopeo login --authfile "$REG_AUTH" --cert-dir "$REG_CERTS" \
+		--password-stdin -u "$REG_USER" "$REG" >/dev/null )
+}
+
+reg_stop() {
+	[ -n "${REG_PID-}" ] || return 0
+	kill -CONT $REG_PID 2>/dev/null
+	kill $REG_PID 2>/dev/null
+	wait $REG_PID 2>/dev/null
+	REG_PID=
+}
+
+# reg_relay RATE: the relay (tests/images/relay.c) in front of the
+# registry, passing at most RATE bytes a second per connection (0: no
+# limit) and counting them; sets RELAY (127.0.0.1:PORT, logged in too),
+# RELAY_PID, RELAY_COUNTS.  relay_bytes: what it passed to clients so far.
+reg_relay() {
+	local i
+	rm -f "$T/relay.port"
+	"$VHPC_TOP/$B/testbin/relay" "$T/relay.port" "${REG#*:}" "$1" "$T/relay.counts" &
+	RELAY_PID=$! RELAY_COUNTS=$T/relay.counts
+	at_exit "kill $RELAY_PID 2>/dev/null; wait $RELAY_PID 2>/dev/null"
+	for i in $(seq 100); do [ -s "$T/relay.port" ] && break; sleep 0.05; done
+	RELAY=127.0.0.1:$(cat "$T/relay.port") || return 1
+	( umask 077; printf '%s\n' "$REG_PASS" | skopeo login --authfile "$REG_AUTH" --cert-dir "$REG_CERTS" \
+		--password-stdin -u "$REG_USER" "$RELAY" >/dev/null )
+}
+relay_bytes() {
+	local i
+	rm -f "$RELAY_COUNTS"
+	kill -USR1 $RELAY_PID
+	for i in $(seq 100); do [ -s "$RELAY_COUNTS" ] && break; sleep 0.02; done
+	cut -d' ' -f1 "$RELAY_COUNTS"
+}
+
+# reg_push LAYOUT:TAG REPO:TAG: pushed; prints the manifest's digest.
+reg_push() {
+	skopeo --policy <(echo '{"default":[{"type":"insecureAcceptAnything"}]}') copy --quiet \
+		--authfile "$REG_AUTH" --dest-cert-dir "$REG_CERTS" --digestfile "$T/pushed.digest" \
+		"oci:$1" "docker://$REG/$2" >&2 && cat "$T/pushed.digest"
+}
+
+# reg_mark: where the access log is now; reg_blobs MARK: "COUNT BYTES DIGESTS..."
+# of the blobs the registry sent whole since (200 answers to GET .../blobs/).
+reg_mark() { wc -l <"$REG_LOG"; }
+reg_blobs() {
+	tail -n +$(($1 + 1)) "$REG_LOG" | awk '$6 == "\"GET" && $7 ~ /\/blobs\/sha256:/ && $9 == 200 {
+		n++; b += $10; split($7, p, "/blobs/"); d = d " " p[2] } END { print n + 0, b + 0 d }'
+}
+
+# reg_blob_file DIGEST: where the registry stores it.
+reg_blob_file() { local h=${1#sha256:}; echo "$REG_DATA/blobs/sha256/${h:0:2}/$h/data"; }
