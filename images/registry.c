@@ -19,6 +19,7 @@
  * - Layers go into the layer cache (registry_cache.c) and are fetched only
  *   when it lacks them.
  */
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lib/parse.h"
@@ -233,6 +234,7 @@ int image_registry_fetch(const char *src, const struct image_registry_opts *o, c
 	uint64_t max = o->cache_max ? o->cache_max : IMAGE_LAYER_CACHE_DEFAULT;
 	struct verr e2;
 	int rc = -1;
+	double t0;
 
 	memset(out, 0, sizeof(*out));
 	if (image_reg_ref_parse(src, &r, err) < 0)
@@ -273,6 +275,7 @@ int image_registry_fetch(const char *src, const struct image_registry_opts *o, c
 		argv[n++] = from;
 		argv[n++] = dst;
 		argv[n] = NULL;
+		t0 = now_s();
 		if (run_capture(argv, NULL, NULL, 1 << 20, SKOPEO_TIMEOUT_MS, err) != 0) {
 			image_reg_explain(&r, "copying its layers", err);
 			goto trim;
@@ -281,9 +284,10 @@ int image_registry_fetch(const char *src, const struct image_registry_opts *o, c
 	snprintf(dst, sizeof(dst), "%s/.oci", stage);
 	if (image_reg_cache_link(cache, dst, err) < 0)
 		goto trim;
-	log_info("%s: manifest %s; %zu of %zu layers fetched (%s), %zu from the layer cache (%s)", src, out->digest,
-		 out->layers - out->cached_layers, out->layers, fmt_size(out->fetched, sz1, sizeof(sz1)),
-		 out->cached_layers, fmt_size(out->cached, sz2, sizeof(sz2)));
+	out->seconds = now_s() - t0;
+	log_info("%s: manifest %s; %zu of %zu layers fetched (%s), %zu from the layer cache (%s); copied in %.2f s",
+		 src, out->digest, out->layers - out->cached_layers, out->layers, fmt_size(out->fetched, sz1, sizeof(sz1)),
+		 out->cached_layers, fmt_size(out->cached, sz2, sizeof(sz2)), out->seconds);
 	rc = 0;
 trim:
 	/* This import's blobs are linked into its layout already. */

@@ -70,6 +70,7 @@ struct image_registry_pull {
 	char digest[72];
 	size_t layers, cached_layers;
 	uint64_t fetched, cached;
+	double seconds;         /* skopeo's copy */
 };
 /* Copies src (docker://...) into <stage>/.oci:vhpc, its blobs linked from
  * the layer cache; policy: skopeo's signature policy file. */
