@@ -112,5 +112,20 @@ reg_blobs() {
 		n++; b += $10; split($7, p, "/blobs/"); d = d " " p[2] } END { print n + 0, b + 0 d }'
 }
 
+# raw_layout DIR TAG FILE MEDIATYPE: an OCI layout by hand whose one layer
+# is FILE as it is, labelled MEDIATYPE (for layers umoci would not make).
+raw_layout() {
+	local d=$1 l c m
+	mkdir -p "$d/blobs/sha256" && echo '{"imageLayoutVersion":"1.0.0"}' >"$d/oci-layout" || return 1
+	l=$(sha256sum <"$3" | cut -d' ' -f1) && cp "$3" "$d/blobs/sha256/$l"
+	printf '{"architecture":"amd64","os":"linux","config":{},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' "$l" >"$T/raw.cfg"
+	c=$(sha256sum <"$T/raw.cfg" | cut -d' ' -f1) && cp "$T/raw.cfg" "$d/blobs/sha256/$c"
+	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%d},"layers":[{"mediaType":"%s","digest":"sha256:%s","size":%d}]}' \
+		"$c" "$(stat -c %s "$T/raw.cfg")" "$4" "$l" "$(stat -c %s "$3")" >"$T/raw.man"
+	m=$(sha256sum <"$T/raw.man" | cut -d' ' -f1) && cp "$T/raw.man" "$d/blobs/sha256/$m"
+	printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%d,"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
+		"$m" "$(stat -c %s "$T/raw.man")" "$2" >"$d/index.json"
+}
+
 # reg_blob_file DIGEST: where the registry stores it.
 reg_blob_file() { local h=${1#sha256:}; echo "$REG_DATA/blobs/sha256/${h:0:2}/$h/data"; }

@@ -12,7 +12,7 @@
 #    manifest that does not match its pin, a registry killed while a large
 #    layer is in flight, and a blob longer than its manifest says: each
 #    refused with a message saying which, nothing stored and no staging
-#    or partial blob left.
+#    or partial blob left; and a layer that is not a tar archive.
 . "$(dirname "$0")/common.sh"
 need_root
 for p in vhpc vhpc-guestd vhpc-rsh vhpc-sysexec; do
@@ -130,10 +130,19 @@ rm -f "$cache/${L2#sha256:}"
 truncate -s 4G "$f"
 imp "docker://$REG/vhpc/hello-plus:1" --name toolong >"$T/e5" 2>&1
 check_eq "a blob longer than its manifest says is refused" 1 "$?"
-diag "$(head -2 "$T/e5")"
+diag "$(cat "$T/e5")"
 check_match "... saying so" "docker://$REG/vhpc/hello-plus:1: (a blob is larger than the manifest says|.*size)" "$(cat "$T/e5")"
 nothing_left "a long blob" toolong
 cp "$T/layer.orig" "$f"
+
+# A layer that is not a tar archive.
+head -c 100000 /dev/urandom >"$T/junk"
+raw_layout "$T/junk-oci" junk "$T/junk" application/vnd.oci.image.layer.v1.tar+gzip && reg_push "$T/junk-oci:junk" vhpc/junk:1 >/dev/null
+imp "docker://$REG/vhpc/junk:1" >"$T/e7" 2>&1
+check_eq "a layer that is not a tar archive is refused" 1 "$?"
+check_match "... saying so" "umoci could not unpack the image's layers \\(is one not a tar archive\\?\\)" "$(cat "$T/e7")"
+diag "$(tail -1 "$T/e7" | cut -c1-300)"
+nothing_left "not a tar" junk
 
 # -- a registry killed while a large layer is in flight: behind a relay
 # passing 8 MiB/s, so the layer takes seconds whatever the machine.
@@ -162,7 +171,7 @@ wait $ipid
 check_eq "the import fails" 1 "$?"
 check_match "... saying the registry stopped answering" "docker://$RELAY/vhpc/big:1: the registry stopped answering during the pull" \
 	"$(cat "$T/e6")"
-diag "$(head -3 "$T/e6")"
+diag "$(cat "$T/e6")"
 nothing_left "the registry stopped" big
 check "the layer in flight is not in the layer cache" test ! -e "$cache/${LB#sha256:}"
 check "the earlier layers still are" test -f "$cache/${L1#sha256:}"
