@@ -71,6 +71,10 @@ $(B)/deps.mk: Makefile
 		if [ "$$(id -u)" != 0 ]; then echo "error: installing packages needs root" >&2; exit 1; fi; \
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing || exit 1; \
+		case " $$(echo $$missing) " in *" docker-registry "*) \
+			echo "docker-registry is for the tests, which start their own: its service stopped and disabled"; \
+			{ systemctl disable --now docker-registry || { service docker-registry stop; update-rc.d docker-registry disable; }; } >/dev/null 2>&1;; \
+		esac; \
 	fi
 	@mkdir -p $(@D) && echo '# packages checked; see the deps rule in Makefile' >$@
 ifeq ($(filter clean,$(MAKECMDGOALS)),)
