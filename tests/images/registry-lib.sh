@@ -66,6 +66,29 @@ EOF
 		--password-stdin -u "$REG_USER" "$REG" >/dev/null )
 }
 
+# reg_start_plain: a second registry on the same storage, plain HTTP and
+# no auth (a site's unprotected mirror); sets PLAIN and PLAIN_PID.
+reg_start_plain() {
+	local d=$T/registry port i
+	for i in $(seq 20); do
+		port=$((20000 + RANDOM % 30000))
+		[ -z "$(ss -Htln "sport = :$port")" ] && break
+	done
+	printf 'version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n  secret: %s\n' \
+		"$d/data" "$port" "$(openssl rand -hex 16)" >"$d/plain.yml"
+	PLAIN=127.0.0.1:$port
+	docker-registry serve "$d/plain.yml" >"$d/plain.log" 2>&1 &
+	PLAIN_PID=$!
+	at_exit "kill $PLAIN_PID 2>/dev/null; wait $PLAIN_PID 2>/dev/null"
+	for i in $(seq 100); do
+		grep -q "listening on $PLAIN" "$d/plain.log" && return 0
+		kill -0 $PLAIN_PID 2>/dev/null || break
+		sleep 0.05
+	done
+	tail -5 "$d/plain.log" >&2
+	return 1
+}
+
 reg_stop() {
 	[ -n "${REG_PID-}" ] || return 0
 	kill -CONT $REG_PID 2>/dev/null

@@ -10,7 +10,7 @@
 #    (counted in the registry's own access log);
 #  - wrong credentials, an unknown tag, an untrusted certificate, a
 #    manifest that does not match its pin, a registry killed while a large
-#    layer is in flight, and a blob longer than its manifest says: each
+#    layer is in flight, plain HTTP not asked for, and a blob longer than its manifest says: each
 #    refused with a message saying which, nothing stored and no staging
 #    or partial blob left; and a layer that is not a tar archive.
 . "$(dirname "$0")/common.sh"
@@ -108,6 +108,14 @@ nothing_left "unknown tag" hello-nope
 vhpc image import "docker://$REG/vhpc/hello:1" --name nocert --no-kvm --authfile "$REG_AUTH" >"$T/e3" 2>&1
 check_match "a certificate from an unknown CA is refused (TLS is verified by default)" \
 	"TLS certificate is not trusted .*x509: certificate signed by unknown authority" "$(tr '\n' ' ' <"$T/e3")"
+check "a plain HTTP registry on the same storage" reg_start_plain
+vhpc image import "docker://$PLAIN/vhpc/hello:nope" --no-kvm >"$T/e3b" 2>&1
+check_match "plain HTTP is refused unless asked for" 'the registry speaks plain HTTP: vhpc uses HTTPS unless told --tls-verify=false' \
+	"$(cat "$T/e3b")"
+vhpc image import "docker://$PLAIN/vhpc/hello:nope" --no-kvm --tls-verify=false >"$T/e3c" 2>&1
+check_match "... and taken with --tls-verify=false (the registry answers: no such tag)" 'no such image in the registry' \
+	"$(cat "$T/e3c")"
+kill $PLAIN_PID && wait $PLAIN_PID 2>/dev/null
 check_match "a reference without a registry is refused, not sent to docker.io" 'name the registry' \
 	"$(vhpc image import docker://library/debian:12 2>&1)"
 
