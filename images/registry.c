@@ -63,7 +63,7 @@ static void sha256_digest(const char *text, size_t len, char out[72])
 }
 
 /* The first line says which failure it is; skopeo's words follow. */
-void image_reg_explain(const struct image_reg_ref *r, const char *what, struct verr *err)
+void image_reg_explain(const struct image_reg_ref *r, const char *what, const char *say, struct verr *err)
 {
 	static const struct {
 		const char *needle, *say;
@@ -93,8 +93,6 @@ void image_reg_explain(const struct image_reg_ref *r, const char *what, struct v
 		{ "did not finish within", NULL },
 	};
 	char orig[sizeof(err->msg)], *skopeo;
-	const char *say = NULL;
-
 	snprintf(orig, sizeof(orig), "%s", err->msg);
 	/* Go's log line: the message is what tells, unquoted. */
 	if ((skopeo = strstr(orig, "msg=\""))) {
@@ -154,7 +152,7 @@ static int fetch_manifest(const struct image_reg_ref *r, const struct image_regi
 	argv[n++] = ref;
 	argv[n] = NULL;
 	if (run_capture(argv, text, len, IMAGE_REG_MAX_MANIFEST + 1, SKOPEO_TIMEOUT_MS, err) != 0) {
-		image_reg_explain(r, "fetching its manifest", err);
+		image_reg_explain(r, "fetching its manifest", NULL, err);
 		return -1;
 	}
 	if (*len > IMAGE_REG_MAX_MANIFEST) {
@@ -277,7 +275,12 @@ int image_registry_fetch(const char *src, const struct image_registry_opts *o, c
 		argv[n] = NULL;
 		t0 = now_s();
 		if (run_capture(argv, NULL, NULL, 1 << 20, SKOPEO_TIMEOUT_MS, err) != 0) {
-			image_reg_explain(&r, "copying its layers", err);
+			/* The manifest the tag gave, asked for by its own digest. */
+			bool unserved = r.tag[0] && strstr(err->msg, "manifest unknown");
+
+			image_reg_explain(&r, "copying its layers", unserved
+					  ? "manifest digest mismatch: the registry does not serve the manifest it sent for the tag "
+					    "under that manifest's digest (changed in its storage, or the tag moved)" : NULL, err);
 			goto trim;
 		}
 	}

@@ -77,8 +77,8 @@ struct image_registry_pull {
 int image_registry_fetch(const char *src, const struct image_registry_opts *o, const char *stage,
 			 const char *policy, struct image_registry_pull *out, struct verr *err);
 
-/* skopeo's error text as a first line saying which failure it is, its own
- * words kept after it. */
-void image_reg_explain(const struct image_reg_ref *r, const char *what, struct verr *err);
+/* skopeo's error text as a first line saying which failure it is (say,
+ * or one found from the text when NULL), its own words kept after it. */
+void image_reg_explain(const struct image_reg_ref *r, const char *what, const char *say, struct verr *err);
 
 #endif

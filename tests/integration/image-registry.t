@@ -128,6 +128,10 @@ check_eq "a manifest that does not match its pin is refused" 1 "$?"
 check_match "... saying so" "manifest digest mismatch: the registry sent a manifest whose sha256 is sha256:[0-9a-f]{64}, not the pinned $D2" \
 	"$(cat "$T/e4")"
 nothing_left "digest mismatch" tampered
+imp "docker://$REG/vhpc/hello-plus:1" --name tampered >"$T/e4b" 2>&1
+check_match "... and by its tag, the manifest it sends is not served under its digest" \
+	"hello-plus:1: manifest digest mismatch: the registry does not serve the manifest it sent for the tag" "$(cat "$T/e4b")"
+nothing_left "digest mismatch by tag" tampered
 cp "$T/manifest.orig" "$f"
 
 # A blob longer than the manifest says (a sparse 4 GiB behind the small
