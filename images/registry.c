@@ -151,6 +151,8 @@ static int fetch_manifest(const struct image_reg_ref *r, const struct image_regi
 
 	argv[n++] = ref;
 	argv[n] = NULL;
+	/* One byte more than a manifest may have: run_capture keeps that
+	 * much and drops the rest, so more is seen and refused below. */
 	if (run_capture(argv, text, len, IMAGE_REG_MAX_MANIFEST + 1, SKOPEO_TIMEOUT_MS, err) != 0) {
 		image_reg_explain(r, "fetching its manifest", NULL, err);
 		return -1;

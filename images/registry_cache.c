@@ -126,12 +126,13 @@ int image_reg_cache_link(const char *dir, const char *layout, struct verr *err)
 	if (read_file(path, &text, NULL, IMAGE_REG_MAX_MANIFEST, err) < 0)
 		goto out;
 	man = json_tokener_parse(text);
-	if (!man || !(cd = first_digest(man, "config")) || link_blob(dir, layout, cd, err) < 0 ||
-	    !json_object_object_get_ex(man, "layers", &layers) || !json_object_is_type(layers, json_type_array)) {
-		if (!err->msg[0] || man)
-			verr_set(err, "the pulled manifest %s has no config or layers", md);
+	if (!man || !(cd = first_digest(man, "config")) || !json_object_object_get_ex(man, "layers", &layers) ||
+	    !json_object_is_type(layers, json_type_array)) {
+		verr_set(err, "the pulled manifest %s has no config or layers", md);
 		goto out;
 	}
+	if (link_blob(dir, layout, cd, err) < 0)
+		goto out;
 	for (size_t i = 0; i < json_object_array_length(layers); i++) {
 		struct json_object *l = json_object_array_get_idx(layers, i), *d;
 

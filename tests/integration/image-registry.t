@@ -156,6 +156,22 @@ check_match "... saying so" "umoci could not unpack the image's layers \\(is one
 diag "$(tail -1 "$T/e7" | cut -c1-300)"
 nothing_left "not a tar" junk
 
+# A manifest naming 257 layers (the same small blob again and again):
+# refused before a layer is fetched.
+mkdir -p "$T/many-oci" && cp -a "$T/junk-oci/." "$T/many-oci/"
+mj=$(jq -r '.manifests[0].digest' "$T/many-oci/index.json")
+jq -c '.layers = [range(257) as $i | .layers[0]]' "$T/many-oci/blobs/sha256/${mj#sha256:}" >"$T/many.man"
+mm=$(sha256sum <"$T/many.man" | cut -d' ' -f1) && cp "$T/many.man" "$T/many-oci/blobs/sha256/$mm"
+jq -c --arg d "sha256:$mm" --argjson n "$(stat -c %s "$T/many.man")" '.manifests[0].digest = $d | .manifests[0].size = $n' \
+	"$T/junk-oci/index.json" >"$T/many-oci/index.json"
+reg_push "$T/many-oci:junk" vhpc/many:1 >/dev/null
+m=$(reg_mark)
+imp "docker://$REG/vhpc/many:1" >"$T/e8" 2>&1
+check_eq "a manifest of 257 layers is refused" 1 "$?"
+check_match "... saying so" "the manifest lists 257 layers \\(1 to 256 taken\\)" "$(cat "$T/e8")"
+check_eq "... before any blob is fetched" 0 "$(reg_blobs "$m" | cut -d' ' -f1)"
+nothing_left "257 layers" many
+
 # -- a registry killed while a large layer is in flight: behind a relay
 # passing 8 MiB/s, so the layer takes seconds whatever the machine.
 umoci unpack --image "$T/oci:hello" "$T/b" >/dev/null && head -c 64M /dev/urandom >"$T/b/rootfs/opt/app/big" &&
