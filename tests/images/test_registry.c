@@ -2,7 +2,8 @@
  * fetched: references (a registry named, never docker.io implied; a tag or
  * a digest, not both), and manifests a hostile registry could send (too
  * many layers, blobs too big, digests not sha256, foreign layers, schema
- * 1, an index without this host's platform, trailing bytes). */
+ * 1, an index without this host's platform, trailing bytes).  The layer
+ * cache: made private, refused as a symlink, trimmed oldest first. */
 #include "lib/err.h"
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,12 +12,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
+#include "tests/fixture.h"
 #include "images/registry_int.h"
 
 #define H64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define DG "sha256:" H64
+#define HA "a123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define HB "b123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define HC "c123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 static void refs(void **state)
 {
@@ -144,11 +152,66 @@ static void manifests(void **state)
 	}
 }
 
+static void put_blob(const char *cache, const char *hex, size_t size, long age)
+{
+	char path[512];
+	struct timeval tv[2];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/sha256/%s", cache, hex);
+	assert_non_null(f = fopen(path, "w"));
+	for (size_t i = 0; i < size; i++)
+		fputc('x', f);
+	fclose(f);
+	gettimeofday(&tv[0], NULL);
+	tv[0].tv_sec -= age;
+	tv[1] = tv[0];
+	assert_int_equal(utimes(path, tv), 0);
+}
+
+static void layer_cache(void **state)
+{
+	char dir[64], cache[512], path[600], other[600];
+	struct stat st;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "regcache"), 0);
+	setenv("VHPC_STATE_DIR", dir, 1);
+	assert_int_equal(image_reg_cache_dir(cache, sizeof(cache), &e), 0);
+	assert_int_equal(stat(cache, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	/* oldest first out, down to the limit (sizes in blocks: 3 x 64 KiB) */
+	put_blob(cache, HA, 65536, 300);
+	put_blob(cache, HB, 65536, 200);
+	put_blob(cache, HC, 65536, 100);
+	snprintf(path, sizeof(path), "%s/sha256/not-a-blob", cache);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_true(image_reg_cache_has(cache, "sha256:" HA));
+	assert_false(image_reg_cache_has(cache, "sha256:../../etc/passwd"));
+	assert_int_equal(image_reg_cache_trim(cache, 2 * 65536 + 4096, &e), 0);
+	assert_false(image_reg_cache_has(cache, "sha256:" HA));
+	assert_true(image_reg_cache_has(cache, "sha256:" HB));
+	assert_true(image_reg_cache_has(cache, "sha256:" HC));
+	assert_int_equal(access(path, F_OK), 0);
+	/* a symlink where the cache should be is refused, not followed */
+	snprintf(path, sizeof(path), "%s/images/.layer-cache", dir);
+	snprintf(other, sizeof(other), "%s/elsewhere", dir);
+	assert_int_equal(rename(path, other), 0);
+	assert_int_equal(symlink(other, path), 0);
+	e.msg[0] = 0;
+	assert_int_equal(image_reg_cache_dir(cache, sizeof(cache), &e), -1);
+	assert_non_null(strstr(e.msg, "is not a folder"));
+	unsetenv("VHPC_STATE_DIR");
+	assert_int_equal(fx_rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(refs),
 		cmocka_unit_test(manifests),
+		cmocka_unit_test(layer_cache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
