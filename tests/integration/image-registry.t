@@ -73,6 +73,10 @@ check_eq "its record keeps the pin" "$D1" "$(ref_field hello-pinned digest)"
 check_eq "the same content, the same id" "$(ref_field hello id)" "$(ref_field hello-pinned id)"
 read -r n2 b2 blobs2 < <(reg_blobs "$m")
 check_eq "its layer came from the layer cache, not the registry (config only)" 1 "$n2"
+check "it verifies" vhpc image verify hello-pinned
+vhpc run --image hello-pinned -N 1 -n 1 --chdir /tmp -- /opt/app/hello >"$T/run2.out" 2>"$T/run2.err"
+check_eq "a job runs from it" "hello from rank 0 of 1 on g0" "$(cat "$T/run2.out")"
+[ -s "$T/run2.out" ] || diag "$(tail -5 "$T/run2.err")"
 
 # -- a second image sharing the first's layer
 m=$(reg_mark)
