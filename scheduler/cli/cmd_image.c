@@ -62,6 +62,10 @@ static int import(int argc, char **argv)
 	if (!im.source)
 		return usage_error("image import", "which image? oci:DIR[:TAG], docker-archive:FILE.tar or "
 				   "docker://REGISTRY/REPO:TAG|@sha256:DIGEST");
+	if ((im.registry.authfile || im.registry.cert_dir || im.registry.tls_verify_off || im.registry.cache_max) &&
+	    strncmp(im.source, "docker://", 9))
+		return usage_error("image import", "--authfile, --cert-dir, --tls-verify and --layer-cache-max are for "
+				   "docker:// sources, not '%s'", im.source);
 	if (nokvm && im.base)
 		return usage_error("image import", "--base gives kvm parts; --no-kvm leaves them out: not both");
 	/* kvm guests boot the default image's kernel unless told otherwise. */
