@@ -116,7 +116,7 @@ int since_parse(const char *t, time_t now, int64_t *out, char *why, size_t len)
 		*out = v;
 		return 0;
 	}
-	if (strlen(t) >= 10 && t[4] == '-')
+	if (strspn(t, "0123456789") == 4 && t[4] == '-')
 		return date_time(t, out, why, len);
 	return age(t, now, out, why, len);
 }

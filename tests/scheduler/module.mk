@@ -8,3 +8,5 @@ $(eval $(call unit_test,unit-atomic-write,tests/scheduler/test_atomic_write.c,-X
 # The job option table: its rows, getopt_long's arrays and --help made from
 # them, vhpc run's errors, and the Slurm plugin's rows.
 $(eval $(call unit_test,unit-jobopts,tests/scheduler/test_jobopts.c scheduler/cli/jobargs.c scheduler/cli/optgen.c scheduler/jobjson.c,$(B)/lib/libvslurm.a))
+# `vhpc history --since`: ages, dates and times.
+$(eval $(call unit_test,unit-since,tests/scheduler/test_since.c scheduler/cli/since.c))
