@@ -88,20 +88,29 @@ static int64_t first(char **mnts, int n, const char *rel, const char *file, cons
 	return -1;
 }
 
-void na_cgroup_usage(const char *rel, int64_t *cpu_usec, int64_t *mem_peak)
+void na_cgroup_usage_in(char **mnts, int n, const char *rel, int64_t *cpu_usec, int64_t *mem_peak)
 {
-	char **mnts;
-	int n;
 	int64_t ns;
-	struct verr e;
 
 	*cpu_usec = *mem_peak = -1;
-	if (!rel[0] || rel[0] == '/' || strstr(rel, "..") || na_cgroup_mounts(&mnts, &n, &e) < 0)
+	if (!rel[0] || rel[0] == '/' || strstr(rel, ".."))
 		return;
 	if ((*cpu_usec = first(mnts, n, rel, "cpu.stat", "usage_usec")) < 0 &&
 	    (ns = first(mnts, n, rel, "cpuacct.usage", NULL)) >= 0)
 		*cpu_usec = ns / 1000;
 	if ((*mem_peak = first(mnts, n, rel, "memory.peak", NULL)) < 0)
 		*mem_peak = first(mnts, n, rel, "memory.max_usage_in_bytes", NULL);
+}
+
+void na_cgroup_usage(const char *rel, int64_t *cpu_usec, int64_t *mem_peak)
+{
+	char **mnts;
+	int n;
+	struct verr e;
+
+	*cpu_usec = *mem_peak = -1;
+	if (na_cgroup_mounts(&mnts, &n, &e) < 0)
+		return;
+	na_cgroup_usage_in(mnts, n, rel, cpu_usec, mem_peak);
 	na_cgroup_mounts_free(mnts, n);
 }

@@ -76,6 +76,8 @@ int na_cgroup_remove(const char *rel, bool kill, int *removed, struct verr *err)
 /* What <rel> has used so far (cgroup_usage.c): CPU time in microseconds
  * and the peak of its memory in bytes, each -1 where no hierarchy says. */
 void na_cgroup_usage(const char *rel, int64_t *cpu_usec, int64_t *mem_peak);
+/* The same in the hierarchies mounted at mnts[0..n-1] (tests). */
+void na_cgroup_usage_in(char **mnts, int n, const char *rel, int64_t *cpu_usec, int64_t *mem_peak);
 
 /* ------------------------------------------------------------ sweeping */
 
