@@ -36,7 +36,7 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS job_usage ("
 	" job INTEGER NOT NULL, guest INTEGER NOT NULL, node TEXT NOT NULL,"
 	" cpu_usec INTEGER, mem_peak INTEGER, PRIMARY KEY (job, guest));"
-	"CREATE INDEX IF NOT EXISTS jobs_ended ON jobs(ended);";
+	"CREATE INDEX IF NOT EXISTS jobs_uid ON jobs(uid, id);";
 
 /* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schema 2
  * the job_usage table, which `schema` has made by now (its jobs keep no

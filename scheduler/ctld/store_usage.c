@@ -97,16 +97,23 @@ int store_history(struct store *s, int64_t uid, int64_t since, int64_t below_id,
 	struct history_row *v = NULL;
 	size_t cnt = 0, cap = 0;
 	sqlite3_stmt *st;
+	char sql[1200];
 	int rc;
 
-	if (sqlite3_prepare_v2(s->db,
-			       "SELECT * FROM (SELECT j.id, j.uid, j.name, j.state, j.spec, j.alloc, j.submitted,"
-			       " j.started, j.ended, j.exit_status, j.reason, COUNT(u.cpu_usec), TOTAL(u.cpu_usec),"
-			       " COUNT(u.mem_peak), COALESCE(MAX(u.mem_peak), 0)"
-			       " FROM jobs j LEFT JOIN job_usage u ON u.job = j.id"
-			       " WHERE j.state >= ?1 AND j.id < ?2 AND (?3 < 0 OR j.uid = ?3) AND COALESCE(j.ended, 0) >= ?4"
-			       " GROUP BY j.id ORDER BY j.id DESC LIMIT ?5) ORDER BY 1",
-			       -1, &st, NULL) != SQLITE_OK)
+	/* The newest `limit` jobs by id, each with its guests' usage from
+	 * job_usage's key (job, guest): no GROUP BY over the whole table, so
+	 * a page costs its rows, and one user's page uses jobs_uid. */
+	snprintf(sql, sizeof(sql),
+		 "SELECT * FROM (SELECT j.id, j.uid, j.name, j.state, j.spec, j.alloc, j.submitted, j.started, j.ended,"
+		 " j.exit_status, j.reason,"
+		 " (SELECT COUNT(cpu_usec) FROM job_usage u WHERE u.job = j.id),"
+		 " (SELECT TOTAL(cpu_usec) FROM job_usage u WHERE u.job = j.id),"
+		 " (SELECT COUNT(mem_peak) FROM job_usage u WHERE u.job = j.id),"
+		 " (SELECT COALESCE(MAX(mem_peak), 0) FROM job_usage u WHERE u.job = j.id)"
+		 " FROM jobs j WHERE j.state >= ?1 AND j.id < ?2 AND %s COALESCE(j.ended, 0) >= ?4"
+		 " ORDER BY j.id DESC LIMIT ?5) ORDER BY 1",
+		 uid >= 0 ? "j.uid = ?3 AND" : "?3 < 0 AND");
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return store_db_error(s, err, "prepare history");
 	sqlite3_bind_int(st, 1, JOB_COMPLETED);
 	sqlite3_bind_int64(st, 2, below_id);

@@ -25,7 +25,8 @@ step_eq() { [ "$2" = "$3" ] || { fail "$1"; diag "expected: $2" "got:      $3"; 
 N=2         # CPU-seconds per guest
 MIB=64      # memory each guest touches
 # What the guests run beside the burn (mpirun, orted, guestd, a shell),
-# measured on this 2-core VM at 0.1-0.3 s per job: at most 1 s is allowed.
+# measured on this 2-core VM at 0.41-0.63 s per job: at most 1 s is allowed,
+# and nothing below what was burned (the cgroups count all of it).
 TOL_US=1000000
 
 # -- a database of schema 2 (vhpc-ctld before accounting), with an ended job.
