@@ -101,6 +101,7 @@ static struct json_object *prepare(struct vmsg *m, const char *text)
 	memset(&m->prep, 0, sizeof(m->prep));
 	vd_job_add(j);
 	pthread_mutex_unlock(&vd.mu);
+	vd_usage_forget(j->id);
 
 	rc = vjob_prepare(j, &e);
 	pthread_mutex_lock(&vd.mu);

@@ -57,6 +57,18 @@ void vd_usage_take(struct vjob *j)
 	pthread_mutex_unlock(&mu);
 }
 
+void vd_usage_forget(int64_t job)
+{
+	struct kept *k;
+
+	pthread_mutex_lock(&mu);
+	if ((k = find(job))) {
+		free(k->u);
+		memset(k, 0, sizeof(*k));
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 void vd_usage_reply(struct json_object *reply, int64_t job)
 {
 	struct json_object *a;
