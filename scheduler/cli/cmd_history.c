@@ -50,8 +50,9 @@ static const char *user_name(long long uid, char *buf, size_t len)
 {
 	struct passwd *pw = getpwuid((uid_t)uid);
 
-	snprintf(buf, len, "%s", pw ? pw->pw_name : "");
-	if (!pw)
+	if (pw)
+		snprintf(buf, len, "%s", pw->pw_name);
+	else
 		snprintf(buf, len, "%lld", uid);
 	return buf;
 }
