@@ -33,6 +33,8 @@ int cmd_nodes(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_output(int argc, char **argv);
+/* Ended jobs with what they used (cmd_history.c). */
+int cmd_history(int argc, char **argv);
 /* The local service for ordinary users (vhpc-ctld and vhpcd on loopback). */
 int cmd_service(int argc, char **argv);
 

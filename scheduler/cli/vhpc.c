@@ -19,6 +19,7 @@ static void usage(FILE *f)
 		"  wait ID                       wait for a job; exit with its exit status\n"
 		"  output [-f] ID                what a job wrote (so far)\n"
 		"  nodes [--json]                the cluster's nodes\n"
+		"  history [--user U] [--since T] [--json]  ended jobs: state, CPU time, peak memory\n"
 		"  mpirun [OPTIONS] PROGRAM...   in a Slurm batch script (--vhpc-image): mpirun in guest 0\n"
 		"  image build FILE [--force] [--format F] [--no-kvm]  build a node image from its YAML\n"
 		"  image import oci:DIR[:TAG] | docker-archive:FILE  an OCI image as a node image\n"
@@ -76,6 +77,8 @@ int main(int argc, char **argv)
 		return cmd_wait(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "output"))
 		return cmd_output(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "history"))
+		return cmd_history(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mpirun"))
 		return cmd_mpirun(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {

@@ -14,6 +14,8 @@
  *   ctld_room.c   room on disk for the database: a reserve, and refusing new jobs
  *   ctld_metrics.c      --metrics: counters, the snapshot, the Prometheus text
  *   ctld_metrics_http.c --metrics: its HTTP server (libmicrohttpd), bounds, token
+ *   ctld_usage.c        a node's report of what a job's guests used (pure; fuzzed)
+ *   ctld_history.c      accounting: recording that report, and `history` for users
  *
  * The controller's state is one struct ctld, made by main and passed to
  * every function that reads or changes it, first (ctl); threads get it as
@@ -60,6 +62,7 @@ enum cmsg_type {
 	CM_SUBMIT = 1, CM_QUEUE, CM_JOB, CM_WAIT, CM_CANCEL, CM_OUTPUT, CM_NODES,
 	CM_REGISTER, CM_HEARTBEAT, CM_JOB_OUTPUT, CM_JOB_EXIT,
 	CM_IMAGE_HAVE, CM_IMAGE_PUT, CM_IMAGE_TAG, CM_IMAGE_GET, CM_IMAGE_LIST, CM_IMAGE_RM,
+	CM_HISTORY,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
 bool ctld_msg_node_only(enum cmsg_type t);
@@ -106,6 +109,9 @@ struct cmsg {
 	int max;                       /* output */
 	int timeout_ms;                /* wait */
 	bool all;                      /* queue */
+	int64_t hist_uid;              /* history: whose jobs (-1: not given) */
+	int64_t since;                 /* history: ended at or after (unix time) */
+	int64_t before;                /* history: ids below this */
 	/* node messages */
 	char node[65];
 	char addr[64];                 /* register: host:port of the node's vhpcd */
@@ -394,6 +400,22 @@ int ctld_image_resolve(struct ctld *ctl, struct json_object *spec, const struct 
 void ctld_image_gc(struct ctld *ctl);
 /* A node's cache as its register or heartbeat reports it.  Holds ctl->mu. */
 void ctld_image_cache_update(struct cnode *n, const struct cmsg *m);
+
+/* ------------------------------------------------------- accounting */
+
+/* The `usage` of node index node's `stopped` reply for a job whose guest g
+ * is on node index guest_node[g] (nguests of them): into out (nguests
+ * entries at most; node names left ""), *n of them; 0 also when there is
+ * none.  -1 and err naming what is wrong: a guest not on that node, twice,
+ * a number out of range, a field the protocol lacks. */
+int ctld_usage_parse(struct json_object *reply, const int *guest_node, int nguests, int node,
+		     struct store_usage *out, int *n, struct verr *err);
+/* Records what node index `node` reported of j's guests there, in its
+ * reply to a job_stop sent once j had ended.  Holds ctl->mu. */
+void ctld_usage_take(struct ctld *ctl, struct cjob *j, int node, struct json_object *reply);
+/* `history` from uid: ended jobs with their usage, from the store.
+ * Called without ctl->mu. */
+struct json_object *ctld_history_handle(struct ctld *ctl, const struct cmsg *m, uid_t uid);
 
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);

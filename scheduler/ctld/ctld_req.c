@@ -600,6 +600,8 @@ struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const st
 	/* The store has its own lock: its disk work holds up no heartbeat. */
 	if (m->type >= CM_IMAGE_HAVE && m->type <= CM_IMAGE_RM)
 		return ctld_image_handle(ctl, m, peer);
+	if (m->type == CM_HISTORY)
+		return ctld_history_handle(ctl, m, peer->uid);
 	pthread_mutex_lock(&ctl->mu);
 	switch (m->type) {
 	case CM_SUBMIT: r = do_submit(ctl, m, peer->uid); break;

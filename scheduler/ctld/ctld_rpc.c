@@ -464,12 +464,16 @@ static void *stop_thread(void *arg)
 	struct call *c;
 	struct cjob *j;
 	int n = 0, *idx;
+	bool ended;
 
 	free(arg);
 	pthread_mutex_lock(&ctl->mu);
 	j = ctld_job_find(ctl, id);
 	c = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(*c));
 	idx = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(int));
+	/* A job that has ended is accounted from its nodes' replies; a
+	 * requeued one's failed start is not. */
+	ended = j && store_job_state_final(j->state);
 	if (!c || !idx) {
 		log_err("out of memory");
 		_exit(1);
@@ -494,6 +498,8 @@ static void *stop_thread(void *arg)
 	pthread_mutex_lock(&ctl->mu);
 	j = ctld_job_find(ctl, id);
 	for (int k = 0; k < n; k++) {
+		if (c[k].rc == 0 && ended)
+			ctld_usage_take(ctl, j, idx[k], c[k].reply);
 		if (c[k].rc == 0 && ctld_job_owes_stop(j, idx[k])) {
 			j->cleanup[idx[k]] = false;
 			j->ncleanup--;

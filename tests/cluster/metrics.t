@@ -22,9 +22,9 @@
 . "$(dirname "$0")/../lib.sh"
 need_cluster vhpc-na
 # make check's set-up takes promtool out of Debian's prometheus package
-# (Makefile, "promtool"); one on the PATH does as well.
+# (Makefile, "tools"); one on the PATH does as well.
 PROMTOOL=$VHPC_TOP/$B/tools/promtool
-[ -x "$PROMTOOL" ] || PROMTOOL=$(command -v promtool) || skip_all "promtool is not here: make promtool takes it out of Debian's prometheus package (it needs apt's package lists and the network)"
+[ -x "$PROMTOOL" ] || PROMTOOL=$(command -v promtool) || skip_all "promtool is not here: make tools takes it out of Debian's prometheus package (it needs apt's package lists and the network)"
 command -v curl >/dev/null || skip_all "curl is not installed"
 CL=vcm$$
 . "$(dirname "$0")/cluster-lib.sh"
