@@ -164,6 +164,62 @@ unsigned image_format_flag(const char *name);
 /* The name of the format flags ask for: "squashfs", "erofs" or "tree". */
 const char *image_format_name(unsigned flags);
 
+/* ------------------------------------------------------------ signatures */
+
+/*
+ * Signed images (sign.c, README "Signed images"): an ed25519 signature of
+ * IMAGE_SIG_CONTEXT followed by the image's id, so a signature of an image
+ * means nothing for another id nor for anything else the key signs.  An
+ * image's signatures live beside its manifest in IMAGE_SIG_FILE (not
+ * content: the id cannot cover what signs it), one line each,
+ *   ed25519 <public key, 64 hex> <signature, 128 hex>
+ * and travel with `vhpc image push` into the cluster's store and on to
+ * the nodes' caches.  The file comes from the store, so it is parsed
+ * strictly (fuzzed: fuzz-image-sigs).
+ */
+#define IMAGE_SIG_CONTEXT  "vhpc image signature v1\n"
+#define IMAGE_SIG_FILE     ".signatures"
+#define IMAGE_SIG_MAX      16
+#define IMAGE_SIG_LINE     (8 + 64 + 1 + 128 + 1)
+#define IMAGE_SIG_TEXT_MAX (IMAGE_SIG_MAX * IMAGE_SIG_LINE)
+struct image_sig {
+	uint8_t key[32];
+	uint8_t sig[64];
+};
+struct image_sigs {
+	struct image_sig v[IMAGE_SIG_MAX];
+	int n;
+};
+int image_sigs_parse(const char *text, size_t len, struct image_sigs *s, struct verr *err);
+/* The file's text; buf holds IMAGE_SIG_TEXT_MAX + 1. */
+void image_sigs_format(const struct image_sigs *s, char *buf);
+/* Adds sig, or replaces the one by the same key; a full set is refused. */
+int image_sigs_add(struct image_sigs *s, const struct image_sig *sig, struct verr *err);
+/* Whether sig is its key's signature of id. */
+bool image_sig_valid(const struct image_sig *sig, const char *id);
+/* The signatures in dir (an image's folder: IMAGE_SIG_FILE, none is an
+ * empty set), and written there (replacing the file whole). */
+int image_sigs_read(const char *dir, struct image_sigs *s, struct verr *err);
+int image_sigs_write(const char *dir, const struct image_sigs *s, struct verr *err);
+
+/* `vhpc image keygen`: a new key pair, the secret in path (created, 0600)
+ * and the public key in path.pub ("ed25519:<hex>", for the cluster file). */
+int image_key_generate(const char *path, char pub[73], struct verr *err);
+/* A secret key file: a regular file of the caller's, no one else may
+ * read or write it, in the form image_key_generate writes; else refused,
+ * saying which.  sk: libsodium's 64-byte secret key (wipe it after). */
+int image_key_load(const char *path, uint8_t sk[64], struct verr *err);
+/* Signs id with sk (libsodium's 64-byte secret key). */
+void image_sig_make(const uint8_t sk[64], const char *id, struct image_sig *out);
+
+/* Whether a guest may start from img under the policy of this node's own
+ * cluster file (images: require_signed, trusted_keys): without
+ * require_signed, always; with it, only when a signature in img's folder
+ * by a trusted key is valid for img's id.  The error names the image and
+ * the reason. */
+struct cluster_images;
+int image_sig_require(const struct image_info *img, const struct cluster_images *policy, struct verr *err);
+
 /* ------------------------------------------------------- a node's cache */
 
 /*

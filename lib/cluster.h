@@ -39,6 +39,22 @@ struct cluster_fabric {
 	struct cf_list nodes;    /* struct cluster_fabric_node */
 };
 
+/* `images:` (images/README.md, "Signed images"): the public keys this
+ * node trusts to sign images, and whether a guest may start only from an
+ * image one of them signed.  Each node acts on its own file. */
+#define CLUSTER_KEYS_MAX 64
+#define CLUSTER_KEY_TEXT 73       /* "ed25519:" and 64 hex digits, NUL */
+struct cluster_images {
+	bool require_signed;
+	uint8_t (*keys)[32];      /* ed25519 public keys */
+	size_t nkeys;
+};
+extern const struct cf_schema cluster_images_schema;
+/* "ed25519:<64 hex digits>", the form keys take in the cluster file and
+ * in `vhpc image keygen`'s .pub file; -1 when s is anything else. */
+int cluster_key_parse(const char *s, uint8_t pk[32]);
+void cluster_key_format(const uint8_t pk[32], char out[CLUSTER_KEY_TEXT]);
+
 /* The cluster (configs/cluster.yaml). */
 struct cluster_cfg {
 	char *name;
@@ -78,6 +94,7 @@ struct cluster_cfg {
 		long long port;        /* its UDP port on the underlay */
 	} wg;
 	struct cluster_fabric fabric;
+	struct cluster_images images;
 };
 extern const struct cf_schema cluster_schema;
 extern const struct cf_schema cluster_fabric_schema;

@@ -259,6 +259,7 @@ static const struct cf_field cluster_fields[] = {
 	{ .key = "defaults", .kind = CF_STRUCT, .off = C(default_image), .sub = &defaults_schema },
 	{ .key = "ctld", .kind = CF_STRUCT, .off = C(ctld_spool), .sub = &ctld_schema },
 	{ .key = "fabric", .kind = CF_STRUCT, .off = C(fabric), .sub = &cluster_fabric_schema },
+	{ .key = "images", .kind = CF_STRUCT, .off = C(images), .sub = &cluster_images_schema },
 	{ 0 }
 };
 const struct cf_schema cluster_schema = { "cluster", sizeof(struct cluster_cfg), cluster_fields };
@@ -296,6 +297,12 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 		return -1;
 	}
 	if (cluster_fabric_check(c, path, err) < 0) {
+		cluster_free(c);
+		return -1;
+	}
+	if (c->images.require_signed && !c->images.nkeys) {
+		verr_set(err, "%s: images.require_signed is true but images.trusted_keys lists no key: no image could start",
+			 path);
 		cluster_free(c);
 		return -1;
 	}

@@ -7,6 +7,7 @@
 #include "lib/bytes.h"
 #include "lib/chan.h"
 #include "lib/clock.h"
+#include "lib/cluster.h"
 #include "lib/consts.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
@@ -243,6 +244,33 @@ static int check_binds(struct na_job *j, struct verr *err)
 	return 0;
 }
 
+/* Whether this image may start guests here: the node's own cluster file
+ * says (images: require_signed, trusted_keys), whoever asks for the job,
+ * and the signatures are checked here, against the id of the image the
+ * guests start from (images/sign.c). */
+static int check_signed(const struct na_job *j, const struct na_job_spec *s, struct verr *err)
+{
+	const struct cluster_images *p = s->image_policy;
+	struct cluster_cfg cl;
+	uint64_t t0 = now_ns();
+	int r;
+
+	if (!p) {
+		if (cluster_load(NULL, &cl, err) < 0)
+			return verr_wrap(err, "image %s: this node's cluster file, which says whether it must be signed",
+					 j->img.name);
+		p = &cl.images;
+	}
+	r = image_sig_require(&j->img, p, err);
+	/* The cost at every start (images/README.md measures it). */
+	if (r == 0 && p->require_signed)
+		log_info("job %s: image %s (%.12s) is signed by a key this node trusts (checked in %.0f us)", j->jd.job,
+			 j->img.name, j->img.id, (now_ns() - t0) / 1e3);
+	if (p != s->image_policy)
+		cluster_free(&cl);
+	return r;
+}
+
 static int prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err)
 {
 	struct na_place_req req = { 0 };
@@ -257,6 +285,8 @@ static int prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 	if (s->img)
 		j->img = *s->img;
 	else if (image_ensure(s->image, j->drv->image_flags, &j->img, err) < 0)
+		return -1;
+	if (check_signed(j, s, err) < 0)
 		return -1;
 	/* A compact rootfs is mounted once on this machine for every job that
 	 * runs it; a kvm guest boots the file itself. */

@@ -19,4 +19,5 @@ void na_job_spec_from(struct na_job_spec *s, const struct job_spec *js, const st
 	s->scratch = js->scratch;
 	s->job_timeout_s = js->timeout ? js->timeout : cl->default_timeout;
 	s->guest_port = (int)cl->guest_port;
+	s->image_policy = &cl->images;
 }

@@ -163,6 +163,10 @@ struct na_job_spec {
 	 * into its cache by id, mounted); NULL: image_ensure(image) here. */
 	const struct image_info *img;
 	bool verify_image;             /* hash it against its id before any guest starts */
+	/* Which images may start guests (images: of this node's own cluster
+	 * file: require_signed, trusted_keys); NULL: read from the cluster
+	 * file here.  Never from the job or the controller. */
+	const struct cluster_images *image_policy;
 	const char *tuning;            /* the tuning profile's name (tuning_load) */
 	const struct na_topo *topo;
 	int vcpus;                     /* per guest */

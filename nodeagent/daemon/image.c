@@ -12,7 +12,9 @@
  */
 #include "lib/clock.h"
 #include "lib/err.h"
+#include "lib/cluster.h"
 #include "lib/fsutil.h"
+#include "lib/jf.h"
 #include "lib/imgwire.h"
 #include "lib/log.h"
 #include "lib/parse.h"
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static pthread_mutex_t pull_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -75,14 +78,22 @@ static int held(char (**ids)[65], const char ***ptrs)
 	return n;
 }
 
+/* A pull's: the image, and the signatures the store sent with its
+ * manifest (images/sign.c), kept beside it in the cache. */
+struct pull_ctx {
+	const char *id;
+	char sigs[IMAGE_SIG_TEXT_MAX + 2];
+	bool got_sigs;
+};
+
 static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset, bool manifest,
 		 struct image_chunk **chunks, int *nchunks, struct verr *err)
 {
 	struct json_object *req = json_object_new_object(), *rep = NULL;
-	const char *e;
+	struct pull_ctx *px = arg;
+	const char *e, *sigs = NULL;
 	int rc;
 
-	(void)arg;
 	json_object_object_add(req, "type", json_object_new_string("image_get"));
 	json_object_object_add(req, "objects", imgwire_sha_array(objs, nobjs));
 	json_object_object_add(req, "offset", json_object_new_int64((int64_t)offset));
@@ -95,16 +106,76 @@ static int fetch(void *arg, const char *const *objs, int nobjs, uint64_t offset,
 		return -1;
 	if ((e = wire_error_text(rep)))
 		rc = verr_set(err, "vhpc-ctld: %s", e);
-	else
-		rc = vimg_data_parse(rep, chunks, nchunks, err);
+	else if ((rc = vimg_data_parse(rep, chunks, nchunks, err)) == 0 && manifest) {
+		/* Not checked here: the node checks them at each job's start
+		 * against its own keys, and a bad file is named then. */
+		if (jf_str(rep, "signatures", false, IMAGE_SIG_TEXT_MAX + 1, &sigs, err) < 0) {
+			image_chunks_free(*chunks, *nchunks);
+			*chunks = NULL;
+			rc = verr_wrap(err, "image_data");
+		} else {
+			snprintf(px->sigs, sizeof(px->sigs), "%s", sigs ? sigs : "");
+			px->got_sigs = true;
+		}
+	}
 	json_object_put(rep);
 	return rc;
+}
+
+/* The signatures the store sent, beside the image in the cache (an image
+ * without any: an empty file, so a later signing is fetched again). */
+static void keep_sigs(const struct vjob *j, const struct image_info *img, const struct pull_ctx *px)
+{
+	const char *slash = strrchr(img->dir, '/');
+	char parent[512];
+	struct verr e;
+	int pfd, dfd;
+
+	if (!px->got_sigs || !slash)
+		return;
+	snprintf(parent, sizeof(parent), "%.*s", (int)(slash - img->dir), img->dir);
+	if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	dfd = image_openat(pfd, slash + 1, O_RDONLY | O_DIRECTORY, 0, &e);
+	close(pfd);
+	if (dfd < 0 || image_write_at(dfd, IMAGE_SIG_FILE, px->sigs, strlen(px->sigs), 0644, true, &e) < 0)
+		log_warn("job %lld: image %.12s: keeping its signatures: %s", (long long)j->id, img->id, e.msg);
+	if (dfd >= 0)
+		close(dfd);
+}
+
+/* A cached image this node would refuse for want of a valid signature
+ * may have been signed and pushed again since it was pulled: its
+ * signatures are asked for again (the manifest from its end: no bytes,
+ * only them), and the job's start checks what came. */
+static void refresh_sigs(const struct vjob *j, const struct image_info *img)
+{
+	const char *objs[1] = { img->id };
+	struct pull_ctx px = { .id = img->id };
+	struct image_chunk *c = NULL;
+	char path[600];
+	struct stat st;
+	struct verr e;
+	int n = 0;
+
+	if (!vd.cl.images.require_signed || image_sig_require(img, &vd.cl.images, &e) == 0)
+		return;
+	snprintf(path, sizeof(path), "%s/manifest", img->dir);
+	if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		st.st_size = 0;
+	if (fetch(&px, objs, 1, (uint64_t)st.st_size, true, &c, &n, &e) < 0) {
+		log_warn("job %lld: image %.12s: asking vhpc-ctld for its signatures: %s", (long long)j->id, img->id, e.msg);
+		return;
+	}
+	image_chunks_free(c, n);
+	keep_sigs(j, img, &px);
 }
 
 /* Room for bytes more: least recently used images go, those jobs here hold
  * and the one being pulled (arg, its id) stay. */
 static int make_room(void *arg, uint64_t bytes, struct verr *err)
 {
+	struct pull_ctx *px = arg;
 	const char **keep;
 	char (*ids)[65];
 	int n, rc;
@@ -114,7 +185,7 @@ static int make_room(void *arg, uint64_t bytes, struct verr *err)
 		pthread_mutex_unlock(&cache_mu);
 		return verr_set(err, "out of memory");
 	}
-	keep[n++] = arg;
+	keep[n++] = px->id;
 	rc = image_cache_evict(vd.cache, vd.cache_size, bytes, keep, n, err);
 	pthread_mutex_unlock(&cache_mu);
 	free(keep);
@@ -134,9 +205,10 @@ static int use(const char *id, struct image_info *out, struct verr *err)
 
 int vd_image_get(const struct vjob *j, struct image_info *out, struct verr *err)
 {
+	static struct pull_ctx px;   /* under pull_mu */
 	struct image_pull_req rq = {
 		.cache = vd.cache, .id = j->p.image_id, .name = j->p.image, .fetch = fetch,
-		.make_room = make_room, .arg = (void *)j->p.image_id,
+		.make_room = make_room, .arg = &px,
 	};
 	struct image_pull_stats st;
 	struct verr miss;
@@ -146,8 +218,10 @@ int vd_image_get(const struct vjob *j, struct image_info *out, struct verr *err)
 	pthread_mutex_lock(&cache_mu);
 	rc = use(j->p.image_id, out, &miss);
 	pthread_mutex_unlock(&cache_mu);
-	if (rc == 0)
+	if (rc == 0) {
+		refresh_sigs(j, out);
 		return 0;
+	}
 	pthread_mutex_lock(&pull_mu);
 	pthread_mutex_lock(&cache_mu);
 	rc = use(j->p.image_id, out, &miss);
@@ -155,12 +229,16 @@ int vd_image_get(const struct vjob *j, struct image_info *out, struct verr *err)
 	if (rc == 0) {
 		/* Pulled meanwhile for another job. */
 		pthread_mutex_unlock(&pull_mu);
+		refresh_sigs(j, out);
 		return 0;
 	}
 	log_info("job %lld: image %s (%.12s) is not in this node's cache; pulling it from vhpc-ctld",
 		 (long long)j->id, j->p.image, j->p.image_id);
+	memset(&px, 0, sizeof(px));
+	px.id = j->p.image_id;
 	rc = image_pull(&rq, &st, out, err);
 	if (rc == 0) {
+		keep_sigs(j, out, &px);
 		log_info("job %lld: pulled image %s (%.12s) in %.2f s: %s fetched, %s reused from other images here, %ld files",
 			 (long long)j->id, j->p.image, j->p.image_id, st.seconds, fmt_size(st.fetched, a, sizeof(a)),
 			 fmt_size(st.copied, b, sizeof(b)), st.objects);

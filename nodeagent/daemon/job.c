@@ -75,6 +75,7 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->subnet = j->p.subnet;
 	s->guest_port = j->p.guest_port;
 	s->image = j->p.image;
+	s->image_policy = &vd.cl.images;
 	s->tuning = j->p.tuning;
 	s->topo = vd.topo;
 	s->vcpus = j->p.vcpus;

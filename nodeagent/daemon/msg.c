@@ -384,7 +384,8 @@ fail:
 
 int vimg_data_parse(struct json_object *reply, struct image_chunk **chunks, int *n, struct verr *err)
 {
-	static const char *const f[] = { "parts", WIRE_DATA, NULL };
+	/* signatures: the image's, with its manifest (images/sign.c). */
+	static const char *const f[] = { "parts", WIRE_DATA, "signatures", NULL };
 
 	*chunks = NULL;
 	*n = 0;

@@ -13,6 +13,8 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+/* vhpc image keygen|sign: signed images (cmd_image_sign.c). */
+int cmd_image_sign(int argc, char **argv);
 /* vhpc image push|rm: the cluster's image store (cmd_image_store.c). */
 int cmd_image_store(int argc, char **argv);
 /* Pushes the local image name (as `as`, or its own name) into the store of

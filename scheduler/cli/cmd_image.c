@@ -239,6 +239,7 @@ static const struct {
 } subcommands[] = {
 	{ "build", build }, { "import", import }, { "push", cmd_image_store }, { "list", list },
 	{ "rm", cmd_image_store }, { "verify", verify }, { "fetch-kernel", fetch_kernel },
+	{ "keygen", cmd_image_sign }, { "sign", cmd_image_sign },
 };
 
 int cmd_image(int argc, char **argv)
@@ -252,11 +253,13 @@ int cmd_image(int argc, char **argv)
 		       "       vhpc image push NAME [--as NAME]      (root) into the cluster's store\n"
 		       "       vhpc image list [--json] [--local]    the cluster's store and nodes' caches; --local: this machine's\n"
 		       "       vhpc image rm NAME[@VERSION]          (root) from the cluster's store (@: one earlier version)\n"
-		       "       vhpc image verify NAME|ID | fetch-kernel PACKAGE\n");
+		       "       vhpc image verify NAME|ID | fetch-kernel PACKAGE\n"
+		       "       vhpc image keygen FILE                a key pair for signing images: FILE (secret), FILE.pub\n"
+		       "       vhpc image sign NAME --key FILE       signs a local image; push sends its signatures\n");
 		return argc < 2 ? EXIT_USAGE : 0;
 	}
 	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
 		if (!strcmp(argv[1], subcommands[i].name))
 			return subcommands[i].run(argc, argv);
-	return usage_error("image", "unknown subcommand '%s' (build, import, push, list, rm, verify, fetch-kernel)", argv[1]);
+	return usage_error("image", "unknown subcommand '%s' (build, import, push, list, rm, verify, fetch-kernel, keygen, sign)", argv[1]);
 }

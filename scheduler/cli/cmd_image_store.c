@@ -220,7 +220,7 @@ int image_push_to(const char *ctl, const char *name, const char *as, bool quiet,
 	char *text = NULL, path[PATH_MAX], a[32], b[32];
 	struct json_object *req, *rep;
 	double t0 = now_s();
-	int rc = -1;
+	int rc = -1, nsigs = 0;
 
 	if (image_lookup(name, &img, err) < 0)
 		return -1;
@@ -250,14 +250,29 @@ int image_push_to(const char *ctl, const char *name, const char *as, bool quiet,
 	json_object_object_add(req, "type", json_object_new_string("image_tag"));
 	json_object_object_add(req, "name", json_object_new_string(as ? as : img.name));
 	json_object_object_add(req, "id", json_object_new_string(img.id));
+	/* Its signatures go with it (images/sign.c; the store checks them). */
+	{
+		struct image_sigs sigs;
+		char stext[IMAGE_SIG_TEXT_MAX + 1];
+
+		if (image_sigs_read(img.dir, &sigs, err) < 0) {
+			json_object_put(req);
+			goto out;
+		}
+		image_sigs_format(&sigs, stext);
+		if (sigs.n)
+			json_object_object_add(req, "signatures", json_object_new_string(stext));
+		nsigs = sigs.n;
+	}
 	rc = client_call(ctl, req, &rep, 120000, err);
 	json_object_put(req);
 	if (rc < 0)
 		goto out;
 	json_object_put(rep);
 	if (!quiet)
-		printf("pushed %s as %s: %.12s, %s sent in %.1f s (%s in all)\n", img.name, as ? as : img.name, img.id,
-		       fmt_size(sent, a, sizeof(a)), now_s() - t0, fmt_size(img.bytes, b, sizeof(b)));
+		printf("pushed %s as %s: %.12s, %s sent in %.1f s (%s in all)%s\n", img.name, as ? as : img.name, img.id,
+		       fmt_size(sent, a, sizeof(a)), now_s() - t0, fmt_size(img.bytes, b, sizeof(b)),
+		       nsigs ? ", with its signatures" : "");
 out:
 	image_mf_free(&m);
 	free(text);
@@ -315,12 +330,17 @@ static void print_store(struct json_object *rep)
 	if (json_object_object_get_ex(rep, "images", &a))
 		for (size_t i = 0; i < json_object_array_length(a); i++) {
 			e = json_object_array_get_idx(a, i);
-			printf("%-16s %.12s  %-8s  %7lld  %10s  %s%s%s\n", client_str(e, "name", "?"),
+			long long nsig = client_int(e, "signatures", 0);
+
+			printf("%-16s %.12s  %-8s  %7lld  %10s  %s%s%s", client_str(e, "name", "?"),
 			       client_str(e, "id", "?"), client_str(e, "format", "?"), client_int(e, "files", 0),
 			       fmt_size((uint64_t)client_int(e, "bytes", 0), sz, sizeof(sz)),
 			       when(client_int(e, "pushed", 0), w, sizeof(w)),
 			       json_object_get_boolean(json_object_object_get(e, "kvm")) ? "  kvm: Linux " : "",
 			       client_str(e, "kernel_release", ""));
+			if (nsig)
+				printf("  signed (%lld signature%s)", nsig, nsig == 1 ? "" : "s");
+			printf("\n");
 		}
 	if (json_object_object_get_ex(rep, "held", &a))
 		for (size_t i = 0; i < json_object_array_length(a); i++) {

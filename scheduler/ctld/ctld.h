@@ -142,7 +142,10 @@ struct cmsg {
 	bool manifest;                 /* image_get: objects[0] asked for as an image's manifest */
 	struct image_chunk *parts;     /* image_put (owned, decoded) */
 	int nparts;
+	char *signatures;              /* image_tag: the image's signatures file's
+	                                  text (owned; images/sign.c), or NULL */
 };
+#define CMSG_SIGS_MAX 4096        /* > IMAGE_SIG_TEXT_MAX: its parser says what is wrong */
 
 /* Parses and validates msg (its "type" and every field); err names what is
  * wrong.  On success free with ctld_msg_free. */

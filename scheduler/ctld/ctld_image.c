@@ -9,6 +9,7 @@
  * objects of an image stay while a job not yet ended holds it.
  */
 #include "lib/err.h"
+#include "images/images.h"
 #include "lib/imgwire.h"
 #include "lib/jobspec.h"
 #include "lib/log.h"
@@ -101,12 +102,27 @@ static struct json_object *do_tag(struct ctld *ctl, const struct cmsg *m, uid_t 
 	struct json_object *r;
 	struct verr e;
 
+	struct image_sigs sigs = { .n = 0 };
+	int nsigs = 0;
+
+	/* Signatures that do not parse, or do not sign this id, refuse the
+	 * push before the name moves. */
+	if (m->signatures && image_sigs_parse(m->signatures, strlen(m->signatures), &sigs, &e) < 0)
+		return ctld_error("invalid", "the signatures of image %.12s: %s", m->image_id, e.msg);
+	for (int i = 0; i < sigs.n; i++)
+		if (!image_sig_valid(&sigs.v[i], m->image_id))
+			return ctld_error("invalid", "signature %d of image %.12s does not verify for that id "
+					  "(a signature of another image, or a damaged one); refused", i + 1, m->image_id);
 	if (imgstore_tag(ctl->images, m->name, m->image_id, uid, ctld_wall_s(), &ref, &e) < 0)
 		return ctld_error("invalid", "%s", e.msg);
-	log_info("image %s is now %.12s (%s, %ld files), pushed by uid %u", ref.name, ref.id, ref.format,
-		 ref.files, (unsigned)uid);
+	if (sigs.n && imgstore_sign(ctl->images, ref.id, &sigs, &nsigs, &e) < 0)
+		return ctld_error("invalid", "%s", e.msg);
+	log_info("image %s is now %.12s (%s, %ld files), pushed by uid %u%s", ref.name, ref.id, ref.format,
+		 ref.files, (unsigned)uid, nsigs ? ", signed" : "");
 	r = ctld_reply("image_tagged");
 	json_object_object_add(r, "image", ref_json(&ref));
+	if (nsigs)
+		json_object_object_add(json_object_object_get(r, "image"), "signatures", json_object_new_int(nsigs));
 	return r;
 }
 
@@ -155,6 +171,21 @@ static struct json_object *do_get(struct ctld *ctl, const struct cmsg *m)
 	}
 	json_object_object_add(r, WIRE_DATA, json_object_new_string_len((const char *)buf, (int)used));
 	free(buf);
+	/* An image's signatures go with its manifest (a node that asks at
+	 * the manifest's end gets only them); the node checks them against
+	 * its own keys (images/sign.c). */
+	if (m->manifest) {
+		struct image_sigs sigs;
+		char text[IMAGE_SIG_TEXT_MAX + 1];
+		struct verr e;
+
+		if (imgstore_sigs(ctl->images, m->objects[0], &sigs, &e) < 0)
+			log_warn("image %.12s: %s; sent without signatures", m->objects[0], e.msg);
+		else if (sigs.n) {
+			image_sigs_format(&sigs, text);
+			json_object_object_add(r, "signatures", json_object_new_string(text));
+		}
+	}
 	ctld_metrics_image_sent(ctl, m->manifest && m->offset == 0, used);
 	return r;
 }
@@ -272,8 +303,16 @@ static struct json_object *do_list(struct ctld *ctl)
 		json_object_put(nodes);
 		return ctld_error("internal", "%s", e.msg);
 	}
-	for (size_t i = 0; i < nrefs; i++)
-		json_object_array_add(imgs, ref_json(&refs[i]));
+	for (size_t i = 0; i < nrefs; i++) {
+		struct json_object *o = ref_json(&refs[i]);
+		struct image_sigs sigs;
+
+		/* How many signatures: which keys, and whether a node trusts
+		 * them, is each node's cluster file's to say. */
+		if (imgstore_sigs(ctl->images, refs[i].id, &sigs, &e) == 0 && sigs.n)
+			json_object_object_add(o, "signatures", json_object_new_int(sigs.n));
+		json_object_array_add(imgs, o);
+	}
 	imgstore_usage(ctl->images, &bytes, &objects);
 	pthread_mutex_lock(&ctl->mu);
 	/* Ids jobs hold that no name points at any more (removed, or pushed over). */

@@ -56,6 +56,7 @@ void ctld_msg_free(struct cmsg *m)
 	free(m->data);
 	free(m->cache);
 	free(m->objects);
+	free(m->signatures);
 	image_chunks_free(m->parts, m->nparts);
 	memset(m, 0, sizeof(*m));
 }
@@ -248,7 +249,7 @@ static int parse_cache(struct json_object *o, struct cmsg *m, struct verr *err)
 static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 {
 	static const char *const f_have[] = { "objects", NULL }, *const f_put[] = { "parts", WIRE_DATA, NULL },
-		*const f_tag[] = { "name", "id", NULL }, *const f_get[] = { "objects", "offset", "manifest", NULL },
+		*const f_tag[] = { "name", "id", "signatures", NULL }, *const f_get[] = { "objects", "offset", "manifest", NULL },
 		*const f_none[] = { NULL }, *const f_rm[] = { "name", "version", NULL };
 	const char *s;
 	long long v;
@@ -269,6 +270,12 @@ static int parse_image(struct json_object *o, struct cmsg *m, struct verr *err)
 		if (!sha256_hex_ok(s))
 			return verr_set(err, "\"id\": expected an image id (64 lowercase hex digits)");
 		snprintf(m->image_id, sizeof(m->image_id), "%s", s);
+		/* Parsed and checked against the id by the store (images/sign.c). */
+		s = NULL;
+		if (jf_str(o, "signatures", false, CMSG_SIGS_MAX, &s, err) < 0)
+			return -1;
+		if (s && !(m->signatures = strdup(s)))
+			return verr_set(err, "out of memory");
 		return 0;
 	case CM_IMAGE_GET:
 		if (jf_only(o, "image_get", f_get, err) < 0 ||

@@ -11,6 +11,7 @@
  * a symlink (images/nofollow.c).
  */
 #include "lib/bytes.h"
+#include "lib/cluster.h"
 #include "lib/err.h"
 #include "lib/fsutil.h"
 #include "lib/grow.h"
@@ -48,6 +49,7 @@ struct imgstore {
 	char dir[PATH_MAX - 200];
 	int dfd;                       /* dir */
 	int tfd, rfd;                  /* tagged/, refs/ */
+	int sfd;                       /* signatures/ (images/sign.c): <id>, the image's */
 	struct pending *pend;          /* sorted by sha */
 	size_t npend, cappend;
 };
@@ -105,10 +107,10 @@ int imgstore_open(struct imgstore **out, const char *dir, struct verr *err)
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	s->dfd = s->tfd = s->rfd = -1;
+	s->dfd = s->tfd = s->rfd = s->sfd = -1;
 	snprintf(path, sizeof(path), "%s/tagged", dir);
 	fresh = access(path, F_OK) < 0;
-	for (const char *sub = "objects\0tmp\0refs\0tagged\0"; *sub; sub += strlen(sub) + 1) {
+	for (const char *sub = "objects\0tmp\0refs\0tagged\0signatures\0"; *sub; sub += strlen(sub) + 1) {
 		snprintf(path, sizeof(path), "%s/%s", dir, sub);
 		if (mkdir_p(path, 0700, err) < 0) {
 			imgstore_close(s);
@@ -117,7 +119,8 @@ int imgstore_open(struct imgstore **out, const char *dir, struct verr *err)
 	}
 	if ((s->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (s->tfd = image_openat(s->dfd, "tagged", O_RDONLY | O_DIRECTORY, 0, err)) < 0 ||
-	    (s->rfd = image_openat(s->dfd, "refs", O_RDONLY | O_DIRECTORY, 0, err)) < 0) {
+	    (s->rfd = image_openat(s->dfd, "refs", O_RDONLY | O_DIRECTORY, 0, err)) < 0 ||
+	    (s->sfd = image_openat(s->dfd, "signatures", O_RDONLY | O_DIRECTORY, 0, err)) < 0) {
 		if (s->dfd < 0)
 			verr_errno(err, "cannot open %s", dir);
 		imgstore_close(s);
@@ -132,7 +135,7 @@ void imgstore_close(struct imgstore *s)
 {
 	if (!s)
 		return;
-	for (int *fd = &s->dfd; fd <= &s->rfd; fd++)
+	for (int *fd = &s->dfd; fd <= &s->sfd; fd++)
 		if (*fd >= 0)
 			close(*fd);
 	pthread_mutex_destroy(&s->mu);
@@ -963,6 +966,13 @@ int imgstore_gc(struct imgstore *s, const char *const *held, int nheld, long *re
 	}
 	/* Uploads nobody finished in a day. */
 	sweep_dir(s, "tmp", &live, time(NULL) - 86400, removed, freed, true);
+	{
+		long nsig = 0;
+		uint64_t sigbytes = 0;
+
+		/* The signatures of images collected: not objects, not counted. */
+		sweep_dir(s, "signatures", &live, 0, &nsig, &sigbytes, false);
+	}
 	rc = imgstore_rec_each(s->tfd, drop_collected, s, err);
 done:
 	free(refs);
@@ -970,6 +980,56 @@ out:
 	free(live.v);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
+}
+
+int imgstore_sigs(struct imgstore *s, const char *id, struct image_sigs *out, struct verr *err)
+{
+	char *text;
+	size_t len;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (!image_id_ok(id))
+		return verr_set(err, "'%.70s' is not an image id", id);
+	pthread_mutex_lock(&s->mu);
+	r = image_read_at(s->sfd, id, IMAGE_SIG_TEXT_MAX + 1, &text, &len, err);
+	pthread_mutex_unlock(&s->mu);
+	if (r < 0)
+		return errno == ENOENT ? 0 : verr_wrap(err, "image store: signatures of %.12s", id);
+	r = image_sigs_parse(text, len, out, err);
+	free(text);
+	return r < 0 ? verr_wrap(err, "image store: signatures of %.12s", id) : 0;
+}
+
+int imgstore_sign(struct imgstore *s, const char *id, const struct image_sigs *add, int *total, struct verr *err)
+{
+	struct image_sigs have;
+	char text[IMAGE_SIG_TEXT_MAX + 1];
+	int r = 0;
+
+	for (int i = 0; i < add->n; i++)
+		if (!image_sig_valid(&add->v[i], id)) {
+			char key[CLUSTER_KEY_TEXT];
+
+			cluster_key_format(add->v[i].key, key);
+			return verr_set(err, "signature %d (key %.24s...) is not a signature of image %.12s; refused", i + 1, key, id);
+		}
+	if (!imgstore_is_image(s, id))
+		return verr_set(err, "image %.12s is not an image of the store; refused", id);
+	/* Those it has, and the new ones (a key's new signature replaces its old). */
+	if (imgstore_sigs(s, id, &have, err) < 0)
+		return -1;
+	for (int i = 0; i < add->n && r == 0; i++)
+		r = image_sigs_add(&have, &add->v[i], err);
+	if (r < 0)
+		return verr_wrap(err, "image %.12s", id);
+	image_sigs_format(&have, text);
+	pthread_mutex_lock(&s->mu);
+	r = image_write_at(s->sfd, id, text, strlen(text), 0600, true, err);
+	pthread_mutex_unlock(&s->mu);
+	if (total)
+		*total = have.n;
+	return r;
 }
 
 void imgstore_usage(struct imgstore *s, uint64_t *bytes, long *objects)

@@ -91,6 +91,13 @@ int imgstore_refs(struct imgstore *s, struct imgstore_ref **out, size_t *n, stru
  * -1, removing nothing, when a ref or a needed manifest cannot be read. */
 int imgstore_gc(struct imgstore *s, const char *const *held, int nheld, long *removed, uint64_t *freed,
 		struct verr *err);
+/* The signatures of image id (images/sign.c; none: an empty set), kept in
+ * signatures/<id>; and more of them, each checked against id with its
+ * own key first (whether a node trusts the key is the node's to say).
+ * *total: how many the image has now. */
+struct image_sigs;
+int imgstore_sigs(struct imgstore *s, const char *id, struct image_sigs *out, struct verr *err);
+int imgstore_sign(struct imgstore *s, const char *id, const struct image_sigs *add, int *total, struct verr *err);
 /* Bytes and objects the store holds. */
 void imgstore_usage(struct imgstore *s, uint64_t *bytes, long *objects);
 

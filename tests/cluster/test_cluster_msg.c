@@ -351,6 +351,25 @@ static void image_messages(void **state)
 		 "\"len\":0,\"x\":1}]}", "unknown field \"x\"");
 	crejects("{\"type\":\"image_tag\",\"name\":\"a b\",\"id\":\"" H "\"}", "\"name\"");
 	crejects("{\"type\":\"image_tag\",\"name\":\"ab\",\"id\":\"12\"}", "expected an image id");
+	/* An image's signatures ride along image_tag and image_data. */
+	assert_int_equal(cparse("{\"type\":\"image_tag\",\"name\":\"ab\",\"id\":\"" H "\",\"signatures\":\"x\\n\"}", &m, &e), 0);
+	assert_string_equal(m.signatures, "x\n");
+	ctld_msg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"image_tag\",\"name\":\"ab\",\"id\":\"" H "\"}", &m, &e), 0);
+	assert_null(m.signatures);
+	ctld_msg_free(&m);
+	{
+		char big[CMSG_SIGS_MAX + 200];
+
+		snprintf(big, sizeof(big), "{\"type\":\"image_tag\",\"name\":\"ab\",\"id\":\"" H "\",\"signatures\":\"%0*d\"}",
+			 CMSG_SIGS_MAX + 1, 0);
+		crejects(big, "\"signatures\"");
+	}
+	crejects("{\"type\":\"image_tag\",\"name\":\"ab\",\"id\":\"" H "\",\"signatures\":[1]}", "\"signatures\"");
+	o = json_tokener_parse("{\"type\":\"image_data\",\"parts\":[],\"_data\":\"\",\"signatures\":\"s\"}");
+	assert_int_equal(vimg_data_parse(o, &c, &n, &e), 0);
+	image_chunks_free(c, n);
+	json_object_put(o);
 	crejects("{\"type\":\"image_get\",\"objects\":[\"" H "\"],\"offset\":-1}", "\"offset\"");
 	crejects("{\"type\":\"image_rm\",\"name\":\"../x\"}", "\"name\"");
 	crejects("{\"type\":\"heartbeat\",\"node\":\"n1\",\"jobs\":[],\"images\":[{\"id\":\"x\",\"bytes\":5,"

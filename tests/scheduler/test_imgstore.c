@@ -23,6 +23,7 @@
 
 #include "tests/fixture.h"
 
+#include "images/images.h"
 #include "scheduler/ctld/imgstore.h"
 
 static char dir[64];
@@ -436,6 +437,71 @@ static void record_after_restart(void **state)
 	imgstore_close(s);
 }
 
+/* An image's signatures: each checked against the id before it is kept,
+ * a key's new one replacing its old, none for an id that is no image,
+ * and gone with the image's manifest in a collection. */
+static void signatures(void **state)
+{
+	struct imgstore *s;
+	struct imgstore_ref r;
+	struct image_sigs add = { .n = 0 }, got;
+	uint8_t sk1[64], sk2[64], pk[32];
+	char id1[65], id2[65], old[65], path[200];
+	struct verr e;
+	long removed;
+	uint64_t freed;
+	int total;
+
+	(void)state;
+	crypto_sign_keypair(pk, sk1);
+	crypto_sign_keypair(pk, sk2);
+	assert_int_equal(imgstore_open(&s, dir, &e), 0);
+	image(s, "a1", "b1", id1);
+	image(s, "a2", "b2", id2);
+	assert_int_equal(imgstore_tag(s, "v1", id1, 0, 1, &r, &e), 0);
+	assert_int_equal(imgstore_sigs(s, id1, &got, &e), 0);
+	assert_int_equal(got.n, 0);
+	/* another id's signature, and any for an id that is no image */
+	add.n = 1;
+	image_sig_make(sk1, id2, &add.v[0]);
+	assert_int_equal(imgstore_sign(s, id1, &add, &total, &e), -1);
+	assert_non_null(strstr(e.msg, "is not a signature of image"));
+	assert_int_equal(imgstore_sign(s, id2, &add, &total, &e), -1);
+	assert_non_null(strstr(e.msg, "is not an image of the store"));
+	assert_int_equal(imgstore_sigs(s, id1, &got, &e), 0);
+	assert_int_equal(got.n, 0);
+	/* two keys; the first key's again replaces its own */
+	image_sig_make(sk1, id1, &add.v[0]);
+	assert_int_equal(imgstore_sign(s, id1, &add, &total, &e), 0);
+	assert_int_equal(total, 1);
+	image_sig_make(sk2, id1, &add.v[0]);
+	assert_int_equal(imgstore_sign(s, id1, &add, &total, &e), 0);
+	assert_int_equal(total, 2);
+	image_sig_make(sk1, id1, &add.v[0]);
+	assert_int_equal(imgstore_sign(s, id1, &add, &total, &e), 0);
+	assert_int_equal(total, 2);
+	assert_int_equal(imgstore_sigs(s, id1, &got, &e), 0);
+	assert_int_equal(got.n, 2);
+	assert_true(image_sig_valid(&got.v[0], id1) && image_sig_valid(&got.v[1], id1));
+	/* a damaged file is named, not taken for none */
+	snprintf(path, sizeof(path), "%s/signatures/%s", dir, id1);
+	{
+		FILE *f = fopen(path, "a");
+
+		assert_non_null(f);
+		fputs("junk\n", f);
+		fclose(f);
+	}
+	assert_int_equal(imgstore_sigs(s, id1, &got, &e), -1);
+	assert_non_null(strstr(e.msg, "line 3"));
+	/* collected with the image */
+	assert_int_equal(imgstore_untag(s, "v1", old, &e), 0);
+	assert_int_equal(imgstore_gc(s, NULL, 0, &removed, &freed, &e), 0);
+	assert_false(imgstore_is_image(s, id1));
+	assert_int_equal(access(path, F_OK), -1);
+	imgstore_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -446,6 +512,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(images_by_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(earlier_version_retired, setup, teardown),
 		cmocka_unit_test_setup_teardown(record_after_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(signatures, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
