@@ -175,6 +175,8 @@ struct json_object *vd_handle(const struct vmsg *m)
 	case VM_STOP:
 		vd_stop_job(m->job);
 		return ok_reply("stopped", m->job);
+	case VM_GUEST_OPEN:
+		return vd_guest_open(m);
 	}
 	return wire_error("unhandled message");
 }
