@@ -24,6 +24,61 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A stream holds a connection of vhpc-ctld for as long as it lasts, where
+ * every other request holds one for seconds: without a bound per user,
+ * one user's idle shells could take every connection there is
+ * (VHPC_WIRE_MAX_CONNS), and the cluster's requests with them. */
+#define EXEC_MAX_PER_USER 32
+
+static struct {
+	pthread_mutex_t mu;
+	struct { uid_t uid; int n; } u[64];
+} open_streams = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Counts one more stream of uid: false when it has its limit, or when
+ * too many users have streams open at once (root is not counted). */
+static bool stream_take(uid_t uid)
+{
+	int free_slot = -1;
+	bool ok = false;
+
+	if (uid == 0)
+		return true;
+	pthread_mutex_lock(&open_streams.mu);
+	for (int i = 0; i < 64; i++) {
+		if (open_streams.u[i].n && open_streams.u[i].uid == uid) {
+			if (open_streams.u[i].n < EXEC_MAX_PER_USER) {
+				open_streams.u[i].n++;
+				ok = true;
+			}
+			goto out;
+		}
+		if (!open_streams.u[i].n && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot >= 0) {
+		open_streams.u[free_slot].uid = uid;
+		open_streams.u[free_slot].n = 1;
+		ok = true;
+	}
+out:
+	pthread_mutex_unlock(&open_streams.mu);
+	return ok;
+}
+
+static void stream_give(uid_t uid)
+{
+	if (uid == 0)
+		return;
+	pthread_mutex_lock(&open_streams.mu);
+	for (int i = 0; i < 64; i++)
+		if (open_streams.u[i].n && open_streams.u[i].uid == uid) {
+			open_streams.u[i].n--;
+			break;
+		}
+	pthread_mutex_unlock(&open_streams.mu);
+}
+
 struct target {
 	char node[65], addr[64];
 	char key_hex[2 * CHAN_KEY_LEN + 1];
@@ -67,13 +122,20 @@ out:
 	return err;
 }
 
+struct splice {
+	int node_fd;
+	uid_t uid;
+};
+
 static void splice_fd(int fd, void *arg)
 {
-	int node_fd = (int)(intptr_t)arg;
+	struct splice *sp = arg;
 
 	if (fd >= 0)
-		wpipe_splice(fd, node_fd);
-	close(node_fd);
+		wpipe_splice(fd, sp->node_fd);
+	close(sp->node_fd);
+	stream_give(sp->uid);
+	free(sp);
 }
 
 struct json_object *ctld_exec(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer)
@@ -83,6 +145,7 @@ struct json_object *ctld_exec(struct ctld *ctl, const struct cmsg *m, const stru
 	uint8_t pk[WPIPE_KEY_LEN];
 	char pk_hex[2 * WPIPE_KEY_LEN + 1];
 	struct wire_peer np = { .uid = 0 };
+	struct splice *sp = NULL;
 	struct verr e;
 	int fd = -1;
 
@@ -98,6 +161,13 @@ struct json_object *ctld_exec(struct ctld *ctl, const struct cmsg *m, const stru
 		return ctld_error("invalid", "job %lld: g%d is on simulated node %s, which runs no guests",
 				  (long long)m->id, m->guest, t.node);
 	}
+	if (!stream_take(peer->uid)) {
+		argv_free(t.env);
+		log_warn("exec job %lld g%d for uid %u: refused, %d streams of this user are open", (long long)m->id,
+			 m->guest, (unsigned)peer->uid, EXEC_MAX_PER_USER);
+		return ctld_error("full", "uid %u has %d vhpc exec and vhpc shell sessions open, the most one user may; "
+			      "end one first", (unsigned)peer->uid, EXEC_MAX_PER_USER);
+	}
 	random_bytes(pk, sizeof(pk));
 	hex_encode(pk, sizeof(pk), pk_hex);
 	sodium_memzero(pk, sizeof(pk));
@@ -107,17 +177,22 @@ struct json_object *ctld_exec(struct ctld *ctl, const struct cmsg *m, const stru
 	json_object_object_add(req, "job", json_object_new_int64(m->id));
 	json_object_object_add(req, "guest", json_object_new_int(m->guest));
 	json_object_object_add(req, "pipe_key", json_object_new_string(pk_hex));
-	if (wire_call_open(t.addr, req, &rep, &np, ctl->rpc_timeout_ms, &fd, &e) < 0 || fd < 0 ||
+	if (!(sp = malloc(sizeof(*sp))) ||
+	    wire_call_open(t.addr, req, &rep, &np, ctl->rpc_timeout_ms, &fd, &e) < 0 || fd < 0 ||
 	    (np.uid != 0 && verr_set(&e, "the answer came from uid %u, not root", (unsigned)np.uid) < 0)) {
 		if (fd >= 0 && np.uid != 0) {
 			close(fd);
 			json_object_put(rep);
 			rep = NULL;
 		}
+		if (!sp)
+			verr_set(&e, "out of memory");
 		r = ctld_error("internal", "job %lld: g%d on node %s: %s", (long long)m->id, m->guest, t.node,
 			       rep ? wire_error_text(rep) : e.msg);
 		log_warn("exec job %lld g%d for uid %u: %s", (long long)m->id, m->guest, (unsigned)peer->uid,
 			 rep ? wire_error_text(rep) : e.msg);
+		free(sp);
+		stream_give(peer->uid);
 		goto out;
 	}
 	log_info("exec job %lld g%d for uid %u through node %s", (long long)m->id, m->guest, (unsigned)peer->uid,
@@ -133,7 +208,9 @@ struct json_object *ctld_exec(struct ctld *ctl, const struct cmsg *m, const stru
 	for (char **p = t.env; *p; p++)
 		json_object_array_add(ev, json_object_new_string(*p));
 	json_object_object_add(r, "env", ev);
-	wire_serve_takeover(splice_fd, (void *)(intptr_t)fd);
+	sp->node_fd = fd;
+	sp->uid = peer->uid;
+	wire_serve_takeover(splice_fd, sp);
 out:
 	json_object_put(req);
 	json_object_put(rep);

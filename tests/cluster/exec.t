@@ -154,6 +154,20 @@ out=$(uvc exec "$J" --guest 1 -- hostname 2>&1); rc=$?
 check_match "a guest's link in place of its socket is not followed" "not a socket \\(a symlink or file in its place\\)" "$out"
 check_eq "... and the exec fails" 125 "$rc"
 
+# A user's open sessions are bounded (each holds a connection of
+# vhpc-ctld for as long as it lasts): the 33rd is refused, saying why,
+# and ending them gives the room back.
+xs=()
+for k in $(seq 32); do uvc exec "$J" -n -- sleep 120 >/dev/null 2>&1 & xs+=($!); done
+poll_until 30 eval '[ "$(pgrep -u "$uid" -fc "^sleep 120$")" -ge 32 ]' || diag "only $(pgrep -u "$uid" -fc "^sleep 120$") sessions started"
+out=$(uvc exec "$J" -- true 2>&1); rc=$?
+check_match "the 33rd session of a user is refused, saying why" "has 32 vhpc exec and vhpc shell sessions open, the most one user may" "$out"
+check_eq "... with vhpc's status" 125 "$rc"
+check_eq "root is not held to it" g0 "$(vc exec "$J" -- hostname 2>&1)"
+kill -TERM $(pgrep -f "^$BIN/vhpc exec $J -n -- sleep 120") 2>/dev/null
+for p in "${xs[@]}"; do wait "$p"; done
+check_eq "once they ended, the user may again" g0 "$(uvc exec "$J" -- hostname 2>&1)"
+
 # Nothing left: the daemons' descriptors and the guests' processes are
 # what they were before the first exec.
 sleep 1
