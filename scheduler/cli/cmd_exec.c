@@ -119,6 +119,8 @@ static int run_one(const char *ctl, int64_t id, int guest, char **cmd, int out, 
 	return st;
 }
 
+#define LINE_MAX_HELD (1u << 20)
+
 /* What a guest's pipe gave: whole lines, each after its prefix. */
 struct lines {
 	int fd, to;
@@ -231,7 +233,8 @@ static int run_all(const char *ctl, int64_t id, char **cmd)
 			ls[i].buf = nb;
 			memcpy(ls[i].buf + ls[i].len, chunk, (size_t)r);
 			ls[i].len += (size_t)r;
-			emit(&ls[i], false);
+			/* a line without end is cut where it gets long, not held whole */
+			emit(&ls[i], ls[i].len > LINE_MAX_HELD);
 		}
 		free(p);
 	}
