@@ -118,9 +118,9 @@ int cmd_shell(int argc, char **argv)
 	r.cancel = &g_cancel;
 	raw = saved;
 	cfmakeraw(&raw);
-	tcsetattr(0, TCSAFLUSH, &raw);
+	tcsetattr(0, TCSADRAIN, &raw);
 	rc = gexec_run(&x.c, &r, &st, &e);
-	tcsetattr(0, TCSAFLUSH, &saved);
+	tcsetattr(0, TCSADRAIN, &saved);
 	if (rc < 0) {
 		fprintf(stderr, "vhpc shell: job %lld g%lld: %s\n", (long long)id, n, e.msg);
 		st = EXIT_VHPC;
