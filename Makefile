@@ -19,9 +19,10 @@ DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	runc libcmocka-dev libsqlite3-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libnftables-dev nftables wireguard-tools \
 	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
 	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
-	skopeo umoci squashfs-tools erofs-utils \
+	skopeo umoci squashfs-tools erofs-utils apache2-utils openssl \
 	libslurm-dev slurmctld slurmd slurm-client debootstrap \
-	rdma-core ibverbs-utils perftest rdmacm-utils ucx-utils libfabric-bin
+	rdma-core ibverbs-utils perftest rdmacm-utils ucx-utils libfabric-bin \
+	libmicrohttpd-dev
 
 # Messages are truncated on purpose where buffers are fixed, hence no format-truncation.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wno-format-truncation
@@ -50,7 +51,7 @@ EXTRA_ALL  :=
 # (PREFIX/bin): a component adds to it.
 INSTALL_BIN :=
 
-.PHONY: all deps check demo fuzz clean install kernels lab FORCE
+.PHONY: all deps check demo fuzz clean install kernels lab tools FORCE
 all: deps programs
 
 # -- Debian packages ------------------------------------------------------
@@ -155,7 +156,7 @@ fuzzers: $(FUZZERS)
 # The build part in parallel on every core: make 4.3 ignores a -j that a
 # makefile adds to its own MAKEFLAGS, so a sub-make gets it.
 check:
-	@$(MAKE) --no-print-directory -j$(shell nproc) all tests fuzzers kernels lab
+	@$(MAKE) --no-print-directory -j$(shell nproc) all tests fuzzers kernels lab tools
 	@B=$(B) tests/run
 
 # The Debian kernel kvm images and the hv smoke tests boot, fetched during
@@ -164,6 +165,24 @@ KERNEL_PACKAGE := linux-image-cloud-amd64
 kernels: programs
 	@VHPC_KERNEL_CACHE=$(CURDIR)/$(B)/kernels $(B)/bin/vhpc image fetch-kernel $(KERNEL_PACKAGE) >/dev/null || \
 		echo "warning: could not fetch $(KERNEL_PACKAGE); kvm image and kernel boot tests will be skipped"
+
+# Two programs the tests need ship only in Debian packages whose
+# installation enables and starts a server on every address of a systemd
+# machine: promtool (prometheus; tests/cluster/metrics.t) and
+# docker-registry (tests/integration/image-registry.t, which starts its
+# own on loopback).  make check's set-up takes the one program out of the
+# package instead (apt-get download, dpkg-deb -x) into $(B)/tools, as it
+# fetches kernels.  Offline, the tests that need them skip.
+TOOLS := $(B)/tools/promtool $(B)/tools/docker-registry
+tools: $(TOOLS)
+$(B)/tools/promtool: PKG = prometheus
+$(B)/tools/docker-registry: PKG = docker-registry
+$(B)/tools/%: | deps
+	@d=$(B)/tools/pkg-$*; rm -rf $$d && mkdir -p $$d && \
+	if (cd $$d && apt-get download -qq $(PKG) >/dev/null 2>&1 && dpkg-deb -x $(PKG)_*.deb x) && \
+	   [ -x $$d/x/usr/bin/$* ]; then install -m 0755 $$d/x/usr/bin/$* $@; \
+	else echo "warning: could not take $* out of Debian's $(PKG) package; the tests that need it will be skipped"; fi; \
+	rm -rf $$d
 
 # The virtualization lab's QEMU (Debian 13's, in a root of its own under
 # $(B)/lab: tests/lab/prepare), fetched during set-up like the kernels.

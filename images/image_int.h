@@ -55,6 +55,7 @@ struct image_meta {
 	unsigned flags;                /* IMAGE_SQUASHFS / IMAGE_EROFS */
 	const char *fingerprint;       /* of the sources, for reuse ("" none) */
 	const char *source;            /* what it was made from */
+	const char *digest;            /* a registry pull's manifest digest, or NULL */
 };
 int image_stage_begin(char *stage, size_t len, struct verr *err);
 /* An exclusive flock on path (made if missing, never through a symlink);

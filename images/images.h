@@ -72,15 +72,25 @@ const char *image_store_dir(char *buf, size_t len);
 /* Whether s is an image id (64 lowercase hex digits). */
 bool image_id_ok(const char *s);
 
+/* A registry pull's options (images/registry.c): credentials from the
+ * file skopeo and podman use, TLS checked unless told. */
+#define IMAGE_LAYER_CACHE_DEFAULT (10ull << 30)
+struct image_registry_opts {
+	const char *authfile;   /* NULL: $REGISTRY_AUTH_FILE, else skopeo's default */
+	const char *cert_dir;   /* the registry's CA (*.crt); NULL: the system's, /etc/containers/certs.d */
+	bool tls_verify_off;    /* no certificate check, plain HTTP allowed */
+	uint64_t cache_max;     /* bytes the layer cache keeps; 0: IMAGE_LAYER_CACHE_DEFAULT */
+};
 /* An OCI image as a node image (`vhpc image import`): its rootfs (skopeo
  * and umoci), vhpc's guest programs and the vmshm BTL, checked against the
  * image's Open MPI (refused, saying why, when it cannot load the BTL), and
  * with a base, the base's kvm kernel and initramfs and a root disk. */
 struct image_import {
-	const char *source;     /* oci:DIR[:TAG] or docker-archive:FILE */
-	const char *name;       /* NULL: the tag, else the file or folder name */
+	const char *source;     /* oci:DIR[:TAG], docker-archive:FILE, docker://REGISTRY/REPO:TAG|@sha256:D */
+	const char *name;       /* NULL: the tag, else the file or folder name (docker://: the repository's last part) */
 	const char *base;       /* the node image whose kvm parts it gets; NULL: none */
 	unsigned flags;         /* IMAGE_SQUASHFS, IMAGE_EROFS */
+	struct image_registry_opts registry; /* docker:// sources */
 };
 int image_import(const struct image_import *im, struct image_info *out, struct verr *err);
 

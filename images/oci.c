@@ -15,6 +15,7 @@
 #include "lib/proc.h"
 #include "image_int.h"
 #include "images/images.h"
+#include "images/registry_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Only local sources: nothing is pulled from outside. */
+/* A local source, or a registry's image (registry.c). */
 static int check_source(const char *src, char *name, size_t nlen, struct verr *err)
 {
 	const char *path, *tag = NULL, *base;
@@ -49,9 +50,20 @@ static int check_source(const char *src, char *name, size_t nlen, struct verr *e
 		snprintf(file, sizeof(file), "%s", src + 15);
 		if (stat(file, &st) < 0 || !S_ISREG(st.st_mode))
 			return verr_set(err, "%s: %s is not a file (docker save makes one)", src, file);
+	} else if (!strncmp(src, "docker://", 9)) {
+		struct image_reg_ref r;
+
+		if (image_reg_ref_parse(src, &r, err) < 0)
+			return -1;
+		/* The repository's last component names it. */
+		if (!name[0])
+			snprintf(name, nlen, "%s", strrchr(r.repo, '/') ? strrchr(r.repo, '/') + 1 : r.repo);
+		if (!ident_ok(name, 64))
+			return verr_set(err, "%s: no usable image name from it ('%s'): give one with --name", src, name);
+		return 0;
 	} else {
-		return verr_set(err, "'%s': import takes oci:DIR[:TAG] or docker-archive:FILE.tar (nothing is pulled from a registry)",
-				src);
+		return verr_set(err, "'%s': import takes oci:DIR[:TAG], docker-archive:FILE.tar or "
+				"docker://REGISTRY/REPO:TAG|@sha256:DIGEST", src);
 	}
 	if (!name[0]) {
 		/* The tag, else the file or folder's name without its extension. */
@@ -76,8 +88,10 @@ static int check_source(const char *src, char *name, size_t nlen, struct verr *e
 
 /* skopeo copy into <stage>/.oci (its digests checked), umoci unpack into
  * <stage>/.bundle; the image's PATH from its config out. */
-static int unpack(const char *src, const char *stage, char *path_env, size_t plen, struct verr *err)
+static int unpack(const struct image_import *im, const char *stage, struct image_registry_pull *pull, char *path_env,
+		  size_t plen, struct verr *err)
 {
+	const char *src = im->source;
 	char policy[PATH_MAX], dst[PATH_MAX], bundle[PATH_MAX], cfg[PATH_MAX], *text;
 	/* Local sources carry no signatures to check; the policy says so
 	 * rather than depend on the host's /etc/containers/policy.json. */
@@ -89,7 +103,13 @@ static int unpack(const char *src, const char *stage, char *path_env, size_t ple
 	snprintf(bundle, sizeof(bundle), "%s/.bundle", stage);
 	if (write_file(policy, pol, strlen(pol), 0600, err) < 0)
 		return -1;
-	{
+	if (!strncmp(src, "docker://", 9)) {
+		/* A site's signature policy for registries holds when it has one. */
+		const char *site = "/etc/containers/policy.json";
+
+		if (image_registry_fetch(src, &im->registry, stage, access(site, R_OK) == 0 ? site : policy, pull, err) < 0)
+			return -1;
+	} else {
 		const char *argv[] = { "skopeo", "--policy", policy, "copy", "--quiet", src, dst, NULL };
 
 		if (run_capture(argv, NULL, NULL, 1 << 20, 1800000, err) != 0)
@@ -100,7 +120,7 @@ static int unpack(const char *src, const char *stage, char *path_env, size_t ple
 		const char *argv[] = { "umoci", "unpack", "--image", dst, bundle, NULL };
 
 		if (run_capture(argv, NULL, NULL, 1 << 20, 1800000, err) != 0)
-			return verr_wrap(err, "umoci unpack");
+			return verr_wrap(err, "umoci could not unpack the image's layers (is one not a tar archive?)");
 	}
 	snprintf(cfg, sizeof(cfg), "%s/config.json", bundle);
 	path_env[0] = 0;
@@ -264,6 +284,7 @@ static int fit_rootfs(const char *stage, struct verr *err)
 int image_import(const struct image_import *im, struct image_info *out, struct verr *err)
 {
 	char stage[PATH_MAX + 64] = "", name[65] = "", path_env[4096], dot[PATH_MAX + 80];
+	struct image_registry_pull pull = { .digest = "" };
 	struct image_info base;
 	unsigned flags = im->flags & (IMAGE_SQUASHFS | IMAGE_EROFS);
 	int lock = -1, r = -1;
@@ -284,7 +305,7 @@ int image_import(const struct image_import *im, struct image_info *out, struct v
 	if ((lock = image_stage_begin(stage, sizeof(stage), err)) < 0)
 		return -1;
 	log_info("importing %s as image '%s'", im->source, name);
-	if (unpack(im->source, stage, path_env, sizeof(path_env), err) < 0 || fit_rootfs(stage, err) < 0)
+	if (unpack(im, stage, &pull, path_env, sizeof(path_env), err) < 0 || fit_rootfs(stage, err) < 0)
 		goto out;
 	snprintf(dot, sizeof(dot), "%s/rootfs", stage);
 	if (image_oci_add_vhpc(dot, path_env[0] ? path_env : NULL, err) < 0)
@@ -301,9 +322,10 @@ int image_import(const struct image_import *im, struct image_info *out, struct v
 	{
 		char desc[300];
 		struct image_meta meta = { .name = name, .description = desc, .flags = flags, .fingerprint = "",
-					   .source = im->source };
+					   .source = im->source, .digest = pull.digest[0] ? pull.digest : NULL };
 
-		snprintf(desc, sizeof(desc), "imported from %s", im->source);
+		snprintf(desc, sizeof(desc), "imported from %s%s%s", im->source, pull.digest[0] ? " pinned to " : "",
+			 pull.digest);
 		r = image_stage_commit(stage, &meta, out, err);
 	}
 	if (r == 0)

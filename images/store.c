@@ -362,6 +362,8 @@ int image_stage_commit(const char *stage, const struct image_meta *meta, struct 
 		json_object_object_add(ref, "id", json_object_new_string(id));
 		json_object_object_add(ref, "fingerprint", json_object_new_string(meta->fingerprint ? meta->fingerprint : ""));
 		json_object_object_add(ref, "spec", json_object_new_string(meta->source ? meta->source : ""));
+		if (meta->digest)
+			json_object_object_add(ref, "digest", json_object_new_string(meta->digest));
 		snprintf(path, sizeof(path), "%s/refs/%s.json", dir, meta->name);
 		r = write_json(path, ref, err);
 		json_object_put(ref);

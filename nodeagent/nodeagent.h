@@ -319,6 +319,18 @@ struct na_guest_env {
  * job's ranks need for vmshm where it has a region here. */
 const char *const *na_job_guest_env(const struct na_job *j, struct na_guest_env *e, int index);
 
+/* What guest k of this node has used so far, from its cgroups: CPU time
+ * (microseconds, every thread of the guest: a kvm guest's vhpc-hv, vCPUs
+ * and device model, and its virtiofsd) and the peak of its memory (bytes),
+ * each -1 where this host's cgroups do not say (job_usage.c).  Read it
+ * just before na_job_stop, which removes the cgroups. */
+struct na_guest_usage {
+	int index;                     /* job-wide */
+	int64_t cpu_usec, mem_peak;
+};
+/* out[k] for each of na_job_nguests(j) guests. */
+void na_job_usage(const struct na_job *j, struct na_guest_usage *out);
+
 /* This machine's boot id: the same for every guest here, different on any
  * other host (the vmshm BTL's idea of "same host"). */
 const char *na_boot_id(void);

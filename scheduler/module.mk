@@ -8,4 +8,5 @@ $(eval $(call program,vhpc,$(VHPC_SRCS),$(NODEAGENT_LIBS) $(B)/lib/libvslurm.a))
 # Its room on disk (ctld_spool.c, ctld_room.c): job output capped and cut,
 # a reserve for the database.
 CTLD_SRCS := $(sort $(wildcard scheduler/ctld/*.c)) scheduler/launch.c scheduler/jobjson.c
-$(eval $(call program,vhpc-ctld,$(CTLD_SRCS),$(B)/lib/libimages.a -lsqlite3))
+# --metrics' HTTP server is libmicrohttpd's (ctld/ctld_metrics_http.c).
+$(eval $(call program,vhpc-ctld,$(CTLD_SRCS),$(B)/lib/libimages.a -lsqlite3 -lmicrohttpd))

@@ -166,6 +166,16 @@ int vd_adopt_all(struct verr *err);
  * which stopped and how. */
 bool vjob_guests_alive(struct vjob *j, char *why, size_t len);
 
+/* usage.c: what torn-down jobs used (vhpc history) */
+/* Reads what the job's guests here used from their cgroups, which must
+ * still exist (vjob_teardown, before na_job_stop), and keeps it. */
+void vd_usage_take(struct vjob *j);
+/* A job started here again (after a failed start): what its earlier
+ * attempt used is not what a later job_stop asks about. */
+void vd_usage_forget(int64_t job);
+/* Adds `usage` to job_stop's reply when the numbers of job are kept. */
+void vd_usage_reply(struct json_object *reply, int64_t job);
+
 /* vhpcd_run.c */
 int vjob_launch(struct vjob *j, const struct vmsg *m, struct verr *err);
 /* Re-attaches to a detached mpirun found running after a restart. */

@@ -135,6 +135,7 @@ void vjob_teardown(struct vjob *j)
 	/* vhpcd is the child subreaper of its guests' inits: the drivers reap
 	 * each (never waitpid(-1) here: other threads wait for their own
 	 * children). */
+	vd_usage_take(j);
 	na_job_stop(j->nj);
 	j->nj = NULL;
 }

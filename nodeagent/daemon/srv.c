@@ -101,6 +101,7 @@ static struct json_object *prepare(struct vmsg *m, const char *text)
 	memset(&m->prep, 0, sizeof(m->prep));
 	vd_job_add(j);
 	pthread_mutex_unlock(&vd.mu);
+	vd_usage_forget(j->id);
 
 	rc = vjob_prepare(j, &e);
 	pthread_mutex_lock(&vd.mu);
@@ -172,9 +173,14 @@ struct json_object *vd_handle(const struct vmsg *m)
 		break;         /* needs the message text: see conn_thread */
 	case VM_LAUNCH:
 		return launch(m);
-	case VM_STOP:
+	case VM_STOP: {
+		struct json_object *r;
+
 		vd_stop_job(m->job);
-		return ok_reply("stopped", m->job);
+		r = ok_reply("stopped", m->job);
+		vd_usage_reply(r, m->job);
+		return r;
+	}
 	case VM_GUEST_OPEN:
 		return vd_guest_open(m);
 	}

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "lib/consts.h"
 #include "lib/err.h"
@@ -72,6 +73,11 @@ int na_cgroup_pids(const char *rel, pid_t *pids, int max, struct verr *err);
 /* Removes <every hierarchy>/<rel> and all below it, leaves first; kills
  * (SIGKILL) processes still inside when kill is set.  Counts removed dirs. */
 int na_cgroup_remove(const char *rel, bool kill, int *removed, struct verr *err);
+/* What <rel> has used so far (cgroup_usage.c): CPU time in microseconds
+ * and the peak of its memory in bytes, each -1 where no hierarchy says. */
+void na_cgroup_usage(const char *rel, int64_t *cpu_usec, int64_t *mem_peak);
+/* The same in the hierarchies mounted at mnts[0..n-1] (tests). */
+void na_cgroup_usage_in(char **mnts, int n, const char *rel, int64_t *cpu_usec, int64_t *mem_peak);
 
 /* ------------------------------------------------------------ sweeping */
 

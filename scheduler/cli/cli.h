@@ -34,6 +34,8 @@ int cmd_output(int argc, char **argv);
 /* vhpc exec and vhpc shell: into a running job's guests (cmd_exec.c, cmd_shell.c). */
 int cmd_exec(int argc, char **argv);
 int cmd_shell(int argc, char **argv);
+/* Ended jobs with what they used (cmd_history.c). */
+int cmd_history(int argc, char **argv);
 /* The local service for ordinary users (vhpc-ctld and vhpcd on loopback). */
 int cmd_service(int argc, char **argv);
 

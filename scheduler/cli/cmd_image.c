@@ -23,7 +23,8 @@ static void print_image(const struct image_info *img)
 	       img->kvm ? img->kernel_release : "");
 }
 
-/* vhpc image import SOURCE [--name NAME] [--base IMAGE | --no-kvm] [--format F] */
+/* vhpc image import SOURCE [--name NAME] [--base IMAGE | --no-kvm] [--format F]
+ *                   [--authfile FILE] [--cert-dir DIR] [--tls-verify=false] [--layer-cache-max SIZE] */
 static int import(int argc, char **argv)
 {
 	struct image_import im = { 0 };
@@ -42,6 +43,15 @@ static int import(int argc, char **argv)
 			im.flags = image_format_flag(argv[++i]);
 			if (!im.flags && strcmp(argv[i], "tree"))
 				return usage_error("image import", "--format '%s': expected tree, squashfs or erofs", argv[i]);
+		} else if (!strcmp(argv[i], "--authfile") && i + 1 < argc)
+			im.registry.authfile = argv[++i];
+		else if (!strcmp(argv[i], "--cert-dir") && i + 1 < argc)
+			im.registry.cert_dir = argv[++i];
+		else if (!strcmp(argv[i], "--tls-verify=false"))
+			im.registry.tls_verify_off = true;
+		else if (!strcmp(argv[i], "--layer-cache-max") && i + 1 < argc) {
+			if (parse_size(argv[++i], &im.registry.cache_max) < 0 || !im.registry.cache_max)
+				return usage_error("image import", "--layer-cache-max '%s': expected a size such as 10G", argv[i]);
 		} else if (argv[i][0] == '-')
 			return usage_error("image import", "unknown option or missing value: '%s'", argv[i]);
 		else if (im.source)
@@ -50,7 +60,12 @@ static int import(int argc, char **argv)
 			im.source = argv[i];
 	}
 	if (!im.source)
-		return usage_error("image import", "which image? oci:DIR[:TAG] or docker-archive:FILE.tar");
+		return usage_error("image import", "which image? oci:DIR[:TAG], docker-archive:FILE.tar or "
+				   "docker://REGISTRY/REPO:TAG|@sha256:DIGEST");
+	if ((im.registry.authfile || im.registry.cert_dir || im.registry.tls_verify_off || im.registry.cache_max) &&
+	    strncmp(im.source, "docker://", 9))
+		return usage_error("image import", "--authfile, --cert-dir, --tls-verify and --layer-cache-max are for "
+				   "docker:// sources, not '%s'", im.source);
 	if (nokvm && im.base)
 		return usage_error("image import", "--base gives kvm parts; --no-kvm leaves them out: not both");
 	/* kvm guests boot the default image's kernel unless told otherwise. */
@@ -232,6 +247,8 @@ int cmd_image(int argc, char **argv)
 		printf("usage: vhpc image build FILE [--force] [--format tree|squashfs|erofs] [--no-kvm]\n"
 		       "       vhpc image import oci:DIR[:TAG] | docker-archive:FILE [--name NAME] [--base IMAGE | --no-kvm]\n"
 		       "                         [--format tree|squashfs|erofs]   an OCI image as a node image\n"
+		       "       vhpc image import docker://REGISTRY/REPO:TAG|@sha256:DIGEST [those options] [--authfile FILE]\n"
+		       "                         [--cert-dir DIR] [--tls-verify=false] [--layer-cache-max SIZE]   from a registry\n"
 		       "       vhpc image push NAME [--as NAME]      (root) into the cluster's store\n"
 		       "       vhpc image list [--json] [--local]    the cluster's store and nodes' caches; --local: this machine's\n"
 		       "       vhpc image rm NAME[@VERSION]          (root) from the cluster's store (@: one earlier version)\n"

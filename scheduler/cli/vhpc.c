@@ -21,6 +21,7 @@ static void usage(FILE *f)
 		"  exec ID [--guest N|--all] -- COMMAND...  run a command in a running job's guest\n"
 		"  shell ID [--guest N]          an interactive shell in a running job's guest\n"
 		"  nodes [--json]                the cluster's nodes\n"
+		"  history [--user U] [--since T] [--json]  ended jobs: state, CPU time, peak memory\n"
 		"  mpirun [OPTIONS] PROGRAM...   in a Slurm batch script (--vhpc-image): mpirun in guest 0\n"
 		"  image build FILE [--force] [--format F] [--no-kvm]  build a node image from its YAML\n"
 		"  image import oci:DIR[:TAG] | docker-archive:FILE  an OCI image as a node image\n"
@@ -82,6 +83,8 @@ int main(int argc, char **argv)
 		return cmd_exec(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "shell"))
 		return cmd_shell(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "history"))
+		return cmd_history(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mpirun"))
 		return cmd_mpirun(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {

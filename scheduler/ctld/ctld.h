@@ -12,6 +12,10 @@
  *   ctld_image.c  the image store's requests (imgstore.c keeps its files)
  *   ctld_spool.c  job output on disk: capped, and cut rather than filling the disk
  *   ctld_room.c   room on disk for the database: a reserve, and refusing new jobs
+ *   ctld_metrics.c      --metrics: counters, the snapshot, the Prometheus text
+ *   ctld_metrics_http.c --metrics: its HTTP server (libmicrohttpd), bounds, token
+ *   ctld_usage.c        a node's report of what a job's guests used (pure; fuzzed)
+ *   ctld_history.c      accounting: recording that report, and `history` for users
  *
  * The controller's state is one struct ctld, made by main and passed to
  * every function that reads or changes it, first (ctl); threads get it as
@@ -59,6 +63,7 @@ enum cmsg_type {
 	CM_REGISTER, CM_HEARTBEAT, CM_JOB_OUTPUT, CM_JOB_EXIT,
 	CM_IMAGE_HAVE, CM_IMAGE_PUT, CM_IMAGE_TAG, CM_IMAGE_GET, CM_IMAGE_LIST, CM_IMAGE_RM,
 	CM_EXEC,
+	CM_HISTORY,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
 bool ctld_msg_node_only(enum cmsg_type t);
@@ -106,6 +111,9 @@ struct cmsg {
 	int max;                       /* output */
 	int timeout_ms;                /* wait */
 	bool all;                      /* queue */
+	int64_t hist_uid;              /* history: whose jobs (-1: not given) */
+	int64_t since;                 /* history: ended at or after (unix time) */
+	int64_t before;                /* history: ids below this */
 	/* node messages */
 	char node[65];
 	char addr[64];                 /* register: host:port of the node's vhpcd */
@@ -247,6 +255,7 @@ struct ctld {
 	int spool_fd;                  /* the spool folder, locked (ctld_spool.c) */
 	struct ctld_room room;
 	bool db_full;                  /* the state folder is nearly full: new jobs are refused */
+	struct ctld_metrics *metrics;  /* --metrics (ctld_metrics.c); NULL: not served, nothing counted */
 	volatile int stop;
 };
 
@@ -343,6 +352,7 @@ void ctld_fabric_node_take(struct cnode *n, const struct cmsg *m);
  * given). */
 struct ctld_opts {
 	const char *listen, *cluster, *log, *spool;
+	const char *metrics, *metrics_token;
 };
 /* ctld_opts_parse: go on (anything else is the status to exit with). */
 #define CTLD_OPTS_RUN (-1)
@@ -398,8 +408,56 @@ void ctld_image_gc(struct ctld *ctl);
 /* A node's cache as its register or heartbeat reports it.  Holds ctl->mu. */
 void ctld_image_cache_update(struct cnode *n, const struct cmsg *m);
 
+/* ------------------------------------------------------- accounting */
+
+/* The `usage` of node index node's `stopped` reply for a job whose guest g
+ * is on node index guest_node[g] (nguests of them): into out (nguests
+ * entries at most; node names left ""), *n of them; 0 also when there is
+ * none.  -1 and err naming what is wrong: a guest not on that node, twice,
+ * a number out of range, a field the protocol lacks. */
+int ctld_usage_parse(struct json_object *reply, const int *guest_node, int nguests, int node,
+		     struct store_usage *out, int *n, struct verr *err);
+/* Records what node index `node` reported of j's guests there, in its
+ * reply to a job_stop sent once j had ended.  Holds ctl->mu. */
+void ctld_usage_take(struct ctld *ctl, struct cjob *j, int node, struct json_object *reply);
+/* `history` from uid: ended jobs with their usage, from the store.
+ * Called without ctl->mu. */
+struct json_object *ctld_history_handle(struct ctld *ctl, const struct cmsg *m, uid_t uid);
+
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);
+
+/* ------------------------------------------------------------ metrics */
+
+/* Why a start failed, as the metrics count it: a fixed set, so a label
+ * never carries text a user or a node wrote. */
+enum ctld_start_fail {
+	CTLD_SF_NODE_UNREACHABLE,      /* a node's job_prepare got no answer */
+	CTLD_SF_NODE_REFUSED,          /* a node answered job_prepare with an error */
+	CTLD_SF_LAUNCH,                /* job_launch on guest 0's node failed */
+	CTLD_SF_PATHS,                 /* its binds or folders cannot be planned any more */
+	CTLD_SF_IMAGE,                 /* its image left the store before it started */
+	CTLD_SF_INTERNAL,              /* its launch could not be made (out of memory) */
+	CTLD_SF_MAX
+};
+
+/* --metrics ADDR:PORT: binds, reads the token file (NULL: none) and starts
+ * the HTTP server's thread; from then on the hooks below count.  Before
+ * ctld_state_load is fine (a scrape then sees an empty cluster). */
+int ctld_metrics_start(struct ctld *ctl, const char *addr, const char *token_file, struct verr *err);
+/* Hooks; each does nothing without --metrics.  Callers may hold ctl->mu. */
+void ctld_metrics_start_failed(struct ctld *ctl, enum ctld_start_fail why);
+/* j became RUNNING: its wait since submit goes into the histogram. */
+void ctld_metrics_job_running(struct ctld *ctl, const struct cjob *j);
+void ctld_metrics_job_ended(struct ctld *ctl, enum job_state st);
+/* An image_data reply of bytes; pull: it answers the first request of a
+ * node's pull (an image's manifest from offset 0). */
+void ctld_metrics_image_sent(struct ctld *ctl, bool pull, uint64_t bytes);
+/* The page (ctld_metrics.c): a snapshot under ctl->mu, formatted after it
+ * is released.  Malloc'ed, *len bytes; NULL: out of memory. */
+char *ctld_metrics_text(struct ctld *ctl, size_t *len);
+/* The HTTP server on listening socket fd (ctld_metrics_http.c). */
+int ctld_metrics_http_start(struct ctld *ctl, int fd, const char *token_file, struct verr *err);
 
 /* ---------------------------------------------------------- disk room */
 

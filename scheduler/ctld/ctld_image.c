@@ -155,6 +155,7 @@ static struct json_object *do_get(struct ctld *ctl, const struct cmsg *m)
 	}
 	json_object_object_add(r, WIRE_DATA, json_object_new_string_len((const char *)buf, (int)used));
 	free(buf);
+	ctld_metrics_image_sent(ctl, m->manifest && m->offset == 0, used);
 	return r;
 }
 

@@ -204,6 +204,7 @@ int main(int argc, char **argv)
 	struct ctld_opts o;
 	struct ctld *ctl;
 	char listen_buf[300];
+	struct verr e;
 	sigset_t sigs;
 	int rc, sig;
 
@@ -219,6 +220,10 @@ int main(int argc, char **argv)
 	/* Signals are taken by sigwait below; threads inherit the mask. */
 	signal(SIGPIPE, SIG_IGN);
 	proc_block_stop_signals(&sigs);
+	if (o.metrics && ctld_metrics_start(ctl, o.metrics, o.metrics_token, &e) < 0) {
+		log_err("%s", e.msg);
+		return 1;
+	}
 	if ((rc = serve(ctl, o.listen)))
 		return rc;
 	do

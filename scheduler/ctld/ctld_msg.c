@@ -38,6 +38,7 @@ static const struct {
 	{ "image_tag", CM_IMAGE_TAG, true },   { "image_get", CM_IMAGE_GET, true },
 	{ "image_list", CM_IMAGE_LIST, false }, { "image_rm", CM_IMAGE_RM, true },
 	{ "exec", CM_EXEC, false },
+	{ "history", CM_HISTORY, false },
 };
 
 bool ctld_msg_node_only(enum cmsg_type t)
@@ -361,6 +362,22 @@ static int parse_job_exit(struct json_object *o, struct cmsg *m, struct verr *er
 	return 0;
 }
 
+/* history: whose jobs (a uid), ended since when, below which id. */
+static int parse_history(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "uid", "since", "before", NULL };
+	long long uid = -1, since = 0, before = INT64_MAX;
+
+	if (jf_only(o, "history", f, err) < 0 || jf_int(o, "uid", false, 0, UINT32_MAX - 1, &uid, err) < 0 ||
+	    jf_int(o, "since", false, 0, 1ll << 40, &since, err) < 0 ||
+	    jf_int(o, "before", false, 1, INT64_MAX, &before, err) < 0)
+		return -1;
+	m->hist_uid = uid;
+	m->since = since;
+	m->before = before;
+	return 0;
+}
+
 static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 {
 	static const char *const f_submit[] = { "job", NULL }, *const f_id[] = { "id", NULL },
@@ -419,6 +436,8 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 		return parse_job_output(o, m, err);
 	case CM_JOB_EXIT:
 		return parse_job_exit(o, m, err);
+	case CM_HISTORY:
+		return parse_history(o, m, err);
 	case CM_IMAGE_HAVE:
 	case CM_IMAGE_PUT:
 	case CM_IMAGE_TAG:

@@ -55,6 +55,11 @@ static const struct opt opts[] = {
 	  .min = 1, .max = 100000, .def = 100, .help = "queued jobs each scheduling pass considers" },
 	{ .name = "rpc-timeout", .arg = "MS", .set = set_int, .off = CTLD(rpc_timeout_ms),
 	  .min = 1000, .max = 3600000, .def = 300000, .help = "longest wait for a node to start or stop a job" },
+	{ .name = "metrics", .arg = "ADDR:PORT", .set = set_str, .off = OPTS(metrics),
+	  .help = "serve Prometheus metrics over HTTP here (GET /metrics;\n"
+		  "no munge: bind loopback or a management network)" },
+	{ .name = "metrics-token", .arg = "FILE", .set = set_str, .off = OPTS(metrics_token),
+	  .help = "scrapers must send this file's token\n(Authorization: Bearer; the file mode 0600)" },
 	{ .name = "log", .arg = "FILE", .set = set_str, .off = OPTS(log),
 	  .help = "append log lines here instead of stderr" },
 	{ .name = "help", .set = show_help },
@@ -172,6 +177,10 @@ int ctld_opts_parse(struct ctld *ctl, struct ctld_opts *o, int argc, char **argv
 			usage(stderr);
 			rc = 2;
 		}
+	}
+	if (rc == CTLD_OPTS_RUN && o->metrics_token && !o->metrics) {
+		fprintf(stderr, "vhpc-ctld: --metrics-token needs --metrics\n");
+		rc = 2;
 	}
 	if (rc == CTLD_OPTS_RUN && optind < argc) {
 		fprintf(stderr, "vhpc-ctld: unexpected argument '%s'\n", argv[optind]);

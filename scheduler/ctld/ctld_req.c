@@ -608,6 +608,8 @@ struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const st
 	/* It waits for a node's answer: not under ctl->mu. */
 	if (m->type == CM_EXEC)
 		return ctld_exec(ctl, m, peer);
+	if (m->type == CM_HISTORY)
+		return ctld_history_handle(ctl, m, peer->uid);
 	pthread_mutex_lock(&ctl->mu);
 	switch (m->type) {
 	case CM_SUBMIT: r = do_submit(ctl, m, peer->uid); break;

@@ -309,6 +309,7 @@ static void launch(struct ctld *ctl, int64_t id)
 	snprintf(c.addr, sizeof(c.addr), "%s", ctl->nodes[ctld_job_launcher(j)].addr);
 	c.req = launch_msg(ctl, j, &e);
 	if (!c.req) {
+		ctld_metrics_start_failed(ctl, CTLD_SF_INTERNAL);
 		ctld_job_end(ctl, j, JOB_FAILED, 125, "cannot make its launch: %s", e.msg);
 		pthread_mutex_unlock(&ctl->mu);
 		return;
@@ -317,9 +318,10 @@ static void launch(struct ctld *ctl, int64_t id)
 	call_one(&c, ctl->rpc_timeout_ms);
 	pthread_mutex_lock(&ctl->mu);
 	j = ctld_job_find(ctl, id);
-	if (c.rc < 0 && j && j->state == JOB_RUNNING)
+	if (c.rc < 0 && j && j->state == JOB_RUNNING) {
+		ctld_metrics_start_failed(ctl, CTLD_SF_LAUNCH);
 		ctld_job_end(ctl, j, JOB_FAILED, 125, "launch on node %s failed: %s", c.node, c.err.msg);
-	else if (c.rc == 0)
+	} else if (c.rc == 0)
 		log_info("job %lld: launched on %s", (long long)id, c.node);
 	pthread_mutex_unlock(&ctl->mu);
 	json_object_put(c.req);
@@ -341,6 +343,7 @@ static bool startable(struct ctld *ctl, struct cjob *j)
 	if (j->paths_err[0]) {
 		/* The cluster file changed under a queued job: it says why. */
 		j->worker = false;
+		ctld_metrics_start_failed(ctl, CTLD_SF_PATHS);
 		ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", j->paths_err);
 		return false;
 	}
@@ -349,6 +352,7 @@ static bool startable(struct ctld *ctl, struct cjob *j)
 	/* Queued by a controller that did not resolve images at submit. */
 	if (imgstore_lookup(ctl->images, j->image, &ref, &e) < 0) {
 		j->worker = false;
+		ctld_metrics_start_failed(ctl, CTLD_SF_IMAGE);
 		ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", e.msg);
 		return false;
 	}
@@ -377,6 +381,8 @@ static bool prepared(struct ctld *ctl, struct cjob *j, const struct call *c, int
 
 		snprintf(why, sizeof(why), "node %s: %s", c[bad].node, c[bad].err.msg);
 		log_warn("job %lld: start failed: %s", (long long)j->id, why);
+		/* No reply: the call itself failed (connect, munge, timeout). */
+		ctld_metrics_start_failed(ctl, c[bad].reply ? CTLD_SF_NODE_REFUSED : CTLD_SF_NODE_UNREACHABLE);
 		ctld_job_requeue(ctl, j, why);
 		return false;
 	}
@@ -384,6 +390,7 @@ static bool prepared(struct ctld *ctl, struct cjob *j, const struct call *c, int
 	j->started = ctld_wall_s();
 	j->reason[0] = 0;
 	ctld_job_commit(ctl, j, false, &e);
+	ctld_metrics_job_running(ctl, j);
 	log_info("job %lld: %d guest%s on %d node%s ready in %.0f ms", (long long)j->id, j->nguests,
 		 j->nguests == 1 ? "" : "s", nn, nn == 1 ? "" : "s", (now_ns() - t0) / 1e6);
 	return true;
@@ -457,12 +464,16 @@ static void *stop_thread(void *arg)
 	struct call *c;
 	struct cjob *j;
 	int n = 0, *idx;
+	bool ended;
 
 	free(arg);
 	pthread_mutex_lock(&ctl->mu);
 	j = ctld_job_find(ctl, id);
 	c = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(*c));
 	idx = calloc(ctl->nnodes ? ctl->nnodes : 1, sizeof(int));
+	/* A job that has ended is accounted from its nodes' replies; a
+	 * requeued one's failed start is not. */
+	ended = j && store_job_state_final(j->state);
 	if (!c || !idx) {
 		log_err("out of memory");
 		_exit(1);
@@ -487,6 +498,8 @@ static void *stop_thread(void *arg)
 	pthread_mutex_lock(&ctl->mu);
 	j = ctld_job_find(ctl, id);
 	for (int k = 0; k < n; k++) {
+		if (c[k].rc == 0 && ended)
+			ctld_usage_take(ctl, j, idx[k], c[k].reply);
 		if (c[k].rc == 0 && ctld_job_owes_stop(j, idx[k])) {
 			j->cleanup[idx[k]] = false;
 			j->ncleanup--;

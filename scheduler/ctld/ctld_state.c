@@ -381,6 +381,7 @@ void ctld_job_end(struct ctld *ctl, struct cjob *j, enum job_state st, int exit_
 	j->ended = ctld_wall_s();
 	set_cleanup_all(ctl, j);
 	ctld_job_commit(ctl, j, false, &e);
+	ctld_metrics_job_ended(ctl, st);
 	log_info("job %lld: %s%s%s", (long long)j->id, store_job_state_names[st], j->reason[0] ? ": " : "", j->reason);
 	if (j->ncleanup)
 		ctld_rpc_stop_job(ctl, j);
@@ -405,6 +406,8 @@ void ctld_job_requeue(struct ctld *ctl, struct cjob *j, const char *why)
 		j->retry_ms = ctld_mono_ms() + 2000ll * j->attempts;
 	}
 	ctld_job_commit(ctl, j, false, &e);
+	if (j->state == JOB_FAILED)
+		ctld_metrics_job_ended(ctl, JOB_FAILED);
 	log_info("job %lld: %s: %s", (long long)j->id, store_job_state_names[j->state], j->reason);
 	if (j->ncleanup)
 		ctld_rpc_stop_job(ctl, j);

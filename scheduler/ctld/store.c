@@ -1,6 +1,7 @@
 #include "lib/err.h"
 #include "lib/grow.h"
 #include "store.h"
+#include "store_db.h"
 
 #include <stddef.h>
 #include <stdbool.h>
@@ -18,10 +19,6 @@ bool store_job_state_final(enum job_state s)
 	return s >= JOB_COMPLETED;
 }
 
-struct store {
-	sqlite3 *db;
-};
-
 static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS jobs ("
 	" id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, name TEXT NOT NULL,"
@@ -33,9 +30,17 @@ static const char schema[] =
 	" name TEXT PRIMARY KEY, addr TEXT NOT NULL, up INTEGER NOT NULL,"
 	" last_seen INTEGER NOT NULL, info TEXT);"
 	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', '2');";
+	"INSERT OR IGNORE INTO meta VALUES ('schema', '3');"
+	/* Schema 3: what each guest used (store_usage.c), NULL where its node
+	 * did not say; a guest without a row is unknown too. */
+	"CREATE TABLE IF NOT EXISTS job_usage ("
+	" job INTEGER NOT NULL, guest INTEGER NOT NULL, node TEXT NOT NULL,"
+	" cpu_usec INTEGER, mem_peak INTEGER, PRIMARY KEY (job, guest));"
+	"CREATE INDEX IF NOT EXISTS jobs_uid ON jobs(uid, id);";
 
-/* Schema 1 lacked the columns vhpc-ctld's crash recovery needs. */
+/* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schema 2
+ * the job_usage table, which `schema` has made by now (its jobs keep no
+ * usage: unknown). */
 static int migrate(sqlite3 *db, char **msg)
 {
 	sqlite3_stmt *st;
@@ -45,16 +50,17 @@ static int migrate(sqlite3 *db, char **msg)
 		return -1;
 	have = sqlite3_step(st) == SQLITE_ROW;
 	sqlite3_finalize(st);
-	if (have)
-		return 0;
-	return sqlite3_exec(db, "BEGIN; ALTER TABLE jobs ADD COLUMN cleanup TEXT;"
-			    " ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
-			    " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;", NULL, NULL, msg) == SQLITE_OK ? 0 : -1;
+	if (!have && sqlite3_exec(db, "BEGIN; ALTER TABLE jobs ADD COLUMN cleanup TEXT;"
+				  " ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
+				  " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;", NULL, NULL, msg) != SQLITE_OK)
+		return -1;
+	return sqlite3_exec(db, "UPDATE meta SET value='3' WHERE key='schema' AND CAST(value AS INTEGER) < 3",
+			    NULL, NULL, msg) == SQLITE_OK ? 0 : -1;
 }
 
 /* SQLite reports a full disk as SQLITE_FULL (its unix VFS maps ENOSPC to
  * it): callers tell that from other failures (STORE_FULL). */
-static int db_error(struct store *s, struct verr *err, const char *what)
+int store_db_error(struct store *s, struct verr *err, const char *what)
 {
 	verr_set(err, "state store: %s: %s", what, sqlite3_errmsg(s->db));
 	return (sqlite3_extended_errcode(s->db) & 0xff) == SQLITE_FULL ? STORE_FULL : -1;
@@ -189,7 +195,7 @@ int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec
 
 	if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (uid, name, state, spec, submitted) VALUES (?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare insert");
+		return store_db_error(s, err, "prepare insert");
 	sqlite3_bind_int64(st, 1, uid);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 3, JOB_PENDING);
@@ -198,7 +204,7 @@ int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return db_error(s, err, "insert job");
+		return store_db_error(s, err, "insert job");
 	*id = sqlite3_last_insert_rowid(s->db);
 	return 0;
 }
@@ -222,7 +228,7 @@ int store_job_update(struct store *s, const struct job_row *j, struct verr *err)
 			       " exit_status=COALESCE(?, exit_status), reason=?, cleanup=COALESCE(?, cleanup),"
 			       " attempts=? WHERE id=?",
 			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare update");
+		return store_db_error(s, err, "prepare update");
 	sqlite3_bind_int(st, 1, j->state);
 	bind_text_or_null(st, 2, j->alloc_json);
 	bind_text_or_null(st, 3, j->net_json);
@@ -245,7 +251,7 @@ int store_job_update(struct store *s, const struct job_row *j, struct verr *err)
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return db_error(s, err, "update job");
+		return store_db_error(s, err, "update job");
 	if (sqlite3_changes(s->db) != 1)
 		return verr_set(err, "state store: no job %lld", (long long)j->id);
 	return 0;
@@ -291,7 +297,7 @@ int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr 
 	int rc;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE id=?", -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare select");
+		return store_db_error(s, err, "prepare select");
 	sqlite3_bind_int64(st, 1, id);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -302,7 +308,7 @@ int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr 
 	sqlite3_finalize(st);
 	if (rc == SQLITE_DONE)
 		return verr_set(err, "no job %lld", (long long)id);
-	return db_error(s, err, "select job");
+	return store_db_error(s, err, "select job");
 }
 
 /* Rows of a prepared SELECT of JOB_COLS, in its order. */
@@ -321,7 +327,7 @@ static int job_rows(struct store *s, sqlite3_stmt *st, struct job_row **out, siz
 		row_from(st, &v[cnt++]);
 	}
 	if (rc != SQLITE_DONE) {
-		rc = db_error(s, err, "list jobs");
+		rc = store_db_error(s, err, "list jobs");
 		sqlite3_finalize(st);
 		store_job_rows_free(v, cnt);
 		return rc;
@@ -340,7 +346,7 @@ int store_jobs_list(struct store *s, int64_t ended_since, struct job_row **out, 
 	if (sqlite3_prepare_v2(s->db, "SELECT " JOB_COLS " FROM jobs WHERE state < ?1 OR ended >= ?2"
 			       " OR (state >= ?1 AND cleanup IS NOT NULL AND cleanup <> '[]') ORDER BY id",
 			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare list");
+		return store_db_error(s, err, "prepare list");
 	sqlite3_bind_int(st, 1, JOB_COMPLETED);
 	sqlite3_bind_int64(st, 2, ended_since);
 	return job_rows(s, st, out, n, err);
@@ -354,7 +360,7 @@ int store_jobs_ended(struct store *s, int64_t uid, int64_t below_id, int limit, 
 	if (sqlite3_prepare_v2(s->db, "SELECT * FROM (SELECT " JOB_COLS " FROM jobs WHERE id < ?1 AND state >= ?2"
 			       " AND (?3 < 0 OR uid = ?3) ORDER BY id DESC LIMIT ?4) ORDER BY id",
 			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare list");
+		return store_db_error(s, err, "prepare list");
 	sqlite3_bind_int64(st, 1, below_id);
 	sqlite3_bind_int(st, 2, JOB_COMPLETED);
 	sqlite3_bind_int64(st, 3, uid);
@@ -388,7 +394,7 @@ int store_node_put(struct store *s, const struct node_row *n, struct verr *err)
 			       " ON CONFLICT(name) DO UPDATE SET addr=excluded.addr, up=excluded.up,"
 			       " last_seen=excluded.last_seen, info=COALESCE(excluded.info, info)",
 			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare node");
+		return store_db_error(s, err, "prepare node");
 	sqlite3_bind_text(st, 1, n->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, n->addr, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 3, n->up);
@@ -397,7 +403,7 @@ int store_node_put(struct store *s, const struct node_row *n, struct verr *err)
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return db_error(s, err, "store node");
+		return store_db_error(s, err, "store node");
 	return 0;
 }
 
@@ -407,7 +413,7 @@ int store_node_id(struct store *s, const char *name, int64_t *id, struct verr *e
 	int rc;
 
 	if (sqlite3_prepare_v2(s->db, "SELECT rowid FROM nodes WHERE name=?", -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare node id");
+		return store_db_error(s, err, "prepare node id");
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
@@ -415,7 +421,7 @@ int store_node_id(struct store *s, const char *name, int64_t *id, struct verr *e
 	sqlite3_finalize(st);
 	if (rc == SQLITE_ROW)
 		return 0;
-	return rc == SQLITE_DONE ? verr_set(err, "no node %s", name) : db_error(s, err, "node id");
+	return rc == SQLITE_DONE ? verr_set(err, "no node %s", name) : store_db_error(s, err, "node id");
 }
 
 int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct verr *err)
@@ -427,7 +433,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 
 	if (sqlite3_prepare_v2(s->db, "SELECT name, addr, up, last_seen, info, rowid FROM nodes ORDER BY name",
 			       -1, &st, NULL) != SQLITE_OK)
-		return db_error(s, err, "prepare nodes");
+		return store_db_error(s, err, "prepare nodes");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const unsigned char *t;
 
@@ -450,7 +456,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		store_node_rows_free(v, cnt);
-		return db_error(s, err, "list nodes");
+		return store_db_error(s, err, "list nodes");
 	}
 	*out = v;
 	*n = cnt;

@@ -70,6 +70,36 @@ int store_jobs_ended(struct store *s, int64_t uid, int64_t below_id, int limit, 
 void store_job_row_free(struct job_row *j);
 void store_job_rows_free(struct job_row *v, size_t n);
 
+/* What a job's guest used, as its node reported when it tore the guest
+ * down (store_usage.c); -1: the node did not say. */
+struct store_usage {
+	int guest;
+	char node[65];
+	int64_t cpu_usec, mem_peak;
+};
+/* Records (again: the last report counts) the usage of n guests of job. */
+int store_usage_put(struct store *s, int64_t job, const struct store_usage *u, int n, struct verr *err);
+/* An ended job as `vhpc history` shows it, with its guests' usage: of
+ * the guests whose numbers arrived (cpu_guests, mem_guests), the sum of
+ * their CPU time and the largest peak of memory. */
+struct history_row {
+	int64_t id;
+	uid_t uid;
+	char name[65];
+	enum job_state state;
+	int exit_status;
+	char reason[256];
+	char *spec_json, *alloc_json;
+	int64_t submitted, started, ended;
+	int cpu_guests, mem_guests;
+	int64_t cpu_usec, mem_peak;
+};
+/* At most `limit` ended jobs of uid (-1: anyone's) that ended at or after
+ * since, with ids below below_id: the newest ones, in submission order. */
+int store_history(struct store *s, int64_t uid, int64_t since, int64_t below_id, int limit,
+		  struct history_row **out, size_t *n, struct verr *err);
+void store_history_free(struct history_row *v, size_t n);
+
 int store_node_put(struct store *s, const struct node_row *n, struct verr *err);
 int store_node_id(struct store *s, const char *name, int64_t *id, struct verr *err);
 int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct verr *err);

@@ -47,6 +47,19 @@ done
 check_match "image-formats: a single run is refused, with the reason" "RUNS '1': give 2 to 999" \
 	"$("$S/image-formats" 1 2>&1)"
 
+# -- registry pulls: first import, one sharing a layer, cold ---------------
+if command -v docker-registry >/dev/null; then
+	script registry-pull 1 1
+	out=$(cat "$tmp/registry-pull.out")
+	for l in "app:1, empty cache" "app:2 after app:1" "app:2, empty cache"; do
+		check_match "registry-pull: $l: times and bytes" "^$l.* +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+$" "$out"
+	done
+	check_match "registry-pull: the ratio" "^app:2 after app:1 / app:2 cold: bytes from the registry 0\.[0-9]+" "$out"
+	check_eq "registry-pull: no registry left" "" "$(pgrep -f 'docker-registry serve /tmp/vhpc-regpull' || true)"
+else
+	skip "registry-pull: docker-registry is not installed (make deps)"
+fi
+
 # -- inter-node MPI, native against guests ---------------------------------
 script cluster-native-vs-guest -r 1 -t 240
 out=$(cat "$tmp/cluster-native-vs-guest.out")

@@ -26,7 +26,26 @@ static const char *const types[] = {
 	"submit", "queue", "job", "wait", "cancel", "output", "nodes", "register", "heartbeat",
 	"job_output", "job_exit", "job_prepare", "job_launch", "job_stop",
 	"image_have", "image_put", "image_tag", "image_get", "image_list", "image_rm", "image_data",
+	"history", "stopped",
 };
+
+/* A job of 8 guests on nodes 0 and 1 by turns, for a node's usage report
+ * (the `usage` of a `stopped` reply, from node 0). */
+static const int usage_nodes[8] = { 0, 1, 0, 1, 0, 1, 0, 1 };
+
+static void check_usage(const struct store_usage *u, int n)
+{
+	bool seen[8] = { false };
+
+	if (n < 0 || n > 8)
+		abort();
+	for (int i = 0; i < n; i++) {
+		if (u[i].guest < 0 || u[i].guest >= 8 || usage_nodes[u[i].guest] != 0 || seen[u[i].guest] ||
+		    u[i].cpu_usec < -1 || u[i].cpu_usec > (1ll << 53) || u[i].mem_peak < -1 || u[i].mem_peak > (1ll << 53))
+			abort();
+		seen[u[i].guest] = true;
+	}
+}
 
 /* Parts as parse promises: names, within their objects, the total bounded. */
 static void check_parts(const struct image_chunk *c, int n, int max)
@@ -83,6 +102,8 @@ static void check_cmsg(const struct cmsg *m)
 		check_parts(m->parts, m->nparts, IMGWIRE_MAX_PARTS);
 	if (m->type == CM_IMAGE_TAG && (!image_id_ok(m->image_id) || !m->name[0]))
 		abort();
+	if (m->type == CM_HISTORY && (m->hist_uid < -1 || m->hist_uid >= UINT32_MAX || m->since < 0 || m->before < 1))
+		abort();
 }
 
 static void check_vmsg(const struct vmsg *m)
@@ -131,6 +152,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		vmsg_free(&vm);
 	} else if (!e.msg[0]) {
 		abort();
+	}
+	{
+		struct store_usage u[8];
+		int n;
+
+		if (ctld_usage_parse(o, usage_nodes, 8, 0, u, &n, &e) == 0)
+			check_usage(u, n);
+		else if (!e.msg[0] || n)
+			abort();
 	}
 	{
 		struct image_chunk *c;

@@ -401,6 +401,73 @@ static void image_messages(void **state)
 	json_object_put(o);
 }
 
+/* A node's report (node 0 of where's 4 guests). */
+static int usage_parse(const char *text, const int *where, struct store_usage *u, int *n, struct verr *e)
+{
+	struct json_object *o = json_tokener_parse(text);
+	int rc;
+
+	assert_non_null(o);
+	*n = -1;
+	rc = ctld_usage_parse(o, where, 4, 0, u, n, e);
+	json_object_put(o);
+	return rc;
+}
+
+/* vhpc history's request, and a node's usage report in its `stopped`. */
+static void accounting_messages(void **state)
+{
+	static const int where[4] = { 0, 1, 0, 1 };  /* guests 0, 2 on node 0 */
+	struct store_usage u[4];
+	struct cmsg m;
+	struct verr e;
+	int n;
+
+	(void)state;
+	assert_int_equal(cparse("{\"type\":\"history\"}", &m, &e), 0);
+	assert_int_equal(m.type, CM_HISTORY);
+	assert_true(m.hist_uid == -1 && m.since == 0 && m.before == INT64_MAX);
+	ctld_msg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"history\",\"uid\":1000,\"since\":1796500000,\"before\":9}", &m, &e), 0);
+	assert_true(m.hist_uid == 1000 && m.since == 1796500000 && m.before == 9);
+	assert_false(ctld_msg_node_only(CM_HISTORY));
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"history\",\"uid\":-1}", "uid");
+	crejects("{\"type\":\"history\",\"uid\":\"root\"}", "uid");
+	crejects("{\"type\":\"history\",\"since\":-5}", "since");
+	crejects("{\"type\":\"history\",\"before\":0}", "before");
+	crejects("{\"type\":\"history\",\"user\":0}", "user");
+
+#define USAGE(text) usage_parse(text, where, u, &n, &e)
+	assert_int_equal(USAGE("{\"type\":\"stopped\",\"job\":3}"), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(USAGE("{\"type\":\"stopped\",\"job\":3,\"usage\":[{\"guest\":2,\"cpu_usec\":2000100,"
+			       "\"mem_peak\":67108864},{\"guest\":0}]}"), 0);
+	assert_int_equal(n, 2);
+	assert_true(u[0].guest == 2 && u[0].cpu_usec == 2000100 && u[0].mem_peak == 67108864);
+	assert_true(u[1].guest == 0 && u[1].cpu_usec == -1 && u[1].mem_peak == -1);
+	/* A node speaks only for its own guests, each once, in range, in the
+	 * protocol's fields; anything else leaves every guest unknown. */
+	assert_int_equal(USAGE("{\"usage\":[{\"guest\":0},{\"guest\":1,\"cpu_usec\":1}]}"), -1);
+	assert_int_equal(n, 0);
+	assert_non_null(strstr(e.msg, "guest 1 of the job is not on this node"));
+	assert_int_equal(USAGE("{\"usage\":[{\"guest\":0},{\"guest\":0}]}"), -1);
+	assert_non_null(strstr(e.msg, "guest 0 a second time"));
+	assert_int_equal(USAGE("{\"usage\":[{\"guest\":4}]}"), -1);
+	assert_int_equal(USAGE("{\"usage\":[{\"guest\":-1}]}"), -1);
+	assert_int_equal(USAGE("{\"usage\":[{\"guest\":0,\"cpu_usec\":-1}]}"), -1);
+	assert_non_null(strstr(e.msg, "cpu_usec"));
+	assert_int_equal(USAGE("{\"usage\":[{\"guest\":0,\"mem_peak\":9007199254740993}]}"), -1);
+	assert_non_null(strstr(e.msg, "mem_peak"));
+	assert_int_equal(USAGE("{\"usage\":[{\"guest\":0,\"cpu\":5}]}"), -1);
+	assert_non_null(strstr(e.msg, "cpu"));
+	assert_int_equal(USAGE("{\"usage\":[1]}"), -1);
+	assert_int_equal(USAGE("{\"usage\":{\"guest\":0}}"), -1);
+	assert_int_equal(USAGE("{\"usage\":[{},{},{},{},{}]}"), -1);
+	assert_non_null(strstr(e.msg, "at most 4"));
+#undef USAGE
+}
+
 static void job_spec_round_trip(void **state)
 {
 	struct job_spec j, back;
@@ -449,6 +516,7 @@ int main(void)
 		cmocka_unit_test(controller_messages),
 		cmocka_unit_test(fabric_fields),
 		cmocka_unit_test(image_messages),
+		cmocka_unit_test(accounting_messages),
 		cmocka_unit_test(job_spec_round_trip),
 	};
 	return cmocka_run_group_tests_name("cluster-msg", tests, NULL, NULL);

@@ -84,7 +84,7 @@ check_match "... saying its Open MPI cannot load the BTL" \
 	"$(cat "$T/imp4")"
 check "neither is stored" test ! -e "$VHPC_STATE_DIR/images/refs/nompi.json" -a ! -e "$VHPC_STATE_DIR/images/refs/oldompi.json"
 check_eq "... nor left half made" "" "$(ls -A "$VHPC_STATE_DIR/images" | grep '^\.build-')"
-check_match "a registry is not a source" 'nothing is pulled from a registry' "$(vhpc image import docker://debian 2>&1)"
+check_match "a registry reference without a registry is refused" 'expected docker://REGISTRY/REPO:TAG' "$(vhpc image import docker://debian 2>&1)"
 check_match "a missing folder is named" 'is not an OCI layout folder' "$(vhpc image import oci:$T/nothere 2>&1)"
 
 # -- kvm parts from a base image

@@ -4,3 +4,5 @@ $(eval $(call unit_test,unit-nodeagent-jobdir,tests/nodeagent/test_jobdir.c,$(NO
 $(eval $(call unit_test,unit-nodeagent-oci,tests/nodeagent/test_oci.c,$(NODEAGENT_LIBS)))
 # vhpcd's fabric: what a node reports, and the job_prepare's share checked against its cluster file.
 $(eval $(call unit_test,unit-vd-fabric,tests/nodeagent/test_vd_fabric.c nodeagent/daemon/fabric.c,$(NODEAGENT_LIBS)))
+# What a guest used, from its cgroup files in each kernel's layout (vhpc history).
+$(eval $(call unit_test,unit-cgroup-usage,tests/nodeagent/test_cgroup_usage.c,$(NODEAGENT_LIBS)))

@@ -241,6 +241,85 @@ static void schema_1_is_migrated(void **state)
 	unlink(old);
 }
 
+/* Schema 2 (before accounting) opens as 3 with its jobs; their usage is
+ * unknown.  What guests used sums per job; the history filters by user,
+ * end time and id. */
+static void schema_2_is_migrated_and_usage_sums(void **state)
+{
+	static const char v2[] =
+		"CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, name TEXT NOT NULL,"
+		" state INTEGER NOT NULL, spec TEXT NOT NULL, alloc TEXT, net TEXT, submitted INTEGER NOT NULL,"
+		" started INTEGER, ended INTEGER, exit_status INTEGER, reason TEXT, cleanup TEXT,"
+		" attempts INTEGER NOT NULL DEFAULT 0);"
+		"CREATE TABLE nodes (name TEXT PRIMARY KEY, addr TEXT NOT NULL, up INTEGER NOT NULL,"
+		" last_seen INTEGER NOT NULL, info TEXT);"
+		"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('schema','2');"
+		"INSERT INTO jobs (uid, name, state, spec, submitted, started, ended, exit_status, cleanup)"
+		" VALUES (1000, 'old', 3, '{\"guests\":1}', 10, 20, 30, 0, '[]');";
+	struct store_usage u[3] = {
+		{ 0, "n1", 100, 10 }, { 1, "n2", 200, 30 }, { 2, "n2", -1, -1 },
+	};
+	struct history_row *h;
+	struct job_row j;
+	struct store *s;
+	struct verr err;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	size_t n;
+	int64_t id;
+	char old[600];
+
+	(void)state;
+	snprintf(old, sizeof(old), "%s.v2", path);
+	assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, v2, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(store_open(&s, old, &err), 0);
+	assert_int_equal(store_job_get(s, 1, &j, &err), 0);
+	assert_string_equal(j.name, "old");
+	store_job_row_free(&j);
+	assert_int_equal(store_history(s, -1, 0, INT64_MAX, 10, &h, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_true(h[0].id == 1 && h[0].uid == 1000 && h[0].state == JOB_COMPLETED && h[0].ended == 30);
+	assert_true(h[0].cpu_guests == 0 && h[0].mem_guests == 0);
+	store_history_free(h, n);
+
+	/* a job of 3 guests: two reported, one not (its node was down) */
+	assert_int_equal(store_job_add(s, 0, "three", "{\"guests\":3}", 40, &id, &err), 0);
+	j = (struct job_row){ .id = id, .state = JOB_COMPLETED, .started = 41, .ended = 50, .exit_status = 0 };
+	assert_int_equal(store_job_update(s, &j, &err), 0);
+	assert_int_equal(store_usage_put(s, id, u, 3, &err), 0);
+	u[0].cpu_usec = 150;    /* a report again: the last one counts */
+	assert_int_equal(store_usage_put(s, id, u, 1, &err), 0);
+	assert_int_equal(store_history(s, 0, 0, INT64_MAX, 10, &h, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(h[0].id, id);
+	assert_int_equal(h[0].cpu_guests, 2);
+	assert_int_equal(h[0].cpu_usec, 350);
+	assert_int_equal(h[0].mem_guests, 2);
+	assert_int_equal(h[0].mem_peak, 30);
+	store_history_free(h, n);
+	/* since, below and limit */
+	assert_int_equal(store_history(s, -1, 31, INT64_MAX, 10, &h, &n, &err), 0);
+	assert_true(n == 1 && h[0].id == id);
+	store_history_free(h, n);
+	assert_int_equal(store_history(s, -1, 0, id, 10, &h, &n, &err), 0);
+	assert_true(n == 1 && h[0].id == 1);
+	store_history_free(h, n);
+	assert_int_equal(store_history(s, -1, 0, INT64_MAX, 1, &h, &n, &err), 0);
+	assert_true(n == 1 && h[0].id == id);
+	store_history_free(h, n);
+	store_close(s);
+
+	assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "3");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	unlink(old);
+}
+
 static void unusable_path_is_named(void **state)
 {
 	struct store *s;
@@ -370,6 +449,7 @@ int main(void)
 		cmocka_unit_test(nodes_upsert),
 		cmocka_unit_test(cleanup_and_attempts_round_trip),
 		cmocka_unit_test(schema_1_is_migrated),
+		cmocka_unit_test(schema_2_is_migrated_and_usage_sums),
 		cmocka_unit_test(unusable_path_is_named),
 		cmocka_unit_test(ended_jobs_by_time_and_uid),
 		cmocka_unit_test(journal_mode_not_wal_is_refused),
