@@ -19,7 +19,13 @@
 #include "lib/err.h"
 #include "lib/gexec.h"
 
-#define GD_PROTO_VERSION   1
+/* Requests say which version they speak; 2 added exec's pty and the
+ * WINSIZE frame, so a version-1 request is still served as before. */
+#define GD_PROTO_VERSION   2
+#define GD_PROTO_MIN       1
+/* A pty's rows and columns (and TERM's length) */
+#define GD_PTY_MAX_DIM     4096
+#define GD_TERM_MAX        64
 #define GD_MAX_LISTEN      8
 /* argv + env entries of one exec, and their bytes (like a small ARG_MAX) */
 #define GD_MAX_ARGS        4096
@@ -97,6 +103,9 @@ struct greq {
 	char *cwd;                /* NULL = $HOME, else / */
 	long long timeout_ms;     /* 0 = none */
 	bool stdin_pipe;          /* exec: the command's stdin comes in STDIN frames */
+	bool pty;                 /* exec (v2): stdin, stdout and stderr are a pty's */
+	unsigned short rows, cols;
+	char term[GD_TERM_MAX + 1]; /* TERM for the command ("" = guestd's) */
 	int sig;
 	char id[GD_ID_MAX + 1];   /* spawn, status, wait, kill, output */
 	long long wait_ms;        /* wait */
@@ -112,6 +121,9 @@ void greq_free(struct greq *r);
 char *gd_reply_error(const char *op, const char *msg);
 /* Consumes extra (may be NULL): its members are added to the reply. */
 char *gd_reply_ok(const char *op, struct json_object *extra);
+/* A WINSIZE frame's payload: exactly 4 bytes, both 1..GD_PTY_MAX_DIM. */
+int gd_winsize_parse(const char *buf, size_t len, unsigned short *rows, unsigned short *cols,
+		     struct verr *err);
 /* CHAN_EXIT payload from a wait status. */
 char *gd_exit_json(int wstatus, bool timed_out);
 
@@ -149,8 +161,10 @@ struct gd_child {
 	pid_t pid;                /* also the process group and session id */
 	int out_fd, err_fd;       /* read ends, non-blocking */
 	int in_fd;                /* write end of its stdin (stdin_pipe), non-blocking; else -1 */
+	bool pty;                 /* out_fd is the pty's master (and in_fd a copy of it) */
 };
-/* Starts r->argv in a new session with stdin /dev/null; fails (and reaps)
+/* Starts r->argv in a new session with stdin /dev/null (or a pipe, or a pty
+ * that is its controlling terminal, as r asks); fails (and reaps)
  * when the cwd or the program cannot be used, naming which. */
 int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err);
 /* base overridden/extended by add (NAME=VALUE); malloc'd array of pointers

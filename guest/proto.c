@@ -122,7 +122,7 @@ static int get_strv(struct json_object *v, const char *what, bool need_one, bool
 static bool key_allowed(enum greq_op op, const char *key)
 {
 	static const char *const common[] = { "v", "op", NULL };
-	static const char *const exec[] = { "argv", "env", "cwd", "timeout_ms", "stdin", NULL };
+	static const char *const exec[] = { "argv", "env", "cwd", "timeout_ms", "stdin", "pty", NULL };
 	static const char *const sig[] = { "signal", NULL };
 	static const char *const spawn[] = { "argv", "env", "cwd", "timeout_ms", "id", NULL };
 	static const char *const status[] = { "id", NULL };
@@ -176,6 +176,65 @@ static int parse_exec(struct json_object *obj, const char *op, struct greq *r, s
 	return 0;
 }
 
+/* exec's "pty": {"rows":R,"cols":C[,"term":"xterm-256color"]}.  TERM is
+ * a plain terminfo name, so it cannot smuggle anything into the
+ * command's environment. */
+static int parse_pty(struct json_object *v, struct greq *r, struct verr *err)
+{
+	struct json_object *f;
+	long long n;
+
+	if (!json_object_is_type(v, json_type_object))
+		return verr_set(err, "pty: expected an object {\"rows\", \"cols\", \"term\"}");
+	json_object_object_foreach(v, key, val) {
+		(void)val;
+		if (strcmp(key, "rows") && strcmp(key, "cols") && strcmp(key, "term"))
+			return verr_set(err, "pty: unknown field \"%.40s\"", key);
+	}
+	if (!json_object_object_get_ex(v, "rows", &f))
+		return verr_set(err, "pty: missing \"rows\" (1..%d)", GD_PTY_MAX_DIM);
+	if (get_int(f, "pty.rows", 1, GD_PTY_MAX_DIM, &n, err) < 0)
+		return -1;
+	r->rows = (unsigned short)n;
+	if (!json_object_object_get_ex(v, "cols", &f))
+		return verr_set(err, "pty: missing \"cols\" (1..%d)", GD_PTY_MAX_DIM);
+	if (get_int(f, "pty.cols", 1, GD_PTY_MAX_DIM, &n, err) < 0)
+		return -1;
+	r->cols = (unsigned short)n;
+	if (json_object_object_get_ex(v, "term", &f)) {
+		const char *t = get_cstr(f, "pty.term", err);
+
+		if (!t)
+			return -1;
+		if (!*t || strlen(t) > GD_TERM_MAX)
+			return verr_set(err, "pty.term: must be 1..%d characters", GD_TERM_MAX);
+		for (const char *c = t; *c; c++)
+			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+			      strchr("._+-", *c)))
+				return verr_set(err, "pty.term: '%.40s' is not a terminal name (letters, digits, '.', '_', '+', '-')", t);
+		snprintf(r->term, sizeof(r->term), "%s", t);
+	}
+	r->pty = true;
+	return 0;
+}
+
+int gd_winsize_parse(const char *buf, size_t len, unsigned short *rows, unsigned short *cols,
+		     struct verr *err)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+	unsigned rr, cc;
+
+	if (len != 4)
+		return verr_set(err, "window size: %zu bytes, expected 4 (rows, columns)", len);
+	rr = (unsigned)b[0] << 8 | b[1];
+	cc = (unsigned)b[2] << 8 | b[3];
+	if (rr < 1 || rr > GD_PTY_MAX_DIM || cc < 1 || cc > GD_PTY_MAX_DIM)
+		return verr_set(err, "window size: %ux%u is outside 1..%d", rr, cc, GD_PTY_MAX_DIM);
+	*rows = (unsigned short)rr;
+	*cols = (unsigned short)cc;
+	return 0;
+}
+
 /* A detached command's id: it names files in the spool dir, so it must be
  * a plain name that cannot step out of it. */
 static int parse_id(struct json_object *obj, const char *op, struct greq *r, struct verr *err)
@@ -207,9 +266,9 @@ static int parse_obj(struct json_object *obj, struct greq *r, struct verr *err)
 		return verr_set(err, "request: missing \"v\" (the protocol version, %d)", GD_PROTO_VERSION);
 	if (get_int(v, "v", 0, INT32_MAX, &ver, err) < 0)
 		return -1;
-	if (ver != GD_PROTO_VERSION)
-		return verr_set(err, "request: protocol version %lld is not supported (this guestd speaks %d)",
-				ver, GD_PROTO_VERSION);
+	if (ver < GD_PROTO_MIN || ver > GD_PROTO_VERSION)
+		return verr_set(err, "request: protocol version %lld is not supported (this guestd speaks %d..%d)",
+				ver, GD_PROTO_MIN, GD_PROTO_VERSION);
 	if (!json_object_object_get_ex(obj, "op", &v))
 		return verr_set(err, "request: missing \"op\" (" OP_LIST ")");
 	op = get_cstr(v, "op", err);
@@ -231,6 +290,14 @@ static int parse_obj(struct json_object *obj, struct greq *r, struct verr *err)
 			if (!json_object_is_type(v, json_type_boolean))
 				return verr_set(err, "stdin: expected true or false");
 			r->stdin_pipe = json_object_get_boolean(v);
+		}
+		if (json_object_object_get_ex(obj, "pty", &v)) {
+			if (ver < 2)
+				return verr_set(err, "pty: needs protocol version 2 (the request says %lld)", ver);
+			if (parse_pty(v, r, err) < 0)
+				return -1;
+			if (r->stdin_pipe)
+				return verr_set(err, "exec: \"stdin\" and \"pty\" exclude each other (a pty is the command's stdin)");
 		}
 		return parse_exec(obj, op, r, err);
 	case GREQ_SIGNAL:

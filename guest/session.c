@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -270,6 +271,9 @@ static int relay(struct sess *S, int *fd, uint8_t type, char *buf)
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
+	/* A pty's master reads EIO once no process holds its slave open. */
+	if (n < 0 && errno == EIO && S->ch.pty)
+		n = 0;
 	if (n < 0) {
 		log_warn("%s: reading the command's output: %s", S->ctx->peer, strerror(errno));
 		n = 0;
@@ -330,6 +334,25 @@ static void stdin_flush(struct sess *S, struct stdin_buf *in)
 		stdin_close(S, in);
 }
 
+/* A WINSIZE frame for a pty command: the pty takes the size and the
+ * kernel tells the foreground group (SIGWINCH).  0 when it was one. */
+static int winsize_frame(struct sess *S, uint8_t type, const char *buf, size_t len)
+{
+	struct winsize ws = { 0 };
+	struct verr e;
+	int fd = S->ch.in_fd >= 0 ? S->ch.in_fd : S->ch.out_fd;
+
+	if (type != CHAN_WINSIZE || !S->ch.pty)
+		return -1;
+	if (gd_winsize_parse(buf, len, &ws.ws_row, &ws.ws_col, &e) < 0) {
+		log_warn("%s: rejected frame: %s", S->ctx->peer, e.msg);
+		return send_json(S, gd_reply_error(NULL, e.msg)) < 0 ? -2 : 0;
+	}
+	if (fd >= 0 && ioctl(fd, TIOCSWINSZ, &ws) < 0)
+		log_warn("%s: setting the pty's size: %s", S->ctx->peer, strerror(errno));
+	return 0;
+}
+
 /* A STDIN frame, or the EOF of stdin; 0 when it was one of those. */
 static int stdin_frame(struct sess *S, struct stdin_buf *in, uint8_t type, const char *buf, size_t len)
 {
@@ -385,8 +408,8 @@ static int run_exec(struct sess *S, struct greq *req)
 	in.asked = S->ch.in_fd >= 0;
 	S->running = true;
 	S->exited = S->stopping = S->timed_out = false;
-	log_info("%s: exec pid %d: %s%s", S->ctx->peer, (int)S->ch.pid, req->argv[0],
-		 req->argc > 1 ? " ..." : "");
+	log_info("%s: exec pid %d%s: %s%s", S->ctx->peer, (int)S->ch.pid, S->ch.pty ? " on a pty" : "",
+		 req->argv[0], req->argc > 1 ? " ..." : "");
 	extra = json_object_new_object();
 	json_object_object_add(extra, "pid", json_object_new_int((int)S->ch.pid));
 	if (send_json(S, gd_reply_ok("exec", extra)) < 0)
@@ -454,7 +477,10 @@ static int run_exec(struct sess *S, struct greq *req)
 					 (int)S->ch.pid, r < 0 ? ": " : "", r < 0 ? e.msg : "");
 				gone = true;
 			} else {
-				if (stdin_frame(S, &in, type, fb, len) < 0 && running_frame(S, type, fb, len) < 0)
+				int w = winsize_frame(S, type, fb, len);
+
+				if (w == -2 || (w == -1 && stdin_frame(S, &in, type, fb, len) < 0 &&
+						running_frame(S, type, fb, len) < 0))
 					gone = true;
 				free(fb);
 			}

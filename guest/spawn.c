@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -79,8 +81,20 @@ struct exec_failure {
 	char stage[8];    /* "chdir", "exec", "setup" */
 };
 
+/* The pty's slave end, opened in the child after setsid: a session
+ * leader's first terminal becomes its controlling one (TIOCSCTTY says so
+ * explicitly), so the line discipline's ^C reaches the foreground group. */
+static int open_slave(const char *name)
+{
+	int fd = open(name, O_RDWR);
+
+	if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) < 0)
+		return -1;
+	return fd;
+}
+
 static void __attribute__((noreturn)) child(const struct greq *r, char **envp, int in_r, int out_w,
-					     int err_w, int report_w)
+					     int err_w, int report_w, const char *slave)
 {
 	struct exec_failure f = { 0, "setup" };
 	struct sigaction sa = { .sa_handler = SIG_DFL };
@@ -94,6 +108,8 @@ static void __attribute__((noreturn)) child(const struct greq *r, char **envp, i
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0)
+		goto fail;
+	if (slave && (in_r = out_w = err_w = open_slave(slave)) < 0)
 		goto fail;
 	null_fd = in_r >= 0 ? in_r : open("/dev/null", O_RDONLY);
 	if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
@@ -142,7 +158,7 @@ static int await_exec(pid_t pid, int rep_r, const struct greq *r, struct verr *e
 	return verr_set(err, "%s: setting up the command failed: %s", greq_op_name(r->op), strerror(f.err));
 }
 
-int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
+static int spawn_pipes(const struct greq *r, struct gd_child *c, struct verr *err)
 {
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, rep[2] = { -1, -1 }, in[2] = { -1, -1 };
 	char **envp;
@@ -163,7 +179,7 @@ int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
 		goto fail;
 	}
 	if (pid == 0)
-		child(r, envp, in[0], out[1], errp[1], rep[1]);
+		child(r, envp, in[0], out[1], errp[1], rep[1], NULL);
 	free(envp);
 	envp = NULL;
 	close(out[1]);
@@ -201,6 +217,90 @@ fail:
 	return -1;
 }
 
+/* TERM=r->term added to r's environment (the request's own TERM loses). */
+static char **pty_env(const struct greq *r, char *term_kv)
+{
+	char **add = calloc(r->envc + 2, sizeof(*add)), **envp;
+
+	if (!add)
+		return NULL;
+	for (size_t i = 0; i < r->envc; i++)
+		add[i] = r->env[i];
+	if (r->term[0]) {
+		snprintf(term_kv, GD_TERM_MAX + 6, "TERM=%s", r->term);
+		add[r->envc] = term_kv;
+	}
+	envp = gd_merge_env(environ, add);
+	free(add);
+	return envp;
+}
+
+/* The command on a new pty: stdin, stdout and stderr are its slave, and
+ * the session reads and writes the master (out_fd; in_fd a copy, so that
+ * a stdin EOF closes only that). */
+static int spawn_pty(const struct greq *r, struct gd_child *c, struct verr *err)
+{
+	struct winsize ws = { .ws_row = r->rows, .ws_col = r->cols };
+	char slave[64], term_kv[GD_TERM_MAX + 6];
+	int m, rep[2] = { -1, -1 }, in = -1, rc;
+	char **envp;
+	pid_t pid;
+
+	m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return verr_errno(err, "exec: cannot open a pty (is devpts mounted on /dev/pts?)");
+	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, slave, sizeof(slave)) != 0 ||
+	    ioctl(m, TIOCSWINSZ, &ws) < 0) {
+		verr_errno(err, "exec: setting up the pty");
+		close(m);
+		return -1;
+	}
+	envp = pty_env(r, term_kv);
+	if (!envp || pipe2(rep, O_CLOEXEC) < 0 || (in = fcntl(m, F_DUPFD_CLOEXEC, 0)) < 0) {
+		verr_errno(err, envp ? "pipe" : "out of memory");
+		goto fail;
+	}
+	pid = fork();
+	if (pid < 0) {
+		verr_errno(err, "fork");
+		goto fail;
+	}
+	if (pid == 0)
+		child(r, envp, -1, -1, -1, rep[1], slave);
+	free(envp);
+	envp = NULL;
+	close(rep[1]);
+	rep[1] = -1;
+	rc = await_exec(pid, rep[0], r, err);
+	close(rep[0]);
+	rep[0] = -1;
+	if (rc < 0)
+		goto fail;
+	/* one open file description: both ends non-blocking */
+	fcntl(m, F_SETFL, O_NONBLOCK);
+	c->pid = pid;
+	c->out_fd = m;
+	c->err_fd = -1;
+	c->in_fd = in;
+	c->pty = true;
+	return 0;
+fail:
+	free(envp);
+	for (int i = 0; i < 2; i++)
+		if (rep[i] >= 0)
+			close(rep[i]);
+	if (in >= 0)
+		close(in);
+	close(m);
+	return -1;
+}
+
+int gd_spawn(const struct greq *r, struct gd_child *c, struct verr *err)
+{
+	c->pty = false;
+	return r->pty ? spawn_pty(r, c, err) : spawn_pipes(r, c, err);
+}
+
 int gd_spawn_fd(const struct greq *r, int out_fd, pid_t *pid_out, struct verr *err)
 {
 	int rep[2];
@@ -223,7 +323,7 @@ int gd_spawn_fd(const struct greq *r, int out_fd, pid_t *pid_out, struct verr *e
 		return -1;
 	}
 	if (pid == 0)
-		child(r, envp, -1, out_fd, out_fd, rep[1]);
+		child(r, envp, -1, out_fd, out_fd, rep[1], NULL);
 	free(envp);
 	close(rep[1]);
 	rc = await_exec(pid, rep[0], r, err);

@@ -37,6 +37,7 @@ enum chan_type {
 	CHAN_STDIN  = 4,
 	CHAN_EOF    = 5,  /* payload: one byte, the stream type that ended */
 	CHAN_EXIT   = 6,  /* payload: JSON {"status":N} or {"signal":N} */
+	CHAN_WINSIZE = 7, /* a pty's new size: u16 rows, u16 columns (big-endian) */
 };
 
 int chan_key_load(const char *path, uint8_t key[CHAN_KEY_LEN], struct verr *err);

@@ -22,12 +22,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define GEXEC_PROTO 1
+/* exec with a pty (guest/PROTOCOL.md): asked for only then, so that
+ * everything else still works with a guestd of protocol 1 */
+#define GEXEC_PROTO_PTY 2
 /* Once a frame's first byte arrived, the rest must follow within this. */
 #define FRAME_TIMEOUT_MS 30000
 /* After the guest's own timeout handling should have ended a command, how
@@ -237,14 +241,12 @@ static int vsock_answer(int fd, uint64_t deadline, const char *what, struct verr
 	return 0;
 }
 
-int gexec_connect_vsock(struct chan *c, const char *uds, unsigned port,
-			const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err)
+/* The stream to guestd, connected but before the handshake. */
+static int open_vsock(const char *uds, unsigned port, uint64_t deadline, const char *what, struct verr *err)
 {
-	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
-	char what[200], req[32];
+	char req[32];
 	int fd;
 
-	snprintf(what, sizeof(what), "guest vsock port %u through %s", port, uds);
 	if (port < 1 || port > 0xfffffffeu)
 		return verr_set(err, "%s: the port must be 1..4294967294", what);
 	fd = gexec_unix_open(uds, deadline, what, err);
@@ -260,6 +262,33 @@ int gexec_connect_vsock(struct chan *c, const char *uds, unsigned port,
 		close(fd);
 		return -1;
 	}
+	return fd;
+}
+
+int gexec_open_stream(const char *sock, unsigned vsock_port, int timeout_ms, struct verr *err)
+{
+	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	char what[600];
+
+	if (vsock_port) {
+		snprintf(what, sizeof(what), "guest vsock port %u through %s", vsock_port, sock);
+		return open_vsock(sock, vsock_port, deadline, what, err);
+	}
+	snprintf(what, sizeof(what), "guest socket %s", sock);
+	return gexec_unix_open(sock, deadline, what, err);
+}
+
+int gexec_connect_vsock(struct chan *c, const char *uds, unsigned port,
+			const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err)
+{
+	uint64_t deadline = timeout_ms > 0 ? now_ns() + (uint64_t)timeout_ms * 1000000ull : 0;
+	char what[200];
+	int fd;
+
+	snprintf(what, sizeof(what), "guest vsock port %u through %s", port, uds);
+	fd = open_vsock(uds, port, deadline, what, err);
+	if (fd < 0)
+		return -1;
 	return handshake(c, fd, key, deadline, what, err);
 }
 
@@ -455,11 +484,26 @@ static int send_stdin_chunk(struct chan *c, int in_fd, bool *open, bool *full, s
 	return chan_send(c, CHAN_EOF, &which, 1, err) < 0 ? verr_wrap(err, "sending the end of stdin") : 0;
 }
 
+static int send_winsize(struct chan *c, int tty_fd, struct verr *err)
+{
+	struct winsize ws;
+	uint8_t b[4];
+
+	if (ioctl(tty_fd, TIOCGWINSZ, &ws) < 0 || !ws.ws_row || !ws.ws_col)
+		return 0;
+	b[0] = (uint8_t)(ws.ws_row >> 8);
+	b[1] = (uint8_t)ws.ws_row;
+	b[2] = (uint8_t)(ws.ws_col >> 8);
+	b[3] = (uint8_t)ws.ws_col;
+	return chan_send(c, CHAN_WINSIZE, b, sizeof(b), err) < 0 ? verr_wrap(err, "sending the window size") : 0;
+}
+
 int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct verr *err)
 {
 	struct json_object *o = new_req("exec");
 	uint64_t backstop = 0;
-	bool started = false, in_open = r->send_stdin && r->in_fd >= 0, in_full = false;
+	bool send_in = r->send_stdin || r->pty;
+	bool started = false, in_open = send_in && r->in_fd >= 0, in_full = false;
 	char why[512];
 
 	if (!r->argv || !r->argv[0])
@@ -473,8 +517,18 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 		json_object_object_add(o, "timeout_ms", json_object_new_int(r->timeout_ms));
 		backstop = now_ns() + ((uint64_t)r->timeout_ms + BACKSTOP_MS) * 1000000ull;
 	}
-	if (r->send_stdin)
+	if (r->pty) {
+		struct json_object *p = json_object_new_object();
+
+		json_object_object_add(o, "v", json_object_new_int(GEXEC_PROTO_PTY));
+		json_object_object_add(p, "rows", json_object_new_int(r->rows ? r->rows : 24));
+		json_object_object_add(p, "cols", json_object_new_int(r->cols ? r->cols : 80));
+		if (r->term)
+			json_object_object_add(p, "term", json_object_new_string(r->term));
+		json_object_object_add(o, "pty", p);
+	} else if (r->send_stdin) {
 		json_object_object_add(o, "stdin", json_object_new_boolean(1));
+	}
 	if (send_obj(c, o, err) < 0)
 		return verr_wrap(err, "exec");
 	for (;;) {
@@ -484,6 +538,11 @@ int gexec_run(struct chan *c, const struct gexec_req *r, int *status, struct ver
 		size_t len;
 		int rc, ms = remaining_ms(backstop);
 
+		if (started && r->pty && r->resized && *r->resized) {
+			*r->resized = 0;
+			if (send_winsize(c, r->tty_fd, err) < 0)
+				return -1;
+		}
 		if (started && r->cancel && *r->cancel) {
 			int sig = *r->cancel;
 

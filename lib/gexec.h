@@ -43,6 +43,11 @@ int gexec_unix_open(const char *path, uint64_t deadline, const char *what, struc
  * answer within timeout_ms are errors that say so; callers retry. */
 int gexec_connect_vsock(struct chan *c, const char *uds, unsigned port,
 			const uint8_t key[CHAN_KEY_LEN], int timeout_ms, struct verr *err);
+/* The stream to a guest's agent before the channel's handshake, for a
+ * relay whose client runs the channel itself (vhpc exec): the unix socket
+ * sock (no symlink followed), or with vsock_port, that port through the
+ * VMM's vsock bridge at sock. */
+int gexec_open_stream(const char *sock, unsigned vsock_port, int timeout_ms, struct verr *err);
 /* The guest's report as JSON text (malloc'd): name, hostname, pid, pidns,
  * netns (inode numbers), cpus, mems, cpuset_mems, addrs, uptime, ready... */
 int gexec_hello(struct chan *c, char **info_json, int timeout_ms, struct verr *err);
@@ -63,6 +68,15 @@ struct gexec_req {
 	volatile int *cancel;      /* set to a signal number (e.g. from a signal
 	                              handler) to forward it to the command's process
 	                              group; gexec_run resets it to 0 once sent */
+	/* A pty (guest/PROTOCOL.md, protocol 2): the command's stdin, stdout
+	 * and stderr are a terminal of rows x cols in the guest, whose output
+	 * comes back as stdout; send_stdin is implied.  When *resized is set
+	 * (SIGWINCH), gexec_run sends tty_fd's size now and resets it. */
+	bool pty;
+	unsigned short rows, cols;
+	const char *term;          /* TERM in the guest; NULL: guestd's */
+	volatile int *resized;
+	int tty_fd;
 	/* Asked every 100 ms, and when the channel closes: true ends the wait
 	 * with *why as the error (a guest the command needs has stopped). */
 	bool (*gone)(void *arg, char *why, size_t len);

@@ -101,10 +101,22 @@ typedef struct json_object *(*wire_handler)(struct json_object *msg, const struc
 					    const char *who, void *ctx);
 void wire_serve(int lfd, size_t stack, wire_handler handle, void *ctx) __attribute__((noreturn));
 
+/* From within a handler: once its reply is sent, the connection goes to
+ * fn (in the connection's thread, which then holds it and its slot of the
+ * limits for as long as fn runs) instead of being closed; fn must not
+ * close fd.  A reply that could not be sent calls fn with fd -1, so that
+ * it frees arg.  For streams a request opens (lib/wirepipe.h). */
+typedef void (*wire_takeover_fn)(int fd, void *arg);
+void wire_serve_takeover(wire_takeover_fn fn, void *arg);
+
 /* One request to a daemon (root) and its reply on a fresh connection.
  * A reply of type "error" is returned as such (rc 0): the caller decides. */
 int wire_call(const char *hostport, struct json_object *req, struct json_object **reply,
 	      struct wire_peer *peer, int timeout_ms, struct verr *err);
+/* wire_call that keeps the connection for what follows the reply: *fd
+ * gets it when the reply is not an error (else it is closed, *fd -1). */
+int wire_call_open(const char *hostport, struct json_object *req, struct json_object **reply,
+		   struct wire_peer *peer, int timeout_ms, int *fd, struct verr *err);
 /* The reply's "error" text, or NULL when it is not an error reply. */
 const char *wire_error_text(struct json_object *reply);
 

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-int wire_call(const char *hostport, struct json_object *req, struct json_object **reply,
-	      struct wire_peer *peer, int timeout_ms, struct verr *err)
+static int call(const char *hostport, struct json_object *req, struct json_object **reply,
+		struct wire_peer *peer, int timeout_ms, int *keep, struct verr *err)
 {
 	struct wire_peer ignore;
 	/* The daemons run as root; the reply must name this request's id. */
@@ -30,12 +30,28 @@ int wire_call(const char *hostport, struct json_object *req, struct json_object 
 		return verr_wrap(err, "%s", hostport);
 	}
 	r = wire_recv(fd, reply, peer ? peer : &ignore, to.id, timeout_ms, err);
-	close(fd);
+	if (keep && r == 0 && !wire_error_text(*reply))
+		*keep = fd;
+	else
+		close(fd);
 	if (r == 1)
 		return verr_set(err, "%s closed the connection without a reply", hostport);
 	if (r < 0)
 		return verr_wrap(err, "%s", hostport);
 	return 0;
+}
+
+int wire_call(const char *hostport, struct json_object *req, struct json_object **reply,
+	      struct wire_peer *peer, int timeout_ms, struct verr *err)
+{
+	return call(hostport, req, reply, peer, timeout_ms, NULL, err);
+}
+
+int wire_call_open(const char *hostport, struct json_object *req, struct json_object **reply,
+		   struct wire_peer *peer, int timeout_ms, int *fd, struct verr *err)
+{
+	*fd = -1;
+	return call(hostport, req, reply, peer, timeout_ms, fd, err);
 }
 
 const char *wire_error_text(struct json_object *reply)

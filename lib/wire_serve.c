@@ -186,6 +186,16 @@ static void refuse(int fd, const char *who, const char *why)
 	close(fd);
 }
 
+/* Set by a handler (wire_serve_takeover) for its own connection. */
+static __thread wire_takeover_fn take_fn;
+static __thread void *take_arg;
+
+void wire_serve_takeover(wire_takeover_fn fn, void *arg)
+{
+	take_fn = fn;
+	take_arg = arg;
+}
+
 static void *conn_thread(void *arg)
 {
 	struct conn c = *(struct conn *)arg;
@@ -207,6 +217,7 @@ static void *conn_thread(void *arg)
 		struct wire_to to = { .uid = peer.uid, .reply = true };
 
 		snprintf(to.id, sizeof(to.id), "%s", peer.id);
+		take_fn = NULL;
 		r = c.handle(msg, &peer, who, c.ctx);
 		if (!r)
 			r = wire_error("unhandled message");
@@ -217,7 +228,16 @@ static void *conn_thread(void *arg)
 
 			setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 			log_warn("%s (uid %u): reply: %s", who, (unsigned)peer.uid, e.msg);
+			if (take_fn)
+				take_fn(-1, take_arg);
+		} else if (take_fn) {
+			json_object_put(r);
+			r = NULL;
+			json_object_put(msg);
+			msg = NULL;
+			take_fn(c.fd, take_arg);
 		}
+		take_fn = NULL;
 		json_object_put(r);
 	} else if (rc < 0) {
 		log_warn("%s: %s", who, e.msg);

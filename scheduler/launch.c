@@ -139,6 +139,27 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 	return argv_finish(&a);
 }
 
+char **launch_exec_env(const struct job_spec *j, const char *home)
+{
+	struct argv_b a = { 0 };
+
+	for (int i = 0; launch_env[i]; i++)
+		argv_add(&a, "%s", launch_env[i]);
+	if (!env_has(j, "HOME"))
+		argv_add(&a, "HOME=%s", home && *home ? home : "/tmp");
+	for (size_t i = 0; i < j->env.n; i++) {
+		const char *k = j->env.key[i], *v = j->env.val[i];
+
+		if (!strcmp(k, "PATH"))
+			argv_add(&a, "PATH=%s%s%s", LAUNCH_IMAGE_PATH, *v ? ":" : "", v);
+		else if (!strcmp(k, "LD_LIBRARY_PATH"))
+			argv_add(&a, "LD_LIBRARY_PATH=%s%s%s", LAUNCH_IMAGE_LIBS, *v ? ":" : "", v);
+		else
+			argv_add(&a, "%s=%s", k, v);
+	}
+	return argv_finish(&a);
+}
+
 void launch_rank_path(const struct job_spec *j, char *buf, size_t len)
 {
 	const char *v = NULL;

@@ -53,6 +53,11 @@ char **launch_mpirun_argv(const struct launch_plan *p);
  * to start".  Every guest has the same image and folders, so guest 0's
  * answer is every guest's.  Free with argv_free. */
 char **launch_guest_argv(const struct launch_plan *p);
+/* What a command run beside the ranks (vhpc exec) adds to its guest's
+ * environment so that it sees theirs: mpirun's launch_env, HOME, and the
+ * job's variables as mpirun passes them (-x), PATH and LD_LIBRARY_PATH
+ * after the image's folders.  home NULL = /tmp.  Free with argv_free. */
+char **launch_exec_env(const struct job_spec *j, const char *home);
 /* The ranks' PATH: the image's folders, then the job's PATH if it has one. */
 void launch_rank_path(const struct job_spec *j, char *buf, size_t len);
 

@@ -11,6 +11,7 @@
  *   vhpcd_rdma.c  RDMA devices (libibverbs)
  *   fabric.c      the node's fabric and PCI functions: reported, and a job's share checked
  *   image.c       the node's image cache: pulls from vhpc-ctld's store
+ *   exec.c        guest_open: a sealed stream to a guest's agent (vhpc exec)
  */
 #ifndef VHPC_NODEAGENT_VHPCD_INT_H
 #define VHPC_NODEAGENT_VHPCD_INT_H
@@ -23,6 +24,7 @@
 #include "lib/imgwire.h"
 #include "lib/inet.h"
 #include "lib/tuning.h"
+#include "lib/wirepipe.h"
 #include <sys/types.h>
 #include <pthread.h>
 
@@ -36,7 +38,7 @@ struct json_object;
 
 /* ------------------------------------------------------------- messages */
 
-enum vmsg_type { VM_PREPARE = 1, VM_LAUNCH, VM_STOP };
+enum vmsg_type { VM_PREPARE = 1, VM_LAUNCH, VM_STOP, VM_GUEST_OPEN };
 
 struct vprep {
 	int64_t job;
@@ -85,6 +87,8 @@ struct vmsg {
 	char **argv, **env;        /* VM_LAUNCH */
 	int64_t timeout_ms;
 	char reason[64];           /* VM_STOP */
+	int guest;                 /* VM_GUEST_OPEN: job-wide index */
+	uint8_t pipe_key[WPIPE_KEY_LEN]; /* VM_GUEST_OPEN: seals the stream */
 };
 
 int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err);
@@ -192,6 +196,10 @@ int vd_call(struct json_object *req, struct json_object **reply, int timeout_ms,
 void vd_serve(int lfd) __attribute__((noreturn));
 /* Answers a validated job_launch or job_stop. */
 struct json_object *vd_handle(const struct vmsg *m);
+
+/* exec.c: guest_open, a stream to a guest's agent for vhpc exec and
+ * vhpc shell; takes the connection over after its reply. */
+struct json_object *vd_guest_open(const struct vmsg *m);
 
 /* vhpcd_sim.c: registers and heartbeats the fake nodes; their messages */
 int vd_simulate(void);

@@ -327,6 +327,7 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 {
 	static const char *const f_launch[] = { "node", "job", "argv", "env", "timeout_ms", NULL };
 	static const char *const f_stop[] = { "node", "job", "reason", NULL };
+	static const char *const f_open[] = { "node", "job", "guest", "pipe_key", NULL };
 	const char *t = wire_type(msg), *s;
 	long long v;
 
@@ -337,6 +338,8 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 		m->type = VM_LAUNCH;
 	else if (!strcmp(t, "job_stop"))
 		m->type = VM_STOP;
+	else if (!strcmp(t, "guest_open"))
+		m->type = VM_GUEST_OPEN;
 	else
 		return verr_set(err, "unknown message type '%.64s'", t);
 	if (jf_int(msg, "job", true, 1, INT64_MAX / 2, &v, err) < 0 ||
@@ -373,6 +376,17 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 		if (jf_only(msg, "job_stop", f_stop, err) < 0 || jf_str(msg, "reason", false, 63, &s, err) < 0)
 			goto fail;
 		snprintf(m->reason, sizeof(m->reason), "%s", s ? s : "");
+		break;
+	case VM_GUEST_OPEN:
+		if (jf_only(msg, "guest_open", f_open, err) < 0 ||
+		    jf_int(msg, "guest", true, 0, VD_MAX_JOB_GUESTS - 1, &v, err) < 0 ||
+		    jf_str(msg, "pipe_key", true, 2 * WPIPE_KEY_LEN, &s, err) < 0)
+			goto fail;
+		m->guest = (int)v;
+		if (hex_decode(s, m->pipe_key, sizeof(m->pipe_key)) < 0) {
+			verr_set(err, "\"pipe_key\": expected %d hex digits", 2 * WPIPE_KEY_LEN);
+			goto fail;
+		}
 		break;
 	}
 	return 0;

@@ -131,6 +131,9 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 		}
 		r = ok("launched", m->job);
 		break;
+	case VM_GUEST_OPEN:
+		r = wire_error("job %lld: a simulated node runs no guests", (long long)m->job);
+		break;
 	default:
 		drop(node, m->job);
 		r = ok("stopped", m->job);

@@ -181,6 +181,8 @@ struct json_object *vd_handle(const struct vmsg *m)
 		vd_usage_reply(r, m->job);
 		return r;
 	}
+	case VM_GUEST_OPEN:
+		return vd_guest_open(m);
 	}
 	return wire_error("unhandled message");
 }

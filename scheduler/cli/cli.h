@@ -33,6 +33,9 @@ int cmd_nodes(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_wait(int argc, char **argv);
 int cmd_output(int argc, char **argv);
+/* vhpc exec and vhpc shell: into a running job's guests (cmd_exec.c, cmd_shell.c). */
+int cmd_exec(int argc, char **argv);
+int cmd_shell(int argc, char **argv);
 /* Ended jobs with what they used (cmd_history.c). */
 int cmd_history(int argc, char **argv);
 /* The local service for ordinary users (vhpc-ctld and vhpcd on loopback). */

@@ -18,6 +18,8 @@ static void usage(FILE *f)
 		"  cancel ID                     cancel a job\n"
 		"  wait ID                       wait for a job; exit with its exit status\n"
 		"  output [-f] ID                what a job wrote (so far)\n"
+		"  exec ID [--guest N|--all] -- COMMAND...  run a command in a running job's guest\n"
+		"  shell ID [--guest N]          an interactive shell in a running job's guest\n"
 		"  nodes [--json]                the cluster's nodes\n"
 		"  history [--user U] [--since T] [--json]  ended jobs: state, CPU time, peak memory\n"
 		"  mpirun [OPTIONS] PROGRAM...   in a Slurm batch script (--vhpc-image): mpirun in guest 0\n"
@@ -77,6 +79,10 @@ int main(int argc, char **argv)
 		return cmd_wait(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "output"))
 		return cmd_output(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "exec"))
+		return cmd_exec(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "shell"))
+		return cmd_shell(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "history"))
 		return cmd_history(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mpirun"))

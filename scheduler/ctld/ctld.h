@@ -62,6 +62,7 @@ enum cmsg_type {
 	CM_SUBMIT = 1, CM_QUEUE, CM_JOB, CM_WAIT, CM_CANCEL, CM_OUTPUT, CM_NODES,
 	CM_REGISTER, CM_HEARTBEAT, CM_JOB_OUTPUT, CM_JOB_EXIT,
 	CM_IMAGE_HAVE, CM_IMAGE_PUT, CM_IMAGE_TAG, CM_IMAGE_GET, CM_IMAGE_LIST, CM_IMAGE_RM,
+	CM_EXEC,
 	CM_HISTORY,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
@@ -104,7 +105,8 @@ struct cmsg {
 	/* user requests */
 	struct job_spec spec;          /* submit (owned) */
 	bool have_spec;
-	int64_t id;                    /* job, wait, cancel, output */
+	int64_t id;                    /* job, wait, cancel, output, exec */
+	int guest;                     /* exec */
 	int64_t offset;                /* output, job_output */
 	int max;                       /* output */
 	int timeout_ms;                /* wait */
@@ -379,6 +381,14 @@ void ctld_rpc_relaunch_job(struct ctld *ctl, struct cjob *j);
 void ctld_rpc_stop_job(struct ctld *ctl, struct cjob *j);
 
 /* ------------------------------------------------------------ requests */
+
+/* The job uid asks about, as job, cancel and exec see it (ctld_req.c):
+ * NULL and the error reply (not_found, denied: only its owner and root)
+ * otherwise; *owned: a copy from the store, for ctld_job_free.  ctl->mu held. */
+struct cjob *ctld_user_job(struct ctld *ctl, int64_t id, uid_t uid, bool *owned, struct json_object **err);
+/* ctld_exec.c: exec, a stream to one of a running job's guests for its
+ * owner or root (vhpc exec, vhpc shell); takes ctl->mu itself. */
+struct json_object *ctld_exec(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);
 
 /* Replies: {"type": type}, and an error with its code (PROTOCOL.md). */
 struct json_object *ctld_reply(const char *type);

@@ -37,6 +37,7 @@ static const struct {
 	{ "image_have", CM_IMAGE_HAVE, true }, { "image_put", CM_IMAGE_PUT, true },
 	{ "image_tag", CM_IMAGE_TAG, true },   { "image_get", CM_IMAGE_GET, true },
 	{ "image_list", CM_IMAGE_LIST, false }, { "image_rm", CM_IMAGE_RM, true },
+	{ "exec", CM_EXEC, false },
 	{ "history", CM_HISTORY, false },
 };
 
@@ -389,6 +390,7 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 	static const char *const f_submit[] = { "job", NULL }, *const f_id[] = { "id", NULL },
 		*const f_queue[] = { "all", NULL }, *const f_wait[] = { "id", "timeout_ms", NULL },
 		*const f_output[] = { "id", "offset", "max", NULL }, *const f_none[] = { NULL },
+		*const f_exec[] = { "id", "guest", NULL },
 		*const f_hb[] = { "node", "jobs", "images", NULL };
 	struct json_object *job;
 	long long v;
@@ -406,6 +408,12 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 	case CM_JOB:
 	case CM_CANCEL:
 		return jf_only(o, m->type == CM_JOB ? "job" : "cancel", f_id, err) < 0 ? -1 : job_id(o, m, err);
+	case CM_EXEC:
+		if (jf_only(o, "exec", f_exec, err) < 0 || job_id(o, m, err) < 0 ||
+		    jf_int(o, "guest", true, 0, 4095 /* a job has at most 4096 guests */, &v, err) < 0)
+			return -1;
+		m->guest = (int)v;
+		return 0;
 	case CM_WAIT:
 		if (jf_only(o, "wait", f_wait, err) < 0 || job_id(o, m, err) < 0 ||
 		    jf_int(o, "timeout_ms", true, 0, 60000, &v, err) < 0)

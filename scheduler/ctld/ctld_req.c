@@ -80,6 +80,11 @@ static struct cjob *user_job(struct ctld *ctl, int64_t id, uid_t uid, bool *owne
 	return j;
 }
 
+struct cjob *ctld_user_job(struct ctld *ctl, int64_t id, uid_t uid, bool *owned, struct json_object **err)
+{
+	return user_job(ctl, id, uid, owned, err);
+}
+
 /* Jobs of uid that have not ended. */
 static long long user_jobs(struct ctld *ctl, uid_t uid)
 {
@@ -600,6 +605,9 @@ struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const st
 	/* The store has its own lock: its disk work holds up no heartbeat. */
 	if (m->type >= CM_IMAGE_HAVE && m->type <= CM_IMAGE_RM)
 		return ctld_image_handle(ctl, m, peer);
+	/* It waits for a node's answer: not under ctl->mu. */
+	if (m->type == CM_EXEC)
+		return ctld_exec(ctl, m, peer);
 	if (m->type == CM_HISTORY)
 		return ctld_history_handle(ctl, m, peer->uid);
 	pthread_mutex_lock(&ctl->mu);

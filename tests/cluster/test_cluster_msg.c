@@ -81,6 +81,17 @@ static void user_messages(void **state)
 	crejects("{\"type\":\"wait\",\"id\":1,\"timeout_ms\":600000}", "\"timeout_ms\"");
 	crejects("{\"type\":\"output\",\"id\":1,\"offset\":0,\"max\":0}", "\"max\"");
 	crejects("{\"type\":\"queue\",\"all\":1}", "\"all\": expected true or false");
+	/* exec names a job and a guest, nothing else: not where to connect */
+	assert_int_equal(cparse("{\"type\":\"exec\",\"id\":5,\"guest\":3}", &m, &e), 0);
+	assert_int_equal(m.type, CM_EXEC);
+	assert_int_equal(m.id, 5);
+	assert_int_equal(m.guest, 3);
+	assert_false(ctld_msg_node_only(CM_EXEC));
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"exec\",\"id\":5}", "missing \"guest\"");
+	crejects("{\"type\":\"exec\",\"id\":5,\"guest\":4096}", "\"guest\": 4096 is outside 0..4095");
+	crejects("{\"type\":\"exec\",\"id\":5,\"guest\":-1}", "\"guest\"");
+	crejects("{\"type\":\"exec\",\"id\":5,\"guest\":0,\"path\":\"/run/munge/munge.socket.2\"}", "unknown field \"path\"");
 }
 
 static void node_messages(void **state)
@@ -215,6 +226,23 @@ static void controller_messages(void **state)
 		assert_int_equal(vmsg_parse(o, &m, &e), 0);
 		assert_int_equal(m.type, VM_STOP);
 		vmsg_free(&m);
+		json_object_put(o);
+		o = json_tokener_parse("{\"type\":\"guest_open\",\"node\":\"n1\",\"job\":4,\"guest\":2,"
+				       "\"pipe_key\":\"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"}");
+		assert_int_equal(vmsg_parse(o, &m, &e), 0);
+		assert_int_equal(m.type, VM_GUEST_OPEN);
+		assert_int_equal(m.guest, 2);
+		assert_int_equal(m.pipe_key[31], 0x1f);
+		vmsg_free(&m);
+		json_object_put(o);
+		o = json_tokener_parse("{\"type\":\"guest_open\",\"node\":\"n1\",\"job\":4,\"guest\":2,\"pipe_key\":\"zz\"}");
+		assert_int_equal(vmsg_parse(o, &m, &e), -1);
+		assert_non_null(strstr(e.msg, "\"pipe_key\": expected 64 hex digits"));
+		json_object_put(o);
+		o = json_tokener_parse("{\"type\":\"guest_open\",\"node\":\"n1\",\"job\":4,\"guest\":2,\"sock\":\"/run/x\","
+				       "\"pipe_key\":\"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\"}");
+		assert_int_equal(vmsg_parse(o, &m, &e), -1);
+		assert_non_null(strstr(e.msg, "unknown field \"sock\""));
 		json_object_put(o);
 		o = json_tokener_parse("{\"type\":\"submit\",\"node\":\"n1\",\"job\":1}");
 		assert_int_equal(vmsg_parse(o, &m, &e), -1);

@@ -3,7 +3,8 @@
  * a sequence of frames (type byte, 16-bit length, payload) fed through the
  * dispatcher with the session's state machine (an accepted exec makes the
  * session "running" until a made-up frame type 0xee says the command ended),
- * plus the whole input as one JSON request and as a kernel command line.
+ * plus the whole input as one JSON request, as a window-size frame and as
+ * a kernel command line.
  * Every reply must be valid JSON and every accepted request must satisfy
  * the limits the parser promises.
  */
@@ -38,6 +39,12 @@ static void check_req(const struct greq *r)
 		if (r->cwd && r->cwd[0] != '/')
 			abort();
 		if (bytes > GD_MAX_ARG_BYTES || r->timeout_ms < 0 || r->timeout_ms > GD_MAX_TIMEOUT_MS)
+			abort();
+		/* a pty has a size, a plain TERM, and no stdin pipe besides */
+		if (r->pty && (r->rows < 1 || r->rows > GD_PTY_MAX_DIM || r->cols < 1 || r->cols > GD_PTY_MAX_DIM ||
+			       r->stdin_pipe || strlen(r->term) > GD_TERM_MAX || strpbrk(r->term, "=/ ;\n")))
+			abort();
+		if (!r->pty && (r->rows || r->cols || r->term[0]))
 			abort();
 		break;
 	case GREQ_SIGNAL:
@@ -111,6 +118,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (greq_parse((const char *)data, size, &r, &e) == 0) {
 		check_req(&r);
 		greq_free(&r);
+	}
+	/* As a WINSIZE frame's payload. */
+	{
+		unsigned short rows = 0, cols = 0;
+
+		if (gd_winsize_parse((const char *)data, size, &rows, &cols, &e) == 0 &&
+		    (size != 4 || rows < 1 || rows > GD_PTY_MAX_DIM || cols < 1 || cols > GD_PTY_MAX_DIM))
+			abort();
 	}
 	/* As a sequence of frames. */
 	while (off + 3 <= size) {

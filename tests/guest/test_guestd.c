@@ -156,7 +156,8 @@ static void fields_are_validated(void **state)
 	rejects("{\"op\":\"hello\"}", "missing \"v\"");
 	rejects("{\"v\":\"1\",\"op\":\"hello\"}", "v: expected an integer");
 	rejects("{\"v\":1.0,\"op\":\"hello\"}", "v: expected an integer");
-	rejects("{\"v\":2,\"op\":\"hello\"}", "version 2 is not supported");
+	rejects("{\"v\":3,\"op\":\"hello\"}", "version 3 is not supported");
+	rejects("{\"v\":0,\"op\":\"hello\"}", "version 0 is not supported");
 	rejects("{\"v\":1}", "missing \"op\"");
 	rejects("{\"v\":1,\"op\":7}", "op: expected a string");
 	rejects("{\"v\":1,\"op\":\"reboot\"}", "unknown operation 'reboot'");
@@ -199,6 +200,56 @@ static char *exec_with(size_t nargs, size_t arglen)
 	}
 	strcpy(p, "]}");
 	return s;
+}
+
+/* Protocol 2: exec on a pty, and the window-size frame. */
+static void pty_requests_parse(void **state)
+{
+	struct greq r;
+	struct verr e;
+	unsigned short rows = 0, cols = 0;
+
+	(void)state;
+	assert_int_equal(parse("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],"
+			       "\"pty\":{\"rows\":30,\"cols\":100,\"term\":\"xterm-256color\"}}", &r, &e), 0);
+	assert_true(r.pty);
+	assert_int_equal(r.rows, 30);
+	assert_int_equal(r.cols, 100);
+	assert_string_equal(r.term, "xterm-256color");
+	assert_false(r.stdin_pipe);
+	greq_free(&r);
+	assert_int_equal(parse("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"rows\":1,\"cols\":4096}}", &r, &e), 0);
+	assert_string_equal(r.term, "");
+	greq_free(&r);
+	/* a version-1 request is served as before, and cannot ask for a pty */
+	assert_int_equal(parse("{\"v\":1,\"op\":\"exec\",\"argv\":[\"true\"]}", &r, &e), 0);
+	assert_false(r.pty);
+	greq_free(&r);
+	rejects("{\"v\":1,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"rows\":3,\"cols\":3}}",
+		"pty: needs protocol version 2");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"stdin\":true,\"pty\":{\"rows\":3,\"cols\":3}}",
+		"exclude each other");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":true}", "pty: expected an object");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"cols\":3}}", "missing \"rows\"");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"rows\":3}}", "missing \"cols\"");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"rows\":0,\"cols\":3}}", "pty.rows: 0 is outside 1..4096");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"rows\":3,\"cols\":4097}}", "pty.cols: 4097 is outside");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"rows\":3,\"cols\":3,\"x\":1}}", "pty: unknown field \"x\"");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"rows\":3,\"cols\":3,\"term\":\"x;rm -rf /\"}}",
+		"is not a terminal name");
+	rejects("{\"v\":2,\"op\":\"exec\",\"argv\":[\"sh\"],\"pty\":{\"rows\":3,\"cols\":3,\"term\":\"\"}}", "pty.term: must be 1..64");
+	rejects("{\"v\":2,\"op\":\"spawn\",\"id\":\"a\",\"argv\":[\"sh\"],\"pty\":{\"rows\":3,\"cols\":3}}",
+		"spawn: unknown field \"pty\"");
+	/* WINSIZE frames: exactly rows and columns, each 1..4096 */
+	assert_int_equal(gd_winsize_parse("\x00\x28\x00\x78", 4, &rows, &cols, &e), 0);
+	assert_int_equal(rows, 40);
+	assert_int_equal(cols, 120);
+	assert_int_equal(gd_winsize_parse("\x00\x28\x00", 3, &rows, &cols, &e), -1);
+	assert_non_null(strstr(e.msg, "3 bytes, expected 4"));
+	assert_int_equal(gd_winsize_parse("\x00\x28\x00\x78\x00", 5, &rows, &cols, &e), -1);
+	assert_int_equal(gd_winsize_parse("\x00\x00\x00\x78", 4, &rows, &cols, &e), -1);
+	assert_int_equal(gd_winsize_parse("\x10\x01\x00\x78", 4, &rows, &cols, &e), -1);
+	assert_non_null(strstr(e.msg, "4097x120 is outside"));
 }
 
 static void sizes_are_limited(void **state)
@@ -453,6 +504,7 @@ int main(void)
 		cmocka_unit_test(detached_requests_parse),
 		cmocka_unit_test(malformed_json_is_rejected),
 		cmocka_unit_test(fields_are_validated),
+		cmocka_unit_test(pty_requests_parse),
 		cmocka_unit_test(sizes_are_limited),
 		cmocka_unit_test(dispatcher_follows_the_state),
 		cmocka_unit_test(replies_are_json),
