@@ -51,6 +51,10 @@ ctld_fds() { ls /proc/"$CTLD_PID"/fd | wc -l; }
 node_fds() { local n; n=$(eval "echo \$NODE_PID_$1"); ls /proc/"$n"/fd | wc -l; }
 # the job's processes are all the test user's (its ranks' sleeps come and go)
 guest_procs() { ps -u "$uid" -o comm= | grep -vxc sleep; }
+# RUNNING means mpirun was launched, not that the ranks run yet: the
+# count below is taken once both ranks' shells are there.
+ranks_up() { [ "$(ps -u "$uid" -o comm= | grep -cx sh)" -ge 2 ]; }
+check "both ranks run" poll_until 60 ranks_up
 fd0=$(ctld_fds) fd1=$(node_fds 1) fd2=$(node_fds 2) p0=$(guest_procs) ps0=$(ps -u "$uid" -o pid=,args=)
 
 out=$(uvc exec "$J" -- hostname 2>&1); rc=$?
