@@ -32,6 +32,25 @@ static bool env_has(const struct job_spec *j, const char *key)
 	return false;
 }
 
+/* The job's own environment, as the ranks get it (mpirun's -x before each
+ * for the launch, bare for vhpc exec): its PATH and LD_LIBRARY_PATH come
+ * after the image's, so that vhpc's programs stay found. */
+static void add_job_env(struct argv_b *a, const struct job_spec *j, bool as_x)
+{
+	for (size_t i = 0; i < j->env.n; i++) {
+		const char *k = j->env.key[i], *v = j->env.val[i];
+
+		if (as_x)
+			argv_add(a, "-x");
+		if (!strcmp(k, "PATH"))
+			argv_add(a, "PATH=%s%s%s", LAUNCH_IMAGE_PATH, *v ? ":" : "", v);
+		else if (!strcmp(k, "LD_LIBRARY_PATH"))
+			argv_add(a, "LD_LIBRARY_PATH=%s%s%s", LAUNCH_IMAGE_LIBS, *v ? ":" : "", v);
+		else
+			argv_add(a, "%s=%s", k, v);
+	}
+}
+
 char **launch_mpirun_argv(const struct launch_plan *p)
 {
 	struct argv_b a = { 0 };
@@ -123,17 +142,7 @@ char **launch_mpirun_argv(const struct launch_plan *p)
 		argv_add(&a, "-x");
 		argv_add(&a, "HOME=%s", p->home ? p->home : "/tmp");
 	}
-	for (size_t i = 0; i < j->env.n; i++) {
-		const char *k = j->env.key[i], *v = j->env.val[i];
-
-		argv_add(&a, "-x");
-		if (!strcmp(k, "PATH"))
-			argv_add(&a, "PATH=%s%s%s", LAUNCH_IMAGE_PATH, *v ? ":" : "", v);
-		else if (!strcmp(k, "LD_LIBRARY_PATH"))
-			argv_add(&a, "LD_LIBRARY_PATH=%s%s%s", LAUNCH_IMAGE_LIBS, *v ? ":" : "", v);
-		else
-			argv_add(&a, "%s=%s", k, v);
-	}
+	add_job_env(&a, j, true);
 	for (size_t i = 0; i < j->command.n; i++)
 		argv_add(&a, "%s", j->command.v[i]);
 	return argv_finish(&a);
@@ -147,16 +156,7 @@ char **launch_exec_env(const struct job_spec *j, const char *home)
 		argv_add(&a, "%s", launch_env[i]);
 	if (!env_has(j, "HOME"))
 		argv_add(&a, "HOME=%s", home && *home ? home : "/tmp");
-	for (size_t i = 0; i < j->env.n; i++) {
-		const char *k = j->env.key[i], *v = j->env.val[i];
-
-		if (!strcmp(k, "PATH"))
-			argv_add(&a, "PATH=%s%s%s", LAUNCH_IMAGE_PATH, *v ? ":" : "", v);
-		else if (!strcmp(k, "LD_LIBRARY_PATH"))
-			argv_add(&a, "LD_LIBRARY_PATH=%s%s%s", LAUNCH_IMAGE_LIBS, *v ? ":" : "", v);
-		else
-			argv_add(&a, "%s=%s", k, v);
-	}
+	add_job_env(&a, j, false);
 	return argv_finish(&a);
 }
 

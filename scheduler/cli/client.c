@@ -11,6 +11,7 @@
 
 #include <json-c/json.h>
 #include <limits.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -122,6 +123,17 @@ const char *client_str(struct json_object *o, const char *key, const char *dflt)
 
 	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
 		? json_object_get_string(v) : dflt;
+}
+
+const char *client_user_name(long long uid, char *buf, size_t len)
+{
+	struct passwd *pw = getpwuid((uid_t)uid);
+
+	if (pw)
+		snprintf(buf, len, "%s", pw->pw_name);
+	else
+		snprintf(buf, len, "%lld", uid);
+	return buf;
 }
 
 void client_print_json(struct json_object *o)

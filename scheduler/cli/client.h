@@ -29,6 +29,8 @@ int client_call(const char *ctl, struct json_object *req, struct json_object **r
 /* A reply field, or a default. */
 long long client_int(struct json_object *o, const char *key, long long dflt);
 const char *client_str(struct json_object *o, const char *key, const char *dflt);
+/* A record's uid as this machine names it, else the number (in buf). */
+const char *client_user_name(long long uid, char *buf, size_t len);
 /* Prints a JSON value (pretty) and a newline on stdout. */
 void client_print_json(struct json_object *o);
 /* "123" -> 123; else an error naming what was given. */

@@ -46,17 +46,6 @@ static long long user_uid(const char *u)
 	return -1;
 }
 
-static const char *user_name(long long uid, char *buf, size_t len)
-{
-	struct passwd *pw = getpwuid((uid_t)uid);
-
-	if (pw)
-		snprintf(buf, len, "%s", pw->pw_name);
-	else
-		snprintf(buf, len, "%lld", uid);
-	return buf;
-}
-
 static void hms(long long s, char *buf, size_t len)
 {
 	snprintf(buf, len, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
@@ -96,7 +85,7 @@ static void print_row(struct json_object *j)
 	if (ended > 0 && localtime_r(&ended, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	printf("%6lld %-10s %-12.12s %-10s %4lld %6lld %-16s %9s %14s %16s  %s\n", client_int(j, "id", 0),
-	       user_name(client_int(j, "uid", -1), user, sizeof(user)), client_str(j, "name", ""),
+	       client_user_name(client_int(j, "uid", -1), user, sizeof(user)), client_str(j, "name", ""),
 	       client_str(j, "state", "?"), client_int(j, "exit_status", -1), guests, nl[0] ? nl : "-", el, cpu,
 	       mem, when);
 }
@@ -195,7 +184,7 @@ int cmd_history(int argc, char **argv)
 			char user[64];
 
 			json_object_object_add(j, "user", json_object_new_string(
-				user_name(client_int(j, "uid", -1), user, sizeof(user))));
+				client_user_name(client_int(j, "uid", -1), user, sizeof(user))));
 		}
 		client_print_json(jobs);
 	} else {

@@ -44,17 +44,6 @@ static int ask(const char *cmd, const char *ctl, struct json_object *req, struct
 	return 0;
 }
 
-static const char *user_name(long long uid, char *buf, size_t len)
-{
-	struct passwd *pw = getpwuid((uid_t)uid);
-
-	if (pw)
-		snprintf(buf, len, "%s", pw->pw_name);
-	else
-		snprintf(buf, len, "%lld", uid);
-	return buf;
-}
-
 static void queue_help(void)
 {
 	printf("usage: vhpc queue [--all] [--json]\n"
@@ -107,7 +96,7 @@ int cmd_queue(int argc, char **argv)
 			else
 				snprintf(why, sizeof(why), "%s", client_str(j, "reason", ""));
 			printf("%6lld %-10s %-12.12s %-10s %6lld %5lld %8s %-20s %s\n", client_int(j, "id", 0),
-			       user_name(client_int(j, "uid", -1), user, sizeof(user)), client_str(j, "name", ""),
+			       client_user_name(client_int(j, "uid", -1), user, sizeof(user)), client_str(j, "name", ""),
 			       state, client_int(j, "guests", 0), client_int(j, "ranks", 0), tm,
 			       nl[0] ? nl : "-", why);
 		}
