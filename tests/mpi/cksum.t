@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# timeout: 150
+# ckpt_cksum, the checksum job of the checkpoint tests (README.md here):
+#  - its single-process --reference prints what an independent Python
+#    copy of the definition prints (ckpt_cksum_ref.py), with and without
+#    the scratch blocks; other --rounds, --bytes or ranks change the sum;
+#  - bad arguments are refused, naming the option, with exit status 2;
+#  - on a 2-node test cluster (container guests), 4 ranks in 4 guests, two
+#    guests on each node: the run prints the reference's lines; a second
+#    run with the same arguments prints the same; the co-located ranks
+#    talked through the vmshm BTL (its counters carried every round's
+#    bytes) and the ranks on different nodes through tcp (Open MPI's bml
+#    says so); with --no-vmshm the sum is the same and vmshm carried
+#    nothing; --rounds 21 and a --scratch run (each guest writing its
+#    /scratch every round) print their own references' lines;
+#  - nothing of the jobs is left.
+. "$(dirname "$0")/../lib.sh"
+need_cluster
+CK=$VHPC_TOP/$B/testbin/ckpt_cksum
+[ -x "$CK" ] || { echo "Bail out! $CK is not built (make tests)"; exit 1; }
+PYREF=$VHPC_TOP/tests/mpi/ckpt_cksum_ref.py
+CL=vck$$
+. "$VHPC_TOP/tests/cluster/cluster-lib.sh"
+T=$CL_DIR
+
+# -- the reference, against the definition computed apart ------------------
+ref() { "$CK" --reference "$@"; }
+if command -v python3 >/dev/null; then
+	check_eq "--reference prints what the Python copy of the definition prints (4 ranks, 12 rounds, 1000 bytes)" \
+		"$(python3 "$PYREF" --ranks 4 --rounds 12 --bytes 1000 --every 4)" "$(ref --ranks 4 --rounds 12 --bytes 1000 --every 4)"
+	check_eq "... and with the scratch blocks folded in (3 ranks, 5 rounds, 13 bytes)" \
+		"$(python3 "$PYREF" --ranks 3 --rounds 5 --bytes 13 --every 2 --scratch)" \
+		"$(ref --ranks 3 --rounds 5 --bytes 13 --every 2 --scratch /nowhere)"
+else
+	skip "python3 is not installed: no independent copy of the definition to compare with"
+	skip "python3 is not installed"
+fi
+final() { sed -n 's/^final checksum \([0-9a-f]\{16\}\) .*/\1/p' <<<"$1"; }
+base=$(final "$(ref --ranks 4 --rounds 20 --bytes 4096)")
+check_match "the reference ends with a final checksum" '^[0-9a-f]{16}$' "$base"
+sums="$base $(final "$(ref --ranks 4 --rounds 21 --bytes 4096)") $(final "$(ref --ranks 4 --rounds 20 --bytes 4097)")"
+sums+=" $(final "$(ref --ranks 3 --rounds 20 --bytes 4096)") $(final "$(ref --ranks 4 --rounds 20 --bytes 4096 --scratch x)")"
+check_eq "other --rounds, --bytes, ranks or --scratch: five different sums ($sums)" 5 "$(tr ' ' '\n' <<<"$sums" | sort -u | grep -c .)"
+
+bad() {  # DESCRIPTION REGEX ARGS...
+	local d=$1 re=$2 out rc
+	shift 2
+	out=$("$CK" "$@" 2>&1)
+	rc=$?
+	check_match "$d: exit 2 ($rc), saying why" "^ckpt_cksum: $re" "$([ $rc = 2 ] && echo "$out")"
+}
+bad "--rounds 0" "--rounds: '0' is not a whole number from 1 to" --rounds 0
+bad "--bytes 12x" "--bytes: '12x' is not a whole number from 1 to" --rounds 2 --bytes 12x
+bad "--sleep-ms -1" "--sleep-ms: '-1' is not a whole number" --rounds 2 --sleep-ms -1
+bad "an unknown argument" "unknown argument '--bogus'" --rounds 2 --bogus
+bad "--rounds without a value" "--rounds needs a value" --rounds
+bad "--reference without --ranks" "--reference needs --ranks" --reference --rounds 2
+bad "--ranks outside --reference" "--ranks is for --reference only" --ranks 2 --rounds 2
+
+# -- 4 ranks in 4 guests on 2 nodes ----------------------------------------
+cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; cat "$CL_DIR"/*.log; done_testing; exit 1; }
+before=$(cl_leftovers)
+# Two cpus each, so each node takes two of the 1-vCPU guests.
+for i in 1 2; do cl_node_up $i --cpus 0-1 || fail "node $i starts"; done
+check "two nodes register" cl_wait_nodes_up 2
+
+# Four ranks spin on two shared cores: they must yield (vhpc only knows
+# each node's cpus, not that the nodes share them).
+JOBARGS=(-N 4 -n 4 --vcpus 1 --timeout 100 -x OMPI_MCA_mpi_yield_when_idle=1
+	-x OMPI_MCA_btl_vmshm_stats=1 -x OMPI_MCA_btl_base_verbose=1)
+# job NAME [vhpc submit options] -- ckpt_cksum ARGS: runs it, its output in $T/NAME.out
+job() {
+	local name=$1 id t0=$SECONDS
+	shift
+	local opts=()
+	while [ "$1" != -- ]; do opts+=("$1"); shift; done
+	shift
+	id=$(cd "$VHPC_TOP" && vc submit --json "${JOBARGS[@]}" "${opts[@]}" -- "$CK" "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
+	vc wait "$id" >/dev/null 2>&1
+	echo "$?" >"$T/$name.rc"
+	vc output "$id" >"$T/$name.out" 2>&1
+	job_json "$id" >"$T/$name.json"
+	diag "$name: job $id, $((SECONDS - t0)) s, exit $(cat "$T/$name.rc")"
+}
+lines() { grep -E '^(round|final) ' "$T/$1.out"; }
+# node_of NAME G: the node guest G of job NAME ran on
+node_of() { grep -o "\"guest\":$2,\"node\":\"n[0-9]\"" "$T/$1.json" | sed 's/.*"node":"\(n[0-9]\)"/\1/'; }
+# counter NAME RANK PEER FIELD: one field of RANK's vmshm-stats line for PEER
+counter() { sed -n "s/.*rank $2\] vmshm-stats: peer $3 slot [0-9]* .*$4 \([0-9]*\).*/\1/p" "$T/$1.out" | head -1; }
+# bml NAME RANK BTL PEER: how often rank RANK's Open MPI chose BTL for PEER
+bml() { grep -oE "\[g$2:[0-9]+\] mca: bml: Using $3 btl for send to \[\[[0-9]+,1\],$4\]" "$T/$1.out" | wc -l; }
+
+ARGS=(--rounds 20 --bytes 4096 --every 5 --sleep-ms 20)
+REF=$(ref --ranks 4 "${ARGS[@]}")
+job a -- "${ARGS[@]}"
+check_eq "the run completes" 0 "$(cat "$T/a.rc")"
+check_eq "it prints the reference's progress and final lines" "$REF" "$(lines a)"
+for g in 0 1 2 3; do eval "n$g=$(node_of a $g)"; done
+pl="g0:$n0 g1:$n1 g2:$n2 g3:$n3"
+check_eq "two guests on each node ($pl)" "n1 n1 n2 n2" "$(echo "$n0 $n1 $n2 $n3" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')"
+check_match "rank 0 prints where the ranks run" '^# rank 3: guest g3, host n[12], vmshm region yes$' "$(cat "$T/a.out")"
+# Every round each rank sends each peer --bytes; the least vmshm must carry
+# between two co-located ranks is 20 rounds of 4096 bytes each way.
+MIN=$((20 * 4096))
+for a in 0 1 2 3; do
+	for b in 0 1 2 3; do
+		[ $a = $b ] && continue
+		eval "na=\$n$a nb=\$n$b"
+		if [ "$na" = "$nb" ]; then
+			tx=$(counter a $a $b tx_bytes) rx=$(counter a $b $a rx_bytes)
+			check "rank $a -> rank $b (same node $na): vmshm carried the exchange (${tx:-none} bytes sent, ${rx:-none} received)" \
+				test "${tx:-0}" -ge "$MIN" -a "${tx:-0}" = "${rx:-x}"
+			check_eq "... Open MPI chose vmshm, not tcp" "1 0" "$(bml a $a vmshm $b) $(bml a $a tcp $b)"
+		else
+			check_eq "rank $a -> rank $b ($na, $nb): tcp, no vmshm" "1 0 0" \
+				"$(bml a $a tcp $b) $(bml a $a vmshm $b) $(grep -c "rank $a\] vmshm-stats: peer $b " "$T/a.out")"
+		fi
+	done
+done
+
+job b -- "${ARGS[@]}"
+check_eq "a second run with the same arguments prints the same lines" "$(lines a)" "$(lines b)"
+
+job novmshm --no-vmshm -- "${ARGS[@]}"
+check_eq "--no-vmshm: the same lines" "$(lines a)" "$(lines novmshm)"
+check_eq "... and vmshm carried nothing (no counters, no bml choice of it)" "0 0" \
+	"$(grep -c 'vmshm-stats' "$T/novmshm.out") $(grep -c 'Using vmshm btl' "$T/novmshm.out")"
+
+job rounds -- --rounds 21 --bytes 4096 --every 5
+check_eq "--rounds 21: the reference's lines for 21 rounds" "$(ref --ranks 4 --rounds 21 --bytes 4096 --every 5)" "$(lines rounds)"
+check "... whose final checksum is not the 20 rounds' one" test -n "$(final "$(lines rounds)")" -a "$(final "$(lines rounds)")" != "$(final "$(lines a)")"
+
+job scratch --scratch 16M -- --rounds 20 --bytes 65536 --every 5 --scratch /scratch
+check_eq "--scratch (each guest writes, syncs and re-reads its /scratch every round): the reference's lines" \
+	"$(ref --ranks 4 --rounds 20 --bytes 65536 --every 5 --scratch /scratch)" "$(lines scratch)"
+
+cl_wait_nodes_idle 30 || fail "the nodes remove the jobs"
+check_eq "nothing is left of the jobs" "$before" "$(cl_leftovers)"
+done_testing
