@@ -98,7 +98,14 @@ check_eq "it prints the reference's progress and final lines" "$REF" "$(lines a)
 for g in 0 1 2 3; do eval "n$g=$(node_of a $g)"; done
 pl="g0:$n0 g1:$n1 g2:$n2 g3:$n3"
 check_eq "two guests on each node ($pl)" "n1 n1 n2 n2" "$(echo "$n0 $n1 $n2 $n3" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')"
-check_match "rank 0 prints where the ranks run" '^# rank 3: guest g3, host n[12], vmshm region yes$' "$(cat "$T/a.out")"
+# (a node's host id is the cluster's uuid and the node's name)
+check_match "rank 0 prints where the ranks run" "^# rank 3: guest g3, host [^ ]*:$n3, vmshm region yes\$" "$(cat "$T/a.out")"
+for pair in "0 1" "0 2" "2 3"; do
+	set -- $pair
+	eval "na=\$n$1 nb=\$n$2"
+	if [ "$na" = "$nb" ]; then want="same host, two guests: vmshm expected"; else want="tcp expected"; fi
+	check_match "... and which BTL that implies between ranks $1 and $2 ($want)" "^#   rank $1 <-> rank $2: $want\$" "$(cat "$T/a.out")"
+done
 # Every round each rank sends each peer --bytes; the least vmshm must carry
 # between two co-located ranks is 20 rounds of 4096 bytes each way.
 MIN=$((20 * 4096))
@@ -125,6 +132,7 @@ job novmshm --no-vmshm -- "${ARGS[@]}"
 check_eq "--no-vmshm: the same lines" "$(lines a)" "$(lines novmshm)"
 check_eq "... and vmshm carried nothing (no counters, no bml choice of it)" "0 0" \
 	"$(grep -c 'vmshm-stats' "$T/novmshm.out") $(grep -c 'Using vmshm btl' "$T/novmshm.out")"
+check_eq "... as rank 0 expected: tcp between all 6 pairs of guests" 6 "$(grep -c '^#   rank [0-3] <-> rank [0-3]: tcp expected$' "$T/novmshm.out")"
 
 job rounds -- --rounds 21 --bytes 4096 --every 5
 check_eq "--rounds 21: the reference's lines for 21 rounds" "$(ref --ranks 4 --rounds 21 --bytes 4096 --every 5)" "$(lines rounds)"
