@@ -170,17 +170,22 @@ static void sleep_ms(uint64_t ms)
 		;
 }
 
-/* A rank that finds something wrong says what and where, and ends the
- * job with CODE. */
+/* A rank that finds something wrong says what and where, in one write (so
+ * mpirun's own messages cannot split the line), and ends the job with
+ * CODE. */
 __attribute__((format(printf, 4, 5), noreturn)) static void die(int rank, uint64_t round, int code, const char *fmt, ...)
 {
+	char line[1024];
+	int n;
 	va_list ap;
 
-	fprintf(stderr, "ckpt_cksum: rank %d round %" PRIu64 ": ", rank, round);
+	n = snprintf(line, sizeof(line), "ckpt_cksum: rank %d round %" PRIu64 ": ", rank, round);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	strcat(line, "\n");
+	if (write(STDERR_FILENO, line, strlen(line)) < 0)
+		perror("ckpt_cksum");
 	MPI_Abort(MPI_COMM_WORLD, code);
 	exit(code);
 }

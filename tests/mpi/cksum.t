@@ -142,6 +142,81 @@ job scratch --scratch 16M -- --rounds 20 --bytes 65536 --every 5 --scratch /scra
 check_eq "--scratch (each guest writes, syncs and re-reads its /scratch every round): the reference's lines" \
 	"$(ref --ranks 4 --rounds 20 --bytes 65536 --every 5 --scratch /scratch)" "$(lines scratch)"
 
+# -- stopped mid-run: what a checkpoint's pause does to it --------------------
+# The state file is written by rank 0 in g0, in the job's working folder
+# (this checkout, shared into the guests).
+ST=$(mktemp "$VHPC_TOP/$B/cksum-state.XXXXXX")
+at_exit "rm -f '$ST' '$ST.tmp'"
+rm -f "$ST"
+state_round() { sed -n 's/^round \([0-9]*\) of .*/\1/p' "$ST" 2>/dev/null; }
+past_round() { [ "$(state_round)" -ge "$1" ] 2>/dev/null; }
+# job_cgroups ID: the cgroups of job ID's guests on every node
+job_cgroups() {
+	local d
+	for d in "$CL_DIR"/run-n*/jobs/"$1"x*; do
+		[ -d "$d" ] && find /sys/fs/cgroup -maxdepth 4 -type d -path "*/vhpc/$(basename "$d")"
+	done
+}
+# Through the cgroup v1 freezer where the machine has one (hybrid
+# hierarchies, like this VM's), else cgroup v2's cgroup.freeze: the node
+# agent's own teardown thaws either.
+freeze_dirs() {
+	local c v1=
+	for c in $CGS; do [ -f "$c/freezer.state" ] && v1+="$c "; done
+	if [ -n "$v1" ]; then echo "$v1"; else for c in $CGS; do [ -f "$c/cgroup.freeze" ] && echo "$c"; done; fi
+}
+freeze() {  # 1 or 0
+	local c
+	for c in $(freeze_dirs); do
+		if [ -f "$c/freezer.state" ]; then
+			if [ "$1" = 1 ]; then echo FROZEN; else echo THAWED; fi >"$c/freezer.state"
+		else
+			echo "$1" >"$c/cgroup.freeze"
+		fi
+	done
+}
+all_frozen() {
+	local c
+	for c in $(freeze_dirs); do
+		grep -qx FROZEN "$c/freezer.state" 2>/dev/null || grep -qx 'frozen 1' "$c/cgroup.events" 2>/dev/null || return 1
+	done
+}
+sub() { (cd "$VHPC_TOP" && vc submit --json "${JOBARGS[@]}" "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'); }
+F=$(sub -- "$CK" --rounds 30 --bytes 4096 --every 1 --sleep-ms 100 --state "$ST")
+check "a 30-round run ($F) with --sleep-ms 100 says in its state file when it is past round 5" poll_until 30 past_round 5
+CGS=$(job_cgroups "$F")
+check_eq "its guests' cgroups to freeze on both nodes: ${F}x1 and ${F}x2" "${F}x1 ${F}x2" "$(for c in $(freeze_dirs); do basename "$c"; done | sort | tr '\n' ' ' | sed 's/ $//')"
+at_exit "freeze 0"
+freeze 1
+check "frozen (cgroup.freeze) mid-run" poll_until 10 all_frozen
+r1=$(state_round)
+sleep 2
+r2=$(state_round)
+freeze 0
+check "it stood still for 2 s at round $r1 of 30 (then $r2)" test -n "$r1" -a "$r1" = "$r2" -a "${r1:-30}" -lt 30
+vc wait "$F" >/dev/null 2>&1
+check_eq "thawed, it completes" 0 "$?"
+vc output "$F" >"$T/frozen.out" 2>&1
+check_eq "... with the reference's lines for every round" "$(ref --ranks 4 --rounds 30 --bytes 4096 --every 1)" "$(lines frozen)"
+check_match "... and its state file says it finished, with the final checksum" \
+	"^round 30 of 30 checksum $(final "$(lines frozen)") ranks 4 final\$" "$(cat "$ST")"
+
+# -- a scratch file that lost what was written: the job fails, naming it -------
+rm -f "$ST"
+S=$(sub --scratch 16M -- "$CK" --rounds 40 --bytes 4096 --every 1 --sleep-ms 100 --state "$ST" --scratch /scratch)
+check "a 40-round --scratch run ($S) gets past round 3" poll_until 30 past_round 3
+g1=$(cat "$CL_DIR"/run-n*/jobs/"$S"x*/g1/pid 2>/dev/null)
+check "guest g1's /scratch/ckpt_cksum.1 is there (init pid ${g1:-none})" test -n "$g1" -a -f "/proc/$g1/root/scratch/ckpt_cksum.1"
+truncate -s 0 "/proc/$g1/root/scratch/ckpt_cksum.1"
+vc wait "$S" >/dev/null 2>&1
+rc=$?
+vc output "$S" >"$T/lost.out" 2>&1
+check "the job fails ($rc)" test "$rc" != 0
+check_match "rank 1 says the previous round's block of its file is gone" \
+	"ckpt_cksum: rank 1 round [0-9]+: (cannot read the previous round's block of /scratch/ckpt_cksum\.1 \(truncated\?\)|the previous round's block of /scratch/ckpt_cksum\.1 is not what was written)" \
+	"$(cat "$T/lost.out")"
+check "and prints no final checksum" sh -c "! grep -q '^final checksum' '$T/lost.out'"
+
 cl_wait_nodes_idle 30 || fail "the nodes remove the jobs"
 check_eq "nothing is left of the jobs" "$before" "$(cl_leftovers)"
 done_testing
