@@ -188,7 +188,7 @@ CGS=$(job_cgroups "$F")
 check_eq "its guests' cgroups to freeze on both nodes: ${F}x1 and ${F}x2" "${F}x1 ${F}x2" "$(for c in $(freeze_dirs); do basename "$c"; done | sort | tr '\n' ' ' | sed 's/ $//')"
 at_exit "freeze 0"
 freeze 1
-check "frozen (cgroup.freeze) mid-run" poll_until 10 all_frozen
+check "frozen (cgroup freezer) mid-run" poll_until 10 all_frozen
 r1=$(state_round)
 sleep 2
 r2=$(state_round)

@@ -9,3 +9,6 @@ $(B)/testbin/ckpt_cksum: $(CKPT_CKSUM_SRCS) tests/mpi/cksum_fold.h
 
 EXTRA_ALL += $(B)/testbin/ckpt_cksum
 EXTRA_TESTS += $(B)/testbin/ckpt_cksum
+
+# The fold itself, under the sanitizers.
+$(eval $(call unit_test,unit-cksum-fold,tests/mpi/test_cksum_fold.c tests/mpi/cksum_fold.c tests/mpi/cksum_ref.c))
