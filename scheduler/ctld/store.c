@@ -11,7 +11,8 @@
 #include <string.h>
 
 const char *const store_job_state_names[] = {
-	"PENDING", "STARTING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", NULL
+	"PENDING", "STARTING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+	"CHECKPOINTED", NULL
 };
 
 bool store_job_state_final(enum job_state s)
@@ -30,17 +31,24 @@ static const char schema[] =
 	" name TEXT PRIMARY KEY, addr TEXT NOT NULL, up INTEGER NOT NULL,"
 	" last_seen INTEGER NOT NULL, info TEXT);"
 	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', '3');"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', '4');"
 	/* Schema 3: what each guest used (store_usage.c), NULL where its node
 	 * did not say; a guest without a row is unknown too. */
 	"CREATE TABLE IF NOT EXISTS job_usage ("
 	" job INTEGER NOT NULL, guest INTEGER NOT NULL, node TEXT NOT NULL,"
 	" cpu_usec INTEGER, mem_peak INTEGER, PRIMARY KEY (job, guest));"
-	"CREATE INDEX IF NOT EXISTS jobs_uid ON jobs(uid, id);";
+	"CREATE INDEX IF NOT EXISTS jobs_uid ON jobs(uid, id);"
+	/* Schema 4: jobs' checkpoints (store_ckpt.c), each recorded before
+	 * any node is asked to pause or save. */
+	"CREATE TABLE IF NOT EXISTS checkpoints ("
+	" name TEXT PRIMARY KEY, job INTEGER NOT NULL, seq INTEGER NOT NULL, uid INTEGER NOT NULL,"
+	" state INTEGER NOT NULL, stop INTEGER NOT NULL, bytes INTEGER NOT NULL DEFAULT 0,"
+	" created INTEGER NOT NULL, standstill_ms INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS checkpoints_job ON checkpoints(job, seq);";
 
-/* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schema 2
- * the job_usage table, which `schema` has made by now (its jobs keep no
- * usage: unknown). */
+/* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schemas 2
+ * and 3 the job_usage and checkpoints tables, which `schema` has made by
+ * now (their jobs keep no usage: unknown; and have no checkpoints). */
 static int migrate(sqlite3 *db, char **msg)
 {
 	sqlite3_stmt *st;
@@ -54,7 +62,7 @@ static int migrate(sqlite3 *db, char **msg)
 				  " ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
 				  " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;", NULL, NULL, msg) != SQLITE_OK)
 		return -1;
-	return sqlite3_exec(db, "UPDATE meta SET value='3' WHERE key='schema' AND CAST(value AS INTEGER) < 3",
+	return sqlite3_exec(db, "UPDATE meta SET value='4' WHERE key='schema' AND CAST(value AS INTEGER) < 4",
 			    NULL, NULL, msg) == SQLITE_OK ? 0 : -1;
 }
 
