@@ -2,10 +2,10 @@
  * vhpc checkpoint: a coordinated checkpoint of a whole running job
  * (scheduler/README.md, "Checkpoints"; the messages in PROTOCOL.md).
  *
- * The order is the contract's: job_checkpoint with check on every node
- * (nothing changes yet; a node that cannot save its part says why), the
- * record into the store, job_pause to every node, and only once all of
- * them paused, job_checkpoint to every node; then job_resume to every
+ * The order is the contract's: the record into the store, job_checkpoint
+ * with check on every node (nothing changes yet; a node that cannot save
+ * its part says why, and the record goes again), job_pause to every node,
+ * and only once all of them paused, job_checkpoint to every node; then job_resume to every
  * node, or with --stop the job ends CHECKPOINTED and is torn down.  Any
  * failure after the pause: job_resume everywhere, the partial checkpoint
  * removed, the user told which node and why.
@@ -315,55 +315,49 @@ static struct json_object *do_checkpoint(struct ctld *ctl, const struct cmsg *m,
 			       (long long)m->id);
 		goto unlock;
 	}
-	if (step_make(ctl, j, "job_checkpoint", &check) < 0) {
-		r = ctld_error("internal", "out of memory");
-		goto unlock;
-	}
-	j->ckpt_busy = true;
 	row.job = j->id;
 	row.uid = j->uid;
 	row.stop = m->stop;
+	row.state = CKPT_SAVING;
+	row.created = ctld_wall_s();
+	/* 1. The record, before any node is asked anything. */
+	if (store_ckpt_add(ctl->st, &row, &e) < 0) {
+		r = ctld_error("internal", "cannot record the checkpoint: %s", e.msg);
+		goto unlock;
+	}
+	if (step_make(ctl, j, "job_checkpoint", &check) < 0 || step_make(ctl, j, "job_pause", &pause) < 0 ||
+	    step_make(ctl, j, "job_checkpoint", &save) < 0) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	rec = record_new(ctl, j, row.name, &check);
+	j->ckpt_busy = true;
 	pthread_mutex_unlock(&ctl->mu);
-
-	/* 1. Can every node save its part?  Nothing has changed yet. */
 	for (k = 0; k < check.n; k++) {
-		json_object_object_add(check.c[k].req, "ckpt", json_object_new_string(""));
+		json_object_object_add(check.c[k].req, "ckpt", json_object_new_string(row.name));
 		json_object_object_add(check.c[k].req, "check", json_object_new_boolean(true));
-	}
-	ctld_fan_out(check.c, check.n, ctl->rpc_timeout_ms);
-	if ((k = step_failed(&check)) >= 0) {
-		r = ctld_error("refused", "job %lld cannot be checkpointed: node %s: %s (nothing was changed)",
-			       (long long)row.job, check.c[k].node, check.c[k].err.msg);
-		job_unbusy(ctl, row.job);
-		goto out;
+		json_object_object_add(save.c[k].req, "ckpt", json_object_new_string(row.name));
+		json_object_object_add(save.c[k].req, "check", json_object_new_boolean(false));
 	}
 
-	/* 2. The record, before any node pauses. */
+	/* 2. Can every node save its part?  Nothing has changed yet. */
+	ctld_fan_out(check.c, check.n, ctl->rpc_timeout_ms);
 	pthread_mutex_lock(&ctl->mu);
+	k = step_failed(&check);
 	j = ctld_job_find(ctl, row.job);
-	if (!j || j->state != JOB_RUNNING) {
-		r = ctld_error("not_running", "job %lld ended meanwhile", (long long)row.job);
+	if (k >= 0 || !j || j->state != JOB_RUNNING) {
+		if (k >= 0)
+			r = ctld_error("refused", "job %lld cannot be checkpointed: node %s: %s (nothing was changed)",
+				       (long long)row.job, check.c[k].node, check.c[k].err.msg);
+		else
+			r = ctld_error("not_running", "job %lld ended meanwhile", (long long)row.job);
+		if (store_ckpt_delete(ctl->st, row.name, &e) < 0)
+			log_err("checkpoint %s: %s", row.name, e.msg);
 		if (j)
 			j->ckpt_busy = false;
 		goto unlock;
 	}
-	row.state = CKPT_SAVING;
-	row.created = ctld_wall_s();
-	if (store_ckpt_add(ctl->st, &row, &e) < 0) {
-		r = ctld_error("internal", "cannot record the checkpoint: %s", e.msg);
-		j->ckpt_busy = false;
-		goto unlock;
-	}
-	rec = record_new(ctl, j, row.name, &check);
-	if (step_make(ctl, j, "job_pause", &pause) < 0 || step_make(ctl, j, "job_checkpoint", &save) < 0) {
-		log_err("out of memory");
-		_exit(1);
-	}
 	pthread_mutex_unlock(&ctl->mu);
-	for (k = 0; k < save.n; k++) {
-		json_object_object_add(save.c[k].req, "ckpt", json_object_new_string(row.name));
-		json_object_object_add(save.c[k].req, "check", json_object_new_boolean(false));
-	}
 
 	/* 3. Every node pauses; only then does any save. */
 	t0 = now_ns();
