@@ -123,6 +123,61 @@ int cmd_checkpoint(int argc, char **argv)
 	return 0;
 }
 
+/* vhpc restart CKPT, and vhpc submit --restart CKPT: argv[0] says which. */
+int cmd_restart(int argc, char **argv)
+{
+	struct json_object *req, *rep;
+	const char *name = NULL, *cmd = argv[0];
+	bool json = false, flag = !strcmp(cmd, "submit");
+	struct verr e;
+	char ctl[300];
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: vhpc restart [--json] CKPT\n       vhpc submit [--json] --restart CKPT\n"
+			       "Brings a checkpointed job back as a new job: its spec, image, guests' addresses\n"
+			       "and ranks are the checkpoint's; its guests go on from where they were saved.\n"
+			       "Each node's part goes to a node of its own (the one that saved it, or with the\n"
+			       "cluster's checkpoints.shared any that can take it).  The checkpoint's owner or\n"
+			       "root.  Prints the new job's id.\n");
+			return 0;
+		} else if (flag && !strcmp(argv[i], "--restart") && i + 1 < argc && !name)
+			name = argv[++i];
+		else if (flag && !strncmp(argv[i], "--restart=", 10) && !name)
+			name = argv[i] + 10;
+		else if (flag)
+			return usage_error(cmd, "--restart takes the checkpoint's job as it was: '%s' cannot go with it", argv[i]);
+		else if (argv[i][0] == '-')
+			return usage_error(cmd, "unknown option '%s'", argv[i]);
+		else if (name)
+			return usage_error(cmd, "one checkpoint at a time ('%s' and '%s')", name, argv[i]);
+		else
+			name = argv[i];
+	}
+	if (!name || !*name)
+		return usage_error(cmd, "which checkpoint? (vhpc checkpoints lists them)");
+	if ((r = client_need_controller(cmd, ctl, sizeof(ctl))))
+		return r;
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("restart"));
+	json_object_object_add(req, "name", json_object_new_string(name));
+	r = client_call(ctl, req, &rep, 30000, &e);
+	json_object_put(req);
+	if (r < 0) {
+		fprintf(stderr, "vhpc %s: %s\n", cmd, e.msg);
+		return EXIT_VHPC;
+	}
+	if (json)
+		client_print_json(rep);
+	else
+		printf("Submitted job %lld: a restart of checkpoint %s\n", client_int(rep, "id", 0), name);
+	json_object_put(rep);
+	return 0;
+}
+
 int cmd_checkpoints(int argc, char **argv)
 {
 	struct json_object *req, *rep, *a;

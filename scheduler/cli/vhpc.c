@@ -23,6 +23,7 @@ static void usage(FILE *f)
 		"  checkpoint ID [--stop]        checkpoint a running job (and stop it)\n"
 		"  checkpoint rm NAME            remove a checkpoint\n"
 		"  checkpoints [--json]          the checkpoints of your jobs\n"
+		"  restart CKPT                  a checkpointed job back, as a new job (= submit --restart CKPT)\n"
 		"  nodes [--json]                the cluster's nodes\n"
 		"  history [--user U] [--since T] [--json]  ended jobs: state, CPU time, peak memory\n"
 		"  mpirun [OPTIONS] PROGRAM...   in a Slurm batch script (--vhpc-image): mpirun in guest 0\n"
@@ -88,6 +89,8 @@ int main(int argc, char **argv)
 		return cmd_shell(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "checkpoint"))
 		return cmd_checkpoint(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "restart"))
+		return cmd_restart(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "checkpoints"))
 		return cmd_checkpoints(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "history"))

@@ -65,7 +65,7 @@ enum cmsg_type {
 	CM_IMAGE_HAVE, CM_IMAGE_PUT, CM_IMAGE_TAG, CM_IMAGE_GET, CM_IMAGE_LIST, CM_IMAGE_RM,
 	CM_EXEC,
 	CM_HISTORY,
-	CM_CHECKPOINT, CM_CHECKPOINTS, CM_CHECKPOINT_RM,
+	CM_CHECKPOINT, CM_CHECKPOINTS, CM_CHECKPOINT_RM, CM_RESTART,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
 bool ctld_msg_node_only(enum cmsg_type t);
@@ -117,7 +117,7 @@ struct cmsg {
 	int64_t since;                 /* history: ended at or after (unix time) */
 	int64_t before;                /* history: ids below this */
 	bool stop;                     /* checkpoint: --stop */
-	char ckpt[65];                 /* checkpoint_rm: its name */
+	char ckpt[65];                 /* checkpoint_rm, restart: its name */
 	/* node messages */
 	char node[65];
 	char addr[64];                 /* register: host:port of the node's vhpcd */
@@ -230,6 +230,7 @@ struct cjob {
 	int64_t exit_held_ms;          /* a failed exit first reported (monotonic; 0: none) */
 	bool exit_hold_logged;
 	bool ckpt_busy;                /* a checkpoint of it is under way (ctld_ckpt.c) */
+	char restart[65];              /* the checkpoint it restarts from ("": a fresh start) */
 };
 
 /* The database's room on disk (ctld_room.c). */
@@ -378,7 +379,7 @@ int ctld_sched_job_prefix(struct ctld *ctl, int nguests);
 void *ctld_sched_thread(void *arg);
 /* Worker threads; they take ctl->mu themselves.  Callers hold ctl->mu and set
  * the job's worker/stopping flag through these. */
-/* Prepare on all nodes, then launch. */
+/* Prepare on all nodes, then launch (a restart: job_resume everywhere). */
 void ctld_rpc_start_job(struct ctld *ctl, struct cjob *j);
 /* One call to a node's vhpcd; rc 0: replied without error, else err. */
 struct ctld_call {
@@ -452,13 +453,38 @@ struct json_object *ctld_history_handle(struct ctld *ctl, const struct cmsg *m, 
 
 /* ------------------------------------------------------ checkpoints */
 
-/* checkpoint, checkpoints, checkpoint_rm (ctld_ckpt.c): called without
- * ctl->mu (a checkpoint waits for its nodes). */
+/* checkpoint, checkpoints, checkpoint_rm, restart (ctld_ckpt.c): called
+ * without ctl->mu (a checkpoint waits for its nodes). */
 struct json_object *ctld_ckpt_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);
 /* At start, after ctld_state_load: checkpoints a dead controller left
  * under way: the job's guests resumed (or the job stopped, when every
  * part was saved with --stop), a partial checkpoint removed. */
 void ctld_ckpt_recover(struct ctld *ctl);
+/* What a restart from a checkpoint keeps of the job it saved (its record). */
+struct ctld_ckpt_part {
+	char node[65];                 /* the node that saved it */
+	int nguests;
+	int *guests;                   /* job-wide indexes */
+};
+struct ctld_ckpt_plan {
+	struct ipv4net subnet;
+	char key_hex[2 * CHAN_KEY_LEN + 1];
+	long long guest_port;
+	int vcpus;
+	bool shared;                   /* checkpoints.shared when it was saved */
+	int nparts;
+	struct ctld_ckpt_part *parts;
+};
+/* The plan of checkpoint name (a saved one).  Holds ctl->mu. */
+int ctld_ckpt_plan(struct ctld *ctl, const char *name, int nguests, struct ctld_ckpt_plan *out, struct verr *err);
+void ctld_ckpt_plan_free(struct ctld_ckpt_plan *p);
+/* Places a pending restart job on sn (usage applied there, g[] its
+ * guests, node indexes): each part of its checkpoint on a node of its own,
+ * the part's guests together; on the nodes that saved them, or with
+ * shared checkpoints on any that can take them.  -1 and why not.  Holds
+ * ctl->mu. */
+int ctld_ckpt_place(struct ctld *ctl, struct sched_node *sn, struct cjob *j, struct sched_guest *g, char *why,
+		    size_t len);
 /* Whether a checkpoint name is one vhpc-ctld could have made. */
 bool ctld_ckpt_name_ok(const char *s);
 

@@ -20,7 +20,9 @@
 #include "lib/inet.h"
 #include "lib/log.h"
 #include "lib/wire.h"
+#include "lib/jobspec.h"
 #include "ctld.h"
+#include "scheduler/jobjson.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -209,6 +211,8 @@ static struct json_object *record_new(struct ctld *ctl, const struct cjob *j, co
 	json_object_object_add(o, "guest_port", json_object_new_int64(ctl->cl.guest_port));
 	json_object_object_add(o, "guests", json_object_new_int(j->nguests));
 	json_object_object_add(o, "ranks", json_object_new_int(j->ranks));
+	json_object_object_add(o, "vcpus", json_object_new_int(j->vcpus));
+	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
 	json_object_object_add(o, "vmshm", json_object_new_boolean(ctld_job_vmshm(j)));
 	json_object_object_add(o, "shared", json_object_new_boolean(ctl->cl.ckpt.shared));
 	for (int k = 0; k < s->n; k++) {
@@ -522,6 +526,245 @@ static struct json_object *do_rm(struct ctld *ctl, const struct cmsg *m, uid_t u
 	return r;
 }
 
+/* ---------------------------------------------------------- restart */
+
+void ctld_ckpt_plan_free(struct ctld_ckpt_plan *p)
+{
+	for (int k = 0; k < p->nparts; k++)
+		free(p->parts[k].guests);
+	free(p->parts);
+	memset(p, 0, sizeof(*p));
+}
+
+static int plan_from(struct json_object *rec, int nguests, struct ctld_ckpt_plan *pl, struct verr *err)
+{
+	struct json_object *v, *parts;
+	const char *s;
+	bool *seen;
+	int total = 0;
+
+	memset(pl, 0, sizeof(*pl));
+	if (!json_object_object_get_ex(rec, "subnet", &v) || !(s = json_object_get_string(v)) ||
+	    ipv4net_parse(s, false, &pl->subnet) < 0)
+		return verr_set(err, "its record has no job subnet");
+	if (!json_object_object_get_ex(rec, "key", &v) || !(s = json_object_get_string(v)) ||
+	    strlen(s) != 2 * CHAN_KEY_LEN || strspn(s, "0123456789abcdef") != 2 * CHAN_KEY_LEN)
+		return verr_set(err, "its record has no job key");
+	snprintf(pl->key_hex, sizeof(pl->key_hex), "%s", s);
+	pl->guest_port = json_object_get_int64(json_object_object_get(rec, "guest_port"));
+	pl->vcpus = json_object_get_int(json_object_object_get(rec, "vcpus"));
+	pl->shared = json_object_get_boolean(json_object_object_get(rec, "shared"));
+	if (!json_object_object_get_ex(rec, "parts", &parts) || !json_object_is_type(parts, json_type_array) ||
+	    !json_object_array_length(parts) || (int)json_object_array_length(parts) > nguests || pl->vcpus < 1)
+		return verr_set(err, "its record has no parts or vCPUs");
+	if (!(seen = calloc((size_t)nguests, sizeof(bool))) ||
+	    !(pl->parts = calloc(json_object_array_length(parts), sizeof(*pl->parts)))) {
+		free(seen);
+		return verr_set(err, "out of memory");
+	}
+	pl->nparts = (int)json_object_array_length(parts);
+	for (int k = 0; k < pl->nparts; k++) {
+		struct json_object *p = json_object_array_get_idx(parts, (size_t)k), *g = json_object_object_get(p, "guests");
+		struct ctld_ckpt_part *cp = &pl->parts[k];
+
+		snprintf(cp->node, sizeof(cp->node), "%s", json_object_get_string(json_object_object_get(p, "node")) ?: "");
+		if (!g || !json_object_is_type(g, json_type_array) || !json_object_array_length(g) ||
+		    !(cp->guests = calloc(json_object_array_length(g), sizeof(int))))
+			break;
+		for (size_t i = 0; i < json_object_array_length(g); i++) {
+			int gi = json_object_get_int(json_object_array_get_idx(g, i));
+
+			if (gi < 0 || gi >= nguests || seen[gi])
+				break;
+			seen[gi] = true;
+			cp->guests[cp->nguests++] = gi;
+			total++;
+		}
+	}
+	free(seen);
+	if (total != nguests) {
+		ctld_ckpt_plan_free(pl);
+		return verr_set(err, "its record's parts do not hold each of its %d guests once", nguests);
+	}
+	return 0;
+}
+
+int ctld_ckpt_plan(struct ctld *ctl, const char *name, int nguests, struct ctld_ckpt_plan *out, struct verr *err)
+{
+	struct ckpt_row row;
+	struct json_object *rec;
+	int rc;
+
+	if (store_ckpt_get(ctl->st, name, &row, err) < 0)
+		return -1;
+	rec = row.state == CKPT_DONE ? json_tokener_parse(row.record) : NULL;
+	free(row.record);
+	if (!rec)
+		return verr_set(err, "checkpoint %s is not whole (it was being made)", name);
+	rc = plan_from(rec, nguests, out, err);
+	json_object_put(rec);
+	return rc < 0 ? verr_wrap(err, "checkpoint %s", name) : 0;
+}
+
+int ctld_ckpt_place(struct ctld *ctl, struct sched_node *sn, struct cjob *j, struct sched_guest *g, char *why,
+		    size_t len)
+{
+	struct ctld_ckpt_plan pl;
+	struct sched_node *try = NULL;
+	struct sched_guest *tmp = NULL;
+	bool *taken = NULL;
+	struct verr e;
+	int rc = -1;
+
+	if (ctld_ckpt_plan(ctl, j->restart, j->nguests, &pl, &e) < 0) {
+		snprintf(why, len, "%s", e.msg);
+		return -1;
+	}
+	/* The guests' cores as they were saved. */
+	j->vcpus = pl.vcpus;
+	/* On a copy: nothing is taken unless every part finds its node. */
+	try = malloc(sizeof(*try) * (size_t)(ctl->nnodes ? ctl->nnodes : 1));
+	taken = calloc((size_t)(ctl->nnodes ? ctl->nnodes : 1), sizeof(bool));
+	tmp = calloc((size_t)j->nguests, sizeof(*tmp));
+	if (!try || !taken || !tmp) {
+		snprintf(why, len, "out of memory");
+		goto out;
+	}
+	memcpy(try, sn, sizeof(*try) * (size_t)ctl->nnodes);
+	for (int k = 0; k < pl.nparts; k++) {
+		const struct ctld_ckpt_part *p = &pl.parts[k];
+		struct sched_req r = ctld_job_req(j, p->nguests);
+		struct sched_alloc a = { p->nguests, tmp };
+		int found = -1;
+
+		/* The node that saved the part first; others only when every
+		 * node sees the checkpoints. */
+		for (int round = 0; round < 2 && found < 0; round++)
+			for (int n = 0; n < ctl->nnodes && found < 0; n++) {
+				bool own = !strcmp(ctl->nodes[n].name, p->node);
+
+				if (taken[n] || !try[n].up || own != (round == 0) || (!own && !pl.shared))
+					continue;
+				if (sched_fit(&try[n], 1, &r, &a) == 0)
+					found = n;
+			}
+		if (found < 0) {
+			if (pl.shared)
+				snprintf(why, len, "waiting: no free node can take the %d guest%s node %s saved",
+					 p->nguests, p->nguests == 1 ? "" : "s", p->node);
+			else
+				snprintf(why, len, "waiting: node %s, which saved %d guest%s of it, cannot take them now (the "
+					 "cluster's checkpoints are not shared)", p->node, p->nguests, p->nguests == 1 ? "" : "s");
+			goto out;
+		}
+		sched_apply(&try[found], &r, &a, +1);
+		taken[found] = true;
+		for (int i = 0; i < p->nguests; i++) {
+			g[p->guests[i]] = tmp[i];
+			g[p->guests[i]].node = found;
+		}
+	}
+	memcpy(sn, try, sizeof(*try) * (size_t)ctl->nnodes);
+	rc = 0;
+out:
+	ctld_ckpt_plan_free(&pl);
+	free(try);
+	free(taken);
+	free(tmp);
+	return rc;
+}
+
+/* restart NAME: a new job from the checkpoint, for its owner or root. */
+static struct json_object *do_restart(struct ctld *ctl, const struct cmsg *m, uid_t uid)
+{
+	struct ctld_ckpt_plan pl;
+	struct json_object *rec = NULL, *spec, *r = NULL, *v;
+	struct ckpt_row row = { 0 };
+	struct cjob *j = NULL;
+	struct verr e;
+	const char *text, *image_id;
+	int64_t id;
+
+	pthread_mutex_lock(&ctl->mu);
+	if (store_ckpt_get(ctl->st, m->ckpt, &row, &e) < 0) {
+		r = ctld_error(strstr(e.msg, "no checkpoint") == e.msg ? "not_found" : "internal", "%s", e.msg);
+		goto out;
+	}
+	if (uid != 0 && uid != row.uid) {
+		r = ctld_error("denied", "checkpoint %s: permission denied (it belongs to uid %u; only its owner and root may "
+			       "restart it)", row.name, (unsigned)row.uid);
+		goto out;
+	}
+	if (row.state != CKPT_DONE || !(rec = json_tokener_parse(row.record)) ||
+	    !json_object_object_get_ex(rec, "spec", &spec) || !json_object_is_type(spec, json_type_object)) {
+		r = ctld_error("invalid", "checkpoint %s is not whole (it is being made, or its record is damaged)", row.name);
+		goto out;
+	}
+	if (!(j = ctld_job_new())) {
+		r = ctld_error("internal", "out of memory");
+		goto out;
+	}
+	if (job_spec_from_json(spec, &j->spec, &e) < 0) {
+		r = ctld_error("invalid", "checkpoint %s: its job's spec: %s", row.name, e.msg);
+		goto out;
+	}
+	if (plan_from(rec, (int)j->spec.guests, &pl, &e) < 0) {
+		r = ctld_error("invalid", "checkpoint %s: %s", row.name, e.msg);
+		goto out;
+	}
+	ctld_ckpt_plan_free(&pl);
+	/* The content the guests ran: an image replaced since is still the
+	 * old id while the store has its manifest. */
+	image_id = json_object_object_get_ex(rec, "image_id", &v) ? json_object_get_string(v) : "";
+	if (!image_id || !*image_id || !imgstore_is_image(ctl->images, image_id)) {
+		r = ctld_error("invalid", "checkpoint %s: its image %.12s is no longer in the cluster's image store: the "
+			       "job cannot be restored onto other content", row.name, image_id ? image_id : "?");
+		goto out;
+	}
+	if (json_object_get_int64(json_object_object_get(rec, "guest_port")) != ctl->cl.guest_port) {
+		r = ctld_error("invalid", "checkpoint %s: its guests' agents listen on port %lld, the cluster's "
+			       "job_network.guest_port is now %lld", row.name,
+			       (long long)json_object_get_int64(json_object_object_get(rec, "guest_port")), ctl->cl.guest_port);
+		goto out;
+	}
+	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
+	if (store_job_add_restart(ctl->st, row.uid, "job", text, ctld_wall_s(), row.name, &id, &e) < 0) {
+		r = ctld_error("internal", "cannot store the job: %s", e.msg);
+		goto out;
+	}
+	ctld_spool_forget(ctl, id);
+	j->id = id;
+	j->uid = row.uid;
+	snprintf(j->name, sizeof(j->name), "job");
+	snprintf(j->restart, sizeof(j->restart), "%s", row.name);
+	j->state = JOB_PENDING;
+	j->submitted = ctld_wall_s();
+	if (!(j->spec_json = strdup(text))) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	ctld_job_resolve(ctl, j);
+	snprintf(j->reason, sizeof(j->reason), "queued: restarts from checkpoint %s", row.name);
+	if (ctld_job_add(ctl, j) < 0) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	log_info("job %lld: restart of checkpoint %s (job %lld) by uid %u", (long long)id, row.name, (long long)row.job,
+		 (unsigned)uid);
+	j = NULL;
+	ctld_kick(ctl);
+	r = ctld_reply("submitted");
+	json_object_object_add(r, "id", json_object_new_int64(id));
+	json_object_object_add(r, "restart", json_object_new_string(row.name));
+out:
+	pthread_mutex_unlock(&ctl->mu);
+	if (j)
+		ctld_job_free(j);
+	json_object_put(rec);
+	free(row.record);
+	return r;
+}
+
 struct json_object *ctld_ckpt_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer)
 {
 	switch (m->type) {
@@ -531,6 +774,8 @@ struct json_object *ctld_ckpt_handle(struct ctld *ctl, const struct cmsg *m, con
 		return do_list(ctl, peer->uid);
 	case CM_CHECKPOINT_RM:
 		return do_rm(ctl, m, peer->uid);
+	case CM_RESTART:
+		return do_restart(ctl, m, peer->uid);
 	default:
 		return ctld_error("invalid", "unhandled message type");
 	}

@@ -40,7 +40,7 @@ static const struct {
 	{ "exec", CM_EXEC, false },
 	{ "history", CM_HISTORY, false },
 	{ "checkpoint", CM_CHECKPOINT, false }, { "checkpoints", CM_CHECKPOINTS, false },
-	{ "checkpoint_rm", CM_CHECKPOINT_RM, false },
+	{ "checkpoint_rm", CM_CHECKPOINT_RM, false }, { "restart", CM_RESTART, false },
 };
 
 bool ctld_msg_node_only(enum cmsg_type t)
@@ -399,11 +399,11 @@ bool ctld_ckpt_name_ok(const char *s)
 	return true;
 }
 
-/* checkpoint: a job and --stop; checkpoint_rm: a name vhpc-ctld makes
+/* checkpoint: a job and --stop; checkpoint_rm, restart: a name vhpc-ctld makes
  * (it becomes a folder's name: never "..", a slash or a leading dot). */
 static int parse_ckpt(struct json_object *o, struct cmsg *m, struct verr *err)
 {
-	static const char *const f_ck[] = { "id", "stop", NULL }, *const f_rm[] = { "name", NULL };
+	static const char *const f_ck[] = { "id", "stop", NULL }, *const f_name[] = { "name", NULL };
 	const char *s;
 
 	if (m->type == CM_CHECKPOINT)
@@ -411,7 +411,8 @@ static int parse_ckpt(struct json_object *o, struct cmsg *m, struct verr *err)
 			: jf_bool(o, "stop", false, &m->stop, err);
 	if (m->type == CM_CHECKPOINTS)
 		return jf_only(o, "checkpoints", (const char *const[]){ NULL }, err);
-	if (jf_only(o, "checkpoint_rm", f_rm, err) < 0 || jf_str(o, "name", true, 64, &s, err) < 0)
+	if (jf_only(o, m->type == CM_RESTART ? "restart" : "checkpoint_rm", f_name, err) < 0 ||
+	    jf_str(o, "name", true, 64, &s, err) < 0)
 		return -1;
 	if (!ctld_ckpt_name_ok(s))
 		return verr_set(err, "\"name\": '%.64s' is not a checkpoint's name (JOB.N, such as 17.1)", s);
@@ -482,6 +483,7 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 	case CM_CHECKPOINT:
 	case CM_CHECKPOINTS:
 	case CM_CHECKPOINT_RM:
+	case CM_RESTART:
 		return parse_ckpt(o, m, err);
 	case CM_IMAGE_HAVE:
 	case CM_IMAGE_PUT:

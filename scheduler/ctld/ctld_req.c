@@ -611,7 +611,7 @@ struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const st
 	if (m->type == CM_HISTORY)
 		return ctld_history_handle(ctl, m, peer->uid);
 	/* A checkpoint waits for its nodes: not under ctl->mu. */
-	if (m->type >= CM_CHECKPOINT && m->type <= CM_CHECKPOINT_RM)
+	if (m->type >= CM_CHECKPOINT && m->type <= CM_RESTART)
 		return ctld_ckpt_handle(ctl, m, peer);
 	pthread_mutex_lock(&ctl->mu);
 	switch (m->type) {

@@ -231,6 +231,14 @@ static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, i
 	json_object_object_add(o, "guest_nodes", where);
 	if (ctl->cl.wg.key)
 		json_object_object_add(o, "underlay_encryption", wg_json(ctl));
+	if (j->restart[0]) {
+		/* Its guests come from the checkpoint, left paused with their
+		 * network dropping frames until job_resume. */
+		struct json_object *rs = json_object_new_object();
+
+		json_object_object_add(rs, "ckpt", json_object_new_string(j->restart));
+		json_object_object_add(o, "restore", rs);
+	}
 	ctld_fabric_prepare(ctl, j, node, o);
 	free(rpg);
 	return o;
@@ -291,6 +299,54 @@ out:
 	free(lg);
 	free(rpg);
 	return o;
+}
+
+/* A restored job: job_resume to every node of it (idempotent), instead of
+ * a launch: mpirun runs on from the checkpoint in guest 0, and its node
+ * takes up its status and output.  Ends the job when a node refuses. */
+static void resume(struct ctld *ctl, int64_t id)
+{
+	struct ctld_call *c;
+	struct cjob *j;
+	int *nodes, nn, bad = -1;
+
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	if (!j || j->state != JOB_RUNNING) {
+		pthread_mutex_unlock(&ctl->mu);
+		return;
+	}
+	nodes = calloc(j->nalloc, sizeof(int));
+	c = calloc(j->nalloc, sizeof(*c));
+	if (!nodes || !c) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	nn = ctld_job_nodes(j, nodes);
+	for (int k = 0; k < nn; k++) {
+		snprintf(c[k].node, sizeof(c[k].node), "%s", ctl->nodes[nodes[k]].name);
+		snprintf(c[k].addr, sizeof(c[k].addr), "%s", ctl->nodes[nodes[k]].addr);
+		c[k].req = json_object_new_object();
+		json_object_object_add(c[k].req, "type", json_object_new_string("job_resume"));
+		json_object_object_add(c[k].req, "node", json_object_new_string(ctl->nodes[nodes[k]].name));
+		json_object_object_add(c[k].req, "job", json_object_new_int64(id));
+	}
+	pthread_mutex_unlock(&ctl->mu);
+	fan_out(c, nn, ctl->rpc_timeout_ms);
+	for (int k = 0; k < nn && bad < 0; k++)
+		if (c[k].rc < 0)
+			bad = k;
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	if (bad >= 0 && j && j->state == JOB_RUNNING)
+		ctld_job_end(ctl, j, JOB_FAILED, 125, "resuming its restored guests on node %s failed: %s", c[bad].node,
+			     c[bad].err.msg);
+	else if (bad < 0)
+		log_info("job %lld: restored from checkpoint %s and resumed on %d node%s", (long long)id,
+			 j ? j->restart : "?", nn, nn == 1 ? "" : "s");
+	pthread_mutex_unlock(&ctl->mu);
+	free_calls(c, nn);
+	free(nodes);
 }
 
 /* job_launch to the node of guest 0; ends the job when that fails. */
@@ -406,7 +462,7 @@ static void *start_thread(void *arg)
 	struct cjob *j;
 	int *nodes, nn;
 	uint64_t t0 = now_ns();
-	bool go;
+	bool go, restored;
 
 	free(arg);
 	pthread_mutex_lock(&ctl->mu);
@@ -432,11 +488,15 @@ static void *start_thread(void *arg)
 	fan_out(c, nn, ctl->rpc_timeout_ms);
 
 	pthread_mutex_lock(&ctl->mu);
-	go = prepared(ctl, ctld_job_find(ctl, id), c, nn, t0);
+	j = ctld_job_find(ctl, id);
+	restored = j && j->restart[0];
+	go = prepared(ctl, j, c, nn, t0);
 	pthread_mutex_unlock(&ctl->mu);
 	free_calls(c, nn);
 	free(nodes);
-	if (go)
+	if (go && restored)
+		resume(ctl, id);
+	else if (go)
 		launch(ctl, id);
 	return NULL;
 }
@@ -447,9 +507,18 @@ static void *relaunch_thread(void *arg)
 	struct ctld *ctl = w.ctl;
 	int64_t id = w.id;
 	struct cjob *j;
+	bool restored;
 
 	free(arg);
-	launch(ctl, id);
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	restored = j && j->restart[0];
+	pthread_mutex_unlock(&ctl->mu);
+	/* A restored job is never launched: its mpirun came back with it. */
+	if (restored)
+		resume(ctl, id);
+	else
+		launch(ctl, id);
 	pthread_mutex_lock(&ctl->mu);
 	if ((j = ctld_job_find(ctl, id)))
 		j->worker = false;

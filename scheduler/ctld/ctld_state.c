@@ -536,6 +536,8 @@ struct json_object *ctld_job_json(struct ctld *ctl, const struct cjob *j)
 	if (j->out_cut)
 		json_object_object_add(o, "output_cut", json_object_new_boolean(true));
 	json_object_object_add(o, "attempts", json_object_new_int(j->attempts));
+	if (j->restart[0])
+		json_object_object_add(o, "restart", json_object_new_string(j->restart));
 	json_object_object_add(o, "image", json_object_new_string(j->image));
 	if (j->image_id[0])
 		json_object_object_add(o, "image_id", json_object_new_string(j->image_id));
@@ -726,6 +728,7 @@ static struct cjob *job_from(struct ctld *ctl, struct job_row *r, bool plan)
 	j->exit_status = r->exit_status;
 	j->attempts = r->attempts;
 	snprintf(j->reason, sizeof(j->reason), "%s", r->reason);
+	snprintf(j->restart, sizeof(j->restart), "%s", r->restart);
 	spec = r->spec_json ? json_tokener_parse(r->spec_json) : NULL;
 	if (!spec || job_spec_from_json(spec, &j->spec, &e) < 0) {
 		json_object_put(spec);

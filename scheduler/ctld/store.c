@@ -48,7 +48,8 @@ static const char schema[] =
 
 /* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schemas 2
  * and 3 the job_usage and checkpoints tables, which `schema` has made by
- * now (their jobs keep no usage: unknown; and have no checkpoints). */
+ * now (their jobs keep no usage: unknown; and have no checkpoints), and
+ * jobs.restart: the checkpoint a job restarts from (none for theirs). */
 static int migrate(sqlite3 *db, char **msg)
 {
 	sqlite3_stmt *st;
@@ -61,6 +62,12 @@ static int migrate(sqlite3 *db, char **msg)
 	if (!have && sqlite3_exec(db, "BEGIN; ALTER TABLE jobs ADD COLUMN cleanup TEXT;"
 				  " ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
 				  " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;", NULL, NULL, msg) != SQLITE_OK)
+		return -1;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('jobs') WHERE name='restart'", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!have && sqlite3_exec(db, "ALTER TABLE jobs ADD COLUMN restart TEXT", NULL, NULL, msg) != SQLITE_OK)
 		return -1;
 	return sqlite3_exec(db, "UPDATE meta SET value='4' WHERE key='schema' AND CAST(value AS INTEGER) < 4",
 			    NULL, NULL, msg) == SQLITE_OK ? 0 : -1;
@@ -198,10 +205,16 @@ void store_close(struct store *s)
 int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec_json,
 		  int64_t now, int64_t *id, struct verr *err)
 {
+	return store_job_add_restart(s, uid, name, spec_json, now, NULL, id, err);
+}
+
+int store_job_add_restart(struct store *s, uid_t uid, const char *name, const char *spec_json,
+			  int64_t now, const char *restart, int64_t *id, struct verr *err)
+{
 	sqlite3_stmt *st;
 	int rc;
 
-	if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (uid, name, state, spec, submitted) VALUES (?,?,?,?,?)",
+	if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (uid, name, state, spec, submitted, restart) VALUES (?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_db_error(s, err, "prepare insert");
 	sqlite3_bind_int64(st, 1, uid);
@@ -209,6 +222,10 @@ int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec
 	sqlite3_bind_int(st, 3, JOB_PENDING);
 	sqlite3_bind_text(st, 4, spec_json, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, now);
+	if (restart)
+		sqlite3_bind_text(st, 6, restart, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 6);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -295,9 +312,11 @@ static void row_from(sqlite3_stmt *st, struct job_row *j)
 	snprintf(j->reason, sizeof(j->reason), "%s", t ? (const char *)t : "");
 	j->cleanup_json = col_dup(st, 12);
 	j->attempts = sqlite3_column_int(st, 13);
+	t = sqlite3_column_text(st, 14);
+	snprintf(j->restart, sizeof(j->restart), "%s", t ? (const char *)t : "");
 }
 
-#define JOB_COLS "id, uid, name, state, spec, alloc, net, submitted, started, ended, exit_status, reason, cleanup, attempts"
+#define JOB_COLS "id, uid, name, state, spec, alloc, net, submitted, started, ended, exit_status, reason, cleanup, attempts, restart"
 
 int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr *err)
 {

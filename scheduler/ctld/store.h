@@ -38,6 +38,7 @@ struct job_row {
 	char reason[256];        /* why it waits, failed or was cancelled */
 	char *cleanup_json;      /* nodes still to tear the job down on (NULL: keep) */
 	int attempts;            /* starts that failed */
+	char restart[65];        /* the checkpoint it restarts from ("": a fresh start) */
 };
 
 struct node_row {
@@ -58,6 +59,9 @@ void store_close(struct store *s);
 
 int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec_json,
 		  int64_t now, int64_t *id, struct verr *err);
+/* The same for a job that restarts from checkpoint `restart` (NULL: none). */
+int store_job_add_restart(struct store *s, uid_t uid, const char *name, const char *spec_json,
+			  int64_t now, const char *restart, int64_t *id, struct verr *err);
 /* Sets state and, where non-NULL/non-negative, the other fields. */
 int store_job_update(struct store *s, const struct job_row *j, struct verr *err);
 int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr *err);
