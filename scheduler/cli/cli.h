@@ -41,6 +41,8 @@ int cmd_history(int argc, char **argv);
 /* vhpc checkpoint [rm] and vhpc checkpoints (cmd_ckpt.c). */
 int cmd_checkpoint(int argc, char **argv);
 int cmd_checkpoints(int argc, char **argv);
+/* vhpc node drain|undrain (cmd_node.c). */
+int cmd_node(int argc, char **argv);
 /* vhpc restart CKPT; vhpc submit --restart CKPT comes here too. */
 int cmd_restart(int argc, char **argv);
 /* The local service for ordinary users (vhpc-ctld and vhpcd on loopback). */

@@ -17,6 +17,7 @@
  *   ctld_usage.c        a node's report of what a job's guests used (pure; fuzzed)
  *   ctld_history.c      accounting: recording that report, and `history` for users
  *   ctld_ckpt.c         vhpc checkpoint: pause every node, save, resume or stop; the list, rm
+ *   ctld_drain.c        vhpc node drain [--checkpoint]: no new jobs; its jobs checkpointed, requeued
  *
  * The controller's state is one struct ctld, made by main and passed to
  * every function that reads or changes it, first (ctl); threads get it as
@@ -66,6 +67,7 @@ enum cmsg_type {
 	CM_EXEC,
 	CM_HISTORY,
 	CM_CHECKPOINT, CM_CHECKPOINTS, CM_CHECKPOINT_RM, CM_RESTART,
+	CM_NODE_DRAIN,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
 bool ctld_msg_node_only(enum cmsg_type t);
@@ -118,6 +120,7 @@ struct cmsg {
 	int64_t before;                /* history: ids below this */
 	bool stop;                     /* checkpoint: --stop */
 	char ckpt[65];                 /* checkpoint_rm, restart: its name */
+	bool drain, checkpoint;        /* node_drain: drain (else undrain), checkpoint its jobs */
 	/* node messages */
 	char node[65];
 	char addr[64];                 /* register: host:port of the node's vhpcd */
@@ -177,6 +180,7 @@ struct cnode {
 	int npci;
 	struct cmsg_cached *cache;     /* its image cache, as last reported (not stored) */
 	int ncache;
+	bool drained;                  /* vhpc node drain: no new jobs go there */
 };
 
 struct cjob {
@@ -485,6 +489,10 @@ void ctld_ckpt_plan_free(struct ctld_ckpt_plan *p);
  * ctl->mu. */
 int ctld_ckpt_place(struct ctld *ctl, struct sched_node *sn, struct cjob *j, struct sched_guest *g, char *why,
 		    size_t len);
+/* node_drain (root; ctld_drain.c): the node takes no new guests, or again;
+ * with checkpoint, each job running there is checkpointed with stop and
+ * restarted.  Without ctl->mu. */
+struct json_object *ctld_drain_handle(struct ctld *ctl, const struct cmsg *m);
 /* Whether a checkpoint name is one vhpc-ctld could have made. */
 bool ctld_ckpt_name_ok(const char *s);
 

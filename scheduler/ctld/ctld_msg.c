@@ -41,6 +41,8 @@ static const struct {
 	{ "history", CM_HISTORY, false },
 	{ "checkpoint", CM_CHECKPOINT, false }, { "checkpoints", CM_CHECKPOINTS, false },
 	{ "checkpoint_rm", CM_CHECKPOINT_RM, false }, { "restart", CM_RESTART, false },
+	/* root's: the admin's (a node agent could send it too; it is root) */
+	{ "node_drain", CM_NODE_DRAIN, true },
 };
 
 bool ctld_msg_node_only(enum cmsg_type t)
@@ -420,6 +422,19 @@ static int parse_ckpt(struct json_object *o, struct cmsg *m, struct verr *err)
 	return 0;
 }
 
+/* node_drain: a node, drain or undrain, and whether to checkpoint its jobs. */
+static int parse_drain(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "node", "drain", "checkpoint", NULL };
+
+	if (jf_only(o, "node_drain", f, err) < 0 || node_name(o, m, err) < 0 ||
+	    jf_bool(o, "drain", true, &m->drain, err) < 0 || jf_bool(o, "checkpoint", false, &m->checkpoint, err) < 0)
+		return -1;
+	if (m->checkpoint && !m->drain)
+		return verr_set(err, "\"checkpoint\": only with \"drain\": true");
+	return 0;
+}
+
 static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 {
 	static const char *const f_submit[] = { "job", NULL }, *const f_id[] = { "id", NULL },
@@ -485,6 +500,8 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 	case CM_CHECKPOINT_RM:
 	case CM_RESTART:
 		return parse_ckpt(o, m, err);
+	case CM_NODE_DRAIN:
+		return parse_drain(o, m, err);
 	case CM_IMAGE_HAVE:
 	case CM_IMAGE_PUT:
 	case CM_IMAGE_TAG:

@@ -93,7 +93,8 @@ static void retry_stops(struct ctld *ctl)
 static void set_node(struct ctld *ctl, struct sched_node *sn, const struct cnode *n)
 {
 	ctld_fabric_caps(ctl, n, sn);
-	sn->up = n->up && n->have_info;
+	/* A drained node takes no new guests (what runs there stays). */
+	sn->up = n->up && n->have_info && !n->drained;
 	sn->nnuma = n->nnuma;
 	for (int k = 0; k < n->nnuma; k++) {
 		sn->cores[k] = n->numa[k].cores;

@@ -330,6 +330,7 @@ int ctld_node_commit(struct ctld *ctl, struct cnode *n, struct verr *err)
 	r.up = n->up;
 	r.last_seen = ctld_wall_s();
 	r.info_json = n->info_json;
+	r.drained = n->drained;
 	do
 		rc = store_node_put(ctl->st, &r, err);
 	while (commit_again(ctl, rc, err));
@@ -581,6 +582,7 @@ struct json_object *ctld_node_json(struct ctld *ctl, const struct cnode *n)
 	json_object_object_add(o, "addr", json_object_new_string(n->addr));
 	json_object_object_add(o, "underlay", json_object_new_string(ipv4_format(n->underlay, a, sizeof(a))));
 	json_object_object_add(o, "state", json_object_new_string(n->up ? "up" : "down"));
+	json_object_object_add(o, "drained", json_object_new_boolean(n->drained));
 	json_object_object_add(o, "last_seen_ms", json_object_new_int64(ctld_mono_ms() - n->last_seen_ms));
 	json_object_object_add(o, "simulated", json_object_new_boolean(n->simulated));
 	for (int k = 0; k < n->nnuma; k++) {
@@ -681,6 +683,7 @@ static int load_node(struct ctld *ctl, const struct node_row *r)
 	snprintf(n->addr, sizeof(n->addr), "%s", r->addr);
 	n->id = r->id;
 	n->up = r->up;
+	n->drained = r->drained;
 	/* Nodes get a full heartbeat timeout from our start to check in. */
 	n->last_seen_ms = ctld_mono_ms();
 	/* The info is what the node registered with: parse it as such. */

@@ -49,7 +49,8 @@ static const char schema[] =
 /* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schemas 2
  * and 3 the job_usage and checkpoints tables, which `schema` has made by
  * now (their jobs keep no usage: unknown; and have no checkpoints), and
- * jobs.restart: the checkpoint a job restarts from (none for theirs). */
+ * jobs.restart: the checkpoint a job restarts from (none for theirs), and
+ * nodes.drained: no new jobs go there (vhpc node drain). */
 static int migrate(sqlite3 *db, char **msg)
 {
 	sqlite3_stmt *st;
@@ -68,6 +69,13 @@ static int migrate(sqlite3 *db, char **msg)
 	have = sqlite3_step(st) == SQLITE_ROW;
 	sqlite3_finalize(st);
 	if (!have && sqlite3_exec(db, "ALTER TABLE jobs ADD COLUMN restart TEXT", NULL, NULL, msg) != SQLITE_OK)
+		return -1;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('nodes') WHERE name='drained'", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!have && sqlite3_exec(db, "ALTER TABLE nodes ADD COLUMN drained INTEGER NOT NULL DEFAULT 0", NULL, NULL,
+				  msg) != SQLITE_OK)
 		return -1;
 	return sqlite3_exec(db, "UPDATE meta SET value='4' WHERE key='schema' AND CAST(value AS INTEGER) < 4",
 			    NULL, NULL, msg) == SQLITE_OK ? 0 : -1;
@@ -417,9 +425,9 @@ int store_node_put(struct store *s, const struct node_row *n, struct verr *err)
 	int rc;
 
 	if (sqlite3_prepare_v2(s->db,
-			       "INSERT INTO nodes (name, addr, up, last_seen, info) VALUES (?,?,?,?,?)"
+			       "INSERT INTO nodes (name, addr, up, last_seen, info, drained) VALUES (?,?,?,?,?,?)"
 			       " ON CONFLICT(name) DO UPDATE SET addr=excluded.addr, up=excluded.up,"
-			       " last_seen=excluded.last_seen, info=COALESCE(excluded.info, info)",
+			       " last_seen=excluded.last_seen, info=COALESCE(excluded.info, info), drained=excluded.drained",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_db_error(s, err, "prepare node");
 	sqlite3_bind_text(st, 1, n->name, -1, SQLITE_STATIC);
@@ -427,6 +435,7 @@ int store_node_put(struct store *s, const struct node_row *n, struct verr *err)
 	sqlite3_bind_int(st, 3, n->up);
 	sqlite3_bind_int64(st, 4, n->last_seen);
 	bind_text_or_null(st, 5, n->info_json);
+	sqlite3_bind_int(st, 6, n->drained);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -458,7 +467,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 	size_t cnt = 0, cap = 0;
 	int rc;
 
-	if (sqlite3_prepare_v2(s->db, "SELECT name, addr, up, last_seen, info, rowid FROM nodes ORDER BY name",
+	if (sqlite3_prepare_v2(s->db, "SELECT name, addr, up, last_seen, info, rowid, drained FROM nodes ORDER BY name",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_db_error(s, err, "prepare nodes");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -478,6 +487,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 		v[cnt].last_seen = sqlite3_column_int64(st, 3);
 		v[cnt].info_json = col_dup(st, 4);
 		v[cnt].id = sqlite3_column_int64(st, 5);
+		v[cnt].drained = sqlite3_column_int(st, 6) != 0;
 		cnt++;
 	}
 	sqlite3_finalize(st);

@@ -48,6 +48,7 @@ struct node_row {
 	bool up;
 	int64_t last_seen;
 	char *info_json;         /* topology, capacity, RDMA devices */
+	bool drained;            /* an admin drained it: no new jobs go there */
 };
 
 /* What the functions below return when the disk is full (SQLITE_FULL);
