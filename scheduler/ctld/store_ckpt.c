@@ -20,14 +20,27 @@ int store_ckpt_add(struct store *s, struct ckpt_row *c, struct verr *err)
 
 	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return store_db_error(s, err, "begin checkpoint");
-	/* The next seq of the job: names are never reused while a row lives. */
-	if (sqlite3_prepare_v2(s->db, "SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE job=?", -1, &st, NULL) != SQLITE_OK)
+	/* The next seq of the job, never one it had: a removed checkpoint's
+	 * folder may still be on a node that the controller does not see.
+	 * The last one given is kept in meta ("ckpt_seq.<job>"). */
+	if (sqlite3_prepare_v2(s->db, "SELECT MAX(COALESCE((SELECT MAX(seq) FROM checkpoints WHERE job=?1), 0),"
+			       " COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key='ckpt_seq.' || ?1), 0)) + 1",
+			       -1, &st, NULL) != SQLITE_OK)
 		goto fail;
 	sqlite3_bind_int64(st, 1, c->job);
 	rc = sqlite3_step(st);
 	c->seq = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 1;
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW)
+		goto fail;
+	if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta (key, value) VALUES ('ckpt_seq.' || ?1, ?2)", -1, &st,
+			       NULL) != SQLITE_OK)
+		goto fail;
+	sqlite3_bind_int64(st, 1, c->job);
+	sqlite3_bind_int64(st, 2, c->seq);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
 		goto fail;
 	snprintf(c->name, sizeof(c->name), "%lld.%lld", (long long)c->job, (long long)c->seq);
 	if (sqlite3_prepare_v2(s->db, "INSERT INTO checkpoints (name, job, seq, uid, state, stop, bytes, created,"
