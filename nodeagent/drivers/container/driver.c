@@ -466,6 +466,14 @@ static int resume_guest(struct na_job *j, int k, struct verr *err)
 	return c ? na_ctr_resume(c, err) : -1;
 }
 
+static bool guest_paused(struct na_job *j, int k)
+{
+	struct verr e;
+	struct na_ctr *c = guest_ctr(j, k, &e);
+
+	return c && na_ctr_paused(c);
+}
+
 const struct na_driver na_driver_container = {
 	.name = "container",
 	.auto_pick = auto_pick,
@@ -490,4 +498,5 @@ const struct na_driver na_driver_container = {
 	.ckpt_check = ckpt_check,
 	.pause = pause_guest,
 	.resume = resume_guest,
+	.paused = guest_paused,
 };
