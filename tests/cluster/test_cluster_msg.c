@@ -251,6 +251,60 @@ static void controller_messages(void **state)
 	}
 }
 
+/* job_pause, job_resume and job_checkpoint (issue 36): the checkpoint's
+ * name becomes a folder under the node's checkpoint dir, so anything that
+ * could leave it (a slash, "..", a capital, a leading dot) is refused,
+ * naming the field. */
+static int ckparse(const char *text, struct vmsg *m, struct verr *e)
+{
+	struct json_object *o = json_tokener_parse(text);
+	int rc;
+
+	assert_non_null(o);
+	rc = vmsg_parse(o, m, e);
+	json_object_put(o);
+	return rc;
+}
+
+static void checkpoint_messages(void **state)
+{
+	static const char *const bad[] = { "..", ".", "../x", "a/b", "A1", "-a", ".a", "", "a b",
+					   "12345678901234567890123456789012345678901234567890123456789012345", NULL };
+	struct vmsg m;
+	struct verr e;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(ckparse("{\"type\":\"job_pause\",\"node\":\"n1\",\"job\":3}", &m, &e), 0);
+	assert_int_equal(m.type, VM_PAUSE);
+	assert_int_equal(m.job, 3);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_resume\",\"node\":\"n1\",\"job\":3}", &m, &e), 0);
+	assert_int_equal(m.type, VM_RESUME);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_resume\",\"node\":\"n1\",\"job\":3,\"ckpt\":\"3.1\"}", &m, &e), -1);
+	assert_non_null(strstr(e.msg, "unknown field \"ckpt\""));
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17,\"ckpt\":\"17.1\","
+				 "\"check\":true}", &m, &e), 0);
+	assert_int_equal(m.type, VM_CHECKPOINT);
+	assert_string_equal(m.ckpt, "17.1");
+	assert_true(m.check);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17,\"ckpt\":\"a-b.c9\"}", &m, &e), 0);
+	assert_false(m.check);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17}", &m, &e), -1);
+	assert_non_null(strstr(e.msg, "\"ckpt\""));
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17,\"ckpt\":\"x\",\"check\":1}",
+				 &m, &e), -1);
+	assert_non_null(strstr(e.msg, "\"check\""));
+	for (int i = 0; bad[i]; i++) {
+		snprintf(buf, sizeof(buf), "{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":1,\"ckpt\":\"%s\"}", bad[i]);
+		assert_int_equal(ckparse(buf, &m, &e), -1);
+		assert_non_null(strstr(e.msg, "\"ckpt\""));
+	}
+}
+
 /* The fabric's fields: register's fabric_link, rdma netdev/numa and pci;
  * job_prepare's fabric and pci.  Each hostile value is refused, naming
  * the field. */
@@ -433,6 +487,53 @@ static int usage_parse(const char *text, const int *where, struct store_usage *u
 	return rc;
 }
 
+/* vhpc checkpoint, checkpoints, checkpoint rm, restart and node drain, as
+ * vhpc-ctld takes them: a checkpoint's name becomes a folder's, so only
+ * what vhpc-ctld makes ([a-z0-9][a-z0-9.-]{0,63}). */
+static void ctld_checkpoint_messages(void **state)
+{
+	struct cmsg m;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(cparse("{\"type\":\"checkpoint\",\"id\":17}", &m, &e), 0);
+	assert_true(m.type == CM_CHECKPOINT && m.id == 17 && !m.stop);
+	ctld_msg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"checkpoint\",\"id\":17,\"stop\":true}", &m, &e), 0);
+	assert_true(m.stop);
+	assert_false(ctld_msg_node_only(CM_CHECKPOINT));
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"checkpoint\"}", "id");
+	crejects("{\"type\":\"checkpoint\",\"id\":17,\"stop\":1}", "stop");
+	crejects("{\"type\":\"checkpoint\",\"id\":17,\"dir\":\"/tmp\"}", "dir");
+	assert_int_equal(cparse("{\"type\":\"checkpoints\"}", &m, &e), 0);
+	assert_int_equal(m.type, CM_CHECKPOINTS);
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"checkpoints\",\"uid\":0}", "uid");
+	assert_int_equal(cparse("{\"type\":\"checkpoint_rm\",\"name\":\"17.1\"}", &m, &e), 0);
+	assert_string_equal(m.ckpt, "17.1");
+	ctld_msg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"restart\",\"name\":\"17.2\"}", &m, &e), 0);
+	assert_true(m.type == CM_RESTART && !strcmp(m.ckpt, "17.2"));
+	assert_false(ctld_msg_node_only(CM_RESTART));
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"restart\",\"name\":\"..\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"restart\",\"name\":\".hidden\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"17/../../etc\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"A.1\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"1234567890123456789012345678901234567890123456789012345678901234x\"}",
+		 "name");
+	assert_true(ctld_ckpt_name_ok("1.1") && ctld_ckpt_name_ok("a-b.c") && !ctld_ckpt_name_ok("-1"));
+	assert_int_equal(cparse("{\"type\":\"node_drain\",\"node\":\"n1\",\"drain\":true,\"checkpoint\":true}", &m, &e), 0);
+	assert_true(m.type == CM_NODE_DRAIN && m.drain && m.checkpoint && !strcmp(m.node, "n1"));
+	/* root's only: the admin's */
+	assert_true(ctld_msg_node_only(CM_NODE_DRAIN));
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"node_drain\",\"node\":\"n1\"}", "drain");
+	crejects("{\"type\":\"node_drain\",\"node\":\"n1\",\"drain\":false,\"checkpoint\":true}", "only with");
+}
+
 /* vhpc history's request, and a node's usage report in its `stopped`. */
 static void accounting_messages(void **state)
 {
@@ -534,8 +635,10 @@ int main(void)
 		cmocka_unit_test(node_messages),
 		cmocka_unit_test(controller_messages),
 		cmocka_unit_test(fabric_fields),
+		cmocka_unit_test(checkpoint_messages),
 		cmocka_unit_test(image_messages),
 		cmocka_unit_test(accounting_messages),
+		cmocka_unit_test(ctld_checkpoint_messages),
 		cmocka_unit_test(job_spec_round_trip),
 	};
 	return cmocka_run_group_tests_name("cluster-msg", tests, NULL, NULL);
