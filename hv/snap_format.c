@@ -170,7 +170,9 @@ int snap_host_init(struct vm *vm, struct verr *err)
 	x = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2);
 	h->xsave_size = x > (int)sizeof(struct kvm_xsave) ? (uint32_t)x : (uint32_t)sizeof(struct kvm_xsave);
 	/* KVM's list of MSRs to save; those that vCPU 0 cannot read (features
-	 * this guest's CPUID does not have) are left out. */
+	 * this guest's CPUID does not have) or take back unchanged are left
+	 * out, so a restore never meets one KVM refuses.  Writing an MSR's own
+	 * value before the guest has run changes nothing. */
 	if (ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG)
 		return verr_errno(err, "KVM_GET_MSR_INDEX_LIST");
 	list = calloc(1, sizeof(*list) + probe.nmsrs * sizeof(uint32_t));
@@ -190,7 +192,7 @@ int snap_host_init(struct vm *vm, struct verr *err)
 		memset(&one, 0, sizeof(one));
 		one.h.nmsrs = 1;
 		one.h.entries[0].index = list->indices[i];
-		if (ioctl(vm->vcpu[0].fd, KVM_GET_MSRS, &one) == 1)
+		if (ioctl(vm->vcpu[0].fd, KVM_GET_MSRS, &one) == 1 && ioctl(vm->vcpu[0].fd, KVM_SET_MSRS, &one) == 1)
 			h->msr[h->nmsrs++] = list->indices[i];
 	}
 	free(list);
