@@ -208,7 +208,8 @@ int snap_parse_vm(struct snap_rd *r, struct snap_state *st, struct verr *err)
 	if (st->pit.flags & ~(uint32_t)(KVM_PIT_FLAGS_HPET_LEGACY | KVM_PIT_FLAGS_SPEAKER_DATA_ON))
 		return verr_set(err, "PIT flags 0x%x", st->pit.flags);
 	for (int c = 0; c < 3; c++)
-		if (st->pit.channels[c].mode > 5 || st->pit.channels[c].rw_mode > 3)
+		/* 0xff: a channel never programmed, as KVM resets it. */
+		if ((st->pit.channels[c].mode > 5 && st->pit.channels[c].mode != 0xff) || st->pit.channels[c].rw_mode > 3)
 			return verr_set(err, "PIT channel %d: mode %u, access %u", c, st->pit.channels[c].mode,
 					st->pit.channels[c].rw_mode);
 	return 0;
