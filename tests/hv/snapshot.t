@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 900
+# timeout: 120
 # needs: hardware-virtualization
 # VM snapshots (hv/README.md, "Snapshots"): a guest computing over many
 # rounds on two vCPUs is paused mid-run, saved through the control socket
