@@ -16,7 +16,7 @@ PREFIX   ?= /usr/local
 DEB_PACKAGES := build-essential pkg-config clang libclang-rt-14-dev \
 	libyaml-dev libjson-c-dev libsodium-dev libhwloc-dev hwloc \
 	libopenmpi-dev openmpi-bin libibverbs-dev munge libmunge-dev \
-	runc libcmocka-dev libsqlite3-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libnftables-dev nftables wireguard-tools \
+	runc criu libcmocka-dev libsqlite3-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libnftables-dev nftables wireguard-tools \
 	iproute2 e2fsprogs procps psmisc util-linux iputils-ping busybox-static ethtool lz4 \
 	kmod cpio sqlite3 gnuplot-nox jq qemu-system-x86 qemu-system-common \
 	skopeo umoci squashfs-tools erofs-utils apache2-utils openssl \

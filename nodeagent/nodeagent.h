@@ -335,6 +335,17 @@ struct na_guest_usage {
 /* out[k] for each of na_job_nguests(j) guests. */
 void na_job_usage(const struct na_job *j, struct na_guest_usage *out);
 
+/* Checkpoints of a started job's guests here (job_ckpt.c; issue 36,
+ * scheduler/PROTOCOL.md's job_checkpoint, job_pause, job_resume). */
+/* Whether every guest of j here can be checkpointed, and when not, why
+ * (the driver's reason, naming the part it cannot take); changes
+ * nothing. */
+int na_job_ckpt_check(const struct na_job *j, struct verr *err);
+/* Stops every guest of j here from running, and lets them run again.
+ * Both idempotent; pause undoes what it did when one guest fails. */
+int na_job_pause(struct na_job *j, struct verr *err);
+int na_job_resume(struct na_job *j, struct verr *err);
+
 /* This machine's boot id: the same for every guest here, different on any
  * other host (the vmshm BTL's idea of "same host"). */
 const char *na_boot_id(void);

@@ -188,7 +188,20 @@ void vd_stop_job(int64_t id)
 		return;
 	}
 	j->stopping = true;
+	/* A job_pause or job_checkpoint of the job finishes first. */
+	while (j->ckpt_busy)
+		pthread_cond_wait(&vd.cv, &vd.mu);
 	pthread_mutex_unlock(&vd.mu);
+	/* cgroup v1's freezer holds even a SIGKILL until the guest thaws, and
+	 * the monitor may wait on a frozen guest 0's agent: a paused job
+	 * (job_checkpoint --stop) runs again for its grace period, as any
+	 * stopped job does. */
+	if (j->paused && j->nj) {
+		struct verr e;
+
+		if (na_job_resume(j->nj, &e) < 0)
+			log_warn("job %lld: resuming it to stop it: %s", (long long)j->id, e.msg);
+	}
 	vjob_monitor_stop(j);
 	vjob_teardown(j);
 	pthread_mutex_lock(&vd.mu);

@@ -38,7 +38,7 @@ struct json_object;
 
 /* ------------------------------------------------------------- messages */
 
-enum vmsg_type { VM_PREPARE = 1, VM_LAUNCH, VM_STOP, VM_GUEST_OPEN };
+enum vmsg_type { VM_PREPARE = 1, VM_LAUNCH, VM_STOP, VM_GUEST_OPEN, VM_PAUSE, VM_RESUME, VM_CHECKPOINT };
 
 struct vprep {
 	int64_t job;
@@ -89,6 +89,8 @@ struct vmsg {
 	char reason[64];           /* VM_STOP */
 	int guest;                 /* VM_GUEST_OPEN: job-wide index */
 	uint8_t pipe_key[WPIPE_KEY_LEN]; /* VM_GUEST_OPEN: seals the stream */
+	char ckpt[65];             /* VM_CHECKPOINT: its name, [a-z0-9][a-z0-9.-]{0,63} */
+	bool check;                /* VM_CHECKPOINT: only whether it can be done */
 };
 
 int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err);
@@ -109,6 +111,8 @@ struct vjob {
 	bool stop_requested;       /* a job_stop came while preparing */
 	bool stopping;
 	bool adopted;              /* taken over from a dead vhpcd */
+	bool paused;               /* job_pause: its guests here are frozen */
+	bool ckpt_busy;            /* a job_pause, job_resume or job_checkpoint runs */
 	struct vprep p;
 	char *prep_json;
 	/* resources: the node agent's job lifecycle */
@@ -200,6 +204,11 @@ struct json_object *vd_handle(const struct vmsg *m);
 /* exec.c: guest_open, a stream to a guest's agent for vhpc exec and
  * vhpc shell; takes the connection over after its reply. */
 struct json_object *vd_guest_open(const struct vmsg *m);
+
+/* ckpt.c: job_pause, job_resume and job_checkpoint (scheduler/PROTOCOL.md). */
+struct json_object *vd_ckpt_handle(const struct vmsg *m);
+/* Whether s is a checkpoint's name as vhpc-ctld makes them. */
+bool vd_ckpt_name_ok(const char *s);
 
 /* vhpcd_sim.c: registers and heartbeats the fake nodes; their messages */
 int vd_simulate(void);

@@ -31,6 +31,15 @@ void vprep_free(struct vprep *p)
 	memset(p, 0, sizeof(*p));
 }
 
+bool vd_ckpt_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	/* [a-z0-9][a-z0-9.-]{0,63}: no '/', and never "." or "..". */
+	return n >= 1 && n <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789") >= 1 &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.-") == n;
+}
+
 void vmsg_free(struct vmsg *m)
 {
 	vprep_free(&m->prep);
@@ -328,6 +337,8 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 	static const char *const f_launch[] = { "node", "job", "argv", "env", "timeout_ms", NULL };
 	static const char *const f_stop[] = { "node", "job", "reason", NULL };
 	static const char *const f_open[] = { "node", "job", "guest", "pipe_key", NULL };
+	static const char *const f_job[] = { "node", "job", NULL };
+	static const char *const f_ckpt[] = { "node", "job", "ckpt", "check", NULL };
 	const char *t = wire_type(msg), *s;
 	long long v;
 
@@ -340,6 +351,12 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 		m->type = VM_STOP;
 	else if (!strcmp(t, "guest_open"))
 		m->type = VM_GUEST_OPEN;
+	else if (!strcmp(t, "job_pause"))
+		m->type = VM_PAUSE;
+	else if (!strcmp(t, "job_resume"))
+		m->type = VM_RESUME;
+	else if (!strcmp(t, "job_checkpoint"))
+		m->type = VM_CHECKPOINT;
 	else
 		return verr_set(err, "unknown message type '%.64s'", t);
 	if (jf_int(msg, "job", true, 1, INT64_MAX / 2, &v, err) < 0 ||
@@ -387,6 +404,22 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 			verr_set(err, "\"pipe_key\": expected %d hex digits", 2 * WPIPE_KEY_LEN);
 			goto fail;
 		}
+		break;
+	case VM_PAUSE:
+	case VM_RESUME:
+		if (jf_only(msg, t, f_job, err) < 0)
+			goto fail;
+		break;
+	case VM_CHECKPOINT:
+		if (jf_only(msg, "job_checkpoint", f_ckpt, err) < 0 || jf_str(msg, "ckpt", true, 64, &s, err) < 0 ||
+		    jf_bool(msg, "check", false, &m->check, err) < 0)
+			goto fail;
+		/* It becomes a folder's name under the checkpoint dir. */
+		if (!vd_ckpt_name_ok(s)) {
+			verr_set(err, "\"ckpt\": '%.64s' is not a checkpoint name ([a-z0-9][a-z0-9.-]{0,63})", s);
+			goto fail;
+		}
+		snprintf(m->ckpt, sizeof(m->ckpt), "%s", s);
 		break;
 	}
 	return 0;

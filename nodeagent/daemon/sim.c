@@ -132,6 +132,9 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 		r = ok("launched", m->job);
 		break;
 	case VM_GUEST_OPEN:
+	case VM_PAUSE:
+	case VM_RESUME:
+	case VM_CHECKPOINT:
 		r = wire_error("job %lld: a simulated node runs no guests", (long long)m->job);
 		break;
 	default:

@@ -183,6 +183,10 @@ struct json_object *vd_handle(const struct vmsg *m)
 	}
 	case VM_GUEST_OPEN:
 		return vd_guest_open(m);
+	case VM_PAUSE:
+	case VM_RESUME:
+	case VM_CHECKPOINT:
+		return vd_ckpt_handle(m);
 	}
 	return wire_error("unhandled message");
 }

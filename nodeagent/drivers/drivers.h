@@ -75,6 +75,23 @@ struct na_driver {
 	 * what a dead agent left of the driver's for job (the container
 	 * driver's runc state), each counted in *removed and logged with why. */
 	int (*sweep)(const char *job, const char *why, int *removed, struct verr *err);
+
+	/* Checkpoints (issue 36; the job level is job_ckpt.c).  All optional:
+	 * a driver without pause, resume, save and restore cannot checkpoint
+	 * its guests, and na_job_ckpt_check says so. */
+	/* Whether this job's guests here can be saved and restored, and if
+	 * not why, before anything changes. */
+	int (*ckpt_check)(const struct na_job *j, struct verr *err);
+	/* Stops guest k from running (its processes or vCPUs), and lets it
+	 * run again; each idempotent. */
+	int (*pause)(struct na_job *j, int k, struct verr *err);
+	int (*resume)(struct na_job *j, int k, struct verr *err);
+	/* Guest k, paused, into dirfd (its own empty dir, root's 0700); it
+	 * stays paused.  On failure the caller removes what is in dirfd. */
+	int (*save)(struct na_job *j, int k, int dirfd, struct verr *err);
+	/* Instead of start: guest k from what save wrote in dirfd, left
+	 * paused. */
+	int (*restore)(struct na_job *j, int k, int dirfd, struct verr *err);
 };
 
 

@@ -251,6 +251,60 @@ static void controller_messages(void **state)
 	}
 }
 
+/* job_pause, job_resume and job_checkpoint (issue 36): the checkpoint's
+ * name becomes a folder under the node's checkpoint dir, so anything that
+ * could leave it (a slash, "..", a capital, a leading dot) is refused,
+ * naming the field. */
+static int ckparse(const char *text, struct vmsg *m, struct verr *e)
+{
+	struct json_object *o = json_tokener_parse(text);
+	int rc;
+
+	assert_non_null(o);
+	rc = vmsg_parse(o, m, e);
+	json_object_put(o);
+	return rc;
+}
+
+static void checkpoint_messages(void **state)
+{
+	static const char *const bad[] = { "..", ".", "../x", "a/b", "A1", "-a", ".a", "", "a b",
+					   "12345678901234567890123456789012345678901234567890123456789012345", NULL };
+	struct vmsg m;
+	struct verr e;
+	char buf[512];
+
+	(void)state;
+	assert_int_equal(ckparse("{\"type\":\"job_pause\",\"node\":\"n1\",\"job\":3}", &m, &e), 0);
+	assert_int_equal(m.type, VM_PAUSE);
+	assert_int_equal(m.job, 3);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_resume\",\"node\":\"n1\",\"job\":3}", &m, &e), 0);
+	assert_int_equal(m.type, VM_RESUME);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_resume\",\"node\":\"n1\",\"job\":3,\"ckpt\":\"3.1\"}", &m, &e), -1);
+	assert_non_null(strstr(e.msg, "unknown field \"ckpt\""));
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17,\"ckpt\":\"17.1\","
+				 "\"check\":true}", &m, &e), 0);
+	assert_int_equal(m.type, VM_CHECKPOINT);
+	assert_string_equal(m.ckpt, "17.1");
+	assert_true(m.check);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17,\"ckpt\":\"a-b.c9\"}", &m, &e), 0);
+	assert_false(m.check);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17}", &m, &e), -1);
+	assert_non_null(strstr(e.msg, "\"ckpt\""));
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17,\"ckpt\":\"x\",\"check\":1}",
+				 &m, &e), -1);
+	assert_non_null(strstr(e.msg, "\"check\""));
+	for (int i = 0; bad[i]; i++) {
+		snprintf(buf, sizeof(buf), "{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":1,\"ckpt\":\"%s\"}", bad[i]);
+		assert_int_equal(ckparse(buf, &m, &e), -1);
+		assert_non_null(strstr(e.msg, "\"ckpt\""));
+	}
+}
+
 /* The fabric's fields: register's fabric_link, rdma netdev/numa and pci;
  * job_prepare's fabric and pci.  Each hostile value is refused, naming
  * the field. */
@@ -534,6 +588,7 @@ int main(void)
 		cmocka_unit_test(node_messages),
 		cmocka_unit_test(controller_messages),
 		cmocka_unit_test(fabric_fields),
+		cmocka_unit_test(checkpoint_messages),
 		cmocka_unit_test(image_messages),
 		cmocka_unit_test(accounting_messages),
 		cmocka_unit_test(job_spec_round_trip),

@@ -85,6 +85,8 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 /* Takes over a running guest of a job whose dir this process holds after
  * na_jobdir_adopt (a restarted vhpcd); fails if its init is gone. */
 int na_ctr_adopt(const char *job, int index, struct na_ctr **out, struct verr *err);
+/* Its runc container id, <job>-<index>. */
+const char *na_ctr_id(const struct na_ctr *c);
 /* Host pid of the container's init, or -1 when it has exited. */
 pid_t na_ctr_pid(const struct na_ctr *c);
 bool na_ctr_running(struct na_ctr *c);
@@ -131,6 +133,15 @@ int na_runc(const char *const *args, int out_fd, const char *log,
 void na_ctr_memlock_room(uint64_t bytes);
 /* The driver's sweep op (drivers.h): job's containers under the runc root. */
 int na_ctr_sweep(const char *job, const char *why, int *removed, struct verr *err);
+
+/* --------------------------------------------------------- checkpoints */
+
+/* ckpt.c: whether CRIU can checkpoint processes on this host at all (its
+ * reason when not, asked once per process); runc pause and resume of one
+ * guest (the cgroup freezer), each idempotent. */
+int na_ctr_ckpt_probe(struct verr *err);
+int na_ctr_pause(struct na_ctr *c, struct verr *err);
+int na_ctr_resume(struct na_ctr *c, struct verr *err);
 
 /* ---------------------------------------------------------------- OCI */
 

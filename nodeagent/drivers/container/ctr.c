@@ -328,6 +328,11 @@ fail:
 	return -1;
 }
 
+const char *na_ctr_id(const struct na_ctr *c)
+{
+	return c->id;
+}
+
 pid_t na_ctr_pid(const struct na_ctr *c)
 {
 	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };

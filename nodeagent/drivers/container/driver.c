@@ -427,6 +427,45 @@ static void release(struct na_job *j)
 	}
 }
 
+/* Checkpoints (ckpt.c).  The pod is refused first: its user and PID
+ * namespace belong to no one container, so `runc checkpoint` of a guest
+ * would take its processes without the namespace they live in, and a
+ * restore would need every guest of the pod back in a new pod with the
+ * same pids, which is not written. */
+static int ckpt_check(const struct na_job *j, struct verr *err)
+{
+	const struct ctr_job *cj = j->drv_job;
+
+	if (cj && cj->have_pod)
+		return verr_set(err, "its %d guests here share a pod (one user and PID namespace, for vmshm's "
+				"single copy), which runc cannot checkpoint or restore; a job without vmshm, or with "
+				"one guest per node, has no pod", j->s.nguests);
+	return na_ctr_ckpt_probe(err);
+}
+
+static struct na_ctr *guest_ctr(struct na_job *j, int k, struct verr *err)
+{
+	struct ctr_guest *cg = j->g[k].priv;
+
+	if (!cg || !cg->ctr)
+		verr_set(err, "guest %d has no container here", j->g[k].index);
+	return cg ? cg->ctr : NULL;
+}
+
+static int pause_guest(struct na_job *j, int k, struct verr *err)
+{
+	struct na_ctr *c = guest_ctr(j, k, err);
+
+	return c ? na_ctr_pause(c, err) : -1;
+}
+
+static int resume_guest(struct na_job *j, int k, struct verr *err)
+{
+	struct na_ctr *c = guest_ctr(j, k, err);
+
+	return c ? na_ctr_resume(c, err) : -1;
+}
+
 const struct na_driver na_driver_container = {
 	.name = "container",
 	.auto_pick = auto_pick,
@@ -448,4 +487,7 @@ const struct na_driver na_driver_container = {
 	.stop_all = stop_all,
 	.release = release,
 	.sweep = na_ctr_sweep,
+	.ckpt_check = ckpt_check,
+	.pause = pause_guest,
+	.resume = resume_guest,
 };

@@ -1,0 +1,137 @@
+/*
+ * vhpcd's side of a job's checkpoint (issue 36, scheduler/PROTOCOL.md):
+ * job_pause, job_resume and job_checkpoint, each from vhpc-ctld, each
+ * idempotent.  The controller pauses every node before any saves, so
+ * these only ever act on this node's guests; the node agent's job level
+ * (nodeagent/job_ckpt.c) and the drivers do the work.
+ *
+ * One of them at a time per job (ckpt_busy), and never beside the job's
+ * teardown: vd_stop_job waits for the one running.
+ */
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/wire.h"
+#include "daemon.h"
+#include "nodeagent/nodeagent.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+static struct json_object *reply(const char *type, int64_t job)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "type", json_object_new_string(type));
+	json_object_object_add(o, "job", json_object_new_int64(job));
+	return o;
+}
+
+/* The job, marked busy, or an error reply.  Only a job whose guests were
+ * started and are not being removed. */
+static struct vjob *take(const struct vmsg *m, struct json_object **err_reply)
+{
+	struct vjob *j;
+
+	pthread_mutex_lock(&vd.mu);
+	for (;;) {
+		j = vd_job_find(m->job);
+		if (!j || !j->ckpt_busy || j->stopping)
+			break;
+		pthread_cond_wait(&vd.cv, &vd.mu);
+	}
+	if (!j || j->stopping) {
+		*err_reply = wire_error("job %lld is not on this node", (long long)m->job);
+		j = NULL;
+	} else if (j->state == VJ_PREPARING || j->state == VJ_FAILED || !j->nj) {
+		*err_reply = wire_error("job %lld is %s here", (long long)m->job,
+					j->state == VJ_FAILED ? j->error : "still being prepared");
+		j = NULL;
+	} else {
+		j->ckpt_busy = true;
+	}
+	pthread_mutex_unlock(&vd.mu);
+	return j;
+}
+
+static void give_back(struct vjob *j, int paused)
+{
+	pthread_mutex_lock(&vd.mu);
+	if (paused >= 0)
+		j->paused = paused;
+	j->ckpt_busy = false;
+	pthread_cond_broadcast(&vd.cv);
+	pthread_mutex_unlock(&vd.mu);
+}
+
+static struct json_object *pause_job(struct vjob *j)
+{
+	struct verr e;
+
+	if (na_job_pause(j->nj, &e) < 0) {
+		give_back(j, -1);
+		log_warn("job %lld: pause: %s", (long long)j->id, e.msg);
+		return wire_error("job %lld: cannot pause its guests on node %s: %s", (long long)j->id, vd.name, e.msg);
+	}
+	give_back(j, 1);
+	log_info("job %lld: its %d guest%s here paused", (long long)j->id, j->p.nhere, j->p.nhere == 1 ? "" : "s");
+	return reply("paused", j->id);
+}
+
+static struct json_object *resume_job(struct vjob *j)
+{
+	struct verr e;
+
+	if (na_job_resume(j->nj, &e) < 0) {
+		give_back(j, -1);
+		log_warn("job %lld: resume: %s", (long long)j->id, e.msg);
+		return wire_error("job %lld: cannot resume its guests on node %s: %s", (long long)j->id, vd.name, e.msg);
+	}
+	give_back(j, 0);
+	log_info("job %lld: its guests here run again", (long long)j->id);
+	return reply("resumed", j->id);
+}
+
+static struct json_object *checkpoint(struct vjob *j, const struct vmsg *m)
+{
+	struct verr e;
+
+	/* Whether it can be done comes first, with or without check: a save
+	 * must never start on something it cannot finish. */
+	if (na_job_ckpt_check(j->nj, &e) < 0)
+		verr_wrap(&e, "job %lld cannot be checkpointed on node %s", (long long)j->id, vd.name);
+	else if (m->check) {
+		give_back(j, -1);
+		return reply("checkable", j->id);
+	} else if (!j->paused)
+		verr_set(&e, "job %lld: its guests on node %s are not paused (job_pause comes first)", (long long)j->id,
+			 vd.name);
+	else
+		/* na_job_ckpt_check passes only for a driver with save and
+		 * restore, and none has them yet. */
+		verr_set(&e, "job %lld: checkpoint %s: saving guests is not written on node %s", (long long)j->id,
+			 m->ckpt, vd.name);
+	give_back(j, -1);
+	log_info("checkpoint %s%s refused: %s", m->ckpt, m->check ? " (check)" : "", e.msg);
+	return wire_error("%s", e.msg);
+}
+
+struct json_object *vd_ckpt_handle(const struct vmsg *m)
+{
+	struct json_object *err_reply = NULL;
+	struct vjob *j = take(m, &err_reply);
+
+	if (!j)
+		return err_reply;
+	switch (m->type) {
+	case VM_PAUSE:
+		return pause_job(j);
+	case VM_RESUME:
+		return resume_job(j);
+	case VM_CHECKPOINT:
+		return checkpoint(j, m);
+	default:
+		give_back(j, -1);
+		return wire_error("unhandled message");
+	}
+}

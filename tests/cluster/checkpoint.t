@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# timeout: 150
+# The node side of a job's checkpoint (issue 36), container guests, on a
+# loopback cluster: vhpc-ctld and two vhpcd, the messages sent to the
+# nodes directly as vhpc-ctld sends them (scheduler/PROTOCOL.md).
+#  - job_pause freezes every guest of the job on a node (the cgroup
+#    freezer: no output while paused), again is no error, job_resume lets
+#    them go on, and the job ends with every line of every guest once;
+#  - job_checkpoint check says why the job cannot be checkpointed, before
+#    anything changes: the pod of two guests on one node, and CRIU's own
+#    reason on this host (Debian 12's CRIU 3.17 cannot read a 6.13+
+#    kernel's vDSO); without check it refuses the same and leaves the
+#    guests paused; a checkpoint name that could leave the checkpoint dir
+#    is refused; a user cannot send any of them;
+#  - a job stopped while paused goes, and nothing is left behind.
+. "$(dirname "$0")/../lib.sh"
+need_cluster vhpc-na
+WP=$VHPC_TOP/$B/testbin/wireprobe
+[ -x "$WP" ] || { echo "Bail out! $WP is not built (make tests)"; exit 1; }
+[ "$(nproc)" -ge 2 ] || skip_all "node 1 needs two cpus of this machine for its two guests (the pod)"
+command -v setpriv >/dev/null || skip_all "setpriv is not installed"
+CL=vck$$
+. "$(dirname "$0")/cluster-lib.sh"
+T=$CL_DIR
+
+cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
+before=$(cl_leftovers)
+cl_node_up 1 --cpus 0-1 || fail "node 1 starts with two cpus"
+cl_node_up 2 || fail "node 2 starts"
+check "two nodes register" cl_wait_nodes_up 2
+
+# Job numbers other test clusters do not reach (their cgroups are named
+# after job and node): jobs that cannot be placed, cancelled at once.
+for ((k = 0; k < 30; k++)); do
+	id=$(vc submit --json -N 9 -- true 2>/dev/null | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
+	[ -n "$id" ] && vc cancel "$id" >/dev/null 2>&1
+done
+
+wp() { cl_in "$CL_HUB" "$WP" "$@" 2>&1; }
+addr() { echo "198.18.0.1$1:6818"; }
+msg() {  # TYPE NODE JOB [EXTRA JSON FIELDS]
+	wp send "$(addr "$2")" "{\"v\":3,\"type\":\"$1\",\"node\":\"n$2\",\"job\":$3${4:+,$4}}"
+}
+sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
+local_of() { sed -n "s/.*job $1 (\([0-9a-z]*x[0-9a-z]*\)).*/\1/p" "$CL_DIR/n$2.log" | head -1; }
+# freezer state of each of the job's guests on node I: "FROZEN FROZEN "
+# (cgroup v1's freezer where it is mounted, as runc uses it; else v2's)
+freezer() {
+	local f d=/sys/fs/cgroup/freezer
+	[ -d "$d/vhpc" ] || d=/sys/fs/cgroup
+	for f in "$d"/vhpc/"$1"/[0-9]*/freezer.state "$d"/vhpc/"$1"/[0-9]*/cgroup.freeze; do
+		[ -f "$f" ] || continue
+		case "$(cat "$f")" in FROZEN | 1) echo -n "FROZEN " ;; *) echo -n "THAWED " ;; esac
+	done
+}
+
+# Three guests, 80 numbered lines each over 8 s: g0 and g1 on node 1
+# (its two cpus: a pod), g2 on node 2.
+TICKS='for i in $(seq 80); do echo "$(hostname) tick $i"; sleep 0.1; done'
+J=$(sub -N 3 --vcpus 1 --timeout 120 -- sh -c "$TICKS")
+check "job $J runs" wait_state "$J" RUNNING 60
+for _ in $(seq 100); do [ "$(job_field "$J" output_bytes)" -gt 0 ] 2>/dev/null && break; sleep 0.1; done
+l1=$(local_of "$J" 1) l2=$(local_of "$J" 2)
+check_match "the job has a part on each node ($l1, $l2)" '^[0-9a-z]+x1 [0-9a-z]+x2$' "$l1 $l2"
+pod=$(pgrep -x vhpc-pod | while read -r p; do grep -q ":/vhpc/$l1/pod\$" /proc/$p/cgroup 2>/dev/null && echo $p; done)
+check_match "node 1's two guests share a pod" '^[0-9]+$' "$pod"
+
+# -- pause
+check_match "job_pause on node 1: paused" '"type":"paused"' "$(msg job_pause 1 "$J")"
+check_match "job_pause on node 2: paused" '"type":"paused"' "$(msg job_pause 2 "$J")"
+check_eq "node 1's two guests are frozen" "FROZEN FROZEN " "$(freezer "$l1")"
+check_eq "node 2's guest is frozen" "FROZEN " "$(freezer "$l2")"
+b0=$(job_field "$J" output_bytes)
+sleep 1.5
+check_eq "no output while paused" "$b0" "$(job_field "$J" output_bytes)"
+check_match "job_pause again: paused (idempotent)" '"type":"paused"' "$(msg job_pause 1 "$J")"
+
+# -- check: the reasons, before anything changes
+r1=$(msg job_checkpoint 1 "$J" '"ckpt":"'"$J"'.1","check":true')
+check_match "node 1 refuses: the pod" '"type":"error".*share a pod.*runc cannot checkpoint' "$r1"
+r2=$(msg job_checkpoint 2 "$J" '"ckpt":"'"$J"'.1","check":true')
+if command -v criu >/dev/null && ! criu check >/dev/null 2>&1; then
+	why=$(criu check 2>&1 | sed -n 's/^Error ([^)]*): //p' | head -1)
+	diag "criu check here: $why"
+	check_match "node 2 refuses with CRIU's own reason and this kernel" \
+		"\"type\":\"error\".*CRIU \\(.*\\) cannot checkpoint any process on this kernel \\($(uname -r)\\): ${why//[\[\]().*]/.}" "$r2"
+elif ! command -v criu >/dev/null; then
+	check_match "node 2 refuses: CRIU is not installed" '"type":"error".*CRIU is not installed' "$r2"
+else
+	check_match "node 2 refuses: saving container guests is not written" '"type":"error".*not written yet' "$r2"
+fi
+check_match "without check: refused the same" '"type":"error".*cannot be checkpointed' \
+	"$(msg job_checkpoint 2 "$J" '"ckpt":"'"$J"'.1"')"
+check_eq "... and the guests stay paused" "FROZEN FROZEN FROZEN " "$(freezer "$l1")$(freezer "$l2")"
+check_match "a checkpoint name that leaves the dir is refused" 'ckpt.*\.\..*/x.* is not a checkpoint name' \
+	"$(msg job_checkpoint 2 "$J" '"ckpt":"../x","check":true')"
+check_match "a user cannot resume a job (root's messages only)" 'vhpcd takes messages from root only' \
+	"$(as_nobody "$WP" send "$(addr 1)" "{\"v\":3,\"type\":\"job_resume\",\"node\":\"n1\",\"job\":$J}" 2>&1)"
+check_match "a job that is not there: said so" '"type":"error".*job 999999 is not on this node' "$(msg job_pause 1 999999)"
+
+# -- resume
+check_match "job_resume on node 1: resumed" '"type":"resumed"' "$(msg job_resume 1 "$J")"
+check_match "job_resume on node 2: resumed" '"type":"resumed"' "$(msg job_resume 2 "$J")"
+check_match "job_resume again: resumed (idempotent)" '"type":"resumed"' "$(msg job_resume 2 "$J")"
+check_eq "every guest runs again" "THAWED THAWED THAWED " "$(freezer "$l1")$(freezer "$l2")"
+vc wait "$J"
+check_eq "the job completes with exit status 0" 0 "$?"
+vc output "$J" >"$T/j.out"
+lines_ok() {
+	local g i
+	for g in g0 g1 g2; do
+		for i in $(seq 80); do
+			[ "$(grep -cx "$g tick $i" "$1")" = 1 ] || { echo "# $g tick $i: $(grep -cx "$g tick $i" "$1") times"; return 1; }
+		done
+	done
+}
+check "its output is whole: every line of the three guests, each once" lines_ok "$T/j.out"
+
+# -- a job stopped while paused
+K=$(sub -N 2 --vcpus 1 --timeout 120 -- sleep 100)
+check "job $K runs" wait_state "$K" RUNNING 60
+lk=$(local_of "$K" 1)
+n=1; [ -n "$lk" ] || { n=2; lk=$(local_of "$K" 2); }
+check_match "job_pause: paused" '"type":"paused"' "$(msg job_pause "$n" "$K")"
+check_match "its guest is frozen" '^(FROZEN )+$' "$(freezer "$lk")"
+vc cancel "$K" >/dev/null 2>&1
+check "cancelled while paused, it ends" wait_state "$K" CANCELLED 30
+check "the nodes remove it" cl_wait_nodes_idle 30
+for i in 1 2; do cl_node_kill $i TERM; done
+check_eq "nothing is left" "$before" "$(cl_leftovers)"
+done_testing
