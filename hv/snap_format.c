@@ -164,13 +164,30 @@ int snap_host_init(struct vm *vm, struct verr *err)
 			memcpy(h->vendor + 8, &e->ecx, 4);
 		}
 	}
-	h->cpuid_crc = crc32c(0, vm->supported_cpuid->entries,
-			      vm->supported_cpuid->nent * sizeof(vm->supported_cpuid->entries[0]));
+	/* The feature words a guest may have used (and the XSAVE components
+	 * and address widths), not the whole list: some leaves carry the ID
+	 * of the host CPU the ioctl ran on and differ from call to call. */
+	for (uint32_t i = 0; i < vm->supported_cpuid->nent; i++) {
+		const struct kvm_cpuid_entry2 *e = &vm->supported_cpuid->entries[i];
+		uint32_t w[6] = { e->function, e->index, 0, 0, 0, 0 };
+
+		switch (e->function) {
+		case 1: w[2] = e->ecx; w[3] = e->edx; break;
+		case 7: w[2] = e->ebx; w[3] = e->ecx; w[4] = e->edx; w[5] = e->eax; break;
+		case 0xd: if (e->index <= 1) { w[2] = e->eax; w[3] = e->edx; } break;
+		case 0x80000001: w[2] = e->ecx; w[3] = e->edx; break;
+		case 0x80000008: w[2] = e->eax & 0xffff; break;
+		default: continue;
+		}
+		h->cpuid_crc = crc32c(h->cpuid_crc, w, sizeof(w));
+	}
 	h->kvm_api = KVM_API_VERSION;
 	x = ioctl(vm->vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2);
 	h->xsave_size = x > (int)sizeof(struct kvm_xsave) ? (uint32_t)x : (uint32_t)sizeof(struct kvm_xsave);
 	/* KVM's list of MSRs to save; those that vCPU 0 cannot read (features
-	 * this guest's CPUID does not have) are left out. */
+	 * this guest's CPUID does not have) or take back unchanged are left
+	 * out, so a restore never meets one KVM refuses.  Writing an MSR's own
+	 * value before the guest has run changes nothing. */
 	if (ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG)
 		return verr_errno(err, "KVM_GET_MSR_INDEX_LIST");
 	list = calloc(1, sizeof(*list) + probe.nmsrs * sizeof(uint32_t));
@@ -190,7 +207,7 @@ int snap_host_init(struct vm *vm, struct verr *err)
 		memset(&one, 0, sizeof(one));
 		one.h.nmsrs = 1;
 		one.h.entries[0].index = list->indices[i];
-		if (ioctl(vm->vcpu[0].fd, KVM_GET_MSRS, &one) == 1)
+		if (ioctl(vm->vcpu[0].fd, KVM_GET_MSRS, &one) == 1 && ioctl(vm->vcpu[0].fd, KVM_SET_MSRS, &one) == 1)
 			h->msr[h->nmsrs++] = list->indices[i];
 	}
 	free(list);

@@ -142,7 +142,10 @@ int snap_set_vcpu(struct vm *vm, int i, const struct snap_vcpu *v, struct verr *
 {
 	int fd = vm->vcpu[i].fd, n;
 	struct kvm_msrs *m;
+	struct kvm_vcpu_events ev = v->events;
 
+	/* KVM_GET_VCPU_EVENTS leaves these flags out; the fields are there. */
+	ev.flags |= KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR;
 	SET(KVM_SET_REGS, &v->regs, "KVM_SET_REGS");
 	SET(KVM_SET_XSAVE, v->xsave, "KVM_SET_XSAVE");
 	SET(KVM_SET_XCRS, &v->xcrs, "KVM_SET_XCRS");
@@ -161,7 +164,7 @@ int snap_set_vcpu(struct vm *vm, int i, const struct snap_vcpu *v, struct verr *
 				(unsigned long long)v->msr[n].data);
 	SET(KVM_SET_MP_STATE, &v->mp, "KVM_SET_MP_STATE");
 	SET(KVM_SET_LAPIC, &v->lapic, "KVM_SET_LAPIC");
-	SET(KVM_SET_VCPU_EVENTS, &v->events, "KVM_SET_VCPU_EVENTS");
+	SET(KVM_SET_VCPU_EVENTS, &ev, "KVM_SET_VCPU_EVENTS");
 	SET(KVM_SET_DEBUGREGS, &v->debugregs, "KVM_SET_DEBUGREGS");
 	return 0;
 }
@@ -205,7 +208,8 @@ int snap_parse_vm(struct snap_rd *r, struct snap_state *st, struct verr *err)
 	if (st->pit.flags & ~(uint32_t)(KVM_PIT_FLAGS_HPET_LEGACY | KVM_PIT_FLAGS_SPEAKER_DATA_ON))
 		return verr_set(err, "PIT flags 0x%x", st->pit.flags);
 	for (int c = 0; c < 3; c++)
-		if (st->pit.channels[c].mode > 5 || st->pit.channels[c].rw_mode > 3)
+		/* 0xff: a channel never programmed, as KVM resets it. */
+		if ((st->pit.channels[c].mode > 5 && st->pit.channels[c].mode != 0xff) || st->pit.channels[c].rw_mode > 3)
 			return verr_set(err, "PIT channel %d: mode %u, access %u", c, st->pit.channels[c].mode,
 					st->pit.channels[c].rw_mode);
 	return 0;
