@@ -87,3 +87,15 @@ int na_job_resume(struct na_job *j, struct verr *err)
 	}
 	return rc ? -1 : 0;
 }
+
+bool na_job_paused(struct na_job *j)
+{
+	struct verr e;
+
+	if (started(j, &e) < 0 || !j->drv->paused)
+		return false;
+	for (int k = 0; k < j->s.nguests; k++)
+		if (j->drv->paused(j, k))
+			return true;
+	return false;
+}

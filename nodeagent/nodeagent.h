@@ -345,6 +345,9 @@ int na_job_ckpt_check(const struct na_job *j, struct verr *err);
  * Both idempotent; pause undoes what it did when one guest fails. */
 int na_job_pause(struct na_job *j, struct verr *err);
 int na_job_resume(struct na_job *j, struct verr *err);
+/* Whether any guest of j here is paused (after a takeover: a vhpcd killed
+ * during a checkpoint left them so); false where the driver cannot say. */
+bool na_job_paused(struct na_job *j);
 
 /* This machine's boot id: the same for every guest here, different on any
  * other host (the vmshm BTL's idea of "same host"). */

@@ -87,6 +87,17 @@ static struct json_object *resume_job(struct vjob *j)
 		log_warn("job %lld: resume: %s", (long long)j->id, e.msg);
 		return wire_error("job %lld: cannot resume its guests on node %s: %s", (long long)j->id, vd.name, e.msg);
 	}
+	/* Guest 0's node of a job taken over while paused: mpirun's status
+	 * and output are taken up now, as after any vhpcd restart.  Still
+	 * busy, so no job_stop joins a monitor being started. */
+	if (j->p.nhere > 0 && j->p.here[0] == 0 && j->state == VJ_RUNNING && !j->mon_running &&
+	    vjob_reattach(j, &e) < 0) {
+		pthread_mutex_lock(&vd.mu);
+		j->state = VJ_FAILED;
+		snprintf(j->error, sizeof(j->error), "after a resume: %s", e.msg);
+		pthread_mutex_unlock(&vd.mu);
+		log_warn("job %lld: %s", (long long)j->id, j->error);
+	}
 	give_back(j, 0);
 	log_info("job %lld: its guests here run again", (long long)j->id);
 	return reply("resumed", j->id);

@@ -195,8 +195,9 @@ void vd_stop_job(int64_t id)
 	/* cgroup v1's freezer holds even a SIGKILL until the guest thaws, and
 	 * the monitor may wait on a frozen guest 0's agent: a paused job
 	 * (job_checkpoint --stop) runs again for its grace period, as any
-	 * stopped job does. */
-	if (j->paused && j->nj) {
+	 * stopped job does.  A job taken over after a restart may have been
+	 * paused by the vhpcd before (resume is idempotent). */
+	if ((j->paused || j->adopted) && j->nj) {
 		struct verr e;
 
 		if (na_job_resume(j->nj, &e) < 0)

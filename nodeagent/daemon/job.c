@@ -203,6 +203,12 @@ static int adopt_one(const char *local, struct verr *err)
 		j->state = VJ_FAILED;
 		snprintf(j->error, sizeof(j->error), "%s", why);
 	}
+	/* Paused by the vhpcd before (a checkpoint under way): guest 0's
+	 * agent is frozen, so mpirun's monitor waits for job_resume. */
+	if (j->state == VJ_READY && (j->paused = na_job_paused(j->nj)) && is_launcher(j)) {
+		j->state = VJ_RUNNING;
+		log_info("job %lld: its guests here are paused; mpirun's monitor starts at job_resume", (long long)j->id);
+	}
 	if (j->state == VJ_READY && is_launcher(j) && vjob_reattach(j, err) < 0) {
 		j->state = VJ_FAILED;
 		snprintf(j->error, sizeof(j->error), "after a vhpcd restart: %s", err->msg);

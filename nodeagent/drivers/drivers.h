@@ -86,6 +86,9 @@ struct na_driver {
 	 * run again; each idempotent. */
 	int (*pause)(struct na_job *j, int k, struct verr *err);
 	int (*resume)(struct na_job *j, int k, struct verr *err);
+	/* Optional: whether guest k is paused (a vhpcd that takes over a job
+	 * must know before it talks to a frozen guest's agent). */
+	bool (*paused)(struct na_job *j, int k);
 	/* Guest k, paused, into dirfd (its own empty dir, root's 0700); it
 	 * stays paused.  On failure the caller removes what is in dirfd. */
 	int (*save)(struct na_job *j, int k, int dirfd, struct verr *err);

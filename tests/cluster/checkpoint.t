@@ -98,6 +98,19 @@ check_match "a user cannot resume a job (root's messages only)" 'vhpcd takes mes
 	"$(as_nobody "$WP" send "$(addr 1)" "{\"v\":3,\"type\":\"job_resume\",\"node\":\"n1\",\"job\":$J}" 2>&1)"
 check_match "a job that is not there: said so" '"type":"error".*job 999999 is not on this node' "$(msg job_pause 1 999999)"
 
+# -- the vhpcd of guest 0's node killed while the guests are paused: its
+#    restart takes the job over, paused, without waiting on guest 0's
+#    frozen agent; mpirun's monitor starts at the resume
+n0=$(job_json "$J" | grep -o '"guest":0,"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/')
+check_match "guest 0's node ($n0)" '^[12]$' "$n0"
+from=$(log_lines "$CL_DIR/n$n0.log")
+cl_node_kill "$n0" KILL
+cl_node_up "$n0" || fail "node $n0 restarts"
+check "node $n0 takes the paused job over" wait_log "$CL_DIR/n$n0.log" "job $J .*taken over after a restart: .* running" 20 "$from"
+check_match "... knowing it is paused" "job $J: its guests here are paused" "$(tail -n +"$from" "$CL_DIR/n$n0.log")"
+check_eq "... its guests still frozen" "FROZEN FROZEN FROZEN " "$(freezer "$l1")$(freezer "$l2")"
+check "the controller still has it running" job_state_is "$J" RUNNING
+
 # -- resume
 check_match "job_resume on node 1: resumed" '"type":"resumed"' "$(msg job_resume 1 "$J")"
 check_match "job_resume on node 2: resumed" '"type":"resumed"' "$(msg job_resume 2 "$J")"
@@ -116,13 +129,17 @@ lines_ok() {
 }
 check "its output is whole: every line of the three guests, each once" lines_ok "$T/j.out"
 
-# -- a job stopped while paused
-K=$(sub -N 2 --vcpus 1 --timeout 120 -- sleep 100)
+# -- a job stopped while paused, by a vhpcd that took it over paused
+#    (its guest 0's agent is frozen: the node must thaw it to stop it)
+K=$(sub -N 1 --vcpus 1 --timeout 120 -- sleep 100)
 check "job $K runs" wait_state "$K" RUNNING 60
 lk=$(local_of "$K" 1)
 n=1; [ -n "$lk" ] || { n=2; lk=$(local_of "$K" 2); }
 check_match "job_pause: paused" '"type":"paused"' "$(msg job_pause "$n" "$K")"
 check_match "its guest is frozen" '^(FROZEN )+$' "$(freezer "$lk")"
+cl_node_kill "$n" KILL
+cl_node_up "$n" || fail "node $n restarts"
+check "node $n takes it over" wait_log "$CL_DIR/n$n.log" "job $K .*taken over after a restart: .* running" 20
 vc cancel "$K" >/dev/null 2>&1
 check "cancelled while paused, it ends" wait_state "$K" CANCELLED 30
 check "the nodes remove it" cl_wait_nodes_idle 30

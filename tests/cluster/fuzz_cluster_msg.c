@@ -26,7 +26,7 @@ static const char *const types[] = {
 	"submit", "queue", "job", "wait", "cancel", "output", "nodes", "register", "heartbeat",
 	"job_output", "job_exit", "job_prepare", "job_launch", "job_stop",
 	"image_have", "image_put", "image_tag", "image_get", "image_list", "image_rm", "image_data",
-	"history", "stopped",
+	"history", "stopped", "job_pause", "job_resume", "job_checkpoint",
 };
 
 /* A job of 8 guests on nodes 0 and 1 by turns, for a node's usage report
@@ -121,6 +121,9 @@ static void check_vmsg(const struct vmsg *m)
 				abort();
 	}
 	if (m->type == VM_LAUNCH && (!m->argv || !m->argv[0] || !m->argv[0][0] || !m->env))
+		abort();
+	/* The name becomes a folder's: never empty, ".", ".." or with a '/'. */
+	if (m->type == VM_CHECKPOINT && (!vd_ckpt_name_ok(m->ckpt) || strchr(m->ckpt, '/') || m->ckpt[0] == '.'))
 		abort();
 }
 

@@ -142,3 +142,11 @@ int na_ctr_resume(struct na_ctr *c, struct verr *err)
 {
 	return freeze(c, false, err);
 }
+
+bool na_ctr_paused(struct na_ctr *c)
+{
+	char st[32];
+	struct verr e;
+
+	return runc_status(na_ctr_id(c), st, sizeof(st), &e) == 0 && !strcmp(st, "paused");
+}

@@ -142,6 +142,7 @@ int na_ctr_sweep(const char *job, const char *why, int *removed, struct verr *er
 int na_ctr_ckpt_probe(struct verr *err);
 int na_ctr_pause(struct na_ctr *c, struct verr *err);
 int na_ctr_resume(struct na_ctr *c, struct verr *err);
+bool na_ctr_paused(struct na_ctr *c);
 
 /* ---------------------------------------------------------------- OCI */
 

@@ -434,9 +434,9 @@ static void release(struct na_job *j)
  * same pids, which is not written. */
 static int ckpt_check(const struct na_job *j, struct verr *err)
 {
-	const struct ctr_job *cj = j->drv_job;
-
-	if (cj && cj->have_pod)
+	/* prepare_net's rule, not have_pod: a job taken over may not have
+	 * looked for its pod yet. */
+	if (j->s.vmshm && j->s.nguests >= 2)
 		return verr_set(err, "its %d guests here share a pod (one user and PID namespace, for vmshm's "
 				"single copy), which runc cannot checkpoint or restore; a job without vmshm, or with "
 				"one guest per node, has no pod", j->s.nguests);
@@ -466,6 +466,14 @@ static int resume_guest(struct na_job *j, int k, struct verr *err)
 	return c ? na_ctr_resume(c, err) : -1;
 }
 
+static bool guest_paused(struct na_job *j, int k)
+{
+	struct verr e;
+	struct na_ctr *c = guest_ctr(j, k, &e);
+
+	return c && na_ctr_paused(c);
+}
+
 const struct na_driver na_driver_container = {
 	.name = "container",
 	.auto_pick = auto_pick,
@@ -490,4 +498,5 @@ const struct na_driver na_driver_container = {
 	.ckpt_check = ckpt_check,
 	.pause = pause_guest,
 	.resume = resume_guest,
+	.paused = guest_paused,
 };
