@@ -380,8 +380,12 @@ static int ckpt_check(const struct na_job *j, struct verr *err)
 				"guest would find them broken", j->nhb, j->nhb > 1 ? "s" : "");
 	if (j->s.npci)
 		return verr_set(err, "PCI function %s is passed through: its state is in the hardware", j->s.pci[0]);
+	/* A job taken over after a vhpcd restart was never prepared here. */
+	if (!kj)
+		return verr_set(err, "its guests were taken over after the agent restarted: where their config "
+				"and scratch disks are is known only to the agent that started them");
 	for (int k = 0; k < j->s.nguests; k++)
-		if (j->s.scratch && (!kj || kj->scratch_fd[k] < 0))
+		if (j->s.scratch && kj->scratch_fd[k] < 0)
 			return verr_set(err, "guest g%d was taken over after the agent restarted: its scratch disk "
 					"(a file without a name) is held by its vhpc-hv alone and cannot be saved",
 					j->g[k].index);
