@@ -301,6 +301,25 @@ out:
 	return o;
 }
 
+/* One call per node of j, in the order of its guests, addressed but with
+ * no request yet; *nodes (freed by the caller) says which node each is. */
+static struct ctld_call *job_calls(const struct ctld *ctl, const struct cjob *j, int **nodes, int *nn)
+{
+	struct ctld_call *c = calloc(j->nalloc, sizeof(*c));
+
+	*nodes = calloc(j->nalloc, sizeof(int));
+	if (!*nodes || !c) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	*nn = ctld_job_nodes(j, *nodes);
+	for (int k = 0; k < *nn; k++) {
+		snprintf(c[k].node, sizeof(c[k].node), "%s", ctl->nodes[(*nodes)[k]].name);
+		snprintf(c[k].addr, sizeof(c[k].addr), "%s", ctl->nodes[(*nodes)[k]].addr);
+	}
+	return c;
+}
+
 /* A restored job: job_resume to every node of it (idempotent), instead of
  * a launch: mpirun runs on from the checkpoint in guest 0, and its node
  * takes up its status and output.  Ends the job when a node refuses. */
@@ -316,16 +335,8 @@ static void resume(struct ctld *ctl, int64_t id)
 		pthread_mutex_unlock(&ctl->mu);
 		return;
 	}
-	nodes = calloc(j->nalloc, sizeof(int));
-	c = calloc(j->nalloc, sizeof(*c));
-	if (!nodes || !c) {
-		log_err("out of memory");
-		_exit(1);
-	}
-	nn = ctld_job_nodes(j, nodes);
+	c = job_calls(ctl, j, &nodes, &nn);
 	for (int k = 0; k < nn; k++) {
-		snprintf(c[k].node, sizeof(c[k].node), "%s", ctl->nodes[nodes[k]].name);
-		snprintf(c[k].addr, sizeof(c[k].addr), "%s", ctl->nodes[nodes[k]].addr);
 		c[k].req = json_object_new_object();
 		json_object_object_add(c[k].req, "type", json_object_new_string("job_resume"));
 		json_object_object_add(c[k].req, "node", json_object_new_string(ctl->nodes[nodes[k]].name));
@@ -471,16 +482,8 @@ static void *start_thread(void *arg)
 		pthread_mutex_unlock(&ctl->mu);
 		return NULL;
 	}
-	nodes = calloc(j->nalloc, sizeof(int));
-	c = calloc(j->nalloc, sizeof(*c));
-	if (!nodes || !c) {
-		log_err("out of memory");
-		_exit(1);
-	}
-	nn = ctld_job_nodes(j, nodes);
+	c = job_calls(ctl, j, &nodes, &nn);
 	for (int k = 0; k < nn; k++) {
-		snprintf(c[k].node, sizeof(c[k].node), "%s", ctl->nodes[nodes[k]].name);
-		snprintf(c[k].addr, sizeof(c[k].addr), "%s", ctl->nodes[nodes[k]].addr);
 		c[k].req = prepare_msg(ctl, j, nodes[k], nodes, nn);
 	}
 	pthread_mutex_unlock(&ctl->mu);
