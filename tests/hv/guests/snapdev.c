@@ -4,8 +4,11 @@
  * running hash, and sends a line through virtio-console's transmit
  * queue.  A run restored from a snapshot taken mid-way, on the disk as
  * it was at the snapshot, must print the result of a run left alone and
- * leave the same disk.  Command line: rounds=N sectors=S (default 24,
- * 64); tick as in snap.c. */
+ * leave the same disk.  With an ivshmem device, the guest first moves its
+ * region (BAR2) to an address of its own choosing, then writes each
+ * round's hash into it and folds it into the result, so a restore must
+ * map the region where the guest put it.  Command line: rounds=N
+ * sectors=S (default 24, 64); tick as in snap.c. */
 #include "virtio.h"
 
 #define VEC_TIMER 0x40
@@ -88,7 +91,9 @@ void test_main(void)
 	uint64_t sectors = cmdline_get("sectors", arg, sizeof(arg)) ? parse_u64(arg) : 64;
 	uint32_t tick = cmdline_get("tick", arg, sizeof(arg)) ? (uint32_t)parse_u64(arg) : 20000000;
 	uint8_t *buf = kalloc(512, 512);
-	uint64_t disk = 0x100000001b3ull;
+	uint64_t disk = 0x100000001b3ull, shm_words = 0;
+	volatile uint64_t *shm = 0;
+	int shm_s;
 
 	msix_handlers_install(8);
 	check(vdev_open(&blk, 2, 0, 0) == 0, "virtio-blk found");
@@ -100,6 +105,20 @@ void test_main(void)
 	check(vq_setup_(&cons, 1, 16, 2) == 0, "virtio-console transmit queue");
 	vdev_driver_ok(&cons);
 
+	shm_s = pci_find(0x1af4, 0x1110, 0);
+	if (shm_s > 0) {
+		uint64_t size = pci_bar_size(shm_s, 2), nb = pci_bar(shm_s, 2) + 2 * size;
+		uint16_t cmd = (uint16_t)pci_read(shm_s, 4, 2);
+
+		pci_write(shm_s, 4, 2, cmd & ~2u);
+		pci_write(shm_s, 0x18, 4, (uint32_t)nb | 0xc);
+		pci_write(shm_s, 0x1c, 4, (uint32_t)(nb >> 32));
+		pci_write(shm_s, 4, 2, cmd);
+		map_high(nb, size);
+		shm = (volatile uint64_t *)nb;
+		shm_words = size / 8;
+		check(pci_bar(shm_s, 2) == nb, "ivshmem region moved to 0x%lx", nb);
+	}
 	irq_set(VEC_TIMER, on_timer);
 	lapic_enable();
 	mmio_write32(LAPIC_BASE + 0x3e0, 0xb);
@@ -120,6 +139,8 @@ void test_main(void)
 			fold(buf);
 		}
 		check(!bad, "round %d: every request completed", r);
+		if (shm)
+			shm[(uint64_t)r % shm_words] = x;
 		cons_line(r);
 		printf("GUEST round %d\n", r);
 	}
@@ -129,5 +150,7 @@ void test_main(void)
 		for (int i = 0; i < 512; i++)
 			disk = (disk ^ buf[i]) * 0x100000001b3ull;
 	}
+	for (uint64_t i = 0; shm && i < (uint64_t)rounds && i < shm_words; i++)
+		disk = (disk ^ shm[i]) * 0x100000001b3ull;
 	printf("GUEST result %lx %lx\n", x, disk);
 }
