@@ -18,6 +18,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "pci.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -235,4 +236,42 @@ static void shm_destroy(struct vm *vm)
 	}
 }
 
-HV_DEVICE(ivshmem, shm_create, shm_destroy);
+/* Snapshots: each region's size and the interrupt mask, newest first.
+ * Where the guest put the region (BAR2) is PCI config space, which the
+ * bus saves and maps again on load; the region's contents are the file's,
+ * the caller's to keep (hv.h). */
+static int shm_save(struct vm *vm, struct snap_buf *sb, struct verr *err)
+{
+	(void)err;
+	for (struct ivshmem *s = vm_device(vm, &hv_dev_ivshmem); s; s = s->prev) {
+		sb_u64(sb, s->size);
+		sb_u32(sb, __atomic_load_n(&s->intr_mask, __ATOMIC_RELAXED));
+	}
+	return 0;
+}
+
+static int shm_load(struct vm *vm, struct snap_rd *r, struct verr *err)
+{
+	struct snap_rd start = *r;
+
+	for (int pass = 0; pass < 2; pass++) {
+		*r = start;
+		for (struct ivshmem *s = vm_device(vm, &hv_dev_ivshmem); s; s = s->prev) {
+			uint64_t size = rd_u64(r);
+			uint32_t mask = rd_u32(r);
+
+			if (r->bad)
+				return verr_set(err, "%s: state cut short", s->name);
+			if (size != s->size)
+				return verr_set(err, "%s: the snapshot's region has %llu bytes, this one %llu", s->name,
+						(unsigned long long)size, (unsigned long long)s->size);
+			if (pass == 1)
+				__atomic_store_n(&s->intr_mask, mask, __ATOMIC_RELAXED);
+		}
+		if (!rd_done(r))
+			return verr_set(err, "%zu bytes after the last region's state", r->len - r->off);
+	}
+	return 0;
+}
+
+HV_DEVICE_SNAP(ivshmem, shm_create, shm_destroy, shm_save, shm_load);

@@ -8,6 +8,7 @@
 #include "lib/err.h"
 #include "lib/fdio.h"
 #include "lib/log.h"
+#include "snapshot.h"
 #include "virtio.h"
 
 #include <errno.h>
@@ -243,4 +244,27 @@ static void cons_destroy(struct vm *vm)
 	free(c);
 }
 
-HV_DEVICE(virtio_console, cons_create, cons_destroy);
+/* Snapshots: the transport only.  Output chains are written out before a
+ * pause returns; input waiting on stdin is read after the restore, when
+ * the receive queue's kick turns its watch back on. */
+static int cons_save(struct vm *vm, struct snap_buf *sb, struct verr *err)
+{
+	(void)err;
+	virtio_save(&((struct vcons *)vm_device(vm, &hv_dev_virtio_console))->v, sb);
+	return 0;
+}
+
+static int cons_load(struct vm *vm, struct snap_rd *r, struct verr *err)
+{
+	struct vcons *c = vm_device(vm, &hv_dev_virtio_console);
+	struct snap_rd start = *r;
+
+	if (virtio_load(&c->v, r, false, err) < 0)
+		return -1;
+	if (!rd_done(r))
+		return verr_set(err, "%zu bytes after the transport's state", r->len - r->off);
+	*r = start;
+	return virtio_load(&c->v, r, true, err);
+}
+
+HV_DEVICE_SNAP(virtio_console, cons_create, cons_destroy, cons_save, cons_load);

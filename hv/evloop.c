@@ -6,7 +6,11 @@
  * a callback never runs for a removed fd.
  *
  * With vm->manual_loops (fuzzer, benchmark) no thread is started: the
- * caller dispatches with evloop_run_once/evloop_run_all. */
+ * caller dispatches with evloop_run_once/evloop_run_all.
+ *
+ * A held loop (a paused guest's) dispatches nothing but evloop_call: its
+ * fds keep their readiness in the kernel (none is edge-triggered), so
+ * whatever arrived meanwhile is handled once it is released. */
 #include "lib/err.h"
 #include "vm.h"
 
@@ -15,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -42,6 +47,7 @@ struct evloop {
 	void (*call_fn)(void *);
 	void *call_arg;
 	bool call_pending;
+	bool held;                     /* the loop thread's own: set by evloop_call */
 	struct evloop *next;           /* vm->loops */
 };
 
@@ -162,6 +168,8 @@ int evloop_run_once(struct evloop *l, int timeout_ms)
 				/* nothing pending: spurious */
 			}
 			run_call(l);
+			if (l->held)
+				break;          /* the rest stays ready in the kernel */
 			continue;
 		}
 		pthread_mutex_lock(&l->lock);
@@ -199,13 +207,43 @@ void evloop_call(struct evloop *l, void (*fn)(void *), void *arg)
 	pthread_mutex_unlock(&l->call_lock);
 }
 
+/* Held: only calls run, until one releases the loop. */
+static void wait_call(struct evloop *l)
+{
+	struct pollfd p = { .fd = l->wake_fd, .events = POLLIN };
+	uint64_t v;
+
+	if (poll(&p, 1, -1) <= 0)
+		return;
+	if (read(l->wake_fd, &v, sizeof(v)) < 0) {
+		/* spurious */
+	}
+	run_call(l);
+}
+
 static void *loop_thread(void *arg)
 {
 	struct evloop *l = arg;
 
-	while (!atomic_load(&l->stop))
-		evloop_run_once(l, -1);
+	while (!atomic_load(&l->stop)) {
+		if (l->held)
+			wait_call(l);
+		else
+			evloop_run_once(l, -1);
+	}
 	return NULL;
+}
+
+static void hold_on(void *arg) { ((struct evloop *)arg)->held = true; }
+static void hold_off(void *arg) { ((struct evloop *)arg)->held = false; }
+
+void evloop_hold_all(struct vm *vm, bool on)
+{
+	pthread_mutex_lock(&vm->loops_lock);
+	for (struct evloop *l = vm->loops; l; l = l->next)
+		if (l->has_thread)
+			evloop_call(l, on ? hold_on : hold_off, l);
+	pthread_mutex_unlock(&vm->loops_lock);
 }
 
 static void stop_now(void *arg)

@@ -160,10 +160,18 @@
  *   from where it stopped); RAM pages that hold data (never-touched and zero
  *   pages are left out); each device's own state: the UART, i8042, ACPI
  *   PM/GED and the PCI bus (every function's config space, BAR placement,
- *   MSI-X table and pending bits).
+ *   MSI-X table and pending bits); the virtio-pci transport of virtio-blk
+ *   and virtio-console (features, status, selects, each queue's size,
+ *   vector, rings and the device's ring indexes: a pause holds the device
+ *   threads, so every request they took is complete and the rest waits in
+ *   its ring); ivshmem's region size and interrupt mask (where the guest
+ *   put the region is config space).
+ *   The caller's to keep unchanged between the save and the restore: each
+ *   --blk image and each --shm region file.  Their contents are not in the
+ *   snapshot (only their sizes, checked); a restore onto an image the
+ *   guest did not leave so sees a disk that changed under it.
  *   Not yet saved (a snapshot with one of these is refused, naming it):
- *   virtio-blk, virtio-net (and vhost-net's ring bases), virtio-console,
- *   virtio-vsock, ivshmem, virtio-fs.
+ *   virtio-net (and vhost-net's ring bases), virtio-vsock, virtio-fs.
  *   Never carried over, by design:
  *   - --vfio functions: their state is in the hardware; refused.
  *   - vsock: host-side streams are this process's sockets; once vsock is

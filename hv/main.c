@@ -247,6 +247,11 @@ int main(int argc, char **argv)
 		free(vm.snaph);
 		vm.snaph = NULL;
 	}
+	/* A guest started paused has its device threads held as after a
+	 * pause; a restore holds them until RAM is back, since the devices
+	 * it loads look at their rings first thing. */
+	if (restore_fd >= 0 || cfg.paused)
+		evloop_hold_all(&vm, true);
 	if (restore_fd >= 0) {
 		/* RAM, devices, vCPUs and irqchip come from the snapshot: the
 		 * kernel, ACPI tables and boot registers are in it already. */
@@ -278,6 +283,8 @@ int main(int argc, char **argv)
 	 * after a "pause"; "resume" lets them go. */
 	vm.state = cfg.paused ? VM_PAUSED : VM_RUNNING;
 	vm.pause_req = cfg.paused;
+	if (cfg.restore && !cfg.paused)
+		evloop_hold_all(&vm, false);
 	if (vcpus_start(&vm, &err) < 0)
 		goto fail;
 	log_info("guest started%s: %d vCPU(s), %llu MiB, %s, %.1f ms after start", cfg.paused ? " paused" : "",

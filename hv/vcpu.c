@@ -357,6 +357,9 @@ int vm_pause(struct vm *vm, struct verr *err)
 		pthread_cond_wait(&vm->cond, &vm->lock);
 	vm->state = VM_PAUSED;
 	pthread_mutex_unlock(&vm->lock);
+	/* Then the device threads: what a vCPU kicked just before is done or
+	 * left in its ring, and nothing writes RAM or rings until resume. */
+	evloop_hold_all(vm, true);
 	return 0;
 }
 
@@ -367,6 +370,9 @@ int vm_resume(struct vm *vm, struct verr *err)
 		pthread_mutex_unlock(&vm->lock);
 		return verr_set(err, "the guest is %s", vm_state_name(vm->state));
 	}
+	pthread_mutex_unlock(&vm->lock);
+	evloop_hold_all(vm, false);
+	pthread_mutex_lock(&vm->lock);
 	__atomic_store_n(&vm->pause_req, false, __ATOMIC_SEQ_CST);
 	vm->state = VM_RUNNING;
 	pthread_cond_broadcast(&vm->cond);

@@ -135,6 +135,19 @@ static inline bool virtio_has(const struct virtio_dev *v, unsigned bit)
 {
 	return v->guest_features & VIRTIO_BIT(bit);
 }
+/* Snapshots (hv/README.md, "Snapshots"), with the guest paused and so
+ * the device thread held: the transport's registers and each queue's
+ * ring addresses and indexes.  virtio_load reads one device's record at r
+ * and checks it against this device (the features it offers, queue
+ * sizes, rings inside RAM, indexes within the ring, vectors inside the
+ * MSI-X table); with apply it then sets it in the device thread: rings
+ * mapped, the device started if the driver had started it, and each
+ * ready queue's kick eventfd written, so what its ring holds is served
+ * once the thread is released (after RAM is back). */
+struct snap_buf;
+struct snap_rd;
+void virtio_save(struct virtio_dev *v, struct snap_buf *b);
+int virtio_load(struct virtio_dev *v, struct snap_rd *r, bool apply, struct verr *err);
 /* Fuzzer and tests: reset the device as a driver writing status 0 would. */
 void virtio_reset(struct virtio_dev *v);
 

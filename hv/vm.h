@@ -266,6 +266,11 @@ void evloop_del(struct evloop *l, int fd);
  * called from that thread or when the loop has no thread. */
 void evloop_call(struct evloop *l, void (*fn)(void *), void *arg);
 int evloop_start(struct evloop *l, struct verr *err);
+/* Holds every device thread of vm between two callbacks (none is running
+ * when this returns), or releases them: a paused guest's devices touch
+ * neither its rings nor its RAM, so a snapshot sees them still.  Calls
+ * (evloop_call) still run in a held thread. */
+void evloop_hold_all(struct vm *vm, bool on);
 /* Dispatches what is ready now (manual loops); returns events handled. */
 int evloop_run_once(struct evloop *l, int timeout_ms);
 int evloop_run_all(struct vm *vm);

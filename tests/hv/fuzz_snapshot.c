@@ -2,8 +2,8 @@
  * restores it.  The whole reader runs (hv/snap_load.c: header and host
  * type, sections and checksums, fingerprint, vCPU and irqchip parse, RAM
  * extents into guest memory, each device's loader), on a VM without KVM,
- * then the devices are driven through their ports so state a loader let
- * in is used.  The first byte picks the input's form:
+ * then the devices are driven through their ports and the virtio devices'
+ * loops (a console and a disk) run, with an ivshmem region loaded too, so state a loader let in is used.  The first byte picks the input's form:
  *   0: the rest is the file itself
  *   1: the rest is patches (u32 offset, u8 value), 5 bytes each, to a
  *      valid snapshot built here, so mutations reach past the checksums
@@ -143,15 +143,30 @@ static void build_valid(void)
 static void setup(void)
 {
 	struct verr err;
+	/* A disk of 64 sectors the virtio-blk loader checks its size against
+	 * (unlinked once open). */
+	static char disk[] = "/tmp/fuzz-hv-snapshot.XXXXXX", blk[64], region[] = "/tmp/fuzz-hv-snapshot.XXXXXX",
+		    shm[64];
 	static char *argv[] = { "fuzz", "--kernel", "/dev/null", "--vcpus", "2", "--mem", "32M",
-				"--serial", "none", "--debug-exit", NULL };
+				"--serial", "none", "--debug-exit", "--console", "none", "--blk", blk,
+				"--shm", shm, NULL };
+	int dfd = mkstemp(disk), rfd = mkstemp(region);
+
+	if (dfd < 0 || ftruncate(dfd, 64 * 512) < 0 || rfd < 0 || ftruncate(rfd, 4096) < 0)
+		abort();
+	close(dfd);
+	close(rfd);
+	snprintf(blk, sizeof(blk), "path=%s", disk);
+	snprintf(shm, sizeof(shm), "path=%s", region);
 
 	vlog_init("fuzz-hv-snapshot");
 	vlog_set_level(VLOG_ERR);
-	if (vm_nokvm_init(&vm, &cfg, &plan, 10, argv, true, &err) < 0) {
+	if (vm_nokvm_init(&vm, &cfg, &plan, 16, argv, true, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		abort();
 	}
+	unlink(disk);
+	unlink(region);
 	host.msrs_crc = crc32c(0, host.msr, host.nmsrs * sizeof(uint32_t));
 	vm.snaph = &host;
 	sfd = memfd_create("fuzz-snapshot", MFD_CLOEXEC);
@@ -231,6 +246,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			io_dispatch(&vm.pio, port, &v, 1, true);
 		}
 		io_dispatch(&vm.pio, 0x64, &v, 1, false);
+		/* Loaded virtio queues served: their kicks pop chains from
+		 * the rings the snapshot's RAM holds, at its indexes. */
+		evloop_run_all(&vm);
 	} else if (!err.msg[0]) {
 		abort();    /* every refusal says why */
 	}

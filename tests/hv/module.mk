@@ -48,6 +48,8 @@ $(eval $(call unit_test,unit-hv-sandbox,tests/hv/unit_sandbox.c hv/sandbox.c,-ls
 $(eval $(call unit_test,unit-hv-vhost-net,tests/hv/unit_vhost_net.c hv/vhost_net.c hv/mem.c))
 # A VFIO function's virtual config space (hv/vfio_cfg.c) from made-up ones.
 $(eval $(call unit_test,unit-hv-vfio,tests/hv/unit_vfio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
+# The virtio transport's snapshot state, hostile ones refused (hv/virtio_snap.c).
+$(eval $(call unit_test,unit-hv-virtio-snap,tests/hv/unit_virtio_snap.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # The device registry (hv/devices.c) with test devices of its own.
 $(eval $(call unit_test,unit-hv-devices,tests/hv/unit_devices.c hv/devices.c))
 

@@ -145,18 +145,18 @@ truncate -s 1M "$T/disk.img"
 refused "$T/s.snap" "snapshot has '--blk=0', command line '--blk=1'" "a device more refused, naming it" \
 	--blk "path=$T/disk.img"
 
-# A device that saves no state yet: the snapshot is refused naming it,
-# and the guest stays paused and can go on.
-"$HV" "${ARGS[@]}" --blk "path=$T/disk.img" --control "$T/blk.sock" >"$T/blk.out" 2>"$T/blk.err" </dev/null &
+# A device that saves no state yet (virtio-vsock): the snapshot is
+# refused naming it, and the guest stays paused and can go on.
+"$HV" "${ARGS[@]}" --vsock "cid=3,uds=$T/vsock" --control "$T/dev.sock" >"$T/dev.out" 2>"$T/dev.err" </dev/null &
 pid3=$!
 at_exit kill -9 $pid3
-wait_line "$T/blk.out" '^GUEST round 2$'
-"$HVCTL" "$T/blk.sock" pause >/dev/null
-"$HVCTL" "$T/blk.sock" snapshot "$T/blk.snap" >"$T/blk.reply" 2>&1
-check_eq "snapshot with a virtio-blk disk refused" 1 "$?"
-check_match "the refusal names the device" "device virtio_blk cannot be snapshotted" "$(cat "$T/blk.reply")"
-check "its file is removed" [ ! -e "$T/blk.snap" ]
-check_match "the guest is still paused" '"state":"paused"' "$("$HVCTL" "$T/blk.sock" status)"
-"$HVCTL" "$T/blk.sock" kill >/dev/null
+wait_line "$T/dev.out" '^GUEST round 2$'
+"$HVCTL" "$T/dev.sock" pause >/dev/null
+"$HVCTL" "$T/dev.sock" snapshot "$T/dev.snap" >"$T/dev.reply" 2>&1
+check_eq "snapshot with a virtio-vsock device refused" 1 "$?"
+check_match "the refusal names the device" "device virtio_vsock cannot be snapshotted" "$(cat "$T/dev.reply")"
+check "its file is removed" [ ! -e "$T/dev.snap" ]
+check_match "the guest is still paused" '"state":"paused"' "$("$HVCTL" "$T/dev.sock" status)"
+"$HVCTL" "$T/dev.sock" kill >/dev/null
 wait $pid3
 done_testing
