@@ -165,8 +165,10 @@ static int ns_ino(pid_t pid, const char *ns, bool owner, ino_t *ino, struct verr
 	struct stat st;
 	int fd, ufd = -1;
 
+	/* A namespace file is a magic link (O_NOFOLLOW would refuse it with
+	 * ELOOP); what it names is the kernel's, not anything a user made. */
 	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return verr_errno(err, "%s", path);
 	if (owner) {
