@@ -55,6 +55,8 @@ static const struct cf_field hv_fields[] = {
 	{ .key = "debug_exit", .kind = CF_BOOL, .off = OFF(debug_exit) },
 	{ .key = "cpuid_hide", .kind = CF_STR, .off = OFF(cpuid_hide) },
 	{ .key = "seccomp", .kind = CF_BOOL, .off = OFF(seccomp) },
+	{ .key = "restore", .kind = CF_STR, .off = OFF(restore) },
+	{ .key = "paused", .kind = CF_BOOL, .off = OFF(paused) },
 	{ 0 }
 };
 
@@ -111,7 +113,8 @@ void hv_usage(FILE *f)
 		"               [--cpu-affinity LIST] [--topology SxCxT] [--hugepages[=2M|1G]]\n"
 		"               [--prefault-threads N] [--no-prefault] [--serial stdio|none|file:PATH]\n"
 		"               [--control PATH] [--require-hw] [--debug-exit] [--cpuid-hide LIST]\n"
-		"               [--seccomp] [--seccomp-probe[=execve|tiocsti|connect]] [--config FILE] [-v] [-q]\n");
+		"               [--seccomp] [--seccomp-probe[=execve|tiocsti|connect]] [--config FILE] [-v] [-q]\n"
+		"               [--restore FILE|/dev/fd/N] [--paused]\n");
 	{
 		const struct hv_devopt *const *opts;
 		int n = hv_devopts(&opts);
@@ -123,7 +126,9 @@ void hv_usage(FILE *f)
 	fprintf(f, "Runs one KVM guest; exits 0 when the guest powers off (see hv/hv.h).\n"
 		"--seccomp: once set up, only the system calls a running guest needs (hv/sandbox.c);\n"
 		"--seccomp-probe[=CALL]: the same, then one forbidden call (execve, the default; ioctl TIOCSTI;\n"
-		"                connect), to show that the filter ends vhpc-hv.\n");
+		"                connect), to show that the filter ends vhpc-hv.\n"
+		"--restore: start from a snapshot (control \"snapshot\") instead of booting; the rest of the command\n"
+		"           line must describe the same machine.  --paused: start with the vCPUs stopped (\"resume\").\n");
 }
 
 static int set_str(char **dst, const char *v)
@@ -191,7 +196,7 @@ static int parse_numa_arg(const char *arg, struct hv_numa_cfg *n, struct verr *e
 enum {
 	O_KERNEL = 256, O_INITRD, O_CMDLINE, O_VCPUS, O_MEM, O_NUMA, O_HOSTNODE, O_AFFINITY,
 	O_TOPOLOGY, O_HUGEPAGES, O_PFTHREADS, O_NOPREFAULT, O_SERIAL, O_CONTROL, O_REQHW,
-	O_DEBUGEXIT, O_CPUIDHIDE, O_CONFIG, O_HELP, O_SECCOMP, O_SECCOMP_PROBE,
+	O_DEBUGEXIT, O_CPUIDHIDE, O_CONFIG, O_HELP, O_SECCOMP, O_SECCOMP_PROBE, O_RESTORE, O_PAUSED,
 };
 
 /* Releases only the numa list (the command line replaces the file's). */
@@ -224,6 +229,8 @@ static const struct option base_opts[] = {
 	{ "help", no_argument, 0, O_HELP },
 	{ "seccomp", no_argument, 0, O_SECCOMP },
 	{ "seccomp-probe", optional_argument, 0, O_SECCOMP_PROBE },
+	{ "restore", required_argument, 0, O_RESTORE },
+	{ "paused", no_argument, 0, O_PAUSED },
 };
 #define NBASE_OPTS (sizeof(base_opts) / sizeof(base_opts[0]))
 
@@ -239,6 +246,7 @@ static char **str_opt(struct hv_config *c, int o)
 	case O_SERIAL: return &c->serial;
 	case O_CONTROL: return &c->control;
 	case O_CPUIDHIDE: return &c->cpuid_hide;
+	case O_RESTORE: return &c->restore;
 	default: return NULL;
 	}
 }
@@ -280,6 +288,7 @@ static int flag_opt(struct hv_config *c, int o)
 	case O_REQHW: c->require_hw = true; break;
 	case O_DEBUGEXIT: c->debug_exit = true; break;
 	case O_SECCOMP: c->seccomp = true; break;
+	case O_PAUSED: c->paused = true; break;
 	case O_CONFIG: break;   /* read before the other options */
 	case 'v': vlog_set_level(VLOG_DEBUG); break;
 	case 'q': vlog_set_level(VLOG_WARN); break;

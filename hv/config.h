@@ -89,6 +89,8 @@ struct hv_config {
 	char *cpuid_hide;
 	bool seccomp;               /* the allowlist once set up (sandbox.c) */
 	int seccomp_probe;          /* then a forbidden call (HV_PROBE_*): the filter's own test */
+	char *restore;              /* a snapshot to start from instead of booting */
+	bool paused;                /* start with the vCPUs parked until "resume" */
 	struct hv_devset dev[HV_MAX_DEVOPTS];   /* one per registered option */
 	int ndevopts;
 };

@@ -6,6 +6,7 @@
 #include "vm.h"
 #include "aml.h"
 #include "layout.h"
+#include "snapshot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,4 +135,31 @@ static void pm_destroy(struct vm *vm)
 	free(g);
 }
 
-HV_DEVICE(acpi_pm, pm_create, pm_destroy);
+/* The pending GED events; the line's level is in the restored irqchip. */
+static int pm_save(struct vm *vm, struct snap_buf *b, struct verr *err)
+{
+	struct ged *g = vm_device(vm, &hv_dev_acpi_pm);
+
+	(void)err;
+	pthread_mutex_lock(&g->lock);
+	sb_u32(b, g->events);
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static int pm_load(struct vm *vm, struct snap_rd *r, struct verr *err)
+{
+	struct ged *g = vm_device(vm, &hv_dev_acpi_pm);
+	uint32_t ev = rd_u32(r);
+
+	if (!rd_done(r))
+		return verr_set(err, "state of %zu bytes, not 4", r->len);
+	if (ev & ~1u)
+		return verr_set(err, "GED events 0x%x (only bit 0, the power button, exists)", ev);
+	pthread_mutex_lock(&g->lock);
+	g->events = (uint8_t)ev;
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+HV_DEVICE_SNAP(acpi_pm, pm_create, pm_destroy, pm_save, pm_load);

@@ -4,6 +4,7 @@
 #include "lib/err.h"
 #include "vm.h"
 #include "layout.h"
+#include "snapshot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -69,4 +70,30 @@ static void kbc_destroy(struct vm *vm)
 	free(k);
 }
 
-HV_DEVICE(i8042, kbc_create, kbc_destroy);
+static int kbc_save(struct vm *vm, struct snap_buf *b, struct verr *err)
+{
+	struct i8042 *k = vm_device(vm, &hv_dev_i8042);
+
+	(void)err;
+	pthread_mutex_lock(&k->lock);
+	sb_u32(b, k->pending_cmd);
+	pthread_mutex_unlock(&k->lock);
+	return 0;
+}
+
+static int kbc_load(struct vm *vm, struct snap_rd *r, struct verr *err)
+{
+	struct i8042 *k = vm_device(vm, &hv_dev_i8042);
+	uint32_t cmd = rd_u32(r);
+
+	if (!rd_done(r))
+		return verr_set(err, "state of %zu bytes, not 4", r->len);
+	if (cmd != 0 && cmd != 0xd1)
+		return verr_set(err, "pending command 0x%x (only 0xd1 waits for data)", cmd);
+	pthread_mutex_lock(&k->lock);
+	k->pending_cmd = (uint8_t)cmd;
+	pthread_mutex_unlock(&k->lock);
+	return 0;
+}
+
+HV_DEVICE_SNAP(i8042, kbc_create, kbc_destroy, kbc_save, kbc_load);

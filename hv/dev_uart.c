@@ -7,6 +7,7 @@
 #include "lib/log.h"
 #include "vm.h"
 #include "layout.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -233,4 +234,49 @@ static void uart_destroy(struct vm *vm)
 	free(u);
 }
 
-HV_DEVICE(uart, uart_create, uart_destroy);
+/* The registers and the receive FIFO; the output backend is this
+ * process's.  The line's level is in the restored irqchip already. */
+static int uart_save(struct vm *vm, struct snap_buf *b, struct verr *err)
+{
+	struct uart *u = vm_device(vm, &hv_dev_uart);
+	uint8_t r[12];
+
+	(void)err;
+	pthread_mutex_lock(&u->lock);
+	r[0] = u->ier; r[1] = u->lcr; r[2] = u->mcr; r[3] = u->lsr; r[4] = u->msr; r[5] = u->scr;
+	r[6] = u->fcr; r[7] = u->dll; r[8] = u->dlm; r[9] = u->thri_pending; r[10] = (uint8_t)u->irq_level; r[11] = 0;
+	sb_put(b, r, sizeof(r));
+	sb_u32(b, u->rx_head);
+	sb_u32(b, u->rx_n);
+	sb_put(b, u->rx, sizeof(u->rx));
+	pthread_mutex_unlock(&u->lock);
+	return 0;
+}
+
+static int uart_load(struct vm *vm, struct snap_rd *rd, struct verr *err)
+{
+	struct uart *u = vm_device(vm, &hv_dev_uart);
+	uint8_t r[12], rx[RX_SIZE];
+	uint32_t head, n;
+
+	rd_get(rd, r, sizeof(r));
+	head = rd_u32(rd);
+	n = rd_u32(rd);
+	rd_get(rd, rx, sizeof(rx));
+	if (!rd_done(rd))
+		return verr_set(err, "state of %zu bytes, not %zu", rd->len, sizeof(r) + 8 + sizeof(rx));
+	if (r[0] & ~0x0f || r[2] & ~0x1f || r[3] & ~(LSR_DR | LSR_OE | LSR_THRE | LSR_TEMT) || r[9] > 1 || r[10] > 1 || r[11])
+		return verr_set(err, "register values no UART holds (IER 0x%x, MCR 0x%x, LSR 0x%x)", r[0], r[2], r[3]);
+	if (head >= RX_SIZE || n > RX_SIZE)
+		return verr_set(err, "receive FIFO at %u with %u bytes (it holds %d)", head, n, RX_SIZE);
+	pthread_mutex_lock(&u->lock);
+	u->ier = r[0]; u->lcr = r[1]; u->mcr = r[2]; u->lsr = r[3]; u->msr = r[4]; u->scr = r[5];
+	u->fcr = r[6]; u->dll = r[7]; u->dlm = r[8]; u->thri_pending = r[9]; u->irq_level = r[10];
+	u->rx_head = head;
+	u->rx_n = n;
+	memcpy(u->rx, rx, sizeof(rx));
+	pthread_mutex_unlock(&u->lock);
+	return 0;
+}
+
+HV_DEVICE_SNAP(uart, uart_create, uart_destroy, uart_save, uart_load);

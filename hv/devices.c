@@ -14,6 +14,12 @@ static size_t slot_of(const struct hv_device *d)
 	return (size_t)(d - __start_hv_devices);
 }
 
+const struct hv_device *devices_list(size_t *n)
+{
+	*n = (size_t)(__stop_hv_devices - __start_hv_devices);
+	return __start_hv_devices;
+}
+
 void *vm_device(struct vm *vm, const struct hv_device *d)
 {
 	return vm->dev[slot_of(d)];

@@ -33,6 +33,11 @@
  *                        (a call outside it: HV_EXIT_SECCOMP)          seccomp:
  *   --seccomp-probe[=CALL]  --seccomp, then one forbidden call (the filter's
  *                        test): execve (default), tiocsti or connect
+ *   --restore FILE|/dev/fd/N  start from a snapshot instead of booting (below);
+ *                        the rest of the command line must describe the same
+ *                        machine, or vhpc-hv exits HV_EXIT_ERROR naming what
+ *                        differs                                      restore:
+ *   --paused             start with the vCPUs stopped until "resume"  paused:
  *   --config FILE        YAML file with the keys above
  *   -v / -q              more / less logging (also $VHPC_LOG)
  *
@@ -136,7 +141,47 @@
  *   {"cmd":"pause"} / {"cmd":"resume"}  -> {"ok":true,"state":...}
  *   {"cmd":"poweroff"}  presses the ACPI power button (the guest decides)
  *   {"cmd":"kill"}      stops the guest now; exit status HV_EXIT_KILLED
+ *   {"cmd":"snapshot"}  with one descriptor sent in the same message
+ *                       (SCM_RIGHTS): an empty regular file open for writing,
+ *                       which the caller made (vhpc-hv opens no paths).  The
+ *                       guest must be paused; it stays paused.  Writes the
+ *                       snapshot there -> {"ok":true,"bytes":N,"ram_bytes":N,
+ *                       "ms":N} (file size, RAM pages holding data, time).
+ *                       On an error ({"ok":false,...}: not paused, not an empty
+ *                       file, a device that cannot be saved, ENOSPC with the
+ *                       offset) the file holds a partial snapshot: the caller
+ *                       removes it.  vhpc-hvctl SOCKET snapshot FILE does this.
  * Errors: {"ok":false,"error":"words"}.
+ *
+ * Snapshots (hv/README.md, "Snapshots", has the format):
+ *   Saved: every vCPU (registers, special registers, XSAVE and XCRs, the
+ *   MSRs KVM lists with the TSC, LAPIC, pending events, debug registers, MP
+ *   state); the PICs, IOAPIC, PIT and KVM clock (the guest's clock goes on
+ *   from where it stopped); RAM pages that hold data (never-touched and zero
+ *   pages are left out); each device's own state: the UART, i8042, ACPI
+ *   PM/GED and the PCI bus (every function's config space, BAR placement,
+ *   MSI-X table and pending bits).
+ *   Not yet saved (a snapshot with one of these is refused, naming it):
+ *   virtio-blk, virtio-net (and vhost-net's ring bases), virtio-console,
+ *   virtio-vsock, ivshmem, virtio-fs.
+ *   Never carried over, by design:
+ *   - --vfio functions: their state is in the hardware; refused.
+ *   - vsock: host-side streams are this process's sockets; once vsock is
+ *     saved, a restored guest sees its open streams reset, listeners stay.
+ *   - virtio-fs: the back-end's (virtiofsd's) state, the guest's FUSE node
+ *     ids and open handles, lives in another process that Debian 12's
+ *     virtiofsd cannot save; a guest must unmount its shares first.
+ *   - host resources named on the command line (taps, files, sockets): a
+ *     restore gets its own from its command line, which must describe the
+ *     same machine (vCPUs, memory and NUMA layout, topology, CPUID hiding,
+ *     devices: compared line by line, the first difference named).
+ *   A snapshot records the format version, the vhpc version and the host
+ *   type (CPU vendor, KVM API, XSAVE size, the CPUID KVM offers, the MSRs it
+ *   saves); another of any is refused.  Each section has a crc32c; a
+ *   corrupted or truncated file is refused naming the section.  A restore
+ *   runs under the same --seccomp allowlist as a fresh start: the state is
+ *   set before the filter is loaded; the allowlist has only the reads a
+ *   snapshot makes (KVM_GET_*).
  */
 #ifndef VHPC_HV_H
 #define VHPC_HV_H

@@ -6,6 +6,7 @@
 #include "lib/log.h"
 #include "fdpath.h"
 #include "sandbox.h"
+#include "snapshot.h"
 #include "vm.h"
 #include "layout.h"
 
@@ -151,7 +152,7 @@ int main(int argc, char **argv)
 	struct boot_info bi;
 	uint64_t pf_ns = 0;
 	sigset_t sigs;
-	int sfd, r, status;
+	int sfd, r, status, restore_fd = -1;
 
 	vm.t0_ns = now_ns();
 	vlog_init("vhpc-hv");
@@ -171,6 +172,13 @@ int main(int argc, char **argv)
 		const char *f = !readable(cfg.kernel) ? cfg.kernel : cfg.initrd;
 
 		log_err("%s %s: %s", f == cfg.kernel ? "kernel" : "initrd", f, strerror(errno));
+		hv_config_free(&cfg);
+		return HV_EXIT_ERROR;
+	}
+	/* Opened before RAM is allocated, as the kernel is checked: the
+	 * snapshot may be a descriptor the caller passed (/dev/fd/N). */
+	if (cfg.restore && (restore_fd = hv_open(cfg.restore, O_RDONLY, 0)) < 0) {
+		log_err("--restore %s: %s", cfg.restore, strerror(errno));
 		hv_config_free(&cfg);
 		return HV_EXIT_ERROR;
 	}
@@ -234,18 +242,47 @@ int main(int argc, char **argv)
 	for (int i = 0; i < vm.nvcpus; i++)
 		if (vcpu_create(&vm, i, &err) < 0)
 			goto fail;
-	if (acpi_build(&vm, &err) < 0 || boot_load(&vm, &bi, &err) < 0 ||
-	    vcpu_boot_regs(&vm.vcpu[0], &bi, &err) < 0)
+	if (snap_host_init(&vm, &err) < 0) {
+		log_warn("snapshots unavailable: %s", err.msg);
+		free(vm.snaph);
+		vm.snaph = NULL;
+	}
+	if (restore_fd >= 0) {
+		/* RAM, devices, vCPUs and irqchip come from the snapshot: the
+		 * kernel, ACPI tables and boot registers are in it already. */
+		struct snap_state st;
+		uint64_t t0 = now_ns();
+
+		r = snap_load(&vm, restore_fd, &st, &err);
+		if (r == 0) {
+			r = snap_apply_kvm(&vm, &st, &err);
+			snap_state_free(&st);
+		}
+		close(restore_fd);
+		restore_fd = -1;
+		if (r < 0) {
+			verr_wrap(&err, "--restore %s", cfg.restore);
+			goto fail;
+		}
+		log_info("restored from %s in %.1f ms", cfg.restore, (now_ns() - t0) / 1e6);
+		bi = (struct boot_info){ .pvh = false };
+	} else if (acpi_build(&vm, &err) < 0 || boot_load(&vm, &bi, &err) < 0 ||
+		   vcpu_boot_regs(&vm.vcpu[0], &bi, &err) < 0) {
 		goto fail;
+	}
 	if (cfg.control && control_start(&vm, cfg.control, &err) < 0)
 		goto fail;
 	if (cfg.seccomp && sandbox_enter(cfg.seccomp_probe, &err) < 0)
 		goto fail;
-	vm.state = VM_RUNNING;
+	/* --paused: the vCPU threads park before their first KVM_RUN, as
+	 * after a "pause"; "resume" lets them go. */
+	vm.state = cfg.paused ? VM_PAUSED : VM_RUNNING;
+	vm.pause_req = cfg.paused;
 	if (vcpus_start(&vm, &err) < 0)
 		goto fail;
-	log_info("guest started: %d vCPU(s), %llu MiB, %s boot, %.1f ms after start", vm.nvcpus,
-		 (unsigned long long)(plan.mem >> 20), bi.pvh ? "PVH" : "Linux 64-bit",
+	log_info("guest started%s: %d vCPU(s), %llu MiB, %s, %.1f ms after start", cfg.paused ? " paused" : "",
+		 vm.nvcpus, (unsigned long long)(plan.mem >> 20),
+		 cfg.restore ? "from a snapshot" : bi.pvh ? "PVH boot" : "Linux 64-bit boot",
 		 (now_ns() - vm.t0_ns) / 1e6);
 
 	main_loop(&vm, sfd);
@@ -271,6 +308,9 @@ fail:
 	pthread_mutex_unlock(&vm.lock);
 	vcpus_stop(&vm);
 out:
+	if (restore_fd >= 0)
+		close(restore_fd);
+	free(vm.snaph);
 	control_stop();
 	devices_destroy(&vm);
 	mem_destroy(&vm.mem);

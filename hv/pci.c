@@ -8,6 +8,7 @@
 #include "lib/err.h"
 #include "lib/log.h"
 #include "pci.h"
+#include "snapshot.h"
 #include "aml.h"
 #include "layout.h"
 
@@ -832,4 +833,143 @@ struct pci_dev *pci_slot(struct vm *vm, int slot)
 	return b && slot >= 0 && slot < PCI_MAX_SLOTS ? b->slot[slot] : NULL;
 }
 
-HV_DEVICE(pci, pci_create, pci_destroy);
+/* Snapshots: the 0xCF8 latch, and per function its config space and
+ * MSI-X table.  A loaded config space may differ from this build's only
+ * in the bits a guest can write (wmask), and goes through the mappings a
+ * guest's write would, so a snapshot can put nothing where a guest could
+ * not. */
+static int pci_save(struct vm *vm, struct snap_buf *sb, struct verr *err)
+{
+	struct pci_bus *b = bus_of(vm);
+
+	(void)err;
+	pthread_mutex_lock(&b->lock);
+	sb_u32(sb, b->cf8);
+	for (int s = 0; s < PCI_MAX_SLOTS; s++) {
+		struct pci_dev *d = b->slot[s];
+
+		if (!d)
+			continue;
+		sb_u32(sb, (uint32_t)s);
+		sb_put(sb, d->name, sizeof(d->name));
+		sb_put(sb, d->cfg, sizeof(d->cfg));
+		sb_u32(sb, d->msix.n);
+		if (d->msix.n)
+			pthread_mutex_lock(&d->msix.lock);
+		for (unsigned i = 0; i < d->msix.n; i++) {
+			const struct msix_vec *v = &d->msix.v[i];
+
+			sb_u32(sb, v->addr_lo);
+			sb_u32(sb, v->addr_hi);
+			sb_u32(sb, v->data);
+			sb_u32(sb, v->ctrl);
+			sb_u32(sb, v->pending);
+		}
+		if (d->msix.n)
+			pthread_mutex_unlock(&d->msix.lock);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
+/* Checks one function's state at r without applying it (apply false) or
+ * applies what was checked. */
+static int pci_load_dev(struct pci_bus *b, struct snap_rd *r, bool apply, struct verr *err)
+{
+	uint32_t s = rd_u32(r), n;
+	char name[24];
+	uint8_t *cfg = malloc(PCI_CFG_SIZE);
+	struct pci_dev *d;
+
+	if (!cfg)
+		return verr_set(err, "out of memory");
+	rd_get(r, name, sizeof(name));
+	rd_get(r, cfg, PCI_CFG_SIZE);
+	n = rd_u32(r);
+	if (r->bad) {
+		free(cfg);
+		return verr_set(err, "ends inside a function's state");
+	}
+	d = s < PCI_MAX_SLOTS ? b->slot[s] : NULL;
+	if (!d || memcmp(name, d->name, sizeof(name))) {
+		free(cfg);
+		return verr_set(err, "slot %u: the snapshot has a function named '%.23s' there, this machine %s%s", s,
+				memchr(name, 0, sizeof(name)) ? name : "?", d ? d->name : "none", d ? "" : " at all");
+	}
+	for (unsigned o = 0; o < PCI_CFG_SIZE; o++)
+		if ((cfg[o] ^ d->cfg[o]) & ~d->wmask[o]) {
+			unsigned got = cfg[o] & ~d->wmask[o], want = d->cfg[o] & ~d->wmask[o];
+
+			free(cfg);
+			return verr_set(err, "%s: config byte 0x%x is 0x%02x, which no guest can write (read-only 0x%02x)",
+					d->name, o, got, want);
+		}
+	if (n != d->msix.n) {
+		free(cfg);
+		return verr_set(err, "%s: %u MSI-X vectors, this function has %u", d->name, n, d->msix.n);
+	}
+	if (apply) {
+		memcpy(d->cfg, cfg, PCI_CFG_SIZE);
+		update_mappings(d);
+	}
+	free(cfg);
+	if (n)
+		pthread_mutex_lock(&d->msix.lock);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t lo = rd_u32(r), hi = rd_u32(r), data = rd_u32(r), ctrl = rd_u32(r), pend = rd_u32(r);
+
+		if (r->bad || (lo & 3) || (ctrl & ~1u) || pend > 1) {
+			pthread_mutex_unlock(&d->msix.lock);
+			return verr_set(err, "%s: MSI-X vector %u: %s", d->name, i,
+					r->bad ? "cut short" : "address, control or pending bits no table holds");
+		}
+		if (apply)
+			d->msix.v[i] = (struct msix_vec){ .addr_lo = lo, .addr_hi = hi, .data = data, .ctrl = ctrl,
+							  .pending = pend, .gsi = d->msix.v[i].gsi,
+							  .irqfd = d->msix.v[i].irqfd };
+	}
+	if (n) {
+		if (apply) {
+			msix_flush_pending(d);
+			msix_sync_bound(d);
+		}
+		pthread_mutex_unlock(&d->msix.lock);
+	}
+	return 0;
+}
+
+static int pci_load(struct vm *vm, struct snap_rd *r, struct verr *err)
+{
+	struct pci_bus *b = bus_of(vm);
+	struct snap_rd start;
+	uint32_t cf8 = rd_u32(r);
+	int nfound = 0, nhere = 0;
+
+	for (int s = 0; s < PCI_MAX_SLOTS; s++)
+		nhere += b->slot[s] != NULL;
+	start = *r;
+	/* Everything checked first, then applied: a refused snapshot leaves
+	 * the bus as it was. */
+	for (int pass = 0; pass < 2; pass++) {
+		*r = start;
+		nfound = 0;
+		pthread_mutex_lock(&b->lock);
+		while (!r->bad && r->off < r->len) {
+			if (pci_load_dev(b, r, pass == 1, err) < 0) {
+				pthread_mutex_unlock(&b->lock);
+				return -1;
+			}
+			nfound++;
+		}
+		if (pass == 1)
+			b->cf8 = cf8;
+		pthread_mutex_unlock(&b->lock);
+		if (r->bad)
+			return verr_set(err, "state cut short");
+		if (nfound != nhere)
+			return verr_set(err, "%d functions in the snapshot, %d on this bus", nfound, nhere);
+	}
+	return 0;
+}
+
+HV_DEVICE_SNAP(pci, pci_create, pci_destroy, pci_save, pci_load);

@@ -118,7 +118,20 @@ static const struct {
 } ioctl_reqs[] = {
 	{ KVM_RUN, "vcpu.c: every vCPU" },
 	{ KVM_GET_REGS, "vcpu.c report_regs: a crashed guest's registers in the log" },
-	{ KVM_GET_SREGS, "vcpu.c report_regs" },
+	{ KVM_GET_SREGS, "vcpu.c report_regs; snap_kvm.c: a snapshot" },
+	/* A snapshot of the paused guest (control "snapshot", snap_kvm.c):
+	 * reads only; restoring sets state before the filter is loaded. */
+	{ KVM_GET_XSAVE, "snap_kvm.c: FPU/SSE/AVX state" },
+	{ KVM_GET_XSAVE2, "snap_kvm.c: XSAVE state larger than 4 KiB" },
+	{ KVM_GET_XCRS, "snap_kvm.c: XCR0" },
+	{ KVM_GET_MSRS, "snap_kvm.c: the MSRs KVM lists, the TSC among them" },
+	{ KVM_GET_LAPIC, "snap_kvm.c: the local APIC's registers" },
+	{ KVM_GET_VCPU_EVENTS, "snap_kvm.c: pending exceptions, interrupts and NMIs" },
+	{ KVM_GET_DEBUGREGS, "snap_kvm.c: DR0-DR7" },
+	{ KVM_GET_MP_STATE, "snap_kvm.c: halted, waiting for SIPI, ..." },
+	{ KVM_GET_IRQCHIP, "snap_kvm.c: PICs and IOAPIC" },
+	{ KVM_GET_PIT2, "snap_kvm.c: the PIT" },
+	{ KVM_GET_CLOCK, "snap_kvm.c: the KVM clock" },
 	{ KVM_IRQ_LINE, "vm.c vm_set_irq: UART, i8042, ACPI and legacy INTx lines" },
 	{ KVM_SIGNAL_MSI, "irq.c: MSIs without an irqfd" },
 	{ KVM_IRQFD, "irq.c, pci.c: MSI-X vectors bound and unbound as the guest masks them" },

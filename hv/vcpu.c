@@ -226,6 +226,16 @@ static void *vcpu_thread(void *arg)
 
 	while (atomic_load(&vm->exit_status) < 0) {
 		if (__atomic_load_n(&vm->pause_req, __ATOMIC_SEQ_CST)) {
+			/* An I/O exit's instruction completes (an IN's value
+			 * reaches its register) only on the next KVM_RUN: one
+			 * that returns at once, so a paused vCPU's registers,
+			 * which a snapshot takes, are whole. */
+			if (c->io_pending) {
+				__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+				ioctl(c->fd, KVM_RUN, 0);
+				__atomic_store_n(&c->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+				c->io_pending = false;
+			}
 			park(c);
 			continue;
 		}
@@ -240,6 +250,7 @@ static void *vcpu_thread(void *arg)
 		}
 		if (c->idx == 0 && !atomic_load(&vm->first_exit_ns))
 			atomic_store(&vm->first_exit_ns, now_ns());
+		c->io_pending = c->run->exit_reason == KVM_EXIT_IO || c->run->exit_reason == KVM_EXIT_MMIO;
 		switch (c->run->exit_reason) {
 		case KVM_EXIT_IO:
 			handle_io(c);

@@ -101,6 +101,7 @@ struct vcpu {
 	int host_cpu;              /* -1: not pinned */
 	bool started;
 	bool paused;               /* parked in the pause wait */
+	bool io_pending;           /* last exit was I/O: KVM_RUN completes it */
 };
 
 /* Called from the main loop when fd is readable. */
@@ -169,6 +170,7 @@ struct vm {
 	pthread_mutex_t loops_lock;
 	struct evloop *loops;
 	atomic_ulong msi_sent;      /* MSIs delivered (irqfd or KVM_SIGNAL_MSI) */
+	struct snap_host *snaph;    /* this host's type for snapshots (snapshot.h) */
 };
 
 /* First caller wins; wakes the main loop, which stops every vCPU. */
@@ -199,17 +201,26 @@ void acpi_table_header(uint8_t *h, const char *sig, uint8_t rev);
  * its instance lives in the VM's slot for it (vm_device), not in a field of
  * struct vm (a new device would edit this file) nor in a file-static (one
  * per process, outliving the VM it belongs to). */
+struct snap_buf;
+struct snap_rd;
 struct hv_device {
 	const char *name;
 	int (*create)(struct vm *vm, struct verr *err);
 	/* Also runs when create failed: it takes back whatever create got
 	 * done, so create stores its instance before acquiring anything. */
 	void (*destroy)(struct vm *vm);
+	/* Snapshots (snapshot.h): save appends the instance's state (the VM
+	 * is paused); load checks a hostile snapshot's state completely before
+	 * it changes anything, then applies it.  A device with an instance and
+	 * no save cannot be snapshotted, and a snapshot says which. */
+	int (*save)(struct vm *vm, struct snap_buf *b, struct verr *err);
+	int (*load)(struct vm *vm, struct snap_rd *r, struct verr *err);
 };
-#define HV_DEVICE(nm, cr, de)                                                  \
+#define HV_DEVICE(nm, cr, de) HV_DEVICE_SNAP(nm, cr, de, NULL, NULL)
+#define HV_DEVICE_SNAP(nm, cr, de, sv, ld)                                     \
 	static const struct hv_device hv_dev_##nm                              \
 		__attribute__((used, section("hv_devices"), aligned(8))) = {   \
-		.name = #nm, .create = cr, .destroy = de }
+		.name = #nm, .create = cr, .destroy = de, .save = sv, .load = ld }
 /* Names hv_dev_NM before its HV_DEVICE (the file's last line), for the
  * device's functions that find their instance with vm_device. */
 #define HV_DEVICE_DECLARE(nm) static const struct hv_device hv_dev_##nm
@@ -227,6 +238,8 @@ int vm_device_need(struct vm *vm, const struct hv_device *d, struct verr *err);
 int devices_create(struct vm *vm, struct verr *err);
 /* Tears the devices down in reverse creation order. */
 void devices_destroy(struct vm *vm);
+/* The registered devices, in link order, and how many (snapshots walk them). */
+const struct hv_device *devices_list(size_t *n);
 /* RAM and devices from a vhpc-hv command line, without KVM (nokvm.c). */
 int vm_nokvm_init(struct vm *vm, struct hv_config *cfg, struct hv_plan *plan, int argc, char **argv,
 		  bool manual_loops, struct verr *err);

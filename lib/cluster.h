@@ -95,7 +95,18 @@ struct cluster_cfg {
 	} wg;
 	struct cluster_fabric fabric;
 	struct cluster_images images;
+	/* checkpoints: where jobs' checkpoints live (dir; NULL: the default,
+	 * CLUSTER_CKPT_DIR) and whether every node sees the same folder (a
+	 * cluster filesystem), so a job may restart on any nodes (shared), or
+	 * only on those that saved it (scheduler/README.md, "Checkpoints"). */
+	struct cluster_ckpt {
+		char *dir;
+		bool shared;
+	} ckpt;
 };
+#define CLUSTER_CKPT_DIR "/var/lib/vhpc/checkpoints"
+/* The checkpoint folder the cluster file names, or the default. */
+const char *cluster_ckpt_dir(const struct cluster_cfg *c);
 extern const struct cf_schema cluster_schema;
 extern const struct cf_schema cluster_fabric_schema;
 /* fabric: the checks across its fields and job_network (lib/cluster_fabric.c). */

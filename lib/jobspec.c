@@ -196,6 +196,13 @@ static const struct cf_field ctld_fields[] = {
 };
 static const struct cf_schema ctld_schema = { "ctld", 0, ctld_fields };
 
+static const struct cf_field ckpt_fields[] = {
+	{ .key = "dir", .kind = CF_STR, .off = C(ckpt.dir) - C(ckpt), .what = "an absolute path" },
+	{ .key = "shared", .kind = CF_BOOL, .off = C(ckpt.shared) - C(ckpt) },
+	{ 0 }
+};
+static const struct cf_schema ckpt_schema = { "checkpoints", 0, ckpt_fields };
+
 /* A list of paths, each checked where it is written. */
 static int parse_pathlist(const cf_doc *d, const cf_node *n, void *dst, struct verr *err, bool specs)
 {
@@ -260,6 +267,7 @@ static const struct cf_field cluster_fields[] = {
 	{ .key = "ctld", .kind = CF_STRUCT, .off = C(ctld_spool), .sub = &ctld_schema },
 	{ .key = "fabric", .kind = CF_STRUCT, .off = C(fabric), .sub = &cluster_fabric_schema },
 	{ .key = "images", .kind = CF_STRUCT, .off = C(images), .sub = &cluster_images_schema },
+	{ .key = "checkpoints", .kind = CF_STRUCT, .off = C(ckpt), .sub = &ckpt_schema },
 	{ 0 }
 };
 const struct cf_schema cluster_schema = { "cluster", sizeof(struct cluster_cfg), cluster_fields };
@@ -312,6 +320,12 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 		cluster_free(c);
 		return -1;
 	}
+	if (c->ckpt.dir && (c->ckpt.dir[0] != '/' || strlen(c->ckpt.dir) >= CLUSTER_SPOOL_MAX)) {
+		verr_set(err, "%s: checkpoints.dir '%s': expected an absolute path of at most %d bytes",
+			 path, c->ckpt.dir, CLUSTER_SPOOL_MAX - 1);
+		cluster_free(c);
+		return -1;
+	}
 	if (!c->default_image)
 		c->default_image = strdup("default");
 	if (!c->default_tuning)
@@ -321,6 +335,11 @@ int cluster_load(const char *path, struct cluster_cfg *c, struct verr *err)
 		return verr_set(err, "out of memory");
 	}
 	return 0;
+}
+
+const char *cluster_ckpt_dir(const struct cluster_cfg *c)
+{
+	return c->ckpt.dir ? c->ckpt.dir : CLUSTER_CKPT_DIR;
 }
 
 void cluster_free(struct cluster_cfg *c)

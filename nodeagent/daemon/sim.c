@@ -6,6 +6,16 @@
  * job "runs" for --sim-runtime ms and then reports exit status 0 with no
  * output.  The controller cannot tell it from real nodes: the same
  * messages, the same munge credentials.
+ *
+ * A checkpoint's messages (job_pause, job_resume, job_checkpoint) are
+ * answered as a node that saves nothing would answer them, each logged
+ * ("simulated node N: job_pause job J") in the order they came, so a test
+ * reads the controller's order from the log.  A paused job does not run
+ * on to its end, and a save of a job not paused is refused, as a real
+ * node refuses it.  For tests of the controller's failure handling,
+ * VHPC_SIM_CKPT_FAIL lists what fails (OP@NODE, OP being check, pause,
+ * save or resume; comma-separated) and VHPC_SIM_CKPT_SAVE_MS how long a
+ * save takes.
  */
 #include "lib/clock.h"
 #include "lib/consts.h"
@@ -31,6 +41,8 @@ struct simjob {
 	int64_t job;
 	int state;
 	int64_t end_ms;
+	bool paused;
+	int64_t paused_ms;             /* when it was paused (its end moves on by as much) */
 };
 
 static struct {
@@ -85,6 +97,73 @@ static void drop(int node, int64_t job)
 		*s = S.v[--S.n];
 }
 
+/* Whether the test asked for op on this node to fail (VHPC_SIM_CKPT_FAIL). */
+static bool ckpt_fails(const char *op, const char *node)
+{
+	const char *l = getenv("VHPC_SIM_CKPT_FAIL");
+	char want[160];
+	size_t n;
+
+	if (!l)
+		return false;
+	n = (size_t)snprintf(want, sizeof(want), "%s@%s", op, node);
+	for (const char *p = l; (p = strstr(p, want)); p += n)
+		if ((p == l || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+			return true;
+	return false;
+}
+
+/* job_pause, job_resume, job_checkpoint: logged in order; s is the job
+ * here (or NULL).  Under S.mu. */
+static struct json_object *ckpt(const struct vmsg *m, struct simjob *s)
+{
+	static const char *const names[] = { [VM_PAUSE] = "job_pause", [VM_RESUME] = "job_resume",
+					      [VM_CHECKPOINT] = "job_checkpoint" };
+	const char *op = m->type == VM_PAUSE ? "pause" : m->type == VM_RESUME ? "resume" : m->check ? "check" : "save";
+	struct json_object *r;
+
+	log_info("simulated node %s: %s job %lld%s%s", m->node, names[m->type], (long long)m->job,
+		 m->type == VM_CHECKPOINT ? (m->check ? " check " : " save ") : "", m->type == VM_CHECKPOINT ? m->ckpt : "");
+	if (!s)
+		return wire_error("job %lld is not on this node", (long long)m->job);
+	if (ckpt_fails(op, m->node))
+		return wire_error("simulated failure of %s on %s (VHPC_SIM_CKPT_FAIL)", op, m->node);
+	switch (m->type) {
+	case VM_PAUSE:
+		if (!s->paused)
+			s->paused_ms = ms();
+		s->paused = true;
+		return ok("paused", m->job);
+	case VM_RESUME:
+		if (s->paused && s->state == SJ_RUNNING)
+			s->end_ms += ms() - s->paused_ms;
+		s->paused = false;
+		return ok("resumed", m->job);
+	default:
+		break;
+	}
+	if (m->check)
+		return ok("checkable", m->job);
+	if (!s->paused)
+		return wire_error("job %lld: its guests here are not paused: they must be before they are saved",
+				  (long long)m->job);
+	if (getenv("VHPC_SIM_CKPT_SAVE_MS")) {
+		long long d = 0;
+
+		/* S.mu is dropped meanwhile: heartbeats go on. */
+		if (parse_ll(getenv("VHPC_SIM_CKPT_SAVE_MS"), 0, 600000, &d) == 0 && d > 0) {
+			pthread_mutex_unlock(&S.mu);
+			usleep((useconds_t)d * 1000);
+			pthread_mutex_lock(&S.mu);
+		}
+	}
+	/* A simulated node saves nothing: 0 bytes, no guests' files. */
+	r = ok("checkpointed", m->job);
+	json_object_object_add(r, "bytes", json_object_new_int64(0));
+	json_object_object_add(r, "guests", json_object_new_array());
+	return r;
+}
+
 struct json_object *vd_sim_handle(const struct vmsg *m)
 {
 	int node = node_of(m->node);
@@ -116,7 +195,7 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 				pthread_mutex_unlock(&S.mu);
 				return wire_error("out of memory");
 			}
-			S.v[S.n++] = (struct simjob){ node, m->job, SJ_READY, 0 };
+			S.v[S.n++] = (struct simjob){ node, m->job, SJ_READY, 0, false, 0 };
 		}
 		r = ok("prepared", m->job);
 		break;
@@ -132,10 +211,12 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 		r = ok("launched", m->job);
 		break;
 	case VM_GUEST_OPEN:
+		r = wire_error("job %lld: a simulated node runs no guests", (long long)m->job);
+		break;
 	case VM_PAUSE:
 	case VM_RESUME:
 	case VM_CHECKPOINT:
-		r = wire_error("job %lld: a simulated node runs no guests", (long long)m->job);
+		r = ckpt(m, s);
 		break;
 	default:
 		drop(node, m->job);
@@ -234,7 +315,7 @@ static void report_exits(void)
 
 		pthread_mutex_lock(&S.mu);
 		for (int k = 0; k < S.n && node < 0; k++)
-			if (S.v[k].state == SJ_RUNNING && ms() >= S.v[k].end_ms) {
+			if (S.v[k].state == SJ_RUNNING && !S.v[k].paused && ms() >= S.v[k].end_ms) {
 				node = S.v[k].node;
 				job = S.v[k].job;
 				S.v[k].state = SJ_EXITED;

@@ -38,6 +38,13 @@ int cmd_exec(int argc, char **argv);
 int cmd_shell(int argc, char **argv);
 /* Ended jobs with what they used (cmd_history.c). */
 int cmd_history(int argc, char **argv);
+/* vhpc checkpoint [rm] and vhpc checkpoints (cmd_ckpt.c). */
+int cmd_checkpoint(int argc, char **argv);
+int cmd_checkpoints(int argc, char **argv);
+/* vhpc node drain|undrain (cmd_node.c). */
+int cmd_node(int argc, char **argv);
+/* vhpc restart CKPT; vhpc submit --restart CKPT comes here too. */
+int cmd_restart(int argc, char **argv);
 /* The local service for ordinary users (vhpc-ctld and vhpcd on loopback). */
 int cmd_service(int argc, char **argv);
 

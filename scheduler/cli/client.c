@@ -163,6 +163,8 @@ int client_job_status(struct json_object *job)
 		return EXIT_TIMEOUT;
 	if (!strcmp(st, "CANCELLED"))
 		return 128 + 15;
+	if (!strcmp(st, "CHECKPOINTED"))
+		return 75;   /* EX_TEMPFAIL: restart it from its checkpoint */
 	return EXIT_VHPC;
 }
 

@@ -134,7 +134,8 @@ int cmd_wait(int argc, char **argv)
 		json_object_put(rep);
 		state = client_str(job, "state", "?");
 		if (!strcmp(state, "COMPLETED") || !strcmp(state, "FAILED") || !strcmp(state, "CANCELLED") ||
-		    !strcmp(state, "TIMEOUT") || !strcmp(state, "NODE_FAIL"))
+		    !strcmp(state, "TIMEOUT") || !strcmp(state, "NODE_FAIL") ||
+		    !strcmp(state, "CHECKPOINTED"))
 			break;
 		if (deadline && now_s() >= deadline) {
 			fprintf(stderr, "vhpc wait: job %lld is still %s after %lld s\n", (long long)id, state, a.timeout_s);

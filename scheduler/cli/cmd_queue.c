@@ -202,6 +202,7 @@ int cmd_nodes(int argc, char **argv)
 			snprintf(c, sizeof(c), "%lld/%lld", used, cores);
 			snprintf(m, sizeof(m), "%.1f/%.1f", umem, mem);
 			printf("%-16s %-5s %-22s %5zu %11s %-13s %4zu %s\n", client_str(n, "name", "?"),
+			       json_object_get_boolean(json_object_object_get(n, "drained")) ? "drain" :
 			       client_str(n, "state", "?"), client_str(n, "addr", "?"),
 			       numa ? json_object_array_length(numa) : 0, c, m,
 			       json_object_array_length(json_object_object_get(n, "rdma")), jl[0] ? jl : "-");

@@ -54,6 +54,10 @@ int cmd_submit(int argc, char **argv)
 	int64_t id;
 	int r, ac = 0;
 
+	/* --restart CKPT: the checkpoint's job, nothing else (vhpc restart). */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--restart") || !strncmp(argv[i], "--restart=", 10))
+			return cmd_restart(argc, argv);
 	/* `--json` and a leading JOB.yaml are ours; the rest is vhpc run's. */
 	av = calloc((size_t)argc + 3, sizeof(char *));
 	if (!av)

@@ -20,7 +20,12 @@ static void usage(FILE *f)
 		"  output [-f] ID                what a job wrote (so far)\n"
 		"  exec ID [--guest N|--all] -- COMMAND...  run a command in a running job's guest\n"
 		"  shell ID [--guest N]          an interactive shell in a running job's guest\n"
+		"  checkpoint ID [--stop]        checkpoint a running job (and stop it)\n"
+		"  checkpoint rm NAME            remove a checkpoint\n"
+		"  checkpoints [--json]          the checkpoints of your jobs\n"
+		"  restart CKPT                  a checkpointed job back, as a new job (= submit --restart CKPT)\n"
 		"  nodes [--json]                the cluster's nodes\n"
+		"  node drain NODE [--checkpoint] | undrain NODE  (root) no new jobs there; its jobs checkpointed, requeued\n"
 		"  history [--user U] [--since T] [--json]  ended jobs: state, CPU time, peak memory\n"
 		"  mpirun [OPTIONS] PROGRAM...   in a Slurm batch script (--vhpc-image): mpirun in guest 0\n"
 		"  image build FILE [--force] [--format F] [--no-kvm]  build a node image from its YAML\n"
@@ -83,6 +88,14 @@ int main(int argc, char **argv)
 		return cmd_exec(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "shell"))
 		return cmd_shell(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "checkpoint"))
+		return cmd_checkpoint(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "node"))
+		return cmd_node(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "restart"))
+		return cmd_restart(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "checkpoints"))
+		return cmd_checkpoints(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "history"))
 		return cmd_history(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mpirun"))

@@ -16,6 +16,8 @@
  *   ctld_metrics_http.c --metrics: its HTTP server (libmicrohttpd), bounds, token
  *   ctld_usage.c        a node's report of what a job's guests used (pure; fuzzed)
  *   ctld_history.c      accounting: recording that report, and `history` for users
+ *   ctld_ckpt.c         vhpc checkpoint: pause every node, save, resume or stop; the list, rm
+ *   ctld_drain.c        vhpc node drain [--checkpoint]: no new jobs; its jobs checkpointed, requeued
  *
  * The controller's state is one struct ctld, made by main and passed to
  * every function that reads or changes it, first (ctl); threads get it as
@@ -64,6 +66,8 @@ enum cmsg_type {
 	CM_IMAGE_HAVE, CM_IMAGE_PUT, CM_IMAGE_TAG, CM_IMAGE_GET, CM_IMAGE_LIST, CM_IMAGE_RM,
 	CM_EXEC,
 	CM_HISTORY,
+	CM_CHECKPOINT, CM_CHECKPOINTS, CM_CHECKPOINT_RM, CM_RESTART,
+	CM_NODE_DRAIN,
 };
 /* Whether a message type may come from a node agent only (uid 0). */
 bool ctld_msg_node_only(enum cmsg_type t);
@@ -114,6 +118,9 @@ struct cmsg {
 	int64_t hist_uid;              /* history: whose jobs (-1: not given) */
 	int64_t since;                 /* history: ended at or after (unix time) */
 	int64_t before;                /* history: ids below this */
+	bool stop;                     /* checkpoint: --stop */
+	char ckpt[65];                 /* checkpoint_rm, restart: its name */
+	bool drain, checkpoint;        /* node_drain: drain (else undrain), checkpoint its jobs */
 	/* node messages */
 	char node[65];
 	char addr[64];                 /* register: host:port of the node's vhpcd */
@@ -173,6 +180,7 @@ struct cnode {
 	int npci;
 	struct cmsg_cached *cache;     /* its image cache, as last reported (not stored) */
 	int ncache;
+	bool drained;                  /* vhpc node drain: no new jobs go there */
 };
 
 struct cjob {
@@ -225,6 +233,8 @@ struct cjob {
 	bool out_cut;                  /* its output was cut (ctld_spool.c): the rest is dropped */
 	int64_t exit_held_ms;          /* a failed exit first reported (monotonic; 0: none) */
 	bool exit_hold_logged;
+	bool ckpt_busy;                /* a checkpoint of it is under way (ctld_ckpt.c) */
+	char restart[65];              /* the checkpoint it restarts from ("": a fresh start) */
 };
 
 /* The database's room on disk (ctld_room.c). */
@@ -373,8 +383,26 @@ int ctld_sched_job_prefix(struct ctld *ctl, int nguests);
 void *ctld_sched_thread(void *arg);
 /* Worker threads; they take ctl->mu themselves.  Callers hold ctl->mu and set
  * the job's worker/stopping flag through these. */
-/* Prepare on all nodes, then launch. */
+/* Prepare on all nodes, then launch (a restart: job_resume everywhere). */
 void ctld_rpc_start_job(struct ctld *ctl, struct cjob *j);
+/* One call to a node's vhpcd; rc 0: replied without error, else err. */
+struct ctld_call {
+	char node[65];
+	char addr[64];
+	struct json_object *req;
+	struct json_object *reply;
+	struct verr err;
+	int rc;
+};
+/* Makes every call, many at once; no lock held. */
+void ctld_fan_out(struct ctld_call *c, int n, int timeout_ms);
+/* Puts each call's request and reply, and frees c. */
+void ctld_calls_free(struct ctld_call *c, int n);
+/* The distinct node indexes of a job, in the order of its guests: *out
+ * has room for j->nalloc. */
+int ctld_job_nodes(const struct cjob *j, int *out);
+/* Whether co-located guests of the job share memory (vmshm). */
+bool ctld_job_vmshm(const struct cjob *j);
 /* RUNNING after a restart: launch again (idempotent). */
 void ctld_rpc_relaunch_job(struct ctld *ctl, struct cjob *j);
 /* job_stop to every node in j->cleanup. */
@@ -426,6 +454,47 @@ void ctld_usage_take(struct ctld *ctl, struct cjob *j, int node, struct json_obj
 /* `history` from uid: ended jobs with their usage, from the store.
  * Called without ctl->mu. */
 struct json_object *ctld_history_handle(struct ctld *ctl, const struct cmsg *m, uid_t uid);
+
+/* ------------------------------------------------------ checkpoints */
+
+/* checkpoint, checkpoints, checkpoint_rm, restart (ctld_ckpt.c): called
+ * without ctl->mu (a checkpoint waits for its nodes). */
+struct json_object *ctld_ckpt_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);
+/* At start, after ctld_state_load: checkpoints a dead controller left
+ * under way: the job's guests resumed (or the job stopped, when every
+ * part was saved with --stop), a partial checkpoint removed. */
+void ctld_ckpt_recover(struct ctld *ctl);
+/* What a restart from a checkpoint keeps of the job it saved (its record). */
+struct ctld_ckpt_part {
+	char node[65];                 /* the node that saved it */
+	int nguests;
+	int *guests;                   /* job-wide indexes */
+};
+struct ctld_ckpt_plan {
+	struct ipv4net subnet;
+	char key_hex[2 * CHAN_KEY_LEN + 1];
+	long long guest_port;
+	int vcpus;
+	bool shared;                   /* checkpoints.shared when it was saved */
+	int nparts;
+	struct ctld_ckpt_part *parts;
+};
+/* The plan of checkpoint name (a saved one).  Holds ctl->mu. */
+int ctld_ckpt_plan(struct ctld *ctl, const char *name, int nguests, struct ctld_ckpt_plan *out, struct verr *err);
+void ctld_ckpt_plan_free(struct ctld_ckpt_plan *p);
+/* Places a pending restart job on sn (usage applied there, g[] its
+ * guests, node indexes): each part of its checkpoint on a node of its own,
+ * the part's guests together; on the nodes that saved them, or with
+ * shared checkpoints on any that can take them.  -1 and why not.  Holds
+ * ctl->mu. */
+int ctld_ckpt_place(struct ctld *ctl, struct sched_node *sn, struct cjob *j, struct sched_guest *g, char *why,
+		    size_t len);
+/* node_drain (root; ctld_drain.c): the node takes no new guests, or again;
+ * with checkpoint, each job running there is checkpointed with stop and
+ * restarted.  Without ctl->mu. */
+struct json_object *ctld_drain_handle(struct ctld *ctl, const struct cmsg *m);
+/* Whether a checkpoint name is one vhpc-ctld could have made. */
+bool ctld_ckpt_name_ok(const char *s);
 
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);

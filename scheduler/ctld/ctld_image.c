@@ -197,15 +197,35 @@ static void free_ids(const char **v, int n)
 	free(v);
 }
 
-/* Ids that jobs not yet ended hold; -1 when out of memory (an empty list
- * would let a collection take their images).  Takes ctl->mu. */
+/* Ids that jobs not yet ended and checkpoints hold (a restart runs the
+ * content its guests ran); -1 when out of memory (an empty list would let
+ * a collection take their images).  Takes ctl->mu. */
 static int held_ids(struct ctld *ctl, const char ***out)
 {
+	struct ckpt_row *cv = NULL;
+	size_t nc = 0;
+	struct verr e;
 	const char **v;
 	int n = 0;
 
 	pthread_mutex_lock(&ctl->mu);
-	v = calloc((size_t)ctl->njobs + 1, sizeof(*v));
+	if (store_ckpt_list(ctl->st, -1, &cv, &nc, &e) < 0) {
+		pthread_mutex_unlock(&ctl->mu);
+		log_warn("image store: %s", e.msg);
+		return -1;
+	}
+	v = calloc((size_t)ctl->njobs + nc + 1, sizeof(*v));
+	for (size_t i = 0; v && i < nc; i++) {
+		struct json_object *rec = json_tokener_parse(cv[i].record), *id;
+
+		if (rec && json_object_object_get_ex(rec, "image_id", &id) && json_object_get_string_len(id) == 64 &&
+		    !(v[n++] = strdup(json_object_get_string(id)))) {
+			free_ids(v, n);
+			v = NULL;
+		}
+		json_object_put(rec);
+	}
+	store_ckpt_rows_free(cv, nc);
 	for (int i = 0; v && i < ctl->njobs; i++)
 		if (!store_job_state_final(ctl->jobs[i]->state) && ctl->jobs[i]->image_id[0] &&
 		    !(v[n++] = strdup(ctl->jobs[i]->image_id))) {

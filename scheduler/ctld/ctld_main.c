@@ -181,6 +181,8 @@ static int serve(struct ctld *ctl, const char *listen_spec)
 		log_err("%s", e.msg);
 		return 1;
 	}
+	/* Jobs a checkpoint left paused when the last controller died. */
+	ctld_ckpt_recover(ctl);
 	pthread_mutex_unlock(&ctl->mu);
 	static struct listener l;
 

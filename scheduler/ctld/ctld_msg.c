@@ -39,6 +39,10 @@ static const struct {
 	{ "image_list", CM_IMAGE_LIST, false }, { "image_rm", CM_IMAGE_RM, true },
 	{ "exec", CM_EXEC, false },
 	{ "history", CM_HISTORY, false },
+	{ "checkpoint", CM_CHECKPOINT, false }, { "checkpoints", CM_CHECKPOINTS, false },
+	{ "checkpoint_rm", CM_CHECKPOINT_RM, false }, { "restart", CM_RESTART, false },
+	/* root's: the admin's (a node agent could send it too; it is root) */
+	{ "node_drain", CM_NODE_DRAIN, true },
 };
 
 bool ctld_msg_node_only(enum cmsg_type t)
@@ -385,6 +389,52 @@ static int parse_history(struct json_object *o, struct cmsg *m, struct verr *err
 	return 0;
 }
 
+bool ctld_ckpt_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 64 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* checkpoint: a job and --stop; checkpoint_rm, restart: a name vhpc-ctld makes
+ * (it becomes a folder's name: never "..", a slash or a leading dot). */
+static int parse_ckpt(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f_ck[] = { "id", "stop", NULL }, *const f_name[] = { "name", NULL };
+	const char *s;
+
+	if (m->type == CM_CHECKPOINT)
+		return jf_only(o, "checkpoint", f_ck, err) < 0 || job_id(o, m, err) < 0 ? -1
+			: jf_bool(o, "stop", false, &m->stop, err);
+	if (m->type == CM_CHECKPOINTS)
+		return jf_only(o, "checkpoints", (const char *const[]){ NULL }, err);
+	if (jf_only(o, m->type == CM_RESTART ? "restart" : "checkpoint_rm", f_name, err) < 0 ||
+	    jf_str(o, "name", true, 64, &s, err) < 0)
+		return -1;
+	if (!ctld_ckpt_name_ok(s))
+		return verr_set(err, "\"name\": '%.64s' is not a checkpoint's name (JOB.N, such as 17.1)", s);
+	snprintf(m->ckpt, sizeof(m->ckpt), "%s", s);
+	return 0;
+}
+
+/* node_drain: a node, drain or undrain, and whether to checkpoint its jobs. */
+static int parse_drain(struct json_object *o, struct cmsg *m, struct verr *err)
+{
+	static const char *const f[] = { "node", "drain", "checkpoint", NULL };
+
+	if (jf_only(o, "node_drain", f, err) < 0 || node_name(o, m, err) < 0 ||
+	    jf_bool(o, "drain", true, &m->drain, err) < 0 || jf_bool(o, "checkpoint", false, &m->checkpoint, err) < 0)
+		return -1;
+	if (m->checkpoint && !m->drain)
+		return verr_set(err, "\"checkpoint\": only with \"drain\": true");
+	return 0;
+}
+
 static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 {
 	static const char *const f_submit[] = { "job", NULL }, *const f_id[] = { "id", NULL },
@@ -445,6 +495,13 @@ static int parse_body(struct json_object *o, struct cmsg *m, struct verr *err)
 		return parse_job_exit(o, m, err);
 	case CM_HISTORY:
 		return parse_history(o, m, err);
+	case CM_CHECKPOINT:
+	case CM_CHECKPOINTS:
+	case CM_CHECKPOINT_RM:
+	case CM_RESTART:
+		return parse_ckpt(o, m, err);
+	case CM_NODE_DRAIN:
+		return parse_drain(o, m, err);
 	case CM_IMAGE_HAVE:
 	case CM_IMAGE_PUT:
 	case CM_IMAGE_TAG:

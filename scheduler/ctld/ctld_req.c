@@ -610,6 +610,11 @@ struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const st
 		return ctld_exec(ctl, m, peer);
 	if (m->type == CM_HISTORY)
 		return ctld_history_handle(ctl, m, peer->uid);
+	/* A checkpoint waits for its nodes: not under ctl->mu. */
+	if (m->type >= CM_CHECKPOINT && m->type <= CM_RESTART)
+		return ctld_ckpt_handle(ctl, m, peer);
+	if (m->type == CM_NODE_DRAIN)
+		return ctld_drain_handle(ctl, m);
 	pthread_mutex_lock(&ctl->mu);
 	switch (m->type) {
 	case CM_SUBMIT: r = do_submit(ctl, m, peer->uid); break;

@@ -26,23 +26,14 @@
 
 #define FANOUT_THREADS 32
 
-struct call {
-	char node[65];
-	char addr[64];
-	struct json_object *req;
-	struct json_object *reply;
-	struct verr err;
-	int rc;
-};
-
 struct fan {
-	struct call *c;
+	struct ctld_call *c;
 	int n;
 	atomic_int next;
 	int timeout_ms;
 };
 
-static void call_one(struct call *c, int timeout_ms)
+static void call_one(struct ctld_call *c, int timeout_ms)
 {
 	struct wire_peer peer;
 	const char *e;
@@ -68,7 +59,7 @@ static void *fan_worker(void *arg)
 }
 
 /* Makes every call, up to FANOUT_THREADS at once. */
-static void fan_out(struct call *c, int n, int timeout_ms)
+static void fan_out(struct ctld_call *c, int n, int timeout_ms)
 {
 	struct fan f = { .c = c, .n = n, .timeout_ms = timeout_ms };
 	pthread_t th[FANOUT_THREADS];
@@ -84,7 +75,19 @@ static void fan_out(struct call *c, int n, int timeout_ms)
 		pthread_join(th[i], NULL);
 }
 
-static void free_calls(struct call *c, int n)
+static void free_calls(struct ctld_call *c, int n);
+
+void ctld_fan_out(struct ctld_call *c, int n, int timeout_ms)
+{
+	fan_out(c, n, timeout_ms);
+}
+
+void ctld_calls_free(struct ctld_call *c, int n)
+{
+	free_calls(c, n);
+}
+
+static void free_calls(struct ctld_call *c, int n)
 {
 	for (int i = 0; i < n; i++) {
 		json_object_put(c[i].req);
@@ -121,8 +124,7 @@ static void spawn_thread(struct ctld *ctl, void *(*fn)(void *), struct cjob *j)
 	pthread_attr_destroy(&a);
 }
 
-/* The distinct nodes of a job, in the order of its guests. */
-static int job_nodes(const struct cjob *j, int *out)
+int ctld_job_nodes(const struct cjob *j, int *out)
 {
 	int n = 0;
 
@@ -137,8 +139,7 @@ static int job_nodes(const struct cjob *j, int *out)
 	return n;
 }
 
-/* Co-located guests of the job share memory (vmshm) when asked for. */
-static bool job_vmshm(const struct cjob *j)
+bool ctld_job_vmshm(const struct cjob *j)
 {
 	if (!j->spec.vmshm || j->ranks < 2)
 		return false;
@@ -206,7 +207,7 @@ static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, i
 	json_object_object_add(o, "vcpus", json_object_new_int(j->vcpus));
 	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
 	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->spec.oversubscribe));
-	json_object_object_add(o, "vmshm", json_object_new_boolean(job_vmshm(j)));
+	json_object_object_add(o, "vmshm", json_object_new_boolean(ctld_job_vmshm(j)));
 	if (j->spec.scratch)
 		json_object_object_add(o, "scratch", json_object_new_int64((int64_t)j->spec.scratch));
 	json_object_object_add(o, "key", json_object_new_string(j->key_hex));
@@ -230,6 +231,14 @@ static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, i
 	json_object_object_add(o, "guest_nodes", where);
 	if (ctl->cl.wg.key)
 		json_object_object_add(o, "underlay_encryption", wg_json(ctl));
+	if (j->restart[0]) {
+		/* Its guests come from the checkpoint, left paused with their
+		 * network dropping frames until job_resume. */
+		struct json_object *rs = json_object_new_object();
+
+		json_object_object_add(rs, "ckpt", json_object_new_string(j->restart));
+		json_object_object_add(o, "restore", rs);
+	}
 	ctld_fabric_prepare(ctl, j, node, o);
 	free(rpg);
 	return o;
@@ -261,7 +270,7 @@ static struct json_object *launch_msg(struct ctld *ctl, const struct cjob *j, st
 	lp.rsh_path = LAUNCH_RSH;
 	lp.hostfile = "/vhpc/hostfile";
 	lp.net_if = "eth0";
-	lp.vmshm = job_vmshm(j);
+	lp.vmshm = ctld_job_vmshm(j);
 	lp.fabric = j->rdma;
 	lp.vmshm_component_dir = VHPC_GUEST_VMSHM_DIR;
 	lp.workdir = j->paths.wdir;
@@ -292,10 +301,69 @@ out:
 	return o;
 }
 
+/* One call per node of j, in the order of its guests, addressed but with
+ * no request yet; *nodes (freed by the caller) says which node each is. */
+static struct ctld_call *job_calls(const struct ctld *ctl, const struct cjob *j, int **nodes, int *nn)
+{
+	struct ctld_call *c = calloc(j->nalloc, sizeof(*c));
+
+	*nodes = calloc(j->nalloc, sizeof(int));
+	if (!*nodes || !c) {
+		log_err("out of memory");
+		_exit(1);
+	}
+	*nn = ctld_job_nodes(j, *nodes);
+	for (int k = 0; k < *nn; k++) {
+		snprintf(c[k].node, sizeof(c[k].node), "%s", ctl->nodes[(*nodes)[k]].name);
+		snprintf(c[k].addr, sizeof(c[k].addr), "%s", ctl->nodes[(*nodes)[k]].addr);
+	}
+	return c;
+}
+
+/* A restored job: job_resume to every node of it (idempotent), instead of
+ * a launch: mpirun runs on from the checkpoint in guest 0, and its node
+ * takes up its status and output.  Ends the job when a node refuses. */
+static void resume(struct ctld *ctl, int64_t id)
+{
+	struct ctld_call *c;
+	struct cjob *j;
+	int *nodes, nn, bad = -1;
+
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	if (!j || j->state != JOB_RUNNING) {
+		pthread_mutex_unlock(&ctl->mu);
+		return;
+	}
+	c = job_calls(ctl, j, &nodes, &nn);
+	for (int k = 0; k < nn; k++) {
+		c[k].req = json_object_new_object();
+		json_object_object_add(c[k].req, "type", json_object_new_string("job_resume"));
+		json_object_object_add(c[k].req, "node", json_object_new_string(ctl->nodes[nodes[k]].name));
+		json_object_object_add(c[k].req, "job", json_object_new_int64(id));
+	}
+	pthread_mutex_unlock(&ctl->mu);
+	fan_out(c, nn, ctl->rpc_timeout_ms);
+	for (int k = 0; k < nn && bad < 0; k++)
+		if (c[k].rc < 0)
+			bad = k;
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	if (bad >= 0 && j && j->state == JOB_RUNNING)
+		ctld_job_end(ctl, j, JOB_FAILED, 125, "resuming its restored guests on node %s failed: %s", c[bad].node,
+			     c[bad].err.msg);
+	else if (bad < 0)
+		log_info("job %lld: restored from checkpoint %s and resumed on %d node%s", (long long)id,
+			 j ? j->restart : "?", nn, nn == 1 ? "" : "s");
+	pthread_mutex_unlock(&ctl->mu);
+	free_calls(c, nn);
+	free(nodes);
+}
+
 /* job_launch to the node of guest 0; ends the job when that fails. */
 static void launch(struct ctld *ctl, int64_t id)
 {
-	struct call c = { 0 };
+	struct ctld_call c = { 0 };
 	struct cjob *j;
 	struct verr e;
 
@@ -363,7 +431,7 @@ static bool startable(struct ctld *ctl, struct cjob *j)
 
 /* After every node of the job answered its job_prepare (c, nn of them):
  * RUNNING, and true to launch it; or back to the queue.  Holds ctl->mu. */
-static bool prepared(struct ctld *ctl, struct cjob *j, const struct call *c, int nn, uint64_t t0)
+static bool prepared(struct ctld *ctl, struct cjob *j, const struct ctld_call *c, int nn, uint64_t t0)
 {
 	struct verr e;
 	int bad = -1;
@@ -401,11 +469,11 @@ static void *start_thread(void *arg)
 	struct work w = *(struct work *)arg;
 	struct ctld *ctl = w.ctl;
 	int64_t id = w.id;
-	struct call *c;
+	struct ctld_call *c;
 	struct cjob *j;
 	int *nodes, nn;
 	uint64_t t0 = now_ns();
-	bool go;
+	bool go, restored;
 
 	free(arg);
 	pthread_mutex_lock(&ctl->mu);
@@ -414,16 +482,8 @@ static void *start_thread(void *arg)
 		pthread_mutex_unlock(&ctl->mu);
 		return NULL;
 	}
-	nodes = calloc(j->nalloc, sizeof(int));
-	c = calloc(j->nalloc, sizeof(*c));
-	if (!nodes || !c) {
-		log_err("out of memory");
-		_exit(1);
-	}
-	nn = job_nodes(j, nodes);
+	c = job_calls(ctl, j, &nodes, &nn);
 	for (int k = 0; k < nn; k++) {
-		snprintf(c[k].node, sizeof(c[k].node), "%s", ctl->nodes[nodes[k]].name);
-		snprintf(c[k].addr, sizeof(c[k].addr), "%s", ctl->nodes[nodes[k]].addr);
 		c[k].req = prepare_msg(ctl, j, nodes[k], nodes, nn);
 	}
 	pthread_mutex_unlock(&ctl->mu);
@@ -431,11 +491,15 @@ static void *start_thread(void *arg)
 	fan_out(c, nn, ctl->rpc_timeout_ms);
 
 	pthread_mutex_lock(&ctl->mu);
-	go = prepared(ctl, ctld_job_find(ctl, id), c, nn, t0);
+	j = ctld_job_find(ctl, id);
+	restored = j && j->restart[0];
+	go = prepared(ctl, j, c, nn, t0);
 	pthread_mutex_unlock(&ctl->mu);
 	free_calls(c, nn);
 	free(nodes);
-	if (go)
+	if (go && restored)
+		resume(ctl, id);
+	else if (go)
 		launch(ctl, id);
 	return NULL;
 }
@@ -446,9 +510,18 @@ static void *relaunch_thread(void *arg)
 	struct ctld *ctl = w.ctl;
 	int64_t id = w.id;
 	struct cjob *j;
+	bool restored;
 
 	free(arg);
-	launch(ctl, id);
+	pthread_mutex_lock(&ctl->mu);
+	j = ctld_job_find(ctl, id);
+	restored = j && j->restart[0];
+	pthread_mutex_unlock(&ctl->mu);
+	/* A restored job is never launched: its mpirun came back with it. */
+	if (restored)
+		resume(ctl, id);
+	else
+		launch(ctl, id);
 	pthread_mutex_lock(&ctl->mu);
 	if ((j = ctld_job_find(ctl, id)))
 		j->worker = false;
@@ -461,7 +534,7 @@ static void *stop_thread(void *arg)
 	struct work w = *(struct work *)arg;
 	struct ctld *ctl = w.ctl;
 	int64_t id = w.id;
-	struct call *c;
+	struct ctld_call *c;
 	struct cjob *j;
 	int n = 0, *idx;
 	bool ended;

@@ -93,7 +93,8 @@ static void retry_stops(struct ctld *ctl)
 static void set_node(struct ctld *ctl, struct sched_node *sn, const struct cnode *n)
 {
 	ctld_fabric_caps(ctl, n, sn);
-	sn->up = n->up && n->have_info;
+	/* A drained node takes no new guests (what runs there stays). */
+	sn->up = n->up && n->have_info && !n->drained;
 	sn->nnuma = n->nnuma;
 	for (int k = 0; k < n->nnuma; k++) {
 		sn->cores[k] = n->numa[k].cores;
@@ -170,9 +171,27 @@ static int start(struct ctld *ctl, struct cjob *j, const struct sched_alloc *a)
 		return -1;
 	}
 	j->vni = pick_vni(ctl, j);
-	j->subnet = pick_subnet(ctl, j);
-	random_bytes(key, sizeof(key));
-	hex_encode(key, sizeof(key), j->key_hex);
+	if (j->restart[0]) {
+		struct ctld_ckpt_plan pl;
+
+		/* Its guests keep their addresses and key: a new VNI, the
+		 * checkpoint's subnet (job networks are L2s of their own, so a
+		 * subnet may repeat). */
+		if (ctld_ckpt_plan(ctl, j->restart, j->nguests, &pl, &e) < 0) {
+			free(j->alloc);
+			j->alloc = NULL;
+			j->nalloc = 0;
+			ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", e.msg);
+			return -1;
+		}
+		j->subnet = pl.subnet;
+		snprintf(j->key_hex, sizeof(j->key_hex), "%s", pl.key_hex);
+		ctld_ckpt_plan_free(&pl);
+	} else {
+		j->subnet = pick_subnet(ctl, j);
+		random_bytes(key, sizeof(key));
+		hex_encode(key, sizeof(key), j->key_hex);
+	}
 	j->state = JOB_STARTING;
 	snprintf(j->reason, sizeof(j->reason), "starting");
 	ctld_job_commit(ctl, j, true, &e);
@@ -253,7 +272,8 @@ static int add_running(struct pass *p, struct cjob *j, int64_t now)
  * is still being torn down waits. */
 static int add_queued(struct ctld *ctl, struct pass *p, struct cjob *j)
 {
-	if (j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms || p->nq >= ctl->sched_depth)
+	if (j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms || p->nq >= ctl->sched_depth ||
+	    j->restart[0])
 		return 0;
 	if (ctld_fabric_room(ctl, j, j->reason, sizeof(j->reason)) < 0)
 		return 0;
@@ -276,6 +296,31 @@ static int add_queued(struct ctld *ctl, struct pass *p, struct cjob *j)
 		return -1;
 	p->qj[p->nq++] = j;
 	return 0;
+}
+
+/* Restarts go where their checkpoint's parts can be restored
+ * (ctld_ckpt_place), before the pass: they take those nodes when they are
+ * free, ahead of the queue, since nowhere else will do. */
+static void place_restarts(struct ctld *ctl, struct pass *p)
+{
+	for (int i = 0; i < ctl->njobs; i++) {
+		struct cjob *j = ctl->jobs[i];
+		struct sched_alloc a;
+		char why[sizeof(j->reason)];
+
+		if (!j->restart[0] || j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms)
+			continue;
+		if (!(a.g = calloc((size_t)j->nguests, sizeof(*a.g)))) {
+			log_err("out of memory");
+			_exit(1);
+		}
+		a.nguests = j->nguests;
+		if (ctld_ckpt_place(ctl, p->sn, j, a.g, why, sizeof(why)) == 0)
+			start(ctl, j, &a);
+		else
+			snprintf(j->reason, sizeof(j->reason), "%s", why);
+		free(a.g);
+	}
 }
 
 /* Starts what the pass placed; the others say why they wait. */
@@ -319,6 +364,7 @@ static void schedule(struct ctld *ctl)
 	for (int i = 0; i < ctl->njobs; i++)
 		if (add_running(&p, ctl->jobs[i], now) < 0 || add_queued(ctl, &p, ctl->jobs[i]) < 0)
 			goto out;
+	place_restarts(ctl, &p);
 	if (!p.nq)
 		goto out;
 	started = sched_pass(p.sn, ctl->nnodes, p.run, p.nrun, p.q, p.nq, now, &head);

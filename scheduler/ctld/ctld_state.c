@@ -330,6 +330,7 @@ int ctld_node_commit(struct ctld *ctl, struct cnode *n, struct verr *err)
 	r.up = n->up;
 	r.last_seen = ctld_wall_s();
 	r.info_json = n->info_json;
+	r.drained = n->drained;
 	do
 		rc = store_node_put(ctl->st, &r, err);
 	while (commit_again(ctl, rc, err));
@@ -536,6 +537,8 @@ struct json_object *ctld_job_json(struct ctld *ctl, const struct cjob *j)
 	if (j->out_cut)
 		json_object_object_add(o, "output_cut", json_object_new_boolean(true));
 	json_object_object_add(o, "attempts", json_object_new_int(j->attempts));
+	if (j->restart[0])
+		json_object_object_add(o, "restart", json_object_new_string(j->restart));
 	json_object_object_add(o, "image", json_object_new_string(j->image));
 	if (j->image_id[0])
 		json_object_object_add(o, "image_id", json_object_new_string(j->image_id));
@@ -579,6 +582,7 @@ struct json_object *ctld_node_json(struct ctld *ctl, const struct cnode *n)
 	json_object_object_add(o, "addr", json_object_new_string(n->addr));
 	json_object_object_add(o, "underlay", json_object_new_string(ipv4_format(n->underlay, a, sizeof(a))));
 	json_object_object_add(o, "state", json_object_new_string(n->up ? "up" : "down"));
+	json_object_object_add(o, "drained", json_object_new_boolean(n->drained));
 	json_object_object_add(o, "last_seen_ms", json_object_new_int64(ctld_mono_ms() - n->last_seen_ms));
 	json_object_object_add(o, "simulated", json_object_new_boolean(n->simulated));
 	for (int k = 0; k < n->nnuma; k++) {
@@ -679,6 +683,7 @@ static int load_node(struct ctld *ctl, const struct node_row *r)
 	snprintf(n->addr, sizeof(n->addr), "%s", r->addr);
 	n->id = r->id;
 	n->up = r->up;
+	n->drained = r->drained;
 	/* Nodes get a full heartbeat timeout from our start to check in. */
 	n->last_seen_ms = ctld_mono_ms();
 	/* The info is what the node registered with: parse it as such. */
@@ -726,6 +731,7 @@ static struct cjob *job_from(struct ctld *ctl, struct job_row *r, bool plan)
 	j->exit_status = r->exit_status;
 	j->attempts = r->attempts;
 	snprintf(j->reason, sizeof(j->reason), "%s", r->reason);
+	snprintf(j->restart, sizeof(j->restart), "%s", r->restart);
 	spec = r->spec_json ? json_tokener_parse(r->spec_json) : NULL;
 	if (!spec || job_spec_from_json(spec, &j->spec, &e) < 0) {
 		json_object_put(spec);

@@ -11,7 +11,8 @@
 #include <string.h>
 
 const char *const store_job_state_names[] = {
-	"PENDING", "STARTING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", NULL
+	"PENDING", "STARTING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+	"CHECKPOINTED", NULL
 };
 
 bool store_job_state_final(enum job_state s)
@@ -30,17 +31,26 @@ static const char schema[] =
 	" name TEXT PRIMARY KEY, addr TEXT NOT NULL, up INTEGER NOT NULL,"
 	" last_seen INTEGER NOT NULL, info TEXT);"
 	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
-	"INSERT OR IGNORE INTO meta VALUES ('schema', '3');"
+	"INSERT OR IGNORE INTO meta VALUES ('schema', '4');"
 	/* Schema 3: what each guest used (store_usage.c), NULL where its node
 	 * did not say; a guest without a row is unknown too. */
 	"CREATE TABLE IF NOT EXISTS job_usage ("
 	" job INTEGER NOT NULL, guest INTEGER NOT NULL, node TEXT NOT NULL,"
 	" cpu_usec INTEGER, mem_peak INTEGER, PRIMARY KEY (job, guest));"
-	"CREATE INDEX IF NOT EXISTS jobs_uid ON jobs(uid, id);";
+	"CREATE INDEX IF NOT EXISTS jobs_uid ON jobs(uid, id);"
+	/* Schema 4: jobs' checkpoints (store_ckpt.c), each recorded before
+	 * any node is asked to pause or save. */
+	"CREATE TABLE IF NOT EXISTS checkpoints ("
+	" name TEXT PRIMARY KEY, job INTEGER NOT NULL, seq INTEGER NOT NULL, uid INTEGER NOT NULL,"
+	" state INTEGER NOT NULL, stop INTEGER NOT NULL, bytes INTEGER NOT NULL DEFAULT 0,"
+	" created INTEGER NOT NULL, standstill_ms INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS checkpoints_job ON checkpoints(job, seq);";
 
-/* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schema 2
- * the job_usage table, which `schema` has made by now (its jobs keep no
- * usage: unknown). */
+/* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schemas 2
+ * and 3 the job_usage and checkpoints tables, which `schema` has made by
+ * now (their jobs keep no usage: unknown; and have no checkpoints), and
+ * jobs.restart: the checkpoint a job restarts from (none for theirs), and
+ * nodes.drained: no new jobs go there (vhpc node drain). */
 static int migrate(sqlite3 *db, char **msg)
 {
 	sqlite3_stmt *st;
@@ -54,7 +64,20 @@ static int migrate(sqlite3 *db, char **msg)
 				  " ALTER TABLE jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
 				  " UPDATE meta SET value='2' WHERE key='schema'; COMMIT;", NULL, NULL, msg) != SQLITE_OK)
 		return -1;
-	return sqlite3_exec(db, "UPDATE meta SET value='3' WHERE key='schema' AND CAST(value AS INTEGER) < 3",
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('jobs') WHERE name='restart'", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!have && sqlite3_exec(db, "ALTER TABLE jobs ADD COLUMN restart TEXT", NULL, NULL, msg) != SQLITE_OK)
+		return -1;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('nodes') WHERE name='drained'", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!have && sqlite3_exec(db, "ALTER TABLE nodes ADD COLUMN drained INTEGER NOT NULL DEFAULT 0", NULL, NULL,
+				  msg) != SQLITE_OK)
+		return -1;
+	return sqlite3_exec(db, "UPDATE meta SET value='4' WHERE key='schema' AND CAST(value AS INTEGER) < 4",
 			    NULL, NULL, msg) == SQLITE_OK ? 0 : -1;
 }
 
@@ -190,10 +213,16 @@ void store_close(struct store *s)
 int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec_json,
 		  int64_t now, int64_t *id, struct verr *err)
 {
+	return store_job_add_restart(s, uid, name, spec_json, now, NULL, id, err);
+}
+
+int store_job_add_restart(struct store *s, uid_t uid, const char *name, const char *spec_json,
+			  int64_t now, const char *restart, int64_t *id, struct verr *err)
+{
 	sqlite3_stmt *st;
 	int rc;
 
-	if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (uid, name, state, spec, submitted) VALUES (?,?,?,?,?)",
+	if (sqlite3_prepare_v2(s->db, "INSERT INTO jobs (uid, name, state, spec, submitted, restart) VALUES (?,?,?,?,?,?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_db_error(s, err, "prepare insert");
 	sqlite3_bind_int64(st, 1, uid);
@@ -201,6 +230,10 @@ int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec
 	sqlite3_bind_int(st, 3, JOB_PENDING);
 	sqlite3_bind_text(st, 4, spec_json, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, now);
+	if (restart)
+		sqlite3_bind_text(st, 6, restart, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 6);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -287,9 +320,11 @@ static void row_from(sqlite3_stmt *st, struct job_row *j)
 	snprintf(j->reason, sizeof(j->reason), "%s", t ? (const char *)t : "");
 	j->cleanup_json = col_dup(st, 12);
 	j->attempts = sqlite3_column_int(st, 13);
+	t = sqlite3_column_text(st, 14);
+	snprintf(j->restart, sizeof(j->restart), "%s", t ? (const char *)t : "");
 }
 
-#define JOB_COLS "id, uid, name, state, spec, alloc, net, submitted, started, ended, exit_status, reason, cleanup, attempts"
+#define JOB_COLS "id, uid, name, state, spec, alloc, net, submitted, started, ended, exit_status, reason, cleanup, attempts, restart"
 
 int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr *err)
 {
@@ -390,9 +425,9 @@ int store_node_put(struct store *s, const struct node_row *n, struct verr *err)
 	int rc;
 
 	if (sqlite3_prepare_v2(s->db,
-			       "INSERT INTO nodes (name, addr, up, last_seen, info) VALUES (?,?,?,?,?)"
+			       "INSERT INTO nodes (name, addr, up, last_seen, info, drained) VALUES (?,?,?,?,?,?)"
 			       " ON CONFLICT(name) DO UPDATE SET addr=excluded.addr, up=excluded.up,"
-			       " last_seen=excluded.last_seen, info=COALESCE(excluded.info, info)",
+			       " last_seen=excluded.last_seen, info=COALESCE(excluded.info, info), drained=excluded.drained",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_db_error(s, err, "prepare node");
 	sqlite3_bind_text(st, 1, n->name, -1, SQLITE_STATIC);
@@ -400,6 +435,7 @@ int store_node_put(struct store *s, const struct node_row *n, struct verr *err)
 	sqlite3_bind_int(st, 3, n->up);
 	sqlite3_bind_int64(st, 4, n->last_seen);
 	bind_text_or_null(st, 5, n->info_json);
+	sqlite3_bind_int(st, 6, n->drained);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
@@ -431,7 +467,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 	size_t cnt = 0, cap = 0;
 	int rc;
 
-	if (sqlite3_prepare_v2(s->db, "SELECT name, addr, up, last_seen, info, rowid FROM nodes ORDER BY name",
+	if (sqlite3_prepare_v2(s->db, "SELECT name, addr, up, last_seen, info, rowid, drained FROM nodes ORDER BY name",
 			       -1, &st, NULL) != SQLITE_OK)
 		return store_db_error(s, err, "prepare nodes");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -451,6 +487,7 @@ int store_nodes_list(struct store *s, struct node_row **out, size_t *n, struct v
 		v[cnt].last_seen = sqlite3_column_int64(st, 3);
 		v[cnt].info_json = col_dup(st, 4);
 		v[cnt].id = sqlite3_column_int64(st, 5);
+		v[cnt].drained = sqlite3_column_int(st, 6) != 0;
 		cnt++;
 	}
 	sqlite3_finalize(st);

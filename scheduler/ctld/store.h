@@ -18,7 +18,9 @@ struct store;
 
 enum job_state {
 	JOB_PENDING = 0, JOB_STARTING, JOB_RUNNING, JOB_COMPLETED, JOB_FAILED,
-	JOB_CANCELLED, JOB_TIMEOUT, JOB_NODE_FAIL, JOB_STATE_MAX
+	JOB_CANCELLED, JOB_TIMEOUT, JOB_NODE_FAIL,
+	JOB_CHECKPOINTED,        /* checkpointed and stopped (vhpc checkpoint --stop) */
+	JOB_STATE_MAX
 };
 extern const char *const store_job_state_names[];
 bool store_job_state_final(enum job_state s);
@@ -36,6 +38,7 @@ struct job_row {
 	char reason[256];        /* why it waits, failed or was cancelled */
 	char *cleanup_json;      /* nodes still to tear the job down on (NULL: keep) */
 	int attempts;            /* starts that failed */
+	char restart[65];        /* the checkpoint it restarts from ("": a fresh start) */
 };
 
 struct node_row {
@@ -45,6 +48,7 @@ struct node_row {
 	bool up;
 	int64_t last_seen;
 	char *info_json;         /* topology, capacity, RDMA devices */
+	bool drained;            /* an admin drained it: no new jobs go there */
 };
 
 /* What the functions below return when the disk is full (SQLITE_FULL);
@@ -56,6 +60,9 @@ void store_close(struct store *s);
 
 int store_job_add(struct store *s, uid_t uid, const char *name, const char *spec_json,
 		  int64_t now, int64_t *id, struct verr *err);
+/* The same for a job that restarts from checkpoint `restart` (NULL: none). */
+int store_job_add_restart(struct store *s, uid_t uid, const char *name, const char *spec_json,
+			  int64_t now, const char *restart, int64_t *id, struct verr *err);
 /* Sets state and, where non-NULL/non-negative, the other fields. */
 int store_job_update(struct store *s, const struct job_row *j, struct verr *err);
 int store_job_get(struct store *s, int64_t id, struct job_row *out, struct verr *err);
@@ -99,6 +106,33 @@ struct history_row {
 int store_history(struct store *s, int64_t uid, int64_t since, int64_t below_id, int limit,
 		  struct history_row **out, size_t *n, struct verr *err);
 void store_history_free(struct history_row *v, size_t n);
+
+/* A checkpoint of a job (store_ckpt.c).  Its row is written before any
+ * node is asked to pause or save, so a controller that dies meanwhile
+ * finds it SAVING or SAVED and resumes the job's guests. */
+enum ckpt_state {
+	CKPT_SAVING = 0,         /* nodes asked to pause and save */
+	CKPT_SAVED,              /* every part saved; the job not yet resumed or stopped */
+	CKPT_DONE,               /* saved, and the job resumed or stopped */
+};
+struct ckpt_row {
+	char name[65];           /* <job>.<seq> */
+	int64_t job, seq;
+	uid_t uid;               /* the job's owner */
+	enum ckpt_state state;
+	bool stop;               /* --stop: the job ends CHECKPOINTED once saved */
+	int64_t bytes, created, standstill_ms;
+	char *record;            /* ckpt.json's text */
+};
+/* A new row for c->job: its seq and name (<job>.<seq>) into c. */
+int store_ckpt_add(struct store *s, struct ckpt_row *c, struct verr *err);
+/* State, bytes, standstill and (when non-NULL) record of c->name. */
+int store_ckpt_update(struct store *s, const struct ckpt_row *c, struct verr *err);
+int store_ckpt_get(struct store *s, const char *name, struct ckpt_row *out, struct verr *err);
+/* uid's (-1: everyone's) rows, by job and seq. */
+int store_ckpt_list(struct store *s, int64_t uid, struct ckpt_row **out, size_t *n, struct verr *err);
+int store_ckpt_delete(struct store *s, const char *name, struct verr *err);
+void store_ckpt_rows_free(struct ckpt_row *v, size_t n);
 
 int store_node_put(struct store *s, const struct node_row *n, struct verr *err);
 int store_node_id(struct store *s, const char *name, int64_t *id, struct verr *err);

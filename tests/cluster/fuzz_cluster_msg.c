@@ -27,6 +27,7 @@ static const char *const types[] = {
 	"job_output", "job_exit", "job_prepare", "job_launch", "job_stop",
 	"image_have", "image_put", "image_tag", "image_get", "image_list", "image_rm", "image_data",
 	"history", "stopped", "job_pause", "job_resume", "job_checkpoint",
+	"checkpoint", "checkpoints", "checkpoint_rm", "restart", "node_drain",
 };
 
 /* A job of 8 guests on nodes 0 and 1 by turns, for a node's usage report
@@ -103,6 +104,12 @@ static void check_cmsg(const struct cmsg *m)
 	if (m->type == CM_IMAGE_TAG && (!image_id_ok(m->image_id) || !m->name[0]))
 		abort();
 	if (m->type == CM_HISTORY && (m->hist_uid < -1 || m->hist_uid >= UINT32_MAX || m->since < 0 || m->before < 1))
+		abort();
+	/* A checkpoint's name becomes a folder's name under the checkpoint dir. */
+	if ((m->type == CM_CHECKPOINT_RM || m->type == CM_RESTART) &&
+	    (!ctld_ckpt_name_ok(m->ckpt) || strchr(m->ckpt, '/') || m->ckpt[0] == '.'))
+		abort();
+	if (m->type == CM_NODE_DRAIN && (!m->node[0] || (m->checkpoint && !m->drain)))
 		abort();
 }
 

@@ -55,7 +55,7 @@ step_eq "an old database (schema 2) with one ended job" "2 1" \
 cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; cat "$CL_DIR"/*.log; done_testing; exit 1; }
 for i in 1 2; do cl_node_up $i || fail "node $i starts"; done
 step "two nodes register" cl_wait_nodes_up 2
-check_eq "vhpc-ctld migrated it to schema 3, keeping its job" "3 1" \
+check_eq "vhpc-ctld migrated it to the current schema (4), keeping its job" "4 1" \
 	"$(sqlite3 -separator ' ' "$T/ctld/ctld.db" "SELECT (SELECT value FROM meta WHERE key='schema'), COUNT(*) FROM jobs")"
 
 # hist ID [vhpc history args]: the job's history record, one line of JSON

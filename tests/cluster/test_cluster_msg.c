@@ -487,6 +487,53 @@ static int usage_parse(const char *text, const int *where, struct store_usage *u
 	return rc;
 }
 
+/* vhpc checkpoint, checkpoints, checkpoint rm, restart and node drain, as
+ * vhpc-ctld takes them: a checkpoint's name becomes a folder's, so only
+ * what vhpc-ctld makes ([a-z0-9][a-z0-9.-]{0,63}). */
+static void ctld_checkpoint_messages(void **state)
+{
+	struct cmsg m;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(cparse("{\"type\":\"checkpoint\",\"id\":17}", &m, &e), 0);
+	assert_true(m.type == CM_CHECKPOINT && m.id == 17 && !m.stop);
+	ctld_msg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"checkpoint\",\"id\":17,\"stop\":true}", &m, &e), 0);
+	assert_true(m.stop);
+	assert_false(ctld_msg_node_only(CM_CHECKPOINT));
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"checkpoint\"}", "id");
+	crejects("{\"type\":\"checkpoint\",\"id\":17,\"stop\":1}", "stop");
+	crejects("{\"type\":\"checkpoint\",\"id\":17,\"dir\":\"/tmp\"}", "dir");
+	assert_int_equal(cparse("{\"type\":\"checkpoints\"}", &m, &e), 0);
+	assert_int_equal(m.type, CM_CHECKPOINTS);
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"checkpoints\",\"uid\":0}", "uid");
+	assert_int_equal(cparse("{\"type\":\"checkpoint_rm\",\"name\":\"17.1\"}", &m, &e), 0);
+	assert_string_equal(m.ckpt, "17.1");
+	ctld_msg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"restart\",\"name\":\"17.2\"}", &m, &e), 0);
+	assert_true(m.type == CM_RESTART && !strcmp(m.ckpt, "17.2"));
+	assert_false(ctld_msg_node_only(CM_RESTART));
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"restart\",\"name\":\"..\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"restart\",\"name\":\".hidden\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"17/../../etc\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"A.1\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"\"}", "not a checkpoint's name");
+	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"1234567890123456789012345678901234567890123456789012345678901234x\"}",
+		 "name");
+	assert_true(ctld_ckpt_name_ok("1.1") && ctld_ckpt_name_ok("a-b.c") && !ctld_ckpt_name_ok("-1"));
+	assert_int_equal(cparse("{\"type\":\"node_drain\",\"node\":\"n1\",\"drain\":true,\"checkpoint\":true}", &m, &e), 0);
+	assert_true(m.type == CM_NODE_DRAIN && m.drain && m.checkpoint && !strcmp(m.node, "n1"));
+	/* root's only: the admin's */
+	assert_true(ctld_msg_node_only(CM_NODE_DRAIN));
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"node_drain\",\"node\":\"n1\"}", "drain");
+	crejects("{\"type\":\"node_drain\",\"node\":\"n1\",\"drain\":false,\"checkpoint\":true}", "only with");
+}
+
 /* vhpc history's request, and a node's usage report in its `stopped`. */
 static void accounting_messages(void **state)
 {
@@ -591,6 +638,7 @@ int main(void)
 		cmocka_unit_test(checkpoint_messages),
 		cmocka_unit_test(image_messages),
 		cmocka_unit_test(accounting_messages),
+		cmocka_unit_test(ctld_checkpoint_messages),
 		cmocka_unit_test(job_spec_round_trip),
 	};
 	return cmocka_run_group_tests_name("cluster-msg", tests, NULL, NULL);

@@ -56,6 +56,9 @@ $(eval $(call unit_test,unit-hv-devices,tests/hv/unit_devices.c hv/devices.c))
 # rings, config space and BARs (tests/hv/fuzz_virtio.c).
 $(eval $(call fuzzer,fuzz-hv,tests/hv/fuzz_hv.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 $(eval $(call fuzzer,fuzz-hv-virtio,tests/hv/fuzz_virtio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
+# Snapshot files as a restoring vhpc-hv reads them (hv/snap_load.c and the
+# devices' loaders).
+$(eval $(call fuzzer,fuzz-hv-snapshot,tests/hv/fuzz_snapshot.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # A passed-through function's config space as its device reports it.
 $(eval $(call fuzzer,fuzz-hv-vfio,tests/hv/fuzz_vfio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # The vhost-user codec and transport (hv/vhost_user.c): unit test and the

@@ -60,5 +60,5 @@ guest_ok "without --seccomp a guest boots as well"
 check "... and no filter was loaded" bash -c "! grep -q 'seccomp: allowlist' '$T/plain.err'"
 run_guest bootinfo --vcpus 1 --mem 32M --cmdline "marker=hvlib quiet"
 guest_ok "a guest under the hv tests' vhpc-hv boots"
-check_match "... with the allowlist in force" "seccomp: allowlist of [0-9]+ system calls in force, ioctl for 19 requests" "$(cat "$ERR")"
+check_match "... with the allowlist in force" "seccomp: allowlist of [0-9]+ system calls in force, ioctl for 30 requests" "$(cat "$ERR")"
 done_testing

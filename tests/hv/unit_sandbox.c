@@ -82,7 +82,11 @@ static void running_guests_ioctls_run(void **state)
 				       TUNSETOFFLOAD, TUNSETQUEUE, VHOST_SET_FEATURES, VHOST_SET_VRING_NUM,
 				       VHOST_SET_VRING_BASE, VHOST_SET_VRING_ADDR, VHOST_NET_SET_BACKEND,
 				       VHOST_GET_VRING_BASE,
-				       VFIO_DEVICE_SET_IRQS, VFIO_DEVICE_RESET };
+				       VFIO_DEVICE_SET_IRQS, VFIO_DEVICE_RESET,
+				       /* a snapshot's reads (snap_kvm.c) */
+				       KVM_GET_XSAVE, KVM_GET_XSAVE2, KVM_GET_XCRS, KVM_GET_MSRS, KVM_GET_LAPIC,
+				       KVM_GET_VCPU_EVENTS, KVM_GET_DEBUGREGS, KVM_GET_MP_STATE, KVM_GET_IRQCHIP,
+				       KVM_GET_PIT2, KVM_GET_CLOCK };
 	char out[512];
 
 	(void)state;
@@ -110,6 +114,9 @@ static void other_ioctls_are_refused(void **state)
 {
 	const unsigned long reqs[] = { TCGETS, TIOCSCTTY, FIONREAD, KVM_CREATE_VM, KVM_CREATE_VCPU, KVM_SET_CPUID2,
 				       KVM_SET_MSRS, KVM_SET_REGS, TUNSETIFF, TUNSETPERSIST,
+				       /* a restore's writes happen before the filter */
+				       KVM_SET_XSAVE, KVM_SET_LAPIC, KVM_SET_IRQCHIP, KVM_SET_CLOCK,
+				       KVM_SET_VCPU_EVENTS, KVM_SET_MP_STATE,
 				       /* vhost-net's set-up: a guest that owns vhpc-hv must not
 				        * point the kernel at other memory or other eventfds */
 				       VHOST_SET_OWNER, VHOST_RESET_OWNER, VHOST_SET_MEM_TABLE,

@@ -1,7 +1,7 @@
 # Unit tests of the scheduler: launch files, the placement policy, the job store, the image store.
 $(eval $(call unit_test,unit-launch,tests/scheduler/test_launch.c scheduler/launch.c))
 $(eval $(call unit_test,unit-sched,tests/scheduler/test_sched.c scheduler/ctld/sched.c))
-$(eval $(call unit_test,unit-store,tests/scheduler/test_store.c scheduler/ctld/store.c scheduler/ctld/store_usage.c,-lsqlite3))
+$(eval $(call unit_test,unit-store,tests/scheduler/test_store.c scheduler/ctld/store.c scheduler/ctld/store_usage.c scheduler/ctld/store_ckpt.c,-lsqlite3))
 $(eval $(call unit_test,unit-imgstore,tests/scheduler/test_imgstore.c scheduler/ctld/imgstore.c scheduler/ctld/imgstore_rec.c,$(B)/lib/libimages.a))
 # lib/fsutil.c's atomic writes, their fsyncs and rename recorded in order.
 $(eval $(call unit_test,unit-atomic-write,tests/scheduler/test_atomic_write.c,-Xlinker --wrap=fsync -Xlinker --wrap=rename))

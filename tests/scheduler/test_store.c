@@ -241,7 +241,95 @@ static void schema_1_is_migrated(void **state)
 	unlink(old);
 }
 
-/* Schema 2 (before accounting) opens as 3 with its jobs; their usage is
+/* Schema 3 (before checkpoints) opens as 4: its jobs and nodes kept, no
+ * restart, not drained.  Checkpoint rows: names <job>.<seq>, a seq never
+ * given twice for a job (not even after its row was removed), states and
+ * records updated, listed per owner. */
+static void schema_3_is_migrated_and_checkpoints(void **state)
+{
+	static const char v3[] =
+		"CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, name TEXT NOT NULL,"
+		" state INTEGER NOT NULL, spec TEXT NOT NULL, alloc TEXT, net TEXT, submitted INTEGER NOT NULL,"
+		" started INTEGER, ended INTEGER, exit_status INTEGER, reason TEXT, cleanup TEXT,"
+		" attempts INTEGER NOT NULL DEFAULT 0);"
+		"CREATE TABLE nodes (name TEXT PRIMARY KEY, addr TEXT NOT NULL, up INTEGER NOT NULL,"
+		" last_seen INTEGER NOT NULL, info TEXT);"
+		"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('schema','3');"
+		"CREATE TABLE job_usage (job INTEGER NOT NULL, guest INTEGER NOT NULL, node TEXT NOT NULL,"
+		" cpu_usec INTEGER, mem_peak INTEGER, PRIMARY KEY (job, guest));"
+		"INSERT INTO nodes VALUES ('n1', '1.2.3.4:5', 1, 7, NULL);"
+		"INSERT INTO jobs (uid, name, state, spec, submitted) VALUES (1000, 'old', 2, '{}', 10);";
+	struct ckpt_row c = { .job = 1, .uid = 1000, .state = CKPT_SAVING, .stop = true, .created = 99 }, g, *v;
+	struct node_row *nv;
+	struct job_row j;
+	struct store *s;
+	struct verr err;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	size_t n;
+	int64_t id;
+	char old[600];
+
+	(void)state;
+	snprintf(old, sizeof(old), "%s.v3", path);
+	assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, v3, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(store_open(&s, old, &err), 0);
+	assert_int_equal(store_job_get(s, 1, &j, &err), 0);
+	assert_string_equal(j.name, "old");
+	assert_string_equal(j.restart, "");
+	store_job_row_free(&j);
+	assert_int_equal(store_nodes_list(s, &nv, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_false(nv[0].drained);
+	nv[0].drained = true;
+	assert_int_equal(store_node_put(s, &nv[0], &err), 0);
+	store_node_rows_free(nv, n);
+	assert_int_equal(store_nodes_list(s, &nv, &n, &err), 0);
+	assert_true(nv[0].drained);
+	store_node_rows_free(nv, n);
+
+	assert_int_equal(store_ckpt_add(s, &c, &err), 0);
+	assert_string_equal(c.name, "1.1");
+	assert_int_equal(store_ckpt_delete(s, "1.1", &err), 0);
+	assert_int_equal(store_ckpt_add(s, &c, &err), 0);
+	assert_string_equal(c.name, "1.2");   /* 1.1 is never given again */
+	c.state = CKPT_DONE;
+	c.bytes = 1 << 20;
+	c.standstill_ms = 42;
+	c.record = "{\"parts\":[]}";
+	assert_int_equal(store_ckpt_update(s, &c, &err), 0);
+	assert_int_equal(store_ckpt_get(s, "1.2", &g, &err), 0);
+	assert_true(g.job == 1 && g.seq == 2 && g.uid == 1000 && g.state == CKPT_DONE && g.stop && g.bytes == 1 << 20 &&
+		    g.standstill_ms == 42 && g.created == 99);
+	assert_string_equal(g.record, "{\"parts\":[]}");
+	free(g.record);
+	assert_int_equal(store_ckpt_get(s, "1.1", &g, &err), -1);
+	assert_non_null(strstr(err.msg, "no checkpoint 1.1"));
+	assert_int_equal(store_ckpt_list(s, 1000, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	store_ckpt_rows_free(v, n);
+	assert_int_equal(store_ckpt_list(s, 1001, &v, &n, &err), 0);
+	assert_int_equal(n, 0);
+	store_ckpt_rows_free(v, n);
+
+	/* a restart names its checkpoint */
+	assert_int_equal(store_job_add_restart(s, 1000, "r", "{}", 100, "1.2", &id, &err), 0);
+	assert_int_equal(store_job_get(s, id, &j, &err), 0);
+	assert_string_equal(j.restart, "1.2");
+	store_job_row_free(&j);
+	store_close(s);
+	assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "4");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	unlink(old);
+}
+
+/* Schema 2 (before accounting) opens as the current one (4) with its jobs; their usage is
  * unknown.  What guests used sums per job; the history filters by user,
  * end time and id. */
 static void schema_2_is_migrated_and_usage_sums(void **state)
@@ -314,7 +402,7 @@ static void schema_2_is_migrated_and_usage_sums(void **state)
 	assert_int_equal(sqlite3_open(old, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(st, 0), "3");
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "4");
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	unlink(old);
@@ -450,6 +538,7 @@ int main(void)
 		cmocka_unit_test(cleanup_and_attempts_round_trip),
 		cmocka_unit_test(schema_1_is_migrated),
 		cmocka_unit_test(schema_2_is_migrated_and_usage_sums),
+		cmocka_unit_test(schema_3_is_migrated_and_checkpoints),
 		cmocka_unit_test(unusable_path_is_named),
 		cmocka_unit_test(ended_jobs_by_time_and_uid),
 		cmocka_unit_test(journal_mode_not_wal_is_refused),

@@ -37,6 +37,7 @@ struct kvm_job {
 	bool *huge;                /* guest k's RAM in hugepages */
 	const char **pci;          /* guest k's PCI functions: NA_KVM_MAX_PCI from k * NA_KVM_MAX_PCI */
 	int *npci;
+	int *scratch_fd;           /* guest k's scratch disk, for a checkpoint (-1: none, or taken over) */
 };
 
 static int check(bool allow_emulated, bool *emulated, struct verr *err)
@@ -140,8 +141,11 @@ static int prepare(struct na_job *j, struct verr *err)
 	kj->huge = calloc((size_t)j->s.nguests, sizeof(bool));
 	kj->pci = calloc((size_t)j->s.nguests * NA_KVM_MAX_PCI, sizeof(*kj->pci));
 	kj->npci = calloc((size_t)j->s.nguests, sizeof(int));
-	if (!kj->cpu_node || !kj->huge || !kj->pci || !kj->npci)
+	kj->scratch_fd = calloc((size_t)j->s.nguests, sizeof(int));
+	if (!kj->cpu_node || !kj->huge || !kj->pci || !kj->npci || !kj->scratch_fd)
 		return verr_set(err, "out of memory");
+	for (int k = 0; k < j->s.nguests; k++)
+		kj->scratch_fd[k] = -1;
 	for (int k = 0; k < j->s.nguests; k++)
 		if (na_topo_cpu_nodes(j->s.topo, &j->place[k], kj->cpu_node + (size_t)k * VHPC_MAX_VCPUS, err) < 0)
 			return -1;
@@ -182,10 +186,11 @@ static const char *placement_note(const struct na_job *j, int k)
 	return kj && kj->huge[k] ? " in hugepages" : "";
 }
 
-static int start(struct na_job *j, int k, struct verr *err)
+/* A fresh guest k, or with r one restored from a checkpoint's files. */
+static int start_guest(struct na_job *j, int k, const struct kvm_restore_fds *r, struct verr *err)
 {
 	struct kvm_job *kj = j->drv_job;
-	char name[16], scratch[64];
+	char name[16], scratch[64], snap[64], config[64];
 	int sfd = -1, rc;
 	struct na_kvm_spec s = {
 		.job = j->jd.job, .index = j->g[k].index, .name = name, .img = &j->img, .place = &j->place[k],
@@ -204,21 +209,45 @@ static int start(struct na_job *j, int k, struct verr *err)
 	 * output over the guest channel (gexec_output). */
 	if (j->g[k].index == 0 && j->s.spool_size)
 		s.spool = KVM_GUEST_SPOOL;
+	if (r) {
+		/* The config disk the guest had mounted, read-only from the
+		 * checkpoint; the snapshot likewise. */
+		snprintf(snap, sizeof(snap), "/proc/self/fd/%d", r->snapshot);
+		snprintf(config, sizeof(config), "/proc/self/fd/%d", r->config);
+		s.restore = snap;
+		s.config_disk = config;
+	}
 	if (j->s.scratch) {
+		uint64_t n;
+
 		if (na_kvm_scratch_disk(kj->scratch_dir, j->s.scratch, &sfd, err) < 0)
 			return verr_wrap(err, "guest %s", name);
+		/* A restored guest's disk is the saved one, copied: the
+		 * checkpoint stays as it was, for another restart. */
+		if (r && (ftruncate(sfd, 0) < 0 ? verr_errno(err, "emptying it") : kvm_copy_sparse(r->scratch, sfd, &n, err)) < 0) {
+			close(sfd);
+			return verr_wrap(err, "guest %s: restoring its scratch disk", name);
+		}
 		/* Opened again by na_kvm_start, for vhpc-hv: then this
 		 * descriptor goes, and the disk lives as long as vhpc-hv. */
 		snprintf(scratch, sizeof(scratch), "/proc/self/fd/%d", sfd);
 		s.scratch_disk = scratch;
 	}
 	rc = na_kvm_start(&s, &kvm, err);
-	if (sfd >= 0)
-		close(sfd);
-	if (rc < 0)
-		return verr_wrap(err, "starting guest %s", name);
+	if (rc < 0) {
+		if (sfd >= 0)
+			close(sfd);
+		return verr_wrap(err, "%s guest %s", r ? "restoring" : "starting", name);
+	}
+	/* Kept for a checkpoint: the disk has no name to open it by again. */
+	kj->scratch_fd[k] = sfd;
 	j->g[k].priv = kvm;
 	return 0;
+}
+
+static int start(struct na_job *j, int k, struct verr *err)
+{
+	return start_guest(j, k, NULL, err);
 }
 
 static int wait_started(struct na_job *j, int k, struct verr *err)
@@ -299,6 +328,15 @@ static int stop_all(struct na_job *j, int grace_ms, struct verr *err)
 	rc = n ? na_kvm_stop_all(ks, n, grace_ms, err) : 0;
 	free(ks);
 	{
+		struct kvm_job *kj = j->drv_job;
+
+		for (int k = 0; kj && kj->scratch_fd && k < j->s.nguests; k++)
+			if (kj->scratch_fd[k] >= 0) {
+				close(kj->scratch_fd[k]);
+				kj->scratch_fd[k] = -1;
+			}
+	}
+	{
 		/* With every vhpc-hv gone, the functions are free to go back. */
 		int back = 0;
 		struct verr e;
@@ -330,6 +368,74 @@ static int sweep(const char *job, const char *why, int *removed, struct verr *er
 	return kvm_vfio_release(job, why, removed, err);
 }
 
+/* What vhpc-hv cannot carry over, said before anything changes: the
+ * rest (a device vhpc-hv cannot save yet) it says itself at save. */
+static int ckpt_check(const struct na_job *j, struct verr *err)
+{
+	const struct kvm_job *kj = j->drv_job;
+
+	if (j->nhb)
+		return verr_set(err, "the guests share %d host folder%s (virtio-fs): the state of a guest's mounts "
+				"(FUSE node ids, open files) lives in virtiofsd, which cannot save it, so a restored "
+				"guest would find them broken", j->nhb, j->nhb > 1 ? "s" : "");
+	if (j->s.npci)
+		return verr_set(err, "PCI function %s is passed through: its state is in the hardware", j->s.pci[0]);
+	/* A job taken over after a vhpcd restart was never prepared here. */
+	if (!kj)
+		return verr_set(err, "its guests were taken over after the agent restarted: where their config "
+				"and scratch disks are is known only to the agent that started them");
+	for (int k = 0; k < j->s.nguests; k++)
+		if (j->s.scratch && kj->scratch_fd[k] < 0)
+			return verr_set(err, "guest g%d was taken over after the agent restarted: its scratch disk "
+					"(a file without a name) is held by its vhpc-hv alone and cannot be saved",
+					j->g[k].index);
+	return 0;
+}
+
+static int pause_guest(struct na_job *j, int k, struct verr *err)
+{
+	return kvm_pause(j->g[k].priv, true, err);
+}
+
+static int resume_guest(struct na_job *j, int k, struct verr *err)
+{
+	return kvm_pause(j->g[k].priv, false, err);
+}
+
+static int save(struct na_job *j, int k, int dirfd, struct verr *err)
+{
+	const struct kvm_job *kj = j->drv_job;
+	struct kvm_save_in in = {
+		.image_id = j->img.id, .config_disk = kj->config_disk, .scratch_fd = kj->scratch_fd[k],
+		.mem = j->s.mem,
+	};
+	uint64_t bytes;
+	double t0 = now_s();
+
+	if (ckpt_check(j, err) < 0)
+		return -1;
+	if (kvm_save(j->g[k].priv, &in, dirfd, &bytes, err) < 0)
+		return verr_wrap(err, "guest g%d", j->g[k].index);
+	log_info("guest g%d: saved, %.1f MiB in %.0f ms", j->g[k].index, bytes / 1048576.0, (now_s() - t0) * 1000);
+	return 0;
+}
+
+/* Started as a fresh guest is (jailed, seccomp'ed, its own new tap), but
+ * from the snapshot, and left paused; up once this returns. */
+static int restore(struct na_job *j, int k, int dirfd, struct verr *err)
+{
+	struct kvm_restore_fds r;
+	int rc;
+
+	if (kvm_restore_open(dirfd, j->img.id, j->s.scratch > 0, &r, err) < 0)
+		return verr_wrap(err, "guest g%d", j->g[k].index);
+	rc = start_guest(j, k, &r, err);
+	kvm_restore_close(&r);
+	if (rc == 0)
+		rc = na_kvm_wait_up(j->g[k].priv, err);
+	return rc;
+}
+
 static void release(struct na_job *j)
 {
 	struct kvm_job *kj = j->drv_job;
@@ -340,6 +446,10 @@ static void release(struct na_job *j)
 	free(kj->huge);
 	free(kj->pci);
 	free(kj->npci);
+	for (int k = 0; kj->scratch_fd && k < j->s.nguests; k++)
+		if (kj->scratch_fd[k] >= 0)
+			close(kj->scratch_fd[k]);
+	free(kj->scratch_fd);
 	free(kj);
 	j->drv_job = NULL;
 }
@@ -367,4 +477,9 @@ const struct na_driver na_driver_kvm = {
 	.stop_all = stop_all,
 	.release = release,
 	.sweep = sweep,
+	.ckpt_check = ckpt_check,
+	.pause = pause_guest,
+	.resume = resume_guest,
+	.save = save,
+	.restore = restore,
 };

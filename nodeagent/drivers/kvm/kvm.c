@@ -216,7 +216,7 @@ _Static_assert(NA_KVM_MAX_FS == 8, "child() passes fs[0..7]");
 static void child(char **argv, const struct na_kvm_fds *fds, const int *cg, int ncg, int logfd,
 		  const struct kvm_jail *jail)
 {
-	const int pass[] = { fds->tap, fds->kernel, fds->initrd, fds->root, fds->config, fds->scratch, fds->vmshm,
+	const int pass[] = { fds->tap, fds->kernel, fds->initrd, fds->root, fds->config, fds->scratch, fds->vmshm, fds->restore,
 			     fds->fs[0], fds->fs[1], fds->fs[2], fds->fs[3], fds->fs[4], fds->fs[5], fds->fs[6], fds->fs[7],
 			     fds->vhost };
 	sigset_t none;
@@ -287,6 +287,7 @@ static int open_files(const struct na_kvm_spec *s, struct na_kvm_fds *f, struct 
 		{ &f->config, s->config_disk, "config disk", O_RDONLY },
 		{ &f->scratch, s->scratch_disk, "scratch disk", O_RDWR },
 		{ &f->vmshm, s->vmshm, "vmshm region", O_RDWR },
+		{ &f->restore, s->restore, "snapshot", O_RDONLY },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -309,7 +310,7 @@ static int open_files(const struct na_kvm_spec *s, struct na_kvm_fds *f, struct 
 
 static void close_files(struct na_kvm_fds *f)
 {
-	int *all[] = { &f->kernel, &f->initrd, &f->root, &f->config, &f->scratch, &f->vmshm };
+	int *all[] = { &f->kernel, &f->initrd, &f->root, &f->config, &f->scratch, &f->vmshm, &f->restore };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (*all[i] >= 0) {

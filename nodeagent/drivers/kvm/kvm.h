@@ -101,6 +101,10 @@ struct na_kvm_spec {
 	/* PCI functions passed through (VFIO), bound to vfio-pci already. */
 	const char *const *pci;
 	int npci;
+	/* A snapshot vhpc-hv starts from instead of booting (--restore), its
+	 * vCPUs stopped until "resume" (--paused): a path as scratch_disk's,
+	 * or NULL.  The rest of the spec must describe the machine saved. */
+	const char *restore;
 };
 
 /* Open descriptors vhpc-hv gets instead of the spec's files (/dev/fd/N on
@@ -108,13 +112,13 @@ struct na_kvm_spec {
  * itself.  -1: the path. */
 struct na_kvm_fds {
 	int tap;                       /* required */
-	int kernel, initrd, root, config, scratch, vmshm;
+	int kernel, initrd, root, config, scratch, vmshm, restore;
 	int fs[NA_KVM_MAX_FS];         /* connected vhost-user sockets, one per spec fs */
 	int vhost;                     /* /dev/vhost-net for the tap's queue, or -1 */
 	struct kvm_vfio_fds { int container, group, device; } pci[NA_KVM_MAX_PCI]; /* one per spec pci */
 };
 #define NA_KVM_FDS_NONE(t) ((struct na_kvm_fds){ .tap = (t), .kernel = -1, .initrd = -1, .root = -1, \
-						   .config = -1, .scratch = -1, .vmshm = -1, .vhost = -1, \
+						   .config = -1, .scratch = -1, .vmshm = -1, .restore = -1, .vhost = -1, \
 						   .fs = { -1, -1, -1, -1, -1, -1, -1, -1 }, \
 						   .pci = { { -1, -1, -1 }, { -1, -1, -1 }, { -1, -1, -1 }, { -1, -1, -1 } } })
 

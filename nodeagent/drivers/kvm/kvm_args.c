@@ -245,6 +245,7 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 	if (path_ok("kernel", kernel, err) < 0 || path_ok("initramfs", s->img->initrd, err) < 0 ||
 	    path_ok("root disk", s->img->disk, err) < 0 || path_ok("config disk", s->config_disk, err) < 0 ||
 	    (s->scratch_disk && path_ok("scratch disk", s->scratch_disk, err) < 0) ||
+	    (s->restore && path_ok("snapshot", s->restore, err) < 0) ||
 	    path_ok("guest dir", dir, err) < 0 || (s->vmshm && path_ok("vmshm region", s->vmshm, err) < 0))
 		return -1;
 	/* vhpc-hv binds <dir>/vsock and, for connections the guest makes,
@@ -356,6 +357,13 @@ int na_kvm_argv(const struct na_kvm_spec *s, const char *dir, const struct na_kv
 	 * own tmpfs. */
 	argv_add(&a, "--console");
 	argv_add(&a, "file:%s/console", dir);
+	if (s->restore) {
+		argv_add(&a, "--restore");
+		argv_add(&a, "%s", file_arg(fds->restore, s->restore, fb, sizeof(fb)));
+		/* The job's other guests may not be back yet: the job level
+		 * resumes them all together (scheduler/PROTOCOL.md, job_resume). */
+		argv_add(&a, "--paused");
+	}
 	/* Once set up, only the calls a running guest needs (hv/hv.h). */
 	argv_add(&a, "--seccomp");
 	if (!(*argv = argv_finish(&a)))

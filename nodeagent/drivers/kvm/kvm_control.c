@@ -21,9 +21,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+/* The request line in one sendmsg, with fd (>= 0) as its SCM_RIGHTS
+ * ancillary data: vhpc-hv takes a snapshot's file only with the request
+ * that names it. */
+static int send_req(int sock, const char *req, int fd)
+{
+	size_t n = strlen(req);
+	char *line = malloc(n + 1);
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t w;
+
+	if (!line) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(line, req, n);
+	line[n] = '\n';
+	iov = (struct iovec){ line, n + 1 };
+	if (fd >= 0) {
+		memset(&cm, 0, sizeof(cm));
+		m.msg_control = cm.buf;
+		m.msg_controllen = sizeof(cm.buf);
+		cm.h.cmsg_level = SOL_SOCKET;
+		cm.h.cmsg_type = SCM_RIGHTS;
+		cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
+	}
+	do
+		w = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	/* The descriptor went with the first bytes; the rest is plain. */
+	if (w >= 0 && (size_t)w < n + 1)
+		w = send_full(sock, line + w, n + 1 - (size_t)w) < 0 ? -1 : (ssize_t)(n + 1);
+	free(line);
+	return w < 0 ? -1 : 0;
+}
+
 int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms, struct verr *err)
+{
+	return kvm_control_fd(sock, req, -1, reply, timeout_ms, err);
+}
+
+int kvm_control_fd(const char *sock, const char *req, int pass_fd, char **reply, int timeout_ms, struct verr *err)
 {
 	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	size_t cap = 4096, n = 0;
@@ -35,7 +82,7 @@ int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms,
 	fd = gexec_unix_open(sock, deadline, what, err);
 	if (fd < 0)
 		return -1;
-	if (send_full(fd, req, strlen(req)) < 0 || send_full(fd, "\n", 1) < 0) {
+	if (send_req(fd, req, pass_fd) < 0) {
 		verr_errno(err, "control socket %s", sock);
 		close(fd);
 		return -1;

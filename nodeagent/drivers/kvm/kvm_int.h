@@ -135,8 +135,36 @@ struct na_kvm {
 
 /* vhpc-hv's control socket: one request, one JSON reply line (malloc'd). */
 int kvm_control(const char *sock, const char *req, char **reply, int timeout_ms, struct verr *err);
+/* The same, with pass_fd (>= 0) sent along the request (SCM_RIGHTS). */
+int kvm_control_fd(const char *sock, const char *req, int pass_fd, char **reply, int timeout_ms, struct verr *err);
 /* Every vCPU thread's affinity, as vhpc-hv's status reports it, is the
  * CPU placement gave that vCPU. */
 int kvm_check_pinning(const char *ctl, const struct na_placement *p, struct verr *err);
+
+/* Checkpoints (kvm_ckpt.c).  Stops guest k's vCPUs (pause) or lets them
+ * run; an error unless vhpc-hv then says it is in that state. */
+int kvm_pause(struct na_kvm *k, bool pause, struct verr *err);
+/* The data extents of in into out at the same offsets (holes stay holes),
+ * out then in's size; *bytes counts what was copied. */
+int kvm_copy_sparse(int in, int out, uint64_t *bytes, struct verr *err);
+/* What a guest's part of a checkpoint names beside its snapshot. */
+struct kvm_save_in {
+	const char *image_id;
+	const char *config_disk;       /* root's path in the job dir */
+	int scratch_fd;                /* its scratch disk, or -1 */
+	uint64_t mem;                  /* guest RAM: how long vhpc-hv may write */
+};
+/* Guest k, paused, into dirfd (empty, root's): snapshot, config.ext4,
+ * scratch.img, image; *bytes their size.  On error the caller removes
+ * what is in dirfd; the guest stays paused either way. */
+int kvm_save(struct na_kvm *k, const struct kvm_save_in *in, int dirfd, uint64_t *bytes, struct verr *err);
+/* A saved guest's files, open read-only (-1: none). */
+struct kvm_restore_fds {
+	int snapshot, config, scratch;
+};
+/* Checks that the folder's guest ran image_id and opens its files
+ * (scratch.img only when the job has a scratch disk). */
+int kvm_restore_open(int dirfd, const char *image_id, bool scratch, struct kvm_restore_fds *r, struct verr *err);
+void kvm_restore_close(struct kvm_restore_fds *r);
 
 #endif

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# timeout: 240
+# vhpc checkpoint as vhpc-ctld orders it, on simulated nodes (vhpcd
+# --simulate logs each job_pause, job_checkpoint and job_resume it is
+# sent, in order, and refuses a save of a job not paused): every node
+# checks, then every node pauses, and only then does any save, then every
+# node resumes; --stop ends the job CHECKPOINTED (vhpc wait: 75); refused
+# for another user, for a job not running, for a second checkpoint of the
+# same job at once, and when a node cannot save its part (nothing paused);
+# a save failing on one node resumes the job on every node and drops the
+# partial checkpoint; a controller killed mid-save resumes the job's
+# guests when it comes back and drops the partial checkpoint; vhpc
+# checkpoints and vhpc checkpoint rm for owners and root; vhpc node drain
+# keeps new jobs off a node, and with --checkpoint checkpoints its jobs
+# and requeues them as restarts of their checkpoints, which vhpc-ctld
+# places on another node (checkpoints.shared) with the checkpoint's subnet.
+. "$(dirname "$0")/../lib.sh"
+need_root
+need_built vhpc vhpc-ctld vhpcd
+command -v munged >/dev/null || skip_all "munged is not installed"
+
+T=$(mktemp -d /tmp/vhpct-ckc.XXXXXX)
+chmod 755 "$T"
+at_exit "rm -rf '$T'"
+munged_up "$T" || { fail "munged"; done_testing; exit 1; }
+export VHPC_MUNGE_SOCKET=$T/munge.sock VHPC_STATE_DIR=$T/state
+port=$(( 20000 + RANDOM % 20000 ))
+export VHPC_CONTROLLER=127.0.0.1:$port
+mkdir -m 700 "$T/ckpt"
+cat >"$T/cluster.yaml" <<EOF
+name: ckc
+job_network:
+  pool: 10.215.0.0/16
+checkpoints:
+  dir: $T/ckpt
+  shared: true
+EOF
+export VHPC_CLUSTER=$T/cluster.yaml
+
+ctld_up() {
+	local from
+	from=$(cat "$T/ctld.log" 2>/dev/null | wc -l)
+	"$BIN/vhpc-ctld" --listen "$VHPC_CONTROLLER" --state "$T/ctld" \
+		--heartbeat-interval 300 --heartbeat-misses 20 --log "$T/ctld.log" &
+	CTLD=$!
+	at_exit "kill -9 $CTLD 2>/dev/null"
+	poll_until 10 sh -c "tail -n +$((from + 1)) '$T/ctld.log' | grep -q ready"
+}
+sim_up() {  # NAME N PORT [VHPC_SIM_CKPT_FAIL [VHPC_SIM_CKPT_SAVE_MS]]
+	VHPC_SIM_CKPT_FAIL=${4-} VHPC_SIM_CKPT_SAVE_MS=${5-} "$BIN/vhpcd" --simulate "$2" --name "$1" \
+		--listen 127.0.0.1:"$3" --controller "$VHPC_CONTROLLER" --topology "synthetic:numa:1 core:2 pu:1" \
+		--sim-runtime 600000 --log "$T/$1.log" &
+	at_exit "kill -9 $! 2>/dev/null"
+}
+v() { "$BIN/vhpc" "$@"; }
+nodes_up() { [ "$(v nodes --json | grep -c '"state": *"up"')" -ge 5 ]; }
+sub() { v submit --json --mem 64M "$@" -- true | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
+rec() { v queue --all --json | tr -d ' \n' | sed 's/},{"id"/}\n{"id"/g' | grep -o "{\"id\":$1,.*" | head -1; }
+state() { rec "$1" | sed -n 's/.*"state":"\([A-Z_]*\)".*/\1/p'; }
+is() { [ "$(state "$1")" = "$2" ]; }
+# only NODE... take new jobs
+only() { local n; for n in s-0 s-1 bad-0 bad-1 slow-0; do
+	if [[ " $* " == *" $n "* ]]; then v node undrain "$n" >/dev/null; else v node drain "$n" >/dev/null; fi; done; }
+# the checkpoint messages a simulated node was sent for job J, in order: "NODE OP"
+msgs() { cat "$T"/s.log "$T"/bad.log "$T"/slow.log 2>/dev/null | sort -s -k1,2 |
+	sed -n "s/.*simulated node \([a-z0-9-]*\): \(job_[a-z]*\) job $1\( \([a-z]*\)\)\{0,1\}.*/\1 \2\3/p" | cut -d' ' -f1-3; }
+# log lines are timestamped; one process's are in order, and across the
+# three the timestamps order them (sort -s keeps ties in file order)
+
+check "vhpc-ctld starts" ctld_up
+sim_up s 2 $((port + 1))
+sim_up bad 2 $((port + 2)) "check@bad-0,save@bad-1"
+sim_up slow 1 $((port + 3)) "" 3000
+check "five simulated nodes register" poll_until 20 nodes_up
+printf '%s\n' 'name: ckcsim' 'description: busybox only' 'packages:' '  - busybox-static' >"$T/img.yaml"
+check "an image for the jobs" sh -c "'$BIN/vhpc' image build '$T/img.yaml' >'$T/img.log' 2>&1 &&
+	'$BIN/vhpc' image push ckcsim --as default >>'$T/img.log' 2>&1"
+
+# -- drain: only s-0 and s-1 take jobs
+only s-0 s-1
+check_match "vhpc nodes shows the drained nodes" '^bad-0 +drain' "$(v nodes)"
+A=$(sub -N 2 --vcpus 2)
+check "A (2 guests x 2 cores) runs" poll_until 20 is "$A" RUNNING
+check_match "... on s-0 and s-1, the nodes not drained" '"nodes":\["s-[01]","s-[01]"\]' "$(rec "$A")"
+
+out=$(v checkpoint "$A" 2>&1); rc=$?
+check_eq "vhpc checkpoint A succeeds" 0 "$rc"
+check_match "... and prints the checkpoint's name, size and standstill" "^checkpoint $A\\.1 of job $A: 0 B, the job stood still [0-9.]+ s$" "$out"
+m=$(msgs "$A")
+diag "$m"
+check_eq "each node: check, pause, save, resume" "s-0 job_checkpoint check
+s-0 job_pause
+s-0 job_checkpoint save
+s-0 job_resume
+s-1 job_checkpoint check
+s-1 job_pause
+s-1 job_checkpoint save
+s-1 job_resume" "$(printf '%s\n' "$m" | sort -s -k1,1)"
+# across nodes, from the ordered log: the last pause before the first save
+order=$(cat "$T/s.log" | sed -n "s/.*simulated node s-[01]: \(job_[a-z]*\) job $A\( \([a-z]*\)\)\{0,1\}.*/\1\2/p" | tr '\n' ' ')
+diag "in the order s's log has them: $order"
+check_match "every node checked before any paused, and paused before any saved, then resumed" \
+	'^(job_checkpoint check ){2}(job_pause ){2}(job_checkpoint save ){2}(job_resume ){2}$' "$order"
+check "A still runs" is "$A" RUNNING
+l=$(v checkpoints)
+check_match "vhpc checkpoints lists it: name, job, user, size, state, nodes" "^$A\\.1 +$A +root +0 B +[0-9T:-]+Z +done +s-[01],s-[01]$" "$l"
+check "the store keeps its record before any node was asked (ctld's log: paused after the record)" \
+	grep -q "job $A: paused on 2 nodes for checkpoint $A.1" "$T/ctld.log"
+
+# -- refusals
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$BIN/vhpc" checkpoint "$A" 2>&1); rc=$?
+check_eq "another user may not checkpoint A" 125 "$rc"
+check_match "... told why" "permission denied .*only its owner and root" "$out"
+P=$(sub -N 1 --vcpus 64)
+out=$(v checkpoint "$P" 2>&1); rc=$?
+check_eq "a pending job cannot be checkpointed" 125 "$rc"
+check_match "... saying so" "job $P is PENDING: only a running job can be checkpointed" "$out"
+v cancel "$P" >/dev/null
+out=$(v checkpoint "$P" 2>&1)
+check_match "... nor a cancelled one" "job $P is CANCELLED: only a running job" "$out"
+check_eq "no node was asked anything for them" "" "$(msgs "$P")"
+v cancel "$A" >/dev/null
+check "A is cancelled (its nodes free for the next jobs)" poll_until 10 is "$A" CANCELLED
+
+# -- a node that cannot save its part: nothing changes
+only bad-0
+C=$(sub -N 1 --vcpus 2)
+check "C runs on bad-0" poll_until 20 is "$C" RUNNING
+out=$(v checkpoint "$C" 2>&1); rc=$?
+check_eq "C's checkpoint is refused" 125 "$rc"
+check_match "... naming the node and its reason, nothing changed" "job $C cannot be checkpointed: node bad-0: simulated failure of check on bad-0.*nothing was changed" "$out"
+check_eq "bad-0 was only asked to check: never paused" "bad-0 job_checkpoint check" "$(msgs "$C")"
+check "C runs on" is "$C" RUNNING
+check "no checkpoint of C is listed" sh -c "! '$BIN/vhpc' checkpoints | grep -q '^$C\\.'"
+
+# -- a save failing on one node: every node resumes, the partial checkpoint goes
+only bad-1 s-0
+D=$(sub -N 2 --vcpus 2)
+check "D runs on bad-1 and s-0" poll_until 20 is "$D" RUNNING
+out=$(v checkpoint "$D" 2>&1); rc=$?
+check_eq "D's checkpoint fails" 125 "$rc"
+check_match "... naming the node that failed and why; the job runs on" "checkpoint failed: saving on node bad-1: simulated failure of save on bad-1 .*; the job runs on" "$out"
+m=$(msgs "$D")
+diag "$m"
+check_match "bad-1 was paused, failed its save, and was resumed" 'bad-1 job_pause.*bad-1 job_checkpoint save.*bad-1 job_resume' "$(printf '%s\n' "$m" | grep bad-1 | tr '\n' ' ')"
+check_match "s-0 too was resumed" 's-0 job_pause.* s-0 job_resume' "$(printf '%s\n' "$m" | grep s-0 | tr '\n' ' ')"
+check "D runs on" is "$D" RUNNING
+check "no checkpoint of D is listed" sh -c "! '$BIN/vhpc' checkpoints | grep -q '^$D\\.'"
+v cancel "$C" >/dev/null 2>&1; v cancel "$D" >/dev/null 2>&1
+
+# -- one checkpoint of a job at a time; a controller killed mid-save
+only slow-0
+B=$(sub -N 1 --vcpus 2)
+check "B runs on slow-0 (whose saves take 3 s)" poll_until 20 is "$B" RUNNING
+v checkpoint "$B" >"$T/b1.out" 2>&1 &
+first=$!
+poll_until 10 grep -q "slow-0: job_pause job $B" "$T/slow.log"
+out=$(v checkpoint "$B" 2>&1); rc=$?
+check_eq "a second checkpoint of B while one is under way is refused" 125 "$rc"
+check_match "... saying why" "job $B is being checkpointed already: one checkpoint of a job at a time" "$out"
+wait $first
+check_match "the first one completes" "^checkpoint $B\\.1 of job $B" "$(cat "$T/b1.out")"
+
+v checkpoint "$B" >/dev/null 2>&1 &
+check "a second checkpoint of B is saving" poll_until 10 grep -q "slow-0: job_checkpoint job $B save $B.2" "$T/slow.log"
+kill -9 "$CTLD"; wait "$CTLD" 2>/dev/null
+check "vhpc-ctld, killed mid-save, comes back" ctld_up
+check "... and resumes B's guests" poll_until 15 sh -c "grep 'slow-0: job_' '$T/slow.log' | tail -1 | grep -q 'job_resume job $B'"
+check "... B runs on" poll_until 10 is "$B" RUNNING
+check "... and the partial checkpoint B.2 is gone" poll_until 10 sh -c "! '$BIN/vhpc' checkpoints | grep -q '^$B\\.2 '"
+check_match "... its log says so" "checkpoint $B.2: partial, removed" "$(cat "$T/ctld.log")"
+check "B.1 is still there" sh -c "'$BIN/vhpc' checkpoints | grep -q '^$B\\.1 '"
+
+# -- --stop
+out=$(v checkpoint --stop "$B" 2>&1); rc=$?
+check_eq "vhpc checkpoint --stop B succeeds" 0 "$rc"
+check_match "... saying the job is stopped" "the job is stopped" "$out"
+check "B ends CHECKPOINTED" poll_until 10 is "$B" CHECKPOINTED
+v wait "$B" >/dev/null 2>&1; rc=$?
+check_eq "vhpc wait B exits 75 (EX_TEMPFAIL: restart it)" 75 "$rc"
+check_match "... its reason names the checkpoint (B.3: B.2's name is never given again)" "checkpointedto$B\\.3andstopped" "$(rec "$B")"
+check_eq "slow-0 was not resumed after its last save: the job was stopped instead" "slow-0 job_checkpoint save" \
+	"$(msgs "$B" | tail -1)"
+
+# -- rm
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$BIN/vhpc" checkpoint rm "$B.1" 2>&1); rc=$?
+check_eq "another user may not remove B.1" 125 "$rc"
+check_match "... told why" "only its owner and root may remove it" "$out"
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$BIN/vhpc" restart "$B.1" 2>&1); rc=$?
+check_eq "... nor restart it" 125 "$rc"
+out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$BIN/vhpc" checkpoints 2>&1)
+check "... nor does it see it listed" sh -c "! printf '%s' '$out' | grep -q '^$B\\.'"
+mkdir -m 700 "$T/ckpt/$B.1"; echo part >"$T/ckpt/$B.1/part.g0.sha256"
+check_match "root removes B.1, and its folder" "checkpoint $B.1 removed" "$(v checkpoint rm "$B.1" 2>&1)"
+check "... gone from the list" sh -c "! '$BIN/vhpc' checkpoints | grep -q '^$B\\.1 '"
+check "... and from the checkpoint folder" test ! -e "$T/ckpt/$B.1"
+out=$(v checkpoint rm ../etc 2>&1); rc=$?
+check_eq "a name that is not a checkpoint's is refused" 125 "$rc"
+
+# -- vhpc node drain --checkpoint: requeued as a restart elsewhere
+only s-0
+E=$(sub -N 1 --vcpus 2)
+check "E runs on s-0" poll_until 20 sh -c "[ \"\$('$BIN/vhpc' queue --all --json | tr -d ' \n' | grep -o '{\"id\":$E,[^]]*' | grep -o 'RUNNING.*s-0')\" ]"
+esub=$(rec "$E" | grep -o '"subnet":"[^"]*"')
+v node undrain s-1 >/dev/null
+out=$(v node drain s-0 --checkpoint 2>&1); rc=$?
+diag "$out"
+check_eq "vhpc node drain s-0 --checkpoint succeeds" 0 "$rc"
+R=$(printf '%s' "$out" | sed -n "s/^job $E: checkpointed to $E\\.1, requeued as job \([0-9]*\)$/\1/p")
+check "... E was checkpointed and requeued as a new job" test -n "$R"
+check "E ends CHECKPOINTED" is "$E" CHECKPOINTED
+check_match "... saying where it went" "requeuedasjob$R\\(nodes-0drained\\)" "$(rec "$E")"
+check "the restart R goes to s-1: s-0 is drained, the checkpoints shared" \
+	poll_until 20 sh -c "'$BIN/vhpc' queue --all --json | tr -d ' \n' | grep -o '{\"id\":$R,.*' | grep -q '\"nodes\":\\[\"s-1\"\\]'"
+check_match "... it says what it restarts" "\"restart\":\"$E\\.1\"" "$(rec "$R")"
+check_match "... with E's subnet (the guests keep their addresses)" "$esub" "$(rec "$R")"
+v cancel "$R" >/dev/null 2>&1
+
+kill -9 "$CTLD"; wait "$CTLD" 2>/dev/null
+done_testing
