@@ -15,10 +15,16 @@
 #include "lib/proc.h"
 #include "nodeagent/drivers/container/container.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -149,4 +155,59 @@ bool na_ctr_paused(struct na_ctr *c)
 	struct verr e;
 
 	return runc_status(na_ctr_id(c), st, sizeof(st), &e) == 0 && !strcmp(st, "paused");
+}
+
+/* The inode of namespace kind `ns` of pid, or of the user namespace that
+ * owns it (owner): 0 with *ino set, or -1. */
+static int ns_ino(pid_t pid, const char *ns, bool owner, ino_t *ino, struct verr *err)
+{
+	char path[64];
+	struct stat st;
+	int fd, ufd = -1;
+
+	/* A namespace file is a magic link (O_NOFOLLOW would refuse it with
+	 * ELOOP); what it names is the kernel's, not anything a user made. */
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return verr_errno(err, "%s", path);
+	if (owner) {
+		ufd = ioctl(fd, NS_GET_USERNS);
+		if (ufd < 0) {
+			verr_errno(err, "%s: its owning user namespace", path);
+			close(fd);
+			return -1;
+		}
+	}
+	if (fstat(ufd >= 0 ? ufd : fd, &st) < 0) {
+		verr_errno(err, "%s", path);
+		st.st_ino = 0;
+	}
+	if (ufd >= 0)
+		close(ufd);
+	close(fd);
+	*ino = st.st_ino;
+	return st.st_ino ? 0 : -1;
+}
+
+int na_ctr_ckpt_netns(struct na_ctr *c, struct verr *err)
+{
+	pid_t pid = na_ctr_pid(c);
+	ino_t user = 0, owner = 0;
+
+	if (pid <= 0)
+		return verr_set(err, "guest %s is not running", na_ctr_id(c));
+	if (ns_ino(pid, "user", false, &user, err) < 0 || ns_ino(pid, "net", true, &owner, err) < 0)
+		return verr_wrap(err, "guest %s", na_ctr_id(c));
+	/* The pid was read before the namespaces: still the guest's init
+	 * (not a recycled number) if it has not exited since. */
+	if (na_ctr_pid(c) != pid)
+		return verr_set(err, "guest %s stopped while its namespaces were read", na_ctr_id(c));
+	if (user == owner)
+		return 0;
+	return verr_set(err, "guest %s's network namespace belongs to the host's user namespace (the node agent "
+			"makes it before the guest), not to the guest's own; CRIU dumps a process in a user "
+			"namespace only when each of its namespaces belongs to that one (its check_user_ns: "
+			"\"One or more namespaces doesn't belong to the target user namespace\"), so runc "
+			"checkpoint fails on every container guest as vhpc makes them now", na_ctr_id(c));
 }

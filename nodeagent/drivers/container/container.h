@@ -143,6 +143,9 @@ int na_ctr_ckpt_probe(struct verr *err);
 int na_ctr_pause(struct na_ctr *c, struct verr *err);
 int na_ctr_resume(struct na_ctr *c, struct verr *err);
 bool na_ctr_paused(struct na_ctr *c);
+/* Whether CRIU can dump this guest's namespaces: its network namespace
+ * must belong to its own user namespace (the reason when not). */
+int na_ctr_ckpt_netns(struct na_ctr *c, struct verr *err);
 
 /* ---------------------------------------------------------------- OCI */
 

@@ -427,29 +427,39 @@ static void release(struct na_job *j)
 	}
 }
 
-/* Checkpoints (ckpt.c).  The pod is refused first: its user and PID
- * namespace belong to no one container, so `runc checkpoint` of a guest
- * would take its processes without the namespace they live in, and a
- * restore would need every guest of the pod back in a new pod with the
- * same pids, which is not written. */
-static int ckpt_check(const struct na_job *j, struct verr *err)
-{
-	/* prepare_net's rule, not have_pod: a job taken over may not have
-	 * looked for its pod yet. */
-	if (j->s.vmshm && j->s.nguests >= 2)
-		return verr_set(err, "its %d guests here share a pod (one user and PID namespace, for vmshm's "
-				"single copy), which runc cannot checkpoint or restore; a job without vmshm, or with "
-				"one guest per node, has no pod", j->s.nguests);
-	return na_ctr_ckpt_probe(err);
-}
-
-static struct na_ctr *guest_ctr(struct na_job *j, int k, struct verr *err)
+/* Checkpoints (ckpt.c). */
+static struct na_ctr *guest_ctr(const struct na_job *j, int k, struct verr *err)
 {
 	struct ctr_guest *cg = j->g[k].priv;
 
 	if (!cg || !cg->ctr)
 		verr_set(err, "guest %d has no container here", j->g[k].index);
 	return cg ? cg->ctr : NULL;
+}
+
+/* The pod is refused first: its user and PID namespace belong to no one
+ * container, so `runc checkpoint` of a guest would take its processes
+ * without the namespace they live in, and a restore would need every
+ * guest of the pod back in a new pod with the same pids, which is not
+ * written.  Then CRIU on this host, then each guest's namespaces. */
+static int ckpt_check(const struct na_job *j, struct verr *err)
+{
+	/* prepare_net's rule, not have_pod: a job taken over may not have
+	 * looked for its pod yet. */
+	if (j->s.vmshm && j->s.nguests >= 2)
+		return verr_set(err, "its %d guests here share a pod (one user and PID namespace, for vmshm's "
+				"single copy), which runc cannot checkpoint or restore; run the job with --no-vmshm "
+				"(or one guest per node) and it has no pod", j->s.nguests);
+	/* The host's reason before the guests': it holds for every job. */
+	if (na_ctr_ckpt_probe(err) < 0)
+		return -1;
+	for (int k = 0; k < j->s.nguests; k++) {
+		struct na_ctr *c = guest_ctr(j, k, err);
+
+		if (!c || na_ctr_ckpt_netns(c, err) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int pause_guest(struct na_job *j, int k, struct verr *err)
