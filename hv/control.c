@@ -251,13 +251,15 @@ static json_object *handle(struct vm *vm, const char *line, struct client *cl)
 		json_object_object_add(r, "note", json_object_new_string("power button pressed; the guest decides"));
 	} else if (!strcmp(c, "snapshot")) {
 		r = snapshot_json(vm, cl);
+	} else if (!strcmp(c, "snapshot_check")) {
+		r = snap_check(vm, &err) < 0 ? error_json(err.msg) : state_json(vm);
 	} else if (!strcmp(c, "kill")) {
 		vm_request_exit(vm, HV_EXIT_KILLED, "killed through the control socket");
 		r = state_json(vm);
 	} else {
 		char msg[160];
 
-		snprintf(msg, sizeof(msg), "unknown cmd '%.60s' (status, pause, resume, snapshot, poweroff, kill)", c);
+		snprintf(msg, sizeof(msg), "unknown cmd '%.60s' (status, pause, resume, snapshot, snapshot_check, poweroff, kill)", c);
 		r = error_json(msg);
 	}
 	json_object_put(req);

@@ -151,6 +151,10 @@
  *                       file, a device that cannot be saved, ENOSPC with the
  *                       offset) the file holds a partial snapshot: the caller
  *                       removes it.  vhpc-hvctl SOCKET snapshot FILE does this.
+ *   {"cmd":"snapshot_check"}  whether "snapshot" could save this machine's
+ *                       devices, asked before anything is paused ->
+ *                       {"ok":true,"state":...}, or the error naming the
+ *                       first device that cannot be saved.
  * Errors: {"ok":false,"error":"words"}.
  *
  * Snapshots (hv/README.md, "Snapshots", has the format):

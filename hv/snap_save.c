@@ -135,7 +135,7 @@ static int save_ram(struct out *o, const struct guest_mem *m, uint64_t *ram_byte
 	return 0;
 }
 
-static int check_devices(struct vm *vm, struct verr *err)
+int snap_check(const struct vm *vm, struct verr *err)
 {
 	size_t n;
 	const struct hv_device *d = devices_list(&n);
@@ -180,7 +180,7 @@ int snap_save(struct vm *vm, int fd, struct snap_stats *st, struct verr *err)
 				S_ISREG(sb.st_mode) ? "a file" : "no regular file", (long long)sb.st_size);
 	if ((fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
 		return verr_set(err, "the snapshot descriptor is open read-only");
-	if (check_devices(vm, err) < 0)
+	if (snap_check(vm, err) < 0)
 		return -1;
 
 	memset(hdr, 0, sizeof(hdr));

@@ -79,6 +79,10 @@ int snap_host_init(struct vm *vm, struct verr *err);
  * topology, devices): a restore's command line must give the same. */
 char *snap_fingerprint(const struct vm *vm);
 
+/* Whether every device of the VM can be saved (the caller's question
+ * before it pauses anything); the first that cannot, named, otherwise. */
+int snap_check(const struct vm *vm, struct verr *err);
+
 /* Saves the paused VM into fd (an empty regular file open for writing). */
 struct snap_stats {
 	uint64_t bytes, ram_bytes, ms;

@@ -1,6 +1,6 @@
 /* vhpc-hvctl: send one request to a vhpc-hv control socket and print the
  * reply (one JSON line).  Exit status 0 when the reply says "ok":true.
- *   vhpc-hvctl SOCKET status|pause|resume|poweroff|kill
+ *   vhpc-hvctl SOCKET status|pause|resume|snapshot_check|poweroff|kill
  *   vhpc-hvctl SOCKET snapshot FILE       (FILE created 0600, must not exist;
  *                                          removed again when the snapshot fails)
  *   vhpc-hvctl SOCKET --raw 'JSON'        (for tests of bad requests) */
@@ -26,7 +26,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3 || (argc == 4 && strcmp(argv[2], "--raw") && !snap) || argc > 4 ||
 	    (argc == 3 && !strcmp(argv[2], "snapshot"))) {
-		fprintf(stderr, "usage: vhpc-hvctl SOCKET status|pause|resume|poweroff|kill\n"
+		fprintf(stderr, "usage: vhpc-hvctl SOCKET status|pause|resume|snapshot_check|poweroff|kill\n"
 				"       vhpc-hvctl SOCKET snapshot FILE\n"
 				"       vhpc-hvctl SOCKET --raw JSON\n");
 		return 2;

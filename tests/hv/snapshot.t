@@ -36,6 +36,8 @@ check_eq "snapshot of a running guest refused" 1 "$?"
 check_match "refusal says to pause first" "pause it first" "$(cat "$T/running.reply")"
 check "the refused snapshot's file is removed" [ ! -e "$T/running.snap" ]
 
+check_match "snapshot_check of a machine whose devices all save: ok, running" '"ok":true,"state":"running"' \
+	"$("$HVCTL" "$sock" snapshot_check 2>&1)"
 check "pause" "$HVCTL" "$sock" pause
 "$HVCTL" "$sock" snapshot "$T/s.snap" >"$T/snap.reply" 2>&1
 check_eq "snapshot of the paused guest" 0 "$?"
@@ -151,6 +153,11 @@ refused "$T/s.snap" "snapshot has '--blk=0', command line '--blk=1'" "a device m
 pid3=$!
 at_exit kill -9 $pid3
 wait_line "$T/dev.out" '^GUEST round 2$'
+# snapshot_check says the same before anything is paused (the node
+# agent's question before it pauses a job's guests)
+check_match "snapshot_check names the device too" "device virtio_vsock cannot be snapshotted" \
+	"$("$HVCTL" "$T/dev.sock" snapshot_check 2>&1)"
+check_match "... and leaves the guest running" '"state":"running"' "$("$HVCTL" "$T/dev.sock" status)"
 "$HVCTL" "$T/dev.sock" pause >/dev/null
 "$HVCTL" "$T/dev.sock" snapshot "$T/dev.snap" >"$T/dev.reply" 2>&1
 check_eq "snapshot with a virtio-vsock device refused" 1 "$?"

@@ -389,6 +389,11 @@ static int ckpt_check(const struct na_job *j, struct verr *err)
 			return verr_set(err, "guest g%d was taken over after the agent restarted: its scratch disk "
 					"(a file without a name) is held by its vhpc-hv alone and cannot be saved",
 					j->g[k].index);
+	/* Whether vhpc-hv can save each device is vhpc-hv's to say (the
+	 * devices it saves grow), and it must be said before anything pauses. */
+	for (int k = 0; k < j->s.nguests; k++)
+		if (j->g[k].priv && kvm_snapshot_check(j->g[k].priv, err) < 0)
+			return verr_wrap(err, "it cannot be saved");
 	return 0;
 }
 

@@ -74,6 +74,13 @@ int kvm_pause(struct na_kvm *k, bool pause, struct verr *err)
 	return rc;
 }
 
+int kvm_snapshot_check(const struct na_kvm *k, struct verr *err)
+{
+	if (control_ok(k, "{\"cmd\":\"snapshot_check\"}", -1, (int)(5000 * na_kvm_time_scale()), NULL, err) < 0)
+		return verr_wrap(err, "guest %s", k->name);
+	return 0;
+}
+
 int kvm_copy_sparse(int in, int out, uint64_t *bytes, struct verr *err)
 {
 	struct stat st;
