@@ -36,7 +36,7 @@ EOF
 chmod +x "$W/cmd"
 mkdir -p "$W/cwd"
 t0=$(date +%s.%N)
-(cd "$W/cwd" && LABTEST_VALUE='a b  c' LABTEST_DIR=$W VHPC_LAB_PULSE_LOG=$W/pulse "$LAB" -- sh -c "sleep 7; exec $W/cmd") >"$W/out" 2>"$W/err"
+(cd "$W/cwd" && LABTEST_VALUE='a b  c' LABTEST_DIR=$W VHPC_LAB_PULSE_LOG=$W/pulse "$LAB" -- sh -c "sleep 11; exec $W/cmd") >"$W/out" 2>"$W/err"
 rc=$?
 diag "one lab run: $(echo "$(date +%s.%N) - $t0" | bc) s wall"
 check_eq "the command's exit status is the lab's" 7 "$rc"
