@@ -257,6 +257,7 @@ struct ctld {
 	int hb_interval_ms, hb_misses;
 	int sched_depth;
 	int rpc_timeout_ms;
+	int start_retry_ms;            /* a failed start's pause, per attempt so far */
 	struct imgstore *images;       /* the cluster's image store (<state>/images) */
 	bool img_gc_pending;           /* an image was removed while jobs held it */
 	struct cnode *nodes;

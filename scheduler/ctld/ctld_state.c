@@ -404,7 +404,7 @@ void ctld_job_requeue(struct ctld *ctl, struct cjob *j, const char *why)
 		snprintf(j->reason, sizeof(j->reason), "requeued after a failed start: %s", why);
 		j->state = JOB_PENDING;
 		/* A node with a passing problem gets a moment. */
-		j->retry_ms = ctld_mono_ms() + 2000ll * j->attempts;
+		j->retry_ms = ctld_mono_ms() + (long long)ctl->start_retry_ms * j->attempts;
 	}
 	ctld_job_commit(ctl, j, false, &e);
 	if (j->state == JOB_FAILED)

@@ -70,7 +70,7 @@ cl_ctld_up() {  # extra vhpc-ctld options
 	# nsenter execs the daemon: $! is its pid
 	nsenter --net=/run/netns/"$CL_HUB" -- "$BIN/vhpc-ctld" --listen "$CL_CTL" --state "$CL_DIR/ctld" \
 		--heartbeat-interval "${CL_HB_MS:-500}" --heartbeat-misses "${CL_HB_MISSES:-6}" \
-		--log "$CL_DIR/ctld.log" "$@" &
+		--start-retry-pause "${CL_RETRY_MS:-200}" --log "$CL_DIR/ctld.log" "$@" &
 	CTLD_PID=$!
 	at_exit "kill -9 $CTLD_PID 2>/dev/null"
 	wait_log "$CL_DIR/ctld.log" "listening on.*$CL_CTL" 10 "$from" && wait_log "$CL_DIR/ctld.log" 'ready' 10 "$from" &&

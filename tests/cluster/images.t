@@ -23,6 +23,9 @@
 need_cluster vhpc-na
 CL=vci$$
 CL_NO_PUSH=1
+# A job refused while the cache is full must still be retrying when the
+# job holding the cache ends (about 5 s later): the controller's own pause.
+CL_RETRY_MS=2000
 . "$(dirname "$0")/cluster-lib.sh"
 T=$CL_DIR
 
