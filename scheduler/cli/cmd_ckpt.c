@@ -3,6 +3,7 @@
  * ctld_ckpt.c does it; scheduler/README.md, "Checkpoints"). */
 #include "lib/err.h"
 #include "lib/parse.h"
+#include "scheduler/ckptname.h"
 #include "cli.h"
 #include "client.h"
 
@@ -51,6 +52,8 @@ static int rm(int argc, char **argv)
 	}
 	if (!name)
 		return usage_error("checkpoint rm", "which checkpoint? (vhpc checkpoints lists them)");
+	if (ckpt_name_check(name, &e) < 0)
+		return usage_error("checkpoint rm", "%s", e.msg);
 	if ((r = client_need_controller("checkpoint", ctl, sizeof(ctl))))
 		return r;
 	req = json_object_new_object();
@@ -159,6 +162,10 @@ int cmd_restart(int argc, char **argv)
 	}
 	if (!name || !*name)
 		return usage_error(cmd, "which checkpoint? (vhpc checkpoints lists them)");
+	/* The controller's own rule, before any request: a path-like name is
+	 * the user's mistake, and said so here. */
+	if (ckpt_name_check(name, &e) < 0)
+		return usage_error(cmd, "%s", e.msg);
 	if ((r = client_need_controller(cmd, ctl, sizeof(ctl))))
 		return r;
 	req = json_object_new_object();

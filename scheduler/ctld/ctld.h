@@ -493,8 +493,6 @@ int ctld_ckpt_place(struct ctld *ctl, struct sched_node *sn, struct cjob *j, str
  * with checkpoint, each job running there is checkpointed with stop and
  * restarted.  Without ctl->mu. */
 struct json_object *ctld_drain_handle(struct ctld *ctl, const struct cmsg *m);
-/* Whether a checkpoint name is one vhpc-ctld could have made. */
-bool ctld_ckpt_name_ok(const char *s);
 
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);

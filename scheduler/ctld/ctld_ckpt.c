@@ -22,6 +22,7 @@
 #include "lib/wire.h"
 #include "lib/jobspec.h"
 #include "ctld.h"
+#include "scheduler/ckptname.h"
 #include "scheduler/jobjson.h"
 
 #include <errno.h>
@@ -160,7 +161,7 @@ static void ckpt_files_remove(struct ctld *ctl, const char *name)
 	struct verr e;
 	int fd = ckpt_dir_open(ctl);
 
-	if (fd < 0 || !ctld_ckpt_name_ok(name)) {
+	if (fd < 0 || !ckpt_name_ok(name)) {
 		if (fd >= 0)
 			close(fd);
 		return;
