@@ -590,6 +590,20 @@ static int plan_from(struct json_object *rec, int nguests, struct ctld_ckpt_plan
 	return 0;
 }
 
+/* The guests' agents (guestd) listen on the port they were started with,
+ * and that is inside the snapshot; the nodes reach every guest of every
+ * job on the cluster file's guest_port.  Restored under another port, no
+ * one could launch, exec into or stop the guests cleanly: refused, saying
+ * how to get it back. */
+static int port_check(struct ctld *ctl, const char *name, long long port, struct verr *err)
+{
+	if (port == ctl->cl.guest_port)
+		return 0;
+	return verr_set(err, "checkpoint %s: its guests' agents listen on port %lld (inside the snapshot), and the "
+			"cluster's job_network.guest_port is now %lld: set it back to %lld to restart this checkpoint",
+			name, port, (long long)ctl->cl.guest_port, port);
+}
+
 int ctld_ckpt_plan(struct ctld *ctl, const char *name, int nguests, struct ctld_ckpt_plan *out, struct verr *err)
 {
 	struct ckpt_row row;
@@ -604,75 +618,68 @@ int ctld_ckpt_plan(struct ctld *ctl, const char *name, int nguests, struct ctld_
 		return verr_set(err, "checkpoint %s is not whole (it was being made)", name);
 	rc = plan_from(rec, nguests, out, err);
 	json_object_put(rec);
-	return rc < 0 ? verr_wrap(err, "checkpoint %s", name) : 0;
-}
-
-int ctld_ckpt_place(struct ctld *ctl, struct sched_node *sn, struct cjob *j, struct sched_guest *g, char *why,
-		    size_t len)
-{
-	struct ctld_ckpt_plan pl;
-	struct sched_node *try = NULL;
-	struct sched_guest *tmp = NULL;
-	bool *taken = NULL;
-	struct verr e;
-	int rc = -1;
-
-	if (ctld_ckpt_plan(ctl, j->restart, j->nguests, &pl, &e) < 0) {
-		snprintf(why, len, "%s", e.msg);
+	if (rc < 0)
+		return verr_wrap(err, "checkpoint %s", name);
+	if (port_check(ctl, name, out->guest_port, err) < 0) {
+		ctld_ckpt_plan_free(out);
 		return -1;
 	}
+	return 0;
+}
+
+int ctld_ckpt_parts(struct ctld *ctl, struct cjob *j, struct sched_parts *out, struct verr *err)
+{
+	struct ctld_ckpt_plan pl;
+
+	memset(out, 0, sizeof(*out));
+	if (ctld_ckpt_plan(ctl, j->restart, j->nguests, &pl, err) < 0)
+		return -1;
 	/* The guests' cores as they were saved. */
 	j->vcpus = pl.vcpus;
-	/* On a copy: nothing is taken unless every part finds its node. */
-	try = malloc(sizeof(*try) * (size_t)(ctl->nnodes ? ctl->nnodes : 1));
-	taken = calloc((size_t)(ctl->nnodes ? ctl->nnodes : 1), sizeof(bool));
-	tmp = calloc((size_t)j->nguests, sizeof(*tmp));
-	if (!try || !taken || !tmp) {
-		snprintf(why, len, "out of memory");
-		goto out;
+	out->anywhere = pl.shared;
+	if (!(out->part = calloc((size_t)pl.nparts, sizeof(*out->part)))) {
+		ctld_ckpt_plan_free(&pl);
+		return verr_set(err, "out of memory");
 	}
-	memcpy(try, sn, sizeof(*try) * (size_t)ctl->nnodes);
+	out->nparts = pl.nparts;
 	for (int k = 0; k < pl.nparts; k++) {
-		const struct ctld_ckpt_part *p = &pl.parts[k];
-		struct sched_req r = ctld_job_req(j, p->nguests);
-		struct sched_alloc a = { p->nguests, tmp };
-		int found = -1;
+		const struct cnode *n = ctld_node_find(ctl, pl.parts[k].node);
 
-		/* The node that saved the part first; others only when every
-		 * node sees the checkpoints. */
-		for (int round = 0; round < 2 && found < 0; round++)
-			for (int n = 0; n < ctl->nnodes && found < 0; n++) {
-				bool own = !strcmp(ctl->nodes[n].name, p->node);
-
-				if (taken[n] || !try[n].up || own != (round == 0) || (!own && !pl.shared))
-					continue;
-				if (sched_fit(&try[n], 1, &r, &a) == 0)
-					found = n;
-			}
-		if (found < 0) {
-			if (pl.shared)
-				snprintf(why, len, "waiting: no free node can take the %d guest%s node %s saved",
-					 p->nguests, p->nguests == 1 ? "" : "s", p->node);
-			else
-				snprintf(why, len, "waiting: node %s, which saved %d guest%s of it, cannot take them now (the "
-					 "cluster's checkpoints are not shared)", p->node, p->nguests, p->nguests == 1 ? "" : "s");
-			goto out;
-		}
-		sched_apply(&try[found], &r, &a, +1);
-		taken[found] = true;
-		for (int i = 0; i < p->nguests; i++) {
-			g[p->guests[i]] = tmp[i];
-			g[p->guests[i]].node = found;
-		}
+		out->part[k].home = n ? ctld_node_index(ctl, n) : -1;
+		out->part[k].nguests = pl.parts[k].nguests;
+		/* The plan's array changes hands. */
+		out->part[k].guests = pl.parts[k].guests;
+		pl.parts[k].guests = NULL;
 	}
-	memcpy(sn, try, sizeof(*try) * (size_t)ctl->nnodes);
-	rc = 0;
-out:
 	ctld_ckpt_plan_free(&pl);
-	free(try);
-	free(taken);
-	free(tmp);
-	return rc;
+	return 0;
+}
+
+void ctld_ckpt_parts_free(struct sched_parts *p)
+{
+	for (int k = 0; k < p->nparts; k++)
+		free(p->part[k].guests);
+	free(p->part);
+	memset(p, 0, sizeof(*p));
+}
+
+void ctld_ckpt_parts_why(struct ctld *ctl, const struct cjob *j, const struct sched_parts *p, char *why, size_t len)
+{
+	size_t at;
+
+	if (p->anywhere) {
+		snprintf(why, len, "waiting: no up, undrained nodes can take checkpoint %s's %d part%s, each on a node "
+			 "of its own", j->restart, p->nparts, p->nparts == 1 ? "" : "s");
+		return;
+	}
+	at = (size_t)snprintf(why, len, "waiting: the cluster's checkpoints are not shared, so checkpoint %s's parts "
+			      "go back to the nodes that saved them, and one is down, drained or cannot take them (",
+			      j->restart);
+	for (int k = 0; k < p->nparts && at < len; k++)
+		at += (size_t)snprintf(why + at, len - at, "%s%s", k ? ", " : "",
+				       p->part[k].home >= 0 ? ctl->nodes[p->part[k].home].name : "a node gone");
+	if (at < len)
+		snprintf(why + at, len - at, ")");
 }
 
 /* restart NAME: a new job from the checkpoint, for its owner or root. */
@@ -684,6 +691,7 @@ static struct json_object *do_restart(struct ctld *ctl, const struct cmsg *m, ui
 	struct cjob *j = NULL;
 	struct verr e;
 	const char *text, *image_id;
+	long long port;
 	int64_t id;
 
 	pthread_mutex_lock(&ctl->mu);
@@ -713,19 +721,18 @@ static struct json_object *do_restart(struct ctld *ctl, const struct cmsg *m, ui
 		r = ctld_error("invalid", "checkpoint %s: %s", row.name, e.msg);
 		goto out;
 	}
+	port = pl.guest_port;
 	ctld_ckpt_plan_free(&pl);
+	if (port_check(ctl, row.name, port, &e) < 0) {
+		r = ctld_error("invalid", "%s", e.msg);
+		goto out;
+	}
 	/* The content the guests ran: an image replaced since is still the
 	 * old id while the store has its manifest. */
 	image_id = json_object_object_get_ex(rec, "image_id", &v) ? json_object_get_string(v) : "";
 	if (!image_id || !*image_id || !imgstore_is_image(ctl->images, image_id)) {
 		r = ctld_error("invalid", "checkpoint %s: its image %.12s is no longer in the cluster's image store: the "
 			       "job cannot be restored onto other content", row.name, image_id ? image_id : "?");
-		goto out;
-	}
-	if (json_object_get_int64(json_object_object_get(rec, "guest_port")) != ctl->cl.guest_port) {
-		r = ctld_error("invalid", "checkpoint %s: its guests' agents listen on port %lld, the cluster's "
-			       "job_network.guest_port is now %lld", row.name,
-			       (long long)json_object_get_int64(json_object_object_get(rec, "guest_port")), ctl->cl.guest_port);
 		goto out;
 	}
 	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
