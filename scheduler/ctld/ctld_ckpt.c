@@ -431,17 +431,25 @@ out:
 	return r;
 }
 
-/* The nodes of a record's parts, comma-separated. */
-static void record_nodes(const char *record, char *buf, size_t len)
+/* The nodes of a record's parts, comma-separated, and into out each
+ * part's node and the bytes it reported (an admin's space per node). */
+static void record_nodes(const char *record, char *buf, size_t len, struct json_object *out)
 {
 	struct json_object *rec = json_tokener_parse(record), *parts = rec ? json_object_object_get(rec, "parts") : NULL;
 	size_t at = 0;
 
 	buf[0] = 0;
-	for (size_t k = 0; parts && k < json_object_array_length(parts) && at + 1 < len; k++) {
-		const char *n = json_object_get_string(json_object_object_get(json_object_array_get_idx(parts, k), "node"));
+	for (size_t k = 0; parts && json_object_is_type(parts, json_type_array) && k < json_object_array_length(parts);
+	     k++) {
+		struct json_object *p = json_object_array_get_idx(parts, k), *o = json_object_new_object();
+		const char *n = json_object_get_string(json_object_object_get(p, "node"));
+		int64_t b = json_object_get_int64(json_object_object_get(p, "bytes"));
 
-		at += (size_t)snprintf(buf + at, len - at, "%s%s", k ? "," : "", n ? n : "?");
+		if (at + 1 < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", k ? "," : "", n ? n : "?");
+		json_object_object_add(o, "node", json_object_new_string(n ? n : "?"));
+		json_object_object_add(o, "bytes", json_object_new_int64(b > 0 ? b : 0));
+		json_object_array_add(out, o);
 	}
 	json_object_put(rec);
 }
@@ -464,10 +472,10 @@ static struct json_object *do_list(struct ctld *ctl, uid_t uid)
 	r = ctld_reply("checkpoints");
 	a = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
-		struct json_object *o = json_object_new_object();
+		struct json_object *o = json_object_new_object(), *parts = json_object_new_array();
 		char nodes[600];
 
-		record_nodes(v[i].record, nodes, sizeof(nodes));
+		record_nodes(v[i].record, nodes, sizeof(nodes), parts);
 		json_object_object_add(o, "name", json_object_new_string(v[i].name));
 		json_object_object_add(o, "job", json_object_new_int64(v[i].job));
 		json_object_object_add(o, "uid", json_object_new_int64(v[i].uid));
@@ -477,6 +485,7 @@ static struct json_object *do_list(struct ctld *ctl, uid_t uid)
 		json_object_object_add(o, "standstill_ms", json_object_new_int64(v[i].standstill_ms));
 		json_object_object_add(o, "stopped", json_object_new_boolean(v[i].stop));
 		json_object_object_add(o, "nodes", json_object_new_string(nodes));
+		json_object_object_add(o, "parts", parts);
 		json_object_array_add(a, o);
 	}
 	store_ckpt_rows_free(v, n);
