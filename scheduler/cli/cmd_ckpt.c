@@ -3,6 +3,7 @@
  * ctld_ckpt.c does it; scheduler/README.md, "Checkpoints"). */
 #include "lib/err.h"
 #include "lib/parse.h"
+#include "scheduler/ckptname.h"
 #include "cli.h"
 #include "client.h"
 
@@ -19,41 +20,55 @@
 static const char help_ckpt[] =
 	"usage: vhpc checkpoint [--json] [--stop] JOB\n"
 	"       vhpc checkpoint rm [--json] NAME\n"
+	"       vhpc checkpoint rm --older-than DAYS\n"
 	"Checkpoints a running job: every guest on every node is paused, then each\n"
 	"node saves its guests (and the job's vmshm region) into the cluster's\n"
 	"checkpoint folder, then the job runs on; with --stop it ends instead\n"
 	"(CHECKPOINTED, exit status 75).  Prints the checkpoint's name, its size and\n"
 	"how long the job stood still.  Nothing changes when a node cannot save its\n"
-	"part: the reason is printed.  `rm` removes a checkpoint.  Users may\n"
-	"checkpoint their own jobs and remove their own checkpoints, root any.\n";
+	"part: the reason is printed.  `rm` removes a checkpoint; with --older-than,\n"
+	"every whole checkpoint made DAYS days ago or earlier (yours; root: anyone's).\n"
+	"Users may checkpoint their own jobs and remove their own checkpoints, root any.\n";
 
-static int rm(int argc, char **argv)
+/* DAYS of --older-than: whole days, 0 (everything) up to a century. */
+static int days_arg(const char *cmd, const char *s, long long *days)
 {
-	struct json_object *req, *rep;
-	const char *name = NULL;
-	bool json = false;
+	if (!s || parse_ll(s, 0, 36500, days) < 0)
+		return usage_error(cmd, "--older-than takes whole days, 0 to 36500, not '%s'", s ? s : "");
+	return 0;
+}
+
+/* The checkpoints the caller may see (the controller's list); NULL after
+ * printing why. */
+static struct json_object *list_get(const char *cmd, const char *ctl)
+{
+	struct json_object *req = json_object_new_object(), *rep;
 	struct verr e;
-	char ctl[300];
 	int r;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--json"))
-			json = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("%s", help_ckpt);
-			return 0;
-		} else if (argv[i][0] == '-')
-			return usage_error("checkpoint rm", "unknown option '%s'", argv[i]);
-		else if (name)
-			return usage_error("checkpoint rm", "one checkpoint at a time ('%s' and '%s')", name, argv[i]);
-		else
-			name = argv[i];
+	json_object_object_add(req, "type", json_object_new_string("checkpoints"));
+	r = client_call(ctl, req, &rep, 30000, &e);
+	json_object_put(req);
+	if (r < 0) {
+		fprintf(stderr, "vhpc %s: %s\n", cmd, e.msg);
+		return NULL;
 	}
-	if (!name)
-		return usage_error("checkpoint rm", "which checkpoint? (vhpc checkpoints lists them)");
-	if ((r = client_need_controller("checkpoint", ctl, sizeof(ctl))))
-		return r;
-	req = json_object_new_object();
+	return rep;
+}
+
+/* Made at least days days ago (and whole: one being made is not old). */
+static bool is_older(struct json_object *o, long long days, time_t now)
+{
+	return days < 0 || (!strcmp(client_str(o, "state", ""), "done") &&
+			    now - (time_t)client_int(o, "created", 0) >= (time_t)days * 86400);
+}
+
+static int rm_one(const char *ctl, const char *name, bool json)
+{
+	struct json_object *req = json_object_new_object(), *rep;
+	struct verr e;
+	int r;
+
 	json_object_object_add(req, "type", json_object_new_string("checkpoint_rm"));
 	json_object_object_add(req, "name", json_object_new_string(name));
 	r = client_call(ctl, req, &rep, 60000, &e);
@@ -71,6 +86,67 @@ static int rm(int argc, char **argv)
 		       "on the nodes that saved it\n", name, client_str(rep, "dir", "?"), client_str(rep, "dir", "?"), name);
 	json_object_put(rep);
 	return 0;
+}
+
+/* rm --older-than: each old one in turn, through the same request as one
+ * name (the controller decides who may); the failures counted. */
+static int rm_older(const char *ctl, long long days, bool json)
+{
+	struct json_object *rep = list_get("checkpoint rm", ctl), *a;
+	time_t now = time(NULL);
+	int bad = 0, n = 0;
+
+	if (!rep)
+		return EXIT_VHPC;
+	a = json_object_object_get(rep, "checkpoints");
+	for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+		struct json_object *o = json_object_array_get_idx(a, i);
+
+		if (!is_older(o, days, now))
+			continue;
+		n++;
+		bad += rm_one(ctl, client_str(o, "name", "?"), json) != 0;
+	}
+	json_object_put(rep);
+	if (!n && !json)
+		printf("no checkpoint is %lld days old or older\n", days);
+	return bad ? EXIT_VHPC : 0;
+}
+
+static int rm(int argc, char **argv)
+{
+	const char *name = NULL;
+	bool json = false;
+	long long days = -1;
+	struct verr e;
+	char ctl[300];
+	int r;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("%s", help_ckpt);
+			return 0;
+		} else if (!strcmp(argv[i], "--older-than")) {
+			if ((r = days_arg("checkpoint rm", i + 1 < argc ? argv[++i] : NULL, &days)))
+				return r;
+		} else if (argv[i][0] == '-')
+			return usage_error("checkpoint rm", "unknown option '%s'", argv[i]);
+		else if (name)
+			return usage_error("checkpoint rm", "one checkpoint at a time ('%s' and '%s')", name, argv[i]);
+		else
+			name = argv[i];
+	}
+	if (name && days >= 0)
+		return usage_error("checkpoint rm", "a name or --older-than, not both");
+	if (!name && days < 0)
+		return usage_error("checkpoint rm", "which checkpoint? (vhpc checkpoints lists them)");
+	if (name && ckpt_name_check(name, &e) < 0)
+		return usage_error("checkpoint rm", "%s", e.msg);
+	if ((r = client_need_controller("checkpoint", ctl, sizeof(ctl))))
+		return r;
+	return name ? rm_one(ctl, name, json) : rm_older(ctl, days, json);
 }
 
 int cmd_checkpoint(int argc, char **argv)
@@ -159,6 +235,10 @@ int cmd_restart(int argc, char **argv)
 	}
 	if (!name || !*name)
 		return usage_error(cmd, "which checkpoint? (vhpc checkpoints lists them)");
+	/* The controller's own rule, before any request: a path-like name is
+	 * the user's mistake, and said so here. */
+	if (ckpt_name_check(name, &e) < 0)
+		return usage_error(cmd, "%s", e.msg);
 	if ((r = client_need_controller(cmd, ctl, sizeof(ctl))))
 		return r;
 	req = json_object_new_object();
@@ -178,34 +258,90 @@ int cmd_restart(int argc, char **argv)
 	return 0;
 }
 
+/* --by-node: what each node holds, summed from what the nodes reported
+ * for each part (a node's share of the cluster's checkpoints.dir). */
+static void print_by_node(struct json_object *a, long long days, time_t now)
+{
+	struct tot {
+		char node[65];
+		int n;
+		int64_t bytes;
+	} *t = calloc(1, sizeof(*t));
+	size_t nt = 0;
+	char sz[32];
+
+	for (size_t i = 0; t && a && i < json_object_array_length(a); i++) {
+		struct json_object *o = json_object_array_get_idx(a, i), *parts = json_object_object_get(o, "parts");
+
+		if (!is_older(o, days, now))
+			continue;
+		for (size_t k = 0; parts && k < json_object_array_length(parts); k++) {
+			struct json_object *p = json_object_array_get_idx(parts, k);
+			const char *node = client_str(p, "node", "?");
+			size_t x = 0;
+			struct tot *g;
+
+			while (x < nt && strcmp(t[x].node, node))
+				x++;
+			if (x == nt) {
+				if (!(g = realloc(t, (nt + 1) * sizeof(*t))))
+					continue;
+				t = g;
+				memset(&t[nt], 0, sizeof(*t));
+				snprintf(t[nt++].node, sizeof(t->node), "%s", node);
+			}
+			t[x].n++;
+			t[x].bytes += client_int(p, "bytes", 0);
+		}
+	}
+	printf("%-20s %11s %10s\n", "NODE", "CHECKPOINTS", "SIZE");
+	for (size_t x = 0; t && x < nt; x++)
+		printf("%-20s %11d %10s\n", t[x].node, t[x].n, fmt_size((uint64_t)t[x].bytes, sz, sizeof(sz)));
+	free(t);
+}
+
 int cmd_checkpoints(int argc, char **argv)
 {
-	struct json_object *req, *rep, *a;
-	bool json = false;
-	struct verr e;
+	struct json_object *rep, *a, *sel;
+	bool json = false, by_node = false;
+	long long days = -1;
+	time_t now = time(NULL);
 	char ctl[300];
 	int r;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: vhpc checkpoints [--json]\nThe checkpoints of your jobs (root: everyone's).\n");
+		else if (!strcmp(argv[i], "--by-node"))
+			by_node = true;
+		else if (!strcmp(argv[i], "--older-than")) {
+			if ((r = days_arg("checkpoints", i + 1 < argc ? argv[++i] : NULL, &days)))
+				return r;
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: vhpc checkpoints [--json] [--by-node] [--older-than DAYS]\n"
+			       "The checkpoints of your jobs (root: everyone's).  --by-node: how many and\n"
+			       "how much each node holds, as the nodes reported their parts.  --older-than:\n"
+			       "only whole ones made DAYS days ago or earlier (vhpc checkpoint rm\n"
+			       "--older-than DAYS removes those).\n");
 			return 0;
 		} else
 			return usage_error("checkpoints", "unexpected '%s'", argv[i]);
 	}
 	if ((r = client_need_controller("checkpoints", ctl, sizeof(ctl))))
 		return r;
-	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("checkpoints"));
-	r = client_call(ctl, req, &rep, 30000, &e);
-	json_object_put(req);
-	if (r < 0) {
-		fprintf(stderr, "vhpc checkpoints: %s\n", e.msg);
+	if (!(rep = list_get("checkpoints", ctl)))
 		return EXIT_VHPC;
-	}
 	a = json_object_object_get(rep, "checkpoints");
+	if (by_node && !json) {
+		print_by_node(a, days, now);
+		json_object_put(rep);
+		return 0;
+	}
+	sel = json_object_new_array();
+	for (size_t i = 0; a && i < json_object_array_length(a); i++)
+		if (is_older(json_object_array_get_idx(a, i), days, now))
+			json_object_array_add(sel, json_object_get(json_object_array_get_idx(a, i)));
+	a = sel;
 	if (json) {
 		client_print_json(a);
 	} else {
@@ -223,6 +359,7 @@ int cmd_checkpoints(int argc, char **argv)
 			       client_str(o, "state", "?"), client_str(o, "nodes", ""));
 		}
 	}
+	json_object_put(sel);
 	json_object_put(rep);
 	return 0;
 }

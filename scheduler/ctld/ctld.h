@@ -480,22 +480,26 @@ struct ctld_ckpt_plan {
 	int nparts;
 	struct ctld_ckpt_part *parts;
 };
-/* The plan of checkpoint name (a saved one).  Holds ctl->mu. */
+/* The plan of checkpoint name (a saved one), refused when its guests'
+ * agents listen on another port than the cluster's guest_port now.
+ * Holds ctl->mu. */
 int ctld_ckpt_plan(struct ctld *ctl, const char *name, int nguests, struct ctld_ckpt_plan *out, struct verr *err);
 void ctld_ckpt_plan_free(struct ctld_ckpt_plan *p);
-/* Places a pending restart job on sn (usage applied there, g[] its
- * guests, node indexes): each part of its checkpoint on a node of its own,
- * the part's guests together; on the nodes that saved them, or with
- * shared checkpoints on any that can take them.  -1 and why not.  Holds
+/* Where a pending restart job's guests may go, for the scheduling pass
+ * (sched_fit_parts): each part of its checkpoint on a node of its own, the
+ * part's guests together; on the node that saved it, or with shared
+ * checkpoints any; j->vcpus set to the guests' saved cores.  -1 and why
+ * (the checkpoint is gone or damaged: the job cannot ever start).  Holds
  * ctl->mu. */
-int ctld_ckpt_place(struct ctld *ctl, struct sched_node *sn, struct cjob *j, struct sched_guest *g, char *why,
-		    size_t len);
+int ctld_ckpt_parts(struct ctld *ctl, struct cjob *j, struct sched_parts *out, struct verr *err);
+void ctld_ckpt_parts_free(struct sched_parts *p);
+/* Why a restart whose parts fit nowhere now waits, into why.  Holds
+ * ctl->mu. */
+void ctld_ckpt_parts_why(struct ctld *ctl, const struct cjob *j, const struct sched_parts *p, char *why, size_t len);
 /* node_drain (root; ctld_drain.c): the node takes no new guests, or again;
  * with checkpoint, each job running there is checkpointed with stop and
  * restarted.  Without ctl->mu. */
 struct json_object *ctld_drain_handle(struct ctld *ctl, const struct cmsg *m);
-/* Whether a checkpoint name is one vhpc-ctld could have made. */
-bool ctld_ckpt_name_ok(const char *s);
 
 /* Handles one validated message from peer; the reply (never NULL). */
 struct json_object *ctld_handle(struct ctld *ctl, const struct cmsg *m, const struct wire_peer *peer);

@@ -22,6 +22,7 @@
 #include "lib/wire.h"
 #include "lib/jobspec.h"
 #include "ctld.h"
+#include "scheduler/ckptname.h"
 #include "scheduler/jobjson.h"
 
 #include <errno.h>
@@ -160,7 +161,7 @@ static void ckpt_files_remove(struct ctld *ctl, const char *name)
 	struct verr e;
 	int fd = ckpt_dir_open(ctl);
 
-	if (fd < 0 || !ctld_ckpt_name_ok(name)) {
+	if (fd < 0 || !ckpt_name_ok(name)) {
 		if (fd >= 0)
 			close(fd);
 		return;
@@ -430,17 +431,25 @@ out:
 	return r;
 }
 
-/* The nodes of a record's parts, comma-separated. */
-static void record_nodes(const char *record, char *buf, size_t len)
+/* The nodes of a record's parts, comma-separated, and into out each
+ * part's node and the bytes it reported (an admin's space per node). */
+static void record_nodes(const char *record, char *buf, size_t len, struct json_object *out)
 {
 	struct json_object *rec = json_tokener_parse(record), *parts = rec ? json_object_object_get(rec, "parts") : NULL;
 	size_t at = 0;
 
 	buf[0] = 0;
-	for (size_t k = 0; parts && k < json_object_array_length(parts) && at + 1 < len; k++) {
-		const char *n = json_object_get_string(json_object_object_get(json_object_array_get_idx(parts, k), "node"));
+	for (size_t k = 0; parts && json_object_is_type(parts, json_type_array) && k < json_object_array_length(parts);
+	     k++) {
+		struct json_object *p = json_object_array_get_idx(parts, k), *o = json_object_new_object();
+		const char *n = json_object_get_string(json_object_object_get(p, "node"));
+		int64_t b = json_object_get_int64(json_object_object_get(p, "bytes"));
 
-		at += (size_t)snprintf(buf + at, len - at, "%s%s", k ? "," : "", n ? n : "?");
+		if (at + 1 < len)
+			at += (size_t)snprintf(buf + at, len - at, "%s%s", k ? "," : "", n ? n : "?");
+		json_object_object_add(o, "node", json_object_new_string(n ? n : "?"));
+		json_object_object_add(o, "bytes", json_object_new_int64(b > 0 ? b : 0));
+		json_object_array_add(out, o);
 	}
 	json_object_put(rec);
 }
@@ -463,10 +472,10 @@ static struct json_object *do_list(struct ctld *ctl, uid_t uid)
 	r = ctld_reply("checkpoints");
 	a = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
-		struct json_object *o = json_object_new_object();
+		struct json_object *o = json_object_new_object(), *parts = json_object_new_array();
 		char nodes[600];
 
-		record_nodes(v[i].record, nodes, sizeof(nodes));
+		record_nodes(v[i].record, nodes, sizeof(nodes), parts);
 		json_object_object_add(o, "name", json_object_new_string(v[i].name));
 		json_object_object_add(o, "job", json_object_new_int64(v[i].job));
 		json_object_object_add(o, "uid", json_object_new_int64(v[i].uid));
@@ -476,6 +485,7 @@ static struct json_object *do_list(struct ctld *ctl, uid_t uid)
 		json_object_object_add(o, "standstill_ms", json_object_new_int64(v[i].standstill_ms));
 		json_object_object_add(o, "stopped", json_object_new_boolean(v[i].stop));
 		json_object_object_add(o, "nodes", json_object_new_string(nodes));
+		json_object_object_add(o, "parts", parts);
 		json_object_array_add(a, o);
 	}
 	store_ckpt_rows_free(v, n);
@@ -589,6 +599,20 @@ static int plan_from(struct json_object *rec, int nguests, struct ctld_ckpt_plan
 	return 0;
 }
 
+/* The guests' agents (guestd) listen on the port they were started with,
+ * and that is inside the snapshot; the nodes reach every guest of every
+ * job on the cluster file's guest_port.  Restored under another port, no
+ * one could launch, exec into or stop the guests cleanly: refused, saying
+ * how to get it back. */
+static int port_check(struct ctld *ctl, const char *name, long long port, struct verr *err)
+{
+	if (port == ctl->cl.guest_port)
+		return 0;
+	return verr_set(err, "checkpoint %s: its guests' agents listen on port %lld (inside the snapshot), and the "
+			"cluster's job_network.guest_port is now %lld: set it back to %lld to restart this checkpoint",
+			name, port, (long long)ctl->cl.guest_port, port);
+}
+
 int ctld_ckpt_plan(struct ctld *ctl, const char *name, int nguests, struct ctld_ckpt_plan *out, struct verr *err)
 {
 	struct ckpt_row row;
@@ -603,75 +627,68 @@ int ctld_ckpt_plan(struct ctld *ctl, const char *name, int nguests, struct ctld_
 		return verr_set(err, "checkpoint %s is not whole (it was being made)", name);
 	rc = plan_from(rec, nguests, out, err);
 	json_object_put(rec);
-	return rc < 0 ? verr_wrap(err, "checkpoint %s", name) : 0;
-}
-
-int ctld_ckpt_place(struct ctld *ctl, struct sched_node *sn, struct cjob *j, struct sched_guest *g, char *why,
-		    size_t len)
-{
-	struct ctld_ckpt_plan pl;
-	struct sched_node *try = NULL;
-	struct sched_guest *tmp = NULL;
-	bool *taken = NULL;
-	struct verr e;
-	int rc = -1;
-
-	if (ctld_ckpt_plan(ctl, j->restart, j->nguests, &pl, &e) < 0) {
-		snprintf(why, len, "%s", e.msg);
+	if (rc < 0)
+		return verr_wrap(err, "checkpoint %s", name);
+	if (port_check(ctl, name, out->guest_port, err) < 0) {
+		ctld_ckpt_plan_free(out);
 		return -1;
 	}
+	return 0;
+}
+
+int ctld_ckpt_parts(struct ctld *ctl, struct cjob *j, struct sched_parts *out, struct verr *err)
+{
+	struct ctld_ckpt_plan pl;
+
+	memset(out, 0, sizeof(*out));
+	if (ctld_ckpt_plan(ctl, j->restart, j->nguests, &pl, err) < 0)
+		return -1;
 	/* The guests' cores as they were saved. */
 	j->vcpus = pl.vcpus;
-	/* On a copy: nothing is taken unless every part finds its node. */
-	try = malloc(sizeof(*try) * (size_t)(ctl->nnodes ? ctl->nnodes : 1));
-	taken = calloc((size_t)(ctl->nnodes ? ctl->nnodes : 1), sizeof(bool));
-	tmp = calloc((size_t)j->nguests, sizeof(*tmp));
-	if (!try || !taken || !tmp) {
-		snprintf(why, len, "out of memory");
-		goto out;
+	out->anywhere = pl.shared;
+	if (!(out->part = calloc((size_t)pl.nparts, sizeof(*out->part)))) {
+		ctld_ckpt_plan_free(&pl);
+		return verr_set(err, "out of memory");
 	}
-	memcpy(try, sn, sizeof(*try) * (size_t)ctl->nnodes);
+	out->nparts = pl.nparts;
 	for (int k = 0; k < pl.nparts; k++) {
-		const struct ctld_ckpt_part *p = &pl.parts[k];
-		struct sched_req r = ctld_job_req(j, p->nguests);
-		struct sched_alloc a = { p->nguests, tmp };
-		int found = -1;
+		const struct cnode *n = ctld_node_find(ctl, pl.parts[k].node);
 
-		/* The node that saved the part first; others only when every
-		 * node sees the checkpoints. */
-		for (int round = 0; round < 2 && found < 0; round++)
-			for (int n = 0; n < ctl->nnodes && found < 0; n++) {
-				bool own = !strcmp(ctl->nodes[n].name, p->node);
-
-				if (taken[n] || !try[n].up || own != (round == 0) || (!own && !pl.shared))
-					continue;
-				if (sched_fit(&try[n], 1, &r, &a) == 0)
-					found = n;
-			}
-		if (found < 0) {
-			if (pl.shared)
-				snprintf(why, len, "waiting: no free node can take the %d guest%s node %s saved",
-					 p->nguests, p->nguests == 1 ? "" : "s", p->node);
-			else
-				snprintf(why, len, "waiting: node %s, which saved %d guest%s of it, cannot take them now (the "
-					 "cluster's checkpoints are not shared)", p->node, p->nguests, p->nguests == 1 ? "" : "s");
-			goto out;
-		}
-		sched_apply(&try[found], &r, &a, +1);
-		taken[found] = true;
-		for (int i = 0; i < p->nguests; i++) {
-			g[p->guests[i]] = tmp[i];
-			g[p->guests[i]].node = found;
-		}
+		out->part[k].home = n ? ctld_node_index(ctl, n) : -1;
+		out->part[k].nguests = pl.parts[k].nguests;
+		/* The plan's array changes hands. */
+		out->part[k].guests = pl.parts[k].guests;
+		pl.parts[k].guests = NULL;
 	}
-	memcpy(sn, try, sizeof(*try) * (size_t)ctl->nnodes);
-	rc = 0;
-out:
 	ctld_ckpt_plan_free(&pl);
-	free(try);
-	free(taken);
-	free(tmp);
-	return rc;
+	return 0;
+}
+
+void ctld_ckpt_parts_free(struct sched_parts *p)
+{
+	for (int k = 0; k < p->nparts; k++)
+		free(p->part[k].guests);
+	free(p->part);
+	memset(p, 0, sizeof(*p));
+}
+
+void ctld_ckpt_parts_why(struct ctld *ctl, const struct cjob *j, const struct sched_parts *p, char *why, size_t len)
+{
+	size_t at;
+
+	if (p->anywhere) {
+		snprintf(why, len, "waiting: no up, undrained nodes can take checkpoint %s's %d part%s, each on a node "
+			 "of its own", j->restart, p->nparts, p->nparts == 1 ? "" : "s");
+		return;
+	}
+	at = (size_t)snprintf(why, len, "waiting: the cluster's checkpoints are not shared, so checkpoint %s's parts "
+			      "go back to the nodes that saved them, and one is down, drained or cannot take them (",
+			      j->restart);
+	for (int k = 0; k < p->nparts && at < len; k++)
+		at += (size_t)snprintf(why + at, len - at, "%s%s", k ? ", " : "",
+				       p->part[k].home >= 0 ? ctl->nodes[p->part[k].home].name : "a node gone");
+	if (at < len)
+		snprintf(why + at, len - at, ")");
 }
 
 /* restart NAME: a new job from the checkpoint, for its owner or root. */
@@ -683,6 +700,7 @@ static struct json_object *do_restart(struct ctld *ctl, const struct cmsg *m, ui
 	struct cjob *j = NULL;
 	struct verr e;
 	const char *text, *image_id;
+	long long port;
 	int64_t id;
 
 	pthread_mutex_lock(&ctl->mu);
@@ -712,19 +730,18 @@ static struct json_object *do_restart(struct ctld *ctl, const struct cmsg *m, ui
 		r = ctld_error("invalid", "checkpoint %s: %s", row.name, e.msg);
 		goto out;
 	}
+	port = pl.guest_port;
 	ctld_ckpt_plan_free(&pl);
+	if (port_check(ctl, row.name, port, &e) < 0) {
+		r = ctld_error("invalid", "%s", e.msg);
+		goto out;
+	}
 	/* The content the guests ran: an image replaced since is still the
 	 * old id while the store has its manifest. */
 	image_id = json_object_object_get_ex(rec, "image_id", &v) ? json_object_get_string(v) : "";
 	if (!image_id || !*image_id || !imgstore_is_image(ctl->images, image_id)) {
 		r = ctld_error("invalid", "checkpoint %s: its image %.12s is no longer in the cluster's image store: the "
 			       "job cannot be restored onto other content", row.name, image_id ? image_id : "?");
-		goto out;
-	}
-	if (json_object_get_int64(json_object_object_get(rec, "guest_port")) != ctl->cl.guest_port) {
-		r = ctld_error("invalid", "checkpoint %s: its guests' agents listen on port %lld, the cluster's "
-			       "job_network.guest_port is now %lld", row.name,
-			       (long long)json_object_get_int64(json_object_object_get(rec, "guest_port")), ctl->cl.guest_port);
 		goto out;
 	}
 	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);

@@ -5,12 +5,20 @@
  * requeued as a restart of that checkpoint (ctld_ckpt.c), which lands on
  * other nodes when the cluster's checkpoints are shared, and otherwise
  * waits for the node to be undrained.
+ *
+ * The jobs' checkpoints run at once, a thread each: they are independent
+ * (each its own pause, save and ckpt_busy), and a maintenance window
+ * should wait for the slowest save, not for their sum.  A job whose
+ * checkpoint fails is resumed by it (ctld_ckpt.c's abandon) and runs on
+ * where it is, on the drained node: never requeued without a checkpoint,
+ * which would lose its work, nor lost.  The reply names it and why.
  */
 #include "lib/log.h"
 #include "lib/wire.h"
 #include "ctld.h"
 
 #include <json-c/json.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +73,47 @@ static struct json_object *requeue(struct ctld *ctl, int64_t id, const char *nod
 	return o;
 }
 
+struct one {
+	struct ctld *ctl;
+	int64_t id;
+	const char *node;
+	struct json_object *result;
+	pthread_t th;
+	bool started;
+};
+
+static void *one_thread(void *arg)
+{
+	struct one *o = arg;
+
+	o->result = requeue(o->ctl, o->id, o->node);
+	return NULL;
+}
+
+/* Every job's checkpoint and requeue at once; their results in ids' order. */
+static void requeue_all(struct ctld *ctl, const int64_t *ids, int nids, const char *node, struct json_object *jobs)
+{
+	struct one *v = calloc((size_t)nids + 1, sizeof(*v));
+
+	for (int i = 0; i < nids; i++) {
+		if (!v) {
+			/* No memory for the threads: one after the other still drains. */
+			json_object_array_add(jobs, requeue(ctl, ids[i], node));
+			continue;
+		}
+		v[i] = (struct one){ ctl, ids[i], node, NULL, 0, false };
+		v[i].started = pthread_create(&v[i].th, NULL, one_thread, &v[i]) == 0;
+		if (!v[i].started)
+			one_thread(&v[i]);
+	}
+	for (int i = 0; v && i < nids; i++) {
+		if (v[i].started)
+			pthread_join(v[i].th, NULL);
+		json_object_array_add(jobs, v[i].result);
+	}
+	free(v);
+}
+
 struct json_object *ctld_drain_handle(struct ctld *ctl, const struct cmsg *m)
 {
 	struct json_object *r, *jobs = json_object_new_array();
@@ -91,9 +140,7 @@ struct json_object *ctld_drain_handle(struct ctld *ctl, const struct cmsg *m)
 			if (ctl->jobs[i]->state == JOB_RUNNING && ctld_job_uses(ctl->jobs[i], idx))
 				ids[nids++] = ctl->jobs[i]->id;
 	pthread_mutex_unlock(&ctl->mu);
-	/* One job at a time: each stands still only for its own save. */
-	for (int i = 0; i < nids; i++)
-		json_object_array_add(jobs, requeue(ctl, ids[i], m->node));
+	requeue_all(ctl, ids, nids, m->node, jobs);
 	free(ids);
 	r = ctld_reply(m->drain ? "drained" : "undrained");
 	json_object_object_add(r, "node", json_object_new_string(m->node));

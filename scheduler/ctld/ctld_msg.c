@@ -13,6 +13,7 @@
 #include "lib/wire.h"
 #include "ctld.h"
 #include "imgstore.h"
+#include "scheduler/ckptname.h"
 #include "scheduler/jobjson.h"
 
 #include <json-c/json.h>
@@ -389,18 +390,6 @@ static int parse_history(struct json_object *o, struct cmsg *m, struct verr *err
 	return 0;
 }
 
-bool ctld_ckpt_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > 64 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-'))
-			return false;
-	return true;
-}
-
 /* checkpoint: a job and --stop; checkpoint_rm, restart: a name vhpc-ctld makes
  * (it becomes a folder's name: never "..", a slash or a leading dot). */
 static int parse_ckpt(struct json_object *o, struct cmsg *m, struct verr *err)
@@ -416,8 +405,8 @@ static int parse_ckpt(struct json_object *o, struct cmsg *m, struct verr *err)
 	if (jf_only(o, m->type == CM_RESTART ? "restart" : "checkpoint_rm", f_name, err) < 0 ||
 	    jf_str(o, "name", true, 64, &s, err) < 0)
 		return -1;
-	if (!ctld_ckpt_name_ok(s))
-		return verr_set(err, "\"name\": '%.64s' is not a checkpoint's name (JOB.N, such as 17.1)", s);
+	if (ckpt_name_check(s, err) < 0)
+		return verr_wrap(err, "\"name\"");
 	snprintf(m->ckpt, sizeof(m->ckpt), "%s", s);
 	return 0;
 }

@@ -3,7 +3,10 @@
  * that missed their heartbeats down, ends jobs over their time limit,
  * retries owed job_stops, and runs a gang-scheduling pass (sched_pass:
  * FIFO with EASY backfill over the nodes' NUMA capacity) whose starts are
- * committed before their start threads run.  It also lets ended jobs
+ * committed before their start threads run.  A restart from a checkpoint
+ * is a job of that queue like any other, only bound to where its parts can
+ * be restored (ctld_ckpt_parts): it neither jumps the queue nor the
+ * reservation the head holds.  It also lets ended jobs
  * leave memory and watches the database's room on disk.
  */
 #include "lib/bytes.h"
@@ -209,6 +212,7 @@ struct pass {
 	struct sched_guest **owned;    /* run's parts of jobs being torn down */
 	int nowned;
 	struct sched_pending *q;       /* at most sched_depth queued jobs */
+	struct sched_parts *parts;     /* q's restarts' parts (nparts 0: not a restart) */
 	struct cjob **qj;              /* q's jobs */
 	int nq;
 };
@@ -221,7 +225,8 @@ static int pass_alloc(struct ctld *ctl, struct pass *p)
 	p->owned = calloc(ctl->njobs ? ctl->njobs : 1, sizeof(*p->owned));
 	p->q = calloc(ctl->sched_depth, sizeof(*p->q));
 	p->qj = calloc(ctl->sched_depth, sizeof(*p->qj));
-	return p->sn && p->run && p->owned && p->q && p->qj ? 0 : -1;
+	p->parts = calloc(ctl->sched_depth, sizeof(*p->parts));
+	return p->sn && p->run && p->owned && p->q && p->qj && p->parts ? 0 : -1;
 }
 
 static void pass_free(struct pass *p)
@@ -231,6 +236,9 @@ static void pass_free(struct pass *p)
 	free(p->owned);
 	for (int i = 0; p->q && i < p->nq; i++)
 		free(p->q[i].alloc.g);
+	for (int i = 0; p->parts && i < p->nq; i++)
+		ctld_ckpt_parts_free(&p->parts[i]);
+	free(p->parts);
 	free(p->q);
 	free(p->qj);
 	free(p->run);
@@ -272,15 +280,25 @@ static int add_running(struct pass *p, struct cjob *j, int64_t now)
  * is still being torn down waits. */
 static int add_queued(struct ctld *ctl, struct pass *p, struct cjob *j)
 {
-	if (j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms || p->nq >= ctl->sched_depth ||
-	    j->restart[0])
+	struct verr e;
+
+	if (j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms || p->nq >= ctl->sched_depth)
 		return 0;
 	if (ctld_fabric_room(ctl, j, j->reason, sizeof(j->reason)) < 0)
 		return 0;
+	if (j->restart[0]) {
+		/* Its checkpoint gone or damaged (or the cluster's guest_port
+		 * changed): it can never start. */
+		if (ctld_ckpt_parts(ctl, j, &p->parts[p->nq], &e) < 0) {
+			ctld_job_end(ctl, j, JOB_FAILED, 125, "%s", e.msg);
+			return 0;
+		}
+		p->q[p->nq].parts = &p->parts[p->nq];
+	}
 	/* Without --vcpus: one core per rank when a node could ever hold such
 	 * guests, else the largest share that fits (as vhpc run does on one
 	 * machine); ranks then share cores. */
-	if (!j->spec.vcpus) {
+	if (!j->spec.vcpus && !j->restart[0]) {
 		struct sched_req r = ctld_job_req(j, j->nguests);
 
 		r.vcpus = (j->ranks + j->nguests - 1) / j->nguests;
@@ -292,35 +310,12 @@ static int add_queued(struct ctld *ctl, struct pass *p, struct cjob *j)
 	p->q[p->nq].req = ctld_job_req(j, j->nguests);
 	p->q[p->nq].limit = j->limit;
 	p->q[p->nq].alloc.g = calloc(j->nguests, sizeof(struct sched_guest));
-	if (!p->q[p->nq].alloc.g)
+	if (!p->q[p->nq].alloc.g) {
+		ctld_ckpt_parts_free(&p->parts[p->nq]);
 		return -1;
+	}
 	p->qj[p->nq++] = j;
 	return 0;
-}
-
-/* Restarts go where their checkpoint's parts can be restored
- * (ctld_ckpt_place), before the pass: they take those nodes when they are
- * free, ahead of the queue, since nowhere else will do. */
-static void place_restarts(struct ctld *ctl, struct pass *p)
-{
-	for (int i = 0; i < ctl->njobs; i++) {
-		struct cjob *j = ctl->jobs[i];
-		struct sched_alloc a;
-		char why[sizeof(j->reason)];
-
-		if (!j->restart[0] || j->state != JOB_PENDING || j->ncleanup || ctld_mono_ms() < j->retry_ms)
-			continue;
-		if (!(a.g = calloc((size_t)j->nguests, sizeof(*a.g)))) {
-			log_err("out of memory");
-			_exit(1);
-		}
-		a.nguests = j->nguests;
-		if (ctld_ckpt_place(ctl, p->sn, j, a.g, why, sizeof(why)) == 0)
-			start(ctl, j, &a);
-		else
-			snprintf(j->reason, sizeof(j->reason), "%s", why);
-		free(a.g);
-	}
 }
 
 /* Starts what the pass placed; the others say why they wait. */
@@ -331,6 +326,14 @@ static void apply(struct ctld *ctl, struct pass *p)
 
 		if (p->q[i].start) {
 			start(ctl, j, &p->q[i].alloc);
+			continue;
+		}
+		if (p->q[i].parts) {
+			if (!sched_feasible_parts(p->sn, ctl->nnodes, &p->q[i].req, p->q[i].parts))
+				ctld_ckpt_parts_why(ctl, j, p->q[i].parts, j->reason, sizeof(j->reason));
+			else
+				snprintf(j->reason, sizeof(j->reason), "waiting for resources (restarts from checkpoint %s)",
+					 j->restart);
 			continue;
 		}
 		if (p->up && !sched_feasible(p->sn, ctl->nnodes, &p->q[i].req) &&
@@ -364,7 +367,6 @@ static void schedule(struct ctld *ctl)
 	for (int i = 0; i < ctl->njobs; i++)
 		if (add_running(&p, ctl->jobs[i], now) < 0 || add_queued(ctl, &p, ctl->jobs[i]) < 0)
 			goto out;
-	place_restarts(ctl, &p);
 	if (!p.nq)
 		goto out;
 	started = sched_pass(p.sn, ctl->nnodes, p.run, p.nrun, p.q, p.nq, now, &head);

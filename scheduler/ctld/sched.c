@@ -186,6 +186,83 @@ int sched_fit(const struct sched_node *nodes, int nnodes, const struct sched_req
 	return 0;
 }
 
+/* One part whole on node n: its guests there, in the job's guest order in
+ * out.  False when n cannot take it. */
+static bool put_part(struct sched_node *work, int n, const struct sched_req *req, const struct sched_part *p,
+		     struct sched_guest *tmp, struct sched_alloc *out)
+{
+	struct sched_req r = *req;
+	struct sched_alloc a = { p->nguests, tmp };
+
+	r.nguests = p->nguests;
+	if (!work[n].up || sched_fit(&work[n], 1, &r, &a) < 0)
+		return false;
+	/* a's guests name node 0 of the one-node array. */
+	sched_apply(&work[n], &r, &a, +1);
+	for (int i = 0; i < p->nguests; i++) {
+		out->g[p->guests[i]] = tmp[i];
+		out->g[p->guests[i]].node = n;
+	}
+	return true;
+}
+
+int sched_fit_parts(const struct sched_node *nodes, int nnodes, const struct sched_req *req,
+		    const struct sched_parts *parts, struct sched_alloc *out)
+{
+	struct sched_node *work;
+	struct sched_guest *tmp;
+	bool *taken, *placed;
+	int rc = -1, total = 0, left = parts ? parts->nparts : 0;
+
+	if (!parts)
+		return sched_fit(nodes, nnodes, req, out);
+	if (req->nguests <= 0 || req->nguests > SCHED_MAX_GUESTS || nnodes <= 0)
+		return -1;
+	for (int k = 0; k < parts->nparts; k++) {
+		const struct sched_part *p = &parts->part[k];
+
+		if (p->nguests <= 0 || (total += p->nguests) > req->nguests)
+			return -1;
+		for (int i = 0; i < p->nguests; i++)
+			if (p->guests[i] < 0 || p->guests[i] >= req->nguests)
+				return -1;
+	}
+	if (total != req->nguests)
+		return -1;
+	work = malloc((size_t)nnodes * sizeof(*work));
+	taken = calloc((size_t)nnodes, sizeof(*taken));
+	placed = calloc((size_t)parts->nparts + 1, sizeof(*placed));
+	tmp = calloc((size_t)req->nguests, sizeof(*tmp));
+	if (!work || !taken || !placed || !tmp)
+		goto out;
+	memcpy(work, nodes, (size_t)nnodes * sizeof(*work));
+	/* Every part that can go home does, before any takes another's home. */
+	for (int k = 0; k < parts->nparts; k++) {
+		int h = parts->part[k].home;
+
+		if (h >= 0 && h < nnodes && !taken[h] && put_part(work, h, req, &parts->part[k], tmp, out)) {
+			taken[h] = placed[k] = true;
+			left--;
+		}
+	}
+	for (int k = 0; k < parts->nparts && parts->anywhere; k++)
+		for (int n = 0; n < nnodes && !placed[k]; n++)
+			if (!taken[n] && put_part(work, n, req, &parts->part[k], tmp, out)) {
+				taken[n] = placed[k] = true;
+				left--;
+			}
+	if (left == 0) {
+		out->nguests = req->nguests;
+		rc = 0;
+	}
+out:
+	free(work);
+	free(taken);
+	free(placed);
+	free(tmp);
+	return rc;
+}
+
 void sched_apply(struct sched_node *nodes, const struct sched_req *req,
 		 const struct sched_alloc *a, int sign)
 {
@@ -201,6 +278,12 @@ void sched_apply(struct sched_node *nodes, const struct sched_req *req,
 }
 
 bool sched_feasible(const struct sched_node *nodes, int nnodes, const struct sched_req *req)
+{
+	return sched_feasible_parts(nodes, nnodes, req, NULL);
+}
+
+bool sched_feasible_parts(const struct sched_node *nodes, int nnodes, const struct sched_req *req,
+			  const struct sched_parts *parts)
 {
 	struct sched_node *empty = malloc((nnodes ? nnodes : 1) * sizeof(*empty));
 	struct sched_alloc a = { 0 };
@@ -219,7 +302,7 @@ bool sched_feasible(const struct sched_node *nodes, int nnodes, const struct sch
 		for (int d = 0; d < empty[i].ndev; d++)
 			empty[i].dev[d].used = 0;
 	}
-	ok = sched_fit(empty, nnodes, req, &a) == 0;
+	ok = sched_fit_parts(empty, nnodes, req, parts, &a) == 0;
 	free(empty);
 	free(a.g);
 	return ok;
@@ -256,7 +339,7 @@ static int by_end(const void *a, const void *b)
  * their end until it fits.  extra (may be NULL) is a job assumed to run
  * from now until its end as well. */
 static int64_t earliest_start(const struct sched_node *nodes, int nnodes, struct busy *busy,
-			      int nbusy, const struct busy *extra, const struct sched_req *req,
+			      int nbusy, const struct busy *extra, const struct sched_pending *p,
 			      int64_t now, struct sched_alloc *scratch)
 {
 	struct sched_node *work = malloc(nnodes * sizeof(*work));
@@ -267,7 +350,7 @@ static int64_t earliest_start(const struct sched_node *nodes, int nnodes, struct
 	memcpy(work, nodes, nnodes * sizeof(*work));
 	if (extra)
 		sched_apply(work, extra->req, extra->alloc, +1);
-	if (sched_fit(work, nnodes, req, scratch) == 0) {
+	if (sched_fit_parts(work, nnodes, &p->req, p->parts, scratch) == 0) {
 		when = now;
 		goto out;
 	}
@@ -277,14 +360,14 @@ static int64_t earliest_start(const struct sched_node *nodes, int nnodes, struct
 			sched_apply(work, extra->req, extra->alloc, -1);
 			extra = NULL;
 		}
-		if (sched_fit(work, nnodes, req, scratch) == 0) {
+		if (sched_fit_parts(work, nnodes, &p->req, p->parts, scratch) == 0) {
 			when = busy[i].end;
 			break;
 		}
 	}
 	if (when < 0 && extra) {
 		sched_apply(work, extra->req, extra->alloc, -1);
-		if (sched_fit(work, nnodes, req, scratch) == 0)
+		if (sched_fit_parts(work, nnodes, &p->req, p->parts, scratch) == 0)
 			when = extra->end;
 	}
 out:
@@ -293,7 +376,7 @@ out:
 }
 
 /* sched_fit on the nodes an allocation does not use. */
-static int fit_avoiding(const struct sched_node *nodes, int nnodes, const struct sched_req *req,
+static int fit_avoiding(const struct sched_node *nodes, int nnodes, const struct sched_pending *p,
 			struct sched_alloc *out, const struct sched_alloc *avoid)
 {
 	struct sched_node *work = malloc(nnodes * sizeof(*work));
@@ -304,7 +387,7 @@ static int fit_avoiding(const struct sched_node *nodes, int nnodes, const struct
 	memcpy(work, nodes, nnodes * sizeof(*work));
 	for (int i = 0; i < avoid->nguests; i++)
 		work[avoid->g[i].node].up = false;
-	r = sched_fit(work, nnodes, req, out);
+	r = sched_fit_parts(work, nnodes, &p->req, p->parts, out);
 	free(work);
 	return r;
 }
@@ -335,10 +418,10 @@ int sched_pass(struct sched_node *nodes, int nnodes,
 		struct sched_pending *p = &queue[q];
 
 		p->start = false;
-		if (!sched_feasible(nodes, nnodes, &p->req))
+		if (!sched_feasible_parts(nodes, nnodes, &p->req, p->parts))
 			continue;
 		if (head < 0) {
-			if (sched_fit(nodes, nnodes, &p->req, &p->alloc) == 0) {
+			if (sched_fit_parts(nodes, nnodes, &p->req, p->parts, &p->alloc) == 0) {
 				p->start = true;
 				sched_apply(nodes, &p->req, &p->alloc, +1);
 				busy[nbusy++] = (struct busy){ &p->req, &p->alloc, now + p->limit };
@@ -347,7 +430,7 @@ int sched_pass(struct sched_node *nodes, int nnodes,
 				continue;
 			}
 			/* The head waits: reserve the earliest time it fits. */
-			shadow = earliest_start(nodes, nnodes, busy, nbusy, NULL, &p->req, now, &scratch);
+			shadow = earliest_start(nodes, nnodes, busy, nbusy, NULL, p, now, &scratch);
 			if (shadow < 0)
 				continue;
 			head_alloc.nguests = scratch.nguests;
@@ -359,15 +442,15 @@ int sched_pass(struct sched_node *nodes, int nnodes,
 		/* Backfill: fits now, and the head still starts at shadow.
 		 * Nodes the head will not use are tried first, so a long job
 		 * lands where it cannot get in the head's way. */
-		if (fit_avoiding(nodes, nnodes, &p->req, &p->alloc, &head_alloc) == 0 ||
-		    sched_fit(nodes, nnodes, &p->req, &p->alloc) == 0) {
+		if (fit_avoiding(nodes, nnodes, p, &p->alloc, &head_alloc) == 0 ||
+		    sched_fit_parts(nodes, nnodes, &p->req, p->parts, &p->alloc) == 0) {
 			struct busy me = { &p->req, &p->alloc, now + p->limit };
 			int64_t h;
 
 			if (me.end <= shadow) {
 				h = shadow;
 			} else {
-				h = earliest_start(nodes, nnodes, busy, nbusy, &me, &queue[head].req, now, &scratch);
+				h = earliest_start(nodes, nnodes, busy, nbusy, &me, &queue[head], now, &scratch);
 			}
 			if (h >= 0 && h <= shadow) {
 				p->start = true;

@@ -8,7 +8,9 @@
  * asks for PCI functions of a class goes only where that many are free, and
  * one that needs the fabric only to a node that has it.  The queue is
  * FIFO; a later job may start before the head only when it fits now and
- * cannot delay the head's reserved start (EASY backfill).
+ * cannot delay the head's reserved start (EASY backfill).  A restart from
+ * a checkpoint is one more job of that queue, whose guests may only go
+ * where its checkpoint's parts can be restored (struct sched_parts).
  */
 #ifndef VHPC_SCHED_SCHED_H
 #define VHPC_SCHED_SCHED_H
@@ -71,9 +73,29 @@ struct sched_alloc {
 	struct sched_guest *g;           /* nguests entries, caller-owned */
 };
 
+/* A restart's guests are not free to go anywhere: each part of its
+ * checkpoint (the guests one node saved, which share that node's vmshm
+ * region) goes whole to a node of its own: the one that saved it, or, when
+ * the cluster's checkpoints are shared (anywhere), any other. */
+struct sched_part {
+	int home;                        /* the node that saved it; -1: no longer one of the nodes */
+	int nguests;
+	int *guests;                     /* indices into the job's guests */
+};
+
+struct sched_parts {
+	bool anywhere;
+	int nparts;
+	struct sched_part *part;
+};
+
 /* Finds an allocation for req on the free part of nodes; 0 or -1. */
 int sched_fit(const struct sched_node *nodes, int nnodes, const struct sched_req *req,
 	      struct sched_alloc *out);
+/* The same for a restart: each part on a node it may go to, those guests
+ * together, out->g[] in the job's guest order; 0 or -1. */
+int sched_fit_parts(const struct sched_node *nodes, int nnodes, const struct sched_req *req,
+		    const struct sched_parts *parts, struct sched_alloc *out);
 /* Adds (sign +1) or releases (-1) an allocation's usage. */
 void sched_apply(struct sched_node *nodes, const struct sched_req *req,
 		 const struct sched_alloc *a, int sign);
@@ -81,6 +103,9 @@ void sched_apply(struct sched_node *nodes, const struct sched_req *req,
 void sched_take_extras(struct sched_node *n, const struct sched_req *req, int sign);
 /* Whether req could ever fit on the cluster's up nodes when empty. */
 bool sched_feasible(const struct sched_node *nodes, int nnodes, const struct sched_req *req);
+/* The same for a restart's parts (parts NULL: sched_feasible). */
+bool sched_feasible_parts(const struct sched_node *nodes, int nnodes, const struct sched_req *req,
+			  const struct sched_parts *parts);
 /* Number of distinct nodes an allocation uses. */
 int sched_nodes_used(const struct sched_alloc *a);
 
@@ -93,6 +118,7 @@ struct sched_running {
 struct sched_pending {
 	struct sched_req req;
 	int64_t limit;                   /* seconds */
+	const struct sched_parts *parts; /* a restart's; NULL: anywhere */
 	/* out: */
 	bool start;
 	struct sched_alloc alloc;        /* g must point at req.nguests entries */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "scheduler/ckptname.h"
 #include "scheduler/ctld/ctld.h"
 #include "nodeagent/daemon/daemon.h"
 #include "nodeagent/nodeagent.h"
@@ -107,7 +108,7 @@ static void check_cmsg(const struct cmsg *m)
 		abort();
 	/* A checkpoint's name becomes a folder's name under the checkpoint dir. */
 	if ((m->type == CM_CHECKPOINT_RM || m->type == CM_RESTART) &&
-	    (!ctld_ckpt_name_ok(m->ckpt) || strchr(m->ckpt, '/') || m->ckpt[0] == '.'))
+	    (!ckpt_name_ok(m->ckpt) || strchr(m->ckpt, '/') || m->ckpt[0] == '.'))
 		abort();
 	if (m->type == CM_NODE_DRAIN && (!m->node[0] || (m->checkpoint && !m->drain)))
 		abort();

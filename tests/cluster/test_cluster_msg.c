@@ -13,6 +13,7 @@
 #include <cmocka.h>
 #include "lib/fabric.h"
 
+#include "scheduler/ckptname.h"
 #include "scheduler/ctld/ctld.h"
 #include "scheduler/jobjson.h"
 #include "nodeagent/daemon/daemon.h"
@@ -524,7 +525,7 @@ static void ctld_checkpoint_messages(void **state)
 	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"\"}", "not a checkpoint's name");
 	crejects("{\"type\":\"checkpoint_rm\",\"name\":\"1234567890123456789012345678901234567890123456789012345678901234x\"}",
 		 "name");
-	assert_true(ctld_ckpt_name_ok("1.1") && ctld_ckpt_name_ok("a-b.c") && !ctld_ckpt_name_ok("-1"));
+	assert_true(ckpt_name_ok("1.1") && ckpt_name_ok("a-b.c") && !ckpt_name_ok("-1"));
 	assert_int_equal(cparse("{\"type\":\"node_drain\",\"node\":\"n1\",\"drain\":true,\"checkpoint\":true}", &m, &e), 0);
 	assert_true(m.type == CM_NODE_DRAIN && m.drain && m.checkpoint && !strcmp(m.node, "n1"));
 	/* root's only: the admin's */

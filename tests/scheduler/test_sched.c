@@ -263,6 +263,77 @@ static void rdma_jobs_wait_for_fabric_nodes(void **state)
 	assert_int_equal(sched_fit(n, 2, &r, &a), 0);
 }
 
+/* A restart's parts: each whole on a node of its own, home first; others
+ * only when anywhere; guests land at their own indices. */
+static void restart_parts_go_home_or_anywhere(void **state)
+{
+	struct sched_node n[3] = { node(1, 4, 0), node(1, 4, 0), node(1, 4, 0) };
+	int g0[] = { 0, 2 }, g1[] = { 1 };
+	struct sched_part part[2] = { { 2, 2, g0 }, { 0, 1, g1 } };
+	struct sched_parts pp = { false, 2, part };
+	struct sched_req r = { .nguests = 3, .vcpus = 2 };
+	struct sched_alloc a = { 0, gbuf };
+
+	(void)state;
+	assert_int_equal(sched_fit_parts(n, 3, &r, &pp, &a), 0);
+	assert_int_equal(a.nguests, 3);
+	assert_int_equal(gbuf[0].node, 2);
+	assert_int_equal(gbuf[2].node, 2);
+	assert_int_equal(gbuf[1].node, 0);
+	/* Home 2 down: without anywhere it waits, with it node 1 takes it
+	 * (0 is part 1's), and not with part 1's guest. */
+	n[2].up = false;
+	assert_int_equal(sched_fit_parts(n, 3, &r, &pp, &a), -1);
+	assert_false(sched_feasible_parts(n, 3, &r, &pp));
+	pp.anywhere = true;
+	assert_true(sched_feasible_parts(n, 3, &r, &pp));
+	assert_int_equal(sched_fit_parts(n, 3, &r, &pp, &a), 0);
+	assert_int_equal(gbuf[0].node, 1);
+	assert_int_equal(gbuf[2].node, 1);
+	assert_int_equal(gbuf[1].node, 0);
+	/* Two parts never share a node, even where both would fit. */
+	n[1].up = false;
+	assert_int_equal(sched_fit_parts(n, 3, &r, &pp, &a), -1);
+	/* A part whose guest index is out of range is refused. */
+	n[1].up = n[2].up = true;
+	g1[0] = 3;
+	assert_int_equal(sched_fit_parts(n, 3, &r, &pp, &a), -1);
+}
+
+/* A restart is in the queue like any job: behind a head that waits, it
+ * starts only when it cannot delay the head's reservation. */
+static void restart_waits_behind_the_reservation(void **state)
+{
+	/* Node 0 busy until 100; node 1 free.  The head needs both at t=100. */
+	struct sched_node n[2] = { node(1, 4, 0), node(1, 4, 0) };
+	struct sched_running run = { { .nguests = 1, .vcpus = 4, .mem = 0 }, { 0 }, 100 };
+	struct sched_guest rg[1] = { { .node = 0, .ntakes = 1, .take = { { 0, 4, 0 } } } };
+	int g[] = { 0 };
+	struct sched_part part = { 1, 1, g };
+	struct sched_parts pp = { false, 1, &part };
+	struct sched_pending q[2] = {
+		{ .req = { 2, 4, 0 }, .limit = 50 },
+		{ .req = { 1, 4, 0 }, .limit = 5000, .parts = &pp },  /* saved on node 1, would hold it past 100 */
+	};
+	int64_t head;
+
+	(void)state;
+	run.alloc = (struct sched_alloc){ 1, rg };
+	sched_apply(n, &run.req, &run.alloc, +1);
+	for (int i = 0; i < 2; i++)
+		q[i].alloc.g = pbuf[i];
+	assert_int_equal(sched_pass(n, 2, &run, 1, q, 2, 0, &head), 0);
+	assert_false(q[0].start);
+	assert_false(q[1].start);
+	assert_int_equal(head, 100);
+	assert_int_equal(n[1].used_cores[0], 0);
+	/* Short enough to be done by the head's start: it backfills, home. */
+	q[1].limit = 100;
+	assert_int_equal(sched_pass(n, 2, &run, 1, q, 2, 0, &head), 1);
+	assert_true(q[1].start);
+	assert_int_equal(q[1].alloc.g[0].node, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +346,8 @@ int main(void)
 		cmocka_unit_test(backfill_goes_where_the_head_will_not),
 		cmocka_unit_test(devices_decide_placement),
 		cmocka_unit_test(rdma_jobs_wait_for_fabric_nodes),
+		cmocka_unit_test(restart_parts_go_home_or_anywhere),
+		cmocka_unit_test(restart_waits_behind_the_reservation),
 	};
 	return cmocka_run_group_tests_name("sched", tests, NULL, NULL);
 }
