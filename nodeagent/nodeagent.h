@@ -221,6 +221,13 @@ struct na_job_spec {
 	/* Written to <job dir>/job.json (0600) before anything else is made,
 	 * for whoever takes the job over after a crash (vhpcd); NULL: none. */
 	const char *record;
+	/* restore: the guests come from a checkpoint, ckpt_fd its folder
+	 * (<dir>/<name>, na_ckpt_open; its part file already verified):
+	 * the vmshm region from vmshm.g<first>, each guest through the
+	 * driver's restore from g<i>/, left paused, not waited for ready
+	 * (its agent answers once job_resume lets it run). */
+	bool restore;
+	int ckpt_fd;
 	/* Polled while starting: a job stopped or interrupted meanwhile. */
 	int (*cancelled)(void *arg, struct verr *err);
 	void *cancel_arg;
