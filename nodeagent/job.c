@@ -285,12 +285,13 @@ static int restore_vmshm(struct na_job *j, struct verr *err)
 	from = openat(j->s.ckpt_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (from < 0)
 		return verr_errno(err, "the checkpoint's %s", name);
-	to = open(j->vmshm, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	to = open(j->vmshm, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (to < 0) {
 		close(from);
 		return verr_errno(err, "%s", j->vmshm);
 	}
-	if (fstat(from, &a) < 0 || fstat(to, &b) < 0 || !S_ISREG(a.st_mode) || a.st_size != b.st_size)
+	if (fstat(from, &a) < 0 || fstat(to, &b) < 0 || !S_ISREG(a.st_mode) || !S_ISREG(b.st_mode) ||
+	    a.st_size != b.st_size)
 		rc = verr_set(err, "the checkpoint's %s has %lld bytes, the job's region here %lld: not the same "
 			      "region", name, (long long)a.st_size, (long long)b.st_size);
 	else

@@ -95,11 +95,18 @@ static int copy_file(int from, int dirfd, const char *name, uint64_t *bytes, str
 
 static int save_vmshm(struct na_job *j, struct part *p, const char *name, uint64_t *bytes, struct verr *err)
 {
-	int from = open(j->vmshm, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* The region is the job's user's file: a FIFO or a link put in its
+	 * place must neither hang the save nor be followed. */
+	int from = open(j->vmshm, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
 	int rc;
 
 	if (from < 0)
 		return verr_errno(err, "the job's vmshm region %s", j->vmshm);
+	if (fstat(from, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(from);
+		return verr_set(err, "the job's vmshm region %s: not a regular file", j->vmshm);
+	}
 	rc = copy_file(from, p->cfd, name, bytes, err);
 	close(from);
 	return rc < 0 ? -1 : add(p, NULL, name, err);

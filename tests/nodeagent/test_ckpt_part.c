@@ -277,6 +277,29 @@ static void test_save_links(void **state)
 	assert_non_null(strstr(e.msg, "not a checkpoint name"));
 }
 
+/* The job's user owns its vmshm region: a link or a FIFO put in its
+ * place is neither followed nor waited on, and the save fails clean. */
+static void test_region_swapped(void **state)
+{
+	struct na_ckpt_saved s;
+	struct verr e;
+	char secret[PATH_MAX + 16];
+
+	(void)state;
+	snprintf(secret, sizeof(secret), "%s/secret", tmp);
+	assert_int_equal(write_file(secret, "root's\n", 7, 0600, &e), 0);
+	assert_int_equal(unlink(region), 0);
+	assert_int_equal(symlink(secret, region), 0);
+	assert_int_equal(na_job_ckpt_save(&job, dir, "7.1", &s, &e), -1);
+	assert_non_null(strstr(e.msg, "vmshm region"));
+	assert_false(exists("7.1"));
+	assert_int_equal(unlink(region), 0);
+	assert_int_equal(mkfifo(region, 0600), 0);
+	assert_int_equal(na_job_ckpt_save(&job, dir, "7.1", &s, &e), -1);
+	assert_non_null(strstr(e.msg, "not a regular file"));
+	assert_false(exists("7.1"));
+}
+
 /* A folder others could write (and so swap things in) is refused. */
 static void test_root_mode(void **state)
 {
@@ -322,6 +345,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_root_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_region_swapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_fails_clean, setup, teardown),
 	};
 
