@@ -3,8 +3,8 @@
  * type, sections and checksums, fingerprint, vCPU and irqchip parse, RAM
  * extents into guest memory, each device's loader), on a VM without KVM,
  * then the devices are driven through their ports and the virtio devices'
- * loops (a console, a disk and a vsock with a host connection the guest
- * was asked to accept) run, with an ivshmem region loaded too, so state a
+ * loops (a console, a disk, a NIC on a socket pair and a vsock with a
+ * host connection the guest was asked to accept) run, with an ivshmem region loaded too, so state a
  * loader let in is used.  The first byte picks the input's form:
  *   0: the rest is the file itself
  *   1: the rest is patches (u32 offset, u8 value), 5 bytes each, to a
@@ -150,11 +150,12 @@ static void setup(void)
 	/* A disk of 64 sectors the virtio-blk loader checks its size against
 	 * (unlinked once open). */
 	static char disk[] = "/tmp/fuzz-hv-snapshot.XXXXXX", blk[64], region[] = "/tmp/fuzz-hv-snapshot.XXXXXX",
-		    shm[64], vsdir[] = "/tmp/fuzz-hv-snapshot.XXXXXX", vsock[128];
+		    shm[64], vsdir[] = "/tmp/fuzz-hv-snapshot.XXXXXX", vsock[128],
+		    net[64];
 	static char *argv[] = { "fuzz", "--kernel", "/dev/null", "--vcpus", "2", "--mem", "32M",
 				"--serial", "none", "--debug-exit", "--console", "none", "--blk", blk,
-				"--shm", shm, "--vsock", vsock, NULL };
-	int dfd = mkstemp(disk), rfd = mkstemp(region), cfd;
+				"--shm", shm, "--vsock", vsock, "--net", net, NULL };
+	int dfd = mkstemp(disk), rfd = mkstemp(region), cfd, sp[2];
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 
 	if (dfd < 0 || ftruncate(dfd, 64 * 512) < 0 || rfd < 0 || ftruncate(rfd, 4096) < 0)
@@ -166,11 +167,16 @@ static void setup(void)
 	if (!mkdtemp(vsdir))
 		abort();
 	snprintf(vsock, sizeof(vsock), "cid=3,uds=%s/v", vsdir);
+	/* The NIC's "tap": frames the restored rings send go to the other end,
+	 * which is never read (a full socket drops them, as a tap would). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) < 0)
+		abort();
+	snprintf(net, sizeof(net), "fd=%d,mac=52:54:00:00:00:01", sp[0]);
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s/v", vsdir);
 
 	vlog_init("fuzz-hv-snapshot");
 	vlog_set_level(VLOG_ERR);
-	if (vm_nokvm_init(&vm, &cfg, &plan, 18, argv, true, &err) < 0) {
+	if (vm_nokvm_init(&vm, &cfg, &plan, 20, argv, true, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		abort();
 	}
