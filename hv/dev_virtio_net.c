@@ -27,6 +27,7 @@
 #include "lib/config.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "snapshot.h"
 #include "vhost_net.h"
 #include "virtio.h"
 
@@ -179,10 +180,16 @@ struct vnet {
 	struct vhost_net vh[MAX_PAIRS];
 	char vhost_why[160];
 	unsigned long vhost_starts, vhost_refused;
+	/* A restore's start: vhost reads the rings when its backend is set,
+	 * so it waits for RAM (the first callback once the thread is
+	 * released), and the driver's queue pairs come back then too. */
+	bool loading, restoring, vhost_pending;
+	int restore_pairs;
 	struct vnet *prev;         /* created before it; the VM's slot holds the newest */
 };
 
 HV_DEVICE_DECLARE(virtio_net);
+static void restore_go(struct vnet *n);
 
 static void net_cfg_read(struct virtio_dev *v, unsigned off, void *data, unsigned len)
 {
@@ -415,6 +422,7 @@ static void tap_ready(void *opaque, uint32_t events)
 	struct vnet *n = p->n;
 	int i = p->idx;
 
+	restore_go(n);
 	if (!n->v.running || n->vhost_on) {
 		set_rx(n, i, false);
 		set_tx_wait(n, i, false);
@@ -514,6 +522,9 @@ static void net_kick(struct virtio_dev *v, int q)
 {
 	struct vnet *n = v->opaque;
 
+	restore_go(n);
+	if (n->vhost_on && q < 2 * n->npairs)
+		return;                /* the kick of a ring vhost took at restore_go */
 	if (q == 2 * n->npairs)
 		ctrl(n);
 	else if (q & 1)
@@ -561,6 +572,8 @@ static bool vhost_start(struct vnet *n)
 			{ .size = q[0].size, .desc = q[0].desc, .avail = q[0].avail, .used = q[0].used },
 			{ .size = q[1].size, .desc = q[1].desc, .avail = q[1].avail, .used = q[1].used },
 		};
+		/* 0 after a reset; a snapshot's indexes after a restore. */
+		const uint16_t base[2] = { v->vq[2 * i].last_avail, v->vq[2 * i + 1].last_avail };
 		char why[128];
 
 		if (!q[0].enable || !q[1].enable)
@@ -571,7 +584,7 @@ static bool vhost_start(struct vnet *n)
 			virtio_set_call_fd(v, 2 * i + k, n->vh[i].call[k]);
 			virtio_queue_external(v, 2 * i + k, true);
 		}
-		if (vhn_start(&n->vh[i], &v->vm->mem, v->guest_features, r, n->p[i].fd, why, sizeof(why)) < 0) {
+		if (vhn_start(&n->vh[i], &v->vm->mem, v->guest_features, r, base, n->p[i].fd, why, sizeof(why)) < 0) {
 			for (int k = 0; k < 2; k++) {
 				virtio_set_call_fd(v, 2 * i + k, -1);
 				virtio_queue_external(v, 2 * i + k, false);
@@ -621,10 +634,32 @@ static int net_start(struct virtio_dev *v)
 		mtu = n->tap_mtu;
 	n->mrg = virtio_has(v, F_MRG_RXBUF);
 	n->need = HDR_LEN + ((fl & (TUN_F_TSO4 | TUN_F_TSO6)) ? MAX_FRAME : (size_t)mtu + 18);
+	if (n->restoring) {
+		n->vhost_pending = n->vhost;
+		n->vhost_on = false;
+		set_pairs(n, n->restore_pairs ? n->restore_pairs : 1, false);
+		return 0;              /* restore_go, once RAM is back */
+	}
 	n->vhost_on = n->vhost && vhost_start(n);
 	set_pairs(n, 1, !n->vhost_on);
 	set_rx(n, 0, true);
 	return 0;
+}
+
+/* The first callback after a restore (the device thread is released once
+ * RAM is loaded): the data path starts on the snapshot's indexes. */
+static void restore_go(struct vnet *n)
+{
+	if (!n->restoring)
+		return;
+	n->restoring = false;
+	if (!n->v.running)
+		return;
+	n->vhost_on = n->vhost_pending && vhost_start(n);
+	n->vhost_pending = false;
+	set_pairs(n, n->active, !n->vhost_on);
+	for (int i = 0; i < n->active; i++)
+		set_rx(n, i, true);
 }
 
 static void net_stop(struct virtio_dev *v)
@@ -637,6 +672,8 @@ static void net_stop(struct virtio_dev *v)
 		vhost_pair_stop(n, i);
 	}
 	n->vhost_on = false;
+	n->vhost_pending = false;
+	n->restoring = n->loading;         /* a load stops before it starts */
 	offloads(n, 0);
 	set_pairs(n, 1, false);            /* a stopping device touches no queue */
 }
@@ -892,4 +929,123 @@ static void net_destroy(struct vm *vm)
 	}
 }
 
-HV_DEVICE(virtio_net, net_create, net_destroy);
+/* Snapshots: per device its config space (MAC, status, pairs, MTU), its
+ * queue pairs and how many the driver uses, then the transport.  Under
+ * vhost the kernel's worker owns the rings' indexes, so the save stops
+ * each pair's backend, reads where its rings stopped into the transport's
+ * queues (the used index is the one the kernel wrote into the ring) and
+ * attaches the tap again: the guest, paused all along, goes on either
+ * way.  The indexes are then the same whichever path runs after a
+ * restore.  Frames on the tap and in the kernel are not saved: lost, as
+ * on a wire (TCP sends again).  The tap is the restoring command line's
+ * (a new job network's), the MAC must be the same. */
+struct net_sync {
+	struct vnet *n;
+	int rc;
+	char why[160];
+};
+
+static void net_sync(void *arg)
+{
+	struct net_sync *a = arg;
+	struct vnet *n = a->n;
+
+	for (int i = 0; i < n->npairs && !a->rc; i++) {
+		uint16_t base[2];
+
+		if (!n->vh[i].started)
+			continue;
+		if (vhn_bases(&n->vh[i], n->p[i].fd, base, a->why, sizeof(a->why)) < 0) {
+			a->rc = -1;
+			return;
+		}
+		for (int k = 0; k < 2; k++) {
+			struct virtq *q = &n->v.vq[2 * i + k];
+
+			q->last_avail = base[k];
+			q->used_idx = __atomic_load_n(&q->used[1], __ATOMIC_ACQUIRE);
+			q->signalled_used = q->used_idx;
+			q->signalled_valid = false;
+		}
+	}
+}
+
+static int net_save(struct vm *vm, struct snap_buf *sb, struct verr *err)
+{
+	for (struct vnet *n = vm_device(vm, &hv_dev_virtio_net); n; n = n->prev) {
+		struct net_sync a = { .n = n };
+
+		pthread_mutex_lock(&n->v.lock);
+		evloop_call(n->v.loop, net_sync, &a);
+		pthread_mutex_unlock(&n->v.lock);
+		if (a.rc < 0)
+			return verr_set(err, "%s: vhost-net: %s", n->name, a.why);
+		sb_put(sb, n->config, sizeof(n->config));
+		sb_u32(sb, (uint32_t)n->npairs);
+		sb_u32(sb, (uint32_t)n->active);
+		virtio_save(&n->v, sb);
+	}
+	return 0;
+}
+
+static void net_restoring(void *arg)
+{
+	struct vnet *n = arg;
+
+	n->loading = n->restoring = true;
+}
+
+static void net_restored(void *arg)
+{
+	struct vnet *n = arg;
+
+	n->loading = false;
+	if (!n->v.running)
+		n->restoring = false;
+}
+
+static int net_load(struct vm *vm, struct snap_rd *r, struct verr *err)
+{
+	struct snap_rd start = *r;
+
+	for (int pass = 0; pass < 2; pass++) {
+		*r = start;
+		for (struct vnet *n = vm_device(vm, &hv_dev_virtio_net); n; n = n->prev) {
+			uint8_t config[sizeof(n->config)];
+			uint32_t pairs, active;
+
+			rd_get(r, config, sizeof(config));
+			pairs = rd_u32(r);
+			active = rd_u32(r);
+			if (r->bad)
+				return verr_set(err, "%s: state cut short", n->name);
+			if (memcmp(config, n->config, 6))
+				return verr_set(err, "%s: the snapshot's MAC is %02x:%02x:%02x:%02x:%02x:%02x, this one's "
+					       "%02x:%02x:%02x:%02x:%02x:%02x", n->name, config[0], config[1], config[2],
+					       config[3], config[4], config[5], n->config[0], n->config[1], n->config[2],
+					       n->config[3], n->config[4], n->config[5]);
+			if (memcmp(config, n->config, sizeof(config)))
+				return verr_set(err, "%s: the snapshot's configuration (status, queue pairs, MTU) is not "
+					       "this device's", n->name);
+			/* 0 before the driver first started the device. */
+			if (pairs != (uint32_t)n->npairs || active > pairs)
+				return verr_set(err, "%s: %u of %u queue pairs in use, this device has %d", n->name, active,
+						pairs, n->npairs);
+			if (pass == 1) {
+				pthread_mutex_lock(&n->v.lock);
+				n->restore_pairs = (int)active;
+				evloop_call(n->v.loop, net_restoring, n);
+				pthread_mutex_unlock(&n->v.lock);
+			}
+			if (virtio_load(&n->v, r, pass == 1, err) < 0)
+				return -1;
+			if (pass == 1)
+				evloop_call(n->v.loop, net_restored, n);
+		}
+		if (!rd_done(r))
+			return verr_set(err, "%zu bytes after the last NIC's state", r->len - r->off);
+	}
+	return 0;
+}
+
+HV_DEVICE_SNAP(virtio_net, net_create, net_destroy, net_save, net_load);

@@ -19,6 +19,7 @@
 #include "lib/config.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "snapshot.h"
 #include "virtio.h"
 
 #include <errno.h>
@@ -52,6 +53,9 @@
 #define MAX_CONNS 256
 #define MAX_RSTS 256
 #define FIRST_LOCAL_PORT 0x40000000u
+/* Resets a restore owes the guest (one per connection it had) on top of
+ * the replies to unknown connections. */
+#define RST_SLOTS (MAX_RSTS + MAX_CONNS)
 
 struct vsock_cfg {
 	long long cid;
@@ -113,7 +117,7 @@ struct vvsock {
 	uint8_t cfg[8];
 	struct conn *conns[MAX_CONNS];
 	uint32_t next_port;
-	struct { uint32_t src, dst; } rst[MAX_RSTS];   /* replies for unknown connections */
+	struct { uint32_t src, dst; } rst[RST_SLOTS];  /* replies for unknown connections */
 	int nrst;
 	unsigned rr;               /* round robin over connections */
 	unsigned long resets_sent, bad_packets;
@@ -212,7 +216,7 @@ static struct conn *find(struct vvsock *s, uint32_t local, uint32_t peer)
 
 static void queue_rst(struct vvsock *s, uint32_t src, uint32_t dst)
 {
-	if (s->nrst < MAX_RSTS) {
+	if (s->nrst < RST_SLOTS) {
 		s->rst[s->nrst].src = src;
 		s->rst[s->nrst].dst = dst;
 		s->nrst++;
@@ -780,6 +784,190 @@ static const struct virtio_ops vs_ops = {
 	.cfg_read = vs_cfg_read, .start = vs_start, .stop = vs_stop, .kick = vs_kick,
 };
 
+/* Snapshots.  A connection's host end is this process's socket, which no
+ * other process can take over, so a restore resets every connection the
+ * guest knew (one RST each on the receive queue, sent once its driver
+ * runs) and keeps the listeners, which the command line makes again: the
+ * guest may connect anew and the host reach it as before.  Saved: the
+ * guest's CID, the next host port, each connection's ports, state and
+ * credit counters (what the guest was told and what was lost with it),
+ * the resets still owed, then the transport. */
+#define SNAP_C_WAIT 1u
+#define SNAP_C_OPEN 2u
+
+struct vs_snap_conn {
+	uint32_t local, peer, state, peer_buf_alloc, peer_fwd_cnt, rx_cnt, fwd_cnt, tx_len;
+};
+
+struct vs_snap {
+	uint64_t cid;
+	uint32_t next_port, nconns, nrst;
+	struct vs_snap_conn c[MAX_CONNS];
+	struct { uint32_t src, dst; } rst[RST_SLOTS];
+};
+
+/* In the device thread (held: nothing else runs there). */
+static void vs_get(void *arg)
+{
+	struct vvsock *s = ((void **)arg)[0];
+	struct vs_snap *t = ((void **)arg)[1];
+
+	t->cid = s->cid;
+	t->next_port = s->next_port;
+	for (int i = 0; i < MAX_CONNS; i++) {
+		const struct conn *c = s->conns[i];
+
+		if (!c || c->state == C_LINE)      /* the guest never heard of it */
+			continue;
+		t->c[t->nconns++] = (struct vs_snap_conn){
+			.local = c->local_port, .peer = c->peer_port,
+			.state = c->state == C_OPEN ? SNAP_C_OPEN : SNAP_C_WAIT,
+			.peer_buf_alloc = c->peer_buf_alloc, .peer_fwd_cnt = c->peer_fwd_cnt,
+			.rx_cnt = c->rx_cnt, .fwd_cnt = c->fwd_cnt, .tx_len = (uint32_t)c->tx_len,
+		};
+	}
+	t->nrst = (uint32_t)s->nrst;
+	memcpy(t->rst, s->rst, sizeof(t->rst[0]) * (size_t)s->nrst);
+}
+
+static int vs_save(struct vm *vm, struct snap_buf *sb, struct verr *err)
+{
+	struct vvsock *s = vm_device(vm, &hv_dev_virtio_vsock);
+	struct vs_snap *t = calloc(1, sizeof(*t));
+	void *arg[2] = { s, t };
+
+	if (!t)
+		return verr_set(err, "vsock: out of memory");
+	evloop_call(s->v.loop, vs_get, arg);
+	sb_u64(sb, t->cid);
+	sb_u32(sb, t->next_port);
+	sb_u32(sb, t->nconns);
+	for (uint32_t i = 0; i < t->nconns; i++) {
+		const struct vs_snap_conn *c = &t->c[i];
+
+		sb_u32(sb, c->local);
+		sb_u32(sb, c->peer);
+		sb_u32(sb, c->state);
+		sb_u32(sb, c->peer_buf_alloc);
+		sb_u32(sb, c->peer_fwd_cnt);
+		sb_u32(sb, c->rx_cnt);
+		sb_u32(sb, c->fwd_cnt);
+		sb_u32(sb, c->tx_len);
+	}
+	sb_u32(sb, t->nrst);
+	for (uint32_t i = 0; i < t->nrst; i++) {
+		sb_u32(sb, t->rst[i].src);
+		sb_u32(sb, t->rst[i].dst);
+	}
+	virtio_save(&s->v, sb);
+	free(t);
+	return 0;
+}
+
+static int vs_parse(struct vvsock *s, struct snap_rd *r, struct vs_snap *t, struct verr *err)
+{
+	t->cid = rd_u64(r);
+	t->next_port = rd_u32(r);
+	t->nconns = rd_u32(r);
+	if (r->bad)
+		return verr_set(err, "vsock: state cut short");
+	if (t->cid != s->cid)
+		return verr_set(err, "vsock: the snapshot's guest CID is %llu, this one's %llu",
+				(unsigned long long)t->cid, (unsigned long long)s->cid);
+	if (t->next_port < FIRST_LOCAL_PORT)
+		return verr_set(err, "vsock: next host port %u below %u", t->next_port, FIRST_LOCAL_PORT);
+	if (t->nconns > MAX_CONNS)
+		return verr_set(err, "vsock: %u connections (at most %u)", t->nconns, MAX_CONNS);
+	for (uint32_t i = 0; i < t->nconns; i++) {
+		struct vs_snap_conn *c = &t->c[i];
+
+		c->local = rd_u32(r);
+		c->peer = rd_u32(r);
+		c->state = rd_u32(r);
+		c->peer_buf_alloc = rd_u32(r);
+		c->peer_fwd_cnt = rd_u32(r);
+		c->rx_cnt = rd_u32(r);
+		c->fwd_cnt = rd_u32(r);
+		c->tx_len = rd_u32(r);
+		if (r->bad)
+			return verr_set(err, "vsock: connection %u: state cut short", i);
+		if (c->state != SNAP_C_WAIT && c->state != SNAP_C_OPEN)
+			return verr_set(err, "vsock: connection %u: state %u", i, c->state);
+		/* We never hold more of the guest's bytes than the credit we give. */
+		if (c->tx_len > BUF_ALLOC)
+			return verr_set(err, "vsock: connection %u: %u bytes buffered, more than the %u of credit given",
+					i, c->tx_len, BUF_ALLOC);
+		for (uint32_t j = 0; j < i; j++)
+			if (t->c[j].local == c->local && t->c[j].peer == c->peer)
+				return verr_set(err, "vsock: connections %u and %u are both host port %u to guest port %u",
+						j, i, c->local, c->peer);
+	}
+	t->nrst = rd_u32(r);
+	if (r->bad)
+		return verr_set(err, "vsock: state cut short");
+	if (t->nrst > RST_SLOTS - t->nconns)
+		return verr_set(err, "vsock: %u resets owed beside %u connections (at most %u in all)", t->nrst,
+				t->nconns, RST_SLOTS);
+	for (uint32_t i = 0; i < t->nrst; i++) {
+		t->rst[i].src = rd_u32(r);
+		t->rst[i].dst = rd_u32(r);
+	}
+	if (r->bad)
+		return verr_set(err, "vsock: resets cut short");
+	return 0;
+}
+
+/* In the device thread, after the transport is set: forget whatever this
+ * process had, owe the guest a reset per connection it had. */
+static void vs_set(void *arg)
+{
+	struct vvsock *s = ((void **)arg)[0];
+	const struct vs_snap *t = ((void **)arg)[1];
+	uint64_t lost = 0;
+
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (s->conns[i] && s->conns[i]->state != C_LINE)
+			conn_free(s->conns[i]);
+	s->nrst = 0;
+	for (uint32_t i = 0; i < t->nrst; i++)
+		queue_rst(s, t->rst[i].src, t->rst[i].dst);
+	for (uint32_t i = 0; i < t->nconns; i++) {
+		queue_rst(s, t->c[i].local, t->c[i].peer);
+		lost += t->c[i].tx_len;
+	}
+	s->next_port = t->next_port;
+	if (t->nconns)
+		log_info("vsock: restored: the guest's %u connection(s) reset (host streams do not survive a restore; "
+			 "%llu byte(s) it had sent were not delivered)", t->nconns, (unsigned long long)lost);
+}
+
+static int vs_load(struct vm *vm, struct snap_rd *r, struct verr *err)
+{
+	struct vvsock *s = vm_device(vm, &hv_dev_virtio_vsock);
+	struct vs_snap *t = calloc(1, sizeof(*t));
+	struct snap_rd start = *r;
+	void *arg[2] = { s, t };
+	int rc = -1;
+
+	if (!t)
+		return verr_set(err, "vsock: out of memory");
+	/* Everything checked, the transport too, before anything is set. */
+	if (vs_parse(s, r, t, err) < 0 || virtio_load(&s->v, r, false, err) < 0)
+		goto out;
+	if (!rd_done(r)) {
+		verr_set(err, "vsock: %zu bytes after its state", r->len - r->off);
+		goto out;
+	}
+	*r = start;
+	if (vs_parse(s, r, t, err) < 0 || virtio_load(&s->v, r, true, err) < 0)
+		goto out;
+	evloop_call(s->v.loop, vs_set, arg);
+	rc = 0;
+out:
+	free(t);
+	return rc;
+}
+
 static int listen_uds(struct vvsock *s, const char *where, struct verr *err)
 {
 	s->lfd = uds_listen(s->uds, SOCK_STREAM | SOCK_NONBLOCK, 64, err);
@@ -835,4 +1023,4 @@ static void vs_destroy(struct vm *vm)
 	free(s);
 }
 
-HV_DEVICE(virtio_vsock, vs_create, vs_destroy);
+HV_DEVICE_SNAP(virtio_vsock, vs_create, vs_destroy, vs_save, vs_load);

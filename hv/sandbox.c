@@ -144,10 +144,10 @@ static const struct {
 	 * owner, memory table, kick and call eventfds are set-up's only. */
 	{ VHOST_SET_FEATURES, "vhost_net.c vhn_start: the ring features the driver took" },
 	{ VHOST_SET_VRING_NUM, "vhost_net.c vhn_start: ring sizes" },
-	{ VHOST_SET_VRING_BASE, "vhost_net.c vhn_start: rings start at 0 after every reset" },
+	{ VHOST_SET_VRING_BASE, "vhost_net.c vhn_start: rings start at 0 after a reset, at a snapshot's indexes after a restore" },
 	{ VHOST_SET_VRING_ADDR, "vhost_net.c vhn_start: where the driver put the rings" },
-	{ VHOST_NET_SET_BACKEND, "vhost_net.c vhn_start/vhn_stop: the tap queue attached, detached at reset" },
-	{ VHOST_GET_VRING_BASE, "vhost_net.c vhn_stop: where the rings stopped" },
+	{ VHOST_NET_SET_BACKEND, "vhost_net.c vhn_start/vhn_stop/vhn_bases: the tap queue attached, detached at reset and for a snapshot" },
+	{ VHOST_GET_VRING_BASE, "vhost_net.c vhn_stop/vhn_bases: where the rings stopped" },
 	{ VFIO_DEVICE_SET_IRQS, "vfio_dev.c: the host's MSI-X vectors follow the guest's enable bit" },
 	{ VFIO_DEVICE_RESET, "vfio_dev.c: an assigned function is reset at teardown" },
 };

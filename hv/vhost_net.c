@@ -118,7 +118,7 @@ static int set_backend(struct vhost_net *h, unsigned r, int fd)
 }
 
 int vhn_start(struct vhost_net *h, const struct guest_mem *gm, uint64_t guest_features, const struct vhn_ring r[2],
-	      int tap_fd, char *why, size_t len)
+	      const uint16_t base[2], int tap_fd, char *why, size_t len)
 {
 	uint64_t f = vhn_features(h->features, guest_features);
 	uint64_t ua[2][3];
@@ -137,14 +137,15 @@ int vhn_start(struct vhost_net *h, const struct guest_mem *gm, uint64_t guest_fe
 	if (ioctl(h->fd, VHOST_SET_FEATURES, &f) < 0)
 		return fail(why, len, "VHOST_SET_FEATURES");
 	for (unsigned i = RX; i <= TX; i++) {
-		struct vhost_vring_state num = { .index = i, .num = r[i].size }, base = { .index = i, .num = 0 };
+		struct vhost_vring_state num = { .index = i, .num = r[i].size }, vb = { .index = i, .num = base[i] };
 		struct vhost_vring_addr a = { .index = i, .desc_user_addr = ua[i][0], .avail_user_addr = ua[i][1],
 					      .used_user_addr = ua[i][2] };
 
-		/* A driver starts its rings from scratch after every reset. */
+		/* A driver starts its rings from scratch after every reset; a
+		 * restore where the snapshot's kernel stopped. */
 		if (ioctl(h->fd, VHOST_SET_VRING_NUM, &num) < 0)
 			return fail(why, len, "VHOST_SET_VRING_NUM");
-		if (ioctl(h->fd, VHOST_SET_VRING_BASE, &base) < 0)
+		if (ioctl(h->fd, VHOST_SET_VRING_BASE, &vb) < 0)
 			return fail(why, len, "VHOST_SET_VRING_BASE");
 		if (ioctl(h->fd, VHOST_SET_VRING_ADDR, &a) < 0)
 			return fail(why, len, "VHOST_SET_VRING_ADDR");
@@ -176,6 +177,34 @@ void vhn_stop(struct vhost_net *h)
 			h->last_base[i] = s.num;
 	}
 	h->started = false;
+}
+
+int vhn_bases(struct vhost_net *h, int tap_fd, uint16_t base[2], char *why, size_t len)
+{
+	if (h->fd < 0 || !h->started) {
+		snprintf(why, len, "vhost-net is not running");
+		return -1;
+	}
+	for (unsigned i = RX; i <= TX; i++) {
+		struct vhost_vring_state s = { .index = i };
+
+		/* The worker may be between taking a chain and using it:
+		 * only a stopped ring's base is the kernel's last word. */
+		if (set_backend(h, i, -1) < 0 || ioctl(h->fd, VHOST_GET_VRING_BASE, &s) < 0) {
+			int e = errno;
+
+			/* The guest must be able to go on: the tap back on both. */
+			set_backend(h, RX, tap_fd);
+			set_backend(h, TX, tap_fd);
+			errno = e;
+			return fail(why, len, "stopping the rings for their bases");
+		}
+		base[i] = (uint16_t)s.num;
+	}
+	for (unsigned i = RX; i <= TX; i++)
+		if (set_backend(h, i, tap_fd) < 0)
+			return fail(why, len, "VHOST_NET_SET_BACKEND (attaching the tap again)");
+	return 0;
 }
 
 void vhn_close(struct vhost_net *h)

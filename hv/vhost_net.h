@@ -46,10 +46,17 @@ uint64_t vhn_features(uint64_t have, uint64_t guest);
 /* Ring addresses checked against guest RAM and turned into vhpc-hv's
  * addresses: false when a ring is not wholly inside one RAM region. */
 bool vhn_ring_uaddrs(const struct guest_mem *gm, const struct vhn_ring *r, uint64_t ua[3]);
-/* Starts both rings on tap_fd (features, sizes, bases 0, addresses, then
- * the backend).  -1 with the reason in why, and nothing left running. */
+/* Starts both rings on tap_fd (features, sizes, bases, addresses, then
+ * the backend): base[] is where each ring's next available entry is, 0
+ * after a reset, a snapshot's at a restore.  -1 with the reason in why,
+ * and nothing left running. */
 int vhn_start(struct vhost_net *h, const struct guest_mem *gm, uint64_t guest_features, const struct vhn_ring r[2],
-	      int tap_fd, char *why, size_t len);
+	      const uint16_t base[2], int tap_fd, char *why, size_t len);
+/* For a snapshot of a paused guest: detaches the backend (the kernel's
+ * worker is done with the rings), reads each ring's base into base[], and
+ * attaches tap_fd again, so the guest goes on as before when resumed.
+ * -1 with the reason in why if the kernel refuses either step. */
+int vhn_bases(struct vhost_net *h, int tap_fd, uint16_t base[2], char *why, size_t len);
 /* Detaches the backend (the kernel stops the rings) and reads the bases
  * back.  Safe to call when not started. */
 void vhn_stop(struct vhost_net *h);

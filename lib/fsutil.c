@@ -225,6 +225,19 @@ int rm_rf(const char *path, struct verr *err)
 	return 0;
 }
 
+int rm_rf_at_fd(int dirfd, const char *name, struct verr *err)
+{
+	struct stat st;
+
+	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return verr_set(err, "refusing to remove '%s': not a name in its folder", name ? name : "");
+	if (fstat(dirfd, &st) < 0)
+		return verr_errno(err, "cannot stat the folder of %s", name);
+	if (rm_rf_at(dirfd, name, st.st_dev, 0, err) < 0)
+		return verr_wrap(err, "removing %s", name);
+	return 0;
+}
+
 int write_str(const char *path, const char *s, struct verr *err)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);

@@ -23,6 +23,9 @@ int mkdir_p(const char *path, mode_t mode, struct verr *err);
 /* rm -rf that does not cross mount points and refuses "/" and "". */
 int rm_rf(const char *path, struct verr *err);
 /* Writes a string to a sysfs/procfs/cgroup file. */
+/* name (one component) under dirfd and everything below it, never
+ * following a link or crossing a mount; a missing name is no error. */
+int rm_rf_at_fd(int dirfd, const char *name, struct verr *err);
 int write_str(const char *path, const char *s, struct verr *err);
 /* name (a plain name, never a path) is an entry of the folder dir; a
  * link counts as itself, never followed (sysfs: a device is there). */

@@ -26,6 +26,7 @@
 #include "nodeagent/place/place.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +272,62 @@ static int check_signed(const struct na_job *j, const struct na_job_spec *s, str
 	return r;
 }
 
+/* The job's region as this host's guests left it: their rings and
+ * their ranks' progress must match the memory they come back with. */
+static int restore_vmshm(struct na_job *j, struct verr *err)
+{
+	char name[32];
+	struct stat a, b;
+	uint64_t n;
+	int from, to, rc;
+
+	snprintf(name, sizeof(name), "vmshm.g%d", j->g[0].index);
+	from = openat(j->s.ckpt_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (from < 0)
+		return verr_errno(err, "the checkpoint's %s", name);
+	to = open(j->vmshm, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (to < 0) {
+		close(from);
+		return verr_errno(err, "%s", j->vmshm);
+	}
+	if (fstat(from, &a) < 0 || fstat(to, &b) < 0 || !S_ISREG(a.st_mode) || !S_ISREG(b.st_mode) ||
+	    a.st_size != b.st_size)
+		rc = verr_set(err, "the checkpoint's %s has %lld bytes, the job's region here %lld: not the same "
+			      "region", name, (long long)a.st_size, (long long)b.st_size);
+	else
+		rc = na_copy_sparse(from, to, &n, err);
+	close(from);
+	close(to);
+	return rc < 0 ? verr_wrap(err, "restoring the vmshm region") : 0;
+}
+
+/* Instead of starting them: each guest from its folder of the checkpoint,
+ * left paused.  Their agents cannot answer until job_resume. */
+static int restore_guests(struct na_job *j, struct verr *err)
+{
+	if (!j->drv->restore)
+		return verr_set(err, "the %s driver cannot restore its guests from a checkpoint", j->drv->name);
+	if (j->vmshm[0] && restore_vmshm(j, err) < 0)
+		return -1;
+	for (int k = 0; k < j->s.nguests; k++) {
+		char name[32];
+		int gfd, rc;
+
+		if (cancelled(j, err))
+			return -1;
+		snprintf(name, sizeof(name), "g%d", j->g[k].index);
+		if ((gfd = na_ckpt_subdir(j->s.ckpt_fd, name, false, err)) < 0)
+			return verr_wrap(err, "the checkpoint's guest g%d", j->g[k].index);
+		rc = j->drv->restore(j, k, gfd, err);
+		close(gfd);
+		if (rc < 0)
+			return verr_wrap(err, "restoring guest g%d", j->g[k].index);
+	}
+	log_info("job %s: %d guest%s restored from the checkpoint, paused", j->jd.job, j->s.nguests,
+		 j->s.nguests == 1 ? "" : "s");
+	return 0;
+}
+
 static int prepare(struct na_job *j, const struct na_job_spec *s, struct verr *err)
 {
 	struct na_place_req req = { 0 };
@@ -341,6 +398,8 @@ static int prepare(struct na_job *j, const struct na_job_spec *s, struct verr *e
 		else if (j->movsb_env)
 			log_info("job %s: guests get %s (VHPC_AVOID_MOVSB=1)", j->jd.job, j->movsb_env);
 	}
+	if (s->restore)
+		return restore_guests(j, err);
 	for (int k = 0; k < s->nguests; k++)
 		if (cancelled(j, err) || j->drv->start(j, k, err) < 0)
 			return -1;
@@ -437,7 +496,9 @@ int na_job_start(struct na_job **jp, const char *local, const struct na_job_spec
 		 local, s->nguests, s->nguests == 1 ? "" : "s", s->vcpus, s->vcpus == 1 ? "" : "s", ranks,
 		 j->drv->name, j->drv_why, ipv4_format(j->s.subnet.addr, net, sizeof(net)), j->s.subnet.prefix,
 		 s->img ? s->img->name : s->image);
-	return prepare(j, &j->s, err) < 0 || wait_ready(j, err) < 0 ? -1 : 0;
+	if (prepare(j, &j->s, err) < 0)
+		return -1;
+	return s->restore ? 0 : wait_ready(j, err);
 }
 
 bool na_job_guest_gone(struct na_job *j, char *why, size_t len)

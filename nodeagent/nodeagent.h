@@ -221,6 +221,13 @@ struct na_job_spec {
 	/* Written to <job dir>/job.json (0600) before anything else is made,
 	 * for whoever takes the job over after a crash (vhpcd); NULL: none. */
 	const char *record;
+	/* restore: the guests come from a checkpoint, ckpt_fd its folder
+	 * (<dir>/<name>, na_ckpt_open; its part file already verified):
+	 * the vmshm region from vmshm.g<first>, each guest through the
+	 * driver's restore from g<i>/, left paused, not waited for ready
+	 * (its agent answers once job_resume lets it run). */
+	bool restore;
+	int ckpt_fd;
 	/* Polled while starting: a job stopped or interrupted meanwhile. */
 	int (*cancelled)(void *arg, struct verr *err);
 	void *cancel_arg;
@@ -348,6 +355,45 @@ int na_job_resume(struct na_job *j, struct verr *err);
 /* Whether any guest of j here is paused (after a takeover: a vhpcd killed
  * during a checkpoint left them so); false where the driver cannot say. */
 bool na_job_paused(struct na_job *j);
+
+/* The checkpoint folder (ckpt_dir.c; nodeagent/README.md, "Checkpoints").
+ * Every call takes a descriptor and a name, never a path a user could
+ * change; each folder opened must be root's with mode 0700. */
+bool na_ckpt_name_ok(const char *s);
+/* checkpoints.dir (absolute), made 0700 when create and missing. */
+int na_ckpt_root_open(const char *dir, bool create, struct verr *err);
+/* <root>/<name> for a checkpoint's name (na_ckpt_name_ok). */
+int na_ckpt_open(int root, const char *name, bool create, struct verr *err);
+/* A folder of the checkpoint's (g<i>, spool), no link followed. */
+int na_ckpt_subdir(int dirfd, const char *name, bool create, struct verr *err);
+/* name under dirfd and all below it (a node's partial files). */
+int na_ckpt_remove(int dirfd, const char *name, struct verr *err);
+/* part.g<first>.sha256: the part file of the node whose lowest guest is
+ * first. */
+void na_ckpt_part_name(int first, char *buf, size_t len);
+/* Writes the part file for the n files rel[] (names under cfd of one or
+ * two components), last and atomically: sizes and sha256 sums in
+ * sha256sum's format. */
+int na_ckpt_part_seal(int cfd, int first, const char *const *rel, int n, struct verr *err);
+/* Whether every file the part file names has its size and sha256; the
+ * error names the first that does not (or the part file). */
+int na_ckpt_part_verify(int cfd, int first, struct verr *err);
+
+/* Saving this node's part of a checkpoint (job_ckpt_save.c): j's guests
+ * here, paused, into <root>/<name>/ (g<i>/ through the driver, vmshm.g<f>,
+ * guest 0's host spool, part.g<f>.sha256 last).  On failure everything
+ * of this node's part is removed, the guests stay paused, and err names
+ * the path and the reason. */
+struct na_ckpt_saved {
+	uint64_t bytes;                /* on disk, all files of the part */
+	int nguests;
+	struct {
+		int index;             /* job-wide */
+		uint64_t bytes;
+	} g[VHPC_MAX_GUESTS];
+};
+int na_job_ckpt_save(struct na_job *j, const char *dir, const char *name, struct na_ckpt_saved *out,
+		     struct verr *err);
 
 /* This machine's boot id: the same for every guest here, different on any
  * other host (the vmshm BTL's idea of "same host"). */

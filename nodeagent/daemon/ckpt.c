@@ -8,6 +8,7 @@
  * One of them at a time per job (ckpt_busy), and never beside the job's
  * teardown: vd_stop_job waits for the one running.
  */
+#include "lib/clock.h"
 #include "lib/err.h"
 #include "lib/log.h"
 #include "lib/wire.h"
@@ -16,6 +17,7 @@
 
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct json_object *reply(const char *type, int64_t job)
@@ -103,6 +105,45 @@ static struct json_object *resume_job(struct vjob *j)
 	return reply("resumed", j->id);
 }
 
+/* This node's part, the guests paused; they stay paused whatever
+ * happens (the controller resumes them). */
+static struct json_object *save(struct vjob *j, const struct vmsg *m)
+{
+	const char *dir = cluster_ckpt_dir(&vd.cl);
+	struct na_ckpt_saved *s = calloc(1, sizeof(*s));
+	struct json_object *r, *gs;
+	uint64_t t0 = now_ns();
+	struct verr e;
+
+	if (!s) {
+		give_back(j, -1);
+		return wire_error("out of memory");
+	}
+	if (na_job_ckpt_save(j->nj, dir, m->ckpt, s, &e) < 0) {
+		give_back(j, -1);
+		free(s);
+		log_warn("job %lld: checkpoint %s: %s", (long long)j->id, m->ckpt, e.msg);
+		return wire_error("job %lld: checkpoint %s on node %s: %s", (long long)j->id, m->ckpt, vd.name, e.msg);
+	}
+	give_back(j, -1);
+	r = reply("checkpointed", j->id);
+	json_object_object_add(r, "bytes", json_object_new_int64((int64_t)s->bytes));
+	gs = json_object_new_array();
+	for (int k = 0; k < s->nguests; k++) {
+		struct json_object *g = json_object_new_object();
+
+		json_object_object_add(g, "guest", json_object_new_int(s->g[k].index));
+		json_object_object_add(g, "bytes", json_object_new_int64((int64_t)s->g[k].bytes));
+		json_object_array_add(gs, g);
+	}
+	json_object_object_add(r, "guests", gs);
+	log_info("job %lld: checkpoint %s: %d guest%s here saved in %s/%s, %.1f MiB in %.0f ms", (long long)j->id,
+		 m->ckpt, s->nguests, s->nguests == 1 ? "" : "s", dir, m->ckpt, s->bytes / 1048576.0,
+		 (now_ns() - t0) / 1e6);
+	free(s);
+	return r;
+}
+
 static struct json_object *checkpoint(struct vjob *j, const struct vmsg *m)
 {
 	struct verr e;
@@ -118,10 +159,7 @@ static struct json_object *checkpoint(struct vjob *j, const struct vmsg *m)
 		verr_set(&e, "job %lld: its guests on node %s are not paused (job_pause comes first)", (long long)j->id,
 			 vd.name);
 	else
-		/* na_job_ckpt_check passes only for a driver with save and
-		 * restore, and none has them yet. */
-		verr_set(&e, "job %lld: checkpoint %s: saving guests is not written on node %s", (long long)j->id,
-			 m->ckpt, vd.name);
+		return save(j, m);
 	give_back(j, -1);
 	log_info("checkpoint %s%s refused: %s", m->ckpt, m->check ? " (check)" : "", e.msg);
 	return wire_error("%s", e.msg);

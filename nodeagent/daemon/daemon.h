@@ -77,6 +77,8 @@ struct vprep {
 	int npci;
 	char pci[NODE_PCI_MAX][PCI_ADDR_LEN + 1];
 	int pci_guest[NODE_PCI_MAX];   /* job-wide guest index, one of here[] */
+	char restore[65];          /* "restore": the checkpoint the guests come
+	                            * from (left paused), or "" */
 };
 
 struct vmsg {

@@ -107,10 +107,34 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	return 0;
 }
 
+/* This node's part of the checkpoint the job comes back from, verified
+ * before anything of the job is made: a changed or missing file is
+ * refused naming it. */
+static int open_part(struct vjob *j, struct na_job_spec *s, struct verr *err)
+{
+	const char *dir = cluster_ckpt_dir(&vd.cl);
+	int root = na_ckpt_root_open(dir, false, err), fd;
+
+	if (root < 0)
+		return verr_wrap(err, "checkpoint %s", j->p.restore);
+	fd = na_ckpt_open(root, j->p.restore, false, err);
+	close(root);
+	if (fd < 0)
+		return verr_wrap(err, "checkpoint %s in %s on node %s", j->p.restore, dir, vd.name);
+	if (na_ckpt_part_verify(fd, j->p.here[0], err) < 0) {
+		close(fd);
+		return verr_wrap(err, "checkpoint %s/%s on node %s", dir, j->p.restore, vd.name);
+	}
+	s->restore = true;
+	s->ckpt_fd = fd;
+	return 0;
+}
+
 int vjob_prepare(struct vjob *j, struct verr *err)
 {
 	struct na_job_spec s;
 	uint64_t t0 = now_ns();
+	int rc;
 
 	if (job_spec(j, &s, err) < 0)
 		return -1;
@@ -118,11 +142,16 @@ int vjob_prepare(struct vjob *j, struct verr *err)
 	if (vd_image_get(j, &j->img, err) < 0)
 		return -1;
 	s.img = &j->img;
-	if (na_job_start(&j->nj, j->local, &s, err) < 0)
+	if (j->p.restore[0] && open_part(j, &s, err) < 0)
 		return -1;
-	log_info("job %lld (%s): %d guest%s here (of %d), VNI %u, %s driver, ready in %.0f ms", (long long)j->id,
+	rc = na_job_start(&j->nj, j->local, &s, err);
+	if (s.restore)
+		close(s.ckpt_fd);
+	if (rc < 0)
+		return -1;
+	log_info("job %lld (%s): %d guest%s here (of %d), VNI %u, %s driver, %s in %.0f ms", (long long)j->id,
 		 j->local, j->p.nhere, j->p.nhere == 1 ? "" : "s", j->p.ntotal, j->p.vni, na_job_driver_name(j->nj),
-		 (now_ns() - t0) / 1e6);
+		 j->p.restore[0] ? "restored (paused)" : "ready", (now_ns() - t0) / 1e6);
 	return 0;
 }
 

@@ -239,12 +239,33 @@ static int parse_pci(struct json_object *o, struct vprep *p, struct verr *err)
 	return 0;
 }
 
+/* "restore": {"ckpt": NAME}: the guests come from this node's part of a
+ * checkpoint.  The name becomes a folder's name under the node's
+ * checkpoint dir, so it is held to the names vhpc-ctld makes. */
+static int parse_restore(struct json_object *o, struct vprep *p, struct verr *err)
+{
+	static const char *const f[] = { "ckpt", NULL };
+	struct json_object *r = NULL;
+	const char *s;
+
+	if (jf_object(o, "restore", false, &r, err) < 0)
+		return -1;
+	if (!r)
+		return 0;
+	if (jf_only(r, "job_prepare's restore", f, err) < 0 || jf_str(r, "ckpt", true, 64, &s, err) < 0)
+		return -1;
+	if (!vd_ckpt_name_ok(s))
+		return verr_set(err, "\"restore\": '%.64s' is not a checkpoint name ([a-z0-9][a-z0-9.-]{0,63})", s);
+	snprintf(p->restore, sizeof(p->restore), "%s", s);
+	return 0;
+}
+
 static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *err)
 {
 	static const char *const f[] = {
 		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "image_id", "tuning", "driver",
 		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers",
-		"guest_nodes", "underlay_encryption", "binds", "fabric", "pci", NULL
+		"guest_nodes", "underlay_encryption", "binds", "fabric", "pci", "restore", NULL
 	};
 	const char *s;
 	long long v;
@@ -328,6 +349,8 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	if (addr_array(o, "peers", VD_MAX_PEERS, &p->peers, &p->npeers, err) < 0)
 		return -1;
 	if (parse_guest_nodes(o, p, err) < 0 || parse_wg(o, p, err) < 0)
+		return -1;
+	if (parse_restore(o, p, err) < 0)
 		return -1;
 	return parse_fabric(o, p, err) < 0 ? -1 : parse_pci(o, p, err);
 }

@@ -123,6 +123,13 @@ static struct json_object *prepare(struct vmsg *m, const char *text)
 		return wire_error("%s", e.msg);
 	}
 	j->state = VJ_READY;
+	if (j->p.restore[0]) {
+		/* Restored paused, mpirun inside them: never launched again;
+		 * job_resume thaws them and takes up its status and output. */
+		j->paused = true;
+		j->launched = true;
+		j->state = VJ_RUNNING;
+	}
 	pthread_cond_broadcast(&vd.cv);
 	pthread_mutex_unlock(&vd.mu);
 	return ok_reply("prepared", m->job);

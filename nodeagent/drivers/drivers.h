@@ -115,5 +115,9 @@ void na_job_guest_path(const struct na_job *j, const char *name, int index, char
 /* A small tmpfs of its own on dir (made if missing), so what a guest may
  * write there cannot fill the host's disk. */
 int na_mount_small_tmpfs(const char *job, const char *dir, uint64_t size, struct verr *err);
+/* The data extents of in into out at the same offsets (holes stay holes),
+ * out then in's size; *bytes counts what was copied (checkpoints: guest
+ * disks, the vmshm region). */
+int na_copy_sparse(int in, int out, uint64_t *bytes, struct verr *err);
 
 #endif

@@ -8,8 +8,10 @@
 #include "nodeagent/job.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,4 +53,56 @@ int na_job_give_user(const struct na_job *j, const char *path, struct verr *err)
 		return verr_errno(err, "giving %s to the job's user (uid %u, gid %u)", path,
 				  (unsigned)j->s.uid, (unsigned)j->s.gid);
 	return 0;
+}
+
+#define COPY_BUF (1u << 20)
+
+int na_copy_sparse(int in, int out, uint64_t *bytes, struct verr *err)
+{
+	struct stat st;
+	char *buf;
+	off_t pos = 0;
+
+	*bytes = 0;
+	if (fstat(in, &st) < 0)
+		return verr_errno(err, "fstat");
+	buf = malloc(COPY_BUF);
+	if (!buf)
+		return verr_set(err, "out of memory");
+	while (pos < st.st_size) {
+		off_t data = lseek(in, pos, SEEK_DATA), end;
+
+		if (data < 0 && errno == ENXIO)
+			break;                  /* a hole to the end */
+		if (data < 0)
+			goto io;
+		end = lseek(in, data, SEEK_HOLE);
+		if (end < 0)
+			goto io;
+		for (pos = data; pos < end;) {
+			size_t want = (size_t)(end - pos) < COPY_BUF ? (size_t)(end - pos) : COPY_BUF;
+			ssize_t n = pread(in, buf, want, pos);
+
+			if (n <= 0) {
+				if (n == 0)
+					errno = EIO;    /* shrank under us */
+				goto io;
+			}
+			if (pwrite(out, buf, (size_t)n, pos) != n) {
+				if (errno == 0)
+					errno = ENOSPC;
+				free(buf);
+				return verr_errno(err, "writing at %lld", (long long)pos);
+			}
+			pos += n;
+			*bytes += (uint64_t)n;
+		}
+	}
+	free(buf);
+	if (ftruncate(out, st.st_size) < 0)
+		return verr_errno(err, "setting its size");
+	return 0;
+io:
+	free(buf);
+	return verr_errno(err, "reading at %lld", (long long)pos);
 }

@@ -306,6 +306,29 @@ static void checkpoint_messages(void **state)
 	}
 }
 
+/* job_prepare's restore: the checkpoint's name becomes a folder under the
+ * node's checkpoint dir, so it is held to vhpc-ctld's names. */
+static void prepare_restore(void **state)
+{
+	static const char *const bad[] = { "{\"ckpt\":\"../x\"}", "{\"ckpt\":\"a/b\"}", "{\"ckpt\":\"\"}",
+					   "{\"ckpt\":\".a\"}", "{}", "{\"ckpt\":\"1.1\",\"dir\":\"/etc\"}",
+					   "\"1.1\"", NULL };
+	struct vmsg m;
+	struct verr e;
+
+	(void)state;
+	assert_int_equal(vparse_with(NULL, NULL, &m, &e), 0);
+	assert_string_equal(m.prep.restore, "");
+	vmsg_free(&m);
+	assert_int_equal(vparse_with("restore", "{\"ckpt\":\"17.1\"}", &m, &e), 0);
+	assert_string_equal(m.prep.restore, "17.1");
+	vmsg_free(&m);
+	for (int i = 0; bad[i]; i++) {
+		assert_int_equal(vparse_with("restore", bad[i], &m, &e), -1);
+		assert_true(strstr(e.msg, "restore") || strstr(e.msg, "ckpt"));
+	}
+}
+
 /* The fabric's fields: register's fabric_link, rdma netdev/numa and pci;
  * job_prepare's fabric and pci.  Each hostile value is refused, naming
  * the field. */
@@ -637,6 +660,7 @@ int main(void)
 		cmocka_unit_test(controller_messages),
 		cmocka_unit_test(fabric_fields),
 		cmocka_unit_test(checkpoint_messages),
+		cmocka_unit_test(prepare_restore),
 		cmocka_unit_test(image_messages),
 		cmocka_unit_test(accounting_messages),
 		cmocka_unit_test(ctld_checkpoint_messages),

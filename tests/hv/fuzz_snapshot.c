@@ -3,7 +3,9 @@
  * type, sections and checksums, fingerprint, vCPU and irqchip parse, RAM
  * extents into guest memory, each device's loader), on a VM without KVM,
  * then the devices are driven through their ports and the virtio devices'
- * loops (a console and a disk) run, with an ivshmem region loaded too, so state a loader let in is used.  The first byte picks the input's form:
+ * loops (a console, a disk, a NIC on a socket pair and a vsock with a
+ * host connection the guest was asked to accept) run, with an ivshmem region loaded too, so state a
+ * loader let in is used.  The first byte picks the input's form:
  *   0: the rest is the file itself
  *   1: the rest is patches (u32 offset, u8 value), 5 bytes each, to a
  *      valid snapshot built here, so mutations reach past the checksums
@@ -19,6 +21,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static struct vm vm;
@@ -146,11 +150,13 @@ static void setup(void)
 	/* A disk of 64 sectors the virtio-blk loader checks its size against
 	 * (unlinked once open). */
 	static char disk[] = "/tmp/fuzz-hv-snapshot.XXXXXX", blk[64], region[] = "/tmp/fuzz-hv-snapshot.XXXXXX",
-		    shm[64];
+		    shm[64], vsdir[] = "/tmp/fuzz-hv-snapshot.XXXXXX", vsock[128],
+		    net[64];
 	static char *argv[] = { "fuzz", "--kernel", "/dev/null", "--vcpus", "2", "--mem", "32M",
 				"--serial", "none", "--debug-exit", "--console", "none", "--blk", blk,
-				"--shm", shm, NULL };
-	int dfd = mkstemp(disk), rfd = mkstemp(region);
+				"--shm", shm, "--vsock", vsock, "--net", net, NULL };
+	int dfd = mkstemp(disk), rfd = mkstemp(region), cfd, sp[2];
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
 
 	if (dfd < 0 || ftruncate(dfd, 64 * 512) < 0 || rfd < 0 || ftruncate(rfd, 4096) < 0)
 		abort();
@@ -158,15 +164,33 @@ static void setup(void)
 	close(rfd);
 	snprintf(blk, sizeof(blk), "path=%s", disk);
 	snprintf(shm, sizeof(shm), "path=%s", region);
+	if (!mkdtemp(vsdir))
+		abort();
+	snprintf(vsock, sizeof(vsock), "cid=3,uds=%s/v", vsdir);
+	/* The NIC's "tap": frames the restored rings send go to the other end,
+	 * which is never read (a full socket drops them, as a tap would). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) < 0)
+		abort();
+	snprintf(net, sizeof(net), "fd=%d,mac=52:54:00:00:00:01", sp[0]);
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/v", vsdir);
 
 	vlog_init("fuzz-hv-snapshot");
 	vlog_set_level(VLOG_ERR);
-	if (vm_nokvm_init(&vm, &cfg, &plan, 16, argv, true, &err) < 0) {
+	if (vm_nokvm_init(&vm, &cfg, &plan, 20, argv, true, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		abort();
 	}
 	unlink(disk);
 	unlink(region);
+	/* A host connection the guest is asked to accept: the valid
+	 * snapshot then holds a connection for the loader to reset. */
+	cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cfd < 0 || connect(cfd, (struct sockaddr *)&a, sizeof(a)) < 0 || write(cfd, "CONNECT 9\n", 10) != 10)
+		abort();
+	evloop_run_all(&vm);
+	evloop_run_all(&vm);
+	unlink(a.sun_path);
+	rmdir(vsdir);
 	host.msrs_crc = crc32c(0, host.msr, host.nmsrs * sizeof(uint32_t));
 	vm.snaph = &host;
 	sfd = memfd_create("fuzz-snapshot", MFD_CLOEXEC);

@@ -107,7 +107,7 @@ static void not_a_vhost_device(void **state)
 		struct vhn_ring r[2] = { { .size = 64, .desc = 0x10000, .avail = 0x20000, .used = 0x30000 },
 					 { .size = 64, .desc = 0x40000, .avail = 0x50000, .used = 0x60000 } };
 
-		assert_int_equal(vhn_start(&h, &mem, 0, r, 0, why, sizeof(why)), -1);
+		assert_int_equal(vhn_start(&h, &mem, 0, r, (const uint16_t[2]){ 0, 0 }, 0, why, sizeof(why)), -1);
 	}
 }
 

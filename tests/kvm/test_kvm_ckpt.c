@@ -32,6 +32,7 @@
 #include "tests/fixture.h"
 
 #include "images/images.h"
+#include "nodeagent/drivers/drivers.h"
 #include "nodeagent/drivers/kvm/kvm_int.h"
 #include "nodeagent/place/place.h"
 
@@ -83,7 +84,7 @@ static void copy_keeps_holes(void **state)
 	/* The copy's old content must not survive where the disk has holes. */
 	assert_int_equal(pwrite(out, b, sizeof(b), 8 << 20), sizeof(b));
 	assert_int_equal(ftruncate(out, 0), 0);
-	assert_int_equal(kvm_copy_sparse(in, out, &n, &e), 0);
+	assert_int_equal(na_copy_sparse(in, out, &n, &e), 0);
 	assert_true(fstat(in, &si) == 0 && fstat(out, &so) == 0);
 	assert_int_equal(so.st_size, 64 << 20);
 	assert_true(n >= 8192 && n < (4u << 20));
@@ -102,7 +103,7 @@ static void copy_keeps_holes(void **state)
 	assert_int_equal(ftruncate(in, 0), 0);
 	assert_int_equal(ftruncate(in, 1 << 20), 0);
 	assert_int_equal(ftruncate(out, 0), 0);
-	assert_int_equal(kvm_copy_sparse(in, out, &n, &e), 0);
+	assert_int_equal(na_copy_sparse(in, out, &n, &e), 0);
 	assert_int_equal(n, 0);
 	assert_true(fstat(out, &so) == 0 && so.st_size == 1 << 20);
 	close(in);

@@ -6,3 +6,5 @@ $(eval $(call unit_test,unit-nodeagent-oci,tests/nodeagent/test_oci.c,$(NODEAGEN
 $(eval $(call unit_test,unit-vd-fabric,tests/nodeagent/test_vd_fabric.c nodeagent/daemon/fabric.c,$(NODEAGENT_LIBS)))
 # What a guest used, from its cgroup files in each kernel's layout (vhpc history).
 $(eval $(call unit_test,unit-cgroup-usage,tests/nodeagent/test_cgroup_usage.c,$(NODEAGENT_LIBS)))
+# A node's part of a checkpoint: layout, part file, clean-up, the link attacks.
+$(eval $(call unit_test,unit-ckpt-part,tests/nodeagent/test_ckpt_part.c,$(NODEAGENT_LIBS)))

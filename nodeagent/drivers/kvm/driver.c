@@ -224,7 +224,7 @@ static int start_guest(struct na_job *j, int k, const struct kvm_restore_fds *r,
 			return verr_wrap(err, "guest %s", name);
 		/* A restored guest's disk is the saved one, copied: the
 		 * checkpoint stays as it was, for another restart. */
-		if (r && (ftruncate(sfd, 0) < 0 ? verr_errno(err, "emptying it") : kvm_copy_sparse(r->scratch, sfd, &n, err)) < 0) {
+		if (r && (ftruncate(sfd, 0) < 0 ? verr_errno(err, "emptying it") : na_copy_sparse(r->scratch, sfd, &n, err)) < 0) {
 			close(sfd);
 			return verr_wrap(err, "guest %s: restoring its scratch disk", name);
 		}

@@ -16,6 +16,7 @@
  */
 #include "lib/err.h"
 #include "lib/fdio.h"
+#include "nodeagent/drivers/drivers.h"
 #include "kvm_int.h"
 
 #include <errno.h>
@@ -26,8 +27,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define COPY_BUF (1u << 20)
 
 /* One control request whose reply must say ok; the error vhpc-hv gives
  * otherwise, in its words.  *o (if given) keeps the parsed reply. */
@@ -81,56 +80,6 @@ int kvm_snapshot_check(const struct na_kvm *k, struct verr *err)
 	return 0;
 }
 
-int kvm_copy_sparse(int in, int out, uint64_t *bytes, struct verr *err)
-{
-	struct stat st;
-	char *buf;
-	off_t pos = 0;
-
-	*bytes = 0;
-	if (fstat(in, &st) < 0)
-		return verr_errno(err, "fstat");
-	buf = malloc(COPY_BUF);
-	if (!buf)
-		return verr_set(err, "out of memory");
-	while (pos < st.st_size) {
-		off_t data = lseek(in, pos, SEEK_DATA), end;
-
-		if (data < 0 && errno == ENXIO)
-			break;                  /* a hole to the end */
-		if (data < 0)
-			goto io;
-		end = lseek(in, data, SEEK_HOLE);
-		if (end < 0)
-			goto io;
-		for (pos = data; pos < end;) {
-			size_t want = (size_t)(end - pos) < COPY_BUF ? (size_t)(end - pos) : COPY_BUF;
-			ssize_t n = pread(in, buf, want, pos);
-
-			if (n <= 0) {
-				if (n == 0)
-					errno = EIO;    /* shrank under us */
-				goto io;
-			}
-			if (pwrite(out, buf, (size_t)n, pos) != n) {
-				if (errno == 0)
-					errno = ENOSPC;
-				free(buf);
-				return verr_errno(err, "writing at %lld", (long long)pos);
-			}
-			pos += n;
-			*bytes += (uint64_t)n;
-		}
-	}
-	free(buf);
-	if (ftruncate(out, st.st_size) < 0)
-		return verr_errno(err, "setting its size");
-	return 0;
-io:
-	free(buf);
-	return verr_errno(err, "reading at %lld", (long long)pos);
-}
-
 /* name under dirfd, new, root's 0600. */
 static int create_in(int dirfd, const char *name, struct verr *err)
 {
@@ -147,7 +96,7 @@ static int copy_into(int dirfd, const char *name, int from, uint64_t *bytes, str
 
 	if (fd < 0)
 		return -1;
-	rc = kvm_copy_sparse(from, fd, bytes, err);
+	rc = na_copy_sparse(from, fd, bytes, err);
 	if (rc == 0 && fsync(fd) < 0)
 		rc = verr_errno(err, "%s", name);
 	close(fd);

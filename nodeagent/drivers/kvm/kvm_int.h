@@ -147,9 +147,6 @@ int kvm_pause(struct na_kvm *k, bool pause, struct verr *err);
 /* Whether its vhpc-hv could save every device it has (asked before any
  * guest is paused); vhpc-hv's reason, naming the device, otherwise. */
 int kvm_snapshot_check(const struct na_kvm *k, struct verr *err);
-/* The data extents of in into out at the same offsets (holes stay holes),
- * out then in's size; *bytes counts what was copied. */
-int kvm_copy_sparse(int in, int out, uint64_t *bytes, struct verr *err);
 /* What a guest's part of a checkpoint names beside its snapshot. */
 struct kvm_save_in {
 	const char *image_id;
