@@ -205,9 +205,9 @@ int na_ctr_ckpt_netns(struct na_ctr *c, struct verr *err)
 		return verr_set(err, "guest %s stopped while its namespaces were read", na_ctr_id(c));
 	if (user == owner)
 		return 0;
-	return verr_set(err, "guest %s's network namespace belongs to the host's user namespace (the node agent "
-			"makes it before the guest), not to the guest's own; CRIU dumps a process in a user "
-			"namespace only when each of its namespaces belongs to that one (its check_user_ns: "
-			"\"One or more namespaces doesn't belong to the target user namespace\"), so runc "
-			"checkpoint fails on every container guest as vhpc makes them now", na_ctr_id(c));
+	return verr_set(err, "guest %s's network namespace is one the node agent made before the guest (as it "
+			"does for a guest with a fabric device, which it puts there first), not one of the guest's "
+			"own user namespace; CRIU dumps a process in a user namespace only when each of its "
+			"namespaces belongs to that one (its check_user_ns: \"One or more namespaces doesn't "
+			"belong to the target user namespace\"), so runc checkpoint would fail on it", na_ctr_id(c));
 }
