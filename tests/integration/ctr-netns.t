@@ -46,11 +46,12 @@ for g in 0 1; do
 	check_eq "... the one /run/netns/vhpc-$job-$g names" \
 		"$(stat -L -c %i "/proc/$pid/ns/net" 2>&1)" "$(stat -c %i "/run/netns/vhpc-$job-$g" 2>&1)"
 done
+mtu=$(ip netns exec "vhpc-$job" cat /sys/class/net/br0/mtu 2>&1)
 for g in 0 1; do
 	line=$(grep -a "NET g$g " "$T/a.out" | tr -d "\0\r")
 	a=$((2 + g))
-	check_match "g$g sees eth0 and lo only, the job's MTU, its MAC" \
-		"NET g$g eth0 lo mtu=1500 mac=52:54:0a:[0-9a-f]{2}:[0-9a-f]{2}:0$a\$" "$line"
+	check_match "g$g sees eth0 and lo only, the job's MTU ($mtu, its bridge's), its MAC" \
+		"NET g$g eth0 lo mtu=$mtu mac=52:54:0a:[0-9a-f]{2}:[0-9a-f]{2}:0$a\$" "$line"
 done
 check "g0 reaches g1's agent over TCP" grep -q OWN=yes "$T/a.out"
 check "g0 pings g1" grep -q PING=yes "$T/a.out"
