@@ -154,6 +154,10 @@ bool na_ctr_paused(struct na_ctr *c);
 /* Whether CRIU can dump this guest's namespaces: its network namespace
  * must belong to its own user namespace (the reason when not). */
 int na_ctr_ckpt_netns(struct na_ctr *c, struct verr *err);
+/* Whether CRIU can save the guest init's stdin, stdout and stderr: a
+ * regular file must be reachable through one of the guest's own mounts
+ * (CRIU saves it by its path there), which the agent's log file is not. */
+int na_ctr_ckpt_stdio(struct na_ctr *c, struct verr *err);
 
 /* ---------------------------------------------------------------- OCI */
 

@@ -467,7 +467,8 @@ static struct na_ctr *guest_ctr(const struct na_job *j, int k, struct verr *err)
  * container, so `runc checkpoint` of a guest would take its processes
  * without the namespace they live in, and a restore would need every
  * guest of the pod back in a new pod with the same pids, which is not
- * written.  Then CRIU on this host, then each guest's namespaces. */
+ * written.  Then CRIU on this host, then each guest's namespaces and
+ * its output. */
 static int ckpt_check(const struct na_job *j, struct verr *err)
 {
 	/* prepare_net's rule, not have_pod: a job taken over may not have
@@ -482,7 +483,7 @@ static int ckpt_check(const struct na_job *j, struct verr *err)
 	for (int k = 0; k < j->s.nguests; k++) {
 		struct na_ctr *c = guest_ctr(j, k, err);
 
-		if (!c || na_ctr_ckpt_netns(c, err) < 0)
+		if (!c || na_ctr_ckpt_netns(c, err) < 0 || na_ctr_ckpt_stdio(c, err) < 0)
 			return -1;
 	}
 	return 0;
