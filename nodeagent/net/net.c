@@ -634,6 +634,56 @@ fail:
 	return -1;
 }
 
+/* In the namespace eth0 leaves: send it into the one *arg holds.  It
+ * arrives down and without its address; its MAC, MTU and offloads go
+ * with it. */
+static int eth0_move(void *arg, struct verr *err)
+{
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
+	struct rtnl_link *link = NULL, *change = NULL;
+	int rc = -1, e;
+
+	if (!sk)
+		return -1;
+	if ((e = rtnl_link_get_kernel(sk, 0, "eth0", &link)) < 0) {
+		verr_set(err, "link eth0: %s", nl_geterror(e));
+		goto out;
+	}
+	if (!(change = rtnl_link_alloc())) {
+		verr_set(err, "netlink: out of memory");
+		goto out;
+	}
+	rtnl_link_set_ns_fd(change, *(int *)arg);
+	if ((e = rtnl_link_change(sk, link, change, 0)) < 0) {
+		verr_set(err, "move eth0 into the guest's network namespace: %s", nl_geterror(e));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (change)
+		rtnl_link_put(change);
+	if (link)
+		rtnl_link_put(link);
+	nl_socket_free(sk);
+	return rc;
+}
+
+int na_net_guest_move(const struct na_net *n, int k, const struct tuning *t, int nsfd, struct verr *err)
+{
+	struct na_net_req r = { .job = n->job, .tuning = t };
+	struct guest_ctx g = { .r = &r, .index = k, .mtu = n->mtu, .prefix = n->prefix };
+	const char *name;
+
+	if (k < 0 || k >= n->nguests || !n->guest_netns[k][0])
+		return verr_set(err, "job %s network: no guest %d with a network namespace here", n->job, k);
+	name = n->guest_netns[k];
+	g.addr = n->guest_addr[k];
+	if (na_netns_run(name, eth0_move, &nsfd, err) < 0 || na_netns_del(name, err) < 0 ||
+	    na_netns_add_fd(name, nsfd, err) < 0 || na_netns_run(name, guest_setup, &g, err) < 0)
+		return verr_wrap(err, "job %s network, guest %d", n->job, n->index[k]);
+	return 0;
+}
+
 static int vxlan_del(void *arg, struct verr *err)
 {
 	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);

@@ -75,6 +75,16 @@ struct na_net {
  * NA_VXLAN_OVERHEAD, so encapsulated frames fit the underlay's MTU. */
 int na_net_create(const struct na_net_req *r, struct na_net *out, struct verr *err);
 int na_net_destroy(struct na_net *n, struct verr *err);
+/* A container guest whose network namespace its runtime makes inside the
+ * guest's own user namespace, as CRIU needs to checkpoint it (made by the
+ * agent, it belongs to the host's user namespace): guest k's eth0, made
+ * by na_net_create in the namespace named guest_netns[k], moves into the
+ * one nsfd holds, which then takes that name (so whatever finds the
+ * guest's network by name, the teardown included, finds this one), and
+ * gets there what na_net_create gave it: address, MTU, offloads, lo up
+ * and the sysctls of tuning t.  The namespace first named so, empty now,
+ * goes. */
+int na_net_guest_move(const struct na_net *n, int k, const struct tuning *t, int nsfd, struct verr *err);
 /* A netlink socket of protocol (NETLINK_ROUTE, NETLINK_RDMA) in the calling
  * thread's network namespace (nlsock.c); NULL and why. */
 struct nl_sock *na_nl_open(int protocol, struct verr *err);
@@ -127,6 +137,8 @@ int na_netns_add(const char *name, struct verr *err);
 /* The same, owned by the user namespace of process owner (0: the host's):
  * processes of that namespace may then join it and mount its sysfs. */
 int na_netns_add_owned(const char *name, pid_t owner, struct verr *err);
+/* Names the network namespace nsfd holds /run/netns/<name>. */
+int na_netns_add_fd(const char *name, int nsfd, struct verr *err);
 /* Unmounts and unlinks /run/netns/<name>; 0 if it was not there. */
 int na_netns_del(const char *name, struct verr *err);
 /* Runs fn in a thread that has joined /run/netns/<name>, so the caller's

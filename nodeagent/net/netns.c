@@ -176,6 +176,34 @@ int na_netns_add_owned(const char *name, pid_t owner, struct verr *err)
 	return 0;
 }
 
+int na_netns_add_fd(const char *name, int nsfd, struct verr *err)
+{
+	char path[PATH_MAX], src[64];
+	int fd;
+
+	if (!name_ok(name))
+		return verr_set(err, "network namespace name '%.80s' is not a plain name", name);
+	if (netns_dir_ready(err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, name);
+	fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return verr_set(err, "network namespace %s already exists", name);
+		return verr_errno(err, "create %s", path);
+	}
+	close(fd);
+	/* The descriptor, not /proc/PID/ns/net: a pid may be reused, the
+	 * namespace a descriptor holds cannot change. */
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
+	if (mount(src, path, "none", MS_BIND, NULL) < 0) {
+		verr_errno(err, "bind-mount network namespace %s", name);
+		unlink(path);
+		return -1;
+	}
+	return 0;
+}
+
 int na_netns_del(const char *name, struct verr *err)
 {
 	char path[PATH_MAX];

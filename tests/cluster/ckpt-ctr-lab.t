@@ -8,13 +8,16 @@
 # there the test skips saying so (checkpoint.t checks that refusal).
 # On a loopback cluster (vhpc-ctld, two vhpcd), a job of two guests, one
 # per node, without vmshm (so no pod):
+#  - each guest's network namespace now belongs to its own user namespace
+#    (runc makes it there; the agent moves eth0 in), so CRIU's namespace
+#    check passes;
 #  - job_checkpoint check refuses on each node before anything changes,
-#    naming the obstacle the driver finds in the guest's namespaces: its
-#    network namespace belongs to the host's user namespace, not to the
-#    guest's own;
+#    naming the next obstacle: the guest's stdout is a file of the host
+#    outside the guest's mounts;
 #  - that is the truth, not a guess: runc checkpoint of the paused guest,
-#    run by hand, fails in CRIU with "doesn't belong to the target user
-#    namespace", and the guest stays paused and whole;
+#    run by hand, gets past CRIU's namespace check ("doesn't belong to the
+#    target user namespace" no longer) and fails at the guest's stdout
+#    ("Can't lookup mount"), and the guest stays paused and whole;
 #  - job_resume, the job finishes with every line once, nothing is left.
 . "$(dirname "$0")/../lib.sh"
 need_cluster vhpc-na
@@ -65,9 +68,13 @@ check_match "job_pause on node 1" '"type":"paused"' "$(msg job_pause 1 "$J")"
 check_match "job_pause on node 2" '"type":"paused"' "$(msg job_pause 2 "$J")"
 
 for n in 1 2; do
+	l=$(local_of "$J" "$n")
+	pid=$(runc_n "$n" state "$(runc_n "$n" list -q | grep "^$l-" | head -1)" 2>/dev/null | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+	check_eq "node $n: the guest's (pid $pid) network namespace belongs to its user namespace" \
+		"$(lsns -n -o NS -t user -p "$pid" 2>&1 | tr -d ' ')" "$(lsns -n -o ONS -t net -p "$pid" 2>&1 | tr -d ' ')"
 	r=$(msg job_checkpoint "$n" "$J" '"ckpt":"'"$J"'.1","check":true')
-	check_match "node $n: check refuses, naming the guest's network namespace and CRIU's rule" \
-		"\"type\":\"error\".*cannot be checkpointed on node n$n.*network namespace belongs to the host's user namespace.*check_user_ns" "$r"
+	check_match "node $n: check refuses, naming the guest's stdout, a file of the host CRIU cannot save" \
+		"\"type\":\"error\".*cannot be checkpointed on node n$n.*stdout \\(fd 1\\) is a file of the host.*Can't lookup mount" "$r"
 done
 
 # The same guest by hand: what the refusal says is what CRIU does.
@@ -77,7 +84,8 @@ img=$(mktemp -d /tmp/vhpct-criu.XXXXXX)
 at_exit "rm -rf '$img'"
 runc_n 1 checkpoint --leave-running --tcp-established --image-path "$img" --work-path "$img" "$id" >"$img/out" 2>&1
 check_eq "runc checkpoint of it fails" 1 "$?"
-check_match "... in CRIU, for the reason check gave" "doesn't belong to the target user namespace" "$(cat "$img/dump.log" 2>&1)"
+check "... not in CRIU's namespace check any more" sh -c "! grep -q \"doesn't belong to the target user namespace\" '$img/dump.log'"
+check_match "... but at the guest's stdout, as check said" "Can't lookup mount=[0-9]+ for fd=1" "$(cat "$img/dump.log" 2>&1)"
 check_match "... and the guest is still paused" "paused" "$(runc_n 1 state "$id" 2>&1)"
 
 check_match "job_resume on node 1" '"type":"resumed"' "$(msg job_resume 1 "$J")"

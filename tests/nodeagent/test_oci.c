@@ -242,6 +242,50 @@ static void pod_guest_joins_user_and_pid_namespaces(void **state)
 	json_object_put(c);
 }
 
+static int fill_netns(void *arg, int nsfd, struct verr *err)
+{
+	(void)arg; (void)nsfd; (void)err;
+	return 0;
+}
+
+/* A guest with a netns of its own (checkpointable by CRIU): runc makes it,
+ * after the user namespace and so inside it (no path), and mounts a sysfs
+ * of it at /sys, read-only, instead of binding the agent's. */
+static void own_netns_is_made_by_runc_with_its_sysfs(void **state)
+{
+	struct na_ctr_spec s = spec();
+	json_object *c, *ns, *m;
+	struct verr e;
+	bool net = false, user_first;
+
+	(void)state;
+	s.own_netns = fill_netns;
+	s.sysfs = NULL;
+	assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), 0);
+	ns = get(c, "linux.namespaces");
+	user_first = !strcmp(json_object_get_string(get(json_object_array_get_idx(ns, 0), "type")), "user");
+	assert_true(user_first);
+	for (size_t i = 0; i < json_object_array_length(ns); i++) {
+		json_object *n = json_object_array_get_idx(ns, i);
+
+		assert_null(get(n, "path"));
+		net |= !strcmp(json_object_get_string(get(n, "type")), "network");
+	}
+	assert_true(net);
+	m = mount_at(c, "/sys");
+	assert_non_null(m);
+	assert_string_equal(json_object_get_string(get(m, "type")), "sysfs");
+	assert_true(array_has(get(m, "options"), "ro"));
+	assert_true(array_has(get(m, "options"), "nosuid"));
+	assert_true(array_has(get(m, "options"), "noexec"));
+	assert_true(array_has(get(m, "options"), "nodev"));
+	json_object_put(c);
+	/* A pod's guests join the pod's netns: both at once is refused. */
+	s.pod = 4321;
+	assert_int_equal(na_oci_config(&s, "/bundle/rootfs", &c, &e), -1);
+	assert_non_null(strstr(e.msg, "pod"));
+}
+
 static void expect_refused(struct na_ctr_spec *s, const char *what)
 {
 	json_object *c = NULL;
@@ -359,6 +403,7 @@ int main(void)
 		cmocka_unit_test(config_isolates_and_applies_placement),
 		cmocka_unit_test(bad_specs_are_refused_with_reasons),
 		cmocka_unit_test(pod_guest_joins_user_and_pid_namespaces),
+		cmocka_unit_test(own_netns_is_made_by_runc_with_its_sysfs),
 		cmocka_unit_test(fabric_devices_are_the_only_ones_allowed),
 	};
 

@@ -12,6 +12,7 @@
  * error is the reason to give, on any host, before anything is paused.
  */
 #include "lib/err.h"
+#include "lib/fsutil.h"
 #include "lib/proc.h"
 #include "nodeagent/drivers/container/container.h"
 
@@ -205,9 +206,64 @@ int na_ctr_ckpt_netns(struct na_ctr *c, struct verr *err)
 		return verr_set(err, "guest %s stopped while its namespaces were read", na_ctr_id(c));
 	if (user == owner)
 		return 0;
-	return verr_set(err, "guest %s's network namespace belongs to the host's user namespace (the node agent "
-			"makes it before the guest), not to the guest's own; CRIU dumps a process in a user "
-			"namespace only when each of its namespaces belongs to that one (its check_user_ns: "
-			"\"One or more namespaces doesn't belong to the target user namespace\"), so runc "
-			"checkpoint fails on every container guest as vhpc makes them now", na_ctr_id(c));
+	return verr_set(err, "guest %s's network namespace is one the node agent made before the guest (as it "
+			"does for a guest with a fabric device, which it puts there first), not one of the guest's "
+			"own user namespace; CRIU dumps a process in a user namespace only when each of its "
+			"namespaces belongs to that one (its check_user_ns: \"One or more namespaces doesn't "
+			"belong to the target user namespace\"), so runc checkpoint would fail on it", na_ctr_id(c));
+}
+
+/* Whether mount id mnt is one of pid's mounts (its mountinfo's first
+ * field): 1, 0, or -1. */
+static int has_mount(pid_t pid, long mnt, struct verr *err)
+{
+	char path[64], *buf, *p;
+	size_t len;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	if (read_file(path, &buf, &len, 1 << 22, err) < 0)
+		return -1;
+	for (p = buf; p && *p && !found; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		found = strtol(p, NULL, 10) == mnt;
+	free(buf);
+	return found;
+}
+
+int na_ctr_ckpt_stdio(struct na_ctr *c, struct verr *err)
+{
+	pid_t pid = na_ctr_pid(c);
+
+	if (pid <= 0)
+		return verr_set(err, "guest %s is not running", na_ctr_id(c));
+	for (int fd = 0; fd <= 2; fd++) {
+		char path[64], target[256] = "", *info, *m;
+		struct stat st;
+		size_t len;
+		long mnt;
+		ssize_t n;
+		int in;
+
+		/* The kernel's view of the guest's own descriptors: a magic
+		 * link, stat'ed and read, never opened. */
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if ((n = readlink(path, target, sizeof(target) - 1)) > 0)
+			target[n] = 0;
+		snprintf(path, sizeof(path), "/proc/%d/fdinfo/%d", (int)pid, fd);
+		if (read_file(path, &info, &len, 4096, err) < 0)
+			return verr_wrap(err, "guest %s", na_ctr_id(c));
+		m = strstr(info, "mnt_id:");
+		mnt = m ? strtol(m + 7, NULL, 10) : -1;
+		free(info);
+		if ((in = has_mount(pid, mnt, err)) < 0)
+			return verr_wrap(err, "guest %s", na_ctr_id(c));
+		if (!in)
+			return verr_set(err, "guest %s's %s (fd %d) is a file of the host (%s) outside the guest's "
+					"mounts, which CRIU cannot save (\"Can't lookup mount=%ld for fd=%d\"); "
+					"a guest's output in a form CRIU can take is not written yet", na_ctr_id(c),
+					fd == 2 ? "stderr" : fd == 1 ? "stdout" : "stdin", fd, target, mnt, fd);
+	}
+	return 0;
 }

@@ -44,7 +44,15 @@ struct na_ctr_spec {
 	const char *const *env;    /* NAME=VALUE, NULL-terminated */
 	const struct na_bind *binds;
 	int nbinds;
-	const char *netns;         /* name under /run/netns to join */
+	const char *netns;         /* name under /run/netns to join (without own_netns) */
+	/* Set: runc makes the guest a network namespace inside the guest's
+	 * user namespace (CRIU dumps a guest only if its user namespace owns
+	 * all its others), with runc's own sysfs of it at /sys, and between
+	 * `runc create` and `runc start` this gets a descriptor of it to put
+	 * the guest's interfaces in (na_net_guest_move).  Unset: the guest
+	 * joins netns and gets the agent's sysfs. */
+	int (*own_netns)(void *arg, int nsfd, struct verr *err);
+	void *own_netns_arg;
 	const struct na_placement *place;
 	uint64_t mem_limit;        /* 0 = none */
 	uint64_t tmpfs_size;       /* writable /tmp, /run, /var/tmp, /dev/shm; 0 = 64 MiB each */
@@ -56,7 +64,7 @@ struct na_ctr_spec {
 	 * and the seccomp allowlist (na_seccomp_profile). */
 	uid_t uid;
 	gid_t gid;
-	const char *sysfs;         /* a sysfs of the guest's netns, bound read-only at /sys */
+	const char *sysfs;         /* without own_netns: a sysfs of the guest's netns, bound read-only at /sys */
 	/* Its RDMA device's uverbs node and rdma_cm (the job's fabric): made
 	 * in its /dev (bound from the host's, in a user namespace) and the only
 	 * devices its device cgroup allows beyond runc's defaults. */
@@ -146,6 +154,10 @@ bool na_ctr_paused(struct na_ctr *c);
 /* Whether CRIU can dump this guest's namespaces: its network namespace
  * must belong to its own user namespace (the reason when not). */
 int na_ctr_ckpt_netns(struct na_ctr *c, struct verr *err);
+/* Whether CRIU can save the guest init's stdin, stdout and stderr: a
+ * regular file must be reachable through one of the guest's own mounts
+ * (CRIU saves it by its path there), which the agent's log file is not. */
+int na_ctr_ckpt_stdio(struct na_ctr *c, struct verr *err);
 
 /* ---------------------------------------------------------------- OCI */
 

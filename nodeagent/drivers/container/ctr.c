@@ -166,6 +166,29 @@ int na_ctr_sysfs(const char *netns, const char *dir, struct verr *err)
 	return na_netns_run(netns, mount_sysfs, (void *)dir, err);
 }
 
+/* Between create and start: the guest's init waits in runc's hands,
+ * nothing of the guest's own runs yet, so its netns is still empty. */
+static int give_netns(const struct na_ctr_spec *s, const struct na_ctr *c, struct verr *err)
+{
+	char path[64];
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)c->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return verr_errno(err, "guest %s: %s", c->id, path);
+	/* Opened while the pidfd's process lived: its namespace, not that of
+	 * a process that took over a recycled pid. */
+	if (poll(&p, 1, 0) != 0) {
+		close(fd);
+		return verr_set(err, "guest %s: its init (pid %d) exited before it started", c->id, (int)c->pid);
+	}
+	rc = s->own_netns(s->own_netns_arg, fd, err);
+	close(fd);
+	return rc < 0 ? verr_wrap(err, "guest %s: its network", c->id) : 0;
+}
+
 int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err)
 {
 	char jobdir[PATH_MAX], mp[PATH_MAX + 16], cfg[PATH_MAX + 16], pidf[PATH_MAX + 16], rlog[PATH_MAX + 16];
@@ -229,7 +252,7 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 		goto fail;
 	}
 	{
-		const char *args[] = { "run", "-d", "--bundle", c->bundle, "--pid-file", pidf, c->id, NULL };
+		const char *args[] = { "create", "--bundle", c->bundle, "--pid-file", pidf, c->id, NULL };
 
 		/* runc creates its state before anything else, so from here on a
 		 * crash leaves something cleanup finds by the container's name. */
@@ -243,6 +266,14 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 	if (c->pidfd < 0) {
 		verr_errno(err, "guest %s: its init (pid %d) is already gone; see %s", c->id, (int)c->pid, s->log_path);
 		goto fail;
+	}
+	if (s->own_netns && give_netns(s, c, err) < 0)
+		goto fail;
+	{
+		const char *args[] = { "start", c->id, NULL };
+
+		if (na_runc(args, logfd, rlog, RUNC_START_MS, err) < 0)
+			goto fail;
 	}
 	if (verify_cpuset(s, err) < 0)
 		goto fail;

@@ -203,6 +203,27 @@ static int guest_sysfs(struct na_job *j, int k, struct ctr_guest *cg, struct ver
 	return 0;
 }
 
+/* A guest's network namespace is its own (made by runc in its user
+ * namespace, as CRIU needs) unless it lives in a pod, whose namespaces
+ * the agent makes in the pod's, or has a fabric device: fabric.c puts its
+ * macvlan and RDMA device in the agent's netns before the guest starts. */
+static bool own_netns(const struct na_job *j)
+{
+	return !single_copy(j) && !j->have_fab;
+}
+
+struct netns_arg {
+	struct na_job *j;
+	int k;
+};
+
+static int give_netns(void *arg, int nsfd, struct verr *err)
+{
+	struct netns_arg *a = arg;
+
+	return na_net_guest_move(&a->j->net, a->k, a->j->tuning, nsfd, err);
+}
+
 static int start(struct na_job *j, int k, struct verr *err)
 {
 	int gi = j->g[k].index;
@@ -218,14 +239,15 @@ static int start(struct na_job *j, int k, struct verr *err)
 	struct na_chardev devs[2];
 	const struct ctr_job *cj = j->drv_job;
 	struct ctr_guest *cg = guest_state(j, k, err);
-	bool vmshm = j->vmshm[0] != 0;
+	bool vmshm = j->vmshm[0] != 0, own = own_netns(j);
+	struct netns_arg na = { .j = j, .k = k };
 
 	if (!cg)
 		return -1;
 	if (na_mount_small_tmpfs(j->jd.job, cg->dir, CTL_DIR_SIZE, err) < 0)
 		return -1;
 	cg->mounted = true;
-	if (na_job_give_user(j, cg->dir, err) < 0 || guest_sysfs(j, k, cg, err) < 0)
+	if (na_job_give_user(j, cg->dir, err) < 0 || (!own && guest_sysfs(j, k, cg, err) < 0))
 		return -1;
 	snprintf(name, sizeof(name), "g%d", gi);
 	snprintf(listen, sizeof(listen), "%s:%d", ipv4_format(j->net.guest_addr[k], ip, sizeof(ip)), j->s.guest_port);
@@ -258,6 +280,10 @@ static int start(struct na_job *j, int k, struct verr *err)
 		s.pod = cj->pod.pid;
 	s.binds = binds;
 	s.netns = j->net.guest_netns[k];
+	if (own) {
+		s.own_netns = give_netns;
+		s.own_netns_arg = &na;
+	}
 	s.place = &j->place[k];
 	s.mem_limit = j->s.mem;
 	s.tmpfs_size = j->s.mem / 4;
@@ -441,7 +467,8 @@ static struct na_ctr *guest_ctr(const struct na_job *j, int k, struct verr *err)
  * container, so `runc checkpoint` of a guest would take its processes
  * without the namespace they live in, and a restore would need every
  * guest of the pod back in a new pod with the same pids, which is not
- * written.  Then CRIU on this host, then each guest's namespaces. */
+ * written.  Then CRIU on this host, then each guest's namespaces and
+ * its output. */
 static int ckpt_check(const struct na_job *j, struct verr *err)
 {
 	/* prepare_net's rule, not have_pod: a job taken over may not have
@@ -456,7 +483,7 @@ static int ckpt_check(const struct na_job *j, struct verr *err)
 	for (int k = 0; k < j->s.nguests; k++) {
 		struct na_ctr *c = guest_ctr(j, k, err);
 
-		if (!c || na_ctr_ckpt_netns(c, err) < 0)
+		if (!c || na_ctr_ckpt_netns(c, err) < 0 || na_ctr_ckpt_stdio(c, err) < 0)
 			return -1;
 	}
 	return 0;

@@ -7,9 +7,11 @@
  * (seccomp.c), read-only rootfs, /sys and /proc/sys read-only, runc's
  * default masked paths, a device cgroup that allows only the default
  * devices, and its own PID, mount, UTS, IPC and cgroup namespaces; its
- * network namespace is one the node agent made.  Guests of a job that share
- * a host with vmshm share the user and PID namespace of the job's pod
- * there (pod.c), the same user's for all of them.
+ * network namespace is its own too (runc makes it inside the guest's user
+ * namespace, the agent moves its eth0 in), except in a pod: guests of a
+ * job that share a host with vmshm share the user and PID namespace of
+ * the job's pod there (pod.c), the same user's for all of them, and join
+ * network namespaces the agent made in it.
  *
  * Root inside rather than the user's own uid inside: runc needs the
  * container's root mapped to set the guest up, and mapping it to the user
@@ -113,7 +115,7 @@ static int check_spec(const struct na_ctr_spec *s, struct verr *err)
 		return -1;
 	if (s->index < 0 || s->index >= VHPC_MAX_GUESTS)
 		return verr_set(err, "guest index %d; 0..%d allowed", s->index, VHPC_MAX_GUESTS - 1);
-	if (!s->sysfs || s->sysfs[0] != '/')
+	if (!s->own_netns && (!s->sysfs || s->sysfs[0] != '/'))
 		return verr_set(err, "no sysfs of the guest's network namespace to bind at /sys");
 	if (!hostname_ok(s->hostname))
 		return verr_set(err, "hostname '%.80s': expected 1-63 letters, digits and '-'", s->hostname ? s->hostname : "(null)");
@@ -130,7 +132,9 @@ static int check_spec(const struct na_ctr_spec *s, struct verr *err)
 	for (int i = 0; s->env && s->env[i]; i++)
 		if (!strchr(s->env[i], '=') || s->env[i][0] == '=' || strchr(s->env[i], '\n'))
 			return verr_set(err, "environment entry '%.80s' is not NAME=VALUE", s->env[i]);
-	if (!s->netns || !ident_ok(s->netns, 64))
+	if (s->own_netns && s->pod > 0)
+		return verr_set(err, "guest %d: a pod's guests join the pod's network namespaces; they cannot have their own", s->index);
+	if (!s->own_netns && (!s->netns || !ident_ok(s->netns, 64)))
 		return verr_set(err, "network namespace '%.80s' is not a plain name", s->netns ? s->netns : "(null)");
 	if (!s->place || s->place->ncpus < 1 || s->place->ncpus > VHPC_MAX_VCPUS ||
 	    s->place->nmems < 1 || s->place->nmems > VHPC_MAX_NODES)
@@ -263,9 +267,14 @@ static struct json_object *oci_mounts(const struct na_ctr_spec *s)
 	add_mount(mounts, "/dev/pts", "devpts", "devpts", (const char *[]){ "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", NULL });
 	add_mount(mounts, "/dev/shm", "tmpfs", "shm", (const char *[]){ "nosuid", "noexec", "nodev", "mode=1777", tmpsz, NULL });
 	add_mount(mounts, "/dev/mqueue", "mqueue", "mqueue", (const char *[]){ "nosuid", "noexec", "nodev", NULL });
-	/* The agent's sysfs of the guest's netns (the guest, in its user
-	 * namespace, cannot mount one): nothing is mounted below it. */
-	add_mount(mounts, "/sys", "bind", s->sysfs, (const char *[]){ "bind", "nosuid", "noexec", "nodev", "ro", NULL });
+	/* A netns of the guest's own user namespace: runc mounts its sysfs
+	 * there.  Else the agent's sysfs of the guest's netns (the guest, in
+	 * its user namespace, cannot mount one for a netns the host's user
+	 * namespace owns): nothing is mounted below it. */
+	if (s->own_netns)
+		add_mount(mounts, "/sys", "sysfs", "sysfs", (const char *[]){ "nosuid", "noexec", "nodev", "ro", NULL });
+	else
+		add_mount(mounts, "/sys", "bind", s->sysfs, (const char *[]){ "bind", "nosuid", "noexec", "nodev", "ro", NULL });
 	add_mount(mounts, "/sys/fs/cgroup", "cgroup", "cgroup", (const char *[]){ "nosuid", "noexec", "nodev", "relatime", "ro", NULL });
 	add_mount(mounts, "/tmp", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", tmpsz, NULL });
 	add_mount(mounts, "/var/tmp", "tmpfs", "tmpfs", (const char *[]){ "nosuid", "nodev", "mode=1777", tmpsz, NULL });
@@ -330,9 +339,12 @@ static struct json_object *oci_namespaces(const struct na_ctr_spec *s)
 	{
 		struct json_object *o = json_object_new_object();
 
-		snprintf(nspath, sizeof(nspath), "%s/%s", NA_NETNS_DIR, s->netns);
 		json_object_object_add(o, "type", json_object_new_string("network"));
-		json_object_object_add(o, "path", json_object_new_string(nspath));
+		/* No path: runc makes it after the user namespace, inside it. */
+		if (!s->own_netns) {
+			snprintf(nspath, sizeof(nspath), "%s/%s", NA_NETNS_DIR, s->netns);
+			json_object_object_add(o, "path", json_object_new_string(nspath));
+		}
 		json_object_array_add(ns, o);
 	}
 	return ns;
