@@ -130,6 +130,27 @@ static int add_owned(const char *path, pid_t owner, struct verr *err)
 	return rc;
 }
 
+/* The empty file under /run/netns a namespace is bound on: a name that
+ * already exists is refused, never reused. */
+static int mountpoint(const char *name, char path[PATH_MAX], struct verr *err)
+{
+	int fd;
+
+	if (!name_ok(name))
+		return verr_set(err, "network namespace name '%.80s' is not a plain name", name);
+	if (netns_dir_ready(err) < 0)
+		return -1;
+	snprintf(path, PATH_MAX, "%s/%s", NA_NETNS_DIR, name);
+	fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+	if (fd < 0) {
+		if (errno == EEXIST)
+			return verr_set(err, "network namespace %s already exists", name);
+		return verr_errno(err, "create %s", path);
+	}
+	close(fd);
+	return 0;
+}
+
 int na_netns_add(const char *name, struct verr *err)
 {
 	return na_netns_add_owned(name, 0, err);
@@ -140,20 +161,10 @@ int na_netns_add_owned(const char *name, pid_t owner, struct verr *err)
 	char path[PATH_MAX];
 	struct add_call c = { .path = path };
 	pthread_t th;
-	int fd, e;
+	int e;
 
-	if (!name_ok(name))
-		return verr_set(err, "network namespace name '%.80s' is not a plain name", name);
-	if (netns_dir_ready(err) < 0)
+	if (mountpoint(name, path, err) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, name);
-	fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-	if (fd < 0) {
-		if (errno == EEXIST)
-			return verr_set(err, "network namespace %s already exists", name);
-		return verr_errno(err, "create %s", path);
-	}
-	close(fd);
 	if (owner > 0) {
 		if (add_owned(path, owner, err) < 0) {
 			unlink(path);
@@ -179,20 +190,9 @@ int na_netns_add_owned(const char *name, pid_t owner, struct verr *err)
 int na_netns_add_fd(const char *name, int nsfd, struct verr *err)
 {
 	char path[PATH_MAX], src[64];
-	int fd;
 
-	if (!name_ok(name))
-		return verr_set(err, "network namespace name '%.80s' is not a plain name", name);
-	if (netns_dir_ready(err) < 0)
+	if (mountpoint(name, path, err) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/%s", NA_NETNS_DIR, name);
-	fd = open(path, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
-	if (fd < 0) {
-		if (errno == EEXIST)
-			return verr_set(err, "network namespace %s already exists", name);
-		return verr_errno(err, "create %s", path);
-	}
-	close(fd);
 	/* The descriptor, not /proc/PID/ns/net: a pid may be reused, the
 	 * namespace a descriptor holds cannot change. */
 	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
