@@ -49,11 +49,11 @@ $(eval $(call unit_test,unit-hv-vhost-net,tests/hv/unit_vhost_net.c hv/vhost_net
 # A VFIO function's virtual config space (hv/vfio_cfg.c) from made-up ones.
 $(eval $(call unit_test,unit-hv-vfio,tests/hv/unit_vfio.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # The virtio transport's snapshot state, hostile ones refused (hv/virtio_snap.c).
-$(eval $(call unit_test,unit-hv-virtio-snap,tests/hv/unit_virtio_snap.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
+$(eval $(call unit_test,unit-hv-virtio-snap,tests/hv/unit_virtio_snap.c tests/hv/virtio_drive.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # virtio-vsock's snapshot: connections reset toward the guest, listeners kept.
-$(eval $(call unit_test,unit-hv-vsock-snap,tests/hv/unit_vsock_snap.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
+$(eval $(call unit_test,unit-hv-vsock-snap,tests/hv/unit_vsock_snap.c tests/hv/virtio_drive.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # virtio-net's snapshot on its userspace data path (a socket pair as the tap).
-$(eval $(call unit_test,unit-hv-net-snap,tests/hv/unit_net_snap.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
+$(eval $(call unit_test,unit-hv-net-snap,tests/hv/unit_net_snap.c tests/hv/virtio_drive.c $(filter-out hv/main.c,$(HV_SRCS)),-lseccomp))
 # The device registry (hv/devices.c) with test devices of its own.
 $(eval $(call unit_test,unit-hv-devices,tests/hv/unit_devices.c hv/devices.c))
 

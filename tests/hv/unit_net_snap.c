@@ -22,11 +22,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "hv/snapshot.h"
-#include "hv/virtio.h"
+#include "tests/hv/virtio_drive.h"
 
 #define QS 8
-#define RING(q) (0x10000ull + (q) * 0x3000ull)     /* desc; avail +0x1000, used +0x2000 */
 #define RXBUF 0x40000ull
 #define TXBUF 0x60000ull
 #define HDR 12
@@ -54,7 +52,7 @@ static uint8_t *gpa(uint64_t a)
 
 static void reg(unsigned off, uint64_t val, unsigned len)
 {
-	v->pci.ops->bar_write(&v->pci, 0, off, &val, len);
+	vd_reg(v, off, val, len);
 }
 
 static void kick(int q)
@@ -65,13 +63,13 @@ static void kick(int q)
 
 static uint16_t used_idx(int q)
 {
-	return ((uint16_t *)gpa(RING(q) + 0x2000))[1];
+	return ((uint16_t *)gpa(VD_RING(q) + 0x2000))[1];
 }
 
 static void post_rx(uint16_t upto)
 {
-	struct vring_desc *d = (struct vring_desc *)gpa(RING(0));
-	uint16_t *avail = (uint16_t *)gpa(RING(0) + 0x1000);
+	struct vring_desc *d = (struct vring_desc *)gpa(VD_RING(0));
+	uint16_t *avail = (uint16_t *)gpa(VD_RING(0) + 0x1000);
 
 	for (; rx_posted != upto; rx_posted++) {
 		uint16_t i = rx_posted % QS;
@@ -86,8 +84,8 @@ static void post_rx(uint16_t upto)
 /* Frame number k from the guest: header then FRAME bytes of k. */
 static void tx_frame(uint8_t k)
 {
-	struct vring_desc *d = (struct vring_desc *)gpa(RING(1));
-	uint16_t *avail = (uint16_t *)gpa(RING(1) + 0x1000);
+	struct vring_desc *d = (struct vring_desc *)gpa(VD_RING(1));
+	uint16_t *avail = (uint16_t *)gpa(VD_RING(1) + 0x1000);
 	uint16_t i = tx_next % QS;
 	uint8_t *b = gpa(TXBUF + i * 0x1000ull);
 
@@ -125,7 +123,7 @@ static uint8_t rx_got(uint16_t n)
 {
 	uint32_t id;
 
-	memcpy(&id, gpa(RING(0) + 0x2000 + 4 + 8 * (n % QS)), 4);
+	memcpy(&id, gpa(VD_RING(0) + 0x2000 + 4 + 8 * (n % QS)), 4);
 	return *gpa(RXBUF + id * 0x1000ull + HDR);
 }
 
@@ -135,8 +133,6 @@ static int setup(void **state)
 	static char opt[96];
 	char *argv[] = { "unit", "--kernel", "/dev/null", "--vcpus", "1", "--mem", "16M", "--no-prefault",
 			 "--serial", "none", "--net", opt, NULL };
-	size_t nd;
-	const struct hv_device *devs = devices_list(&nd);
 	int sp[2];
 
 	(void)state;
@@ -151,29 +147,11 @@ static int setup(void **state)
 		return -1;
 	}
 	close(sp[0]);                  /* the device has its own copy */
-	for (size_t i = 0; i < nd; i++)
-		if (!strcmp(devs[i].name, "virtio_net"))
-			netdev = &devs[i];
-	for (int s = 0; s < PCI_MAX_SLOTS && !v; s++)
-		if (pci_slot(&vm, s) && !strcmp(pci_slot(&vm, s)->name, "vnet0"))
-			v = pci_slot(&vm, s)->opaque;
+	netdev = vd_device("virtio_net");
+	v = vd_function(&vm, "vnet0");
 	if (!netdev || !v)
 		return -1;
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER, 1);
-	reg(0x08, 1, 4);
-	reg(0x0c, 1, 4);               /* VERSION_1 only: no offloads, one pair */
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK, 1);
-	for (unsigned q = 0; q < (unsigned)v->nq; q++) {
-		reg(0x16, q, 2);
-		reg(0x18, QS, 2);
-		reg(0x1a, VIRTIO_NO_VECTOR, 2);
-		reg(0x20, RING(q), 8);
-		reg(0x28, RING(q) + 0x1000, 8);
-		reg(0x30, RING(q) + 0x2000, 8);
-		reg(0x1c, 1, 2);
-	}
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK, 1);
-	evloop_run_all(&vm);
+	vd_driver_up(&vm, v, (unsigned)v->nq, QS, VIRTIO_NO_VECTOR);
 	post_rx(QS);
 	return 0;
 }
@@ -189,10 +167,7 @@ static int teardown(void **state)
 
 static int load(const struct snap_buf *b, struct verr *err)
 {
-	struct snap_rd r = { .p = b->p, .len = b->len };
-
-	err->msg[0] = 0;
-	return netdev->load(&vm, &r, err);
+	return vd_load(netdev, &vm, b, err);
 }
 
 static void test_round_trip(void **state)
@@ -219,9 +194,9 @@ static void test_round_trip(void **state)
 	/* ...and is restored to it: RAM as the snapshot had it (the rings'
 	 * indexes), the device's indexes from the snapshot. */
 	tx_next = 1;
-	((uint16_t *)gpa(RING(1) + 0x1000))[1] = 1;
-	((uint16_t *)gpa(RING(1) + 0x2000))[1] = 1;
-	((uint16_t *)gpa(RING(0) + 0x2000))[1] = 1;
+	((uint16_t *)gpa(VD_RING(1) + 0x1000))[1] = 1;
+	((uint16_t *)gpa(VD_RING(1) + 0x2000))[1] = 1;
+	((uint16_t *)gpa(VD_RING(0) + 0x2000))[1] = 1;
 	assert_int_equal(load(&saved, &err), 0);
 	evloop_run_all(&vm);
 	assert_int_equal(v->vq[1].last_avail, 1);

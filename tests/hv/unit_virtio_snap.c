@@ -17,13 +17,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "hv/snapshot.h"
-#include "hv/virtio.h"
+#include "tests/hv/virtio_drive.h"
 
 #define QS 8
-#define DESC 0x10000ull
-#define AVAIL 0x11000ull
-#define USED 0x12000ull
+#define DESC VD_RING(0)
+#define AVAIL (VD_RING(0) + 0x1000)
+#define USED (VD_RING(0) + 0x2000)
 #define BUF 0x20000ull
 
 /* Offsets in virtio-blk's saved state: the disk's sectors, the transport,
@@ -51,7 +50,7 @@ static char disk[] = "/tmp/unit-virtio-snap.XXXXXX";
 
 static void reg(unsigned off, uint64_t val, unsigned len)
 {
-	v->pci.ops->bar_write(&v->pci, 0, off, &val, len);
+	vd_reg(v, off, val, len);
 }
 
 /* One read request of sector 0 at the ring's next slot. */
@@ -85,8 +84,6 @@ static int setup(void **state)
 	char *argv[] = { "unit", "--kernel", "/dev/null", "--vcpus", "1", "--mem", "16M", "--no-prefault",
 			 "--serial", "none", "--blk", blk, NULL };
 	int fd = mkstemp(disk);
-	size_t nd;
-	const struct hv_device *devs = devices_list(&nd);
 
 	(void)state;
 	vlog_init("unit-hv-virtio-snap");
@@ -99,28 +96,12 @@ static int setup(void **state)
 		fprintf(stderr, "%s\n", err.msg);
 		return -1;
 	}
-	for (size_t i = 0; i < nd; i++)
-		if (!strcmp(devs[i].name, "virtio_blk"))
-			blkdev = &devs[i];
-	for (int s = 0; s < PCI_MAX_SLOTS && !v; s++)
-		if (pci_slot(&vm, s) && !strcmp(pci_slot(&vm, s)->name, "vblk0"))
-			v = pci_slot(&vm, s)->opaque;
+	blkdev = vd_device("virtio_blk");
+	v = vd_function(&vm, "vblk0");
 	if (!blkdev || !v)
 		return -1;
-	/* A driver's set-up: features, queue 0 with vector 1, DRIVER_OK. */
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER, 1);
-	reg(0x08, 1, 4);
-	reg(0x0c, 1, 4);               /* VERSION_1 */
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK, 1);
-	reg(0x16, 0, 2);
-	reg(0x18, QS, 2);
-	reg(0x1a, 1, 2);
-	reg(0x20, DESC, 8);
-	reg(0x28, AVAIL, 8);
-	reg(0x30, USED, 8);
-	reg(0x1c, 1, 2);
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK, 1);
-	evloop_run_all(&vm);
+	/* Queue 0 on vector 1. */
+	vd_driver_up(&vm, v, 1, QS, 1);
 	for (uint16_t n = 0; n < 3; n++)
 		request(n);
 	if (used_idx() != 3 || !v->running)
@@ -138,10 +119,7 @@ static int teardown(void **state)
 
 static int load(const struct snap_buf *b, struct verr *err)
 {
-	struct snap_rd r = { .p = b->p, .len = b->len };
-
-	err->msg[0] = 0;
-	return blkdev->load(&vm, &r, err);
+	return vd_load(blkdev, &vm, b, err);
 }
 
 static void test_round_trip(void **state)

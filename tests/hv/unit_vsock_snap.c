@@ -22,11 +22,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "hv/snapshot.h"
-#include "hv/virtio.h"
+#include "tests/hv/virtio_drive.h"
 
 #define QS 8
-#define RING(q) (0x10000ull + (q) * 0x3000ull)     /* desc; avail +0x1000, used +0x2000 */
 #define RXBUF 0x40000ull
 #define TXBUF 0x60000ull
 #define HDR 44
@@ -65,7 +63,7 @@ static uint8_t *gpa(uint64_t a)
 
 static void reg(unsigned off, uint64_t val, unsigned len)
 {
-	v->pci.ops->bar_write(&v->pci, 0, off, &val, len);
+	vd_reg(v, off, val, len);
 }
 
 static void kick(int q)
@@ -77,8 +75,8 @@ static void kick(int q)
 /* Receive buffers: one 4 KiB chain per slot, all posted. */
 static void post_rx(uint16_t upto)
 {
-	struct vring_desc *d = (struct vring_desc *)gpa(RING(0));
-	uint16_t *avail = (uint16_t *)gpa(RING(0) + 0x1000);
+	struct vring_desc *d = (struct vring_desc *)gpa(VD_RING(0));
+	uint16_t *avail = (uint16_t *)gpa(VD_RING(0) + 0x1000);
 
 	for (uint16_t n = avail[1]; n != upto; n++) {
 		uint16_t i = n % QS;
@@ -93,12 +91,12 @@ static void post_rx(uint16_t upto)
 /* The next packet the device put on the receive queue, or false. */
 static bool rx_next(uint8_t h[HDR])
 {
-	uint16_t *used = (uint16_t *)gpa(RING(0) + 0x2000);
+	uint16_t *used = (uint16_t *)gpa(VD_RING(0) + 0x2000);
 	uint32_t id;
 
 	if (used[1] == rx_seen)
 		return false;
-	memcpy(&id, gpa(RING(0) + 0x2000 + 4 + 8 * (rx_seen % QS)), 4);
+	memcpy(&id, gpa(VD_RING(0) + 0x2000 + 4 + 8 * (rx_seen % QS)), 4);
 	memcpy(h, gpa(RXBUF + id * 0x1000ull), HDR);
 	rx_seen++;
 	post_rx((uint16_t)(rx_seen + QS));
@@ -112,8 +110,8 @@ static uint16_t get16(const uint8_t *p) { uint16_t x; memcpy(&x, p, 2); return x
 /* One packet from the guest on the transmit queue. */
 static void tx_send(uint32_t src, uint32_t dst, uint16_t op, const char *data)
 {
-	struct vring_desc *d = (struct vring_desc *)gpa(RING(1));
-	uint16_t *avail = (uint16_t *)gpa(RING(1) + 0x1000);
+	struct vring_desc *d = (struct vring_desc *)gpa(VD_RING(1));
+	uint16_t *avail = (uint16_t *)gpa(VD_RING(1) + 0x1000);
 	uint16_t i = tx_next % QS;
 	uint8_t *h = gpa(TXBUF + i * 0x1000ull);
 	uint32_t len = data ? (uint32_t)strlen(data) : 0;
@@ -179,8 +177,6 @@ static int setup(void **state)
 	static char opt[160];
 	char *argv[] = { "unit", "--kernel", "/dev/null", "--vcpus", "1", "--mem", "16M", "--no-prefault",
 			 "--serial", "none", "--vsock", opt, NULL };
-	size_t nd;
-	const struct hv_device *devs = devices_list(&nd);
 
 	(void)state;
 	vlog_init("unit-hv-vsock-snap");
@@ -193,29 +189,11 @@ static int setup(void **state)
 		fprintf(stderr, "%s\n", err.msg);
 		return -1;
 	}
-	for (size_t i = 0; i < nd; i++)
-		if (!strcmp(devs[i].name, "virtio_vsock"))
-			vsdev = &devs[i];
-	for (int s = 0; s < PCI_MAX_SLOTS && !v; s++)
-		if (pci_slot(&vm, s) && !strcmp(pci_slot(&vm, s)->name, "vsock"))
-			v = pci_slot(&vm, s)->opaque;
+	vsdev = vd_device("virtio_vsock");
+	v = vd_function(&vm, "vsock");
 	if (!vsdev || !v)
 		return -1;
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER, 1);
-	reg(0x08, 1, 4);
-	reg(0x0c, 1, 4);               /* VERSION_1 */
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK, 1);
-	for (unsigned q = 0; q < 3; q++) {
-		reg(0x16, q, 2);
-		reg(0x18, QS, 2);
-		reg(0x1a, VIRTIO_NO_VECTOR, 2);
-		reg(0x20, RING(q), 8);
-		reg(0x28, RING(q) + 0x1000, 8);
-		reg(0x30, RING(q) + 0x2000, 8);
-		reg(0x1c, 1, 2);
-	}
-	reg(0x14, VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK, 1);
-	evloop_run_all(&vm);
+	vd_driver_up(&vm, v, 3, QS, VIRTIO_NO_VECTOR);
 	post_rx(QS);
 	return 0;
 }
@@ -233,10 +211,7 @@ static int teardown(void **state)
 
 static int load(const struct snap_buf *b, struct verr *err)
 {
-	struct snap_rd r = { .p = b->p, .len = b->len };
-
-	err->msg[0] = 0;
-	return vsdev->load(&vm, &r, err);
+	return vd_load(vsdev, &vm, b, err);
 }
 
 /* An open connection saved and loaded: reset toward the guest, the host
