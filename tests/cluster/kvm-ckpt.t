@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 480
+# timeout: 300
 # needs: hardware-virtualization
 # lab-prepare: tests/cluster/kvm-ckpt-image
 # A kvm job's checkpoint and restart, end to end (issue 36, item 4; in the
@@ -11,7 +11,9 @@
 #    `vhpc checkpoints` lists the checkpoint;
 #  - `vhpc restart NAME`: the new job ends with exit 0 and exactly the
 #    reference's lines (--reference, computed on the host), each round
-#    once: its output goes on from where the checkpoint took it.
+#    once: its output goes on from where the checkpoint took it;
+#  - one byte of a guest's snapshot changed: the restart is refused, the
+#    node naming the file, and nothing of the refused job is left.
 # Prints as diagnostics the checkpoint's size, the nodes' save times, the
 # restore time and the standstill, per GiB of guest RAM (nested/TCG).
 . "$(dirname "$0")/../lib.sh"
@@ -88,5 +90,24 @@ check_eq "its output is the reference's, every round once: it went on from round
 [ "$REF" = "$(lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
 check "nothing of the restarted job is left" leftovers_gone
 check_eq "... no vhpc-hv of it runs" "" "$(alive "$rpids")"
+
+# One byte of guest g0's largest file changed (its size kept): the node
+# checks the part's sha256 file before it restores anything.
+f=$(find "$CKDIR/$NAME/g0" -type f -printf '%s %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2-)
+check "the checkpoint still has guest g0's files (${f:-none})" test -n "$f" -a -f "$f"
+off=$(( $(stat -c %s "$f") / 2 ))
+b=$(od -An -tu1 -j "$off" -N1 "$f" | tr -d ' ')
+printf "\\$(printf %03o $(( (b ^ 1) & 255 )))" | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
+fname=${f#"$CKDIR/$NAME/"}
+out=$(vc restart "$NAME" 2>&1)
+diag "$out"
+R2=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
+refused() { grep -h "$fname" "$CL_DIR"/n[12].log | grep -qiE "sha256|differ|checksum|refus"; }
+check "the restart of the changed checkpoint is refused by the node, naming $fname" poll_until 90 refused
+diag "$(grep -h "$fname" "$CL_DIR"/n[12].log | tail -2)"
+check "... and the job does not run" wait_state "$R2" 'FAILED|CANCELLED|PENDING' 60
+diag "job $R2: $(job_state "$R2"): $(job_field "$R2" reason)"
+job_state_is "$R2" PENDING && vc cancel "$R2" >/dev/null 2>&1
+check "nothing of the refused job is left" leftovers_gone
 lab_check "$CL_DIR"/*.log "$T"/*.out
 done_testing
