@@ -18,14 +18,22 @@ setup_mark() { diag "set-up: $* after $((SECONDS - setup_t0)) s"; }
 # pushes it and both nodes pull it (under TCG: 25 s and 40 s for the tree).
 img_dir=$(mktemp -d /tmp/vhpct-kvmimg.XXXXXX)
 at_exit "rm -rf '$img_dir'"
-"$VHPC_TOP/tests/kvm/compact-images" "$img_dir" | grep -q '^squashfs 0$' ||
+# KVM_IMAGE_SCRIPT / KVM_PUSH_IMAGE (set before sourcing): another
+# squashfs image of the same shape, e.g. with a test's own program in it.
+"${KVM_IMAGE_SCRIPT:-$VHPC_TOP/tests/kvm/compact-images}" "$img_dir" | grep -q '^squashfs 0$' ||
 	{ echo "Bail out! the squashfs image does not build: $(tail -n 3 "$img_dir/build-squashfs")"; exit 1; }
 setup_mark "the squashfs image is there"
-CL_PUSH_IMAGE=kvmsquashfs
+CL_PUSH_IMAGE=${KVM_PUSH_IMAGE:-kvmsquashfs}
 . "$(dirname "${BASH_SOURCE[0]}")/cluster-lib.sh"
 T=$CL_DIR
 unset VHPC_KVM_ALLOW_EMULATION
 lab_no_default_binds
+# KVM_CLUSTER_EXTRA (set before sourcing): lines added to the cluster
+# file the controller and both nodes read (e.g. checkpoints: ...).
+if [ -n "${KVM_CLUSTER_EXTRA-}" ]; then
+	{ cat "${VHPC_CLUSTER:-$VHPC_TOP/configs/cluster.yaml}"; printf '%s\n' "$KVM_CLUSTER_EXTRA"; } >"$T/cluster-kvm.yaml"
+	export VHPC_CLUSTER=$T/cluster-kvm.yaml
+fi
 
 # Heartbeats: nodes may miss 8 s of them, not cluster-lib's 3 s.  Under the
 # nested/TCG lab a restarted vhpcd taking its VMs over was seen to send none

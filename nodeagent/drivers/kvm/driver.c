@@ -407,6 +407,11 @@ static int resume_guest(struct na_job *j, int k, struct verr *err)
 	return kvm_pause(j->g[k].priv, false, err);
 }
 
+static bool guest_paused(struct na_job *j, int k)
+{
+	return j->g[k].priv && kvm_paused(j->g[k].priv);
+}
+
 static int save(struct na_job *j, int k, int dirfd, struct verr *err)
 {
 	const struct kvm_job *kj = j->drv_job;
@@ -485,6 +490,7 @@ const struct na_driver na_driver_kvm = {
 	.ckpt_check = ckpt_check,
 	.pause = pause_guest,
 	.resume = resume_guest,
+	.paused = guest_paused,
 	.save = save,
 	.restore = restore,
 };

@@ -73,6 +73,19 @@ int kvm_pause(struct na_kvm *k, bool pause, struct verr *err)
 	return rc;
 }
 
+bool kvm_paused(const struct na_kvm *k)
+{
+	struct json_object *o = NULL, *st;
+	struct verr e;
+	bool paused;
+
+	if (control_ok(k, "{\"cmd\":\"status\"}", -1, (int)(5000 * na_kvm_time_scale()), &o, &e) < 0)
+		return false;
+	paused = json_object_object_get_ex(o, "state", &st) && !strcmp(json_object_get_string(st), "paused");
+	json_object_put(o);
+	return paused;
+}
+
 int kvm_snapshot_check(const struct na_kvm *k, struct verr *err)
 {
 	if (control_ok(k, "{\"cmd\":\"snapshot_check\"}", -1, (int)(5000 * na_kvm_time_scale()), NULL, err) < 0)

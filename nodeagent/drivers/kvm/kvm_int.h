@@ -144,6 +144,9 @@ int kvm_check_pinning(const char *ctl, const struct na_placement *p, struct verr
 /* Checkpoints (kvm_ckpt.c).  Stops guest k's vCPUs (pause) or lets them
  * run; an error unless vhpc-hv then says it is in that state. */
 int kvm_pause(struct na_kvm *k, bool pause, struct verr *err);
+/* Whether vhpc-hv says it is paused now (false when it cannot be asked):
+ * what vhpcd checks before it saves a guest. */
+bool kvm_paused(const struct na_kvm *k);
 /* Whether its vhpc-hv could save every device it has (asked before any
  * guest is paused); vhpc-hv's reason, naming the device, otherwise. */
 int kvm_snapshot_check(const struct na_kvm *k, struct verr *err);

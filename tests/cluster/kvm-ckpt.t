@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# timeout: 300
+# needs: hardware-virtualization
+# lab-prepare: tests/cluster/kvm-ckpt-image
+# A kvm job's checkpoint and restart, end to end (issue 36, item 4; in the
+# virtualization lab, nested/TCG): a real vhpc-ctld, two vhpcd nodes, one
+# checkpoints dir for both (shared: true).
+#  - a 2-guest job on 2 nodes runs ckpt_cksum (tests/mpi/README.md), a
+#    round a second, and is checkpointed with --stop mid-run: it ends
+#    CHECKPOINTED (exit 75), nothing of it is left on either node, and
+#    `vhpc checkpoints` lists the checkpoint;
+#  - `vhpc restart NAME`: the new job ends with exit 0 and exactly the
+#    reference's lines (--reference, computed on the host), each round
+#    once: its output goes on from where the checkpoint took it;
+#  - one byte of a guest's snapshot changed: the restart is refused, the
+#    node naming the file, and nothing of the refused job is left.
+# Prints as diagnostics the checkpoint's size, the nodes' save times, the
+# restore time and the standstill, per GiB of guest RAM (nested/TCG).
+. "$(dirname "$0")/../lib.sh"
+CL=vkc$$
+CKDIR=/tmp/vhpct-kvmckpt.$$
+mkdir -m 700 "$CKDIR" || { echo "Bail out! cannot make $CKDIR"; exit 1; }
+at_exit "rm -rf '$CKDIR'"
+KVM_CLUSTER_EXTRA=$(printf 'checkpoints:\n  dir: %s\n  shared: true' "$CKDIR")
+KVM_IMAGE_SCRIPT=$(dirname "$0")/kvm-ckpt-image
+KVM_PUSH_IMAGE=kvmckpt
+. "$(dirname "$0")/kvm-lib.sh"
+CK=$VHPC_TOP/$B/testbin/ckpt_cksum
+[ -x "$CK" ] || { echo "Bail out! $CK is not built (make tests)"; exit 1; }
+
+ROUNDS=20
+ARGS=(--rounds $ROUNDS --every 1 --bytes 4096)
+REF=$("$CK" --reference --ranks 2 "${ARGS[@]}")
+lines() { grep -E '^(round [0-9]+ checksum|final checksum)' "$1"; }
+round_of() { vc output "$1" 2>/dev/null | sed -n 's/^round \([0-9]*\) checksum.*/\1/p' | tail -1; }
+past_round() { [ "$(round_of "$1")" -ge "$2" ] 2>/dev/null; }
+leftovers_gone() {
+	local i
+	for i in 1 2; do
+		for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
+	done
+	[ "$before" = "$(cl_leftovers)" ]
+}
+
+J=$(sub "${KVM[@]}" -- /usr/local/bin/ckpt_cksum "${ARGS[@]}" --sleep-ms 1000)
+check_match "the job is accepted" '^[0-9]+$' "$J"
+check "job $J runs" wait_state "$J" RUNNING 200
+pids=$(hv_pids "$J")
+check "it is past round 3 (mid-run, a round a second)" poll_until 150 past_round "$J" 3
+r0=$(round_of "$J")
+out=$(vc checkpoint "$J" --stop 2>&1); rc=$?
+diag "$out"
+check_eq "vhpc checkpoint $J --stop succeeds" 0 "$rc"
+NAME=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$out")
+check_match "... naming the checkpoint" '^[a-z0-9][a-z0-9.-]*$' "$NAME"
+vc wait "$J"; rc=$?
+check_eq "the job ends with exit status 75" 75 "$rc"
+check_eq "... CHECKPOINTED" CHECKPOINTED "$(job_state "$J")"
+check "nothing of it is left on either node" leftovers_gone
+check_eq "... no vhpc-hv of it runs" "" "$(alive "$pids")"
+check_match "vhpc checkpoints lists $NAME" "^$NAME +$J " "$(vc checkpoints 2>&1)"
+diag "$(vc checkpoints 2>&1)"
+
+# The measurements, from the CLI and the nodes' logs (nested/TCG).
+gib=$(awk 'BEGIN { print 2 * 384 / 1024 }')  # two guests of 384 MiB
+bytes=$(vc checkpoints --json 2>/dev/null | tr -d ' \n' | grep -o "\"name\":\"$NAME\"[^}]*" | grep -o '"bytes":[0-9]*' | head -1 | cut -d: -f2)
+still=$(sed -n 's/.*stood still \([0-9.]*\) s.*/\1/p' <<<"$out")
+diag "nested/TCG, lab L1 on this 2-core machine: 2 guests x 384 MiB = $gib GiB of guest RAM"
+diag "checkpoint size: ${bytes:-?} bytes ($(awk -v b="${bytes:-0}" -v g="$gib" 'BEGIN { printf "%.1f MiB, %.1f%% of guest RAM", b / 1048576, 100 * b / (g * 1073741824) }'))"
+diag "standstill (first pause to end of the save, --stop): ${still:-?} s, $(awk -v s="${still:-0}" -v g="$gib" 'BEGIN { printf "%.2f", s / g }') s per GiB"
+for i in 1 2; do
+	ms=$(sed -n "s/.*job $J: checkpoint $NAME: .* in \([0-9]*\) ms.*/\1/p" "$CL_DIR/n$i.log" | tail -1)
+	diag "node n$i saved its part (one 384 MiB guest) in ${ms:-?} ms: $(awk -v m="${ms:-0}" 'BEGIN { printf "%.2f", m / 1000 / 0.375 }') s per GiB"
+done
+
+t0=$(date +%s%N)
+out=$(vc restart "$NAME" 2>&1); rc=$?
+diag "$out"
+check_eq "vhpc restart $NAME succeeds" 0 "$rc"
+R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
+check_match "... as a new job" '^[0-9]+$' "$R"
+check "the restarted job $R runs" wait_state "$R" RUNNING 200
+t1=$(date +%s%N)
+diag "restart to RUNNING (both guests restored and resumed): $(( (t1 - t0) / 1000000 )) ms, $(awk -v n=$(( (t1 - t0) / 1000000 )) -v g="$gib" 'BEGIN { printf "%.2f", n / 1000 / g }') s per GiB (nested/TCG)"
+rpids=$(hv_pids "$R")
+vc wait "$R"; rc=$?
+check_eq "the restarted job completes with exit status 0" 0 "$rc"
+vc output "$R" >"$T/r.out" 2>&1
+check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(lines "$T/r.out")"
+[ "$REF" = "$(lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
+check "nothing of the restarted job is left" leftovers_gone
+check_eq "... no vhpc-hv of it runs" "" "$(alive "$rpids")"
+
+# One byte of guest g0's largest file changed (its size kept): the node
+# checks the part's sha256 file before it restores anything.
+f=$(find "$CKDIR/$NAME/g0" -type f -printf '%s %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2-)
+check "the checkpoint still has guest g0's files (${f:-none})" test -n "$f" -a -f "$f"
+off=$(( $(stat -c %s "$f") / 2 ))
+b=$(od -An -tu1 -j "$off" -N1 "$f" | tr -d ' ')
+printf "\\$(printf %03o $(( (b ^ 1) & 255 )))" | dd of="$f" bs=1 seek="$off" conv=notrunc status=none
+fname=${f#"$CKDIR/$NAME/"}
+out=$(vc restart "$NAME" 2>&1)
+diag "$out"
+R2=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
+refused() { grep -h "$fname" "$CL_DIR"/n[12].log | grep -qiE "sha256|differ|checksum|refus"; }
+check "the restart of the changed checkpoint is refused by the node, naming $fname" poll_until 90 refused
+diag "$(grep -h "$fname" "$CL_DIR"/n[12].log | tail -2)"
+check "... and the job does not run" wait_state "$R2" 'FAILED|CANCELLED|PENDING' 60
+diag "job $R2: $(job_state "$R2"): $(job_field "$R2" reason)"
+job_state_is "$R2" PENDING && vc cancel "$R2" >/dev/null 2>&1
+check "nothing of the refused job is left" leftovers_gone
+lab_check "$CL_DIR"/*.log "$T"/*.out
+done_testing
