@@ -7,6 +7,7 @@
  * to others; everything under it is reached with openat and O_NOFOLLOW,
  * one component at a time, and a name is never a path.
  */
+#include "lib/ckptname.h"
 #include "lib/err.h"
 #include "lib/fdio.h"
 #include "lib/fsutil.h"
@@ -24,18 +25,6 @@
 
 #define SUMS_MAX (1u << 20)     /* a part file's size: thousands of lines */
 #define HASH_BUF (1u << 20)
-
-bool na_ckpt_name_ok(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n < 1 || n > 64 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' || s[i] == '-'))
-			return false;
-	return true;
-}
 
 /* fd is a dir of ours no one else may enter or change. */
 static int root_only(int fd, const char *what, struct verr *err)
@@ -91,7 +80,7 @@ int na_ckpt_subdir(int dirfd, const char *name, bool create, struct verr *err)
 
 int na_ckpt_open(int root, const char *name, bool create, struct verr *err)
 {
-	if (!na_ckpt_name_ok(name))
+	if (!ckpt_name_ok(name))
 		return verr_set(err, "'%.64s' is not a checkpoint name ([a-z0-9][a-z0-9.-]{0,63})", name ? name : "");
 	return na_ckpt_subdir(root, name, create, err);
 }

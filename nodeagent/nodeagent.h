@@ -359,10 +359,9 @@ bool na_job_paused(struct na_job *j);
 /* The checkpoint folder (ckpt_dir.c; nodeagent/README.md, "Checkpoints").
  * Every call takes a descriptor and a name, never a path a user could
  * change; each folder opened must be root's with mode 0700. */
-bool na_ckpt_name_ok(const char *s);
 /* checkpoints.dir (absolute), made 0700 when create and missing. */
 int na_ckpt_root_open(const char *dir, bool create, struct verr *err);
-/* <root>/<name> for a checkpoint's name (na_ckpt_name_ok). */
+/* <root>/<name> for a checkpoint's name (lib/ckptname.h). */
 int na_ckpt_open(int root, const char *name, bool create, struct verr *err);
 /* A folder of the checkpoint's (g<i>, spool), no link followed. */
 int na_ckpt_subdir(int dirfd, const char *name, bool create, struct verr *err);

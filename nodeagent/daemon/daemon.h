@@ -209,8 +209,6 @@ struct json_object *vd_guest_open(const struct vmsg *m);
 
 /* ckpt.c: job_pause, job_resume and job_checkpoint (scheduler/PROTOCOL.md). */
 struct json_object *vd_ckpt_handle(const struct vmsg *m);
-/* Whether s is a checkpoint's name as vhpc-ctld makes them. */
-bool vd_ckpt_name_ok(const char *s);
 
 /* vhpcd_sim.c: registers and heartbeats the fake nodes; their messages */
 int vd_simulate(void);

@@ -3,6 +3,7 @@
  * checked field by field.  Pure: no state, no I/O (fuzzed with the
  * controller's own parser in tests/cluster/fuzz_cluster_msg.c).
  */
+#include "lib/ckptname.h"
 #include "lib/bytes.h"
 #include "lib/chan.h"
 #include "lib/consts.h"
@@ -29,15 +30,6 @@ void vprep_free(struct vprep *p)
 	free(p->guest_nodes);
 	free(p->wg.key);
 	memset(p, 0, sizeof(*p));
-}
-
-bool vd_ckpt_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	/* [a-z0-9][a-z0-9.-]{0,63}: no '/', and never "." or "..". */
-	return n >= 1 && n <= 64 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789") >= 1 &&
-	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.-") == n;
 }
 
 void vmsg_free(struct vmsg *m)
@@ -254,7 +246,7 @@ static int parse_restore(struct json_object *o, struct vprep *p, struct verr *er
 		return 0;
 	if (jf_only(r, "job_prepare's restore", f, err) < 0 || jf_str(r, "ckpt", true, 64, &s, err) < 0)
 		return -1;
-	if (!vd_ckpt_name_ok(s))
+	if (!ckpt_name_ok(s))
 		return verr_set(err, "\"restore\": '%.64s' is not a checkpoint name ([a-z0-9][a-z0-9.-]{0,63})", s);
 	snprintf(p->restore, sizeof(p->restore), "%s", s);
 	return 0;
@@ -438,7 +430,7 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 		    jf_bool(msg, "check", false, &m->check, err) < 0)
 			goto fail;
 		/* It becomes a folder's name under the checkpoint dir. */
-		if (!vd_ckpt_name_ok(s)) {
+		if (!ckpt_name_ok(s)) {
 			verr_set(err, "\"ckpt\": '%.64s' is not a checkpoint name ([a-z0-9][a-z0-9.-]{0,63})", s);
 			goto fail;
 		}

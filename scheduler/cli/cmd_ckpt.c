@@ -3,7 +3,7 @@
  * ctld_ckpt.c does it; scheduler/README.md, "Checkpoints"). */
 #include "lib/err.h"
 #include "lib/parse.h"
-#include "scheduler/ckptname.h"
+#include "lib/ckptname.h"
 #include "cli.h"
 #include "client.h"
 

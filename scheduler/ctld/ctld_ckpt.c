@@ -22,7 +22,7 @@
 #include "lib/wire.h"
 #include "lib/jobspec.h"
 #include "ctld.h"
-#include "scheduler/ckptname.h"
+#include "lib/ckptname.h"
 #include "scheduler/jobjson.h"
 
 #include <errno.h>

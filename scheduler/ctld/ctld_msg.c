@@ -13,7 +13,7 @@
 #include "lib/wire.h"
 #include "ctld.h"
 #include "imgstore.h"
-#include "scheduler/ckptname.h"
+#include "lib/ckptname.h"
 #include "scheduler/jobjson.h"
 
 #include <json-c/json.h>

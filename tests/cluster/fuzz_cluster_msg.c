@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scheduler/ckptname.h"
+#include "lib/ckptname.h"
 #include "scheduler/ctld/ctld.h"
 #include "nodeagent/daemon/daemon.h"
 #include "nodeagent/nodeagent.h"
@@ -131,7 +131,7 @@ static void check_vmsg(const struct vmsg *m)
 	if (m->type == VM_LAUNCH && (!m->argv || !m->argv[0] || !m->argv[0][0] || !m->env))
 		abort();
 	/* The name becomes a folder's: never empty, ".", ".." or with a '/'. */
-	if (m->type == VM_CHECKPOINT && (!vd_ckpt_name_ok(m->ckpt) || strchr(m->ckpt, '/') || m->ckpt[0] == '.'))
+	if (m->type == VM_CHECKPOINT && (!ckpt_name_ok(m->ckpt) || strchr(m->ckpt, '/') || m->ckpt[0] == '.'))
 		abort();
 }
 

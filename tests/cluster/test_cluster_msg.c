@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include "lib/fabric.h"
 
-#include "scheduler/ckptname.h"
+#include "lib/ckptname.h"
 #include "scheduler/ctld/ctld.h"
 #include "scheduler/jobjson.h"
 #include "nodeagent/daemon/daemon.h"

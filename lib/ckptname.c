@@ -1,4 +1,4 @@
-#include "ckptname.h"
+#include "lib/ckptname.h"
 
 #include <string.h>
 
@@ -9,7 +9,7 @@ static bool lower_or_digit(char c)
 
 bool ckpt_name_ok(const char *s)
 {
-	size_t n = strlen(s);
+	size_t n = s ? strlen(s) : 0;
 
 	if (n < 1 || n > CKPT_NAME_MAX || !lower_or_digit(s[0]))
 		return false;
