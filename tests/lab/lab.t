@@ -80,6 +80,14 @@ check_match "and it says for how long and how much CPU QEMU used meanwhile" \
 	"lab failure: L1 froze: no pulse for (8|9|1[0-9]) s, QEMU used [0-9.]+ s of CPU meanwhile" "$(cat "$W/err")"
 check "long before the time-out ($((SECONDS - t0)) s of 300)" test $((SECONDS - t0)) -lt 120
 check_eq "nothing is left after a freeze" "" "$(leftovers)"
+# An L1 that never comes up: no L1 reaches its command within 2 s.
+t0=$SECONDS
+VHPC_LAB_BOOT_AFTER=2 "$LAB" --timeout 300 -- true >"$W/out" 2>"$W/err"
+rc=$?
+check_eq "an L1 that does not come up ends the lab with 125" 125 "$rc"
+check_match "and it says so, with QEMU's CPU time" "lab failure: L1 did not come up: no pulse [2-9] s after QEMU started, QEMU used [0-9.]+ s of CPU" "$(cat "$W/err")"
+check "long before the time-out ($((SECONDS - t0)) s of 300)" test $((SECONDS - t0)) -lt 60
+check_eq "nothing is left after it" "" "$(leftovers)"
 VHPC_LAB_FROZEN_AFTER=1.5 "$LAB" -- true >"$W/out" 2>"$W/err"
 check_match "a limit that is not whole seconds is refused by name" "VHPC_LAB_FROZEN_AFTER must be whole seconds, got '1.5'" "$(cat "$W/err")"
 
