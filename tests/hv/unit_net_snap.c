@@ -50,17 +50,6 @@ static uint8_t *gpa(uint64_t a)
 	return vm.mem.host + a;
 }
 
-static void reg(unsigned off, uint64_t val, unsigned len)
-{
-	vd_reg(v, off, val, len);
-}
-
-static void kick(int q)
-{
-	reg(VIRTIO_BAR_NOTIFY + VIRTIO_NOTIFY_MULT * (unsigned)q, (uint64_t)q, 2);
-	evloop_run_all(&vm);
-}
-
 static uint16_t used_idx(int q)
 {
 	return ((uint16_t *)gpa(VD_RING(q) + 0x2000))[1];
@@ -78,7 +67,7 @@ static void post_rx(uint16_t upto)
 		avail[2 + i] = i;
 	}
 	avail[1] = upto;
-	kick(0);
+	vd_kick(&vm, v, 0);
 }
 
 /* Frame number k from the guest: header then FRAME bytes of k. */
@@ -94,7 +83,7 @@ static void tx_frame(uint8_t k)
 	d[i] = (struct vring_desc){ TXBUF + i * 0x1000ull, HDR + FRAME, 0, 0 };
 	avail[2 + i] = i;
 	avail[1] = ++tx_next;
-	kick(1);
+	vd_kick(&vm, v, 1);
 }
 
 static void peer_expect(uint8_t k)

@@ -61,17 +61,6 @@ static uint8_t *gpa(uint64_t a)
 	return vm.mem.host + a;
 }
 
-static void reg(unsigned off, uint64_t val, unsigned len)
-{
-	vd_reg(v, off, val, len);
-}
-
-static void kick(int q)
-{
-	reg(VIRTIO_BAR_NOTIFY + VIRTIO_NOTIFY_MULT * (unsigned)q, (uint64_t)q, 2);
-	evloop_run_all(&vm);
-}
-
 /* Receive buffers: one 4 KiB chain per slot, all posted. */
 static void post_rx(uint16_t upto)
 {
@@ -85,7 +74,7 @@ static void post_rx(uint16_t upto)
 		avail[2 + i] = i;
 	}
 	avail[1] = upto;
-	kick(0);
+	vd_kick(&vm, v, 0);
 }
 
 /* The next packet the device put on the receive queue, or false. */
@@ -131,7 +120,7 @@ static void tx_send(uint32_t src, uint32_t dst, uint16_t op, const char *data)
 	d[i] = (struct vring_desc){ TXBUF + i * 0x1000ull, HDR + len, 0, 0 };
 	avail[2 + i] = i;
 	avail[1] = ++tx_next;
-	kick(1);
+	vd_kick(&vm, v, 1);
 }
 
 /* A host-side client: connects, asks for guest port gport, and returns

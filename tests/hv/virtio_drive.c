@@ -26,6 +26,12 @@ void vd_reg(struct virtio_dev *v, unsigned off, uint64_t val, unsigned len)
 	v->pci.ops->bar_write(&v->pci, 0, off, &val, len);
 }
 
+void vd_kick(struct vm *vm, struct virtio_dev *v, unsigned q)
+{
+	vd_reg(v, VIRTIO_BAR_NOTIFY + VIRTIO_NOTIFY_MULT * q, q, 2);
+	evloop_run_all(vm);
+}
+
 void vd_driver_up(struct vm *vm, struct virtio_dev *v, unsigned nq, uint16_t qs, uint16_t vector)
 {
 	const unsigned st = VIRTIO_STATUS_ACK | VIRTIO_STATUS_DRIVER;

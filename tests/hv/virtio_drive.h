@@ -17,6 +17,8 @@ const struct hv_device *vd_device(const char *name);
 struct virtio_dev *vd_function(struct vm *vm, const char *name);
 /* A driver's write of len bytes at off in the function's BAR 0. */
 void vd_reg(struct virtio_dev *v, unsigned off, uint64_t val, unsigned len);
+/* A driver's notify of queue q; the device threads then run once. */
+void vd_kick(struct vm *vm, struct virtio_dev *v, unsigned q);
 /* A driver's set-up: VERSION_1 only, queues 0..nq-1 of qs entries at
  * VD_RING(q) on MSI-X vector vector, DRIVER_OK; the device threads run
  * once. */
