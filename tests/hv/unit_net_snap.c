@@ -200,26 +200,10 @@ static void test_round_trip(void **state)
 	assert_int_equal(recv(peer, (char[8]){ 0 }, 8, MSG_DONTWAIT), -1);   /* nothing else sent */
 }
 
+/* Each patch to a copy of the saved state must be refused with msg. */
 static void refused(size_t off, const void *val, size_t n, const char *msg)
 {
-	struct snap_buf b = { 0 }, before = { 0 }, after = { 0 };
-	struct verr err;
-
-	assert_int_equal(netdev->save(&vm, &before, &err), 0);
-	sb_put(&b, saved.p, saved.len);
-	if (!val)
-		b.len = off;               /* a cut */
-	else
-		memcpy(b.p + off, val, n);
-	assert_int_equal(load(&b, &err), -1);
-	if (!strstr(err.msg, msg))
-		fail_msg("refusal '%s' does not say '%s'", err.msg, msg);
-	assert_int_equal(netdev->save(&vm, &after, &err), 0);
-	assert_int_equal(after.len, before.len);
-	assert_memory_equal(after.p, before.p, before.len);
-	sb_free(&b);
-	sb_free(&before);
-	sb_free(&after);
+	vd_refused(netdev, &vm, &saved, off, val, n, msg);
 }
 
 static void test_hostile(void **state)

@@ -147,21 +147,7 @@ static void test_round_trip(void **state)
 /* Each patch to a copy of the saved state must be refused with msg. */
 static void refused(size_t off, const void *val, size_t n, const char *msg)
 {
-	struct snap_buf b = { 0 }, after = { 0 };
-	struct verr err;
-
-	sb_put(&b, saved.p, saved.len);
-	if (off + n > b.len)
-		b.len = off;               /* a cut */
-	else
-		memcpy(b.p + off, val, n);
-	assert_int_equal(load(&b, &err), -1);
-	if (!strstr(err.msg, msg))
-		fail_msg("refusal '%s' does not say '%s'", err.msg, msg);
-	assert_int_equal(blkdev->save(&vm, &after, &err), 0);
-	assert_memory_equal(after.p, saved.p, saved.len);  /* the device as it was */
-	sb_free(&b);
-	sb_free(&after);
+	vd_refused(blkdev, &vm, &saved, off, val, n, msg);
 }
 
 static void test_hostile(void **state)

@@ -1,6 +1,12 @@
 #include "virtio_drive.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 const struct hv_device *vd_device(const char *name)
 {
@@ -59,4 +65,27 @@ int vd_load(const struct hv_device *d, struct vm *vm, const struct snap_buf *b, 
 
 	err->msg[0] = 0;
 	return d->load(vm, &r, err);
+}
+
+void vd_refused(const struct hv_device *d, struct vm *vm, const struct snap_buf *saved, size_t off,
+		const void *val, size_t len, const char *msg)
+{
+	struct snap_buf b = { 0 }, before = { 0 }, after = { 0 };
+	struct verr err;
+
+	assert_int_equal(d->save(vm, &before, &err), 0);
+	sb_put(&b, saved->p, saved->len);
+	if (!val)
+		b.len = off;
+	else
+		memcpy(b.p + off, val, len);
+	assert_int_equal(vd_load(d, vm, &b, &err), -1);
+	if (!strstr(err.msg, msg))
+		fail_msg("refusal '%s' does not say '%s'", err.msg, msg);
+	assert_int_equal(d->save(vm, &after, &err), 0);
+	assert_int_equal(after.len, before.len);
+	assert_memory_equal(after.p, before.p, before.len);
+	sb_free(&b);
+	sb_free(&before);
+	sb_free(&after);
 }

@@ -25,5 +25,10 @@ void vd_kick(struct vm *vm, struct virtio_dev *v, unsigned q);
 void vd_driver_up(struct vm *vm, struct virtio_dev *v, unsigned nq, uint16_t qs, uint16_t vector);
 /* The device's loader on a saved state, err emptied first. */
 int vd_load(const struct hv_device *d, struct vm *vm, const struct snap_buf *b, struct verr *err);
+/* The check every hostile-state case makes: saved with len bytes at off
+ * replaced by val (or, val NULL, cut at off) is refused by d's loader
+ * with an error saying msg, and the device is left as it was. */
+void vd_refused(const struct hv_device *d, struct vm *vm, const struct snap_buf *saved, size_t off,
+		const void *val, size_t len, const char *msg);
 
 #endif
