@@ -156,7 +156,8 @@ bool na_ctr_paused(struct na_ctr *c);
 int na_ctr_ckpt_netns(struct na_ctr *c, struct verr *err);
 /* Whether CRIU can save the guest init's stdin, stdout and stderr: a
  * regular file must be reachable through one of the guest's own mounts
- * (CRIU saves it by its path there), which the agent's log file is not. */
+ * (CRIU saves it by its path there): guestd's own output (--stdio, out.c)
+ * is, a file the agent opened on the host is not. */
 int na_ctr_ckpt_stdio(struct na_ctr *c, struct verr *err);
 
 /* ------------------------------------------------------------- output */
