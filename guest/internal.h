@@ -63,6 +63,7 @@ struct gd_opts {
 	char control[108];        /* unix socket path ("" = none) */
 	char key[256];
 	char log[256];
+	char stdio[256];          /* stdout+stderr file, opened by guestd ("" = as inherited) */
 	bool init;
 	long long max_sessions;
 	long long handshake_ms;

@@ -321,6 +321,28 @@ static int setup_log(const char *path, struct verr *err)
 	return 0;
 }
 
+/* A container guest's output, opened from inside the guest: CRIU saves an
+ * open file by its path in one of the process's mounts, so what the node
+ * agent opened on the host (on none of the guest's mounts) could not be
+ * checkpointed (nodeagent/README.md, "the guest's stdout").  Every process
+ * guestd starts without a redirection inherits these. */
+static int setup_stdio(const char *path, struct verr *err)
+{
+	int out = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int rc = 0;
+
+	if (out < 0 || in < 0)
+		rc = verr_errno(err, "--stdio %s: open %s", path, out < 0 ? path : "/dev/null");
+	else if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)
+		rc = verr_errno(err, "--stdio %s: dup2", path);
+	if (out >= 0)
+		close(out);
+	if (in >= 0)
+		close(in);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t key[CHAN_KEY_LEN];
@@ -340,6 +362,10 @@ int main(int argc, char **argv)
 	if (r < 0 || gd_opts_finish(&o, &err) < 0) {
 		fprintf(stderr, "vhpc-guestd: %s\n", err.msg);
 		return 2;
+	}
+	if (o.stdio[0] && setup_stdio(o.stdio, &err) < 0) {
+		fprintf(stderr, "vhpc-guestd: %s\n", err.msg);
+		return 1;
 	}
 	if (o.log[0] && setup_log(o.log, &err) < 0) {
 		fprintf(stderr, "vhpc-guestd: %s\n", err.msg);

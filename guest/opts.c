@@ -31,6 +31,7 @@ static const struct opt opts[] = {
 	{ "control", true, "PATH", "unix socket (mode 0600) for the node agent" },
 	{ "key", true, "FILE", "per-job key, 64 hex digits, mode 0600 (default " GUEST_KEY_PATH_DEFAULT ")" },
 	{ "log", true, "FILE", "append log lines here instead of stderr" },
+	{ "stdio", true, "FILE", "stdin from /dev/null, stdout and stderr appended to FILE, both opened here\n                               (a container guest's own files, which a checkpoint can save)" },
 	{ "init", false, NULL, "act as a container's PID 1: reap orphans, forward SIGTERM, exit cleanly" },
 	{ "max-sessions", true, "N", "connections served at once; more wait in the backlog (default 64)" },
 	{ "handshake-timeout", true, "MS", "time a new connection has to authenticate (default 10000)" },
@@ -175,6 +176,11 @@ static int set_opt(struct gd_opts *o, const struct opt *p, const char *val, int 
 		return copy_str(o->key, sizeof(o->key), n, val, err);
 	if (!strcmp(n, "log"))
 		return copy_str(o->log, sizeof(o->log), n, val, err);
+	if (!strcmp(n, "stdio")) {
+		if (val[0] != '/')
+			return verr_set(err, "--stdio '%s': expected an absolute path", val);
+		return copy_str(o->stdio, sizeof(o->stdio), n, val, err);
+	}
 	if (!strcmp(n, "spool")) {
 		if (val[0] != '/')
 			return verr_set(err, "--spool '%s': expected an absolute path", val);

@@ -146,6 +146,9 @@ static int write_shared(struct na_job *j, struct verr *err)
 	snprintf(path, sizeof(path), "%s/spool", j->shared);
 	if (mkdir_p(path, 0755, err) < 0)
 		goto out;
+	snprintf(path, sizeof(path), "%s/out", j->shared);
+	if (mkdir_p(path, 0755, err) < 0)
+		goto out;
 	snprintf(path, sizeof(path), "%s/job.key", j->shared);
 	hex_encode(j->s.key, CHAN_KEY_LEN, hex);
 	strcat(hex, "\n");

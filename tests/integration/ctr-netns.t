@@ -13,6 +13,8 @@
 #    MTU and MAC, lo, and nothing else in /sys/class/net (a sysfs of its
 #    own namespace, mounted by runc);
 #  - the guests reach each other (TCP to the other's agent, ping);
+#  - guestd's stdout and stderr are a file it opened on the guest's own
+#    mount /vhpc/out (a tmpfs of the job dir's), so CRIU can save them;
 #  - a job of two guests with vmshm (a pod) still runs and talks;
 #  - nothing is left afterwards.
 . "$(dirname "$0")/common.sh"
@@ -45,6 +47,22 @@ for g in 0 1; do
 	check_eq "... which owns its network namespace" "$user" "$owner"
 	check_eq "... the one /run/netns/vhpc-$job-$g names" \
 		"$(stat -L -c %i "/proc/$pid/ns/net" 2>&1)" "$(stat -c %i "/run/netns/vhpc-$job-$g" 2>&1)"
+done
+# Its output is a file of its own mounts (guestd --stdio opens it in the
+# guest), which CRIU can save; on main fds 1 and 2 were the agent's
+# <job dir>/g<i>.log, on no mount of the guest ("Can't lookup mount").
+for g in 0 1; do
+	pid=$(runc --root "$VHPC_RUN_DIR/runc" state "$job-$g" 2>/dev/null | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+	for fd in 1 2; do
+		mnt=$(sed -n 's/^mnt_id:[[:space:]]*//p' "/proc/$pid/fdinfo/$fd" 2>&1)
+		check_eq "guest $job-$g: fd $fd of its init is /vhpc/out/guestd.log" \
+			/vhpc/out/guestd.log "$(readlink "/proc/$pid/fd/$fd" 2>&1)"
+		check_match "... on one of the guest's own mounts (mnt_id $mnt, /vhpc/out)" \
+			"^$mnt [0-9]+ [^ ]+ / /vhpc/out " "$(grep "^$mnt " "/proc/$pid/mountinfo" 2>&1)"
+	done
+	check_eq "... its stdin is the guest's /dev/null" /dev/null "$(readlink "/proc/$pid/fd/0" 2>&1)"
+	check "... and the agent's log of it has guestd's lines" \
+		grep -q "g$g: ready" "$VHPC_RUN_DIR/jobs/$job/out$g/guestd.log"
 done
 mtu=$(ip netns exec "vhpc-$job" cat /sys/class/net/br0/mtu 2>&1)
 for g in 0 1; do

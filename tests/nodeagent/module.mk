@@ -8,3 +8,5 @@ $(eval $(call unit_test,unit-vd-fabric,tests/nodeagent/test_vd_fabric.c nodeagen
 $(eval $(call unit_test,unit-cgroup-usage,tests/nodeagent/test_cgroup_usage.c,$(NODEAGENT_LIBS)))
 # A node's part of a checkpoint: layout, part file, clean-up, the link attacks.
 $(eval $(call unit_test,unit-ckpt-part,tests/nodeagent/test_ckpt_part.c,$(NODEAGENT_LIBS)))
+# A container guest's output folder, which the guest can write: the link, FIFO and hard-link attacks.
+$(eval $(call unit_test,unit-ctr-out,tests/nodeagent/test_ctr_out.c,$(NODEAGENT_LIBS)))

@@ -262,7 +262,8 @@ int na_ctr_ckpt_stdio(struct na_ctr *c, struct verr *err)
 		if (!in)
 			return verr_set(err, "guest %s's %s (fd %d) is a file of the host (%s) outside the guest's "
 					"mounts, which CRIU cannot save (\"Can't lookup mount=%ld for fd=%d\"); "
-					"a guest's output in a form CRIU can take is not written yet", na_ctr_id(c),
+					"its guestd did not open its own output in the guest (--stdio), as guests "
+					"started by this vhpcd do", na_ctr_id(c),
 					fd == 2 ? "stderr" : fd == 1 ? "stdout" : "stdin", fd, target, mnt, fd);
 	}
 	return 0;

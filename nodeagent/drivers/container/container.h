@@ -156,8 +156,20 @@ bool na_ctr_paused(struct na_ctr *c);
 int na_ctr_ckpt_netns(struct na_ctr *c, struct verr *err);
 /* Whether CRIU can save the guest init's stdin, stdout and stderr: a
  * regular file must be reachable through one of the guest's own mounts
- * (CRIU saves it by its path there), which the agent's log file is not. */
+ * (CRIU saves it by its path there): guestd's own output (--stdio, out.c)
+ * is, a file the agent opened on the host is not. */
 int na_ctr_ckpt_stdio(struct na_ctr *c, struct verr *err);
+
+/* ------------------------------------------------------------- output */
+
+/* out.c: guestd's output file `name` in the guest's output folder dir,
+ * which the guest can write: opened through the folder's descriptor,
+ * without following a link or blocking, and only if it is a regular file
+ * of the job's user (uid) with one name; the reason, naming it, when not.
+ * na_ctr_out_tail reads at most its last max bytes (NUL-terminated). */
+int na_ctr_out_open(const char *dir, const char *name, uid_t uid, struct verr *err);
+int na_ctr_out_tail(const char *dir, const char *name, uid_t uid, size_t max, char **out, size_t *len,
+		    struct verr *err);
 
 /* ---------------------------------------------------------------- OCI */
 

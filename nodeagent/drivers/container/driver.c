@@ -29,14 +29,22 @@
 #include <unistd.h>
 
 #define CTL_DIR_SIZE (1u << 20)
+/* guestd's output: its log lines and what commands it starts without a
+ * redirection print; a full folder makes their writes fail, not the host's
+ * /run fill up. */
+#define OUT_DIR_SIZE (16u << 20)
+#define OUT_GUEST_DIR "/vhpc/out"
+#define OUT_NAME "guestd.log"
 
 struct ctr_guest {
 	struct na_ctr *ctr;
 	char dir[512];           /* <job dir>/ctl<index>, a tmpfs */
 	char sock[560];          /* guestd's control socket in it */
-	char log[512];           /* <job dir>/g<index>.log: guestd's output */
+	char log[512];           /* <job dir>/g<index>.log: runc's output (the guest's before guestd runs) */
+	char out[512];           /* <job dir>/out<index>, a tmpfs at /vhpc/out: guestd's output (out.c) */
 	char sys[512];           /* <job dir>/sys<index>: a sysfs of the guest's netns */
-	bool mounted, sys_mounted;
+	bool mounted, sys_mounted, out_mounted;
+	uid_t uid;               /* the job's user, who alone may own guestd's output */
 };
 
 /* The job's rootfs: the image, or an overlay with the binds' mountpoints;
@@ -190,6 +198,8 @@ static struct ctr_guest *guest_state(struct na_job *j, int k, struct verr *err)
 	na_job_guest_path(j, "ctl", j->g[k].index, cg->dir, sizeof(cg->dir));
 	snprintf(cg->sock, sizeof(cg->sock), "%s/ctl.sock", cg->dir);
 	snprintf(cg->log, sizeof(cg->log), "%s/g%d.log", j->jd.path, j->g[k].index);
+	na_job_guest_path(j, "out", j->g[k].index, cg->out, sizeof(cg->out));
+	cg->uid = j->s.uid;
 	na_job_guest_path(j, "sys", j->g[k].index, cg->sys, sizeof(cg->sys));
 	j->g[k].priv = cg;
 	return cg;
@@ -228,12 +238,13 @@ static int start(struct na_job *j, int k, struct verr *err)
 {
 	int gi = j->g[k].index;
 	char name[16], listen[48], ip[20], hosts[600];
-	const char *argv[14] = {
+	const char *argv[16] = {
 		VHPC_GUEST_BIN "/vhpc-guestd", "--init", "--name", name, "--listen", listen,
-		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key", NULL
+		"--control", "/vhpc/run/ctl.sock", "--key", "/vhpc/job.key",
+		"--stdio", OUT_GUEST_DIR "/" OUT_NAME, NULL
 	};
 	struct na_guest_env env;
-	struct na_bind binds[5 + BIND_MAX];
+	struct na_bind binds[6 + BIND_MAX];
 	char hpath[BIND_MAX][sizeof(j->jd.path) + 16];
 	struct na_ctr_spec s = { 0 };
 	struct na_chardev devs[2];
@@ -247,7 +258,14 @@ static int start(struct na_job *j, int k, struct verr *err)
 	if (na_mount_small_tmpfs(j->jd.job, cg->dir, CTL_DIR_SIZE, err) < 0)
 		return -1;
 	cg->mounted = true;
-	if (na_job_give_user(j, cg->dir, err) < 0 || (!own && guest_sysfs(j, k, cg, err) < 0))
+	if (na_job_give_user(j, cg->dir, err) < 0)
+		return -1;
+	/* The output's own tmpfs: a name in it cannot be a hard link to any
+	 * file outside, and the guest fills only it. */
+	if (na_mount_small_tmpfs(j->jd.job, cg->out, OUT_DIR_SIZE, err) < 0)
+		return -1;
+	cg->out_mounted = true;
+	if (na_job_give_user(j, cg->out, err) < 0 || (!own && guest_sysfs(j, k, cg, err) < 0))
 		return -1;
 	snprintf(name, sizeof(name), "g%d", gi);
 	snprintf(listen, sizeof(listen), "%s:%d", ipv4_format(j->net.guest_addr[k], ip, sizeof(ip)), j->s.guest_port);
@@ -255,13 +273,14 @@ static int start(struct na_job *j, int k, struct verr *err)
 	binds[0] = (struct na_bind){ .src = j->shared, .dst = "/vhpc", .ro = true };
 	binds[1] = (struct na_bind){ .src = cg->dir, .dst = "/vhpc/run", .ro = false };
 	binds[2] = (struct na_bind){ .src = hosts, .dst = "/etc/hosts", .ro = true };
-	s.nbinds = 3;
+	binds[3] = (struct na_bind){ .src = cg->out, .dst = OUT_GUEST_DIR, .ro = false };
+	s.nbinds = 4;
 	if (gi == 0 && na_job_spool(j)) {
 		/* Detached commands (the job's mpirun) write their output here. */
 		binds[s.nbinds++] = (struct na_bind){ .src = na_job_spool(j), .dst = "/vhpc/spool", .ro = false };
-		argv[10] = "--spool";
-		argv[11] = "/vhpc/spool";
-		argv[12] = NULL;
+		argv[12] = "--spool";
+		argv[13] = "/vhpc/spool";
+		argv[14] = NULL;
 	}
 	if (vmshm)
 		binds[s.nbinds++] = (struct na_bind){ .src = j->vmshm, .dst = VHPC_VMSHM_GUEST_PATH, .ro = false };
@@ -346,6 +365,7 @@ static int adopt(struct na_job *j, int k, struct verr *err)
 		return -1;
 	cg->mounted = true;
 	cg->sys_mounted = true;
+	cg->out_mounted = true;
 	if (na_ctr_adopt(j->jd.job, j->g[k].index, &cg->ctr, err) < 0)
 		return -1;
 	return adopt_pod(j, na_ctr_pid(cg->ctr), err);
@@ -393,9 +413,21 @@ static int connect_agent(struct na_guest *g, struct chan *c, const uint8_t key[C
 static void log_tail(const struct na_guest *g)
 {
 	const struct ctr_guest *cg = g->priv;
+	char *buf;
+	size_t len;
+	struct verr e;
 
-	if (cg)
-		na_log_tail(cg->log, "the guest's agent log");
+	if (!cg)
+		return;
+	na_log_tail(cg->log, "runc's output for the guest");
+	if (!cg->out_mounted)
+		return;
+	/* The guest's to write: read as out.c allows, or not at all. */
+	if (na_ctr_out_tail(cg->out, OUT_NAME, cg->uid, 2000, &buf, &len, &e) < 0)
+		log_warn("the guest's agent log: %s", e.msg);
+	else if (len)
+		log_err("last lines of the guest's agent log:\n%s", buf);
+	free(buf);
 }
 
 static int stop_all(struct na_job *j, int grace_ms, struct verr *err)
@@ -448,6 +480,8 @@ static void release(struct na_job *j)
 			log_warn("cannot unmount %s: %s", cg->dir, strerror(errno));
 		if (cg->sys_mounted && umount2(cg->sys, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 			log_warn("cannot unmount %s: %s", cg->sys, strerror(errno));
+		if (cg->out_mounted && umount2(cg->out, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+			log_warn("cannot unmount %s: %s", cg->out, strerror(errno));
 		free(cg);
 		j->g[k].priv = NULL;
 	}
