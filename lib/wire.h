@@ -119,5 +119,12 @@ int wire_call_open(const char *hostport, struct json_object *req, struct json_ob
 		   struct wire_peer *peer, int timeout_ms, int *fd, struct verr *err);
 /* The reply's "error" text, or NULL when it is not an error reply. */
 const char *wire_error_text(struct json_object *reply);
+/* An error reply's "code" (its class, for a program to act on), or NULL
+ * when it has none or is not an error reply. */
+const char *wire_error_code(struct json_object *reply);
+/* vhpcd's one code (scheduler/PROTOCOL.md, "Rules for every message"):
+ * its part of the checkpoint a job_prepare restores from is damaged, so
+ * no later attempt of that restart can succeed. */
+#define WIRE_CODE_CKPT_DAMAGED "ckpt_damaged"
 
 #endif

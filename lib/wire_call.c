@@ -64,3 +64,14 @@ const char *wire_error_text(struct json_object *reply)
 		return json_object_get_string(e);
 	return "(no reason given)";
 }
+
+const char *wire_error_code(struct json_object *reply)
+{
+	struct json_object *c;
+
+	if (!reply || strcmp(wire_type(reply), "error"))
+		return NULL;
+	if (json_object_object_get_ex(reply, "code", &c) && json_object_is_type(c, json_type_string))
+		return json_object_get_string(c);
+	return NULL;
+}

@@ -121,7 +121,15 @@ static bool rel_ok(const char *s)
 	return true;
 }
 
-/* rel (rel_ok) under dirfd, read-only, a regular file, no link followed. */
+/* The machine, not the checkpoint, is short of something: the part may be
+ * whole, and a later attempt can tell. */
+bool na_ckpt_short_errno(int e)
+{
+	return e == ENOMEM || e == EMFILE || e == ENFILE || e == EINTR || e == EAGAIN;
+}
+
+/* rel (rel_ok) under dirfd, read-only, a regular file, no link followed:
+ * -2 when the machine is short of something (na_ckpt_short_errno). */
 static int open_rel(int dirfd, const char *rel, struct verr *err)
 {
 	char dir[201];
@@ -132,15 +140,19 @@ static int open_rel(int dirfd, const char *rel, struct verr *err)
 	if (slash) {
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - rel), rel);
 		dfd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dfd < 0)
-			return verr_errno(err, "%s", dir);
+		if (dfd < 0) {
+			verr_errno(err, "%s", dir);
+			return na_ckpt_short_errno(errno) ? -2 : -1;
+		}
 		rel = slash + 1;
 	}
 	fd = openat(dfd, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (dfd != dirfd)
 		close(dfd);
-	if (fd < 0)
-		return verr_errno(err, "%s", rel);
+	if (fd < 0) {
+		verr_errno(err, "%s", rel);
+		return na_ckpt_short_errno(errno) ? -2 : -1;
+	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return verr_set(err, "%s: not a regular file", rel);
@@ -148,7 +160,8 @@ static int open_rel(int dirfd, const char *rel, struct verr *err)
 	return fd;
 }
 
-/* sha256 of fd's contents (holes read as zeros) and its size. */
+/* sha256 of fd's contents (holes read as zeros) and its size; -2 when
+ * there was no memory to read them with. */
 static int hash_fd(int fd, char hex[65], uint64_t *size, struct verr *err)
 {
 	crypto_hash_sha256_state st;
@@ -156,8 +169,10 @@ static int hash_fd(int fd, char hex[65], uint64_t *size, struct verr *err)
 	unsigned char *buf = malloc(HASH_BUF);
 	ssize_t n;
 
-	if (!buf)
-		return verr_set(err, "out of memory");
+	if (!buf) {
+		verr_set(err, "out of memory");
+		return -2;
+	}
 	*size = 0;
 	crypto_hash_sha256_init(&st);
 	while ((n = read(fd, buf, HASH_BUF)) > 0) {
@@ -250,29 +265,35 @@ int na_ckpt_part_verify(int cfd, int first, struct verr *err)
 	char part[64], *text, *save = NULL, *want_rel = NULL;
 	unsigned long long want_size = 0;
 	bool have_size = false;
-	int fd, files = 0;
+	int fd, files = 0, rc = -1;
 	ssize_t n;
 
 	na_ckpt_part_name(first, part, sizeof(part));
-	if ((fd = open_rel(cfd, part, err)) < 0)
-		return verr_wrap(err, "this node's part of the checkpoint is not whole (its part file is written last)");
+	if ((fd = open_rel(cfd, part, err)) < 0) {
+		verr_wrap(err, "this node's part of the checkpoint is not whole (its part file is written last)");
+		return fd;
+	}
 	text = malloc(SUMS_MAX + 1);
 	if (!text) {
 		close(fd);
-		return verr_set(err, "out of memory");
+		verr_set(err, "out of memory");
+		return -2;
 	}
 	n = read(fd, text, SUMS_MAX + 1);
 	close(fd);
 	if (n < 0 || n > SUMS_MAX) {
 		free(text);
-		return n < 0 ? verr_errno(err, "%s", part) : verr_set(err, "%s: larger than %u bytes", part, SUMS_MAX);
+		if (n > SUMS_MAX)
+			return verr_set(err, "%s: larger than %u bytes", part, SUMS_MAX);
+		verr_errno(err, "%s", part);
+		return na_ckpt_short_errno(errno) ? -2 : -1;
 	}
 	text[n] = 0;
 	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char rel[256], hex[65], got[65];
 		unsigned long long size;
 		uint64_t have;
-		int f, rc;
+		int f, h;
 
 		if (sscanf(l, "# size %255s %llu", rel, &size) == 2 && rel_ok(rel)) {
 			free(want_rel);
@@ -289,6 +310,7 @@ int na_ckpt_part_verify(int cfd, int first, struct verr *err)
 		snprintf(rel, sizeof(rel), "%s", l + 66);
 		if ((f = open_rel(cfd, rel, err)) < 0) {
 			verr_wrap(err, "the checkpoint's file %s, listed in %s", rel, part);
+			rc = f;
 			goto bad;
 		}
 		if (have_size && !strcmp(want_rel, rel)) {
@@ -301,10 +323,11 @@ int na_ckpt_part_verify(int cfd, int first, struct verr *err)
 				goto bad;
 			}
 		}
-		rc = hash_fd(f, got, &have, err);
+		h = hash_fd(f, got, &have, err);
 		close(f);
-		if (rc < 0) {
+		if (h < 0) {
 			verr_wrap(err, "%s", rel);
+			rc = h;
 			goto bad;
 		}
 		if (strcmp(got, hex)) {
@@ -323,5 +346,5 @@ int na_ckpt_part_verify(int cfd, int first, struct verr *err)
 bad:
 	free(want_rel);
 	free(text);
-	return -1;
+	return rc;
 }

@@ -375,8 +375,14 @@ void na_ckpt_part_name(int first, char *buf, size_t len);
  * sha256sum's format. */
 int na_ckpt_part_seal(int cfd, int first, const char *const *rel, int n, struct verr *err);
 /* Whether every file the part file names has its size and sha256; the
- * error names the first that does not (or the part file). */
+ * error names the first that does not (or the part file).  -1: the part
+ * is damaged (a file changed, truncated, missing or not a regular file, a
+ * bad part file), which no later attempt can mend; -2: it could not be
+ * checked, the machine being short of memory or descriptors. */
 int na_ckpt_part_verify(int cfd, int first, struct verr *err);
+/* Whether errno e says the machine was short of something (memory,
+ * descriptors), not that a checkpoint's file is wrong. */
+bool na_ckpt_short_errno(int e);
 
 /* Saving this node's part of a checkpoint (job_ckpt_save.c): j's guests
  * here, paused, into <root>/<name>/ (g<i>/ through the driver, vmshm.g<f>,

@@ -115,6 +115,7 @@ struct vjob {
 	bool adopted;              /* taken over from a dead vhpcd */
 	bool paused;               /* job_pause: its guests here are frozen */
 	bool ckpt_busy;            /* a job_pause, job_resume or job_checkpoint runs */
+	bool ckpt_damaged;         /* its restore was refused: the part here is damaged */
 	struct vprep p;
 	char *prep_json;
 	/* resources: the node agent's job lifecycle */

@@ -22,6 +22,7 @@
 
 #include <pwd.h>
 #include <dirent.h>
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,20 +110,28 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 
 /* This node's part of the checkpoint the job comes back from, verified
  * before anything of the job is made: a changed or missing file is
- * refused naming it. */
+ * refused naming it, and marked damaged (j->ckpt_damaged: the controller
+ * fails the restart at once, as no attempt can succeed).  The folder of
+ * every checkpoint (checkpoints.dir) missing, or a machine short of
+ * memory or descriptors, is this node's problem, not the checkpoint's. */
 static int open_part(struct vjob *j, struct na_job_spec *s, struct verr *err)
 {
 	const char *dir = cluster_ckpt_dir(&vd.cl);
-	int root = na_ckpt_root_open(dir, false, err), fd;
+	int root = na_ckpt_root_open(dir, false, err), fd, rc;
 
 	if (root < 0)
 		return verr_wrap(err, "checkpoint %s", j->p.restore);
+	errno = 0;
 	fd = na_ckpt_open(root, j->p.restore, false, err);
 	close(root);
-	if (fd < 0)
+	if (fd < 0) {
+		/* its folder missing, a link, not a folder, not root's 0700 */
+		j->ckpt_damaged = !na_ckpt_short_errno(errno);
 		return verr_wrap(err, "checkpoint %s in %s on node %s", j->p.restore, dir, vd.name);
-	if (na_ckpt_part_verify(fd, j->p.here[0], err) < 0) {
+	}
+	if ((rc = na_ckpt_part_verify(fd, j->p.here[0], err)) < 0) {
 		close(fd);
+		j->ckpt_damaged = rc == -1;
 		return verr_wrap(err, "checkpoint %s/%s on node %s", dir, j->p.restore, vd.name);
 	}
 	s->restore = true;

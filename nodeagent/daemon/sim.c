@@ -15,7 +15,11 @@
  * node refuses it.  For tests of the controller's failure handling,
  * VHPC_SIM_CKPT_FAIL lists what fails (OP@NODE, OP being check, pause,
  * save or resume; comma-separated) and VHPC_SIM_CKPT_SAVE_MS how long a
- * save takes.
+ * save takes.  Two more OPs fail a restart's job_prepare (one with
+ * restore) as a real node fails it: restore, refused as a node refuses a
+ * part that fails its check (code ckpt_damaged: never tried again), and
+ * prepare, refused as for a passing problem (an image pull that failed):
+ * tried again.
  */
 #include "lib/clock.h"
 #include "lib/consts.h"
@@ -189,6 +193,21 @@ struct json_object *vd_sim_handle(const struct vmsg *m)
 				pthread_mutex_unlock(&S.mu);
 				return wire_error("%s", e.msg);
 			}
+		}
+		if (m->prep.restore[0] && ckpt_fails("restore", m->node)) {
+			log_info("simulated node %s: job_prepare job %lld restore %s: damaged", m->node,
+				 (long long)m->job, m->prep.restore);
+			pthread_mutex_unlock(&S.mu);
+			r = wire_error("checkpoint %s on node %s: this node's part fails its check (simulated: "
+				       "VHPC_SIM_CKPT_FAIL)", m->prep.restore, m->node);
+			json_object_object_add(r, "code", json_object_new_string(WIRE_CODE_CKPT_DAMAGED));
+			return r;
+		}
+		if (m->prep.restore[0] && ckpt_fails("prepare", m->node)) {
+			log_info("simulated node %s: job_prepare job %lld restore %s: refused", m->node,
+				 (long long)m->job, m->prep.restore);
+			pthread_mutex_unlock(&S.mu);
+			return wire_error("image %.12s: pulling it failed (simulated: VHPC_SIM_CKPT_FAIL)", m->prep.image_id);
 		}
 		if (!s) {
 			if (grow(&S.v, &S.cap, (size_t)S.n + 1, sizeof(*S.v), 1024) < 0) {

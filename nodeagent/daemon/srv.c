@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,10 +60,31 @@ static struct json_object *ok_reply(const char *type, int64_t job)
 	return o;
 }
 
+/* A refused job_prepare; "code" ckpt_damaged when its restore found this
+ * node's part of the checkpoint damaged, which the controller does not try
+ * again (scheduler/PROTOCOL.md, "Rules for every message"). */
+static struct json_object *prepare_error(bool damaged, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static struct json_object *prepare_error(bool damaged, const char *fmt, ...)
+{
+	struct json_object *r;
+	char buf[1400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	r = wire_error("%s", buf);
+	if (damaged)
+		json_object_object_add(r, "code", json_object_new_string(WIRE_CODE_CKPT_DAMAGED));
+	return r;
+}
+
 static struct json_object *prepare(struct vmsg *m, const char *text)
 {
 	struct vjob *j;
 	struct verr e;
+	bool damaged;
 	int rc;
 
 	pthread_mutex_lock(&vd.mu);
@@ -78,8 +100,9 @@ static struct json_object *prepare(struct vmsg *m, const char *text)
 			return wire_error("job %lld: its preparation here failed; see the other reply", (long long)m->job);
 		}
 		if (j->stopping || j->state == VJ_FAILED) {
-			struct json_object *r = wire_error("job %lld: %s", (long long)m->job,
-							   j->stopping ? "being removed from this node" : j->error);
+			struct json_object *r = prepare_error(j->state == VJ_FAILED && j->ckpt_damaged, "job %lld: %s",
+							      (long long)m->job,
+							      j->state == VJ_FAILED ? j->error : "being removed from this node");
 
 			pthread_mutex_unlock(&vd.mu);
 			return r;
@@ -119,8 +142,9 @@ static struct json_object *prepare(struct vmsg *m, const char *text)
 		vd_job_remove(j);
 		pthread_cond_broadcast(&vd.cv);
 		pthread_mutex_unlock(&vd.mu);
+		damaged = j->ckpt_damaged;
 		vjob_free(j);
-		return wire_error("%s", e.msg);
+		return prepare_error(damaged, "%s", e.msg);
 	}
 	j->state = VJ_READY;
 	if (j->p.restore[0]) {

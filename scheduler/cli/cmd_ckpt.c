@@ -356,7 +356,16 @@ int cmd_checkpoints(int argc, char **argv)
 			printf("%-16s %8lld %-10s %10s %-20s %-7s %s\n", client_str(o, "name", "?"), client_int(o, "job", 0),
 			       client_user_name(client_int(o, "uid", -1), user, sizeof(user)),
 			       fmt_size((uint64_t)client_int(o, "bytes", 0), sz, sizeof(sz)), t,
-			       client_str(o, "state", "?"), client_str(o, "nodes", ""));
+			       client_str(o, "damaged", NULL) ? "damaged" : client_str(o, "state", "?"),
+			       client_str(o, "nodes", ""));
+		}
+		/* why, below the table: a node's reason does not fit a column */
+		for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+			struct json_object *o = json_object_array_get_idx(a, i);
+
+			if (client_str(o, "damaged", NULL))
+				printf("checkpoint %s is damaged (a restart from it failed): %s\n",
+				       client_str(o, "name", "?"), client_str(o, "damaged", ""));
 		}
 	}
 	json_object_put(sel);

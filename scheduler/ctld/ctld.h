@@ -465,6 +465,10 @@ struct json_object *ctld_ckpt_handle(struct ctld *ctl, const struct cmsg *m, con
  * under way: the job's guests resumed (or the job stopped, when every
  * part was saved with --stop), a partial checkpoint removed. */
 void ctld_ckpt_recover(struct ctld *ctl);
+/* A node refused to restore from checkpoint name, its part there damaged:
+ * `checkpoints` says so from now on ("damaged": "node N: why").  Holds
+ * ctl->mu. */
+void ctld_ckpt_mark_damaged(struct ctld *ctl, const char *name, const char *node, const char *why);
 /* What a restart from a checkpoint keeps of the job it saved (its record). */
 struct ctld_ckpt_part {
 	char node[65];                 /* the node that saved it */

@@ -486,11 +486,23 @@ static struct json_object *do_list(struct ctld *ctl, uid_t uid)
 		json_object_object_add(o, "stopped", json_object_new_boolean(v[i].stop));
 		json_object_object_add(o, "nodes", json_object_new_string(nodes));
 		json_object_object_add(o, "parts", parts);
+		if (v[i].damaged[0])
+			json_object_object_add(o, "damaged", json_object_new_string(v[i].damaged));
 		json_object_array_add(a, o);
 	}
 	store_ckpt_rows_free(v, n);
 	json_object_object_add(r, "checkpoints", a);
 	return r;
+}
+
+void ctld_ckpt_mark_damaged(struct ctld *ctl, const char *name, const char *node, const char *why)
+{
+	char text[512];
+	struct verr e;
+
+	snprintf(text, sizeof(text), "node %s: %s", node, why);
+	if (store_ckpt_set_damaged(ctl->st, name, text, &e) < 0)
+		log_warn("checkpoint %s: %s", name, e.msg);
 }
 
 static struct json_object *do_rm(struct ctld *ctl, const struct cmsg *m, uid_t uid)

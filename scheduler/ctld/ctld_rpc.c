@@ -444,6 +444,22 @@ static bool prepared(struct ctld *ctl, struct cjob *j, const struct ctld_call *c
 		/* cancelled or failed meanwhile: whoever did that stops it */
 		return false;
 	}
+	/* A restart whose checkpoint a node found damaged can never start:
+	 * it fails now, not after two more attempts that pull the image. */
+	for (int k = 0; k < nn && j->restart[0]; k++) {
+		const char *code = c[k].rc < 0 ? wire_error_code(c[k].reply) : NULL;
+
+		if (!code || strcmp(code, WIRE_CODE_CKPT_DAMAGED))
+			continue;
+		log_warn("job %lld: start failed, checkpoint %s damaged: node %s: %s", (long long)j->id, j->restart,
+			 c[k].node, c[k].err.msg);
+		ctld_metrics_start_failed(ctl, CTLD_SF_NODE_REFUSED);
+		j->attempts++;
+		ctld_ckpt_mark_damaged(ctl, j->restart, c[k].node, c[k].err.msg);
+		ctld_job_end(ctl, j, JOB_FAILED, 125, "checkpoint %s is damaged, not tried again: node %s: %s",
+			     j->restart, c[k].node, c[k].err.msg);
+		return false;
+	}
 	if (bad >= 0) {
 		char why[700];
 

@@ -43,14 +43,17 @@ static const char schema[] =
 	"CREATE TABLE IF NOT EXISTS checkpoints ("
 	" name TEXT PRIMARY KEY, job INTEGER NOT NULL, seq INTEGER NOT NULL, uid INTEGER NOT NULL,"
 	" state INTEGER NOT NULL, stop INTEGER NOT NULL, bytes INTEGER NOT NULL DEFAULT 0,"
-	" created INTEGER NOT NULL, standstill_ms INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL);"
+	" created INTEGER NOT NULL, standstill_ms INTEGER NOT NULL DEFAULT 0, record TEXT NOT NULL,"
+	" damaged TEXT);"
 	"CREATE INDEX IF NOT EXISTS checkpoints_job ON checkpoints(job, seq);";
 
 /* Schema 1 lacked the columns vhpc-ctld's crash recovery needs; schemas 2
  * and 3 the job_usage and checkpoints tables, which `schema` has made by
  * now (their jobs keep no usage: unknown; and have no checkpoints), and
  * jobs.restart: the checkpoint a job restarts from (none for theirs), and
- * nodes.drained: no new jobs go there (vhpc node drain). */
+ * nodes.drained: no new jobs go there (vhpc node drain), and
+ * checkpoints.damaged: why a node refused to restore from it (none known
+ * for theirs). */
 static int migrate(sqlite3 *db, char **msg)
 {
 	sqlite3_stmt *st;
@@ -76,6 +79,13 @@ static int migrate(sqlite3 *db, char **msg)
 	sqlite3_finalize(st);
 	if (!have && sqlite3_exec(db, "ALTER TABLE nodes ADD COLUMN drained INTEGER NOT NULL DEFAULT 0", NULL, NULL,
 				  msg) != SQLITE_OK)
+		return -1;
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('checkpoints') WHERE name='damaged'", -1, &st,
+			       NULL) != SQLITE_OK)
+		return -1;
+	have = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	if (!have && sqlite3_exec(db, "ALTER TABLE checkpoints ADD COLUMN damaged TEXT", NULL, NULL, msg) != SQLITE_OK)
 		return -1;
 	return sqlite3_exec(db, "UPDATE meta SET value='4' WHERE key='schema' AND CAST(value AS INTEGER) < 4",
 			    NULL, NULL, msg) == SQLITE_OK ? 0 : -1;

@@ -123,6 +123,7 @@ struct ckpt_row {
 	bool stop;               /* --stop: the job ends CHECKPOINTED once saved */
 	int64_t bytes, created, standstill_ms;
 	char *record;            /* ckpt.json's text */
+	char damaged[512];       /* why a node refused to restore from it ("" none known) */
 };
 /* A new row for c->job: its seq and name (<job>.<seq>) into c. */
 int store_ckpt_add(struct store *s, struct ckpt_row *c, struct verr *err);
@@ -132,6 +133,8 @@ int store_ckpt_get(struct store *s, const char *name, struct ckpt_row *out, stru
 /* uid's (-1: everyone's) rows, by job and seq. */
 int store_ckpt_list(struct store *s, int64_t uid, struct ckpt_row **out, size_t *n, struct verr *err);
 int store_ckpt_delete(struct store *s, const char *name, struct verr *err);
+/* Records why name cannot be restored (a node found its part damaged). */
+int store_ckpt_set_damaged(struct store *s, const char *name, const char *why, struct verr *err);
 void store_ckpt_rows_free(struct ckpt_row *v, size_t n);
 
 int store_node_put(struct store *s, const struct node_row *n, struct verr *err);

@@ -92,7 +92,7 @@ int store_ckpt_update(struct store *s, const struct ckpt_row *c, struct verr *er
 	return 0;
 }
 
-#define CKPT_COLS "name, job, seq, uid, state, stop, bytes, created, standstill_ms, record"
+#define CKPT_COLS "name, job, seq, uid, state, stop, bytes, created, standstill_ms, record, damaged"
 
 static void row_from(sqlite3_stmt *st, struct ckpt_row *c)
 {
@@ -110,6 +110,8 @@ static void row_from(sqlite3_stmt *st, struct ckpt_row *c)
 	c->bytes = sqlite3_column_int64(st, 6);
 	c->created = sqlite3_column_int64(st, 7);
 	c->standstill_ms = sqlite3_column_int64(st, 8);
+	t = sqlite3_column_text(st, 10);
+	snprintf(c->damaged, sizeof(c->damaged), "%s", t ? (const char *)t : "");
 	t = sqlite3_column_text(st, 9);
 	c->record = strdup(t ? (const char *)t : "{}");
 }
@@ -173,6 +175,20 @@ int store_ckpt_delete(struct store *s, const char *name, struct verr *err)
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "delete checkpoint");
+}
+
+int store_ckpt_set_damaged(struct store *s, const char *name, const char *why, struct verr *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(s->db, "UPDATE checkpoints SET damaged=? WHERE name=?", -1, &st, NULL) != SQLITE_OK)
+		return store_db_error(s, err, "prepare checkpoint damaged");
+	sqlite3_bind_text(st, 1, why, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : store_db_error(s, err, "mark checkpoint damaged");
 }
 
 void store_ckpt_rows_free(struct ckpt_row *v, size_t n)

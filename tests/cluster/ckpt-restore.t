@@ -52,8 +52,10 @@ restore() {
 }
 gone() { [ ! -e "$T/run-n1/jobs/$((90000 + $1))x1" ] && ! ip netns list | grep -q "vhpc-$((90000 + $1))x1"; }
 
+r=$(restore c1 1)
 check_match "a checkpoint that is not there is refused, named" \
-	"\"type\":\"error\".*checkpoint c1 in $CK on node n1: c1: No such file" "$(restore c1 1)"
+	"\"type\":\"error\".*checkpoint c1 in $CK on node n1: c1: No such file" "$r"
+check_match "... as damaged (code ckpt_damaged: the controller tries it no more)" '"code":"ckpt_damaged"' "$r"
 check "... and nothing of the job is left" gone 1
 
 # <dir>/c2 a link to the attacker's folder, which holds a part that
@@ -62,33 +64,43 @@ mkdir -m 700 "$T/theirs/g0"
 echo "their state" >"$T/theirs/g0/snapshot"
 (cd "$T/theirs" && printf '# size g0/snapshot %s\n%s\n' "$(stat -c %s g0/snapshot)" "$(sha256sum g0/snapshot)" >part.g0.sha256)
 ln -s "$T/theirs" "$CK/c2"
+r=$(restore c2 2)
 check_match "a checkpoint folder swapped for a link is refused" \
-	'"type":"error".*c2: not a directory \(a link is never followed\)' "$(restore c2 2)"
+	'"type":"error".*c2: not a directory \(a link is never followed\)' "$r"
+check_match "... as damaged" '"code":"ckpt_damaged"' "$r"
 check "... and nothing of the job is left" gone 2
 
 # c3: a part as a node writes it (g0's files, then the part file).
 mkdir -m 700 "$CK/c3" "$CK/c3/g0"
 head -c 100000 /dev/urandom >"$CK/c3/g0/snapshot"
 echo "0123456789abcdef" >"$CK/c3/g0/image"
+r=$(restore c3 3)
 check_match "a part without its part file is refused" \
-	'"type":"error".*c3 on node n1: this node.s part of the checkpoint is not whole.*part.g0.sha256: No such file' "$(restore c3 3)"
+	'"type":"error".*c3 on node n1: this node.s part of the checkpoint is not whole.*part.g0.sha256: No such file' "$r"
+check_match "... as damaged" '"code":"ckpt_damaged"' "$r"
 check "... and nothing of the job is left" gone 3
 (cd "$CK/c3" && for f in g0/image g0/snapshot; do
 	printf '# size %s %s\n%s\n' "$f" "$(stat -c %s "$f")" "$(sha256sum "$f")"; done >part.g0.sha256)
 cp "$CK/c3/g0/snapshot" "$T/snapshot.good"
 printf 'X' | dd of="$CK/c3/g0/snapshot" bs=1 seek=5000 conv=notrunc status=none
+r=$(restore c3 4)
 check_match "a snapshot with one byte changed is refused, naming it" \
-	'"type":"error".*g0/snapshot does not match its sha256 in part.g0.sha256' "$(restore c3 4)"
+	'"type":"error".*g0/snapshot does not match its sha256 in part.g0.sha256' "$r"
+check_match "... as damaged" '"code":"ckpt_damaged"' "$r"
 check "... and nothing of the job is left" gone 4
 truncate -s 4096 "$CK/c3/g0/snapshot"
+r=$(restore c3 5)
 check_match "a truncated snapshot is refused, naming it" \
-	'"type":"error".*g0/snapshot has 4096 bytes, part.g0.sha256 says 100000' "$(restore c3 5)"
+	'"type":"error".*g0/snapshot has 4096 bytes, part.g0.sha256 says 100000' "$r"
+check_match "... as damaged" '"code":"ckpt_damaged"' "$r"
 check "... and nothing of the job is left" gone 5
 cp "$T/snapshot.good" "$CK/c3/g0/snapshot"
 chmod 600 "$CK/c3/g0/snapshot"
 r=$(restore c3 6)
 check_match "a whole part is verified, then the container driver says it cannot restore" \
 	'"type":"error".*cannot restore its guests from a checkpoint' "$r"
+undamaged() { ! printf '%s' "$1" | grep -q ckpt_damaged; }
+check "... which is not the checkpoint's fault: no code ckpt_damaged" undamaged "$r"
 check_match "... after the job was being made here" "job 90006x1: 1 guest x 1 vCPU" "$(cat "$T/n1.log")"
 check "... and nothing of the job is left" gone 6
 check_eq "the checkpoint is left as it was" "$(cd "$CK/c3" && sha256sum -c --quiet part.g0.sha256 2>&1)" ""

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -215,6 +216,39 @@ static void test_verify_refuses(void **state)
 	close(c);
 }
 
+/* A verify that runs out of descriptors says it could not check (-2),
+ * not that the part is damaged (-1): the controller tries such a restart
+ * again, and fails a damaged one at once.  The part then verifies. */
+static void test_verify_short(void **state)
+{
+	struct na_ckpt_saved s;
+	struct rlimit was, now;
+	struct verr e;
+	int c, rc, top;
+
+	(void)state;
+	save_ok(&s);
+	c = open_ck("7.1");
+	assert_true(c >= 0);
+	/* no descriptor above the highest one open now */
+	top = dup(0);
+	assert_true(top >= 0);
+	close(top);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+	now = was;
+	now.rlim_cur = (rlim_t)top;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &now), 0);
+	rc = na_ckpt_part_verify(c, 0, &e);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+	assert_int_equal(rc, -2);
+	assert_non_null(strstr(e.msg, "Too many open files"));
+	if (na_ckpt_part_verify(c, 0, &e) < 0)
+		fail_msg("verify: %s", e.msg);
+	assert_true(na_ckpt_short_errno(EMFILE) && na_ckpt_short_errno(ENOMEM) && !na_ckpt_short_errno(ENOENT) &&
+		    !na_ckpt_short_errno(ELOOP));
+	close(c);
+}
+
 /* A part file that names a path outside its folder, or through a link,
  * is refused, and nothing outside is read. */
 static void test_verify_paths(void **state)
@@ -342,6 +376,7 @@ int main(void)
 	const struct CMUnitTest t[] = {
 		cmocka_unit_test_setup_teardown(test_save_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verify_refuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_verify_short, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_verify_paths, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_root_mode, setup, teardown),

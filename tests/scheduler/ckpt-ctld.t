@@ -20,6 +20,11 @@
 # changed guest_port is refused saying how to get it back; vhpc restart
 # and checkpoint rm refuse a path-like name locally; vhpc checkpoints
 # --by-node and --older-than, and checkpoint rm --older-than.
+# A restart whose node finds its part of the checkpoint damaged (code
+# ckpt_damaged) fails at once, after 1 attempt, naming the node and its
+# reason, and vhpc checkpoints says the checkpoint is damaged; one refused
+# for a passing reason is tried 3 times as before (the time of each to
+# FAILED is measured).
 . "$(dirname "$0")/../lib.sh"
 need_root
 need_built vhpc vhpc-ctld vhpcd
@@ -75,7 +80,7 @@ msgs() { cat "$T"/s.log "$T"/bad.log "$T"/slow.log "$T"/wide.log 2>/dev/null | s
 
 check "vhpc-ctld starts" ctld_up
 sim_up s 2 $((port + 1))
-sim_up bad 2 $((port + 2)) "check@bad-0,save@bad-1"
+sim_up bad 2 $((port + 2)) "check@bad-0,save@bad-1,restore@bad-0,prepare@bad-1"
 sim_up slow 1 $((port + 3)) "" 3000
 sim_up wide 1 $((port + 4)) "" 3000 4
 check "six simulated nodes register" poll_until 20 nodes_up
@@ -301,6 +306,45 @@ check "... the two checkpoints ran at once: the drain took less than two saves" 
 check_eq "... both were saved on wide-0" 2 "$(grep -c "wide-0: job_checkpoint job \($J1\|$J2\) save" "$T/wide.log")"
 check_match "the restart waits: no other node is up and undrained" "waiting:noup,undrainednodescantakecheckpoint$J2\.1" "$(rec "$R2")"
 v cancel "$J1" >/dev/null; v cancel "$R2" >/dev/null
+
+# -- a restart a node refuses: tried again for a passing reason; failed at
+# once when the node finds its part of the checkpoint damaged
+only s-1
+G=$(sub -N 1 --vcpus 2)
+check "G runs on s-1" poll_until 20 is "$G" RUNNING
+check "G is checkpointed and stopped" sh -c "'$BIN/vhpc' checkpoint --stop '$G' >/dev/null"
+tried() { rec "$1" | grep -q '"attempts":[2-9]'; }
+prepares() { grep -c "simulated node $1: job_prepare job $2 restore" "$T/bad.log"; }
+only bad-1
+t0=$(date +%s%N)
+Rt=$(v restart "$G.1" | sed -n 's/^Submitted job \([0-9]*\):.*/\1/p')
+check "a restart of G.1 that bad-1 refuses for a passing reason (an image pull) is tried again" poll_until 20 tried "$Rt"
+check "... and fails after its 3 attempts" poll_until 30 is "$Rt" FAILED
+t1=$(date +%s%N)
+check_match "... saying so" 'couldnotstart\(3attempts\);last:nodebad-1:image[0-9a-f]*:pullingitfailed.*"attempts":3,' "$(rec "$Rt")"
+check_eq "... bad-1 was asked 3 times" 3 "$(prepares bad-1 "$Rt")"
+check "G.1 is not said to be damaged" sh -c "! '$BIN/vhpc' checkpoints --json | grep -q damaged"
+only bad-0
+t2=$(date +%s%N)
+Rd=$(v restart "$G.1" | sed -n 's/^Submitted job \([0-9]*\):.*/\1/p')
+check "a restart of G.1 on bad-0, which finds its part damaged, fails" poll_until 20 is "$Rd" FAILED
+t3=$(date +%s%N)
+check_match "... after 1 attempt" '"attempts":1,' "$(rec "$Rd")"
+check_match "... naming the checkpoint, the node and the node's reason" \
+	"\"reason\":\"checkpoint$G\\.1isdamaged,nottriedagain:nodebad-0:checkpoint$G\\.1onnodebad-0:thisnode'spartfailsitscheck" \
+	"$(rec "$Rd")"
+check_eq "... bad-0 was asked once" 1 "$(prepares bad-0 "$Rd")"
+sleep 1
+check_eq "... and never again" 1 "$(prepares bad-0 "$Rd")"
+tt=$(( (t1 - t0) / 1000000 )) td=$(( (t3 - t2) / 1000000 ))
+diag "restart to FAILED: refused for a passing reason ${tt} ms (3 attempts, as every damaged restart was), damaged ${td} ms (1 attempt)"
+check "... well before the 2 s pause of a second attempt" test "$td" -lt 2000
+l=$(v checkpoints)
+diag "$l"
+check_match "vhpc checkpoints says G.1 is damaged" "^$G\\.1 +$G +root +0 B +[0-9T:-]+Z +damaged +s-1$" "$l"
+check_match "... and why" "^checkpoint $G\\.1 is damaged \\(a restart from it failed\\): node bad-0: checkpoint $G\\.1 on node bad-0: this node's part fails its check" "$l"
+check_match "... --json too" "\"damaged\": *\"node bad-0: checkpoint $G\\.1 on node bad-0: this node's part" "$(v checkpoints --json)"
+check_match "the other checkpoints are not" "^$Z\\.1 .* done " "$l"
 
 # -- space: per node, and by age
 db=$T/ctld/ctld.db
