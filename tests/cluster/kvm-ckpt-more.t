@@ -133,6 +133,14 @@ check_eq "... on n$F (the new node) and the undrained one, not n$D" \
 	"$(tr ' ' '\n' <<<"$held $F" | grep -vx "$D" | grep . | sort | tr '\n' ' ')" "$(tr ' ' '\n' <<<"$rheld" | grep . | sort | tr '\n' ' ')"
 check_eq "... with the checkpoint's image id, not the one pushed since" "$old" "$(job_field "$R" image_id)"
 rpids=$(hv_pids "$R")
+# The restored guests' consoles, kept as they go (the job's folders go
+# with it): a failed test keeps them with the daemons' logs.
+( while [ -n "$(nodes_of "$R")" ]; do
+	for c in "$CL_DIR"/run-n*/jobs/"$R"x*/kvm*/hv/serial; do
+		[ -f "$c" ] && cp "$c" "$CL_DIR/console-$(cut -d/ -f1 <<<"${c#"$CL_DIR"/run-}")-$(basename "$(dirname "$(dirname "$c")")").log" 2>/dev/null
+	done
+	sleep 2
+done ) &
 vc wait "$R"; rc=$?
 check_eq "the restarted job completes with exit status 0" 0 "$rc"
 vc output "$R" >"$T/r.out" 2>&1
