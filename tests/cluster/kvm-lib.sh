@@ -54,6 +54,15 @@ on_term() {
 	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n[0-9]*.log; do
 		[ -f "$f" ] && diag "--- ${f##*/}, last lines:" "$(tail -n 12 "$f")"
 	done
+	# The guests still running: their consoles go with the clean-up too
+	# (a restored job that stood still until the limit, 2026-12-06, left
+	# only "resumed on 2 nodes" to go on).
+	for f in "$CL_DIR"/ctld-spool/*; do
+		[ -f "$f" ] && diag "--- job output ${f##*/}, last lines:" "$(tail -n 6 "$f")"
+	done
+	for f in "$CL_DIR"/run-n*/jobs/*/kvm*/hv/serial; do
+		[ -f "$f" ] && diag "--- ${f#"$CL_DIR"/}, last lines:" "$(tail -n 15 "$f" | tr -d '\r')"
+	done
 	exit 130
 }
 trap on_term TERM
