@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#define MSR_IA32_TSC_DEADLINE 0x6e0
+
 #define GET(fd, req, p, what)                                                  \
 	do {                                                                   \
 		if (ioctl(fd, req, p) < 0)                                     \
@@ -136,8 +138,35 @@ int snap_parse_vcpu(const struct vm *vm, struct snap_rd *r, struct snap_vcpu *v,
 			return verr_errno(err, "vCPU %d: " what, i);           \
 	} while (0)
 
+/* The TSC-deadline timer's MSR once more, after the LAPIC: KVM ignores a
+ * write of it unless the LAPIC timer is in TSC-deadline mode, which it is
+ * not before KVM_SET_LAPIC, so the MSRs' write dropped the deadline a
+ * guest had armed when it was saved, and a restored guest idle on that
+ * timer (a 1-vCPU guest asleep in nanosleep) could wait forever: lab runs
+ * of kvm-ckpt.t stood still after their restart, now and then. */
+static int set_tsc_deadline(int fd, int i, const struct snap_vcpu *v, struct verr *err)
+{
+	union {
+		struct kvm_msrs h;
+		uint8_t b[sizeof(struct kvm_msrs) + sizeof(struct kvm_msr_entry)];
+	} one;
+
+	for (uint32_t k = 0; k < v->nmsrs; k++) {
+		if (v->msr[k].index != MSR_IA32_TSC_DEADLINE)
+			continue;
+		memset(&one, 0, sizeof(one));
+		one.h.nmsrs = 1;
+		one.h.entries[0] = v->msr[k];
+		if (ioctl(fd, KVM_SET_MSRS, &one) != 1)
+			return verr_set(err, "vCPU %d: KVM_SET_MSRS: the TSC deadline 0x%llx, after the LAPIC, was refused",
+					i, (unsigned long long)v->msr[k].data);
+	}
+	return 0;
+}
+
 /* In the order KVM needs: sregs (APIC base, modes) before the LAPIC and
- * MSRs, events after the LAPIC they may target. */
+ * MSRs, events after the LAPIC they may target; the TSC deadline after
+ * the LAPIC too (set_tsc_deadline). */
 int snap_set_vcpu(struct vm *vm, int i, const struct snap_vcpu *v, struct verr *err)
 {
 	int fd = vm->vcpu[i].fd, n;
@@ -164,6 +193,8 @@ int snap_set_vcpu(struct vm *vm, int i, const struct snap_vcpu *v, struct verr *
 				(unsigned long long)v->msr[n].data);
 	SET(KVM_SET_MP_STATE, &v->mp, "KVM_SET_MP_STATE");
 	SET(KVM_SET_LAPIC, &v->lapic, "KVM_SET_LAPIC");
+	if (set_tsc_deadline(fd, i, v, err) < 0)
+		return -1;
 	SET(KVM_SET_VCPU_EVENTS, &ev, "KVM_SET_VCPU_EVENTS");
 	SET(KVM_SET_DEBUGREGS, &v->debugregs, "KVM_SET_DEBUGREGS");
 	return 0;

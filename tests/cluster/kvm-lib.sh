@@ -1,7 +1,7 @@
 # Shared set-up of the kvm cluster tests (tests/cluster/kvm*.t): source
 # after tests/lib.sh with CL set.  Checks what they need, brings up a
-# 2-node cluster (cluster-lib.sh) and gives them the job's command line
-# and its VMs' pids.
+# cluster of KVM_NODES nodes (default 2; cluster-lib.sh) and gives them
+# the job's command line and its VMs' pids.
 need_cluster vhpc-na vhpc-hv
 export VHPC_KERNEL_CACHE=$VHPC_TOP/$B/kernels
 [ -e "$VHPC_KERNEL_CACHE/linux-image-cloud-amd64/.complete" ] ||
@@ -42,7 +42,8 @@ fi
 # A kvm start that fails in the lab is TCG's passing slowness more often
 # than what a test provokes: the controller's own pause between attempts.
 : "${CL_RETRY_MS:=2000}"
-cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
+KVM_NODES=${KVM_NODES:-2}
+cl_net_up "$KVM_NODES" && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
 setup_mark "network, munge and vhpc-ctld up"
 # Stopped at its time limit (tests/run's timeout sends TERM to the test's
 # process group): say where the job was, from the logs the clean-up is
@@ -50,8 +51,17 @@ setup_mark "network, munge and vhpc-ctld up"
 # its job after the vhpcd takeover, with nothing to say why.
 on_term() {
 	diag "stopped at the time limit; the controller's jobs:" "$(vc queue --all 2>&1 | tail -n 4)"
-	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n[12].log; do
+	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n[0-9]*.log; do
 		[ -f "$f" ] && diag "--- ${f##*/}, last lines:" "$(tail -n 12 "$f")"
+	done
+	# The guests still running: their consoles go with the clean-up too
+	# (a restored job that stood still until the limit, 2026-12-06, left
+	# only "resumed on 2 nodes" to go on).
+	for f in "$CL_DIR"/ctld-spool/*; do
+		[ -f "$f" ] && diag "--- job output ${f##*/}, last lines:" "$(tail -n 6 "$f")"
+	done
+	for f in "$CL_DIR"/run-n*/jobs/*/kvm*/hv/serial; do
+		[ -f "$f" ] && diag "--- ${f#"$CL_DIR"/}, last lines:" "$(tail -n 15 "$f" | tr -d '\r')"
 	done
 	exit 130
 }
@@ -59,13 +69,14 @@ trap on_term TERM
 before=$(cl_leftovers)
 # KVM_NODE_ARGS_<I> (set before sourcing): more vhpcd options for node I,
 # e.g. more cpus so that two guests fit there.
-for i in 1 2; do v=KVM_NODE_ARGS_$i; cl_node_up $i ${!v-} || fail "node $i starts"; done
-setup_mark "both vhpcd started"
-if cl_wait_nodes_up 2; then
-	ok "two nodes register"
+for ((i = 1; i <= KVM_NODES; i++)); do v=KVM_NODE_ARGS_$i; cl_node_up $i ${!v-} || fail "node $i starts"; done
+setup_mark "all $KVM_NODES vhpcd started"
+knodes=$([ "$KVM_NODES" = 2 ] && echo two || echo "$KVM_NODES")
+if cl_wait_nodes_up "$KVM_NODES"; then
+	ok "$knodes nodes register"
 else
-	fail "two nodes register"
-	diag "$(vc nodes 2>&1 | head -5)" "$(tail -n 8 "$CL_DIR"/n[12].log 2>&1)"
+	fail "$knodes nodes register"
+	diag "$(vc nodes 2>&1 | head -5)" "$(tail -n 8 "$CL_DIR"/n[0-9]*.log 2>&1)"
 fi
 setup_mark "the nodes registered"
 

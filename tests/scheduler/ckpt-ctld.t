@@ -17,9 +17,10 @@
 # The follow-up's gaps: a restart waits in the queue behind the head's
 # backfill reservation like any job; a drain checkpoints its jobs at once,
 # and one whose checkpoint fails runs on where it is; a restart under a
-# changed guest_port is refused saying how to get it back; vhpc restart
-# and checkpoint rm refuse a path-like name locally; vhpc checkpoints
-# --by-node and --older-than, and checkpoint rm --older-than.
+# changed guest_port is refused saying how to get it back; a restart
+# after the job's image name was pushed again runs the id the job ran;
+# vhpc restart and checkpoint rm refuse a path-like name locally; vhpc
+# checkpoints --by-node and --older-than, and checkpoint rm --older-than.
 # A restart whose node finds its part of the checkpoint damaged (code
 # ckpt_damaged) fails at once, after 1 attempt, naming the node and its
 # reason, and vhpc checkpoints says the checkpoint is damaged; one refused
@@ -238,9 +239,18 @@ H=$(sub -N 2 --vcpus 2 --timeout 10m)
 sleep 1
 check "H (both nodes) waits at the head of the queue, its start reserved for X's end" is "$H" PENDING
 check "Z is checkpointed and stopped, freeing its node" sh -c "'$BIN/vhpc' checkpoint --stop '$Z' >/dev/null"
+# The jobs' image name pushed again with other content before the
+# restart: the restart runs the content Z ran (its snapshot needs it).
+zid=$(rec "$Z" | grep -o '"image_id":"[0-9a-f]*"' | cut -d'"' -f4)
+printf '%s\n' 'name: ckcsim2' 'description: busybox and dash' 'packages:' '  - busybox-static' '  - dash' >"$T/img2.yaml"
+check "another image is pushed as default, the jobs' image" sh -c "'$BIN/vhpc' image build '$T/img2.yaml' >>'$T/img.log' 2>&1 &&
+	'$BIN/vhpc' image push ckcsim2 --as default >>'$T/img.log' 2>&1"
+check_match "Z's record names the image id it ran (${zid:0:12})" "^[0-9a-f]{64}$" "$zid"
+check "... and default is another id now (the controller's log)" sh -c "grep 'image default is now' '$T/ctld.log' | tail -1 | grep -qv ' ${zid:0:12} '"
 out=$(v restart "$Z.1"); rc=$?
 Rz=$(printf '%s' "$out" | sed -n 's/^Submitted job \([0-9]*\):.*/\1/p')
 check "Z.1 is restarted as a new job" test "$rc" = 0 -a -n "$Rz"
+check_match "... with Z's image id, not the one pushed since" "\"image_id\":\"$zid\"" "$(rec "$Rz")"
 sleep 2
 check "the restart (1 h on the free node) waits: it would delay H's reserved start" is "$Rz" PENDING
 check_match "... and says it waits in the queue" "waitingforresources\(restartsfromcheckpoint$Z\.1\)" "$(rec "$Rz")"
