@@ -82,6 +82,7 @@ check "... nor in vhpc checkpoints" eval '! vc checkpoints 2>&1 | grep -qE "^$J\
 diag "the failed checkpoint took $(( (t1 - t0) / 1000000 )) ms (nested/TCG)"
 r1=$(round_of "$J")
 check "... and goes on: past round $((r1 + 1))" poll_until 60 past_round "$J" $((r1 + 1))
+lab_crashed "$J"
 
 mount -o remount,size=512m "$CKDIR"
 check_match "the tmpfs is 512 MiB now" '^524288$' "$(df -k --output=size "$CKDIR" | tail -1 | tr -d ' ')"
@@ -125,6 +126,7 @@ check_eq "vhpc restart $NAME succeeds" 0 "$rc"
 R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
 check_match "... as a new job" '^[0-9]+$' "$R"
 check "the restarted job $R runs" wait_state "$R" RUNNING 200
+lab_crashed "$R"
 t1=$(date +%s%N)
 diag "restart to RUNNING, one part on a node that never had the job nor its image: $(( (t1 - t0) / 1000000 )) ms (nested/TCG)"
 [ "$(job_state "$R")" = RUNNING ] || diag "job $R: $(job_state "$R"): $(job_field "$R" reason)" "$(tail -n 5 "$CL_DIR"/n[0-9]*.log)"

@@ -80,6 +80,7 @@ check_eq "vhpc restart $NAME succeeds" 0 "$rc"
 R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
 check_match "... as a new job" '^[0-9]+$' "$R"
 check "the restarted job $R runs" wait_state "$R" RUNNING 200
+lab_crashed "$R"
 t1=$(date +%s%N)
 diag "restart to RUNNING (both guests restored and resumed): $(( (t1 - t0) / 1000000 )) ms, $(awk -v n=$(( (t1 - t0) / 1000000 )) -v g="$gib" 'BEGIN { printf "%.2f", n / 1000 / g }') s per GiB (nested/TCG)"
 rpids=$(hv_pids "$R")
