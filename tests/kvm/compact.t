@@ -23,10 +23,23 @@ done
 for i in squashfs erofs; do
 	image=kvm$i
 	t0=$(date +%s.%N)
-	vhpc run --driver kvm --image $image -N 2 -n 2 --mem 512M --timeout 400 -- \
-		sh -c 'echo "$(hostname) root: $(grep " / " /proc/mounts | cut -d" " -f3,4 | cut -d, -f1)"' \
-		>"$T/$i.out" 2>"$T/$i.err"
-	rc=$?
+	# Bounded well inside the test's limit (a whole job takes 20-40 s in
+	# the lab): a clean-clone run on 2026-12-06 hung here until the 400-s
+	# limit, saying nothing; now the guests' consoles say where they were.
+	RUN=(vhpc run --driver kvm --image $image -N 2 -n 2 --mem 512M --timeout 400)
+	"${RUN[@]}" -- sh -c 'echo "$(hostname) root: $(grep " / " /proc/mounts | cut -d" " -f3,4 | cut -d, -f1)"' \
+		>"$T/$i.out" 2>"$T/$i.err" &
+	pid=$!
+	if poll_until 35 sh -c "! kill -0 $pid 2>/dev/null"; then
+		wait $pid; rc=$?
+	else
+		diag "$i: still running after 35 s (x4 in the lab); vhpc said:" "$(tail -n 10 "$T/$i.err")" \
+			"the guests' consoles:" "$(tail -n 30 "$VHPC_RUN_DIR"/jobs/*/kvm*/hv/serial 2>/dev/null)"
+		lab_check "$VHPC_RUN_DIR"/jobs/*/kvm*/hv/serial
+		# TERM: vhpc run tears its job down, as for a user's Ctrl-C.
+		kill -TERM $pid; poll_until 10 sh -c "! kill -0 $pid 2>/dev/null" || kill -9 $pid
+		wait $pid; rc=timeout
+	fi
 	check_eq "a 2-VM job of the $i image exits 0" 0 "$rc"
 	[ $rc = 0 ] || diag "$(tail -n 30 "$T/$i.err")"
 	want=$i
