@@ -119,16 +119,8 @@ check_eq "node n$D, which held a part, is drained" 0 "$rc"
 [ "$rc" = 0 ] || diag "$out"
 at_exit "nsenter --net=/run/netns/$CL_HUB -- '$BIN/vhpc' node undrain n$D"
 
-t0=$(date +%s%N)
-out=$(vc restart "$NAME" 2>&1); rc=$?
-diag "$out"
-check_eq "vhpc restart $NAME succeeds" 0 "$rc"
-R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
-check_match "... as a new job" '^[0-9]+$' "$R"
-check "the restarted job $R runs" wait_state "$R" RUNNING 200
-lab_crashed "$R"
-t1=$(date +%s%N)
-diag "restart to RUNNING, one part on a node that never had the job nor its image: $(( (t1 - t0) / 1000000 )) ms (nested/TCG)"
+restart_running "$NAME"
+diag "restart to RUNNING, one part on a node that never had the job nor its image: $RESTART_MS ms (nested/TCG)"
 [ "$(job_state "$R")" = RUNNING ] || diag "job $R: $(job_state "$R"): $(job_field "$R" reason)" "$(tail -n 5 "$CL_DIR"/n[0-9]*.log)"
 rheld=$(nodes_of "$R")
 check_eq "... on n$F (the new node) and the undrained one, not n$D" \

@@ -73,16 +73,8 @@ for i in 1 2; do
 	diag "node n$i saved its part (one 384 MiB guest) in ${ms:-?} ms: $(awk -v m="${ms:-0}" 'BEGIN { printf "%.2f", m / 1000 / 0.375 }') s per GiB"
 done
 
-t0=$(date +%s%N)
-out=$(vc restart "$NAME" 2>&1); rc=$?
-diag "$out"
-check_eq "vhpc restart $NAME succeeds" 0 "$rc"
-R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
-check_match "... as a new job" '^[0-9]+$' "$R"
-check "the restarted job $R runs" wait_state "$R" RUNNING 200
-lab_crashed "$R"
-t1=$(date +%s%N)
-diag "restart to RUNNING (both guests restored and resumed): $(( (t1 - t0) / 1000000 )) ms, $(awk -v n=$(( (t1 - t0) / 1000000 )) -v g="$gib" 'BEGIN { printf "%.2f", n / 1000 / g }') s per GiB (nested/TCG)"
+restart_running "$NAME"
+diag "restart to RUNNING (both guests restored and resumed): $RESTART_MS ms, $(awk -v n=$RESTART_MS -v g="$gib" 'BEGIN { printf "%.2f", n / 1000 / g }') s per GiB (nested/TCG)"
 rpids=$(hv_pids "$R")
 vc wait "$R"; rc=$?
 check_eq "the restarted job completes with exit status 0" 0 "$rc"
