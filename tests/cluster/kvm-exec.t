@@ -24,7 +24,17 @@ check_eq "--guest 1 in the other VM, on the other node" g1 "$(vc exec "$J" --gue
 vc exec "$J" --guest 1 -- sh -c 'echo out; echo err >&2; exit 4' >"$T/x.out" 2>"$T/x.err"; rc=$?
 check_eq "exit status, stdout and stderr apart" "4 out err" "$rc $(cat "$T/x.out") $(cat "$T/x.err")"
 check_eq "--all" "g0: g0|g1: g1" "$(vc exec "$J" --all -- hostname 2>&1 | sort | paste -sd'|')"
-out=$({ sleep 10; printf 'tty; exit 5\n'; sleep 60; } | script -qec "nsenter --net=/run/netns/$CL_HUB -- $BIN/vhpc shell $J" /dev/null 2>&1); rc=$?
+# The shell's input is typed once it has printed its prompt, and held open
+# until the shell has ended (a feeder that slept a fixed 10 + 60 s cost the
+# test 70 s every run: bash waits for the whole pipeline).
+ts=$T/shell.typescript
+: >"$ts"
+out=$({ for _ in $(seq 300); do grep -qE '[$#] ?$' "$ts" 2>/dev/null && break; sleep 0.1; done
+	printf 'tty; exit 5\n'
+	for _ in $(seq 600); do [ -e "$T/shell.done" ] && break; sleep 0.1; done; } |
+	{ script -qfec "nsenter --net=/run/netns/$CL_HUB -- $BIN/vhpc shell $J" "$ts" 2>&1; echo "rc=$?"; touch "$T/shell.done"; })
+rc=$(sed -n 's/^rc=//p' <<<"$out" | tail -n 1)
+diag "the shell: $(tr -d '\r' <"$ts" | tail -n 4 | paste -sd'|')"
 check_match "a shell in the VM has a pty" '/dev/pts/[0-9]+' "$out"
 check_eq "... and exits with its status" 5 "$rc"
 check_eq "the job still runs" RUNNING "$(job_state "$J")"
