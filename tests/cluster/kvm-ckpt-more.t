@@ -36,7 +36,7 @@ KVM_NODES=3
 CK=$VHPC_TOP/$B/testbin/ckpt_cksum
 [ -x "$CK" ] || { echo "Bail out! $CK is not built (make tests)"; exit 1; }
 
-ROUNDS=30
+ROUNDS=18
 ARGS=(--rounds $ROUNDS --every 1 --bytes 4096 --scratch /scratch)
 REF=$("$CK" --reference --ranks 2 "${ARGS[@]}")
 # Each rank: its scratch writer in the background, ckpt_cksum, then the

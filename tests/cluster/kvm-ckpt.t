@@ -28,7 +28,7 @@ KVM_PUSH_IMAGE=kvmckpt
 CK=$VHPC_TOP/$B/testbin/ckpt_cksum
 [ -x "$CK" ] || { echo "Bail out! $CK is not built (make tests)"; exit 1; }
 
-ROUNDS=20
+ROUNDS=12
 ARGS=(--rounds $ROUNDS --every 1 --bytes 4096)
 REF=$("$CK" --reference --ranks 2 "${ARGS[@]}")
 lines() { grep -E '^(round [0-9]+ checksum|final checksum)' "$1"; }
