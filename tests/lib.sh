@@ -115,20 +115,19 @@ lab_check() {
 	[ -n "${VHPC_IN_LAB-}" ] || return 0
 	hit=$(grep -h -m 1 -aE "$re" "$@" 2>/dev/null | head -n 1)
 	if [ -z "$hit" ]; then
-		# A guest that was not ready within 30 s or more and whose
-		# vhpc-hv never saw it leave KVM_RUN (no "first guest exit" in
-		# the log tail the kvm driver gives) hung inside the emulation:
-		# about one 2-VM job in ten in the lab on 2026-12-06, never on a
-		# host.  (A shorter deadline is a test's own: failures-ready.t.)
+		# A job that failed because a guest was not ready within 30 s or
+		# more (the kvm driver's deadline, scaled: 55-80 s here): healthy
+		# guests are ready in 9-30 s in the lab, and 2 of 20 2-VM jobs
+		# on 2026-12-06 hung at boot, with or without vhpc-hv's changes
+		# of that week.  Only `vhpc run`'s own last word counts: a start
+		# the controller tried again and got going is no failure.  (A
+		# shorter deadline is a test's own: failures-ready.t.)
 		local line n
-		for f in $(grep -l -aE 'did not report ready within [0-9]+ s' "$@" 2>/dev/null); do
-			line=$(grep -h -m 1 -aoE 'guest g[0-9]+ did not report ready within [0-9]+ s' "$f")
-			n=${line##*within }; n=${n% s}
-			[ "${n:-0}" -ge 30 ] 2>/dev/null || continue
-			grep -q -a 'first guest exit' "$f" && continue
-			echo "# lab failure: an L2 guest never left KVM_RUN: $line"
-			return 0
-		done
+		line=$(grep -h -m 1 -aoE 'vhpc: error: guest g[0-9]+ did not report ready within [0-9]+ s' "$@" 2>/dev/null | head -n 1)
+		n=${line##*within }; n=${n% s}
+		if [ -n "$line" ] && [ "$n" -ge 30 ] 2>/dev/null; then
+			echo "# lab failure: an L2 guest hung at boot: ${line#vhpc: error: }"
+		fi
 		return 0
 	fi
 	echo "# lab failure: an L2 guest crashed: $hit"
