@@ -190,7 +190,8 @@
  *   A snapshot records the format version, the vhpc version and the host
  *   type (CPU vendor, KVM API, XSAVE size, the CPUID KVM offers, the MSRs it
  *   saves); another of any is refused.  Each section has a crc32c; a
- *   corrupted or truncated file is refused naming the section.  A restore
+ *   corrupted or truncated file is refused naming the section, with exit
+ *   status HV_EXIT_SNAPSHOT (the caller need not try it again).  A restore
  *   runs under the same --seccomp allowlist as a fresh start: the state is
  *   set before the filter is loaded; the allowlist has only the reads a
  *   snapshot makes (KVM_GET_*).
@@ -211,6 +212,11 @@
 #define HV_EXIT_NO_HW       6   /* --require-hw and no hardware virtualization */
 #define HV_EXIT_SECCOMP     7   /* --seccomp: a system call outside the allowlist
                                  * (the log names it); the guest is gone */
+#define HV_EXIT_SNAPSHOT    8   /* --restore: the snapshot is damaged (cut short,
+                                 * a checksum wrong, a section malformed; the log
+                                 * says where), so no host can restore it; one
+                                 * from another version or host type is
+                                 * HV_EXIT_ERROR */
 /* With --debug-exit, a guest byte V written to HV_DEBUG_EXIT_PORT ends the
  * process with HV_EXIT_DEBUG_BASE + (V & 63): test guests write 0 for pass. */
 #define HV_EXIT_DEBUG_BASE  64

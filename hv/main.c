@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 	struct boot_info bi;
 	uint64_t pf_ns = 0;
 	sigset_t sigs;
-	int sfd, r, status, restore_fd = -1;
+	int sfd, r, status, restore_fd = -1, fail_status = HV_EXIT_ERROR;
 
 	vm.t0_ns = now_ns();
 	vlog_init("vhpc-hv");
@@ -267,6 +267,8 @@ int main(int argc, char **argv)
 		restore_fd = -1;
 		if (r < 0) {
 			verr_wrap(&err, "--restore %s", cfg.restore);
+			if (r == SNAP_DAMAGED)
+				fail_status = HV_EXIT_SNAPSHOT;
 			goto fail;
 		}
 		log_info("restored from %s in %.1f ms", cfg.restore, (now_ns() - t0) / 1e6);
@@ -308,10 +310,10 @@ int main(int argc, char **argv)
 	goto out;
 fail:
 	log_err("%s", err.msg);
-	status = HV_EXIT_ERROR;
+	status = fail_status;
 	pthread_mutex_lock(&vm.lock);
 	if (atomic_load(&vm.exit_status) < 0)
-		atomic_store(&vm.exit_status, HV_EXIT_ERROR);
+		atomic_store(&vm.exit_status, fail_status);
 	pthread_mutex_unlock(&vm.lock);
 	vcpus_stop(&vm);
 out:

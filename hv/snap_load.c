@@ -25,13 +25,23 @@ struct in {
 	uint64_t off, size;
 };
 
+/* An error that only a file other than the one written can cause (cut
+ * short, a checksum wrong, a section out of place): SNAP_DAMAGED, which
+ * no retry, here or on another host, gets past.  The rest (another
+ * format version or host type, a machine short of memory) is -1. */
+static int damaged(int rc)
+{
+	(void)rc;
+	return SNAP_DAMAGED;
+}
+
 static int get(struct in *f, void *p, uint64_t n, const char *what, struct verr *err)
 {
 	uint8_t *b = p;
 
 	if (n > f->size - f->off)
-		return verr_set(err, "%s: the file ends at byte %llu, %llu bytes early (truncated)", what,
-				(unsigned long long)f->size, (unsigned long long)(f->off + n - f->size));
+		return damaged(verr_set(err, "%s: the file ends at byte %llu, %llu bytes early (truncated)", what,
+					(unsigned long long)f->size, (unsigned long long)(f->off + n - f->size)));
 	while (n) {
 		ssize_t r = pread(f->fd, b, n, (off_t)f->off);
 
@@ -39,7 +49,7 @@ static int get(struct in *f, void *p, uint64_t n, const char *what, struct verr 
 			continue;
 		if (r <= 0)
 			return r < 0 ? verr_errno(err, "%s: reading the snapshot", what)
-				     : verr_set(err, "%s: the file ended early (truncated)", what);
+				     : damaged(verr_set(err, "%s: the file ended early (truncated)", what));
 		b += r;
 		n -= (uint64_t)r;
 		f->off += (uint64_t)r;
@@ -55,17 +65,18 @@ static int check_header(const struct vm *vm, const uint8_t *h, struct verr *err)
 	char ver[33] = { 0 }, vendor[13] = { 0 };
 
 	if (memcmp(h, SNAP_MAGIC, 8))
-		return verr_set(err, "header: not a vhpc-hv snapshot (no %s magic)", SNAP_MAGIC);
+		return damaged(verr_set(err, "header: not a vhpc-hv snapshot (no %s magic)", SNAP_MAGIC));
 	memcpy(&version, h + 8, 4);
 	if (version != SNAP_VERSION)
 		return verr_set(err, "header: snapshot format version %u; this vhpc-hv reads version %d", version,
 				SNAP_VERSION);
 	memcpy(&crc, h + SNAP_HEADER_SIZE - 4, 4);
 	if (crc != crc32c(0, h, SNAP_HEADER_SIZE - 4))
-		return verr_set(err, "header: checksum mismatch (corrupted)");
+		return damaged(verr_set(err, "header: checksum mismatch (corrupted)"));
 	memcpy(&hsize, h + 12, 4);
 	if (hsize != SNAP_HEADER_SIZE)
-		return verr_set(err, "header: %u bytes, format %d has %d", hsize, SNAP_VERSION, SNAP_HEADER_SIZE);
+		return damaged(verr_set(err, "header: %u bytes, format %d has %d", hsize, SNAP_VERSION,
+					SNAP_HEADER_SIZE));
 	memcpy(ver, h + 16, 32);
 	if (strcmp(ver, VHPC_VERSION))
 		return verr_set(err, "header: made by vhpc %.32s; this is vhpc %s", ver, VHPC_VERSION);
@@ -145,24 +156,26 @@ static int next_section(struct in *f, uint32_t want, uint32_t idx, struct sec *s
 	uint8_t h[SNAP_SECTION_HDR];
 	uint32_t pad;
 
-	if (get(f, h, sizeof(h), what, err) < 0)
-		return -1;
+	int rc = get(f, h, sizeof(h), what, err);
+
+	if (rc < 0)
+		return rc;
 	memcpy(&s->tag, h, 4);
 	memcpy(&s->idx, h + 4, 4);
 	memcpy(&s->len, h + 8, 8);
 	memcpy(&s->crc, h + 16, 4);
 	memcpy(&pad, h + 20, 4);
 	if (s->tag != want)
-		return verr_set(err, "%s: found a section tagged '%s' (0x%08x) at byte %llu", what, tag_name(s->tag),
-				s->tag, (unsigned long long)(f->off - sizeof(h)));
+		return damaged(verr_set(err, "%s: found a section tagged '%s' (0x%08x) at byte %llu", what,
+					tag_name(s->tag), s->tag, (unsigned long long)(f->off - sizeof(h))));
 	if (s->idx != idx || pad)
-		return verr_set(err, "%s: section numbered %u, expected %u", what, s->idx, idx);
+		return damaged(verr_set(err, "%s: section numbered %u, expected %u", what, s->idx, idx));
 	if (s->len > f->size - f->off)
-		return verr_set(err, "%s: section of %llu bytes runs past the end of the file (truncated)", what,
-				(unsigned long long)s->len);
+		return damaged(verr_set(err, "%s: section of %llu bytes runs past the end of the file (truncated)",
+					what, (unsigned long long)s->len));
 	if (want != SNAP_RAM && s->len > SECTION_MAX)
-		return verr_set(err, "%s: section of %llu bytes (at most %u)", what, (unsigned long long)s->len,
-				SECTION_MAX);
+		return damaged(verr_set(err, "%s: section of %llu bytes (at most %u)", what,
+					(unsigned long long)s->len, SECTION_MAX));
 	return 0;
 }
 
@@ -171,18 +184,19 @@ static int read_section(struct in *f, uint32_t want, uint32_t idx, uint8_t **p, 
 			struct verr *err)
 {
 	struct sec s;
+	int rc;
 
 	*p = NULL;
-	if (next_section(f, want, idx, &s, what, err) < 0)
-		return -1;
+	if ((rc = next_section(f, want, idx, &s, what, err)) < 0)
+		return rc;
 	*p = malloc(s.len ? s.len : 1);
 	if (!*p)
 		return verr_set(err, "%s: out of memory", what);
 	*len = s.len;
-	if (get(f, *p, s.len, what, err) < 0)
-		return -1;
+	if ((rc = get(f, *p, s.len, what, err)) < 0)
+		return rc;
 	if (crc32c(0, *p, s.len) != s.crc)
-		return verr_set(err, "%s: checksum mismatch (corrupted)", what);
+		return damaged(verr_set(err, "%s: checksum mismatch (corrupted)", what));
 	return 0;
 }
 
@@ -191,35 +205,36 @@ static int load_ram(struct vm *vm, struct in *f, struct verr *err)
 	struct sec s;
 	uint64_t end, next = 0;
 	uint32_t crc = 0;
+	int rc;
 
-	if (next_section(f, SNAP_RAM, 0, &s, "RAM", err) < 0)
-		return -1;
+	if ((rc = next_section(f, SNAP_RAM, 0, &s, "RAM", err)) < 0)
+		return rc;
 	end = f->off + s.len;
 	while (f->off < end) {
 		uint64_t h[2];
 		void *dst;
 
 		if (end - f->off < sizeof(h))
-			return verr_set(err, "RAM: an extent header crosses the section's end");
-		if (get(f, h, sizeof(h), "RAM", err) < 0)
-			return -1;
+			return damaged(verr_set(err, "RAM: an extent header crosses the section's end"));
+		if ((rc = get(f, h, sizeof(h), "RAM", err)) < 0)
+			return rc;
 		crc = crc32c(crc, h, sizeof(h));
 		if (!h[1] || (h[0] | h[1]) & (SNAP_PAGE - 1) || h[0] < next || h[0] > vm->mem.size ||
 		    h[1] > vm->mem.size - h[0])
-			return verr_set(err, "RAM: extent [0x%llx, +0x%llx) is not page-aligned, ascending and inside "
-				       "the %llu MiB of RAM", (unsigned long long)h[0], (unsigned long long)h[1],
-				       (unsigned long long)(vm->mem.size >> 20));
+			return damaged(verr_set(err, "RAM: extent [0x%llx, +0x%llx) is not page-aligned, ascending "
+						"and inside the %llu MiB of RAM", (unsigned long long)h[0],
+						(unsigned long long)h[1], (unsigned long long)(vm->mem.size >> 20)));
 		if (h[1] > end - f->off)
-			return verr_set(err, "RAM: an extent of %llu bytes crosses the section's end",
-					(unsigned long long)h[1]);
+			return damaged(verr_set(err, "RAM: an extent of %llu bytes crosses the section's end",
+						(unsigned long long)h[1]));
 		dst = vm->mem.host + h[0];
-		if (get(f, dst, h[1], "RAM", err) < 0)
-			return -1;
+		if ((rc = get(f, dst, h[1], "RAM", err)) < 0)
+			return rc;
 		crc = crc32c(crc, dst, h[1]);
 		next = h[0] + h[1];
 	}
 	if (crc != s.crc)
-		return verr_set(err, "RAM: checksum mismatch (corrupted)");
+		return damaged(verr_set(err, "RAM: checksum mismatch (corrupted)"));
 	return 0;
 }
 
@@ -240,13 +255,13 @@ static int load_devices(struct vm *vm, struct in *f, struct verr *err)
 		snprintf(what, sizeof(what), "device %s", devs[i].name);
 		if (!devs[i].load)
 			return verr_set(err, "%s: cannot be restored (it saves no state)", what);
-		if (read_section(f, SNAP_DEV, (uint32_t)i, &p, &len, what, err) < 0) {
+		if ((rc = read_section(f, SNAP_DEV, (uint32_t)i, &p, &len, what, err)) < 0) {
 			free(p);
-			return -1;
+			return rc;
 		}
 		if (len < 32 || strnlen((char *)p, 32) == 32 || strcmp((char *)p, devs[i].name)) {
 			free(p);
-			return verr_set(err, "%s: the section names another device", what);
+			return damaged(verr_set(err, "%s: the section names another device", what));
 		}
 		r = (struct snap_rd){ .p = p + 32, .len = len - 32 };
 		rc = devs[i].load(vm, &r, err);
@@ -275,14 +290,14 @@ int snap_load(struct vm *vm, int fd, struct snap_state *st, struct verr *err)
 	if (!S_ISREG(sb.st_mode))
 		return verr_set(err, "the snapshot is no regular file");
 	f.size = (uint64_t)sb.st_size;
-	if (get(&f, hdr, sizeof(hdr), "header", err) < 0 || check_header(vm, hdr, err) < 0)
-		return -1;
+	if ((rc = get(&f, hdr, sizeof(hdr), "header", err)) < 0 || (rc = check_header(vm, hdr, err)) < 0)
+		return rc;
 
-	if (read_section(&f, SNAP_CONF, 0, &p, &len, "configuration", err) < 0)
+	if ((rc = read_section(&f, SNAP_CONF, 0, &p, &len, "configuration", err)) < 0)
 		goto fail;
 	fp = snap_fingerprint(vm);
 	if (!fp) {
-		verr_set(err, "out of memory");
+		rc = verr_set(err, "out of memory");
 		goto fail;
 	}
 	rc = compare_fingerprint((char *)p, len, fp, err);
@@ -290,13 +305,15 @@ int snap_load(struct vm *vm, int fd, struct snap_state *st, struct verr *err)
 	free(p);
 	p = NULL;
 	if (rc < 0)
-		return -1;
+		return rc;
 
-	if (read_section(&f, SNAP_VMST, 0, &p, &len, "irqchip", err) < 0)
+	if ((rc = read_section(&f, SNAP_VMST, 0, &p, &len, "irqchip", err)) < 0)
 		goto fail;
 	r = (struct snap_rd){ .p = p, .len = len };
+	/* A section whose checksum was right yet does not parse was written
+	 * wrong: damaged, as a file changed afterwards is. */
 	if (snap_parse_vm(&r, st, err) < 0) {
-		verr_wrap(err, "irqchip");
+		rc = damaged(verr_wrap(err, "irqchip"));
 		goto fail;
 	}
 	free(p);
@@ -304,7 +321,7 @@ int snap_load(struct vm *vm, int fd, struct snap_state *st, struct verr *err)
 
 	st->vcpu = calloc((size_t)vm->nvcpus, sizeof(*st->vcpu));
 	if (!st->vcpu) {
-		verr_set(err, "out of memory");
+		rc = verr_set(err, "out of memory");
 		goto fail;
 	}
 	st->nvcpus = vm->nvcpus;
@@ -312,31 +329,32 @@ int snap_load(struct vm *vm, int fd, struct snap_state *st, struct verr *err)
 		char what[32];
 
 		snprintf(what, sizeof(what), "vCPU %d", i);
-		if (read_section(&f, SNAP_VCPU, (uint32_t)i, &p, &len, what, err) < 0)
+		if ((rc = read_section(&f, SNAP_VCPU, (uint32_t)i, &p, &len, what, err)) < 0)
 			goto fail;
 		r = (struct snap_rd){ .p = p, .len = len };
 		if (snap_parse_vcpu(vm, &r, &st->vcpu[i], err) < 0) {
-			verr_wrap(err, "%s", what);
+			rc = damaged(verr_wrap(err, "%s", what));
 			goto fail;
 		}
 		free(p);
 		p = NULL;
 	}
-	if (load_devices(vm, &f, err) < 0 || load_ram(vm, &f, err) < 0)
+	if ((rc = load_devices(vm, &f, err)) < 0 || (rc = load_ram(vm, &f, err)) < 0)
 		goto fail;
-	if (read_section(&f, SNAP_END, 0, &p, &len, "end", err) < 0)
+	if ((rc = read_section(&f, SNAP_END, 0, &p, &len, "end", err)) < 0)
 		goto fail;
 	free(p);
 	p = NULL;
 	if (len || f.off != f.size) {
-		verr_set(err, "end: %llu bytes after the end section", (unsigned long long)(f.size - f.off + len));
+		rc = damaged(verr_set(err, "end: %llu bytes after the end section",
+				      (unsigned long long)(f.size - f.off + len)));
 		goto fail;
 	}
 	return 0;
 fail:
 	free(p);
 	snap_state_free(st);
-	return -1;
+	return rc;
 }
 
 int snap_apply_kvm(struct vm *vm, const struct snap_state *st, struct verr *err)

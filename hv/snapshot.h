@@ -111,7 +111,13 @@ struct snap_state {
 };
 /* Parses and checks the whole snapshot in fd against vm (host type,
  * fingerprint, checksums), loads RAM and every device's state, and fills
- * st.  Errors name the section and what is wrong. */
+ * st.  Errors name the section and what is wrong.  Returns SNAP_DAMAGED
+ * for a file that is not a whole snapshot as one was written (cut short,
+ * a checksum wrong, a section out of place or malformed): no host can
+ * restore it.  -1 for the rest: another format version, vhpc version,
+ * host type or machine, a device that cannot take its state here, or
+ * memory or a read that failed. */
+#define SNAP_DAMAGED (-2)
 int snap_load(struct vm *vm, int fd, struct snap_state *st, struct verr *err);
 int snap_apply_kvm(struct vm *vm, const struct snap_state *st, struct verr *err);
 void snap_state_free(struct snap_state *st);

@@ -79,15 +79,17 @@ wait $pid2
 check_eq "second restore finished" 64 "$?"
 check_eq "second restore's result is the same" "$want" "$(grep '^GUEST result' "$T/r2.out")"
 
-# refused FILE PATTERN DESC [args...]: a restore that must fail at set-up.
+# refused FILE PATTERN DESC STATUS [args...]: a restore that must fail at
+# set-up with exit STATUS: 8 (HV_EXIT_SNAPSHOT) for a damaged file, 1 for
+# one of another machine.
 refused() {
-	local f=$1 pat=$2 d=$3; shift 3
+	local f=$1 pat=$2 d=$3 want=$4; shift 4
 	timeout -k 5 60 "$HV" "${ARGS[@]}" "$@" --restore "$f" >"$T/bad.out" 2>"$T/bad.err" </dev/null
 	local rc=$?
-	if [ "$rc" = 1 ] && grep -qE "$pat" "$T/bad.err" && [ ! -s "$T/bad.out" ]; then
+	if [ "$rc" = "$want" ] && grep -qE "$pat" "$T/bad.err" && [ ! -s "$T/bad.out" ]; then
 		ok "$d"
 	else
-		fail "$d (exit $rc)"
+		fail "$d (exit $rc, want $want)"
 		diag "$(tail -n 3 "$T/bad.err")"
 	fi
 }
@@ -103,7 +105,7 @@ flip() { # FILE OFFSET -> $T/bad.snap
 u64() { od -An -tu8 -j "$2" -N8 "$1" | tr -d ' '; }
 u32() { od -An -tu4 -j "$2" -N4 "$1" | tr -d ' '; }
 flip "$T/s.snap" 100
-refused "$T/bad.snap" "header: checksum mismatch" "corrupted header refused"
+refused "$T/bad.snap" "header: checksum mismatch" "corrupted header refused as damaged" 8
 off=128
 names=()
 while [ "$off" -lt "$size" ]; do
@@ -122,10 +124,10 @@ while [ "$off" -lt "$size" ]; do
 	names+=("$what")
 	if [ "$len" -gt 0 ]; then
 		flip "$T/s.snap" $((off + 24 + len / 2))
-		refused "$T/bad.snap" "$what: (checksum mismatch|extent)" "corrupted byte in section '$what' refused"
+		refused "$T/bad.snap" "$what: (checksum mismatch|extent)" "corrupted byte in section '$what' refused as damaged" 8
 	else
 		flip "$T/s.snap" "$off"
-		refused "$T/bad.snap" "$what: found a section tagged" "corrupted tag of section '$what' refused"
+		refused "$T/bad.snap" "$what: found a section tagged" "corrupted tag of section '$what' refused as damaged" 8
 	fi
 	off=$((off + 24 + len))
 done
@@ -134,18 +136,18 @@ check_eq "sections end at the file's end" "$size" "$off"
 check "every kind of section was corrupted once" [ "${#names[@]}" -ge 8 ]
 
 head -c $((size / 2)) "$T/s.snap" >"$T/bad.snap"
-refused "$T/bad.snap" "truncated" "truncated snapshot refused"
+refused "$T/bad.snap" "truncated" "truncated snapshot refused as damaged" 8
 head -c 100 "$T/s.snap" >"$T/bad.snap"
-refused "$T/bad.snap" "header: .*truncated" "snapshot cut inside the header refused"
+refused "$T/bad.snap" "header: .*truncated" "snapshot cut inside the header refused as damaged" 8
 : >"$T/bad.snap"
-refused "$T/bad.snap" "header" "empty file refused"
+refused "$T/bad.snap" "header" "empty file refused as damaged" 8
 
 # Another machine on the command line.
 refused "$T/s.snap" "snapshot's guest has 64 MiB of RAM; this command line gives 128 MiB" \
-	"different --mem refused, naming both" --mem 128M
-refused "$T/s.snap" "snapshot has 'vcpus=2', command line 'vcpus=1'" "different --vcpus refused, naming both" --vcpus 1
+	"different --mem refused, naming both (status 1: not damaged)" 1 --mem 128M
+refused "$T/s.snap" "snapshot has 'vcpus=2', command line 'vcpus=1'" "different --vcpus refused, naming both" 1 --vcpus 1
 truncate -s 1M "$T/disk.img"
-refused "$T/s.snap" "snapshot has '--blk=0', command line '--blk=1'" "a device more refused, naming it" \
+refused "$T/s.snap" "snapshot has '--blk=0', command line '--blk=1'" "a device more refused, naming it" 1 \
 	--blk "path=$T/disk.img"
 
 # A guest with virtio-vsock (hv/README.md, "Snapshots"): snapshot_check
@@ -173,6 +175,6 @@ timeout 120 tail --pid=$pid4 -f /dev/null
 wait $pid4
 check_eq "the restored guest with vsock finished" 64 "$?"
 check_eq "... with the uninterrupted run's result" "$want" "$(grep '^GUEST result' "$T/dev2.out")"
-refused "$T/dev.snap" "the snapshot's guest CID is 3, this one's 4" "a vsock snapshot restored with another CID refused" \
+refused "$T/dev.snap" "the snapshot's guest CID is 3, this one's 4" "a vsock snapshot restored with another CID refused" 1 \
 	--vsock "cid=4,uds=$T/vsock"
 done_testing
