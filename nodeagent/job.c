@@ -323,8 +323,10 @@ static int restore_guests(struct na_job *j, struct verr *err)
 			return verr_wrap(err, "the checkpoint's guest g%d", j->g[k].index);
 		rc = j->drv->restore(j, k, gfd, err);
 		close(gfd);
-		if (rc < 0)
+		if (rc < 0) {
+			j->ckpt_damaged = rc == NA_RESTORE_DAMAGED;
 			return verr_wrap(err, "restoring guest g%d", j->g[k].index);
+		}
 	}
 	log_info("job %s: %d guest%s restored from the checkpoint, paused", j->jd.job, j->s.nguests,
 		 j->s.nguests == 1 ? "" : "s");

@@ -79,6 +79,7 @@ struct na_job {
 	struct na_hbind *hb;           /* [nhb]: s.binds as checked here */
 	int nhb;
 	void *drv_job;                 /* the driver's state for the job */
+	bool ckpt_damaged;             /* a restore op said NA_RESTORE_DAMAGED */
 };
 
 /* The environment guestd starts with (struct na_guest_env, nodeagent.h):

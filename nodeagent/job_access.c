@@ -15,6 +15,11 @@ const char *na_job_driver_name(const struct na_job *j)
 	return j->drv ? j->drv->name : "none";
 }
 
+bool na_job_ckpt_damaged(const struct na_job *j)
+{
+	return j && j->ckpt_damaged;
+}
+
 int na_job_nguests(const struct na_job *j)
 {
 	return j && j->g ? j->s.nguests : 0;

@@ -268,6 +268,11 @@ void na_job_stop(struct na_job *j);
  * na_job_start. */
 int na_job_adopt(struct na_job **jp, const char *local, const struct na_job_spec *s, struct verr *err);
 
+/* After na_job_start failed: whether it was restoring a guest whose saved
+ * state the driver found damaged (a snapshot cut short or changed, though
+ * the part's sha256 file matched), which no other attempt can restore. */
+bool na_job_ckpt_damaged(const struct na_job *j);
+
 /* Reading a started job (job_access.c): k indexes this node's guests. */
 const char *na_job_driver_name(const struct na_job *j);
 int na_job_nguests(const struct na_job *j);

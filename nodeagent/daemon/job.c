@@ -156,8 +156,13 @@ int vjob_prepare(struct vjob *j, struct verr *err)
 	rc = na_job_start(&j->nj, j->local, &s, err);
 	if (s.restore)
 		close(s.ckpt_fd);
-	if (rc < 0)
+	if (rc < 0) {
+		/* A snapshot the driver refused as damaged, its sha256 file
+		 * matching: changed along with it, or saved wrong. */
+		if (j->nj && na_job_ckpt_damaged(j->nj))
+			j->ckpt_damaged = true;
 		return -1;
+	}
 	log_info("job %lld (%s): %d guest%s here (of %d), VNI %u, %s driver, %s in %.0f ms", (long long)j->id,
 		 j->local, j->p.nhere, j->p.nhere == 1 ? "" : "s", j->p.ntotal, j->p.vni, na_job_driver_name(j->nj),
 		 j->p.restore[0] ? "restored (paused)" : "ready", (now_ns() - t0) / 1e6);

@@ -15,6 +15,9 @@
 
 struct na_net_req;
 
+/* The restore op's return for a checkpoint part that can never be restored. */
+#define NA_RESTORE_DAMAGED (-2)
+
 struct na_driver {
 	const char *name;            /* as job specs spell it: its folder's name */
 	unsigned image_flags;        /* what image_ensure must provide (IMAGE_KVM) */
@@ -93,7 +96,9 @@ struct na_driver {
 	 * stays paused.  On failure the caller removes what is in dirfd. */
 	int (*save)(struct na_job *j, int k, int dirfd, struct verr *err);
 	/* Instead of start: guest k from what save wrote in dirfd, left
-	 * paused. */
+	 * paused.  NA_RESTORE_DAMAGED (an error too) when what dirfd holds
+	 * is damaged, so that no attempt, here or elsewhere, can restore it:
+	 * the controller then fails the restart at once. */
 	int (*restore)(struct na_job *j, int k, int dirfd, struct verr *err);
 };
 

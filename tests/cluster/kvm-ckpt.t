@@ -13,7 +13,10 @@
 #    reference's lines (--reference, computed on the host), each round
 #    once: its output goes on from where the checkpoint took it;
 #  - one byte of a guest's snapshot changed: the restart is refused, the
-#    node naming the file, and nothing of the refused job is left.
+#    node naming the file, and nothing of the refused job is left;
+#  - the same, the part's sha256 file sealed again to match: vhpc-hv
+#    refuses the snapshot's own checksum and the restart fails after 1
+#    attempt, the checkpoint marked damaged.
 # Prints as diagnostics the checkpoint's size, the nodes' save times, the
 # restore time and the standstill, per GiB of guest RAM (nested/TCG).
 . "$(dirname "$0")/../lib.sh"
@@ -101,6 +104,26 @@ diag "$(grep -h "$fname" "$CL_DIR"/n[12].log | tail -2)"
 check "... and the job does not run" wait_state "$R2" 'FAILED|CANCELLED|PENDING' 60
 diag "job $R2: $(job_state "$R2"): $(job_field "$R2" reason)"
 job_state_is "$R2" PENDING && vc cancel "$R2" >/dev/null 2>&1
+check "nothing of the refused job is left" leftovers_gone
+
+# The same change with the part's sha256 file sealed again to match it (a
+# snapshot saved wrong, or changed by someone who could write both): the
+# node's check passes, vhpc-hv refuses the snapshot's own checksum, and
+# the restart fails at once, the checkpoint marked damaged, not tried three
+# times as a passing failure is.
+part=$(grep -l "  $fname\$" "$CKDIR/$NAME"/part.g*.sha256 2>/dev/null | head -1)
+check "the part file listing $fname is there (${part##*/})" test -n "$part"
+sum=$(sha256sum "$f" | cut -d' ' -f1)
+sed -i "s|^[0-9a-f]\{64\}  $fname\$|$sum  $fname|" "$part"
+out=$(vc restart "$NAME" 2>&1)
+diag "$out"
+R3=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
+check "the restart of the resealed checkpoint fails" wait_state "$R3" FAILED 120
+r3=$(job_json "$R3")
+diag "job $R3: $r3"
+check_match "... at once, after 1 attempt" '"attempts":1,' "$(tr -d ' ' <<<"$r3")"
+check_match "... as damaged, vhpc-hv's words quoted" \
+	'is damaged, not tried again.*(checksum mismatch|truncated|the snapshot to restore is damaged)' "$r3"
 check "nothing of the refused job is left" leftovers_gone
 lab_check "$CL_DIR"/*.log "$T"/*.out
 done_testing

@@ -441,8 +441,8 @@ static int restore(struct na_job *j, int k, int dirfd, struct verr *err)
 		return verr_wrap(err, "guest g%d", j->g[k].index);
 	rc = start_guest(j, k, &r, err);
 	kvm_restore_close(&r);
-	if (rc == 0)
-		rc = na_kvm_wait_up(j->g[k].priv, err);
+	if (rc == 0 && (rc = na_kvm_wait_up(j->g[k].priv, err)) < 0 && na_kvm_snapshot_damaged(j->g[k].priv))
+		return NA_RESTORE_DAMAGED;
 	return rc;
 }
 

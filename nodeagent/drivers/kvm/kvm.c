@@ -624,6 +624,11 @@ bool na_kvm_is_up(const struct na_kvm *k)
 	return k->up;
 }
 
+bool na_kvm_snapshot_damaged(const struct na_kvm *k)
+{
+	return k->exited && k->wstatus != -1 && WIFEXITED(k->wstatus) && WEXITSTATUS(k->wstatus) == HV_EXIT_SNAPSHOT;
+}
+
 int na_kvm_stop_all(struct na_kvm **ks, int n, int grace_ms, struct verr *err)
 {
 	uint64_t end = now_ns() + (uint64_t)(grace_ms > 0 ? grace_ms : 0) * 1000000ull;

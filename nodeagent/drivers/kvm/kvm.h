@@ -182,6 +182,9 @@ int na_kvm_start(const struct na_kvm_spec *s, struct na_kvm **out, struct verr *
 int na_kvm_wait_up(struct na_kvm *k, struct verr *err);
 /* Whether na_kvm_wait_up succeeded (an adopted guest is up). */
 bool na_kvm_is_up(const struct na_kvm *k);
+/* Whether vhpc-hv has exited refusing its --restore snapshot as damaged
+ * (HV_EXIT_SNAPSHOT: cut short, a checksum wrong; hv/hv.h). */
+bool na_kvm_snapshot_damaged(const struct na_kvm *k);
 /* Takes over the running vhpc-hv of guest index of a job whose dir this
  * process holds after na_jobdir_adopt (a restarted vhpcd): found by the
  * pid file its starter left, checked against its command line, watched

@@ -382,6 +382,7 @@ const char *na_kvm_exit_words(int st, char *buf, size_t len)
 		[HV_EXIT_KILLED] = "killed (control socket or SIGTERM)",
 		[HV_EXIT_NO_HW] = "no hardware virtualization",
 		[HV_EXIT_SECCOMP] = "a system call outside its seccomp allowlist (hv.log names it)",
+		[HV_EXIT_SNAPSHOT] = "the snapshot to restore is damaged",
 	};
 
 	if (WIFEXITED(st)) {
