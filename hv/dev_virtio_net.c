@@ -932,10 +932,14 @@ static void net_destroy(struct vm *vm)
 /* Snapshots: per device its config space (MAC, status, pairs, MTU), its
  * queue pairs and how many the driver uses, then the transport.  Under
  * vhost the kernel's worker owns the rings' indexes, so the save stops
- * each pair's backend, reads where its rings stopped into the transport's
- * queues (the used index is the one the kernel wrote into the ring) and
- * attaches the tap again: the guest, paused all along, goes on either
- * way.  The indexes are then the same whichever path runs after a
+ * each pair's backend and reads where its rings stopped into the
+ * transport's queues (the used index is the one the kernel wrote into the
+ * ring); the tap is attached again only once RAM is written (net_saved):
+ * a frame the kernel took in between would be in the saved RAM beyond the
+ * saved base, and the restored kernel would hand the guest that buffer
+ * again ("input.0:id 110 is not a head!", the device then broken: a
+ * clean-clone run's restarted job stood still so, 2026-12-06).  The
+ * guest, paused all along, goes on either way.  The indexes are then the same whichever path runs after a
  * restore.  Frames on the tap and in the kernel are not saved: lost, as
  * on a wire (TCP sends again).  The tap is the restoring command line's
  * (a new job network's), the MAC must be the same. */
@@ -986,6 +990,31 @@ static int net_save(struct vm *vm, struct snap_buf *sb, struct verr *err)
 		virtio_save(&n->v, sb);
 	}
 	return 0;
+}
+
+struct net_attach {
+	struct vnet *n;
+};
+
+static void net_attach(void *arg)
+{
+	struct vnet *n = ((struct net_attach *)arg)->n;
+	char why[160];
+
+	for (int i = 0; i < n->npairs; i++)
+		if (n->vh[i].started && vhn_attach(&n->vh[i], n->p[i].fd, why, sizeof(why)) < 0)
+			log_err("%s: vhost-net after a snapshot: %s", n->name, why);
+}
+
+static void net_saved(struct vm *vm)
+{
+	for (struct vnet *n = vm_device(vm, &hv_dev_virtio_net); n; n = n->prev) {
+		struct net_attach a = { .n = n };
+
+		pthread_mutex_lock(&n->v.lock);
+		evloop_call(n->v.loop, net_attach, &a);
+		pthread_mutex_unlock(&n->v.lock);
+	}
 }
 
 static void net_restoring(void *arg)
@@ -1048,4 +1077,4 @@ static int net_load(struct vm *vm, struct snap_rd *r, struct verr *err)
 	return 0;
 }
 
-HV_DEVICE_SNAP(virtio_net, net_create, net_destroy, net_save, net_load);
+HV_DEVICE_SNAP_HELD(virtio_net, net_create, net_destroy, net_save, net_load, net_saved);

@@ -151,7 +151,7 @@ int snap_check(const struct vm *vm, struct verr *err)
 	return 0;
 }
 
-int snap_save(struct vm *vm, int fd, struct snap_stats *st, struct verr *err)
+static int save_all(struct vm *vm, int fd, struct snap_stats *st, struct verr *err)
 {
 	uint64_t t0 = now_ns();
 	const struct snap_host *h = vm->snaph;
@@ -244,4 +244,17 @@ int snap_save(struct vm *vm, int fd, struct snap_stats *st, struct verr *err)
 fail:
 	sb_free(&b);
 	return -1;
+}
+
+int snap_save(struct vm *vm, int fd, struct snap_stats *st, struct verr *err)
+{
+	size_t nd;
+	const struct hv_device *devs = devices_list(&nd);
+	int rc = save_all(vm, fd, st, err);
+
+	/* RAM is written: what a device's save held still may go on. */
+	for (size_t i = 0; i < nd; i++)
+		if (vm->dev[i] && devs[i].saved)
+			devs[i].saved(vm);
+	return rc;
 }

@@ -201,6 +201,13 @@ int vhn_bases(struct vhost_net *h, int tap_fd, uint16_t base[2], char *why, size
 		}
 		base[i] = (uint16_t)s.num;
 	}
+	return 0;
+}
+
+int vhn_attach(struct vhost_net *h, int tap_fd, char *why, size_t len)
+{
+	if (h->fd < 0 || !h->started)
+		return 0;
 	for (unsigned i = RX; i <= TX; i++)
 		if (set_backend(h, i, tap_fd) < 0)
 			return fail(why, len, "VHOST_NET_SET_BACKEND (attaching the tap again)");

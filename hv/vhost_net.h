@@ -53,10 +53,16 @@ bool vhn_ring_uaddrs(const struct guest_mem *gm, const struct vhn_ring *r, uint6
 int vhn_start(struct vhost_net *h, const struct guest_mem *gm, uint64_t guest_features, const struct vhn_ring r[2],
 	      const uint16_t base[2], int tap_fd, char *why, size_t len);
 /* For a snapshot of a paused guest: detaches the backend (the kernel's
- * worker is done with the rings), reads each ring's base into base[], and
- * attaches tap_fd again, so the guest goes on as before when resumed.
- * -1 with the reason in why if the kernel refuses either step. */
+ * worker is done with the rings) and reads each ring's base into base[].
+ * The backend stays detached until vhn_attach: a frame the kernel took in
+ * meanwhile would be in the RAM written after, beyond the base saved, and
+ * a restore would hand the guest that buffer twice.  -1 with the reason
+ * in why if the kernel refuses either step (then tap_fd is attached
+ * again). */
 int vhn_bases(struct vhost_net *h, int tap_fd, uint16_t base[2], char *why, size_t len);
+/* After vhn_bases: tap_fd attached again, the rings going on where they
+ * stopped. */
+int vhn_attach(struct vhost_net *h, int tap_fd, char *why, size_t len);
 /* Detaches the backend (the kernel stops the rings) and reads the bases
  * back.  Safe to call when not started. */
 void vhn_stop(struct vhost_net *h);

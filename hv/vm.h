@@ -215,12 +215,17 @@ struct hv_device {
 	 * no save cannot be snapshotted, and a snapshot says which. */
 	int (*save)(struct vm *vm, struct snap_buf *b, struct verr *err);
 	int (*load)(struct vm *vm, struct snap_rd *r, struct verr *err);
+	/* Optional: once the whole snapshot, RAM last, is written or has
+	 * failed, for a device whose save held a back-end still that would
+	 * otherwise write into guest RAM after its state was taken. */
+	void (*saved)(struct vm *vm);
 };
 #define HV_DEVICE(nm, cr, de) HV_DEVICE_SNAP(nm, cr, de, NULL, NULL)
-#define HV_DEVICE_SNAP(nm, cr, de, sv, ld)                                     \
+#define HV_DEVICE_SNAP(nm, cr, de, sv, ld) HV_DEVICE_SNAP_HELD(nm, cr, de, sv, ld, NULL)
+#define HV_DEVICE_SNAP_HELD(nm, cr, de, sv, ld, sd)                            \
 	static const struct hv_device hv_dev_##nm                              \
 		__attribute__((used, section("hv_devices"), aligned(8))) = {   \
-		.name = #nm, .create = cr, .destroy = de, .save = sv, .load = ld }
+		.name = #nm, .create = cr, .destroy = de, .save = sv, .load = ld, .saved = sd }
 /* Names hv_dev_NM before its HV_DEVICE (the file's last line), for the
  * device's functions that find their instance with vm_device. */
 #define HV_DEVICE_DECLARE(nm) static const struct hv_device hv_dev_##nm
