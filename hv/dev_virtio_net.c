@@ -939,8 +939,8 @@ static void net_destroy(struct vm *vm)
  * saved base, and the restored kernel would hand the guest that buffer
  * again ("input.0:id 110 is not a head!", the device then broken: a
  * clean-clone run's restarted job stood still so, 2026-12-06).  The
- * guest, paused all along, goes on either way.  The indexes are then the same whichever path runs after a
- * restore.  Frames on the tap and in the kernel are not saved: lost, as
+ * guest, paused all along, goes on either way.  The indexes are then the
+ * same whichever path runs after a restore.  Frames on the tap and in the kernel are not saved: lost, as
  * on a wire (TCP sends again).  The tap is the restoring command line's
  * (a new job network's), the MAC must be the same. */
 struct net_sync {
@@ -992,13 +992,9 @@ static int net_save(struct vm *vm, struct snap_buf *sb, struct verr *err)
 	return 0;
 }
 
-struct net_attach {
-	struct vnet *n;
-};
-
 static void net_attach(void *arg)
 {
-	struct vnet *n = ((struct net_attach *)arg)->n;
+	struct vnet *n = arg;
 	char why[160];
 
 	for (int i = 0; i < n->npairs; i++)
@@ -1009,10 +1005,8 @@ static void net_attach(void *arg)
 static void net_saved(struct vm *vm)
 {
 	for (struct vnet *n = vm_device(vm, &hv_dev_virtio_net); n; n = n->prev) {
-		struct net_attach a = { .n = n };
-
 		pthread_mutex_lock(&n->v.lock);
-		evloop_call(n->v.loop, net_attach, &a);
+		evloop_call(n->v.loop, net_attach, n);
 		pthread_mutex_unlock(&n->v.lock);
 	}
 }
