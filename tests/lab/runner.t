@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# timeout: 400
+# How tests/run reports a lab test that never got a whole L1: when every
+# attempt ended with L1 failing the way the emulation makes it fail (here
+# a hung L1, the RCU stall report lab.t also writes), the test is skipped,
+# saying so; when an attempt ended with any other L1 crash (here a
+# sysrq-triggered panic), it is a failure.  A nested tests/run in a
+# scratch tree, on two fixtures, with 2 attempts each (4 L1 boots).
+. "$(dirname "$0")/../lib.sh"
+need_root
+command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86 is not installed (make deps installs it)"
+ls "$VHPC_TOP/$B"/kernels/linux-image-cloud-amd64/x/boot/vmlinuz-* >/dev/null 2>&1 ||
+	skip_all "no kernel package in $B/kernels (make kernels fetches it during set-up)"
+# Where KVM has VT-x/AMD-V, tests/run runs these fixtures on the host, not
+# in the lab: there is nothing of the lab to test.
+if [ -c /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo; then
+	skip_all "this host has hardware virtualization: tests/run uses no lab here"
+fi
+
+# Under /var/tmp, which L1 shares; L1's /tmp is its own.
+W=$(mktemp -d /var/tmp/vhpc-runnertest.XXXXXX)
+at_exit "rm -rf '$W'"
+chmod 755 "$W"
+mkdir -p "$W/tree/tests/labrunner" "$W/logs"
+cp "$VHPC_TOP/tests/run" "$W/tree/tests/run"
+ln -s "$VHPC_TOP/tests/lab" "$W/tree/tests/lab"
+ln -s "$VHPC_TOP/$B" "$W/tree/build"
+# Outside L1 (vhpclab.run= on its command line) a fixture does nothing.
+fixture() {
+	cat >"$W/tree/tests/labrunner/$1" <<EOF
+#!/bin/sh
+# needs: hardware-virtualization
+# timeout: 60
+grep -q 'vhpclab\.run=' /proc/cmdline || { echo "1..0 # SKIP not in L1"; exit 0; }
+$2
+sleep 50
+EOF
+	chmod +x "$W/tree/tests/labrunner/$1"
+}
+fixture hang.t 'echo "<3>rcu: INFO: rcu_preempt detected stalls on CPUs/tasks: (written by runner.t)" >/dev/kmsg'
+fixture panic.t 'echo c >/proc/sysrq-trigger'
+
+t0=$SECONDS
+(cd "$W/tree" && B=build VHPC_TEST_LOGS=$W/logs VHPC_LAB_ATTEMPTS=2 VHPC_TEST_BUDGET=0 VHPC_TEST_LAB_IMAGE=0 \
+	tests/run labrunner/) >"$W/out" 2>&1
+rc=$?
+diag "the nested run: $((SECONDS - t0)) s, status $rc"
+out=$(cat "$W/out")
+check_eq "a run with a failure exits 1" 1 "$rc"
+check_match "the L1 hung under hang.t in both attempts" \
+	"labrunner/hang.t: vhpc-lab: lab failure: L1 hung: .*attempt 2 of 2" "$out"
+check_match "so hang.t is skipped, saying why" \
+	"skip  labrunner/hang.t: not run: L1 failed under it in each of its 2 attempts, the emulation's fault .*L1 hung" "$out"
+check "and never reported as failed" bash -c "! grep -q '^FAIL  labrunner/hang.t' '$W/out'"
+check_match "panic.t, whose L1 panicked, is a failure" \
+	"FAIL  labrunner/panic.t \(lab failure, not a test result: .*L1's kernel crashed" "$out"
+check_match "the summary says why a lab test was skipped" \
+	"lab: 1 test\(s\) skipped: L1 failed under them in every attempt" "$out"
+check_eq "the last line counts the skip and the failure" "0 passed, 1 failed, 1 skipped" "$(tail -n 1 "$W/out")"
+check_eq "the outer run's logs were not touched" "" "$(ls "$VHPC_TOP/$B/test-logs" 2>/dev/null | grep labrunner)"
+check_eq "no QEMU or virtiofsd is left" "" \
+	"$(pgrep -af 'qemu-system-x86_64 .*-name vhpc-lab|virtiofsd --socket-path=/var/tmp/vhpc-lab\.' | grep -F "$W" )"
+done_testing
