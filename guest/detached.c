@@ -106,6 +106,19 @@ static void stop_group(pid_t pgid, long long grace_ms)
 	}
 }
 
+/* Closes every descriptor above 2 but a and b. */
+static void keep_only(int a, int b)
+{
+	unsigned lo = (unsigned)(a < b ? a : b), hi = (unsigned)(a < b ? b : a);
+	bool ok = (lo <= 3 || close_range(3, lo - 1, 0) == 0) && (hi <= lo + 1 || close_range(lo + 1, hi - 1, 0) == 0) &&
+		  close_range(hi + 1, ~0u, 0) == 0;
+
+	if (!ok)
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != a && fd != b)
+				close(fd);
+}
+
 static void __attribute__((noreturn)) keeper(const struct gd_opts *o, const struct greq *r,
 					      int out_fd, int res_fd)
 {
@@ -120,7 +133,12 @@ static void __attribute__((noreturn)) keeper(const struct gd_opts *o, const stru
 	pid_t pid;
 
 	/* Out of the session's process group, with nothing of its signal
-	 * handling: the session may end any time. */
+	 * handling and none of its descriptors: the session may end any time,
+	 * and its client's connection must end with it.  A keeper holding it
+	 * kept the node agent's socket in the guest for the command's life,
+	 * which CRIU cannot dump (a socket of the agent's network namespace:
+	 * nodeagent/README.md, "Checkpoints"). */
+	keep_only(out_fd, res_fd);
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, 0);
 	for (int s = 1; s < NSIG; s++)

@@ -34,6 +34,13 @@ pid=$("${P[@]}" spawn job -- sh -c "echo started; echo to-err >&2; sleep 1.5; ec
 check_match "spawn answers with the command's pid" '^[0-9]+$' "$pid"
 check_match "the spawning client is gone, the command runs on" '^running bytes=' "$("${P[@]}" state job)"
 check_match "its process is alive" "$pid" "$(pgrep -f "exit 3 # $mark")"
+keeper=$(sed -n 's/.*"keeper": *\([0-9]*\).*/\1/p' "$tmp/spool/job.state" 2>/dev/null)
+check_match "its keeper is named in the state file" '^[0-9]+$' "$keeper"
+# The keeper is forked by the session: the client's connection must not
+# outlive the session in it (CRIU cannot dump a guest holding the node
+# agent's socket).
+check_eq "the keeper holds no socket of the session's" "" \
+	"$(ls -l "/proc/$keeper/fd" 2>/dev/null | grep -o 'socket:.*')"
 sleep 0.3
 check_eq "stdout and stderr go to the spool while it runs" "started to-err" "$(cat "$tmp/spool/job.out" | tr '\n' ' ' | sed 's/ $//')"
 out=$("${P[@]}" state job 10000)
