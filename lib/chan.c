@@ -204,3 +204,30 @@ void chan_close(struct chan *c)
 	c->fd = -1;
 	sodium_memzero(c->key, sizeof(c->key));
 }
+
+int chan_close_wait(struct chan *c, int timeout_ms)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	int rc = -1;
+
+	if (c->fd >= 0 && shutdown(c->fd, SHUT_WR) == 0) {
+		for (;;) {
+			uint64_t now = now_ns();
+			struct pollfd p = { .fd = c->fd, .events = POLLIN };
+			char buf[4096];
+			ssize_t n;
+
+			if (now >= end)
+				break;
+			if (poll(&p, 1, (int)((end - now) / 1000000) + 1) <= 0)
+				continue;
+			n = read(c->fd, buf, sizeof(buf));
+			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+				rc = n == 0 || errno == ECONNRESET ? 0 : -1;
+				break;
+			}
+		}
+	}
+	chan_close(c);
+	return rc;
+}

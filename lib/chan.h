@@ -58,5 +58,11 @@ int chan_recv(struct chan *c, uint8_t *type, char **buf, size_t *len,
 int chan_recv_max(struct chan *c, uint8_t *type, char **buf, size_t *len, size_t max,
 		  int timeout_ms, struct verr *err);
 void chan_close(struct chan *c);
+/* chan_close once the peer has closed its end too: this end shuts down
+ * its writing, then reads (and drops) until the peer's EOF, at most
+ * timeout_ms.  0 when the EOF came, -1 when it did not.  For a peer that
+ * must be gone before the caller goes on (a guest frozen for CRIU must
+ * hold no socket of the node agent's). */
+int chan_close_wait(struct chan *c, int timeout_ms);
 
 #endif

@@ -68,9 +68,21 @@ static void give_back(struct vjob *j, int paused)
 
 static struct json_object *pause_job(struct vjob *j)
 {
-	struct verr e;
+	bool mon;
+	struct verr e, e2;
 
+	/* The monitor's connection to guest 0's agent is closed, both ends,
+	 * before anything freezes: a container guest holding it cannot be
+	 * dumped (a socket of this agent's network namespace, whose peer is
+	 * outside the dump), and a restored guest has no such peer anyway.
+	 * job_resume starts it again. */
+	pthread_mutex_lock(&vd.mu);
+	mon = j->mon_running;
+	pthread_mutex_unlock(&vd.mu);
+	vjob_monitor_stop(j);
 	if (na_job_pause(j->nj, &e) < 0) {
+		if (mon && vjob_reattach(j, &e2) < 0)
+			log_warn("job %lld: its monitor after a failed pause: %s", (long long)j->id, e2.msg);
 		give_back(j, -1);
 		log_warn("job %lld: pause: %s", (long long)j->id, e.msg);
 		return wire_error("job %lld: cannot pause its guests on node %s: %s", (long long)j->id, vd.name, e.msg);

@@ -37,6 +37,10 @@ static void *monitor(void *arg);
 
 static int start_monitor(struct vjob *j, struct verr *err)
 {
+	/* Stopped before (a pause for a checkpoint) and started again. */
+	pthread_mutex_lock(&vd.mu);
+	j->mon_stop = false;
+	pthread_mutex_unlock(&vd.mu);
 	if (pthread_create(&j->mon, NULL, monitor, j) != 0)
 		return verr_set(err, "cannot start the job's monitor thread");
 	j->mon_running = true;
@@ -303,8 +307,12 @@ static void *monitor(void *arg)
 		exited = st.exited;
 	}
 out:
-	if (connected)
-		chan_close(&c);
+	/* Until guest 0's session has closed its end: a pause for a
+	 * checkpoint follows, and CRIU cannot dump a guest that still holds
+	 * this connection (nodeagent/README.md, "Checkpoints"). */
+	if (connected && chan_close_wait(&c, 3000) < 0)
+		log_warn("job %lld: g0's agent did not close its end of the monitor's connection within 3 s",
+			 (long long)j->id);
 	free(buf);
 	return NULL;
 }

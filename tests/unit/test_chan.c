@@ -170,6 +170,50 @@ static void silent_peer_times_out(void **state)
 	close(sv[1]);
 }
 
+/* chan_close_wait returns once the peer has closed its end, having
+ * shut down its own writing first (the peer sees EOF: that is what makes
+ * a guest's session end), and gives up at its time-out on a peer that
+ * keeps its end open. */
+static void close_wait_waits_for_the_peer(void **state)
+{
+	struct chan c = { .fd = -1 };
+	char b;
+	int sv[2];
+	pid_t pid;
+	double t0;
+	int st = -1;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* The peer: waits for our EOF, writes a little, holds its end
+		 * 200 ms more, then exits. */
+		close(sv[0]);
+		_exit(read(sv[1], &b, 1) == 0 && write(sv[1], "tail", 4) == 4 && usleep(200000) == 0 ? 0 : 1);
+	}
+	close(sv[1]);
+	c.fd = sv[0];
+	t0 = now_s();
+	assert_int_equal(chan_close_wait(&c, 3000), 0);
+	assert_true(now_s() - t0 >= 0.15);
+	assert_true(now_s() - t0 < 2.0);
+	assert_int_equal(c.fd, -1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	/* A peer that never closes. */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	c.fd = sv[0];
+	t0 = now_s();
+	assert_int_equal(chan_close_wait(&c, 300), -1);
+	assert_true(now_s() - t0 >= 0.29);
+	assert_true(now_s() - t0 < 2.0);
+	assert_int_equal(c.fd, -1);
+	close(sv[1]);
+}
+
 static void key_files_must_be_private(void **state)
 {
 	char path[] = "/tmp/vhpc-key-XXXXXX";
@@ -196,6 +240,7 @@ int main(void)
 		cmocka_unit_test(replayed_session_is_rejected),
 		cmocka_unit_test(oversize_and_garbage_are_rejected),
 		cmocka_unit_test(silent_peer_times_out),
+		cmocka_unit_test(close_wait_waits_for_the_peer),
 		cmocka_unit_test(key_files_must_be_private),
 	};
 	return cmocka_run_group_tests_name("chan", tests, NULL, NULL);
