@@ -25,6 +25,7 @@
 #include "nodeagent/job.h"
 #include "nodeagent/place/place.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -304,6 +305,51 @@ static int restore_vmshm(struct na_job *j, struct verr *err)
 	return rc < 0 ? verr_wrap(err, "restoring the vmshm region") : 0;
 }
 
+/* Guest 0's host spool as the save left it (job_ckpt_save.c): the
+ * restored keeper and mpirun have its files open, and CRIU opens them
+ * again by path, wanting the sizes they had.  Into the job's new spool,
+ * a tmpfs of the user's that nothing runs in yet. */
+static int restore_spool(struct na_job *j, struct verr *err)
+{
+	int from = na_ckpt_subdir(j->s.ckpt_fd, "spool", false, err), to;
+	DIR *d;
+	int rc = 0;
+
+	if (from < 0)
+		return verr_wrap(err, "the checkpoint's spool of guest 0");
+	to = open(j->spool, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (to < 0 || !(d = fdopendir(from))) {
+		rc = verr_errno(err, "%s", to < 0 ? j->spool : "the checkpoint's spool");
+		close(from);
+		if (to >= 0)
+			close(to);
+		return rc;
+	}
+	for (struct dirent *e; rc == 0 && (e = readdir(d));) {
+		uint64_t n;
+		int in, out;
+
+		if (e->d_name[0] == '.')
+			continue;
+		in = openat(from, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (in < 0) {
+			rc = verr_errno(err, "the checkpoint's spool/%s", e->d_name);
+			break;
+		}
+		out = openat(to, e->d_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out < 0)
+			rc = verr_errno(err, "%s/%s", j->spool, e->d_name);
+		else if ((rc = na_copy_sparse(in, out, &n, err)) == 0 && fchown(out, j->s.uid, j->s.gid) < 0)
+			rc = verr_errno(err, "%s/%s", j->spool, e->d_name);
+		if (out >= 0)
+			close(out);
+		close(in);
+	}
+	closedir(d);
+	close(to);
+	return rc < 0 ? verr_wrap(err, "restoring guest 0's spool") : 0;
+}
+
 /* Instead of starting them: each guest from its folder of the checkpoint,
  * left paused.  Their agents cannot answer until job_resume. */
 static int restore_guests(struct na_job *j, struct verr *err)
@@ -311,6 +357,8 @@ static int restore_guests(struct na_job *j, struct verr *err)
 	if (!j->drv->restore)
 		return verr_set(err, "the %s driver cannot restore its guests from a checkpoint", j->drv->name);
 	if (j->vmshm[0] && restore_vmshm(j, err) < 0)
+		return -1;
+	if (j->spool_mounted && j->spool[0] && j->g[0].index == 0 && restore_spool(j, err) < 0)
 		return -1;
 	for (int k = 0; k < j->s.nguests; k++) {
 		char name[32];

@@ -73,6 +73,14 @@ struct na_ctr_spec {
 	pid_t pod;                 /* >0: join the user and PID namespace of this
 	                            * process (the job's pod, pod.c) instead of
 	                            * making them; the netns must be the pod's too */
+	/* A restart: `runc restore` of what na_ctr_checkpoint wrote in the
+	 * folder restore_fd holds, instead of create and start, with the same
+	 * config; the guest is left paused.  own_netns then gets the restored
+	 * namespace (na_net_guest_move_restored).  criu_work: a folder of
+	 * root's for CRIU's log. */
+	bool restore;
+	int restore_fd;
+	const char *criu_work;
 };
 
 struct na_ctr;
@@ -90,6 +98,19 @@ int na_ctr_sysfs(const char *netns, const char *dir, struct verr *err);
  * /var/tmp and /dev must exist in it.  Returns once the init runs, with
  * cpuset.cpus verified in the kernel. */
 int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *err);
+/* The prestart hook a restore's config gets (nethook.c): runc runs it
+ * once CRIU has made the guest's empty network namespace, before the
+ * guest's sockets, and s->own_netns then gets that namespace.  _end
+ * after `runc restore`: 0 when own_netns was called and succeeded. */
+struct na_ctr_nethook;
+struct json_object;
+int na_ctr_nethook_begin(const struct na_ctr_spec *s, const char *dir, struct json_object *conf,
+			 struct na_ctr_nethook **out, struct verr *err);
+int na_ctr_nethook_end(struct na_ctr_nethook *h, struct verr *err);
+/* Guest c, paused, into dirfd (an empty folder of root's) through `runc
+ * checkpoint` (CRIU), its TCP connections included; it stays paused.
+ * CRIU's log goes to work; its first error is in err. */
+int na_ctr_checkpoint(struct na_ctr *c, int dirfd, const char *work, struct verr *err);
 /* Takes over a running guest of a job whose dir this process holds after
  * na_jobdir_adopt (a restarted vhpcd); fails if its init is gone. */
 int na_ctr_adopt(const char *job, int index, struct na_ctr **out, struct verr *err);
@@ -170,6 +191,12 @@ int na_ctr_ckpt_stdio(struct na_ctr *c, struct verr *err);
 int na_ctr_out_open(const char *dir, const char *name, uid_t uid, struct verr *err);
 int na_ctr_out_tail(const char *dir, const char *name, uid_t uid, size_t max, char **out, size_t *len,
 		    struct verr *err);
+/* A checkpoint of the folder: each regular file the job's user owns with
+ * one name, as vhpc-out.<name> in dirfd (CRIU's images are never named
+ * so); anything else the guest put there is left out, saying so.  And
+ * back into a new, empty folder for a restore, owned by uid:gid. */
+int na_ctr_out_save(const char *dir, uid_t uid, int dirfd, struct verr *err);
+int na_ctr_out_restore(int dirfd, const char *dir, uid_t uid, gid_t gid, struct verr *err);
 
 /* ---------------------------------------------------------------- OCI */
 

@@ -32,6 +32,8 @@
 
 #define RUNC_START_MS 60000
 #define RUNC_DELETE_MS 20000
+/* CRIU writes a guest's memory and reads it back: seconds per GiB. */
+#define RUNC_CRIU_MS 300000
 
 struct na_ctr {
 	char job[16];
@@ -168,6 +170,48 @@ int na_ctr_sysfs(const char *netns, const char *dir, struct verr *err)
 
 /* Between create and start: the guest's init waits in runc's hands,
  * nothing of the guest's own runs yet, so its netns is still empty. */
+/* CRIU's first error in work/log, added to err: runc itself says only
+ * that CRIU failed and where its log is. */
+static void criu_error(const char *work, const char *log, struct verr *err)
+{
+	char path[PATH_MAX], *text = NULL, *p;
+	size_t len;
+	struct verr e;
+
+	snprintf(path, sizeof(path), "%s/%s", work, log);
+	if (read_file(path, &text, &len, 1 << 24, &e) < 0)
+		return;
+	if ((p = strstr(text, "Error ("))) {
+		/* What CRIU did before it failed, for the node's log. */
+		const char *from = p;
+
+		for (int lines = 0; from > text && lines < 30; from--)
+			lines += from[-1] == '\n';
+		log_warn("CRIU's log %s, up to its first error:\n%.*s", path, (int)(p - from + strcspn(p, "\n")), from);
+	}
+	if ((p = strstr(text, "Error (")) && (p = strstr(p, "): "))) {
+		char old[sizeof(err->msg)];
+
+		memcpy(old, err->msg, sizeof(old));
+		verr_set(err, "CRIU: %.*s (%s: %s)", (int)strcspn(p + 3, "\n"), p + 3, path, old);
+	}
+	free(text);
+}
+
+int na_ctr_checkpoint(struct na_ctr *c, int dirfd, const char *work, struct verr *err)
+{
+	char img[64];
+	const char *args[] = { "checkpoint", "--leave-running", "--tcp-established", "--image-path", img,
+			       "--work-path", work, na_ctr_id(c), NULL };
+
+	snprintf(img, sizeof(img), "/proc/%d/fd/%d", (int)getpid(), dirfd);
+	if (na_runc(args, -1, NULL, RUNC_CRIU_MS, err) < 0) {
+		criu_error(work, "dump.log", err);
+		return verr_wrap(err, "guest %s: runc checkpoint", na_ctr_id(c));
+	}
+	return 0;
+}
+
 static int give_netns(const struct na_ctr_spec *s, const struct na_ctr *c, struct verr *err)
 {
 	char path[64];
@@ -194,8 +238,9 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 	char jobdir[PATH_MAX], mp[PATH_MAX + 16], cfg[PATH_MAX + 16], pidf[PATH_MAX + 16], rlog[PATH_MAX + 16];
 	struct na_ctr *c;
 	struct json_object *conf = NULL;
+	struct na_ctr_nethook *hook = NULL;
 	const char *text;
-	int logfd = -1;
+	int logfd = -1, rc;
 	bool mounted = false, started = false;
 
 	*out = NULL;
@@ -203,6 +248,8 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 		return -1;
 	if (s->index < 0 || s->index >= VHPC_MAX_GUESTS)
 		return verr_set(err, "guest index %d; 0..%d allowed", s->index, VHPC_MAX_GUESTS - 1);
+	if (s->restore && !s->criu_work)
+		return verr_set(err, "guest %s-%d: a restore needs a folder for CRIU", s->job, s->index);
 	na_job_path(s->job, jobdir, sizeof(jobdir));
 	if (!na_jobdir_alive(s->job))
 		return verr_set(err, "guest %s-%d: job dir %s is not held by a live owner (na_jobdir_create first)",
@@ -222,6 +269,9 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 
 	na_ctr_memlock_room(s->mem_limit);
 	if (na_oci_config(s, mp, &conf, err) < 0)
+		goto fail_free;
+	/* A restored guest gets its network from runc's hook (nethook.c). */
+	if (s->restore && s->own_netns && na_ctr_nethook_begin(s, s->criu_work, conf, &hook, err) < 0)
 		goto fail_free;
 	/* Passable, not readable: the guest's runtime reaches its rootfs
 	 * through here from inside the guest's user namespace (the job dir
@@ -251,7 +301,32 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 		verr_errno(err, "guest %s: log %s", c->id, s->log_path);
 		goto fail;
 	}
-	{
+	if (s->restore) {
+		char img[64];
+		const char *args[] = { "restore", "--detach", "--tcp-established", "--bundle", c->bundle, "--pid-file",
+				       pidf, "--image-path", img, "--work-path", s->criu_work, c->id, NULL };
+		const char *pause[] = { "pause", c->id, NULL };
+
+		/* The folder by its descriptor, through our own /proc entry:
+		 * runc opens it as a path. */
+		snprintf(img, sizeof(img), "/proc/%d/fd/%d", (int)getpid(), s->restore_fd);
+		started = true;
+		if (na_runc(args, logfd, rlog, RUNC_CRIU_MS, err) < 0) {
+			criu_error(s->criu_work, "restore.log", err);
+			goto fail;
+		}
+		rc = na_ctr_nethook_end(hook, err);
+		hook = NULL;
+		if (rc < 0) {
+			verr_wrap(err, "guest %s: its network", c->id);
+			goto fail;
+		}
+		/* It runs from CRIU's last step; its peers are not back yet and
+		 * its eth0 is on no bridge, so what it sends meanwhile is lost,
+		 * as on a wire, and TCP sends it again. */
+		if (na_runc(pause, logfd, rlog, RUNC_START_MS, err) < 0)
+			goto fail;
+	} else {
 		const char *args[] = { "create", "--bundle", c->bundle, "--pid-file", pidf, c->id, NULL };
 
 		/* runc creates its state before anything else, so from here on a
@@ -267,9 +342,9 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 		verr_errno(err, "guest %s: its init (pid %d) is already gone; see %s", c->id, (int)c->pid, s->log_path);
 		goto fail;
 	}
-	if (s->own_netns && give_netns(s, c, err) < 0)
+	if (s->own_netns && !s->restore && give_netns(s, c, err) < 0)
 		goto fail;
-	{
+	if (!s->restore) {
 		const char *args[] = { "start", c->id, NULL };
 
 		if (na_runc(args, logfd, rlog, RUNC_START_MS, err) < 0)
@@ -302,6 +377,7 @@ fail:
 			log_warn("guest %s: %s", c->id, e.msg);
 	}
 fail_free:
+	na_ctr_nethook_end(hook, NULL);
 	if (logfd >= 0)
 		close(logfd);
 	if (c->pidfd >= 0)

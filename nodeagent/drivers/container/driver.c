@@ -234,8 +234,21 @@ static int give_netns(void *arg, int nsfd, struct verr *err)
 	return na_net_guest_move(&a->j->net, a->k, a->j->tuning, nsfd, err);
 }
 
-static int start(struct na_job *j, int k, struct verr *err)
+/* <job dir>/criu<index>: root's, for CRIU's logs (never in the
+ * checkpoint, never the guest's). */
+static int criu_work(struct na_job *j, int k, char *buf, size_t len, struct verr *err)
 {
+	na_job_guest_path(j, "criu", j->g[k].index, buf, len);
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return verr_errno(err, "%s", buf);
+	return 0;
+}
+
+/* A guest's start, or with restore_fd >= 0 its restore from what save
+ * wrote there: the same container, the same binds, the same network. */
+static int launch(struct na_job *j, int k, int restore_fd, struct verr *err)
+{
+	char work[PATH_MAX];
 	int gi = j->g[k].index;
 	char name[16], listen[48], ip[20], hosts[600];
 	const char *argv[16] = {
@@ -266,6 +279,11 @@ static int start(struct na_job *j, int k, struct verr *err)
 		return -1;
 	cg->out_mounted = true;
 	if (na_job_give_user(j, cg->out, err) < 0 || (!own && guest_sysfs(j, k, cg, err) < 0))
+		return -1;
+	/* guestd's output file is open in the restored guest: CRIU opens it
+	 * again by its path and wants the size it had. */
+	if (restore_fd >= 0 && (na_ctr_out_restore(restore_fd, cg->out, cg->uid, j->s.gid, err) < 0 ||
+				criu_work(j, k, work, sizeof(work), err) < 0))
 		return -1;
 	snprintf(name, sizeof(name), "g%d", gi);
 	snprintf(listen, sizeof(listen), "%s:%d", ipv4_format(j->net.guest_addr[k], ip, sizeof(ip)), j->s.guest_port);
@@ -303,6 +321,11 @@ static int start(struct na_job *j, int k, struct verr *err)
 		s.own_netns = give_netns;
 		s.own_netns_arg = &na;
 	}
+	if (restore_fd >= 0) {
+		s.restore = true;
+		s.restore_fd = restore_fd;
+		s.criu_work = work;
+	}
 	s.place = &j->place[k];
 	s.mem_limit = j->s.mem;
 	s.tmpfs_size = j->s.mem / 4;
@@ -315,8 +338,13 @@ static int start(struct na_job *j, int k, struct verr *err)
 		return -1;
 	s.devices = devs;
 	if (na_ctr_start(&s, &cg->ctr, err) < 0)
-		return verr_wrap(err, "starting guest %s", name);
+		return verr_wrap(err, "%s guest %s", restore_fd >= 0 ? "restoring" : "starting", name);
 	return 0;
+}
+
+static int start(struct na_job *j, int k, struct verr *err)
+{
+	return launch(j, k, -1, err);
 }
 
 static int same_ns(pid_t a, pid_t b, const char *ns)
@@ -545,6 +573,31 @@ static bool guest_paused(struct na_job *j, int k)
 	return c && na_ctr_paused(c);
 }
 
+/* CRIU's images of the guest's processes, its tmpfs mounts (/tmp,
+ * /scratch, ...) and its network namespace with its TCP connections, and
+ * guestd's output folder, a bind of the host's that CRIU does not save. */
+static int save(struct na_job *j, int k, int dirfd, struct verr *err)
+{
+	struct ctr_guest *cg = j->g[k].priv;
+	struct na_ctr *c = guest_ctr(j, k, err);
+	char work[PATH_MAX];
+
+	if (!c || criu_work(j, k, work, sizeof(work), err) < 0)
+		return -1;
+	if (na_ctr_checkpoint(c, dirfd, work, err) < 0)
+		return -1;
+	return na_ctr_out_save(cg->out, cg->uid, dirfd, err);
+}
+
+static int restore(struct na_job *j, int k, int dirfd, struct verr *err)
+{
+	/* What this host lacks is said before anything is made for the
+	 * guest; another node may have it. */
+	if (na_ctr_ckpt_probe(err) < 0)
+		return verr_wrap(err, "guest g%d", j->g[k].index);
+	return launch(j, k, dirfd, err);
+}
+
 const struct na_driver na_driver_container = {
 	.name = "container",
 	.auto_pick = auto_pick,
@@ -570,4 +623,6 @@ const struct na_driver na_driver_container = {
 	.pause = pause_guest,
 	.resume = resume_guest,
 	.paused = guest_paused,
+	.save = save,
+	.restore = restore,
 };

@@ -14,12 +14,16 @@
  * name in it can be a hard link to a file anywhere else.
  */
 #include "lib/err.h"
+#include "lib/log.h"
+#include "nodeagent/drivers/drivers.h"
 #include "nodeagent/drivers/container/container.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,4 +108,118 @@ int na_ctr_out_tail(const char *dir, const char *name, uid_t uid, size_t max, ch
 	*out = buf;
 	*len = n;
 	return 0;
+}
+
+#define OUT_PREFIX "vhpc-out."
+/* What a guest may leave in its 16 MiB folder and have saved. */
+#define OUT_FILES_MAX 256
+
+/* Every name in dir, by its descriptor; fn(dfd, name) for each. */
+static int each_name(int dfd, const char *what, int (*fn)(int dfd, const char *name, void *arg), void *arg,
+		     struct verr *err)
+{
+	int fd = dup(dfd), rc = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return verr_errno(err, "%s", what);
+	}
+	for (struct dirent *e; rc == 0 && (e = readdir(d));)
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			rc = fn(dfd, e->d_name, arg);
+	closedir(d);
+	return rc;
+}
+
+struct out_copy {
+	const char *dir;
+	uid_t uid;
+	gid_t gid;
+	int to;
+	int n;
+	struct verr *err;
+};
+
+static int save_one(int dfd, const char *name, void *arg)
+{
+	struct out_copy *c = arg;
+	char to[NAME_MAX + 1];
+	struct verr e;
+	uint64_t bytes;
+	int from, fd, rc;
+
+	(void)dfd;
+	if (strlen(OUT_PREFIX) + strlen(name) > NAME_MAX)
+		return verr_set(c->err, "%s/%s: its name is too long to be saved", c->dir, name);
+	if (++c->n > OUT_FILES_MAX)
+		return verr_set(c->err, "the guest's output folder %s holds more than %d files", c->dir, OUT_FILES_MAX);
+	/* The same rules as for reading it into a log (na_ctr_out_open). */
+	if ((from = na_ctr_out_open(c->dir, name, c->uid, &e)) < 0) {
+		log_warn("checkpoint: not saved: %s", e.msg);
+		return 0;
+	}
+	snprintf(to, sizeof(to), OUT_PREFIX "%s", name);
+	fd = openat(c->to, to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		close(from);
+		return verr_errno(c->err, "%s", to);
+	}
+	rc = na_copy_sparse(from, fd, &bytes, c->err);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = verr_errno(c->err, "%s", to);
+	close(fd);
+	close(from);
+	return rc < 0 ? verr_wrap(c->err, "saving %s/%s", c->dir, name) : 0;
+}
+
+int na_ctr_out_save(const char *dir, uid_t uid, int dirfd, struct verr *err)
+{
+	struct out_copy c = { .dir = dir, .uid = uid, .to = dirfd, .err = err };
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
+
+	if (dfd < 0)
+		return verr_errno(err, "the guest's output folder %s", dir);
+	rc = each_name(dfd, dir, save_one, &c, err);
+	close(dfd);
+	return rc;
+}
+
+static int restore_one(int dfd, const char *name, void *arg)
+{
+	struct out_copy *c = arg;
+	uint64_t bytes;
+	int from, fd, rc;
+
+	if (strncmp(name, OUT_PREFIX, strlen(OUT_PREFIX)) || !name[strlen(OUT_PREFIX)])
+		return 0;
+	from = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (from < 0)
+		return verr_errno(c->err, "%s", name);
+	/* The folder is new and empty, and no guest runs yet. */
+	fd = openat(c->to, name + strlen(OUT_PREFIX), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		close(from);
+		return verr_errno(c->err, "%s/%s", c->dir, name + strlen(OUT_PREFIX));
+	}
+	rc = na_copy_sparse(from, fd, &bytes, c->err);
+	if (rc == 0 && fchown(fd, c->uid, c->gid) < 0)
+		rc = verr_errno(c->err, "%s/%s", c->dir, name + strlen(OUT_PREFIX));
+	close(fd);
+	close(from);
+	return rc;
+}
+
+int na_ctr_out_restore(int dirfd, const char *dir, uid_t uid, gid_t gid, struct verr *err)
+{
+	struct out_copy c = { .dir = dir, .uid = uid, .gid = gid, .err = err };
+	int rc;
+
+	c.to = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (c.to < 0)
+		return verr_errno(err, "the guest's output folder %s", dir);
+	rc = each_name(dirfd, "the checkpoint", restore_one, &c, err);
+	close(c.to);
+	return rc < 0 ? verr_wrap(err, "putting back the guest's output") : 0;
 }
