@@ -311,11 +311,15 @@ static int restore_vmshm(struct na_job *j, struct verr *err)
  * a tmpfs of the user's that nothing runs in yet. */
 static int restore_spool(struct na_job *j, struct verr *err)
 {
-	int from = na_ckpt_subdir(j->s.ckpt_fd, "spool", false, err), to;
+	int from, to;
 	DIR *d;
 	int rc = 0;
 
-	if (from < 0)
+	/* None saved (a checkpoint of a driver without a host spool): what
+	 * the guests miss, their restore says. */
+	if (faccessat(j->s.ckpt_fd, "spool", F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+		return 0;
+	if ((from = na_ckpt_subdir(j->s.ckpt_fd, "spool", false, err)) < 0)
 		return verr_wrap(err, "the checkpoint's spool of guest 0");
 	to = open(j->spool, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (to < 0 || !(d = fdopendir(from))) {
