@@ -5,7 +5,7 @@
  * FIFO nobody writes, a second name (hard link) of a root-only file, a
  * directory; the agent must not follow, hang, or put another file's
  * content into what it reads.  And the plain case: the last bytes of the
- * user's own file.
+ * user's own file.  And its checkpoint: what is saved, and put back.
  */
 #include "lib/err.h"
 #include <errno.h>
@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "tests/fixture.h"
 
@@ -201,6 +202,78 @@ static void t_folder_link(void **state)
 	unlink(logp);
 }
 
+/* A checkpoint of the folder (na_ctr_out_save) takes the user's own
+ * file only: not a link to the root-only file, not a second name of it,
+ * not root's file itself, and a FIFO neither blocks it nor is taken.  Put
+ * back (na_ctr_out_restore) into a new folder, the user's file is there
+ * with its content and owner; a link planted in the checkpoint under a
+ * saved name is not followed. */
+static void t_save_restore(void **state)
+{
+	char save[PATH_MAX + 16], back[PATH_MAX + 16], p[PATH_MAX + 64], buf[64] = "";
+	int sfd, bfd, fd, n = 0;
+	struct verr e;
+	struct stat st;
+	DIR *d;
+	time_t t0 = time(NULL);
+
+	(void)state;
+	plant_user_file("hello\n");
+	snprintf(p, sizeof(p), "%s/ln", dir);
+	assert_int_equal(symlink(secret, p), 0);
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	if (geteuid() == 0) {
+		snprintf(p, sizeof(p), "%s/hl", dir);
+		assert_int_equal(link(secret, p), 0);
+	}
+	snprintf(save, sizeof(save), "%s/save", tmp);
+	snprintf(back, sizeof(back), "%s/back", tmp);
+	assert_int_equal(mkdir(save, 0700), 0);
+	assert_int_equal(mkdir(back, 0700), 0);
+	sfd = open(save, O_RDONLY | O_DIRECTORY);
+	assert_true(sfd >= 0);
+	assert_int_equal(na_ctr_out_save(dir, juid, sfd, &e), 0);
+	assert_true(time(NULL) - t0 < 5);
+	d = opendir(save);
+	assert_non_null(d);
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.') {
+			n++;
+			assert_string_equal(de->d_name, "vhpc-out.guestd.log");
+		}
+	closedir(d);
+	assert_int_equal(n, 1);
+	fd = openat(sfd, "vhpc-out.guestd.log", O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(read(fd, buf, sizeof(buf) - 1), 6);
+	close(fd);
+	assert_string_equal(buf, "hello\n");
+
+	assert_int_equal(na_ctr_out_restore(sfd, back, juid, juid, &e), 0);
+	bfd = open(back, O_RDONLY | O_DIRECTORY);
+	assert_true(bfd >= 0);
+	assert_int_equal(fstatat(bfd, "guestd.log", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(st.st_mode) && st.st_size == 6);
+	if (geteuid() == 0)
+		assert_int_equal(st.st_uid, juid);
+	/* A link in the checkpoint, named as a saved file: not followed. */
+	assert_int_equal(unlinkat(bfd, "guestd.log", 0), 0);
+	assert_int_equal(symlinkat(secret, sfd, "vhpc-out.evil"), 0);
+	assert_int_equal(na_ctr_out_restore(sfd, back, juid, juid, &e), -1);
+	assert_non_null(strstr(e.msg, "vhpc-out.evil"));
+	assert_int_equal(faccessat(bfd, "evil", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	close(bfd);
+	close(sfd);
+	snprintf(p, sizeof(p), "%s/ln", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/hl", dir);
+	unlink(p);
+	unlink(logp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -211,6 +284,7 @@ int main(void)
 		cmocka_unit_test(t_user_hardlink),
 		cmocka_unit_test(t_dir),
 		cmocka_unit_test(t_folder_link),
+		cmocka_unit_test(t_save_restore),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

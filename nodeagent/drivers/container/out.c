@@ -126,6 +126,8 @@ static int each_name(int dfd, const char *what, int (*fn)(int dfd, const char *n
 			close(fd);
 		return verr_errno(err, "%s", what);
 	}
+	/* The copy shares dfd's offset, which an earlier reading moved. */
+	rewinddir(d);
 	for (struct dirent *e; rc == 0 && (e = readdir(d));)
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
 			rc = fn(dfd, e->d_name, arg);
