@@ -8,10 +8,12 @@
 # and there the test skips saying so (checkpoint.t checks that refusal).
 # On a loopback cluster (vhpc-ctld, two vhpcd, one checkpoints dir), a job
 # of two guests, one per node, without vmshm (so no pod), each guest
-# printing a numbered tick 4 times a second; guest 1's lines reach mpirun
+# holding 128 MiB, then printing a numbered tick 4 times a second; guest
+# 1's lines reach mpirun
 # in guest 0 over its orted's TCP connection across the job network:
 #  - each guest's network namespace belongs to its own user namespace;
-#  - `vhpc checkpoint J --stop` mid-run: the job ends CHECKPOINTED (75),
+#  - `vhpc checkpoint J` mid-run: the job runs on, its output too;
+#  - `vhpc checkpoint J --stop` later: the job ends CHECKPOINTED (75),
 #    nothing of it is left on either node, and `vhpc checkpoints` lists
 #    the checkpoint (each node's part: runc checkpoint of its guest, CRIU's
 #    images, guestd's output folder, guest 0's spool);
@@ -71,7 +73,11 @@ tick_of() { vc output "$1" 2>/dev/null | sed -n "s/^$2 tick \([0-9]*\)$/\1/p" | 
 past_tick() { [ "$(tick_of "$1" g1)" -ge "$2" ] 2>/dev/null; }
 
 N=120
-TICKS="for i in \$(seq $N); do echo \"\$(hostname) tick \$i\"; sleep 0.25; done"
+# Each rank first holds FILL MiB of memory (a shell variable: anonymous
+# pages, what CRIU saves page by page), so that the figures per GiB say
+# something.
+FILL=128
+TICKS="x=\$(head -c $((FILL << 20)) /dev/zero | tr '\\0' x); for i in \$(seq $N); do echo \"\$(hostname) tick \$i\"; sleep 0.25; done; echo \"\$(hostname) held \${#x} bytes\""
 J=$(sub -N 2 --vcpus 1 --driver container --no-vmshm --timeout 400 -- sh -c "$TICKS")
 mark "job $J submitted"
 check "job $J runs" wait_state "$J" RUNNING 100
@@ -84,13 +90,22 @@ for n in 1 2; do
 	check_eq "node $n: the guest's (pid $pid) network namespace belongs to its user namespace" \
 		"$(lsns -n -o NS -t user -p "$pid" 2>&1 | tr -d ' ')" "$(lsns -n -o ONS -t net -p "$pid" 2>&1 | tr -d ' ')"
 done
-check "guest 1's ticks come through, past tick 10" poll_until 120 past_tick "$J" 10
+check "guest 1's ticks come through, past tick 10" poll_until 240 past_tick "$J" 10
+# First a checkpoint that lets the job run on: vhpcd's monitor of mpirun,
+# closed for the dump, connects again, and the ticks go on.
+out=$(vc checkpoint "$J" 2>&1); rc=$?
+diag "$out"
+check_eq "vhpc checkpoint $J (no --stop) succeeds" 0 "$rc"
+k1=$(tick_of "$J" g1)
+check "... the job runs on: guest 1's ticks pass ${k1:-?} + 8" poll_until 120 past_tick "$J" $((${k1:-0} + 8))
+check_eq "... RUNNING" RUNNING "$(job_state "$J")"
 k0=$(tick_of "$J" g1)
 out=$(vc checkpoint "$J" --stop 2>&1); rc=$?
 diag "$out"
 check_eq "vhpc checkpoint $J --stop succeeds (at g1's tick $k0)" 0 "$rc"
 [ "$rc" = 0 ] || for n in 1 2; do grep -E "checkpoint|CRIU" "$CL_DIR/n$n.log" | tail -3 | sed "s/^/# n$n: /"; done
 NAME=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$out")
+check_match "... a second checkpoint of the job" '\.2$' "$NAME"
 check_match "... naming the checkpoint" '^[a-z0-9][a-z0-9.-]*$' "$NAME"
 vc wait "$J"; rc=$?
 check_eq "the job ends with exit status 75" 75 "$rc"
@@ -99,7 +114,10 @@ check "nothing of it is left on either node" gone
 check_match "vhpc checkpoints lists $NAME" "^$NAME +$J " "$(vc checkpoints 2>&1)"
 bytes=$(vc checkpoints --json 2>/dev/null | tr -d ' \n' | grep -o "\"name\":\"$NAME\"[^}]*" | grep -o '"bytes":[0-9]*' | head -1 | cut -d: -f2)
 still=$(sed -n 's/.*stood still \([0-9.]*\) s.*/\1/p' <<<"$out")
-diag "nested/TCG, lab L1 on this 2-core machine: checkpoint size ${bytes:-?} bytes, standstill ${still:-?} s (--stop)"
+gib=$(awk -v f=$FILL 'BEGIN { print 2 * f / 1024 }')
+diag "nested/TCG, lab L1 on this 2-core machine: 2 guests, each rank holding $FILL MiB ($gib GiB in all)"
+diag "checkpoint size: ${bytes:-?} bytes ($(awk -v b="${bytes:-0}" -v g="$gib" 'BEGIN { printf "%.2f GiB, %.0f%% of what the ranks hold", b / 1073741824, 100 * b / (g * 1073741824) }'))"
+diag "standstill (first pause to end of the save, --stop): ${still:-?} s, $(awk -v s="${still:-0}" -v g="$gib" 'BEGIN { printf "%.1f", s / g }') s per GiB held"
 for n in 1 2; do
 	diag "node n$n: $(grep "job $J: checkpoint $NAME:" "$CL_DIR/n$n.log" | tail -1 | sed 's/.*checkpoint [^:]*: //')"
 	diag "node n$n's part: $(ls "$CK/$NAME/g$((n - 1))" 2>/dev/null | wc -l) files, $(du -sk "$CK/$NAME/g$((n - 1))" 2>/dev/null | cut -f1) KiB"
@@ -113,7 +131,9 @@ R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
 check_match "... as a new job" '^[0-9]+$' "$R"
 check "the restarted job $R runs" wait_state "$R" 'RUNNING|FAILED|EXITED' 200
 job_state_is "$R" RUNNING || for n in 1 2; do grep -B2 -A32 "CRIU's log" "$CL_DIR/n$n.log" | head -40 | sed "s/^/# n$n: /"; done
-diag "restart to RUNNING (both guests restored and resumed): $(( ($(date +%s%N) - t1) / 1000000 )) ms (nested/TCG)"
+rms=$(( ($(date +%s%N) - t1) / 1000000 ))
+diag "restart to RUNNING (both guests restored and resumed): $rms ms, $(awk -v n=$rms -v g="$gib" 'BEGIN { printf "%.1f", n / 1000 / g }') s per GiB held (nested/TCG)"
+for n in 1 2; do diag "node n$n: $(grep "job $R" "$CL_DIR/n$n.log" | grep -m1 -o 'restored (paused) in [0-9.]* ms\|ready in [0-9.]* ms' )"; done
 if ! job_state_is "$R" RUNNING; then
 	diag "job $R: $(job_state "$R"): $(job_field "$R" reason)"
 	for n in 1 2; do grep -E "restor|CRIU|error" "$CL_DIR/n$n.log" | tail -4 | sed "s/^/# n$n: /"; done
@@ -130,6 +150,8 @@ lines_ok() {
 	done
 }
 check "its output is whole: every tick of both guests once, from the first (tick $k0 was before the checkpoint)" lines_ok "$T/r.out"
+check_eq "each rank still held its $FILL MiB at the end" "g0 held $((FILL << 20)) bytes g1 held $((FILL << 20)) bytes" \
+	"$(grep -E '^g[01] held' "$T/r.out" | sort | tr '\n' ' ' | sed 's/ $//')"
 lines_ok "$T/r.out" >/dev/null || diag "$(tail -n 8 "$T/r.out")"
 check "nothing of the restarted job is left" gone
 for i in 1 2; do cl_node_kill $i TERM; done
