@@ -6,7 +6,7 @@
 # the lab's L1 runs Debian 12's own kernel (6.1), where Debian's CRIU 3.17
 # passes `criu check`; this host's 6.18 is one CRIU 3.17 cannot start on,
 # and there the test skips saying so (checkpoint.t checks that refusal).
-# On a loopback cluster (vhpc-ctld, two vhpcd, one checkpoints dir), a job
+# On a loopback cluster (vhpc-ctld, three vhpcd, one checkpoints dir), a job
 # of two guests, one per node, without vmshm (so no pod), each guest
 # holding 128 MiB, then printing a numbered tick 4 times a second; guest
 # 1's lines reach mpirun
@@ -17,7 +17,9 @@
 #    nothing of it is left on either node, and `vhpc checkpoints` lists
 #    the checkpoint (each node's part: runc checkpoint of its guest, CRIU's
 #    images, guestd's output folder, guest 0's spool);
-#  - `vhpc restart NAME`: the new job runs on, its guests restored by
+#  - one of the two nodes is drained, and `vhpc restart NAME` puts the new
+#    job on the other and the third node, which never had it; it runs on,
+#    its guests restored by
 #    `runc restore` in new network namespaces on a new job network with
 #    the same addresses, and ends with exit 0 and every tick of both
 #    guests exactly once: the processes went on where they were, and the
@@ -46,25 +48,25 @@ mark() { diag "$* after $((SECONDS - t0)) s"; }
 # Stopped at its time limit: where the jobs were, from the logs.
 on_term() {
 	diag "stopped at the time limit; job ${J-?}: $(job_state "${J-0}" 2>&1); job ${R-?}: $(job_state "${R-0}" 2>&1)"
-	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n1.log "$CL_DIR"/n2.log; do
+	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n1.log "$CL_DIR"/n2.log "$CL_DIR"/n3.log; do
 		[ -f "$f" ] && tail -n 15 "$f" | sed "s|^|# ${f##*/}: |"
 	done
 	exit 1
 }
 trap on_term TERM
-cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
+cl_net_up 3 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
 mark "vhpc-ctld up, the image pushed"
 before=$(cl_leftovers)
-cl_node_up 1 || fail "node 1 starts"
-cl_node_up 2 || fail "node 2 starts"
-check "two nodes register" cl_wait_nodes_up 2
+for i in 1 2 3; do cl_node_up $i || fail "node $i starts"; done
+check "three nodes register" cl_wait_nodes_up 3
 
 sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
 local_of() { sed -n "s/.*job $1 (\([0-9a-z]*x[0-9a-z]*\)).*/\1/p" "$CL_DIR/n$2.log" | head -1; }
+nodes_of() { local i; for i in 1 2 3; do ls -d "$CL_DIR/run-n$i/jobs/$1"x* >/dev/null 2>&1 && echo -n "$i "; done; }
 runc_n() { local n=$1; shift; runc --root "$CL_DIR/run-n$n/runc" "$@"; }
 gone() {
 	local i
-	for i in 1 2; do
+	for i in 1 2 3; do
 		for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
 	done
 	[ "$before" = "$(cl_leftovers)" ]
@@ -82,9 +84,9 @@ J=$(sub -N 2 --vcpus 1 --driver container --no-vmshm --timeout 400 -- sh -c "$TI
 mark "job $J submitted"
 check "job $J runs" wait_state "$J" RUNNING 100
 mark "job $J runs"
-l1=$(local_of "$J" 1) l2=$(local_of "$J" 2)
-check_match "the job has a guest on each node ($l1, $l2)" '^[0-9a-z]+x1 [0-9a-z]+x2$' "$l1 $l2"
-for n in 1 2; do
+held=$(nodes_of "$J")
+check_match "the job has a guest on each of two nodes (n${held% })" '^[1-3] [1-3] $' "$held"
+for n in $held; do
 	l=$(local_of "$J" "$n")
 	pid=$(runc_n "$n" state "$(runc_n "$n" list -q | grep "^$l-" | head -1)" 2>/dev/null | sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
 	check_eq "node $n: the guest's (pid $pid) network namespace belongs to its user namespace" \
@@ -118,10 +120,21 @@ gib=$(awk -v f=$FILL 'BEGIN { print 2 * f / 1024 }')
 diag "nested/TCG, lab L1 on this 2-core machine: 2 guests, each rank holding $FILL MiB ($gib GiB in all)"
 diag "checkpoint size: ${bytes:-?} bytes ($(awk -v b="${bytes:-0}" -v g="$gib" 'BEGIN { printf "%.2f GiB, %.0f%% of what the ranks hold", b / 1073741824, 100 * b / (g * 1073741824) }'))"
 diag "standstill (first pause to end of the save, --stop): ${still:-?} s, $(awk -v s="${still:-0}" -v g="$gib" 'BEGIN { printf "%.1f", s / g }') s per GiB held"
-for n in 1 2; do
+for n in $held; do
 	diag "node n$n: $(grep "job $J: checkpoint $NAME:" "$CL_DIR/n$n.log" | tail -1 | sed 's/.*checkpoint [^:]*: //')"
-	diag "node n$n's part: $(ls "$CK/$NAME/g$((n - 1))" 2>/dev/null | wc -l) files, $(du -sk "$CK/$NAME/g$((n - 1))" 2>/dev/null | cut -f1) KiB"
 done
+for g in 0 1; do
+	diag "guest g$g's part: $(ls "$CK/$NAME/g$g" 2>/dev/null | wc -l) files, $(du -sk "$CK/$NAME/g$g" 2>/dev/null | cut -f1) KiB"
+done
+
+# The restart goes to another node: one that held a part is drained.
+D=${held% } D=${D##* }
+F=
+for i in 1 2 3; do [[ " $held" == *" $i "* ]] || F=$i; done
+out=$(vc node drain "n$D" 2>&1); rc=$?
+check_eq "node n$D, which held a part, is drained" 0 "$rc"
+[ "$rc" = 0 ] || diag "$out"
+at_exit "nsenter --net=/run/netns/$CL_HUB -- '$BIN/vhpc' node undrain n$D"
 
 t1=$(date +%s%N)
 out=$(vc restart "$NAME" 2>&1); rc=$?
@@ -130,13 +143,16 @@ check_eq "vhpc restart $NAME succeeds" 0 "$rc"
 R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
 check_match "... as a new job" '^[0-9]+$' "$R"
 check "the restarted job $R runs" wait_state "$R" 'RUNNING|FAILED|EXITED' 200
-job_state_is "$R" RUNNING || for n in 1 2; do grep -B2 -A32 "CRIU's log" "$CL_DIR/n$n.log" | head -40 | sed "s/^/# n$n: /"; done
+job_state_is "$R" RUNNING || for n in 1 2 3; do grep -B2 -A32 "CRIU's log" "$CL_DIR/n$n.log" | head -40 | sed "s/^/# n$n: /"; done
 rms=$(( ($(date +%s%N) - t1) / 1000000 ))
 diag "restart to RUNNING (both guests restored and resumed): $rms ms, $(awk -v n=$rms -v g="$gib" 'BEGIN { printf "%.1f", n / 1000 / g }') s per GiB held (nested/TCG)"
-for n in 1 2; do diag "node n$n: $(grep "job $R" "$CL_DIR/n$n.log" | grep -m1 -o 'restored (paused) in [0-9.]* ms\|ready in [0-9.]* ms' )"; done
+rheld=$(nodes_of "$R")
+check_eq "... on n$F (a node that never had the job) and the one not drained, not n$D" \
+	"$(tr ' ' '\n' <<<"$held $F" | grep -vx "$D" | grep . | sort | tr '\n' ' ')" "$(tr ' ' '\n' <<<"$rheld" | grep . | sort | tr '\n' ' ')"
+for n in $rheld; do diag "node n$n: $(grep "job $R" "$CL_DIR/n$n.log" | grep -m1 -o 'restored (paused) in [0-9.]* ms\|ready in [0-9.]* ms' )"; done
 if ! job_state_is "$R" RUNNING; then
 	diag "job $R: $(job_state "$R"): $(job_field "$R" reason)"
-	for n in 1 2; do grep -E "restor|CRIU|error" "$CL_DIR/n$n.log" | tail -4 | sed "s/^/# n$n: /"; done
+	for n in 1 2 3; do grep -E "restor|CRIU|error" "$CL_DIR/n$n.log" | tail -4 | sed "s/^/# n$n: /"; done
 fi
 vc wait "$R"; rc=$?
 check_eq "the restarted job completes with exit status 0" 0 "$rc"
@@ -154,6 +170,6 @@ check_eq "each rank still held its $FILL MiB at the end" "g0 held $((FILL << 20)
 	"$(grep -E '^g[01] held' "$T/r.out" | sort | tr '\n' ' ' | sed 's/ $//')"
 lines_ok "$T/r.out" >/dev/null || diag "$(tail -n 8 "$T/r.out")"
 check "nothing of the restarted job is left" gone
-for i in 1 2; do cl_node_kill $i TERM; done
+for i in 1 2 3; do cl_node_kill $i TERM; done
 check_eq "nothing is left" "$before" "$(cl_leftovers)"
 done_testing
