@@ -7,7 +7,8 @@
 # passes `criu check`; this host's 6.18 is one CRIU 3.17 cannot start on,
 # and there the test skips saying so (checkpoint.t checks that refusal).
 # On a loopback cluster (vhpc-ctld, three vhpcd, one checkpoints dir), a job
-# of two guests, one per node, without vmshm (so no pod), each guest
+# of two guests, one per node, as submitted by default (vmshm on: one guest per node
+# has neither a region nor a pod), each guest
 # holding 128 MiB, then printing a numbered tick 4 times a second; guest
 # 1's lines reach mpirun
 # in guest 0 over its orted's TCP connection across the job network:
@@ -80,7 +81,7 @@ N=120
 # something.
 FILL=128
 TICKS="x=\$(head -c $((FILL << 20)) /dev/zero | tr '\\0' x); for i in \$(seq $N); do echo \"\$(hostname) tick \$i\"; sleep 0.25; done; echo \"\$(hostname) held \${#x} bytes\""
-J=$(sub -N 2 --vcpus 1 --driver container --no-vmshm --timeout 400 -- sh -c "$TICKS")
+J=$(sub -N 2 --vcpus 1 --driver container --timeout 400 -- sh -c "$TICKS")
 mark "job $J submitted"
 check "job $J runs" wait_state "$J" RUNNING 100
 mark "job $J runs"
