@@ -168,8 +168,6 @@ int na_ctr_sysfs(const char *netns, const char *dir, struct verr *err)
 	return na_netns_run(netns, mount_sysfs, (void *)dir, err);
 }
 
-/* Between create and start: the guest's init waits in runc's hands,
- * nothing of the guest's own runs yet, so its netns is still empty. */
 /* CRIU's first error in work/log, added to err: runc itself says only
  * that CRIU failed and where its log is. */
 static void criu_error(const char *work, const char *log, struct verr *err)
@@ -183,17 +181,15 @@ static void criu_error(const char *work, const char *log, struct verr *err)
 		return;
 	if ((p = strstr(text, "Error ("))) {
 		/* What CRIU did before it failed, for the node's log. */
-		const char *from = p;
+		const char *from = p, *why = strstr(p, "): ");
+		char old[sizeof(err->msg)];
 
 		for (int lines = 0; from > text && lines < 30; from--)
 			lines += from[-1] == '\n';
 		log_warn("CRIU's log %s, up to its first error:\n%.*s", path, (int)(p - from + strcspn(p, "\n")), from);
-	}
-	if ((p = strstr(text, "Error (")) && (p = strstr(p, "): "))) {
-		char old[sizeof(err->msg)];
-
+		why = why ? why + 3 : p;
 		memcpy(old, err->msg, sizeof(old));
-		verr_set(err, "CRIU: %.*s (%s: %s)", (int)strcspn(p + 3, "\n"), p + 3, path, old);
+		verr_set(err, "CRIU: %.*s (%s: %s)", (int)strcspn(why, "\n"), why, path, old);
 	}
 	free(text);
 }
@@ -212,6 +208,8 @@ int na_ctr_checkpoint(struct na_ctr *c, int dirfd, const char *work, struct verr
 	return 0;
 }
 
+/* Between create and start: the guest's init waits in runc's hands,
+ * nothing of the guest's own runs yet, so its netns is still empty. */
 static int give_netns(const struct na_ctr_spec *s, const struct na_ctr *c, struct verr *err)
 {
 	char path[64];
@@ -321,9 +319,9 @@ int na_ctr_start(const struct na_ctr_spec *s, struct na_ctr **out, struct verr *
 			verr_wrap(err, "guest %s: its network", c->id);
 			goto fail;
 		}
-		/* It runs from CRIU's last step; its peers are not back yet and
-		 * its eth0 is on no bridge, so what it sends meanwhile is lost,
-		 * as on a wire, and TCP sends it again. */
+		/* It runs from CRIU's last step; its peers on other nodes may
+		 * not be back yet, so what it sends them meanwhile finds no one
+		 * and is lost, as on a wire, and TCP sends it again. */
 		if (na_runc(pause, logfd, rlog, RUNC_START_MS, err) < 0)
 			goto fail;
 	} else {
@@ -384,7 +382,7 @@ fail_free:
 		close(c->pidfd);
 	json_object_put(conf);
 	free(c);
-	return verr_wrap(err, "start guest %s-%d", s->job, s->index);
+	return verr_wrap(err, "%s guest %s-%d", s->restore ? "restore" : "start", s->job, s->index);
 }
 
 int na_ctr_adopt(const char *job, int index, struct na_ctr **out, struct verr *err)

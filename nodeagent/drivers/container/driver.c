@@ -338,7 +338,7 @@ static int launch(struct na_job *j, int k, int restore_fd, struct verr *err)
 		return -1;
 	s.devices = devs;
 	if (na_ctr_start(&s, &cg->ctr, err) < 0)
-		return verr_wrap(err, "%s guest %s", restore_fd >= 0 ? "restoring" : "starting", name);
+		return restore_fd >= 0 ? -1 : verr_wrap(err, "starting guest %s", name);
 	return 0;
 }
 
