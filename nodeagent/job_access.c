@@ -15,6 +15,11 @@ const char *na_job_driver_name(const struct na_job *j)
 	return j->drv ? j->drv->name : "none";
 }
 
+bool na_job_ckpt_no_sessions(const struct na_job *j)
+{
+	return j && j->drv && j->drv->ckpt_no_sessions;
+}
+
 bool na_job_ckpt_damaged(const struct na_job *j)
 {
 	return j && j->ckpt_damaged;

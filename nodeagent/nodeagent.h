@@ -275,6 +275,9 @@ bool na_job_ckpt_damaged(const struct na_job *j);
 
 /* Reading a started job (job_access.c): k indexes this node's guests. */
 const char *na_job_driver_name(const struct na_job *j);
+/* Whether a checkpoint must wait until no vhpc exec or vhpc shell session
+ * is open into the job's guests (drivers.h, ckpt_no_sessions). */
+bool na_job_ckpt_no_sessions(const struct na_job *j);
 int na_job_nguests(const struct na_job *j);
 /* Guest k's address on the job network (0 for no such guest). */
 uint32_t na_job_guest_addr(const struct na_job *j, int k);

@@ -159,11 +159,20 @@ static struct json_object *save(struct vjob *j, const struct vmsg *m)
 static struct json_object *checkpoint(struct vjob *j, const struct vmsg *m)
 {
 	struct verr e;
+	int sessions;
 
+	pthread_mutex_lock(&vd.mu);
+	sessions = j->sessions;
+	pthread_mutex_unlock(&vd.mu);
 	/* Whether it can be done comes first, with or without check: a save
 	 * must never start on something it cannot finish. */
 	if (na_job_ckpt_check(j->nj, &e) < 0)
 		verr_wrap(&e, "job %lld cannot be checkpointed on node %s", (long long)j->id, vd.name);
+	else if (sessions > 0 && na_job_ckpt_no_sessions(j->nj))
+		verr_set(&e, "job %lld cannot be checkpointed on node %s now: %d vhpc exec or vhpc shell session%s "
+			 "open into its guests there, whose connection%s CRIU cannot save; end %s and checkpoint again",
+			 (long long)j->id, vd.name, sessions, sessions == 1 ? " is" : "s are", sessions == 1 ? "" : "s",
+			 sessions == 1 ? "it" : "them");
 	else if (m->check) {
 		give_back(j, -1);
 		return reply("checkable", j->id);

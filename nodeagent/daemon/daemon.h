@@ -116,6 +116,7 @@ struct vjob {
 	bool paused;               /* job_pause: its guests here are frozen */
 	bool ckpt_busy;            /* a job_pause, job_resume or job_checkpoint runs */
 	bool ckpt_damaged;         /* its restore was refused: the part here is damaged */
+	int sessions;              /* exec streams open into its guests here (exec.c) */
 	struct vprep p;
 	char *prep_json;
 	/* resources: the node agent's job lifecycle */

@@ -31,6 +31,18 @@ struct stream {
 	uint8_t key[WPIPE_KEY_LEN];
 };
 
+/* Counts the job's open streams: a checkpoint of a driver that cannot
+ * save them waits for none (ckpt.c). */
+static void count(int64_t job, int by)
+{
+	struct vjob *j;
+
+	pthread_mutex_lock(&vd.mu);
+	if ((j = vd_job_find(job)) && j->sessions + by >= 0)
+		j->sessions += by;
+	pthread_mutex_unlock(&vd.mu);
+}
+
 static void relay(int fd, void *arg)
 {
 	struct stream *s = arg;
@@ -41,6 +53,7 @@ static void relay(int fd, void *arg)
 		log_info("job %lld: the exec stream to g%d ended%s", (long long)s->job, s->guest,
 			 rc ? " (cut or reset)" : "");
 	}
+	count(s->job, -1);
 	close(s->guest_fd);
 	sodium_memzero(s->key, sizeof(s->key));
 	free(s);
@@ -102,6 +115,7 @@ struct json_object *vd_guest_open(const struct vmsg *m)
 	s->guest = m->guest;
 	memcpy(s->key, m->pipe_key, sizeof(s->key));
 	log_info("job %lld: exec stream to g%d opened", (long long)m->job, m->guest);
+	count(m->job, 1);
 	wire_serve_takeover(relay, s);
 	r = json_object_new_object();
 	json_object_object_add(r, "type", json_object_new_string("guest_opened"));

@@ -26,6 +26,9 @@ struct na_driver {
 	bool host_spool;             /* guest 0's spool is a host dir bound into it */
 	bool emulation;              /* may start where it cannot finish booting (tests) */
 	bool host_paths;             /* gives guests the job's binds (na_job.hb) */
+	bool ckpt_no_sessions;       /* a guest with a `vhpc exec` or `vhpc shell`
+	                              * session open into it cannot be saved (its
+	                              * connection ends outside the guest) */
 	/* Whether this host can run it; allow_emulated lets kvm start on a
 	 * software-only KVM, and *emulated says that is the case. */
 	int (*check)(bool allow_emulated, bool *emulated, struct verr *err);

@@ -13,6 +13,8 @@
 # 1's lines reach mpirun
 # in guest 0 over its orted's TCP connection across the job network:
 #  - each guest's network namespace belongs to its own user namespace;
+#  - `vhpc checkpoint J` while a `vhpc exec` session is open: refused,
+#    naming it, nothing paused;
 #  - `vhpc checkpoint J` mid-run: the job runs on, its output too;
 #  - `vhpc checkpoint J --stop` later: the job ends CHECKPOINTED (75),
 #    nothing of it is left on either node, and `vhpc checkpoints` lists
@@ -75,7 +77,7 @@ gone() {
 tick_of() { vc output "$1" 2>/dev/null | sed -n "s/^$2 tick \([0-9]*\)$/\1/p" | tail -1; }
 past_tick() { [ "$(tick_of "$1" g1)" -ge "$2" ] 2>/dev/null; }
 
-N=120
+N=200
 # Each rank first holds FILL MiB of memory (a shell variable: anonymous
 # pages, what CRIU saves page by page), so that the figures per GiB say
 # something.
@@ -94,11 +96,26 @@ for n in $held; do
 		"$(lsns -n -o NS -t user -p "$pid" 2>&1 | tr -d ' ')" "$(lsns -n -o ONS -t net -p "$pid" 2>&1 | tr -d ' ')"
 done
 check "guest 1's ticks come through, past tick 10" poll_until 240 past_tick "$J" 10
+# A vhpc exec session open into a guest: its connection ends outside the
+# guest, which CRIU cannot save, so the checkpoint is refused, saying so,
+# before anything is paused; once it has ended, the checkpoint goes on.
+vc exec "$J" -- sleep 8 >/dev/null 2>&1 &
+XP=$!
+opened() { grep -q "job $J: exec stream to g0 opened" "$CL_DIR"/n[123].log; }
+check "a vhpc exec session into guest 0 is open" poll_until 60 opened
+out=$(vc checkpoint "$J" 2>&1); rc=$?
+check "vhpc checkpoint is refused while it is open" test "$rc" != 0
+check_match "... naming the session" "cannot be checkpointed on node n[123] now: 1 vhpc exec or vhpc shell session is open into its guests" "$out"
+check_eq "... and the job was never paused: RUNNING" RUNNING "$(job_state "$J")"
+wait "$XP"
+ended() { grep -q "job $J: the exec stream to g0 ended" "$CL_DIR"/n[123].log; }
+check "the session ends with its command" poll_until 30 ended
 # First a checkpoint that lets the job run on: vhpcd's monitor of mpirun,
 # closed for the dump, connects again, and the ticks go on.
 out=$(vc checkpoint "$J" 2>&1); rc=$?
 diag "$out"
 check_eq "vhpc checkpoint $J (no --stop) succeeds" 0 "$rc"
+FIRST=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$out")
 k1=$(tick_of "$J" g1)
 check "... the job runs on: guest 1's ticks pass ${k1:-?} + 8" poll_until 120 past_tick "$J" $((${k1:-0} + 8))
 check_eq "... RUNNING" RUNNING "$(job_state "$J")"
@@ -108,7 +125,7 @@ diag "$out"
 check_eq "vhpc checkpoint $J --stop succeeds (at g1's tick $k0)" 0 "$rc"
 [ "$rc" = 0 ] || for n in 1 2; do grep -E "checkpoint|CRIU" "$CL_DIR/n$n.log" | tail -3 | sed "s/^/# n$n: /"; done
 NAME=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$out")
-check_match "... a second checkpoint of the job" '\.2$' "$NAME"
+check "... another checkpoint than the first ($FIRST)" test -n "$NAME" -a "$NAME" != "$FIRST"
 check_match "... naming the checkpoint" '^[a-z0-9][a-z0-9.-]*$' "$NAME"
 vc wait "$J"; rc=$?
 check_eq "the job ends with exit status 75" 75 "$rc"

@@ -604,6 +604,8 @@ const struct na_driver na_driver_container = {
 	.guest_netns = true,
 	.host_spool = true,
 	.host_paths = true,
+	/* CRIU cannot take a socket whose peer is outside the dump. */
+	.ckpt_no_sessions = true,
 	.check = check,
 	.prepare_net = prepare_net,
 	.single_copy = single_copy,
