@@ -154,15 +154,9 @@ check_eq "node n$D, which held a part, is drained" 0 "$rc"
 [ "$rc" = 0 ] || diag "$out"
 at_exit "nsenter --net=/run/netns/$CL_HUB -- '$BIN/vhpc' node undrain n$D"
 
-t1=$(date +%s%N)
-out=$(vc restart "$NAME" 2>&1); rc=$?
-diag "$out"
-check_eq "vhpc restart $NAME succeeds" 0 "$rc"
-R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
-check_match "... as a new job" '^[0-9]+$' "$R"
-check "the restarted job $R runs" wait_state "$R" 'RUNNING|FAILED|EXITED' 200
+cl_restart "$NAME" 'RUNNING|FAILED|EXITED'
 job_state_is "$R" RUNNING || for n in 1 2 3; do grep -B2 -A32 "CRIU's log" "$CL_DIR/n$n.log" | head -40 | sed "s/^/# n$n: /"; done
-rms=$(( ($(date +%s%N) - t1) / 1000000 ))
+rms=$RESTART_MS
 diag "restart to RUNNING (both guests restored and resumed): $rms ms, $(awk -v n=$rms -v g="$gib" 'BEGIN { printf "%.1f", n / 1000 / g }') s per GiB held (nested/TCG)"
 rheld=$(nodes_of "$R")
 check_eq "... on n$F (a node that never had the job) and the one not drained, not n$D" \

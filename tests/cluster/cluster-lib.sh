@@ -164,6 +164,20 @@ wait_state() {  # ID REGEX [SECONDS]
 	echo "# job $1 is '$(job_state "$1")', not /$2/ after ${3:-60}s"
 	return 1
 }
+# cl_restart NAME [REGEX]: vhpc restart NAME, checked; the new job's id in
+# R, then a wait (200 s) for its state to match REGEX (RUNNING), and the
+# milliseconds from the restart to that in RESTART_MS.
+cl_restart() {
+	local t0 out rc
+	t0=$(date +%s%N)
+	out=$(vc restart "$1" 2>&1); rc=$?
+	diag "$out"
+	check_eq "vhpc restart $1 succeeds" 0 "$rc"
+	R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
+	check_match "... as a new job" '^[0-9]+$' "$R"
+	check "the restarted job $R runs" wait_state "$R" "${2:-RUNNING}" 200
+	RESTART_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
 # job_field ID FIELD: a scalar field of a job's record
 job_field() { job_json "$1" | grep -o "\"$2\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
 

@@ -147,17 +147,9 @@ KVM=(--driver kvm -N 2 -n 2 --vcpus 1 --mem 384M --timeout 600)
 # hv_pids JOB: the job's vhpc-hv pids on every node; alive PIDS: those still running
 hv_pids() { for f in "$CL_DIR"/run-n*/jobs/"$1"x*/kvm*/pid; do [ -f "$f" ] && echo "$(cat "$f")"; done | sort | tr '\n' ' '; }
 alive() { for p in $1; do [ -d /proc/$p ] && echo -n "$p "; done; }
-# restart_running NAME: vhpc restart NAME, checked; the new job's id in R
-# and the milliseconds until it was RUNNING in RESTART_MS.
+# restart_running NAME: cl_restart, then a lab crash of the new job
+# ends the test (lab_crashed).
 restart_running() {
-	local t0 out rc
-	t0=$(date +%s%N)
-	out=$(vc restart "$1" 2>&1); rc=$?
-	diag "$out"
-	check_eq "vhpc restart $1 succeeds" 0 "$rc"
-	R=$(sed -n 's/^Submitted job \([0-9]*\):.*/\1/p' <<<"$out")
-	check_match "... as a new job" '^[0-9]+$' "$R"
-	check "the restarted job $R runs" wait_state "$R" RUNNING 200
+	cl_restart "$1"
 	lab_crashed "$R"
-	RESTART_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 }
