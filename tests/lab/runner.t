@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # timeout: 400
-# How tests/run reports a lab test that never got a whole L1: when every
-# attempt ended with L1 failing the way the emulation makes it fail (here
-# a hung L1, the RCU stall report lab.t also writes), the test is skipped,
-# saying so; when an attempt ended with any other L1 crash (here a
-# sysrq-triggered panic), it is a failure.  A nested tests/run in a
-# scratch tree, on two fixtures, with 2 attempts each (4 L1 boots).
+# How tests/run reports a lab test that never got a whole L1 or L2: when
+# every attempt ended with the lab failing the way the emulation makes it
+# fail (here a hung L1, the RCU stall report lab.t also writes, and an L2
+# triple fault a test's lab_check reported), the test is skipped, saying
+# so; when an attempt ended with any other L1 crash (here a sysrq-triggered
+# panic), it is a failure; and when more tests than VHPC_LAB_SKIP_MAX lost
+# every attempt, each of them fails.  Two nested tests/run in a scratch
+# tree, on four fixtures, with 2 attempts each (6 L1 boots).
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86 is not installed (make deps installs it)"
@@ -39,12 +41,19 @@ EOF
 }
 fixture hang.t 'echo "<3>rcu: INFO: rcu_preempt detected stalls on CPUs/tasks: (written by runner.t)" >/dev/kmsg'
 fixture panic.t 'echo c >/proc/sysrq-trigger'
+# What tests/lib.sh's lab_check prints for a guest that crashed or hung in
+# L2; L1 goes on with the next test.
+fixture l2crash.t 'echo "1..2"; echo "ok 1 - before"; echo "# lab failure: an L2 guest crashed: guest triple fault (written by runner.t)"; echo "not ok 2 - after"; exit 1'
+fixture l2hang.t 'echo "1..1"; echo "# lab failure: an L2 guest hung at boot: guest g0 did not report ready within 57 s (written by runner.t)"; echo "not ok 1 - ran"; exit 1'
 
 outer_logs() { ls -l --time-style=+%s.%N "$VHPC_TOP/$B/test-logs" 2>/dev/null | grep labrunner; }
 outer_before=$(outer_logs)
 t0=$SECONDS
-(cd "$W/tree" && B=build VHPC_TEST_LOGS=$W/logs VHPC_LAB_ATTEMPTS=2 VHPC_TEST_BUDGET=0 VHPC_TEST_LAB_IMAGE=0 \
-	tests/run labrunner/) >"$W/out" 2>&1
+nested() {
+	(cd "$W/tree" && B=build VHPC_TEST_LOGS=$W/logs VHPC_LAB_ATTEMPTS=2 VHPC_TEST_BUDGET=0 VHPC_TEST_LAB_IMAGE=0 \
+		tests/run "$@") 2>&1
+}
+nested labrunner/hang.t labrunner/l2crash.t labrunner/panic.t >"$W/out"
 rc=$?
 diag "the nested run: $((SECONDS - t0)) s, status $rc"
 out=$(cat "$W/out")
@@ -52,13 +61,30 @@ check_eq "a run with a failure exits 1" 1 "$rc"
 check_match "the L1 hung under hang.t in both attempts" \
 	"labrunner/hang.t: vhpc-lab: lab failure: L1 hung: .*attempt 2 of 2" "$out"
 check_match "so hang.t is skipped, saying why" \
-	"skip  labrunner/hang.t: not run: L1 failed under it in each of its 2 attempts, the emulation's fault .*L1 hung" "$out"
+	"skip  labrunner/hang.t: not run: the lab failed under it in each of its 2 attempts, the emulation's way .*L1 hung" "$out"
 check "and never reported as failed" bash -c "! grep -q '^FAIL  labrunner/hang.t' '$W/out'"
+check_match "an L2 triple fault in both attempts of l2crash.t" \
+	"labrunner/l2crash.t: lab failure: an L2 guest crashed: guest triple fault .*attempt 2 of 2" "$out"
+check_match "so l2crash.t is skipped too, though it printed a failed check" \
+	"skip  labrunner/l2crash.t: not run: the lab failed under it in each of its 2 attempts, the emulation's way .*L2 guest crashed" "$out"
 check_match "panic.t, whose L1 panicked, is a failure" \
 	"FAIL  labrunner/panic.t \(lab failure, not a test result: .*L1's kernel crashed" "$out"
-check_match "the summary says why a lab test was skipped" \
-	"lab: 1 test\(s\) skipped: L1 failed under them in every attempt" "$out"
-check_eq "the last line counts the skip and the failure" "0 passed, 1 failed, 1 skipped" "$(tail -n 1 "$W/out")"
+check_match "the summary says why lab tests were skipped" \
+	"lab: 2 test\(s\) skipped: the lab failed under them in every attempt" "$out"
+check_eq "the last line counts the skips and the failure" "0 passed, 1 failed, 2 skipped" "$(tail -n 1 "$W/out")"
+
+# Past the limit every such test fails: a change that breaks each guest's
+# boot must not turn the lab's tests into skips.
+VHPC_LAB_SKIP_MAX=1 nested labrunner/l2crash.t labrunner/l2hang.t >"$W/out2"
+rc=$?
+out=$(cat "$W/out2")
+check_eq "a run past VHPC_LAB_SKIP_MAX exits 1" 1 "$rc"
+check_match "its summary says how many lost every attempt, against the limit" \
+	"lab: 2 lab tests lost every attempt to the emulation's failures, more than VHPC_LAB_SKIP_MAX=1" "$out"
+check_match "l2hang.t fails" "FAIL  labrunner/l2hang.t \(lab failure, not a test result: lab failure: an L2 guest hung at boot" "$out"
+check_eq "the last line counts both as failed" "0 passed, 2 failed" "$(tail -n 1 "$W/out2")"
+check_eq "a bad VHPC_LAB_SKIP_MAX is refused, naming it" \
+	"tests/run: VHPC_LAB_SKIP_MAX must be a whole number, got 'x'" "$(VHPC_LAB_SKIP_MAX=x nested labrunner/hang.t | head -n 1)"
 check_eq "the outer run's logs were not touched" "$outer_before" "$(outer_logs)"
 check_eq "no QEMU or virtiofsd is left" "" \
 	"$(pgrep -af 'qemu-system-x86_64 .*-name vhpc-lab|virtiofsd --socket-path=/var/tmp/vhpc-lab\.' | grep -F "$W" )"
