@@ -69,6 +69,9 @@ check_match "so l2crash.t is skipped too, though it printed a failed check" \
 	"skip  labrunner/l2crash.t: not run: the lab failed under it in each of its 2 attempts, the emulation's way .*L2 guest crashed" "$out"
 check_match "panic.t, whose L1 panicked, is a failure" \
 	"FAIL  labrunner/panic.t \(lab failure, not a test result: .*L1's kernel crashed" "$out"
+check_match "its FAIL line is followed by each attempt's reason (CI shows only a run's tail)" \
+	"^ +attempt 1: vhpc-lab: lab failure: L1's kernel crashed.* +attempt 2: vhpc-lab: lab failure: L1's kernel crashed" \
+	"$(grep -A 2 '^FAIL  labrunner/panic.t' "$W/out" | tail -n 2 | tr '\n' ' ')"
 check_match "the summary says why lab tests were skipped" \
 	"lab: 2 test\(s\) skipped: the lab failed under them in every attempt" "$out"
 check_eq "the last line counts the skips and the failure" "0 passed, 1 failed, 2 skipped" "$(tail -n 1 "$W/out")"
