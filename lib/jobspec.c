@@ -33,6 +33,7 @@ static const struct cf_field job_fields[] = {
 	{ .key = "oversubscribe", .kind = CF_BOOL, .off = J(oversubscribe) },
 	{ .key = "map_by", .kind = CF_ENUM, .off = J(map_by), .names = vhpc_map_by_names },
 	{ .key = "vmshm", .kind = CF_BOOL, .off = J(vmshm) },
+	{ .key = "single_copy", .kind = CF_BOOL, .off = J(single_copy) },
 	{ .key = "scratch", .kind = CF_SIZE, .off = J(scratch), .min = JOB_SCRATCH_MIN, .max = JOB_SCRATCH_MAX },
 	{ .key = "command", .kind = CF_STRLIST, .off = J(command), .flags = CF_REQUIRED },
 	{ .key = "env", .kind = CF_STRMAP, .off = J(env) },
@@ -51,6 +52,7 @@ void job_spec_defaults(struct job_spec *j)
 	j->mem = 512ull << 20;
 	j->timeout = 3600;
 	j->vmshm = true;
+	j->single_copy = true;
 	j->map_by = MAP_BY_NODE;
 }
 

@@ -29,6 +29,9 @@ struct job_spec {
 	bool oversubscribe;      /* guests may share host cores */
 	int map_by;              /* enum vhpc_map_by: rank order across guests */
 	bool vmshm;              /* shared-memory BTL between co-located guests */
+	bool single_copy;        /* container guests sharing vmshm also share a pod, so large
+	                          * messages cross once; false: no pod, the job can be
+	                          * checkpointed (kvm guests have no single copy either way) */
 	uint64_t scratch;        /* per guest: an empty writable /scratch of this size; 0 = none */
 	struct cf_strlist command;
 	struct cf_strmap env;

@@ -36,6 +36,7 @@ struct json_object *job_spec_to_json(const struct job_spec *j)
 	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->oversubscribe));
 	add_str(o, "map_by", vhpc_map_by_names[j->map_by == MAP_BY_SLOT ? MAP_BY_SLOT : MAP_BY_NODE]);
 	json_object_object_add(o, "vmshm", json_object_new_boolean(j->vmshm));
+	json_object_object_add(o, "single_copy", json_object_new_boolean(j->single_copy));
 	if (j->scratch)
 		json_object_object_add(o, "scratch", json_object_new_int64((int64_t)j->scratch));
 	for (size_t i = 0; i < j->command.n; i++)
@@ -100,7 +101,8 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 {
 	static const char *const fields[] = {
 		"name", "guests", "ranks", "vcpus", "mem", "image", "image_id", "tuning", "driver", "timeout",
-		"oversubscribe", "map_by", "vmshm", "scratch", "command", "env", "workdir", "binds", "rdma", "devices", NULL
+		"oversubscribe", "map_by", "vmshm", "single_copy", "scratch", "command", "env", "workdir", "binds",
+		"rdma", "devices", NULL
 	};
 	struct json_object *env = NULL;
 	const char *ws = NULL;
@@ -118,6 +120,7 @@ static int parse(struct json_object *o, struct job_spec *j, struct verr *err)
 	    jf_int(o, "scratch", false, (long long)JOB_SCRATCH_MIN, (long long)JOB_SCRATCH_MAX, &scratch, err) < 0 ||
 	    jf_bool(o, "oversubscribe", false, &j->oversubscribe, err) < 0 ||
 	    jf_bool(o, "vmshm", false, &j->vmshm, err) < 0 ||
+	    jf_bool(o, "single_copy", false, &j->single_copy, err) < 0 ||
 	    opt_name(o, "name", &j->name, err) < 0 || opt_name(o, "image", &j->image, err) < 0 ||
 	    opt_name(o, "image_id", &j->image_id, err) < 0 ||
 	    opt_name(o, "tuning", &j->tuning, err) < 0 ||

@@ -112,6 +112,8 @@ static int set_value(struct vs_opts *o, int id, const char *where, const char *v
 			return vs_fail(why, len, "%s '%s': expected 1 or 0", where, val);
 		if (id == JO_NOVMSHM)
 			o->no_vmshm = !val || !strcmp(val, "1");
+		else if (id == JO_NOSINGLECOPY)
+			o->no_single_copy = !val || !strcmp(val, "1");
 		else if (!val || !strcmp(val, "1"))
 			o->rdma = id == JO_RDMA ? JOB_RDMA_ON : JOB_RDMA_OFF;
 		return 0;
@@ -181,18 +183,23 @@ int vs_opts_env(struct vs_opts *o, const bool given[VS_NOPTS], char *const *env,
 
 int vs_opts_format(const struct vs_opts *o, char *buf, size_t len)
 {
-	int n = snprintf(buf, len, "image=%s driver=%s vcpus=%d mem=%llu vmshm=%d rdma=%s devices=%s", o->image,
-			 o->driver, o->vcpus, (unsigned long long)o->mem, o->no_vmshm ? 0 : 1, job_rdma_names[o->rdma],
-			 o->devices);
+	int n = snprintf(buf, len, "image=%s driver=%s vcpus=%d mem=%llu vmshm=%d rdma=%s devices=%s single_copy=%d",
+			 o->image, o->driver, o->vcpus, (unsigned long long)o->mem, o->no_vmshm ? 0 : 1,
+			 job_rdma_names[o->rdma], o->devices, o->no_single_copy ? 0 : 1);
 
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+#define NKEYS 8
 int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 {
-	static const char *const keys[7] = { "image", "driver", "vcpus", "mem", "vmshm", "rdma", "devices" };
-	static const int ids[7] = { JO_IMAGE, JO_DRIVER, JO_VCPUS, JO_MEM, JO_NOVMSHM, 0, JO_DEVICE };
-	bool seen[7] = { 0 };
+	/* single_copy, the last, came after the others: a line without it is
+	 * an older prolog's, whose jobs had the pod. */
+	static const char *const keys[NKEYS] = { "image", "driver", "vcpus", "mem", "vmshm", "rdma", "devices",
+						 "single_copy" };
+	static const int ids[NKEYS] = { JO_IMAGE, JO_DRIVER, JO_VCPUS, JO_MEM, JO_NOVMSHM, 0, JO_DEVICE,
+					JO_NOSINGLECOPY };
+	bool seen[NKEYS] = { 0 };
 	char buf[512], *save = NULL;
 
 	memset(o, 0, sizeof(*o));
@@ -206,15 +213,16 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 		if (!eq)
 			return vs_fail(why, len, "options: '%.40s' is not KEY=VALUE", w);
 		*eq++ = 0;
-		for (i = 0; i < 7 && strcmp(w, keys[i]); i++)
+		for (i = 0; i < NKEYS && strcmp(w, keys[i]); i++)
 			;
-		if (i == 7 || seen[i])
-			return vs_fail(why, len, "options: %s '%.40s'", i == 7 ? "unknown key" : "repeated key", w);
+		if (i == NKEYS || seen[i])
+			return vs_fail(why, len, "options: %s '%.40s'", i == NKEYS ? "unknown key" : "repeated key", w);
 		seen[i] = true;
-		if (i == 4) {
+		if (i == 4 || i == 7) {
+			/* the job's setting, where the flag says its opposite */
 			if (strcmp(eq, "0") && strcmp(eq, "1"))
-				return vs_fail(why, len, "options: vmshm '%.20s': expected 0 or 1", eq);
-			o->no_vmshm = !strcmp(eq, "0");
+				return vs_fail(why, len, "options: %s '%.20s': expected 0 or 1", keys[i], eq);
+			*(i == 4 ? &o->no_vmshm : &o->no_single_copy) = !strcmp(eq, "0");
 			continue;
 		}
 		if (i == 5) {
@@ -239,7 +247,7 @@ int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len)
 		if (set_value(o, ids[i], keys[i], eq, why, len) < 0)
 			return -1;
 	}
-	for (int i = 0; i < 7; i++)
+	for (int i = 0; i < NKEYS - 1; i++)
 		if (!seen[i])
 			return vs_fail(why, len, "options: %s missing", keys[i]);
 	o->set = true;

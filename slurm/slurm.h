@@ -33,6 +33,7 @@ struct vs_opts {
 	int vcpus;                 /* per guest; 0 = 1 */
 	uint64_t mem;              /* bytes per guest; 0 = default */
 	bool no_vmshm;
+	bool no_single_copy;       /* vmshm without the container driver's pod */
 	int rdma;                  /* enum job_rdma (lib/fabric.h): 0 auto, 1 on, 2 off */
 	char devices[200];         /* "gpu:2,nic" (--vhpc-device, each checked); "" = none */
 };
@@ -41,20 +42,21 @@ struct vs_opts {
  * (lib/jobopts.c), each as --vhpc-NAME; VS_NOPTS of them, in srun --help's
  * order.  vs_opt_row(i) is the i-th (NULL past the last); vs_opt_index
  * the place of the row with that id (JO_NOVMSHM, ...), -1 if none. */
-#define VS_NOPTS 8
+#define VS_NOPTS 9
 struct job_opt;
 const struct job_opt *vs_opt_row(int i);
 int vs_opt_index(int id);
 /* One option by its name without "--vhpc-" (image, driver, vcpus, mem,
- * no-vmshm); val NULL for the flag.  -1 with why ("--vhpc-mem '3X': ...")
- * for a bad value. */
+ * no-vmshm, no-single-copy, ...); val NULL for the flag.  -1 with why
+ * ("--vhpc-mem '3X': ...") for a bad value. */
 int vs_opt_set(struct vs_opts *o, const char *name, const char *val, char *why, size_t len);
-/* Options not given take SLURM_VHPC_IMAGE, _DRIVER, _VCPUS, _MEM and
- * _NO_VMSHM from env (NAME=VALUE, NULL-terminated); given[] says which
- * were given (indexed as vs_opt_row). */
+/* Options not given take SLURM_VHPC_IMAGE, _DRIVER, _VCPUS, _MEM,
+ * _NO_VMSHM, _NO_SINGLE_COPY, ... from env (NAME=VALUE, NULL-terminated);
+ * given[] says which were given (indexed as vs_opt_row). */
 int vs_opts_env(struct vs_opts *o, const bool given[VS_NOPTS], char *const *env, char *why, size_t len);
-/* "image=default driver=auto vcpus=0 mem=0 vmshm=1 rdma=auto devices=gpu:2,nic"
- * and back (devices= empty for none). */
+/* "image=default driver=auto vcpus=0 mem=0 vmshm=1 rdma=auto devices=gpu:2,nic
+ * single_copy=1" and back (devices= empty for none; single_copy= absent, as
+ * an older prolog wrote the line: 1). */
 int vs_opts_format(const struct vs_opts *o, char *buf, size_t len);
 int vs_opts_parse(const char *s, struct vs_opts *o, char *why, size_t len);
 

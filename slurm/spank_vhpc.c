@@ -385,6 +385,7 @@ static void check_step_options(void)
 			    (opts.driver[0] && strcmp(opts.driver, job.driver)) ||
 			    (opts.vcpus && opts.vcpus != job.vcpus) || (opts.mem && opts.mem != job.mem) ||
 			    (given[vs_opt_index(JO_NOVMSHM)] && !job.no_vmshm) ||
+			    (given[vs_opt_index(JO_NOSINGLECOPY)] && !job.no_single_copy) ||
 			    (opts.rdma && opts.rdma != job.rdma) ||
 			    (opts.devices[0] && strcmp(opts.devices, job.devices))) {
 				vs_opts_format(&job, words, sizeof(words));

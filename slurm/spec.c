@@ -237,7 +237,8 @@ int vs_job_load(struct vs_job *j, uint32_t id, const char *opts_path, const char
 	if (fabric(j, err) < 0)
 		return -1;
 	na_job_spec_from(s, &(struct job_spec){ .image = j->o.image[0] ? j->o.image : NULL,
-		.driver = vhpc_driver_index(j->o.driver), .mem = j->o.mem, .vmshm = !j->o.no_vmshm }, &j->cl);
+		.driver = vhpc_driver_index(j->o.driver), .mem = j->o.mem, .vmshm = !j->o.no_vmshm,
+		.single_copy = !j->o.no_single_copy }, &j->cl);
 	s->rdma = j->fab.rdma;
 	s->rdma_asked = j->o.rdma == JOB_RDMA_ON;
 	s->fabric_link = j->fab.link;

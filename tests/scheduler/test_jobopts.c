@@ -303,6 +303,59 @@ static void fabric_and_devices_through_every_front_end(void **state)
 	assert_int_equal(fx_rmdir(dir), 0);
 }
 
+/* --no-single-copy through vhpc run/submit, a job file and the submit
+ * message: the job keeps vmshm; left out, single copy is on; a bad value
+ * is refused naming the key and where. */
+static void single_copy_through_every_front_end(void **state)
+{
+	char dir[256], path[300];
+	struct job_spec j, back;
+	struct json_object *o;
+	struct verr e;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(parse(&j, NULL, NULL, NULL), 0);
+	assert_true(j.single_copy);
+	assert_true(j.vmshm);
+	job_spec_free(&j);
+	assert_int_equal(parse(&j, "--no-single-copy", NULL, NULL), 0);
+	assert_false(j.single_copy);
+	assert_true(j.vmshm);
+	o = job_spec_to_json(&j);
+	assert_int_equal(job_spec_from_json(o, &back, &e), 0);
+	assert_false(back.single_copy);
+	assert_true(back.vmshm);
+	job_spec_free(&back);
+	json_object_put(o);
+	job_spec_free(&j);
+	assert_int_equal(parse(&j, "--no-single-copy=1", NULL, NULL), EXIT_USAGE);
+	assert_non_null(strstr(said, "--no-single-copy"));
+	/* a job file's key */
+	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "jobopts"), 0);
+	snprintf(path, sizeof(path), "%s/job.yaml", dir);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("guests: 2\nsingle_copy: false\ncommand: [hostname]\n", f);
+	fclose(f);
+	assert_int_equal(job_spec_load(path, &j, &e), 0);
+	assert_false(j.single_copy);
+	assert_true(j.vmshm);
+	job_spec_free(&j);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("guests: 2\ncommand: [hostname]\n", f);
+	fclose(f);
+	assert_int_equal(job_spec_load(path, &j, &e), 0);
+	assert_true(j.single_copy);
+	job_spec_free(&j);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("guests: 2\nsingle_copy: maybe\ncommand: [hostname]\n", f);
+	fclose(f);
+	assert_int_equal(job_spec_load(path, &j, &e), -1);
+	if (!strstr(e.msg, "job.yaml:2") || !strstr(e.msg, "single_copy"))
+		fail_msg("the error does not name the file, line and key: %s", e.msg);
+	assert_int_equal(fx_rmdir(dir), 0);
+}
+
 /* Flags before --job lose to the file, later ones win over it. */
 static void a_job_file_is_taken_whole_then_overridden(void **state)
 {
@@ -363,6 +416,7 @@ int main(void)
 		cmocka_unit_test(a_job_file_is_taken_whole_then_overridden),
 		cmocka_unit_test(slurm_takes_its_rows_from_the_table),
 		cmocka_unit_test(fabric_and_devices_through_every_front_end),
+		cmocka_unit_test(single_copy_through_every_front_end),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

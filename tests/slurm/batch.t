@@ -51,7 +51,7 @@ check_match "the batch script itself ran on the node, not in a guest" "^n[1-3]$"
 out=$(sl_user sbatch --parsable --wait -N 1 --vhpc-image=default -o "$W/other.out" \
 	--wrap 'srun --vhpc-mem=1G hostname; echo "srun exit $?"' 2>&1)
 check_match "an srun inside the job with another --vhpc-mem fails with the job's options" \
-	"vhpc: this step's --vhpc-\* options differ from its job's \(image=default driver= vcpus=0 mem=0 vmshm=1 rdma=auto devices=\).*srun exit [1-9]" \
+	"vhpc: this step's --vhpc-\* options differ from its job's \(image=default driver= vcpus=0 mem=0 vmshm=1 rdma=auto devices= single_copy=1\).*srun exit [1-9]" \
 	"$(tr '\n' ' ' <"$W/other.out")"
 
 # -- scancel mid-job

@@ -37,6 +37,11 @@ static void options_are_checked_and_named(void **state)
 	assert_int_equal(vs_opt_set(&o, "driver", "kvm", why, sizeof(why)), 0);
 	assert_int_equal(vs_opt_set(&o, "no-vmshm", NULL, why, sizeof(why)), 0);
 	assert_true(o.no_vmshm);
+	assert_false(o.no_single_copy);
+	assert_int_equal(vs_opt_set(&o, "no-single-copy", NULL, why, sizeof(why)), 0);
+	assert_true(o.no_single_copy);
+	assert_int_equal(vs_opt_set(&o, "no-single-copy", "yes", why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "--vhpc-no-single-copy"));
 
 	assert_int_equal(vs_opt_set(&o, "image", "a/b", why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "--vhpc-image 'a/b'"));
@@ -64,7 +69,8 @@ static void options_are_checked_and_named(void **state)
 static void defaults_come_from_the_environment_and_lose_to_options(void **state)
 {
 	char *env[] = { "SLURM_VHPC_IMAGE=hpc", "SLURM_VHPC_MEM=1G", "SLURM_VHPC_VCPUS=2",
-			"SLURM_VHPC_NO_VMSHM=1", "SLURM_VHPC_NO_RDMA=1", "SLURM_VHPC_DEVICE=gpu:2,nic", "OTHER=x", NULL };
+			"SLURM_VHPC_NO_VMSHM=1", "SLURM_VHPC_NO_SINGLE_COPY=1", "SLURM_VHPC_NO_RDMA=1",
+			"SLURM_VHPC_DEVICE=gpu:2,nic", "OTHER=x", NULL };
 	bool given[VS_NOPTS] = { 0 };
 	struct vs_opts o = { 0 };
 
@@ -77,6 +83,7 @@ static void defaults_come_from_the_environment_and_lose_to_options(void **state)
 	assert_int_equal(o.mem, 1ull << 30);
 	assert_int_equal(o.vcpus, 3);
 	assert_true(o.no_vmshm);
+	assert_true(o.no_single_copy);
 	assert_int_equal(o.rdma, 2);
 	assert_string_equal(o.devices, "gpu:2,nic");
 
@@ -103,18 +110,33 @@ static void options_travel_as_one_line(void **state)
 	vs_opt_set(&o, "image", "default", why, sizeof(why));
 	vs_opt_set(&o, "mem", "768M", why, sizeof(why));
 	assert_int_equal(vs_opts_format(&o, line, sizeof(line)), 0);
-	assert_string_equal(line, "image=default driver= vcpus=0 mem=805306368 vmshm=1 rdma=auto devices=");
+	assert_string_equal(line, "image=default driver= vcpus=0 mem=805306368 vmshm=1 rdma=auto devices= single_copy=1");
 	assert_int_equal(vs_opts_parse(line, &back, why, sizeof(why)), 0);
 	assert_string_equal(back.image, "default");
 	assert_int_equal(back.mem, 805306368ull);
 	assert_false(back.no_vmshm);
+	assert_false(back.no_single_copy);
+	/* --vhpc-no-single-copy travels; an older prolog's line, without
+	 * the key, is a job with single copy; a bad value is named */
+	o.no_single_copy = true;
+	assert_int_equal(vs_opts_format(&o, line, sizeof(line)), 0);
+	assert_non_null(strstr(line, " single_copy=0"));
+	assert_int_equal(vs_opts_parse(line, &back, why, sizeof(why)), 0);
+	assert_true(back.no_single_copy);
+	assert_false(back.no_vmshm);
+	o.no_single_copy = false;
+	assert_int_equal(vs_opts_parse("image=x driver= vcpus=0 mem=0 vmshm=1 rdma=auto devices=", &back, why, sizeof(why)), 0);
+	assert_false(back.no_single_copy);
+	assert_int_equal(vs_opts_parse("image=x driver= vcpus=0 mem=0 vmshm=1 rdma=auto devices= single_copy=2", &back,
+				       why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "single_copy '2': expected 0 or 1"));
 	/* the fabric and the devices travel too, and are checked again */
 	assert_int_equal(vs_opt_set(&o, "rdma", NULL, why, sizeof(why)), 0);
 	assert_int_equal(vs_opt_set(&o, "device", "gpu:2", why, sizeof(why)), 0);
 	assert_int_equal(vs_opt_set(&o, "device", "nic", why, sizeof(why)), 0);
 	assert_int_equal(vs_opt_set(&o, "device", "gpu:1", why, sizeof(why)), 0);
 	assert_int_equal(vs_opts_format(&o, line, sizeof(line)), 0);
-	assert_string_equal(line, "image=default driver= vcpus=0 mem=805306368 vmshm=1 rdma=on devices=nic,gpu:1");
+	assert_string_equal(line, "image=default driver= vcpus=0 mem=805306368 vmshm=1 rdma=on devices=nic,gpu:1 single_copy=1");
 	assert_int_equal(vs_opts_parse(line, &back, why, sizeof(why)), 0);
 	assert_int_equal(back.rdma, 1);
 	assert_string_equal(back.devices, "nic,gpu:1");
