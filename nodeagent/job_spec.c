@@ -16,6 +16,7 @@ void na_job_spec_from(struct na_job_spec *s, const struct job_spec *js, const st
 	/* Co-located guests talk through shared memory rather than TCP, and
 	 * a single rank has nobody to talk to (ranks 0: not known here). */
 	s->vmshm = js->vmshm && js->ranks != 1;
+	s->single_copy = js->single_copy;
 	s->scratch = js->scratch;
 	s->job_timeout_s = js->timeout ? js->timeout : cl->default_timeout;
 	s->guest_port = (int)cl->guest_port;

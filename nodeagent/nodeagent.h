@@ -173,6 +173,9 @@ struct na_job_spec {
 	uint64_t mem;                  /* per guest */
 	bool oversubscribe;
 	bool vmshm;                    /* a vmshm region for the guests here (2 or more) */
+	bool single_copy;              /* with vmshm, the container driver's pod (its
+	                                * single copy); false: no pod, so runc can
+	                                * checkpoint the guests */
 	const char *host_id;           /* the vmshm BTL's "same host" */
 	uint64_t scratch;              /* each guest's /scratch; 0 = none */
 	const struct bind_list *binds; /* host paths in every guest; NULL = none */
@@ -234,7 +237,7 @@ struct na_job_spec {
 };
 
 /* The job-level fields of s (driver, image, tuning, vcpus, mem,
- * oversubscribe, vmshm, scratch, job_timeout_s, guest_port) from the job
+ * oversubscribe, vmshm, single_copy, scratch, job_timeout_s, guest_port) from the job
  * as its user described it, each left out taking the cluster's default:
  * the same meaning for `vhpc run` and Slurm.  The rest is the caller's:
  * which guests are here, their network, user, key and host. */

@@ -55,6 +55,7 @@ struct vprep {
 	uint64_t mem;
 	uint64_t scratch;          /* the job spec's /scratch size; 0 = none */
 	bool oversubscribe, vmshm;
+	bool single_copy;          /* absent (an older controller): true */
 	int nhere;                 /* guests on this node */
 	int *here;                 /* their job-wide indexes (sorted, unique) */
 	int ntotal;                /* guests of the job */

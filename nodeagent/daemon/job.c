@@ -83,6 +83,7 @@ static int job_spec(struct vjob *j, struct na_job_spec *s, struct verr *err)
 	s->mem = j->p.mem;
 	s->oversubscribe = j->p.oversubscribe;
 	s->vmshm = j->p.vmshm && j->p.nhere > 1;
+	s->single_copy = j->p.single_copy;
 	s->host_id = j->host_id;
 	s->scratch = j->p.scratch;
 	s->binds = &j->p.binds;

@@ -256,8 +256,8 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 {
 	static const char *const f[] = {
 		"node", "job", "local", "uid", "vni", "subnet", "guest_port", "image", "image_id", "tuning", "driver",
-		"vcpus", "mem", "oversubscribe", "vmshm", "scratch", "key", "timeout", "guests", "ranks", "peers",
-		"guest_nodes", "underlay_encryption", "binds", "fabric", "pci", "restore", NULL
+		"vcpus", "mem", "oversubscribe", "vmshm", "single_copy", "scratch", "key", "timeout", "guests", "ranks",
+		"peers", "guest_nodes", "underlay_encryption", "binds", "fabric", "pci", "restore", NULL
 	};
 	const char *s;
 	long long v;
@@ -307,8 +307,11 @@ static int parse_prepare(struct json_object *o, struct vprep *p, struct verr *er
 	if (jf_int(o, "scratch", false, (long long)JOB_SCRATCH_MIN, (long long)JOB_SCRATCH_MAX, &v, err) < 0)
 		return -1;
 	p->scratch = (uint64_t)v;
+	/* An older controller sends none: its jobs had the pod. */
+	p->single_copy = true;
 	if (jf_bool(o, "oversubscribe", true, &p->oversubscribe, err) < 0 ||
 	    jf_bool(o, "vmshm", true, &p->vmshm, err) < 0 ||
+	    jf_bool(o, "single_copy", false, &p->single_copy, err) < 0 ||
 	    jf_str(o, "key", true, 2 * CHAN_KEY_LEN, &s, err) < 0)
 		return -1;
 	{

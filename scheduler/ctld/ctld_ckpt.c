@@ -215,6 +215,8 @@ static struct json_object *record_new(struct ctld *ctl, const struct cjob *j, co
 	json_object_object_add(o, "vcpus", json_object_new_int(j->vcpus));
 	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
 	json_object_object_add(o, "vmshm", json_object_new_boolean(ctld_job_vmshm(j)));
+	/* Informative, as vmshm: a restart takes both from "spec". */
+	json_object_object_add(o, "single_copy", json_object_new_boolean(j->spec.single_copy));
 	json_object_object_add(o, "shared", json_object_new_boolean(ctl->cl.ckpt.shared));
 	for (int k = 0; k < s->n; k++) {
 		struct json_object *p = json_object_new_object(), *g = json_object_new_array();

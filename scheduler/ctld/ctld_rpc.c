@@ -208,6 +208,7 @@ static struct json_object *prepare_msg(struct ctld *ctl, const struct cjob *j, i
 	json_object_object_add(o, "mem", json_object_new_int64((int64_t)j->mem));
 	json_object_object_add(o, "oversubscribe", json_object_new_boolean(j->spec.oversubscribe));
 	json_object_object_add(o, "vmshm", json_object_new_boolean(ctld_job_vmshm(j)));
+	json_object_object_add(o, "single_copy", json_object_new_boolean(j->spec.single_copy));
 	if (j->spec.scratch)
 		json_object_object_add(o, "scratch", json_object_new_int64((int64_t)j->spec.scratch));
 	json_object_object_add(o, "key", json_object_new_string(j->key_hex));

@@ -179,7 +179,15 @@ static void controller_messages(void **state)
 	assert_int_equal(m.prep.npeers, 1);
 	assert_int_equal(m.prep.subnet.prefix, 24);
 	assert_string_equal(m.prep.image_id, H);
+	/* An older controller's message has no single_copy: its jobs had the pod. */
+	assert_true(m.prep.single_copy);
 	vmsg_free(&m);
+	assert_int_equal(vparse_with("single_copy", "false", &m, &e), 0);
+	assert_false(m.prep.single_copy);
+	assert_true(m.prep.vmshm);
+	vmsg_free(&m);
+	vrejects("single_copy", "\"no\"", "\"single_copy\": expected true or false");
+	vrejects("single_copy", "0", "\"single_copy\": expected true or false");
 	vrejects("image_id", "\"E3B0\"", "\"image_id\": expected an image id");
 	vrejects("image_id", NULL, "\"image_id\"");
 	vrejects("local", "\"9X2\"", "not a job id");
@@ -640,9 +648,27 @@ static void job_spec_round_trip(void **state)
 	assert_string_equal(back.name, "bench");
 	assert_string_equal(back.command.v[1], "PingPong");
 	assert_true(back.vmshm);
+	assert_true(back.single_copy);
 	assert_int_equal(back.scratch, 1ull << 30);
 	job_spec_free(&back);
 	json_object_put(o);
+	/* single_copy: false travels (vhpc submit --no-single-copy), a job
+	 * without the key has the default, a bad value is named. */
+	j.single_copy = false;
+	o = job_spec_to_json(&j);
+	assert_int_equal(job_spec_from_json(o, &back, &e), 0);
+	assert_false(back.single_copy);
+	assert_true(back.vmshm);
+	job_spec_free(&back);
+	json_object_object_del(o, "single_copy");
+	assert_int_equal(job_spec_from_json(o, &back, &e), 0);
+	assert_true(back.single_copy);
+	job_spec_free(&back);
+	json_object_object_add(o, "single_copy", json_object_new_string("off"));
+	assert_int_equal(job_spec_from_json(o, &back, &e), -1);
+	assert_non_null(strstr(e.msg, "\"single_copy\": expected true or false"));
+	json_object_put(o);
+	j.single_copy = true;
 	/* A scratch size from the wire is checked like one from the command line. */
 	o = job_spec_to_json(&j);
 	json_object_object_add(o, "scratch", json_object_new_int64(4096));

@@ -375,6 +375,7 @@ static void job_spec_takes_cluster_defaults(void **state)
 	assert_int_equal(s.job_timeout_s, 99);
 	assert_int_equal(s.guest_port, 7707);
 	assert_true(s.vmshm);
+	assert_true(s.single_copy);
 	js.driver = vhpc_driver_index("kvm");
 	js.image = "mine";
 	js.tuning = "none";
@@ -384,6 +385,7 @@ static void job_spec_takes_cluster_defaults(void **state)
 	js.scratch = 32ull << 20;
 	js.oversubscribe = true;
 	js.ranks = 1;
+	js.single_copy = false;
 	na_job_spec_from(&s, &js, &cl);
 	assert_string_equal(s.driver, "kvm");
 	assert_string_equal(s.image, "mine");
@@ -393,6 +395,7 @@ static void job_spec_takes_cluster_defaults(void **state)
 	assert_int_equal(s.vcpus, 3);
 	assert_int_equal(s.scratch, 32ull << 20);
 	assert_true(s.oversubscribe);
+	assert_false(s.single_copy);
 	/* One rank has nobody to share memory with. */
 	assert_false(s.vmshm);
 }
