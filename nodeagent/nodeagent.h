@@ -326,7 +326,8 @@ int na_job_run(struct na_job *j, int k, const struct gexec_req *r, int *status, 
 const char *na_job_spool(const struct na_job *j);
 /* Whether the job's ranks in different guests here may copy large messages
  * once, straight from each other's memory (VHPC_VMSHM_SINGLE_COPY=1 for
- * the vmshm BTL): the container driver's guests of a pod. */
+ * the vmshm BTL): the container driver's guests of a pod, which a job
+ * without single_copy does not get. */
 bool na_job_single_copy(const struct na_job *j);
 /* The environment vhpc-guestd starts with, which orted and the ranks
  * inherit: PATH, HOME, the job key's path, the job, the guest's index

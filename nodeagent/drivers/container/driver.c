@@ -48,7 +48,7 @@ struct ctr_guest {
 };
 
 /* The job's rootfs: the image, or an overlay with the binds' mountpoints;
- * the pod its guests here share when they talk through vmshm. */
+ * the pod its guests here share when wants_pod. */
 struct ctr_job {
 	char rootfs[PATH_MAX];
 	bool overlay;
@@ -69,13 +69,22 @@ static struct ctr_job *job_state(struct na_job *j, struct verr *err)
 }
 
 /* Guests that share a vmshm region share a pod, so their ranks can copy
- * large messages once (pod.c); their network namespaces are then made in
- * the pod's user namespace. */
+ * large messages once (pod.c), unless the job asked for none
+ * (single_copy false): runc cannot checkpoint a pod, and without it each
+ * guest keeps its own namespaces while still mapping the region (a file
+ * bound into each, launch).  The one rule for making, adopting and
+ * refusing to checkpoint a pod. */
+static bool wants_pod(const struct na_job *j)
+{
+	return j->s.vmshm && j->s.single_copy && j->s.nguests >= 2;
+}
+
+/* A pod's guests get their network namespaces made in its user namespace. */
 static int prepare_net(struct na_job *j, struct na_net_req *nr, struct verr *err)
 {
 	struct ctr_job *cj;
 
-	if (!j->s.vmshm || j->s.nguests < 2)
+	if (!wants_pod(j))
 		return 0;
 	if (!(cj = job_state(j, err)))
 		return -1;
@@ -300,6 +309,8 @@ static int launch(struct na_job *j, int k, int restore_fd, struct verr *err)
 		argv[13] = "/vhpc/spool";
 		argv[14] = NULL;
 	}
+	/* Pod or not (wants_pod): the region is a file that every guest here
+	 * maps, whatever namespaces it has. */
 	if (vmshm)
 		binds[s.nbinds++] = (struct na_bind){ .src = j->vmshm, .dst = VHPC_VMSHM_GUEST_PATH, .ro = false };
 	for (int i = 0; i < j->nhb && i < BIND_MAX; i++) {
@@ -366,7 +377,7 @@ static int adopt_pod(struct na_job *j, pid_t init, struct verr *err)
 	struct ctr_job *cj;
 	int rc;
 
-	if (!j->s.vmshm || j->s.nguests < 2)
+	if (!wants_pod(j))
 		return 0;
 	if (!(cj = job_state(j, err)))
 		return -1;
@@ -533,12 +544,13 @@ static struct na_ctr *guest_ctr(const struct na_job *j, int k, struct verr *err)
  * its output. */
 static int ckpt_check(const struct na_job *j, struct verr *err)
 {
-	/* prepare_net's rule, not have_pod: a job taken over may not have
-	 * looked for its pod yet. */
-	if (j->s.vmshm && j->s.nguests >= 2)
+	/* The rule, not have_pod: a job taken over may not have looked for
+	 * its pod yet. */
+	if (wants_pod(j))
 		return verr_set(err, "its %d guests here share a pod (one user and PID namespace, for vmshm's "
-				"single copy), which runc cannot checkpoint or restore; run the job with --no-vmshm "
-				"(or one guest per node) and it has no pod", j->s.nguests);
+				"single copy), which runc cannot checkpoint or restore; run the job with "
+				"--no-single-copy (it keeps vmshm, without the pod) or --no-vmshm and it has no pod",
+				j->s.nguests);
 	/* The host's reason before the guests': it holds for every job. */
 	if (na_ctr_ckpt_probe(err) < 0)
 		return -1;

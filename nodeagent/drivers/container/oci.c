@@ -9,9 +9,10 @@
  * devices, and its own PID, mount, UTS, IPC and cgroup namespaces; its
  * network namespace is its own too (runc makes it inside the guest's user
  * namespace, the agent moves its eth0 in), except in a pod: guests of a
- * job that share a host with vmshm share the user and PID namespace of
- * the job's pod there (pod.c), the same user's for all of them, and join
- * network namespaces the agent made in it.
+ * job that share a host with vmshm and single copy (the job's default)
+ * share the user and PID namespace of the job's pod there (pod.c), the
+ * same user's for all of them, and join network namespaces the agent made
+ * in it.
  *
  * Root inside rather than the user's own uid inside: runc needs the
  * container's root mapped to set the guest up, and mapping it to the user

@@ -24,7 +24,8 @@
  * migrate_pages) stay allowed: MPI and hwloc bind memory with them, and
  * the guest's cpuset.mems still bounds what they can reach.  ptrace and
  * process_vm_readv/writev stay allowed as in Docker's profile (debuggers;
- * single-copy MPI): the guest's own PID namespace and uid confine them.
+ * single-copy MPI): the guest's own PID namespace and uid confine them, or
+ * in a pod the pod's, which holds only its job's guests on that host.
  */
 #include "lib/err.h"
 #include "nodeagent/drivers/container/container.h"
