@@ -10,7 +10,9 @@
 #    anything changes: the pod of two guests on one node, and CRIU's own
 #    reason on this host (Debian 12's CRIU 3.17 cannot read a 6.13+
 #    kernel's vDSO); without check it refuses the same and leaves the
-#    guests paused; a checkpoint name that could leave the checkpoint dir
+#    guests paused; a job submitted with --no-single-copy has no pod on
+#    node 1, so node 1's reason and vhpc checkpoint's are CRIU's, not the
+#    pod; a checkpoint name that could leave the checkpoint dir
 #    is refused; a user cannot send any of them;
 #  - a job stopped while paused goes, and nothing is left behind.
 . "$(dirname "$0")/../lib.sh"
@@ -78,19 +80,23 @@ check_match "job_pause again: paused (idempotent)" '"type":"paused"' "$(msg job_
 # -- check: the reasons, before anything changes
 r1=$(msg job_checkpoint 1 "$J" '"ckpt":"'"$J"'.1","check":true')
 check_match "node 1 refuses: the pod" '"type":"error".*share a pod.*runc cannot checkpoint' "$r1"
+# What check says of guests in their own namespaces on this host: CRIU's
+# reason, or where CRIU works (the lab's kernel; ckpt-ctr-lab.t saves and
+# restores such a job) that they can be checkpointed.
+check_criu() {  # WHAT REPLY
+	if command -v criu >/dev/null && ! criu check >/dev/null 2>&1; then
+		why=$(criu check 2>&1 | sed -n 's/^Error ([^)]*): //p' | head -1)
+		diag "criu check here: $why"
+		check_match "$1 refuses with CRIU's own reason and this kernel" \
+			"\"type\":\"error\".*CRIU \\(.*\\) cannot checkpoint any process on this kernel \\($(uname -r)\\): ${why//[\[\]().*]/.}" "$2"
+	elif ! command -v criu >/dev/null; then
+		check_match "$1 refuses: CRIU is not installed" '"type":"error".*CRIU is not installed' "$2"
+	else
+		check_match "$1 can be checkpointed" '"type":"checkable"' "$2"
+	fi
+}
 r2=$(msg job_checkpoint 2 "$J" '"ckpt":"'"$J"'.1","check":true')
-if command -v criu >/dev/null && ! criu check >/dev/null 2>&1; then
-	why=$(criu check 2>&1 | sed -n 's/^Error ([^)]*): //p' | head -1)
-	diag "criu check here: $why"
-	check_match "node 2 refuses with CRIU's own reason and this kernel" \
-		"\"type\":\"error\".*CRIU \\(.*\\) cannot checkpoint any process on this kernel \\($(uname -r)\\): ${why//[\[\]().*]/.}" "$r2"
-elif ! command -v criu >/dev/null; then
-	check_match "node 2 refuses: CRIU is not installed" '"type":"error".*CRIU is not installed' "$r2"
-else
-	# Where CRIU works (the lab's kernel): ckpt-ctr-lab.t saves and
-	# restores such a job.
-	check_match "node 2's guest, alone and in its own namespaces, can be checkpointed" '"type":"checkable"' "$r2"
-fi
+check_criu "node 2's guest, alone and in its own namespaces," "$r2"
 check_match "without check: node 1 is refused the same" '"type":"error".*cannot be checkpointed' \
 	"$(msg job_checkpoint 1 "$J" '"ckpt":"'"$J"'.1"')"
 check_eq "... and the guests stay paused" "FROZEN FROZEN FROZEN " "$(freezer "$l1")$(freezer "$l2")"
@@ -107,7 +113,9 @@ n0=$(job_json "$J" | grep -o '"guest":0,"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"
 check_match "guest 0's node ($n0)" '^[12]$' "$n0"
 from=$(log_lines "$CL_DIR/n$n0.log")
 cl_node_kill "$n0" KILL
-cl_node_up "$n0" || fail "node $n0 restarts"
+# node 1 with its two cpus again: the --no-single-copy job below has two
+# guests there too
+cl_node_up "$n0" $([ "$n0" = 1 ] && echo --cpus 0-1) || fail "node $n0 restarts"
 check "node $n0 takes the paused job over" wait_log "$CL_DIR/n$n0.log" "job $J .*taken over after a restart: .* running" 20 "$from"
 check_match "... knowing it is paused" "job $J: its guests here are paused" "$(tail -n +"$from" "$CL_DIR/n$n0.log")"
 check_eq "... its guests still frozen" "FROZEN FROZEN FROZEN " "$(freezer "$l1")$(freezer "$l2")"
@@ -130,6 +138,27 @@ lines_ok() {
 	done
 }
 check "its output is whole: every line of the three guests, each once" lines_ok "$T/j.out"
+
+# -- --no-single-copy: node 1's two guests keep vmshm without the pod
+cl_wait_nodes_idle 30
+S=$(sub -N 3 --vcpus 1 --no-single-copy --timeout 120 -- sleep 100)
+check "job $S (--no-single-copy) runs" wait_state "$S" RUNNING 60
+ls1=$(local_of "$S" 1)
+check "node 1 has two of its guests and their vmshm region" \
+	wait_log "$CL_DIR/n1.log" "job $ls1: vmshm region .* for [0-9]+ ranks" 5
+check_eq "... and no pod" "" \
+	"$(pgrep -x vhpc-pod | while read -r p; do grep -q ":/vhpc/$ls1/pod\$" /proc/$p/cgroup 2>/dev/null && echo $p; done)"
+check_criu "node 1's two guests without a pod" "$(msg job_checkpoint 1 "$S" '"ckpt":"'"$S"'.1","check":true')"
+out=$(vc checkpoint "$S" 2>&1)
+diag "vhpc checkpoint: $out"
+if command -v criu >/dev/null && criu check >/dev/null 2>&1; then
+	check "vhpc checkpoint does not refuse it for a pod" eval '! grep -q pod <<<"$out"'
+else
+	check_match "vhpc checkpoint refuses it for CRIU, not a pod" 'cannot be checkpointed: node n[12]: .*CRIU' "$out"
+	check "... the pod is not named" eval '! grep -q pod <<<"$out"'
+fi
+vc cancel "$S" >/dev/null 2>&1
+check "job $S ends" wait_state "$S" CANCELLED 30
 
 # -- a job stopped while paused, by a vhpcd that took it over paused
 #    (its guest 0's agent is frozen: the node must thaw it to stop it)

@@ -8,7 +8,9 @@
 # TCP, and the region file is gone after every job.  With vmshm the guests
 # share the job's pod (one user and PID namespace, their own network, UTS
 # and mount namespaces) and large messages cross in one copy; without it
-# each guest has its own; no pod init outlives its job.
+# each guest has its own; no pod init outlives its job.  --no-single-copy
+# keeps vmshm without the pod: each guest its own namespaces, no
+# VHPC_VMSHM_SINGLE_COPY, every large message through the rings.
 . "$(dirname "$0")/../integration/common.sh"
 need_root
 for f in "$BIN/vhpc" "$BIN/vhpc-guestd" "$VHPC_TOP/$B/vmshm/bin/vmshm-test" "$VHPC_TOP/$B/lib/vhpc/openmpi/mca_btl_vmshm.so"; do
@@ -50,7 +52,8 @@ check_eq "the region file is removed after the job" 0 "$leftover"
 check_eq "no pod init is left after the job" "" "$(pgrep -x vhpc-pod)"
 
 ns='echo NS $(hostname) $(readlink /proc/self/ns/pid) $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/net) $(readlink /proc/self/ns/uts) $(readlink /proc/self/ns/mnt) $(id -u)'
-job ns -N 2 -n 2 -- sh -c "$ns"
+sc='echo SC $(hostname) [${VHPC_VMSHM_SINGLE_COPY-unset}]'
+job ns -N 2 -n 2 -- sh -c "$ns; $sc"
 read -r _ h0 pid0 user0 net0 uts0 mnt0 id0 < <(grep '^NS g0 ' "$T/ns.out")
 read -r _ h1 pid1 user1 net1 uts1 mnt1 id1 < <(grep '^NS g1 ' "$T/ns.out")
 check "with vmshm, g0 and g1 share one PID and one user namespace ($pid0, $user0)" \
@@ -58,6 +61,21 @@ check "with vmshm, g0 and g1 share one PID and one user namespace ($pid0, $user0
 check "and keep their own network, UTS and mount namespaces" \
 	test -n "$net0" -a "$net0" != "$net1" -a "$uts0" != "$uts1" -a "$mnt0" != "$mnt1"
 check_eq "their processes run as root of that namespace (the job's user outside)" "0 0" "$id0 $id1"
+check_eq "and their ranks are told to copy once" "SC g0 [1] SC g1 [1]" "$(grep '^SC ' "$T/ns.out" | sort | paste -sd' ')"
+job ns-nosc -N 2 -n 2 --no-single-copy -- sh -c "$ns; $sc"
+read -r _ _ pid0 user0 net0 _ < <(grep '^NS g0 ' "$T/ns-nosc.out")
+read -r _ _ pid1 user1 net1 _ < <(grep '^NS g1 ' "$T/ns-nosc.out")
+check "--no-single-copy: each guest has a PID, user and network namespace of its own (no pod)" \
+	test -n "$pid0" -a "$pid0" != "$pid1" -a "$user0" != "$user1" -a "$net0" != "$net1"
+check_eq "... its ranks are not told to copy once" "SC g0 [unset] SC g1 [unset]" \
+	"$(grep '^SC ' "$T/ns-nosc.out" | sort | paste -sd' ')"
+check "... and the job still has its vmshm region" grep -q 'vmshm region' "$T/ns-nosc.err"
+job sizes-nosc -N 2 -n 2 --no-single-copy -x OMPI_MCA_btl_base_verbose=1 -- vmshm-test sizes
+if [ $rc = 0 ] && grep -q '^OK sizes' "$T/sizes-nosc.out"; then ok "--no-single-copy: 0..4 MiB across two guests, every byte verified"; else fail "sizes --no-single-copy"; show sizes-nosc; fi
+check "... through vmshm" grep -qE 'Using vmshm btl for send to \[\[[0-9]+,1\],1\]' "$T/sizes-nosc.out" "$T/sizes-nosc.err"
+tx=$(counter sizes-nosc 0 1 tx_bytes); rx=$(counter sizes-nosc 1 0 rx_bytes)
+check_eq "... every byte through the rings (${tx:-0} sent), none by single copy" "$tx 0" "$rx $(counter sizes-nosc 1 0 get_bytes)"
+check_eq "... no pod init is left either" "" "$(pgrep -x vhpc-pod)"
 job ns-novmshm -N 2 -n 2 --no-vmshm -- sh -c "$ns"
 read -r _ _ pid0 user0 _ < <(grep '^NS g0 ' "$T/ns-novmshm.out")
 read -r _ _ pid1 user1 _ < <(grep '^NS g1 ' "$T/ns-novmshm.out")
