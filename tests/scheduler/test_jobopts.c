@@ -220,6 +220,17 @@ static void values_land_in_the_job(void **state)
 	assert_int_equal(helped, 1);
 }
 
+/* Writes text as the job file at path, and loads it. */
+static int load_job_file(const char *path, const char *text, struct job_spec *j, struct verr *e)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return job_spec_load(path, j, e);
+}
+
 /* --rdma, --no-rdma and --device through vhpc run/submit, a job file and
  * the submit message; hostile values are refused naming the flag. */
 static void fabric_and_devices_through_every_front_end(void **state)
@@ -229,7 +240,6 @@ static void fabric_and_devices_through_every_front_end(void **state)
 	struct job_spec j, back;
 	struct json_object *o;
 	struct verr e;
-	FILE *f;
 
 	(void)state;
 	{
@@ -282,22 +292,13 @@ static void fabric_and_devices_through_every_front_end(void **state)
 	/* a job file's keys */
 	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "jobopts"), 0);
 	snprintf(path, sizeof(path), "%s/job.yaml", dir);
-	assert_non_null(f = fopen(path, "w"));
-	fputs("guests: 2\nrdma: off\ndevices: [vf:2]\ncommand: [hostname]\n", f);
-	fclose(f);
-	assert_int_equal(job_spec_load(path, &j, &e), 0);
+	assert_int_equal(load_job_file(path, "guests: 2\nrdma: off\ndevices: [vf:2]\ncommand: [hostname]\n", &j, &e), 0);
 	assert_int_equal(j.rdma, JOB_RDMA_OFF);
 	assert_string_equal(j.devices.v[0], "vf:2");
 	job_spec_free(&j);
-	assert_non_null(f = fopen(path, "w"));
-	fputs("guests: 2\nrdma: maybe\ncommand: [hostname]\n", f);
-	fclose(f);
-	assert_int_equal(job_spec_load(path, &j, &e), -1);
+	assert_int_equal(load_job_file(path, "guests: 2\nrdma: maybe\ncommand: [hostname]\n", &j, &e), -1);
 	assert_non_null(strstr(e.msg, ":2:"));
-	assert_non_null(f = fopen(path, "w"));
-	fputs("guests: 2\ndevices: [\"gpu/../x\"]\ncommand: [hostname]\n", f);
-	fclose(f);
-	assert_int_equal(job_spec_load(path, &j, &e), -1);
+	assert_int_equal(load_job_file(path, "guests: 2\ndevices: [\"gpu/../x\"]\ncommand: [hostname]\n", &j, &e), -1);
 	assert_non_null(strstr(e.msg, "job.yaml"));
 	assert_non_null(strstr(e.msg, "not a class name"));
 	assert_int_equal(fx_rmdir(dir), 0);
@@ -312,7 +313,6 @@ static void single_copy_through_every_front_end(void **state)
 	struct job_spec j, back;
 	struct json_object *o;
 	struct verr e;
-	FILE *f;
 
 	(void)state;
 	assert_int_equal(parse(&j, NULL, NULL, NULL), 0);
@@ -334,23 +334,14 @@ static void single_copy_through_every_front_end(void **state)
 	/* a job file's key */
 	assert_int_equal(fx_tmpdir(dir, sizeof(dir), "jobopts"), 0);
 	snprintf(path, sizeof(path), "%s/job.yaml", dir);
-	assert_non_null(f = fopen(path, "w"));
-	fputs("guests: 2\nsingle_copy: false\ncommand: [hostname]\n", f);
-	fclose(f);
-	assert_int_equal(job_spec_load(path, &j, &e), 0);
+	assert_int_equal(load_job_file(path, "guests: 2\nsingle_copy: false\ncommand: [hostname]\n", &j, &e), 0);
 	assert_false(j.single_copy);
 	assert_true(j.vmshm);
 	job_spec_free(&j);
-	assert_non_null(f = fopen(path, "w"));
-	fputs("guests: 2\ncommand: [hostname]\n", f);
-	fclose(f);
-	assert_int_equal(job_spec_load(path, &j, &e), 0);
+	assert_int_equal(load_job_file(path, "guests: 2\ncommand: [hostname]\n", &j, &e), 0);
 	assert_true(j.single_copy);
 	job_spec_free(&j);
-	assert_non_null(f = fopen(path, "w"));
-	fputs("guests: 2\nsingle_copy: maybe\ncommand: [hostname]\n", f);
-	fclose(f);
-	assert_int_equal(job_spec_load(path, &j, &e), -1);
+	assert_int_equal(load_job_file(path, "guests: 2\nsingle_copy: maybe\ncommand: [hostname]\n", &j, &e), -1);
 	if (!strstr(e.msg, "job.yaml:2") || !strstr(e.msg, "single_copy"))
 		fail_msg("the error does not name the file, line and key: %s", e.msg);
 	assert_int_equal(fx_rmdir(dir), 0);
