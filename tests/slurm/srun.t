@@ -92,7 +92,7 @@ check_match "sbatch --vhpc-image=nosuch is refused the same way" "vhpc: no image
 check_eq "none of them made a job" "$jobs_before" "$(grep -c . "$SL_DIR/jobcomp.txt" 2>/dev/null)"
 out=$(sl_user env SLURM_VHPC_IMAGE=default srun -N 1 hostname 2>/dev/null)
 check_eq "SLURM_VHPC_IMAGE=default makes srun's tasks run in guests" "g0" "$out"
-check_match "srun --help lists the options" "--vhpc-image=IMG.*--vhpc-driver=NAME.*--vhpc-vcpus=N.*--vhpc-mem=SIZE.*--vhpc-no-vmshm.*--vhpc-rdma.*--vhpc-no-rdma.*--vhpc-device=CLASS\[:N\]" \
+check_match "srun --help lists the options" "--vhpc-image=IMG.*--vhpc-driver=NAME.*--vhpc-vcpus=N.*--vhpc-mem=SIZE.*--vhpc-no-vmshm.*--vhpc-no-single-copy.*--vhpc-rdma.*--vhpc-no-rdma.*--vhpc-device=CLASS\[:N\]" \
 	"$(sl_in "$SL_HUB" srun --help 2>&1 | tr '\n' ' ')"
 
 # -- the fabric and devices (this cluster has neither)
