@@ -206,6 +206,8 @@ static int make_net(struct na_job *j, struct verr *err)
 		.index = j->s.index, .vni = j->s.vni, .underlay = j->s.underlay,
 		.peers = j->s.peers, .npeers = j->s.npeers, .no_guest_netns = !j->drv->guest_netns,
 		.ntotal = j->s.ntotal, .guest_node = j->s.guest_node, .wg = j->s.wg,
+		/* Up at job_resume, once every guest of the job is back. */
+		.ports_down = j->s.restore,
 	};
 
 	if (j->drv->prepare_net && j->drv->prepare_net(j, &nr, err) < 0)

@@ -78,7 +78,11 @@ int na_job_resume(struct na_job *j, struct verr *err)
 		return -1;
 	if (!j->drv->resume)
 		return verr_set(err, "the %s driver cannot pause or resume its guests", j->drv->name);
-	/* Every guest, even after one failed: the others must not stay frozen. */
+	/* A restored job's ports come up first (na_net_req.ports_down): by
+	 * now every node has its guests back, sockets included.  Then every
+	 * guest, even after a failure: none must stay frozen. */
+	if (j->have_net && na_net_ports_up(&j->net, err) < 0)
+		rc++;
 	for (int k = 0; k < j->s.nguests; k++) {
 		struct verr e;
 

@@ -35,9 +35,10 @@
 
 #define BRIDGE "br0"
 
-/* Brings name up, with mtu when > 0 and master when >= 0. */
-static int link_set(struct nl_sock *sk, const char *name, int mtu, int master,
-		    struct verr *err)
+/* Brings name up (or leaves it down), with mtu when > 0 and master when
+ * >= 0. */
+static int link_set_up(struct nl_sock *sk, const char *name, int mtu, int master, bool up,
+		       struct verr *err)
 {
 	struct rtnl_link *link = NULL, *change = rtnl_link_alloc();
 	int rc;
@@ -48,7 +49,8 @@ static int link_set(struct nl_sock *sk, const char *name, int mtu, int master,
 		rtnl_link_put(change);
 		return verr_set(err, "link %s: %s", name, nl_geterror(rc));
 	}
-	rtnl_link_set_flags(change, IFF_UP);
+	if (up)
+		rtnl_link_set_flags(change, IFF_UP);
 	if (mtu > 0)
 		rtnl_link_set_mtu(change, mtu);
 	if (master >= 0)
@@ -57,8 +59,14 @@ static int link_set(struct nl_sock *sk, const char *name, int mtu, int master,
 	rtnl_link_put(link);
 	rtnl_link_put(change);
 	if (rc < 0)
-		return verr_set(err, "link %s: set up%s: %s", name, mtu > 0 ? " and MTU" : "", nl_geterror(rc));
+		return verr_set(err, "link %s: set %s%s: %s", name, up ? "up" : "MTU and master",
+				up && mtu > 0 ? " and MTU" : "", nl_geterror(rc));
 	return 0;
+}
+
+static int link_set(struct nl_sock *sk, const char *name, int mtu, int master, struct verr *err)
+{
+	return link_set_up(sk, name, mtu, master, true, err);
 }
 
 static int link_index(struct nl_sock *sk, const char *name, struct verr *err)
@@ -171,7 +179,7 @@ static int job_setup(void *arg, struct verr *err)
 			verr_set(err, "create veth %s <-> eth0 of guest %d: %s", host, c->n->index[i], nl_geterror(e));
 			goto out;
 		}
-		if (link_set(sk, host, c->mtu, brx, err) < 0)
+		if (link_set_up(sk, host, c->mtu, brx, !c->r->ports_down, err) < 0)
 			goto out;
 		if (na_eth_offloads(host, c->r->tuning, NA_ETH_NO_GRO, err) < 0)
 			goto out;
@@ -681,6 +689,34 @@ int na_net_guest_move(const struct na_net *n, int k, const struct tuning *t, int
 	if (na_netns_run(name, eth0_move, &nsfd, err) < 0 || na_netns_del(name, err) < 0 ||
 	    na_netns_add_fd(name, nsfd, err) < 0 || na_netns_run(name, guest_setup, &g, err) < 0)
 		return verr_wrap(err, "job %s network, guest %d", n->job, n->index[k]);
+	return 0;
+}
+
+static int ports_up(void *arg, struct verr *err)
+{
+	const struct na_net *n = arg;
+	struct nl_sock *sk = na_nl_open(NETLINK_ROUTE, err);
+	int rc = 0;
+
+	if (!sk)
+		return -1;
+	for (int k = 0; k < n->nguests && rc == 0; k++) {
+		char host[IFNAMSIZ];
+
+		/* A guest with no netns of its own here has no veth (kvm: a tap). */
+		if (!n->guest_netns[k][0])
+			continue;
+		snprintf(host, sizeof(host), "v%d", n->index[k]);
+		rc = link_set(sk, host, 0, -1, err);
+	}
+	nl_socket_free(sk);
+	return rc;
+}
+
+int na_net_ports_up(const struct na_net *n, struct verr *err)
+{
+	if (na_netns_run(n->job_netns, ports_up, (void *)n, err) < 0)
+		return verr_wrap(err, "job %s network: the guests' ports", n->job);
 	return 0;
 }
 

@@ -45,6 +45,11 @@ struct na_net_req {
 	                          * bridge (na_kvm_start), so no guest netns/veth */
 	pid_t guest_netns_owner; /* >0: the guests' netns belong to this process's
 	                          * user namespace (a container pod's) */
+	bool ports_down;         /* the guests' veths on the bridge stay down (their
+	                          * eth0 without carrier) until na_net_ports_up: a
+	                          * restore, whose guests get their TCP sockets back
+	                          * one at a time (CRIU); a peer that answered before
+	                          * its socket was back would reset the connection */
 };
 
 struct na_net {
@@ -85,6 +90,9 @@ int na_net_destroy(struct na_net *n, struct verr *err);
  * and the sysctls of tuning t.  The namespace first named so, empty now,
  * goes. */
 int na_net_guest_move(const struct na_net *n, int k, const struct tuning *t, int nsfd, struct verr *err);
+/* Every guest's veth on the bridge up (those ports_down left down; a no-op
+ * for ports that are up, and for kvm guests, whose taps are not here). */
+int na_net_ports_up(const struct na_net *n, struct verr *err);
 /* A netlink socket of protocol (NETLINK_ROUTE, NETLINK_RDMA) in the calling
  * thread's network namespace (nlsock.c); NULL and why. */
 struct nl_sock *na_nl_open(int protocol, struct verr *err);

@@ -10,3 +10,5 @@ $(eval $(call unit_test,unit-cgroup-usage,tests/nodeagent/test_cgroup_usage.c,$(
 $(eval $(call unit_test,unit-ckpt-part,tests/nodeagent/test_ckpt_part.c,$(NODEAGENT_LIBS)))
 # A container guest's output folder, which the guest can write: the link, FIFO and hard-link attacks.
 $(eval $(call unit_test,unit-ctr-out,tests/nodeagent/test_ctr_out.c,$(NODEAGENT_LIBS)))
+# A restored job's ports on the bridge: down until job_resume (ports_down, na_net_ports_up).
+$(eval $(call unit_test,unit-net-ports,tests/nodeagent/test_net_ports.c,$(NODEAGENT_LIBS)))
