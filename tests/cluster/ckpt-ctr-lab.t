@@ -32,48 +32,15 @@
 # time (nested/TCG).
 . "$(dirname "$0")/../lib.sh"
 need_cluster vhpc-na
-CRIU=$(command -v criu) || skip_all "CRIU is not installed (the Debian package criu)"
-if ! why=$(criu check 2>&1); then
-	skip_all "CRIU cannot checkpoint any process on this kernel ($(uname -r)): $(echo "$why" | sed -n 's/^Error ([^)]*): //p' | head -1) (the lab's L1 runs one where it can)"
-fi
 CL=vcl$$
-. "$(dirname "$0")/cluster-lib.sh"
-T=$CL_DIR
-CK=$T/ckpt
-mkdir -m 700 "$CK"
-lab_no_default_binds
-# Ours to change: lab_no_default_binds's copy in the lab, else a copy.
-case ${VHPC_CLUSTER-} in "$T"/*) ;; *) cp "$VHPC_TOP/configs/cluster.yaml" "$T/cluster.yaml"; export VHPC_CLUSTER=$T/cluster.yaml ;; esac
-printf 'checkpoints:\n  dir: %s\n  shared: true\n' "$CK" >>"$VHPC_CLUSTER"
-
-t0=$SECONDS
-mark() { diag "$* after $((SECONDS - t0)) s"; }
-# Stopped at its time limit: where the jobs were, from the logs.
-on_term() {
-	diag "stopped at the time limit; job ${J-?}: $(job_state "${J-0}" 2>&1); job ${R-?}: $(job_state "${R-0}" 2>&1)"
-	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n1.log "$CL_DIR"/n2.log "$CL_DIR"/n3.log; do
-		[ -f "$f" ] && tail -n 15 "$f" | sed "s|^|# ${f##*/}: |"
-	done
-	exit 1
-}
-trap on_term TERM
+. "$(dirname "$0")/ckpt-ctr-lib.sh"
 cl_net_up 3 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
 mark "vhpc-ctld up, the image pushed"
 before=$(cl_leftovers)
 for i in 1 2 3; do cl_node_up $i || fail "node $i starts"; done
 check "three nodes register" cl_wait_nodes_up 3
 
-sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
-local_of() { sed -n "s/.*job $1 (\([0-9a-z]*x[0-9a-z]*\)).*/\1/p" "$CL_DIR/n$2.log" | head -1; }
-nodes_of() { local i; for i in 1 2 3; do ls -d "$CL_DIR/run-n$i/jobs/$1"x* >/dev/null 2>&1 && echo -n "$i "; done; }
 runc_n() { local n=$1; shift; runc --root "$CL_DIR/run-n$n/runc" "$@"; }
-gone() {
-	local i
-	for i in 1 2 3; do
-		for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
-	done
-	[ "$before" = "$(cl_leftovers)" ]
-}
 tick_of() { vc output "$1" 2>/dev/null | sed -n "s/^$2 tick \([0-9]*\)$/\1/p" | tail -1; }
 past_tick() { [ "$(tick_of "$1" g1)" -ge "$2" ] 2>/dev/null; }
 

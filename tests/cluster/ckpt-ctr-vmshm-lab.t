@@ -23,54 +23,20 @@
 . "$(dirname "$0")/../lib.sh"
 need_cluster vhpc-na
 [ "$(nproc)" -ge 2 ] || skip_all "a node needs two cpus of this machine for its two guests"
-command -v criu >/dev/null || skip_all "CRIU is not installed (the Debian package criu)"
-if ! why=$(criu check 2>&1); then
-	skip_all "CRIU cannot checkpoint any process on this kernel ($(uname -r)): $(echo "$why" | sed -n 's/^Error ([^)]*): //p' | head -1) (the lab's L1 runs one where it can)"
-fi
 CKB=$VHPC_TOP/$B/testbin/ckpt_cksum
 [ -x "$CKB" ] || { echo "Bail out! $CKB is not built (make tests)"; exit 1; }
 CL=vcv$$
-. "$(dirname "$0")/cluster-lib.sh"
-T=$CL_DIR
-CK=$T/ckpt
-mkdir -m 700 "$CK"
-lab_no_default_binds
-case ${VHPC_CLUSTER-} in "$T"/*) ;; *) cp "$VHPC_TOP/configs/cluster.yaml" "$T/cluster.yaml"; export VHPC_CLUSTER=$T/cluster.yaml ;; esac
-printf 'checkpoints:\n  dir: %s\n  shared: true\n' "$CK" >>"$VHPC_CLUSTER"
-
-t0=$SECONDS
-mark() { diag "$* after $((SECONDS - t0)) s"; }
-on_term() {
-	diag "stopped at the time limit; job ${J-?}: $(job_state "${J-0}" 2>&1); job ${R-?}: $(job_state "${R-0}" 2>&1)"
-	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n1.log "$CL_DIR"/n2.log; do
-		[ -f "$f" ] && tail -n 15 "$f" | sed "s|^|# ${f##*/}: |"
-	done
-	exit 1
-}
-trap on_term TERM
+. "$(dirname "$0")/ckpt-ctr-lib.sh"
 cl_net_up 2 && cl_munge_up && cl_ctld_up || { fail "cluster set-up"; done_testing; exit 1; }
 mark "vhpc-ctld up, the image pushed"
 before=$(cl_leftovers)
 for i in 1 2; do cl_node_up $i --cpus 0-1 || fail "node $i starts with two cpus"; done
 check "two nodes register" cl_wait_nodes_up 2
 
-sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
-local_of() { sed -n "s/.*job $1 (\([0-9a-z]*x[0-9a-z]*\)).*/\1/p" "$CL_DIR/n$2.log" | head -1; }
-nodes_of() { local i; for i in 1 2; do ls -d "$CL_DIR/run-n$i/jobs/$1"x* >/dev/null 2>&1 && echo -n "$i "; done; }
-gone() {
-	local i
-	for i in 1 2; do
-		for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
-	done
-	[ "$before" = "$(cl_leftovers)" ]
-}
-lines() { grep -E '^(round [0-9]+ checksum|final checksum)' "$1"; }
-round_of() { vc output "$1" 2>/dev/null | sed -n 's/^round \([0-9]*\) checksum.*/\1/p' | tail -1; }
-past_round() { [ "$(round_of "$1")" -ge "$2" ] 2>/dev/null; }
 # pod_of N LOCAL: the pid of the job's pod init on node N, if any
 pod_of() { pgrep -x vhpc-pod | while read -r p; do grep -q ":/vhpc/$2/pod\$" /proc/"$p"/cgroup 2>/dev/null && echo "$p"; done; }
 pidns_of() { local f; for f in "$CL_DIR"/run-n"$1"/jobs/"$2"/g*/pid; do readlink "/proc/$(cat "$f")/ns/pid"; done | sort -u | wc -l; }
-# guests_here N LOCAL: the node's own view: both guests, a region, no pod
+# look N LOCAL WHAT: node N's own view of the job: both guests, a region, no pod
 look() {
 	local n=$1 l=$2 what=$3
 	check_eq "$what: both guests are on node n$n" 2 "$(ls -d "$CL_DIR"/run-n"$n"/jobs/"$l"/g*/pid 2>/dev/null | wc -l)"
@@ -91,12 +57,18 @@ held=$(nodes_of "$J")
 check_match "its guests are on one node (n${held% })" '^[12] $' "$held"
 H=${held% }
 look "$H" "$(local_of "$J" "$H")" "before"
-check "it is past round 3 (mid-run, a round a second)" poll_until 150 past_round "$J" 3
+# Nothing after this can pass without it: stop here, saying why.
+if ! cksum_wait "$J" 3 150; then
+	fail "it is past round 3 (mid-run, a round a second)"
+	done_testing
+	exit 1
+fi
+ok "it is past round 3 (mid-run, a round a second)"
 vc output "$J" >"$T/j.out" 2>&1
 check_match "rank 0 sees both ranks on one host with the region: vmshm expected" \
 	"rank 0 <-> rank 1: same host, two guests: vmshm expected" "$(cat "$T/j.out")"
 check_match "Open MPI chose the vmshm BTL between the two guests" "mca: bml: Using vmshm btl for send to" "$(cat "$T/j.out")"
-r0=$(round_of "$J")
+r0=$(cksum_round "$J")
 out=$(vc checkpoint "$J" --stop 2>&1); rc=$?
 diag "$out"
 check_eq "vhpc checkpoint $J --stop succeeds (at round $r0)" 0 "$rc"
@@ -128,8 +100,8 @@ job_state_is "$R" RUNNING && look "$O" "$(local_of "$R" "$O")" "after the restar
 vc wait "$R"; rc=$?
 check_eq "the restarted job completes with exit status 0" 0 "$rc"
 vc output "$R" >"$T/r.out" 2>&1
-check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(lines "$T/r.out")"
-[ "$REF" = "$(lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
+check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(cksum_lines "$T/r.out")"
+[ "$REF" = "$(cksum_lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
 check "nothing of the restarted job is left" gone
 for i in 1 2; do cl_node_kill $i TERM; done
 check_eq "nothing is left" "$before" "$(cl_leftovers)"

@@ -180,6 +180,22 @@ cl_restart() {
 }
 # job_field ID FIELD: a scalar field of a job's record
 job_field() { job_json "$1" | grep -o "\"$2\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
+# A job running ckpt_cksum (tests/mpi/README.md), the checkpoint tests':
+# cksum_lines FILE: its checksum lines, what --reference prints;
+# cksum_round JOB: the last round its output has; cksum_past JOB N: past N.
+cksum_lines() { grep -E '^(round [0-9]+ checksum|final checksum)' "$1"; }
+cksum_round() { vc output "$1" 2>/dev/null | sed -n 's/^round \([0-9]*\) checksum.*/\1/p' | tail -1; }
+cksum_past() { [ "$(cksum_round "$1")" -ge "$2" ] 2>/dev/null; }
+# cksum_wait JOB N SECONDS: until its output is past round N; a job that
+# is no longer running ends the wait at once, saying why (a launch that
+# failed once kept kvm-ckpt.t waiting to its limit).
+cksum_wait() {
+	poll_until "$3" _cksum_done "$1" "$2"
+	cksum_past "$1" "$2" && return 0
+	diag "job $1 is not past round $2: $(job_state "$1"): $(job_field "$1" reason)"
+	return 1
+}
+_cksum_done() { cksum_past "$1" "$2" || ! job_state_is "$1" 'RUNNING|PENDING'; }
 
 # A job is COMPLETED once its exit status is in, and its nodes remove it
 # after that; a node stopped with TERM leaves a job it holds for its

@@ -46,9 +46,6 @@ REF=$("$CK" --reference --ranks 2 "${ARGS[@]}")
 # writer stopped and its file read back.
 SH='f=/scratch/log.$OMPI_COMM_WORLD_RANK; /usr/local/bin/scratch_log write "$f" & w=$!
 /usr/local/bin/ckpt_cksum "$@"; rc=$?; kill $w; wait $w; /usr/local/bin/scratch_log check "$f" || rc=1; exit $rc'
-lines() { grep -E '^(round [0-9]+ checksum|final checksum)' "$1"; }
-round_of() { vc output "$1" 2>/dev/null | sed -n 's/^round \([0-9]*\) checksum.*/\1/p' | tail -1; }
-past_round() { [ "$(round_of "$1")" -ge "$2" ] 2>/dev/null; }
 # written JOB RANK: the last count scratch_log printed for that rank's file
 written() { vc output "$1" 2>/dev/null | sed -n "s|^scratch_log /scratch/log.$2: \([0-9]*\) records$|\1|p" | tail -1; }
 # nodes_of JOB: the nodes holding a part of it (their job folders)
@@ -68,7 +65,14 @@ check "job $J runs" wait_state "$J" RUNNING 200
 pids=$(hv_pids "$J")
 held=$(nodes_of "$J")
 check_eq "its 2 guests are on 2 of the 3 nodes ($held)" 2 "$(wc -w <<<"$held")"
-check "it is past round 3 (mid-run, a round a second)" poll_until 150 past_round "$J" 3
+# Nothing after this can pass without it: stop here, saying why.
+if ! cksum_wait "$J" 3 150; then
+	fail "it is past round 3 (mid-run, a round a second)"
+	lab_crashed "$J"
+	done_testing
+	exit 1
+fi
+ok "it is past round 3 (mid-run, a round a second)"
 check "scratch_log writes in both guests" poll_until 30 eval '[ -n "$(written "$J" 0)" ] && [ -n "$(written "$J" 1)" ]'
 
 # Full disk: 2 MiB cannot take a guest's snapshot.
@@ -83,14 +87,14 @@ check_eq "... the job keeps running" RUNNING "$(job_state "$J")"
 check_eq "... nothing of the partial checkpoint is left in $CKDIR" "" "$(ls -A "$CKDIR" 2>&1)"
 check "... nor in vhpc checkpoints" eval '! vc checkpoints 2>&1 | grep -qE "^$J\.[0-9]+ "'
 diag "the failed checkpoint took $(( (t1 - t0) / 1000000 )) ms (nested/TCG)"
-r1=$(round_of "$J")
-check "... and goes on: past round $((r1 + 1))" poll_until 60 past_round "$J" $((r1 + 1))
+r1=$(cksum_round "$J")
+check "... and goes on: past round $((r1 + 1))" cksum_wait "$J" $((r1 + 1)) 60
 lab_crashed "$J"
 
 mount -o remount,size=512m "$CKDIR"
 check_match "the tmpfs is 512 MiB now" '^524288$' "$(df -k --output=size "$CKDIR" | tail -1 | tr -d ' ')"
 w0=$(written "$J" 0) w1=$(written "$J" 1)
-r0=$(round_of "$J")
+r0=$(cksum_round "$J")
 out=$(vc checkpoint "$J" --stop 2>&1); rc=$?
 diag "$out"
 check_eq "then vhpc checkpoint $J --stop succeeds (round $r0; $w0 and $w1 records on the scratch disks)" 0 "$rc"
@@ -141,8 +145,8 @@ done ) &
 vc wait "$R"; rc=$?
 check_eq "the restarted job completes with exit status 0" 0 "$rc"
 vc output "$R" >"$T/r.out" 2>&1
-check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(lines "$T/r.out")"
-[ "$REF" = "$(lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
+check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(cksum_lines "$T/r.out")"
+[ "$REF" = "$(cksum_lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
 for k in 0 1; do
 	n=$(sed -n "s|^scratch_log /scratch/log.$k: \([0-9]*\) records intact$|\1|p" "$T/r.out")
 	w=$([ $k = 0 ] && echo "$w0" || echo "$w1")

@@ -42,9 +42,6 @@ REF=$("$CK" --reference --ranks 3 "${ARGS[@]}")
 # guests_on J: "g<i>:n<k>" for each guest, in guest order
 guests_on() { job_json "$1" | grep -o '"guest":[0-9]*,"node":"n[0-9]"' | sed 's/"guest":\([0-9]*\),"node":"\(n[0-9]\)"/g\1:\2/' | sort | tr '\n' ' ' | sed 's/ $//'; }
 region_of() { sed -n "s/.*job $1x[0-9a-z]*: vmshm region \(\/[^ ]*\) .*/\1/p" "$CL_DIR/n1.log" | tail -1; }
-lines() { grep -E '^(round [0-9]+ checksum|final checksum)' "$1"; }
-round_of() { vc output "$1" 2>/dev/null | sed -n 's/^round \([0-9]*\) checksum.*/\1/p' | tail -1; }
-past_round() { [ "$(round_of "$1")" -ge "$2" ] 2>/dev/null; }
 leftovers_gone() {
 	local i
 	for i in 1 2; do
@@ -61,13 +58,20 @@ check_eq "g0 and g1 share node 1, g2 is on node 2" "g0:n1 g1:n1 g2:n2" "$(guests
 region=$(region_of "$J")
 check "node 1 made a vmshm region for the job ($region)" test -n "$region" -a -f "$region"
 pids=$(hv_pids "$J")
-check "it is past round 3 (mid-run, a round a second)" poll_until 150 past_round "$J" 3
+# Nothing after this can pass without it: stop here, saying why.
+if ! cksum_wait "$J" 3 150; then
+	fail "it is past round 3 (mid-run, a round a second)"
+	lab_crashed "$J"
+	done_testing
+	exit 1
+fi
+ok "it is past round 3 (mid-run, a round a second)"
 vc output "$J" >"$T/j.out" 2>&1
 check_match "ranks 0 and 1 are two guests of one host with the region: vmshm expected" \
 	"rank 0 <-> rank 1: same host, two guests: vmshm expected" "$(cat "$T/j.out")"
 check_match "... and Open MPI chose the vmshm BTL between guests" "mca: bml: Using vmshm btl for send to" "$(cat "$T/j.out")"
 check_match "rank 2 is on the other node: TCP" "rank 0 <-> rank 2: tcp expected" "$(cat "$T/j.out")"
-r0=$(round_of "$J")
+r0=$(cksum_round "$J")
 out=$(vc checkpoint "$J" --stop 2>&1); rc=$?
 diag "$out"
 check_eq "vhpc checkpoint $J --stop succeeds" 0 "$rc"
@@ -104,8 +108,8 @@ check "... and a vmshm region of its own on node 1 ($rregion)" test -n "$rregion
 vc wait "$R"; rc=$?
 check_eq "the restarted job completes with exit status 0" 0 "$rc"
 vc output "$R" >"$T/r.out" 2>&1
-check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(lines "$T/r.out")"
-[ "$REF" = "$(lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
+check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(cksum_lines "$T/r.out")"
+[ "$REF" = "$(cksum_lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
 check "nothing of the restarted job is left" leftovers_gone
 check_eq "... no vhpc-hv of it runs" "" "$(alive "$rpids")"
 
