@@ -87,17 +87,9 @@ k1=$(tick_of "$J" g1)
 check "... the job runs on: guest 1's ticks pass ${k1:-?} + 8" poll_until 120 past_tick "$J" $((${k1:-0} + 8))
 check_eq "... RUNNING" RUNNING "$(job_state "$J")"
 k0=$(tick_of "$J" g1)
-out=$(vc checkpoint "$J" --stop 2>&1); rc=$?
-diag "$out"
-check_eq "vhpc checkpoint $J --stop succeeds (at g1's tick $k0)" 0 "$rc"
-[ "$rc" = 0 ] || for n in 1 2; do grep -E "checkpoint|CRIU" "$CL_DIR/n$n.log" | tail -3 | sed "s/^/# n$n: /"; done
-NAME=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$out")
+cl_ckpt_stop "$J" "at g1's tick $k0"
+out=$CKPT_OUT
 check "... another checkpoint than the first ($FIRST)" test -n "$NAME" -a "$NAME" != "$FIRST"
-check_match "... naming the checkpoint" '^[a-z0-9][a-z0-9.-]*$' "$NAME"
-vc wait "$J"; rc=$?
-check_eq "the job ends with exit status 75" 75 "$rc"
-check_eq "... CHECKPOINTED" CHECKPOINTED "$(job_state "$J")"
-check "nothing of it is left on either node" gone
 check_match "vhpc checkpoints lists $NAME" "^$NAME +$J " "$(vc checkpoints 2>&1)"
 bytes=$(vc checkpoints --json 2>/dev/null | tr -d ' \n' | grep -o "\"name\":\"$NAME\"[^}]*" | grep -o '"bytes":[0-9]*' | head -1 | cut -d: -f2)
 still=$(sed -n 's/.*stood still \([0-9.]*\) s.*/\1/p' <<<"$out")
@@ -148,7 +140,7 @@ check "its output is whole: every tick of both guests once, from the first (tick
 check_eq "each rank still held its $FILL MiB at the end" "g0 held $((FILL << 20)) bytes g1 held $((FILL << 20)) bytes" \
 	"$(grep -E '^g[01] held' "$T/r.out" | sort | tr '\n' ' ' | sed 's/ $//')"
 lines_ok "$T/r.out" >/dev/null || diag "$(tail -n 8 "$T/r.out")"
-check "nothing of the restarted job is left" gone
+check "nothing of the restarted job is left" cl_jobs_gone
 for i in 1 2 3; do cl_node_kill $i TERM; done
 check_eq "nothing is left" "$before" "$(cl_leftovers)"
 done_testing

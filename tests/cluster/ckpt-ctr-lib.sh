@@ -1,7 +1,7 @@
 # The set-up the container checkpoint tests share (ckpt-ctr-lab.t,
 # ckpt-ctr-vmshm-lab.t): skipped where CRIU cannot run (the lab's L1 can),
 # cluster-lib.sh with one checkpoints dir for every node ($CK, shared),
-# and helpers over the cluster's nodes.  Set CL before sourcing; source
+# and helpers over the cluster's nodes (nodes_of and cl_jobs_gone: cluster-lib.sh).  Set CL before sourcing; source
 # after tests/lib.sh and need_cluster.
 command -v criu >/dev/null || skip_all "CRIU is not installed (the Debian package criu)"
 if ! why=$(criu check 2>&1); then
@@ -32,14 +32,3 @@ trap on_term TERM
 sub() { vc submit --json "$@" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p'; }
 # local_of JOB N: the job's local id on node N
 local_of() { sed -n "s/.*job $1 (\([0-9a-z]*x[0-9a-z]*\)).*/\1/p" "$CL_DIR/n$2.log" | head -1; }
-# nodes_of JOB: the nodes that hold a part of it ("1 3 ")
-nodes_of() { local i; for ((i = 1; i <= CL_NODES; i++)); do ls -d "$CL_DIR/run-n$i/jobs/$1"x* >/dev/null 2>&1 && echo -n "$i "; done; }
-# gone: no job left on any node, nothing left of any ($before: cl_leftovers
-# taken once the cluster was up)
-gone() {
-	local i
-	for ((i = 1; i <= CL_NODES; i++)); do
-		for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
-	done
-	[ "$before" = "$(cl_leftovers)" ]
-}

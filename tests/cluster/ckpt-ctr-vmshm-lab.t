@@ -57,28 +57,14 @@ held=$(nodes_of "$J")
 check_match "its guests are on one node (n${held% })" '^[12] $' "$held"
 H=${held% }
 look "$H" "$(local_of "$J" "$H")" "before"
-# Nothing after this can pass without it: stop here, saying why.
-if ! cksum_wait "$J" 3 150; then
-	fail "it is past round 3 (mid-run, a round a second)"
-	done_testing
-	exit 1
-fi
-ok "it is past round 3 (mid-run, a round a second)"
+cksum_midrun "$J"
 vc output "$J" >"$T/j.out" 2>&1
 check_match "rank 0 sees both ranks on one host with the region: vmshm expected" \
 	"rank 0 <-> rank 1: same host, two guests: vmshm expected" "$(cat "$T/j.out")"
 check_match "Open MPI chose the vmshm BTL between the two guests" "mca: bml: Using vmshm btl for send to" "$(cat "$T/j.out")"
 r0=$(cksum_round "$J")
-out=$(vc checkpoint "$J" --stop 2>&1); rc=$?
-diag "$out"
-check_eq "vhpc checkpoint $J --stop succeeds (at round $r0)" 0 "$rc"
-[ "$rc" = 0 ] || grep -E "checkpoint|CRIU" "$CL_DIR/n$H.log" | tail -5 | sed "s/^/# n$H: /"
-NAME=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$out")
-check_match "... naming the checkpoint" '^[a-z0-9][a-z0-9.-]*$' "$NAME"
-vc wait "$J"; rc=$?
-check_eq "the job ends with exit status 75" 75 "$rc"
-check_eq "... CHECKPOINTED" CHECKPOINTED "$(job_state "$J")"
-check "nothing of it is left on either node" gone
+cl_ckpt_stop "$J" "at round $r0"
+out=$CKPT_OUT
 bytes=$(vc checkpoints --json 2>/dev/null | tr -d ' \n' | grep -o "\"name\":\"$NAME\"[^}]*" | grep -o '"bytes":[0-9]*' | head -1 | cut -d: -f2)
 still=$(sed -n 's/.*stood still \([0-9.]*\) s.*/\1/p' <<<"$out")
 diag "nested/TCG, lab L1 on this 2-core machine: 2 container guests on one node, vmshm without single copy"
@@ -97,12 +83,8 @@ job_state_is "$R" FAILED && grep -B2 -A32 "CRIU's log" "$CL_DIR/n$O.log" | head 
 diag "restart to RUNNING (both guests restored and resumed): $RESTART_MS ms (nested/TCG)"
 check_eq "the restarted job $R is on n$O" "$O " "$(nodes_of "$R")"
 job_state_is "$R" RUNNING && look "$O" "$(local_of "$R" "$O")" "after the restart"
-vc wait "$R"; rc=$?
-check_eq "the restarted job completes with exit status 0" 0 "$rc"
-vc output "$R" >"$T/r.out" 2>&1
-check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(cksum_lines "$T/r.out")"
-[ "$REF" = "$(cksum_lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
-check "nothing of the restarted job is left" gone
+cksum_ends "$R" "$REF" "$r0"
+check "nothing of the restarted job is left" cl_jobs_gone
 for i in 1 2; do cl_node_kill $i TERM; done
 check_eq "nothing is left" "$before" "$(cl_leftovers)"
 done_testing

@@ -180,6 +180,38 @@ cl_restart() {
 }
 # job_field ID FIELD: a scalar field of a job's record
 job_field() { job_json "$1" | grep -o "\"$2\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
+# nodes_of JOB: the nodes that hold a part of it, by their job folders ("1 3 ")
+nodes_of() { local i; for ((i = 1; i <= CL_NODES; i++)); do ls -d "$CL_DIR/run-n$i/jobs/$1"x* >/dev/null 2>&1 && echo -n "$i "; done; }
+# cl_jobs_gone: no job left on any node (each given 10 s to remove its
+# own), and nothing left of any: cl_leftovers as in $before, taken once
+# the cluster was up.
+cl_jobs_gone() {
+	local i
+	for ((i = 1; i <= CL_NODES; i++)); do
+		for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
+	done
+	[ "$before" = "$(cl_leftovers)" ]
+}
+# cl_ckpt_stop JOB WHAT: `vhpc checkpoint JOB --stop`, what it said in
+# CKPT_OUT and the checkpoint's name in NAME; checks it succeeded (WHAT:
+# where the job was), named the checkpoint, and that the job ended
+# CHECKPOINTED (75) with nothing of it left on any node.  On a failure,
+# the nodes' last words on it.
+cl_ckpt_stop() {
+	local rc n
+	CKPT_OUT=$(vc checkpoint "$1" --stop 2>&1); rc=$?
+	diag "$CKPT_OUT"
+	check_eq "vhpc checkpoint $1 --stop succeeds ($2)" 0 "$rc"
+	if [ "$rc" != 0 ]; then
+		for ((n = 1; n <= CL_NODES; n++)); do grep -E "checkpoint|CRIU" "$CL_DIR/n$n.log" | tail -3 | sed "s/^/# n$n: /"; done
+	fi
+	NAME=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$CKPT_OUT")
+	check_match "... naming the checkpoint" '^[a-z0-9][a-z0-9.-]*$' "$NAME"
+	vc wait "$1"; rc=$?
+	check_eq "the job ends with exit status 75" 75 "$rc"
+	check_eq "... CHECKPOINTED" CHECKPOINTED "$(job_state "$1")"
+	check "nothing of it is left on any node" cl_jobs_gone
+}
 # A job running ckpt_cksum (tests/mpi/README.md), the checkpoint tests':
 # cksum_lines FILE: its checksum lines, what --reference prints;
 # cksum_round JOB: the last round its output has; cksum_past JOB N: past N.
@@ -196,6 +228,30 @@ cksum_wait() {
 	return 1
 }
 _cksum_done() { cksum_past "$1" "$2" || ! job_state_is "$1" 'RUNNING|PENDING'; }
+# cksum_ends JOB REF FROM: the restarted JOB ends with exit status 0 and
+# exactly REF's lines (ckpt_cksum --reference), each round once (FROM:
+# the round its checkpoint was taken at or after); its output in
+# $CL_DIR/r.out.
+cksum_ends() {
+	local rc
+	vc wait "$1"; rc=$?
+	check_eq "the restarted job completes with exit status 0" 0 "$rc"
+	vc output "$1" >"$CL_DIR/r.out" 2>&1
+	check_eq "its output is the reference's, every round once: it went on from round $3 or later" "$2" "$(cksum_lines "$CL_DIR/r.out")"
+	[ "$2" = "$(cksum_lines "$CL_DIR/r.out")" ] || diag "$(tail -n 15 "$CL_DIR/r.out")"
+}
+# cksum_midrun JOB: the job is past round 3 (a check), or the test ends
+# here, saying why: nothing after can pass without it.  Where the test
+# has lab_crashed (kvm-lib.sh), a guest the lab crashed is said so.
+cksum_midrun() {
+	if ! cksum_wait "$1" 3 150; then
+		fail "it is past round 3 (mid-run, a round a second)"
+		declare -F lab_crashed >/dev/null && lab_crashed "$1"
+		done_testing
+		exit 1
+	fi
+	ok "it is past round 3 (mid-run, a round a second)"
+}
 
 # A job is COMPLETED once its exit status is in, and its nodes remove it
 # after that; a node stopped with TERM leaves a job it holds for its

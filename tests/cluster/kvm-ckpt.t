@@ -42,13 +42,6 @@ REF=$("$CK" --reference --ranks 3 "${ARGS[@]}")
 # guests_on J: "g<i>:n<k>" for each guest, in guest order
 guests_on() { job_json "$1" | grep -o '"guest":[0-9]*,"node":"n[0-9]"' | sed 's/"guest":\([0-9]*\),"node":"\(n[0-9]\)"/g\1:\2/' | sort | tr '\n' ' ' | sed 's/ $//'; }
 region_of() { sed -n "s/.*job $1x[0-9a-z]*: vmshm region \(\/[^ ]*\) .*/\1/p" "$CL_DIR/n1.log" | tail -1; }
-leftovers_gone() {
-	local i
-	for i in 1 2; do
-		for _ in $(seq 100); do [ -z "$(ls "$CL_DIR/run-n$i/jobs" 2>/dev/null)" ] && break; sleep 0.1; done
-	done
-	[ "$before" = "$(cl_leftovers)" ]
-}
 
 KVM3=(--driver kvm -N 3 -n 3 --vcpus 1 --mem 384M --timeout 600 -x OMPI_MCA_btl_base_verbose=1)
 J=$(sub "${KVM3[@]}" -- /usr/local/bin/ckpt_cksum "${ARGS[@]}" --sleep-ms 1000)
@@ -58,29 +51,15 @@ check_eq "g0 and g1 share node 1, g2 is on node 2" "g0:n1 g1:n1 g2:n2" "$(guests
 region=$(region_of "$J")
 check "node 1 made a vmshm region for the job ($region)" test -n "$region" -a -f "$region"
 pids=$(hv_pids "$J")
-# Nothing after this can pass without it: stop here, saying why.
-if ! cksum_wait "$J" 3 150; then
-	fail "it is past round 3 (mid-run, a round a second)"
-	lab_crashed "$J"
-	done_testing
-	exit 1
-fi
-ok "it is past round 3 (mid-run, a round a second)"
+cksum_midrun "$J"
 vc output "$J" >"$T/j.out" 2>&1
 check_match "ranks 0 and 1 are two guests of one host with the region: vmshm expected" \
 	"rank 0 <-> rank 1: same host, two guests: vmshm expected" "$(cat "$T/j.out")"
 check_match "... and Open MPI chose the vmshm BTL between guests" "mca: bml: Using vmshm btl for send to" "$(cat "$T/j.out")"
 check_match "rank 2 is on the other node: TCP" "rank 0 <-> rank 2: tcp expected" "$(cat "$T/j.out")"
 r0=$(cksum_round "$J")
-out=$(vc checkpoint "$J" --stop 2>&1); rc=$?
-diag "$out"
-check_eq "vhpc checkpoint $J --stop succeeds" 0 "$rc"
-NAME=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$out")
-check_match "... naming the checkpoint" '^[a-z0-9][a-z0-9.-]*$' "$NAME"
-vc wait "$J"; rc=$?
-check_eq "the job ends with exit status 75" 75 "$rc"
-check_eq "... CHECKPOINTED" CHECKPOINTED "$(job_state "$J")"
-check "nothing of it is left on either node" leftovers_gone
+cl_ckpt_stop "$J" "at round $r0"
+out=$CKPT_OUT
 check_eq "... no vhpc-hv of it runs" "" "$(alive "$pids")"
 check "... nor its vmshm region" test ! -e "$region"
 check_match "vhpc checkpoints lists $NAME" "^$NAME +$J " "$(vc checkpoints 2>&1)"
@@ -105,12 +84,8 @@ rpids=$(hv_pids "$R")
 check_eq "the restarted job has the same layout" "g0:n1 g1:n1 g2:n2" "$(guests_on "$R")"
 rregion=$(region_of "$R")
 check "... and a vmshm region of its own on node 1 ($rregion)" test -n "$rregion" -a -f "$rregion" -a "$rregion" != "$region"
-vc wait "$R"; rc=$?
-check_eq "the restarted job completes with exit status 0" 0 "$rc"
-vc output "$R" >"$T/r.out" 2>&1
-check_eq "its output is the reference's, every round once: it went on from round $r0 or later" "$REF" "$(cksum_lines "$T/r.out")"
-[ "$REF" = "$(cksum_lines "$T/r.out")" ] || diag "$(tail -n 15 "$T/r.out")"
-check "nothing of the restarted job is left" leftovers_gone
+cksum_ends "$R" "$REF" "$r0"
+check "nothing of the restarted job is left" cl_jobs_gone
 check_eq "... no vhpc-hv of it runs" "" "$(alive "$rpids")"
 
 # One byte of guest g0's largest file changed (its size kept): the node
@@ -130,7 +105,7 @@ diag "$(grep -h "$fname" "$CL_DIR"/n[12].log | tail -2)"
 check "... and the job does not run" wait_state "$R2" 'FAILED|CANCELLED|PENDING' 60
 diag "job $R2: $(job_state "$R2"): $(job_field "$R2" reason)"
 job_state_is "$R2" PENDING && vc cancel "$R2" >/dev/null 2>&1
-check "nothing of the refused job is left" leftovers_gone
+check "nothing of the refused job is left" cl_jobs_gone
 
 # The same change with the part's sha256 file sealed again to match it (a
 # snapshot saved wrong, or changed by someone who could write both): the
@@ -150,6 +125,6 @@ diag "job $R3: $r3"
 check_match "... at once, after 1 attempt" '"attempts":1,' "$(tr -d ' ' <<<"$r3")"
 check_match "... as damaged, vhpc-hv's words quoted" \
 	'is damaged, not tried again.*(checksum mismatch|truncated|the snapshot to restore is damaged)' "$r3"
-check "nothing of the refused job is left" leftovers_gone
+check "nothing of the refused job is left" cl_jobs_gone
 lab_check "$CL_DIR"/*.log "$T"/*.out
 done_testing
