@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # timeout: 240
 # needs: kvm
+# needs: vhost-net
 # A snapshot of a guest whose NIC runs on vhost-net (hv/README.md,
 # "Snapshots"), in a network namespace this test creates: the test guest
 # of vhost-net.t sets up its rings on the kernel's data path and waits for

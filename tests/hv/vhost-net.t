@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # timeout: 180
 # needs: kvm
+# needs: vhost-net
 # virtio-net on the kernel's data path (vhost-net), in a network namespace
 # this test creates, with the test guest of virtio-net.t (frames both
 # ways, mergeable buffers, the checksum offload, two queue pairs) and a
