@@ -7,7 +7,8 @@
 # so; when an attempt ended with any other L1 crash (here a sysrq-triggered
 # panic), it is a failure; and when more tests than VHPC_LAB_SKIP_MAX lost
 # every attempt, each of them fails.  Two nested tests/run in a scratch
-# tree, on four fixtures, with 2 attempts each (6 L1 boots).
+# tree, on four fixtures, with 2 attempts each (6 L1 boots); and a third on
+# the users and groups a test leaves in the /etc L1 shares (3 L1 boots).
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86 is not installed (make deps installs it)"
@@ -45,6 +46,15 @@ fixture panic.t 'echo c >/proc/sysrq-trigger'
 # L2; L1 goes on with the next test.
 fixture l2crash.t 'echo "1..2"; echo "ok 1 - before"; echo "# lab failure: an L2 guest crashed: guest triple fault (written by runner.t)"; echo "not ok 2 - after"; exit 1'
 fixture l2hang.t 'echo "1..1"; echo "# lab failure: an L2 guest hung at boot: guest g0 did not report ready within 57 s (written by runner.t)"; echo "not ok 1 - ran"; exit 1'
+# user.t makes a user and its L1 panics; its second attempt, in a fresh
+# L1, makes the same user again (as a test naming its user by its PID
+# does).  leak.t makes one and leaves it.
+fu=vhpcrun$$ fl=vhpcleak$$
+at_exit "userdel $fu 2>/dev/null; groupdel $fu 2>/dev/null; userdel $fl 2>/dev/null; groupdel $fl 2>/dev/null"
+fixture user.t "if [ -e $W/user.once ]; then echo 1..1; useradd -M -U $fu && echo 'ok 1 - useradd $fu' && userdel $fu && exit 0
+echo 'not ok 1 - useradd $fu'; exit 1; fi
+touch $W/user.once; useradd -M -U $fu; sync; echo c >/proc/sysrq-trigger"
+fixture leak.t "echo 1..1; useradd -M -U $fl && echo 'ok 1 - useradd $fl'; exit 0"
 
 outer_logs() { ls -l --time-style=+%s.%N "$VHPC_TOP/$B/test-logs" 2>/dev/null | grep labrunner; }
 outer_before=$(outer_logs)
@@ -88,6 +98,17 @@ check_match "l2hang.t fails" "FAIL  labrunner/l2hang.t \(lab failure, not a test
 check_eq "the last line counts both as failed" "0 passed, 2 failed" "$(tail -n 1 "$W/out2")"
 check_eq "a bad VHPC_LAB_SKIP_MAX is refused, naming it" \
 	"tests/run: VHPC_LAB_SKIP_MAX must be a whole number, got 'x'" "$(VHPC_LAB_SKIP_MAX=x nested labrunner/hang.t | head -n 1)"
+# What an L1 took with it from a test's cleanup does not reach the next.
+nested labrunner/user.t labrunner/leak.t >"$W/out3"
+rc=$?
+out=$(cat "$W/out3")
+check_match "user.t's L1 panicked in its first attempt" "labrunner/user.t: vhpc-lab: lab failure: L1's kernel crashed.*attempt 1 of 2" "$out"
+check_match "what it made in /etc was removed when the L1 ended" "lab: removed what labrunner/user.t made in /etc before its L1 ended: users $fu, groups $fu$" "$out"
+check_match "so its second attempt could make the same user, and passed" "^ok    labrunner/user.t \\(1 ok" "$out"
+check_match "a user a test made and left is a failure of the run" \
+	"FAIL  leftovers: users and groups made during this run, still there \\(now removed\\): users $fl, groups $fl" "$out"
+check_eq "the last line counts it" "2 passed, 1 failed" "$(tail -n 1 "$W/out3")"
+check_eq "neither user is left" "" "$(getent passwd $fu $fl; getent group $fu $fl)"
 check_eq "the outer run's logs were not touched" "$outer_before" "$(outer_logs)"
 check_eq "no QEMU or virtiofsd is left" "" \
 	"$(pgrep -af 'qemu-system-x86_64 .*-name vhpc-lab|virtiofsd --socket-path=/var/tmp/vhpc-lab\.' | grep -F "$W" )"
