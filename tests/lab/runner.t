@@ -68,6 +68,10 @@ rc=$?
 diag "the nested run: $((SECONDS - t0)) s, status $rc"
 out=$(cat "$W/out")
 check_eq "a run with a failure exits 1" 1 "$rc"
+check_eq "every test's first attempt before any test's second" \
+	"hang.t l2crash.t panic.t hang.t l2crash.t panic.t" \
+	"$(sed -n 's|^ *lab: running tests/labrunner/||p' "$W/out" | tr '\n' ' ' | sed 's/ $//')"
+check_match "the second round says what it runs again" "lab: round 2, again: labrunner/hang.t labrunner/l2crash.t labrunner/panic.t" "$out"
 check_match "the L1 hung under hang.t in both attempts" \
 	"labrunner/hang.t: vhpc-lab: lab failure: L1 hung: .*attempt 2 of 2" "$out"
 check_match "so hang.t is skipped, saying why" \
