@@ -183,6 +183,7 @@ struct bench_opts {
 	const char *iter;        /* mpi: "N[,VOL]", repetitions per size min(N, VOL / size) */
 	double seconds;          /* net, sys: seconds per test; 0: the suite's default */
 	bool no_vmshm;           /* guests talk TCP (vhpc run --no-vmshm) */
+	bool no_single_copy;     /* vmshm without the pod's single copy (vhpc run --no-single-copy) */
 	const char *native_btl;  /* mpi, net: Open MPI BTLs of the native ranks; NULL: self,vader,tcp */
 	const char *native_env;  /* mpi: NAME=VALUE for the native ranks (mpirun -x); NULL: none */
 	const char *fabric;      /* mpi: "rdma" or "tcp", every pair of ranks on it, both sides; NULL: as ever */

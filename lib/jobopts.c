@@ -43,7 +43,7 @@ const struct job_opt job_opts[] = {
 	{ ROW(JO_NOSINGLECOPY, "no-single-copy", 0, NULL, "container guests on one host keep vmshm but not\n"
 	      "their pod: large messages cross in two copies, and\n"
 	      "the job can be checkpointed (kvm: no change)"),
-	  JO_CLEAR, "single_copy", NULL, JO_RUN | JO_SLURM,
+	  JO_CLEAR, "single_copy", NULL, JO_RUN | JO_BENCH | JO_SLURM,
 	  "Container guests of a node keep vmshm but not their shared pod (no single copy), so the job can be "
 	  "checkpointed; kvm: no change" },
 	{ ROW(JO_RDMA, "rdma", 0, NULL, "the job needs the cluster's RDMA fabric: it waits for\n"

@@ -149,7 +149,8 @@ static void machine_diff(FILE *f, const struct bh_doc *a, const struct bh_doc *b
 					    "machine.kernel", "machine.versions.vhpc", "machine.versions.openmpi",
 					    "machine.versions.runc", "config.driver", "config.image", "config.imb",
 					    "config.guests", "config.ranks", "config.iter", "config.seconds",
-					    "config.no_vmshm", "config.native_btl", "config.native_env", "config.fabric", NULL };
+					    "config.no_vmshm", "config.no_single_copy", "config.native_btl",
+					    "config.native_env", "config.fabric", NULL };
 
 	for (int i = 0; keys[i]; i++) {
 		char xa[256], ya[256];

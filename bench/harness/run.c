@@ -257,6 +257,7 @@ static struct json_object *config_json(const struct bh_ctx *c)
 	json_object_object_add(o, "seconds", c->seconds > 0 ? json_object_new_double(c->seconds) : NULL);
 	json_object_object_add(o, "iter", iter_json(c));
 	json_object_object_add(o, "no_vmshm", json_object_new_boolean(c->o->no_vmshm));
+	json_object_object_add(o, "no_single_copy", json_object_new_boolean(c->o->no_single_copy));
 	json_object_object_add(o, "native_btl", jstr_or_null(c->o->native_btl));
 	json_object_object_add(o, "native_env", jstr_or_null(c->o->native_env));
 	json_object_object_add(o, "fabric", jstr_or_null(c->o->fabric));
@@ -395,6 +396,9 @@ static int setup(struct bh_ctx *c, const struct bench_opts *o, struct verr *err)
 		return verr_set(err, "--table imb: only the mpi suite's results are IMB tables");
 	if (o->fabric && strcmp(c->s->name, "mpi"))
 		return verr_set(err, "--fabric: only the mpi suite's ranks talk over a fabric");
+	if (o->no_single_copy && (o->no_vmshm || o->fabric))
+		return verr_set(err, "--no-single-copy: the single copy is vmshm's, which %s leaves out",
+				o->fabric ? "--fabric" : "--no-vmshm");
 	if (o->native_env) {
 		const char *eq = strchr(o->native_env, '=');
 		size_t n = eq ? (size_t)(eq - o->native_env) : 0;

@@ -152,6 +152,8 @@ char **bh_vhpc_run(const struct bh_ctx *c, int guests, int ranks, int vcpus, con
 		a = argv_push(a, &n, bh_fabric_rdma(c) ? "--rdma" : "--no-rdma");
 	if (c->o->no_vmshm || c->o->fabric)
 		a = argv_push(a, &n, "--no-vmshm");
+	else if (c->o->no_single_copy)
+		a = argv_push(a, &n, "--no-single-copy");
 	return argv_push(a, &n, "--");
 }
 

@@ -182,7 +182,7 @@ static int mpi_plan(struct bh_ctx *c, struct verr *err)
 		 c->o->native_env ? ", -x " : "", c->o->native_env ? c->o->native_env : "");
 	snprintf(c->guest_how, sizeof(c->guest_how), "vhpc run -N %d -n %d (%s guests%s)", c->guests,
 		 c->ranks, c->driver, c->o->fabric ? (bh_fabric_rdma(c) ? ", --rdma --no-vmshm" : ", --no-rdma --no-vmshm")
-		 : c->o->no_vmshm ? ", --no-vmshm" : "");
+		 : c->o->no_vmshm ? ", --no-vmshm" : c->o->no_single_copy ? ", --no-single-copy" : "");
 	return 0;
 }
 

@@ -125,8 +125,9 @@ const char *bh_transport_str(const struct bh_ctx *c, char *buf, size_t len)
 				snprintf(amount, sizeof(amount), "%.1f MB", hi / 1e6);
 			else
 				snprintf(amount, sizeof(amount), "%.1f-%.1f MB", lo / 1e6, hi / 1e6);
-			snprintf(buf, len, "vmshm, shared memory between guests (its counters: rank 0%s%s sent rank 1%s%s "
+			snprintf(buf, len, "vmshm, shared memory between guests%s (its counters: rank 0%s%s sent rank 1%s%s "
 				 "%s through it in %zu of %d guest runs)",
+				 c->o->no_single_copy ? ", without the single copy (--no-single-copy)" : "",
 				 g0[0] ? " in " : "", g0, g1[0] ? " in " : "", g1, amount, used, c->reps);
 		}
 	}

@@ -45,6 +45,8 @@ static const struct opt bench_rows[] = {
 	{ BO_ITER, "iter", 0, "N[,VOL]", "mpi: min(N, VOL / size) repetitions per size (default\n"
 	  "1000,40M; VOL in whole MiB), passed on as -iter" },
 	{ .id = JO_NOVMSHM, .help = "guests talk TCP to each other (vhpc run --no-vmshm)" },
+	{ .id = JO_NOSINGLECOPY, .help = "container guests keep vmshm without its single copy\n"
+	  "(vhpc run --no-single-copy): what the pod's copy gains" },
 	{ BO_NATIVE_BTL, "native-btl", 0, "L", "mpi: the native ranks' Open MPI BTLs (default self,vader,tcp;\n"
 	  "self,tcp: loopback TCP, apart from what shared memory saves)" },
 	{ BO_NATIVE_ENV, "native-env", 0, "NAME=VALUE", "mpi: an environment variable for the native ranks\n"
@@ -149,6 +151,9 @@ static int set_job_opt(struct bench_opts *o, int id, const char *val, int *want)
 		return job_args_check("bench", JO_IMAGE, val);
 	case JO_NOVMSHM:
 		o->no_vmshm = true;
+		return 0;
+	case JO_NOSINGLECOPY:
+		o->no_single_copy = true;
 		return 0;
 	default:
 		if (parse_seconds(val, 86400, &v) < 0)

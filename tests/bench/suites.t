@@ -124,6 +124,19 @@ if bench "mpi" "$tmp/mpi" --suite mpi --reps 2 --sizes 0,1K,64K --iter 2000,16M;
 		"$("$V" bench compare --json "$tmp/mpi" "$tmp/mpi" | jq -r '[.metrics[] | .native.change, .guest.change | select(. != null)] | unique | join(",")')"
 fi
 
+# ---- mpi --no-single-copy: vmshm between the guests, without their pod
+if bench "mpi --no-single-copy" "$tmp/nsc" --suite mpi --reps 1 --sizes 1K,1M --benchmarks PingPong --table imb \
+	--no-single-copy; then
+	check_eq "mpi --no-single-copy: the guests' run is vhpc run --no-single-copy" 1 \
+		"$(jq -r '[.. | objects | .commands? // empty | .[] | select(test("/vhpc run .* --no-single-copy -x OMPI_MCA_btl_vmshm_stats=1 -- "))] | length' "$tmp/nsc/results.json")"
+	check_eq "mpi --no-single-copy: recorded with the run" true "$(jq -r .config.no_single_copy "$tmp/nsc/results.json")"
+	check_match "mpi --no-single-copy: vmshm still carried the pair, and the table says it had no single copy" \
+		"^# between the guests: vmshm, shared memory between guests, without the single copy \(--no-single-copy\) \(its counters: rank 0 in g0 sent rank 1 in g1 [0-9.]+ MB" \
+		"$(cat "$tmp/nsc.stdout")"
+	check_match "mpi --no-single-copy: compared with the default run, the difference is named" \
+		"^# differs: no_single_copy: A false, B true" "$("$V" bench compare "$tmp/mpi" "$tmp/nsc" 2>&1)"
+fi
+
 # ---- mpi with --imb: an IMB-compatible binary goes into its own image
 # (built in a state folder of this test's, so the shared store stays as it was)
 mkdir -p "$tmp/imbstate"
@@ -247,6 +260,10 @@ bad "native BTLs with shell characters" "--native-btl: expected Open MPI BTL nam
 bad "native BTLs for the sys suite" "only the mpi suite" --suite sys --native-btl self,tcp --out "$tmp/b11"
 bad "an unknown fabric" "--fabric: expected rdma or tcp, got 'ib'" --fabric ib
 bad "a fabric for the net suite" "--fabric: only the mpi suite" --suite net --fabric tcp --out "$tmp/b19"
+bad "no single copy without vmshm" "--no-single-copy: the single copy is vmshm's, which --no-vmshm leaves out" \
+	--no-single-copy --no-vmshm --out "$tmp/b21"
+bad "no single copy on a fabric" "--no-single-copy: the single copy is vmshm's, which --fabric leaves out" \
+	--no-single-copy --fabric tcp --out "$tmp/b22"
 bad "a native variable without a name" "--native-env: expected NAME=VALUE" --native-env =1 --out "$tmp/b17"
 bad "a native variable with a space in its name" "--native-env: expected NAME=VALUE .*got 'A B=1'" --native-env 'A B=1' --out "$tmp/b18"
 bad "a line break in a native variable's value, shown on one line" \

@@ -582,6 +582,33 @@ static void test_mpi_commands(void **state)
 	assert_non_null(strstr(g, " --no-rdma --no-vmshm -- "));
 }
 
+/* --no-single-copy: the guests keep vmshm (its counters are asked for) and
+ * lose only the pod's single copy; it says so where the transport is. */
+static void test_mpi_no_single_copy(void **state)
+{
+	struct bench_opts o = { .suite = "mpi", .no_single_copy = true };
+	long long sizes[] = { 0, 1024 };
+	struct bh_vmshm_sent vs[1] = { { .seen = true, .bytes = 2000000, .guest0 = "g0", .guest1 = "g1" } }, *planned;
+	struct bh_ctx c;
+	struct verr err;
+	char buf[4096];
+
+	(void)state;
+	mpi_ctx(&c, &o, sizes);
+	assert_int_equal(c.s->plan(&c, &err), 0);
+	assert_non_null(strstr(c.guest_how, ", --no-single-copy)"));
+	bh_argv_str(c.runs[c.nruns - 1].argv, buf, sizeof(buf));
+	assert_non_null(strstr(buf, " --no-single-copy -x OMPI_MCA_btl_vmshm_stats=1 -- sh -c "));
+	assert_null(strstr(buf, "--no-vmshm"));
+	planned = c.vmshm;
+	c.vmshm = vs;
+	assert_string_equal(bh_transport_str(&c, buf, sizeof(buf)),
+			    "vmshm, shared memory between guests, without the single copy (--no-single-copy) (its counters: "
+			    "rank 0 in g0 sent rank 1 in g1 2.0 MB through it in 1 of 1 guest runs)");
+	c.vmshm = planned;
+	plan_take(&c, NULL, NULL, 0);
+}
+
 /* --benchmarks: a subset, in IMB's order whatever the order given; bad and
  * repeated names are refused by name.  The guests' run asks for vmshm's
  * counters (what carried the pair) unless vmshm is left out. */
@@ -1122,6 +1149,7 @@ int main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_iter),
 		cmocka_unit_test(test_mpi_commands),
+		cmocka_unit_test(test_mpi_no_single_copy),
 		cmocka_unit_test(test_mpi_benchmarks),
 		cmocka_unit_test(test_vmshm_sent),
 		cmocka_unit_test(test_imb_table),
