@@ -353,7 +353,10 @@ static int closed_error(bool replied, struct verr *err)
 	if (!replied)
 		return verr_set(err, "the guest closed the connection without replying "
 				"(wrong job key, or guestd refused the connection)");
-	return verr_set(err, "the guest closed the connection before the command finished");
+	/* Through vhpcd the node may be the one that closed it. */
+	return verr_set(err, "the connection closed before the command finished (the guest stopped, or its "
+			"node closed the job's sessions for a checkpoint: vhpc checkpoint --close-sessions, or a "
+			"node drain --checkpoint)");
 }
 
 /* Receives the reply to a simple request (no output frames expected), of

@@ -66,10 +66,26 @@ static void give_back(struct vjob *j, int paused)
 	pthread_mutex_unlock(&vd.mu);
 }
 
-static struct json_object *pause_job(struct vjob *j)
+/* Long enough for guestd's grace before SIGKILL (guest/opts.c: 2 s). */
+#define SESSIONS_CLOSE_MS 10000
+
+static struct json_object *pause_job(struct vjob *j, const struct vmsg *m)
 {
 	bool mon;
+	int sessions;
 	struct verr e, e2;
+
+	/* Sessions this driver cannot save, closed when asked (the
+	 * controller asks once every node said it can save the rest). */
+	pthread_mutex_lock(&vd.mu);
+	sessions = j->sessions;
+	pthread_mutex_unlock(&vd.mu);
+	if (m->close_sessions && sessions > 0 && na_job_ckpt_no_sessions(j->nj) &&
+	    vd_sessions_close(j->id, SESSIONS_CLOSE_MS, &e) < 0) {
+		give_back(j, -1);
+		log_warn("job %lld: pause: %s", (long long)j->id, e.msg);
+		return wire_error("job %lld: cannot pause its guests on node %s: %s", (long long)j->id, vd.name, e.msg);
+	}
 
 	/* The monitor's connection to guest 0's agent is closed, both ends,
 	 * before anything freezes: a container guest holding it cannot be
@@ -168,9 +184,10 @@ static struct json_object *checkpoint(struct vjob *j, const struct vmsg *m)
 	 * must never start on something it cannot finish. */
 	if (na_job_ckpt_check(j->nj, &e) < 0)
 		verr_wrap(&e, "job %lld cannot be checkpointed on node %s", (long long)j->id, vd.name);
-	else if (sessions > 0 && na_job_ckpt_no_sessions(j->nj))
+	else if (sessions > 0 && na_job_ckpt_no_sessions(j->nj) && !m->close_sessions)
 		verr_set(&e, "job %lld cannot be checkpointed on node %s now: %d vhpc exec or vhpc shell session%s "
-			 "open into its guests there, whose connection%s CRIU cannot save; end %s and checkpoint again",
+			 "open into its guests there, whose connection%s CRIU cannot save; end %s and checkpoint again, "
+			 "or checkpoint with --close-sessions",
 			 (long long)j->id, vd.name, sessions, sessions == 1 ? " is" : "s are", sessions == 1 ? "" : "s",
 			 sessions == 1 ? "it" : "them");
 	else if (m->check) {
@@ -195,7 +212,7 @@ struct json_object *vd_ckpt_handle(const struct vmsg *m)
 		return err_reply;
 	switch (m->type) {
 	case VM_PAUSE:
-		return pause_job(j);
+		return pause_job(j, m);
 	case VM_RESUME:
 		return resume_job(j);
 	case VM_CHECKPOINT:

@@ -94,6 +94,9 @@ struct vmsg {
 	uint8_t pipe_key[WPIPE_KEY_LEN]; /* VM_GUEST_OPEN: seals the stream */
 	char ckpt[65];             /* VM_CHECKPOINT: its name, [a-z0-9][a-z0-9.-]{0,63} */
 	bool check;                /* VM_CHECKPOINT: only whether it can be done */
+	bool close_sessions;       /* VM_PAUSE: close the exec and shell sessions a
+				    * driver cannot save (ckpt_no_sessions) first;
+				    * VM_CHECKPOINT check: they do not refuse it */
 };
 
 int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err);
@@ -209,6 +212,9 @@ struct json_object *vd_handle(const struct vmsg *m);
 /* exec.c: guest_open, a stream to a guest's agent for vhpc exec and
  * vhpc shell; takes the connection over after its reply. */
 struct json_object *vd_guest_open(const struct vmsg *m);
+/* Closes the job's exec and shell streams here and waits up to wait_ms
+ * for their sessions to end (exec.c); -1 when some did not. */
+int vd_sessions_close(int64_t job, int wait_ms, struct verr *err);
 
 /* ckpt.c: job_pause, job_resume and job_checkpoint (scheduler/PROTOCOL.md). */
 struct json_object *vd_ckpt_handle(const struct vmsg *m);

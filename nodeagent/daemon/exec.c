@@ -8,7 +8,12 @@
  * is the guestd channel under the job's key, between the user's vhpc and
  * the guest; this side only relays, sealed end to end (lib/wirepipe.h)
  * with the key the message carries.
+ *
+ * A checkpoint of a driver that cannot save such a stream (a container
+ * guest's end is a socket whose peer is this agent) either waits for
+ * none or, asked to (a drain), closes them: vd_sessions_close.
  */
+#include "lib/clock.h"
 #include "lib/gexec.h"
 #include "lib/log.h"
 #include "lib/wire.h"
@@ -20,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define OPEN_TIMEOUT_MS 5000
@@ -29,18 +35,68 @@ struct stream {
 	int64_t job;
 	int guest;
 	uint8_t key[WPIPE_KEY_LEN];
+	struct stream *next;
 };
 
-/* Counts the job's open streams: a checkpoint of a driver that cannot
- * save them waits for none (ckpt.c). */
-static void count(int64_t job, int by)
+/* Every open stream, so that a checkpoint can close a job's; under vd.mu,
+ * which also keeps guest_fd from being closed under a shutdown. */
+static struct stream *open_streams;
+
+/* Counts the job's open streams (ckpt.c reads the count) and lists or
+ * unlists s. */
+static void count(struct stream *s, int by)
 {
 	struct vjob *j;
 
 	pthread_mutex_lock(&vd.mu);
-	if ((j = vd_job_find(job)) && j->sessions + by >= 0)
+	if (by > 0) {
+		s->next = open_streams;
+		open_streams = s;
+	} else {
+		for (struct stream **p = &open_streams; *p; p = &(*p)->next)
+			if (*p == s) {
+				*p = s->next;
+				break;
+			}
+	}
+	if ((j = vd_job_find(s->job)) && j->sessions + by >= 0)
 		j->sessions += by;
+	pthread_cond_broadcast(&vd.cv);
 	pthread_mutex_unlock(&vd.mu);
+}
+
+/* Half-closes each of the job's streams towards its guest: guestd sees
+ * its client gone and stops the session's command (TERM, its grace,
+ * KILL); the relay passes on what is still said and ends when guestd's
+ * side closes, so no session is counted once its process is gone. */
+int vd_sessions_close(int64_t job, int wait_ms, struct verr *err)
+{
+	uint64_t until = now_ns() + (uint64_t)wait_ms * 1000000ull;
+	struct vjob *j;
+	int n = 0, left;
+
+	pthread_mutex_lock(&vd.mu);
+	for (struct stream *s = open_streams; s; s = s->next)
+		if (s->job == job && shutdown(s->guest_fd, SHUT_WR) == 0)
+			n++;
+	for (;;) {
+		j = vd_job_find(job);
+		left = j ? j->sessions : 0;
+		if (left == 0 || now_ns() >= until)
+			break;
+		pthread_mutex_unlock(&vd.mu);
+		usleep(50 * 1000);
+		pthread_mutex_lock(&vd.mu);
+	}
+	pthread_mutex_unlock(&vd.mu);
+	if (n)
+		log_info("job %lld: %d exec or shell session%s closed for a checkpoint%s", (long long)job, n,
+			 n == 1 ? "" : "s", left ? ", not all ended" : "");
+	if (left)
+		return verr_set(err, "%d vhpc exec or vhpc shell session%s still open %d s after %s connection%s "
+				"closed", left, left == 1 ? " was" : "s were", wait_ms / 1000, left == 1 ? "its" : "their",
+				left == 1 ? " was" : "s were");
+	return 0;
 }
 
 static void relay(int fd, void *arg)
@@ -53,7 +109,7 @@ static void relay(int fd, void *arg)
 		log_info("job %lld: the exec stream to g%d ended%s", (long long)s->job, s->guest,
 			 rc ? " (cut or reset)" : "");
 	}
-	count(s->job, -1);
+	count(s, -1);
 	close(s->guest_fd);
 	sodium_memzero(s->key, sizeof(s->key));
 	free(s);
@@ -69,6 +125,12 @@ static int find_guest(const struct vmsg *m, struct na_guest_access *a, struct ve
 	j = vd_job_find(m->job);
 	if (!j || j->stopping || !j->nj) {
 		verr_set(err, "job %lld is not on this node", (long long)m->job);
+		goto out;
+	}
+	/* Not into a checkpoint that may be closing the others. */
+	if ((j->ckpt_busy || j->paused) && na_job_ckpt_no_sessions(j->nj)) {
+		verr_set(err, "job %lld is being checkpointed on this node; open the session again once that is done",
+			 (long long)m->job);
 		goto out;
 	}
 	if (j->state != VJ_READY && j->state != VJ_RUNNING && j->state != VJ_EXITED) {
@@ -115,7 +177,7 @@ struct json_object *vd_guest_open(const struct vmsg *m)
 	s->guest = m->guest;
 	memcpy(s->key, m->pipe_key, sizeof(s->key));
 	log_info("job %lld: exec stream to g%d opened", (long long)m->job, m->guest);
-	count(m->job, 1);
+	count(s, 1);
 	wire_serve_takeover(relay, s);
 	r = json_object_new_object();
 	json_object_object_add(r, "type", json_object_new_string("guest_opened"));

@@ -356,7 +356,8 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 	static const char *const f_stop[] = { "node", "job", "reason", NULL };
 	static const char *const f_open[] = { "node", "job", "guest", "pipe_key", NULL };
 	static const char *const f_job[] = { "node", "job", NULL };
-	static const char *const f_ckpt[] = { "node", "job", "ckpt", "check", NULL };
+	static const char *const f_ckpt[] = { "node", "job", "ckpt", "check", "close_sessions", NULL };
+	static const char *const f_pause[] = { "node", "job", "close_sessions", NULL };
 	const char *t = wire_type(msg), *s;
 	long long v;
 
@@ -424,13 +425,17 @@ int vmsg_parse(struct json_object *msg, struct vmsg *m, struct verr *err)
 		}
 		break;
 	case VM_PAUSE:
+		if (jf_only(msg, t, f_pause, err) < 0 || jf_bool(msg, "close_sessions", false, &m->close_sessions, err) < 0)
+			goto fail;
+		break;
 	case VM_RESUME:
 		if (jf_only(msg, t, f_job, err) < 0)
 			goto fail;
 		break;
 	case VM_CHECKPOINT:
 		if (jf_only(msg, "job_checkpoint", f_ckpt, err) < 0 || jf_str(msg, "ckpt", true, 64, &s, err) < 0 ||
-		    jf_bool(msg, "check", false, &m->check, err) < 0)
+		    jf_bool(msg, "check", false, &m->check, err) < 0 ||
+		    jf_bool(msg, "close_sessions", false, &m->close_sessions, err) < 0)
 			goto fail;
 		/* It becomes a folder's name under the checkpoint dir. */
 		if (!ckpt_name_ok(s)) {

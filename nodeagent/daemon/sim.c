@@ -126,8 +126,9 @@ static struct json_object *ckpt(const struct vmsg *m, struct simjob *s)
 	const char *op = m->type == VM_PAUSE ? "pause" : m->type == VM_RESUME ? "resume" : m->check ? "check" : "save";
 	struct json_object *r;
 
-	log_info("simulated node %s: %s job %lld%s%s", m->node, names[m->type], (long long)m->job,
-		 m->type == VM_CHECKPOINT ? (m->check ? " check " : " save ") : "", m->type == VM_CHECKPOINT ? m->ckpt : "");
+	log_info("simulated node %s: %s job %lld%s%s%s", m->node, names[m->type], (long long)m->job,
+		 m->type == VM_CHECKPOINT ? (m->check ? " check " : " save ") : "", m->type == VM_CHECKPOINT ? m->ckpt : "",
+		 m->close_sessions ? " (close sessions)" : "");
 	if (!s)
 		return wire_error("job %lld is not on this node", (long long)m->job);
 	if (ckpt_fails(op, m->node))

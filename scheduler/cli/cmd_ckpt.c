@@ -18,7 +18,7 @@
 #define CKPT_CALL_MS (40 * 60 * 1000)
 
 static const char help_ckpt[] =
-	"usage: vhpc checkpoint [--json] [--stop] JOB\n"
+	"usage: vhpc checkpoint [--json] [--stop] [--close-sessions] JOB\n"
 	"       vhpc checkpoint rm [--json] NAME\n"
 	"       vhpc checkpoint rm --older-than DAYS\n"
 	"Checkpoints a running job: every guest on every node is paused, then each\n"
@@ -26,7 +26,11 @@ static const char help_ckpt[] =
 	"checkpoint folder, then the job runs on; with --stop it ends instead\n"
 	"(CHECKPOINTED, exit status 75).  Prints the checkpoint's name, its size and\n"
 	"how long the job stood still.  Nothing changes when a node cannot save its\n"
-	"part: the reason is printed.  `rm` removes a checkpoint; with --older-than,\n"
+	"part: the reason is printed.  A `vhpc exec` or `vhpc shell` session open into\n"
+	"a container guest holds a connection CRIU cannot save, so the checkpoint is\n"
+	"refused while one is; --close-sessions closes them (their commands are\n"
+	"stopped, as when the client goes) once every node can save, before the\n"
+	"pause (vhpc node drain --checkpoint always does).  `rm` removes a checkpoint; with --older-than,\n"
 	"every whole checkpoint made DAYS days ago or earlier (yours; root: anyone's).\n"
 	"Users may checkpoint their own jobs and remove their own checkpoints, root any.\n";
 
@@ -153,7 +157,7 @@ int cmd_checkpoint(int argc, char **argv)
 {
 	struct json_object *req, *rep;
 	const char *job = NULL;
-	bool json = false, stop = false;
+	bool json = false, stop = false, close_sessions = false;
 	struct verr e;
 	char ctl[300], sz[32];
 	int64_t id;
@@ -166,6 +170,8 @@ int cmd_checkpoint(int argc, char **argv)
 			json = true;
 		else if (!strcmp(argv[i], "--stop"))
 			stop = true;
+		else if (!strcmp(argv[i], "--close-sessions"))
+			close_sessions = true;
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("%s", help_ckpt);
 			return 0;
@@ -182,6 +188,8 @@ int cmd_checkpoint(int argc, char **argv)
 	json_object_object_add(req, "type", json_object_new_string("checkpoint"));
 	json_object_object_add(req, "id", json_object_new_int64(id));
 	json_object_object_add(req, "stop", json_object_new_boolean(stop));
+	if (close_sessions)
+		json_object_object_add(req, "close_sessions", json_object_new_boolean(true));
 	r = client_call(ctl, req, &rep, CKPT_CALL_MS, &e);
 	json_object_put(req);
 	if (r < 0) {

@@ -119,6 +119,7 @@ struct cmsg {
 	int64_t since;                 /* history: ended at or after (unix time) */
 	int64_t before;                /* history: ids below this */
 	bool stop;                     /* checkpoint: --stop */
+	bool close_sessions;           /* checkpoint: --close-sessions (a drain's always) */
 	char ckpt[65];                 /* checkpoint_rm, restart: its name */
 	bool drain, checkpoint;        /* node_drain: drain (else undrain), checkpoint its jobs */
 	/* node messages */

@@ -345,6 +345,12 @@ static struct json_object *do_checkpoint(struct ctld *ctl, const struct cmsg *m,
 		json_object_object_add(check.c[k].req, "check", json_object_new_boolean(true));
 		json_object_object_add(save.c[k].req, "ckpt", json_object_new_string(row.name));
 		json_object_object_add(save.c[k].req, "check", json_object_new_boolean(false));
+		/* Sessions are closed only once every node said it can save,
+		 * at the pause: a refusal leaves them open. */
+		if (m->close_sessions) {
+			json_object_object_add(check.c[k].req, "close_sessions", json_object_new_boolean(true));
+			json_object_object_add(pause.c[k].req, "close_sessions", json_object_new_boolean(true));
+		}
 	}
 
 	/* 2. Can every node save its part?  Nothing has changed yet. */

@@ -28,7 +28,8 @@
 static struct json_object *requeue(struct ctld *ctl, int64_t id, const char *node)
 {
 	struct wire_peer root = { .uid = 0 };
-	struct cmsg m = { .type = CM_CHECKPOINT, .id = id, .stop = true };
+	/* Maintenance does not wait for a user's open shell: it is closed. */
+	struct cmsg m = { .type = CM_CHECKPOINT, .id = id, .stop = true, .close_sessions = true };
 	struct json_object *o = json_object_new_object(), *r;
 	const char *e;
 	char name[65];

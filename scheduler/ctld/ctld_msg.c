@@ -390,16 +390,17 @@ static int parse_history(struct json_object *o, struct cmsg *m, struct verr *err
 	return 0;
 }
 
-/* checkpoint: a job and --stop; checkpoint_rm, restart: a name vhpc-ctld makes
+/* checkpoint: a job, --stop and --close-sessions; checkpoint_rm, restart: a name vhpc-ctld makes
  * (it becomes a folder's name: never "..", a slash or a leading dot). */
 static int parse_ckpt(struct json_object *o, struct cmsg *m, struct verr *err)
 {
-	static const char *const f_ck[] = { "id", "stop", NULL }, *const f_name[] = { "name", NULL };
+	static const char *const f_ck[] = { "id", "stop", "close_sessions", NULL }, *const f_name[] = { "name", NULL };
 	const char *s;
 
 	if (m->type == CM_CHECKPOINT)
-		return jf_only(o, "checkpoint", f_ck, err) < 0 || job_id(o, m, err) < 0 ? -1
-			: jf_bool(o, "stop", false, &m->stop, err);
+		return jf_only(o, "checkpoint", f_ck, err) < 0 || job_id(o, m, err) < 0 ||
+		       jf_bool(o, "stop", false, &m->stop, err) < 0 ? -1
+			: jf_bool(o, "close_sessions", false, &m->close_sessions, err);
 	if (m->type == CM_CHECKPOINTS)
 		return jf_only(o, "checkpoints", (const char *const[]){ NULL }, err);
 	if (jf_only(o, m->type == CM_RESTART ? "restart" : "checkpoint_rm", f_name, err) < 0 ||

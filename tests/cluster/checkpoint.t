@@ -14,6 +14,9 @@
 #    node 1, so node 1's reason and vhpc checkpoint's are CRIU's, not the
 #    pod; a checkpoint name that could leave the checkpoint dir
 #    is refused; a user cannot send any of them;
+#  - an open vhpc exec session is closed by a job_pause with
+#    close_sessions (its client ends, its command is gone), not by a
+#    plain one nor by the check; no session opens while paused;
 #  - a job stopped while paused goes, and nothing is left behind.
 . "$(dirname "$0")/../lib.sh"
 need_cluster vhpc-na
@@ -157,6 +160,33 @@ else
 	check_match "vhpc checkpoint refuses it for CRIU, not a pod" 'cannot be checkpointed: node n[12]: .*CRIU' "$out"
 	check "... the pod is not named" eval '! grep -q pod <<<"$out"'
 fi
+# -- close_sessions: an open vhpc exec session into a container guest is
+#    closed by a job_pause that asks for it, and only by such a one
+vc exec "$S" -- sleep 3600 >"$T/exec.out" 2>&1 &
+XP=$!
+sn0=$(job_json "$S" | grep -o '"guest":0,"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/')
+check "a vhpc exec session into $S's guest 0 (node ${sn0:-?}) is open" \
+	wait_log "$CL_DIR/n$sn0.log" "job $S: exec stream to g0 opened" 20
+check_match "job_checkpoint check with close_sessions: the session does not refuse it (CRIU may)" \
+	'"type":"(checkable|error)"' "$(msg job_checkpoint "$sn0" "$S" '"ckpt":"'"$S"'.9","check":true,"close_sessions":true')"
+check "... nor is it closed by the check" kill -0 "$XP"
+check_match "a plain job_pause: paused" '"type":"paused"' "$(msg job_pause "$sn0" "$S")"
+check "... with the session still open" kill -0 "$XP"
+check_match "no new session while the guests are paused for a checkpoint" \
+	"job $S is being checkpointed on this node; open the session again once that is done" \
+	"$(vc exec "$S" -- true 2>&1)"
+check_match "job_resume: resumed" '"type":"resumed"' "$(msg job_resume "$sn0" "$S")"
+check_match "job_pause with close_sessions: paused" '"type":"paused"' \
+	"$(msg job_pause "$sn0" "$S" '"close_sessions":true')"
+check "... after closing the session: its client ends" poll_until 10 sh -c "! kill -0 $XP 2>/dev/null"
+wait "$XP"; xrc=$?
+check_eq "... with vhpc's own failure status" 125 "$xrc"
+check_match "... saying the node may have closed it for a checkpoint" \
+	"the connection closed before the command finished .*closed the job's sessions for a checkpoint" "$(cat "$T/exec.out")"
+check_match "the node logged it" "job $S: 1 exec or shell session closed for a checkpoint$" "$(cat "$CL_DIR/n$sn0.log")"
+check_eq "... its command is gone from the guest" "" "$(pgrep -f '^sleep 3600$')"
+check_match "job_resume: resumed" '"type":"resumed"' "$(msg job_resume "$sn0" "$S")"
+check_eq "the job runs on" 0 "$(vc exec "$S" -- true >/dev/null 2>&1; echo $?)"
 vc cancel "$S" >/dev/null 2>&1
 check "job $S ends" wait_state "$S" CANCELLED 30
 

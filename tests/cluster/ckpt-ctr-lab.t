@@ -15,7 +15,8 @@
 #  - each guest's network namespace belongs to its own user namespace;
 #  - `vhpc checkpoint J` while a `vhpc exec` session is open: refused,
 #    naming it, nothing paused;
-#  - `vhpc checkpoint J` mid-run: the job runs on, its output too;
+#  - `vhpc checkpoint --close-sessions J` mid-run: the session is closed,
+#    its command gone; the job runs on, its output too;
 #  - `vhpc checkpoint J --stop` later: the job ends CHECKPOINTED (75),
 #    nothing of it is left on either node, and `vhpc checkpoints` lists
 #    the checkpoint (each node's part: runc checkpoint of its guest, CRIU's
@@ -65,23 +66,30 @@ done
 check "guest 1's ticks come through, past tick 10" poll_until 240 past_tick "$J" 10
 # A vhpc exec session open into a guest: its connection ends outside the
 # guest, which CRIU cannot save, so the checkpoint is refused, saying so,
-# before anything is paused; once it has ended, the checkpoint goes on.
-vc exec "$J" -- sleep 8 >/dev/null 2>&1 &
+# before anything is paused; with --close-sessions (what a drain does)
+# the session is closed, its command stopped, and the checkpoint goes on.
+vc exec "$J" -- sleep 3600 >"$T/exec.out" 2>&1 &
 XP=$!
 opened() { grep -q "job $J: exec stream to g0 opened" "$CL_DIR"/n[123].log; }
 check "a vhpc exec session into guest 0 is open" poll_until 60 opened
 out=$(vc checkpoint "$J" 2>&1); rc=$?
 check "vhpc checkpoint is refused while it is open" test "$rc" != 0
-check_match "... naming the session" "cannot be checkpointed on node n[123] now: 1 vhpc exec or vhpc shell session is open into its guests" "$out"
+check_match "... naming the session, and --close-sessions" "cannot be checkpointed on node n[123] now: 1 vhpc exec or vhpc shell session is open into its guests.*or checkpoint with --close-sessions" "$out"
 check_eq "... and the job was never paused: RUNNING" RUNNING "$(job_state "$J")"
-wait "$XP"
-ended() { grep -q "job $J: the exec stream to g0 ended" "$CL_DIR"/n[123].log; }
-check "the session ends with its command" poll_until 30 ended
+check "... the session still runs" kill -0 "$XP"
 # First a checkpoint that lets the job run on: vhpcd's monitor of mpirun,
 # closed for the dump, connects again, and the ticks go on.
-out=$(vc checkpoint "$J" 2>&1); rc=$?
+out=$(vc checkpoint --close-sessions "$J" 2>&1); rc=$?
 diag "$out"
-check_eq "vhpc checkpoint $J (no --stop) succeeds" 0 "$rc"
+check_eq "vhpc checkpoint --close-sessions $J (no --stop) succeeds" 0 "$rc"
+check "... the session's client has ended" poll_until 10 sh -c "! kill -0 $XP 2>/dev/null"
+wait "$XP"; xrc=$?
+check "... with a failure status ($xrc)" test "$xrc" != 0
+check_match "... saying the node may have closed it for a checkpoint" \
+	"vhpc exec: job $J g0: the connection closed before the command finished .*closed the job's sessions for a checkpoint" \
+	"$(cat "$T/exec.out")"
+check_match "the node closed it before the pause" "job $J: 1 exec or shell session closed for a checkpoint" "$(cat "$CL_DIR"/n[123].log)"
+check_eq "... and its command is gone from the guest" "" "$(pgrep -f '^sleep 3600$')"
 FIRST=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$out")
 k1=$(tick_of "$J" g1)
 check "... the job runs on: guest 1's ticks pass ${k1:-?} + 8" poll_until 120 past_tick "$J" $((${k1:-0} + 8))

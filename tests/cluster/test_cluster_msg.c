@@ -287,6 +287,22 @@ static void checkpoint_messages(void **state)
 	assert_int_equal(ckparse("{\"type\":\"job_pause\",\"node\":\"n1\",\"job\":3}", &m, &e), 0);
 	assert_int_equal(m.type, VM_PAUSE);
 	assert_int_equal(m.job, 3);
+	assert_false(m.close_sessions);
+	vmsg_free(&m);
+	/* A drain's pause closes the sessions a container guest cannot keep. */
+	assert_int_equal(ckparse("{\"type\":\"job_pause\",\"node\":\"n1\",\"job\":3,\"close_sessions\":true}", &m, &e),
+			 0);
+	assert_true(m.close_sessions);
+	vmsg_free(&m);
+	assert_int_equal(ckparse("{\"type\":\"job_pause\",\"node\":\"n1\",\"job\":3,\"close_sessions\":\"yes\"}",
+				 &m, &e), -1);
+	assert_non_null(strstr(e.msg, "\"close_sessions\""));
+	assert_int_equal(ckparse("{\"type\":\"job_resume\",\"node\":\"n1\",\"job\":3,\"close_sessions\":true}", &m, &e),
+			 -1);
+	assert_non_null(strstr(e.msg, "unknown field \"close_sessions\""));
+	assert_int_equal(ckparse("{\"type\":\"job_checkpoint\",\"node\":\"n1\",\"job\":17,\"ckpt\":\"17.1\","
+				 "\"check\":true,\"close_sessions\":true}", &m, &e), 0);
+	assert_true(m.check && m.close_sessions);
 	vmsg_free(&m);
 	assert_int_equal(ckparse("{\"type\":\"job_resume\",\"node\":\"n1\",\"job\":3}", &m, &e), 0);
 	assert_int_equal(m.type, VM_RESUME);
@@ -529,8 +545,12 @@ static void ctld_checkpoint_messages(void **state)
 
 	(void)state;
 	assert_int_equal(cparse("{\"type\":\"checkpoint\",\"id\":17}", &m, &e), 0);
-	assert_true(m.type == CM_CHECKPOINT && m.id == 17 && !m.stop);
+	assert_true(m.type == CM_CHECKPOINT && m.id == 17 && !m.stop && !m.close_sessions);
 	ctld_msg_free(&m);
+	assert_int_equal(cparse("{\"type\":\"checkpoint\",\"id\":17,\"close_sessions\":true}", &m, &e), 0);
+	assert_true(m.close_sessions && !m.stop);
+	ctld_msg_free(&m);
+	crejects("{\"type\":\"checkpoint\",\"id\":17,\"close_sessions\":\"1\"}", "close_sessions");
 	assert_int_equal(cparse("{\"type\":\"checkpoint\",\"id\":17,\"stop\":true}", &m, &e), 0);
 	assert_true(m.stop);
 	assert_false(ctld_msg_node_only(CM_CHECKPOINT));

@@ -132,6 +132,17 @@ v cancel "$P" >/dev/null
 out=$(v checkpoint "$P" 2>&1)
 check_match "... nor a cancelled one" "job $P is CANCELLED: only a running job" "$out"
 check_eq "no node was asked anything for them" "" "$(msgs "$P")"
+# closes LOG JOB: its node messages, each with "(close sessions)" when it
+# asked for the sessions a container guest cannot keep to be closed
+closes() { sed -n "s/.*simulated node [a-z0-9-]*: \(job_[a-z]*\) job $2\( \(check\|save\) [0-9.]*\)\{0,1\}\( (close sessions)\)\{0,1\}$/\1 \3\4/p" "$1" | tr -s ' ' | tr '\n' '|'; }
+check_eq "a plain checkpoint asks no node to close sessions" "8 messages, 0 closing" \
+	"$(closes "$T/s.log" "$A" | cut -d'|' -f1-8 | tr '|' '\n' | awk '{ n++ } /close/ { c++ } END { printf "%d messages, %d closing", n, c }')"
+out=$(v checkpoint --close-sessions "$A" 2>&1); rc=$?
+check_eq "vhpc checkpoint --close-sessions A succeeds" 0 "$rc"
+check_eq "... its check and pause ask each node to close them, its save and resume do not" \
+	"job_checkpoint check (close sessions)|job_checkpoint check (close sessions)|job_checkpoint save|job_checkpoint save|job_pause (close sessions)|job_pause (close sessions)|job_resume |job_resume |" \
+	"$(closes "$T/s.log" "$A" | cut -d'|' -f9-16 | tr '|' '\n' | sort | tr '\n' '|')"
+v checkpoint rm "$A.2" >/dev/null
 v cancel "$A" >/dev/null
 check "A is cancelled (its nodes free for the next jobs)" poll_until 10 is "$A" CANCELLED
 
@@ -227,6 +238,8 @@ check "the restart R goes to s-1: s-0 is drained, the checkpoints shared" \
 	poll_until 20 sh -c "'$BIN/vhpc' queue --all --json | tr -d ' \n' | grep -o '{\"id\":$R,.*' | grep -q '\"nodes\":\\[\"s-1\"\\]'"
 check_match "... it says what it restarts" "\"restart\":\"$E\\.1\"" "$(rec "$R")"
 check_match "... with E's subnet (the guests keep their addresses)" "$esub" "$(rec "$R")"
+check_eq "a drain does not wait for a user's open shell: its check and pause close them" \
+	"job_checkpoint check (close sessions)|job_pause (close sessions)|job_checkpoint save|" "$(closes "$T/s.log" "$E")"
 v cancel "$R" >/dev/null 2>&1
 
 # -- a restart is a job of the queue: it waits behind the head's reservation
