@@ -61,7 +61,6 @@ static void count(struct stream *s, int by)
 	}
 	if ((j = vd_job_find(s->job)) && j->sessions + by >= 0)
 		j->sessions += by;
-	pthread_cond_broadcast(&vd.cv);
 	pthread_mutex_unlock(&vd.mu);
 }
 
