@@ -168,6 +168,23 @@ type_in 'tty; exit 7' Enter
 check "exit leaves the shell with its status" poll_until 10 seen "SHELL-EXIT:7"
 check_match "the shell had a pty" '^/dev/pts/[0-9]+' "$(screen | grep -E '^/dev/pts/' | head -1)"
 $TM kill-server 2>/dev/null
+# A checkpoint that closes sessions (a drain's) closes an idle shell too:
+# its bash ignores SIGTERM, so guestd's SIGKILL after the grace ends it.
+g1n=$(job_json "$J" | grep -o '"guest":1,"node":"n[0-9]"' | sed 's/.*"n\([0-9]\)"/\1/')
+rm -f "$T/shell.log"
+$TM new-session -d -s sh -x 100 -y 30 "$T/shell.sh"
+# What is typed before the shell is up may be lost: typed until seen.
+prompt() { type_in 'PS1="vsh""> "; export PS1' Enter; sleep 1; seen '^vsh> '; }
+check "a second shell into guest 1 (node n${g1n:-?}) waits at its prompt" poll_until 20 prompt
+t0=$(date +%s%N)
+check_match "job_pause with close_sessions on its node: paused" '"type":"paused"' \
+	"$(wp send "198.18.0.1$g1n:6818" "{\"v\":3,\"type\":\"job_pause\",\"node\":\"n$g1n\",\"job\":$J,\"close_sessions\":true}")"
+el=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "... the shell was closed first: vhpc shell ended with vhpc's status" poll_until 5 grep -q "SHELL-EXIT:125" "$T/shell.log"
+diag "the pause with an idle shell to close took $el ms (guestd's grace before SIGKILL is 2 s)"
+check_match "job_resume: resumed" '"type":"resumed"' \
+	"$(wp send "198.18.0.1$g1n:6818" "{\"v\":3,\"type\":\"job_resume\",\"node\":\"n$g1n\",\"job\":$J}")"
+$TM kill-server 2>/dev/null
 
 # A guest that puts a link to a host socket (munged's) where its agent's
 # socket was: vhpcd refuses to follow it, rather than connecting there.
