@@ -8,7 +8,8 @@
 # panic), it is a failure; and when more tests than VHPC_LAB_SKIP_MAX lost
 # every attempt, each of them fails.  Two nested tests/run in a scratch
 # tree, on four fixtures, with 2 attempts each (6 L1 boots); and a third on
-# the users and groups a test leaves in the /etc L1 shares (3 L1 boots).
+# the users and groups a test leaves in the /etc L1 shares (3 L1 boots), and
+# an L1 that triple-faults (2).
 . "$(dirname "$0")/../lib.sh"
 need_root
 command -v qemu-system-x86_64 >/dev/null || skip_all "qemu-system-x86 is not installed (make deps installs it)"
@@ -42,6 +43,9 @@ EOF
 }
 fixture hang.t 'echo "<3>rcu: INFO: rcu_preempt detected stalls on CPUs/tasks: (written by runner.t)" >/dev/kmsg'
 fixture panic.t 'echo c >/proc/sysrq-trigger'
+# A CPU reset by triple fault, as the emulation's (the kernel's reboot by
+# triple fault, with no panic before it).
+fixture triple.t 'echo triple >/sys/kernel/reboot/type && echo b >/proc/sysrq-trigger'
 # What tests/lib.sh's lab_check prints for a guest that crashed or hung in
 # L2; L1 goes on with the next test.
 fixture l2crash.t 'echo "1..2"; echo "ok 1 - before"; echo "# lab failure: an L2 guest crashed: guest triple fault (written by runner.t)"; echo "not ok 2 - after"; exit 1'
@@ -102,6 +106,15 @@ check_match "l2hang.t fails" "FAIL  labrunner/l2hang.t \(lab failure, not a test
 check_eq "the last line counts both as failed" "0 passed, 2 failed" "$(tail -n 1 "$W/out2")"
 check_eq "a bad VHPC_LAB_SKIP_MAX is refused, naming it" \
 	"tests/run: VHPC_LAB_SKIP_MAX must be a whole number, got 'x'" "$(VHPC_LAB_SKIP_MAX=x nested labrunner/hang.t | head -n 1)"
+# An L1 that triple-faults is the emulation's failure: skipped.
+nested labrunner/triple.t >"$W/out4"
+out=$(cat "$W/out4")
+check_match "an L1 whose CPU reset says it triple-faulted" \
+	"labrunner/triple.t: vhpc-lab: lab failure: L1 triple-faulted: its CPU reset without a word from its kernel .*attempt 2 of 2" "$out"
+check_match "... and the test is skipped, as the emulation's failure" \
+	"skip  labrunner/triple.t: not run: the lab failed under it in each of its 2 attempts, the emulation's way" "$out"
+check_eq "... its run's last line" "0 passed, 0 failed, 1 skipped" "$(tail -n 1 "$W/out4")"
+
 # What an L1 took with it from a test's cleanup does not reach the next.
 nested labrunner/user.t labrunner/leak.t >"$W/out3"
 rc=$?
