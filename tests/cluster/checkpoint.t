@@ -16,7 +16,9 @@
 #    is refused; a user cannot send any of them;
 #  - an open vhpc exec session is closed by a job_pause with
 #    close_sessions (its client ends, its command is gone), not by a
-#    plain one nor by the check; no session opens while paused;
+#    plain one nor by the check; no session opens while paused; a
+#    session the guest's user holds open (its agent's session process
+#    stopped) makes that pause fail after 10 s, nothing frozen;
 #  - a job stopped while paused goes, and nothing is left behind.
 . "$(dirname "$0")/../lib.sh"
 need_cluster vhpc-na
@@ -187,6 +189,27 @@ check_match "the node logged it" "job $S: 1 exec or shell session closed for a c
 check_eq "... its command is gone from the guest" "" "$(pgrep -f '^sleep 3600$')"
 check_match "job_resume: resumed" '"type":"resumed"' "$(msg job_resume "$sn0" "$S")"
 check_eq "the job runs on" 0 "$(vc exec "$S" -- true >/dev/null 2>&1; echo $?)"
+# The attack: the guest is the user's, and so is its agent's session
+# process, which the user can stop so that it never lets go of the
+# stream.  The pause then gives up after its 10 s, says why, and freezes
+# nothing (the controller resumes the job, as for any failed pause).
+vc exec "$S" -- sleep 3601 >"$T/exec2.out" 2>&1 &
+XP=$!
+check "another session is open" wait_log "$CL_DIR/n$sn0.log" "job $S: exec stream to g0 opened" 20
+for _ in $(seq 50); do sp=$(pgrep -f '^sleep 3601$') && break; sleep 0.1; done
+sess=$(ps -o ppid= -p "${sp:-0}" 2>/dev/null | tr -d ' ')
+check_eq "its command's parent is the agent's session process" vhpc-guestd "$(cat /proc/"${sess:-0}"/comm 2>/dev/null)"
+kill -STOP "$sess"
+t0=$SECONDS
+out=$(msg job_pause "$sn0" "$S" '"close_sessions":true')
+check_match "a job_pause with close_sessions, the session held by a stopped agent: refused, saying why" \
+	'"type":"error".*cannot pause its guests on node n[12]: 1 vhpc exec or vhpc shell session was still open 10 s after its connection was closed' "$out"
+check "... after its 10 s ($((SECONDS - t0)) s)" test $((SECONDS - t0)) -lt 20
+check_match "... nothing frozen" '^(THAWED )+$' "$(freezer "$(local_of "$S" "$sn0")")"
+kill -CONT "$sess"
+check "let go, the session ends" poll_until 10 sh -c "! kill -0 $XP 2>/dev/null"
+wait "$XP"
+check_eq "... its command gone" "" "$(pgrep -f '^sleep 3601$')"
 vc cancel "$S" >/dev/null 2>&1
 check "job $S ends" wait_state "$S" CANCELLED 30
 

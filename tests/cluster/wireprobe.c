@@ -58,7 +58,9 @@ static void print_reply(int fd)
 	struct json_object *r;
 	struct wire_peer p;
 	struct verr e;
-	int rc = wire_recv(fd, &r, &p, rid, 10000, &e);
+	/* Longer than a node's longest own wait (a pause that closes a
+	 * session waits 10 s for it: checkpoint.t). */
+	int rc = wire_recv(fd, &r, &p, rid, 30000, &e);
 
 	if (rc == 1) {
 		printf("closed\n");
