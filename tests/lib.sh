@@ -121,12 +121,14 @@ lab_check() {
 		# on 2026-12-06 hung at boot, with or without vhpc-hv's changes
 		# of that week.  Only `vhpc run`'s own last word counts: a start
 		# the controller tried again and got going is no failure.  (A
-		# shorter deadline is a test's own: failures-ready.t.)
+		# shorter deadline is a test's own: failures-ready.t.)  kvm/vfio.t's
+		# vfio-job starts a job once, so its word is the last too.
 		local line n
-		line=$(grep -h -m 1 -aoE 'vhpc: error: guest g[0-9]+ did not report ready within [0-9]+ s' "$@" 2>/dev/null | head -n 1)
+		line=$(grep -h -m 1 -aoE '(vhpc: error|vfio-job): guest g[0-9]+ did not report ready within [0-9]+ s' "$@" 2>/dev/null | head -n 1)
 		n=${line##*within }; n=${n% s}
 		if [ -n "$line" ] && [ "$n" -ge 30 ] 2>/dev/null; then
-			echo "# lab failure: an L2 guest hung at boot: ${line#vhpc: error: }"
+			line=${line#vhpc: error: }
+			echo "# lab failure: an L2 guest hung at boot: ${line#vfio-job: }"
 		fi
 		return 0
 	fi
