@@ -24,6 +24,4 @@ ends_within 30
 check_eq "int: vhpc ends with 130 (128 + SIGINT)" 130 "$rc"
 check_match "int: it says it was interrupted" "interrupted by signal 2|signal 2" "$(cat "$T/int.err")"
 nothing_left int
-
-lab_check "$T"/*
 done_testing

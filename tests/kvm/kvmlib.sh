@@ -15,6 +15,9 @@ kvm_setup() {
 	[ "${KVM_DEFAULT_BINDS-}" = 1 ] || lab_no_default_binds
 	at_exit "rm -rf '$VHPC_RUN_DIR'"
 	at_exit "VHPC_RUN_DIR='$VHPC_RUN_DIR' '$BIN/vhpc' cleanup"
+	# A guest the emulation crashed or hung anywhere in the test is the
+	# lab's failure, said at its end whatever it checked (tests/lib.sh).
+	at_exit_said 'lab_check "$T"/*'
 }
 
 
