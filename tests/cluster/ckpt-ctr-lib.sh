@@ -22,8 +22,13 @@ mark() { diag "$* after $((SECONDS - t0)) s"; }
 on_term() {
 	local f
 	diag "stopped at the time limit; job ${J-?}: $(job_state "${J-0}" 2>&1); job ${R-?}: $(job_state "${R-0}" 2>&1)"
+	# A line a node repeats (a job it cannot remove yet) once.
 	for f in "$CL_DIR"/ctld.log "$CL_DIR"/n[0-9]*.log; do
-		[ -f "$f" ] && tail -n 15 "$f" | sed "s|^|# ${f##*/}: |"
+		[ -f "$f" ] && uniq "$f" | tail -n 15 | sed "s|^|# ${f##*/}: |"
+	done
+	# A restore that never ended: where CRIU got to.
+	for f in "$CL_DIR"/run-n*/jobs/*/criu*/restore.log; do
+		[ -f "$f" ] && tail -n 20 "$f" | sed "s|^|# ${f#"$CL_DIR"/}: |"
 	done
 	exit 1
 }
