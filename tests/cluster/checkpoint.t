@@ -84,7 +84,8 @@ check_match "job_pause again: paused (idempotent)" '"type":"paused"' "$(msg job_
 
 # -- check: the reasons, before anything changes
 r1=$(msg job_checkpoint 1 "$J" '"ckpt":"'"$J"'.1","check":true')
-check_match "node 1 refuses: the pod" '"type":"error".*share a pod.*runc cannot checkpoint' "$r1"
+check_match "node 1 refuses: the pod, which CRIU cannot restore" \
+	'"type":"error".*share a pod.*CRIU cannot restore: it brings a guest back in a new user namespace of its own.*--no-single-copy' "$r1"
 # What check says of guests in their own namespaces on this host: CRIU's
 # reason, or where CRIU works (the lab's kernel; ckpt-ctr-lab.t saves and
 # restores such a job) that they can be checkpointed.

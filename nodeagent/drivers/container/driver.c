@@ -70,7 +70,7 @@ static struct ctr_job *job_state(struct na_job *j, struct verr *err)
 
 /* Guests that share a vmshm region share a pod, so their ranks can copy
  * large messages once (pod.c), unless the job asked for none
- * (single_copy false): runc cannot checkpoint a pod, and without it each
+ * (single_copy false): CRIU cannot restore a pod, and without it each
  * guest keeps its own namespaces while still mapping the region (a file
  * bound into each, launch).  The one rule for making, adopting and
  * refusing to checkpoint a pod. */
@@ -536,19 +536,22 @@ static struct na_ctr *guest_ctr(const struct na_job *j, int k, struct verr *err)
 	return cg ? cg->ctr : NULL;
 }
 
-/* The pod is refused first: its user and PID namespace belong to no one
- * container, so `runc checkpoint` of a guest would take its processes
- * without the namespace they live in, and a restore would need every
- * guest of the pod back in a new pod with the same pids, which is not
- * written.  Then CRIU on this host, then each guest's namespaces and
- * its output. */
+/* The pod is refused first.  runc does save a pod's guests one by one
+ * (their PID namespace given to CRIU as external), but CRIU cannot bring
+ * them back into a new pod: its restore clones a guest whose image has a
+ * user namespace into a new one of its own, never into an existing one,
+ * and from there the guest may not join the pod's network and PID
+ * namespaces (tried in the lab, 2026-12-07: "Can't setns 15/net:
+ * Operation not permitted"; the same in CRIU 4.2's source).  Then CRIU on
+ * this host, then each guest's namespaces and its output. */
 static int ckpt_check(const struct na_job *j, struct verr *err)
 {
 	/* The rule, not have_pod: a job taken over may not have looked for
 	 * its pod yet. */
 	if (wants_pod(j))
 		return verr_set(err, "its %d guests here share a pod (one user and PID namespace, for vmshm's "
-				"single copy), which runc cannot checkpoint or restore; run the job with "
+				"single copy), which CRIU cannot restore: it brings a guest back in a new user "
+				"namespace of its own, never in an existing one such as a new pod's; run the job with "
 				"--no-single-copy (it keeps vmshm, without the pod) or --no-vmshm and it has no pod",
 				j->s.nguests);
 	/* The host's reason before the guests': it holds for every job. */

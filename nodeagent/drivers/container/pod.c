@@ -10,9 +10,10 @@
  * so the vmshm BTL copies a large message once instead of twice through
  * its rings.  What it costs: a guest sees the processes of its job's other
  * guests on this host, all of them the same user's; nothing of any other
- * job or of the host.  And runc cannot checkpoint a guest whose namespaces
- * are the pod's, so a job started with --no-single-copy has none: its
- * guests keep the vmshm region, each in namespaces of its own.
+ * job or of the host.  And CRIU cannot restore a guest into the pod's
+ * namespaces (driver.c, ckpt_check), so a job started with
+ * --no-single-copy has none: its guests keep the vmshm region, each in
+ * namespaces of its own, and can be checkpointed.
  *
  * The namespaces are held by a small init the agent clones for them (the
  * PID namespace's PID 1: it only reaps), in cgroup vhpc/<job>/pod, so the
