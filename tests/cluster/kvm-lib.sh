@@ -102,8 +102,9 @@ trap on_term TERM
 # lab_crashed JOB: an L2 guest of JOB crashed the way only the lab's
 # emulation makes it (tests/lab/README.md: TCG delivers an interrupt
 # inside VMRUN's window; a triple fault of a guest that had just been
-# resumed was seen twice in kvm-ckpt-more.t): say it is a lab failure now
-# and stop, rather than let every later check fail and wait out its bound.
+# resumed was seen twice in kvm-ckpt-more.t): stop now (the exit cleanup
+# below says it is a lab failure), rather than let every later check fail
+# and wait out its bound.
 lab_crashed() {
 	[ -n "${VHPC_IN_LAB-}" ] || return 0
 	case $(job_json "$1") in
