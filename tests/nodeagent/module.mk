@@ -12,3 +12,5 @@ $(eval $(call unit_test,unit-ckpt-part,tests/nodeagent/test_ckpt_part.c,$(NODEAG
 $(eval $(call unit_test,unit-ctr-out,tests/nodeagent/test_ctr_out.c,$(NODEAGENT_LIBS)))
 # A restored job's ports on the bridge: down until job_resume (ports_down, na_net_ports_up).
 $(eval $(call unit_test,unit-net-ports,tests/nodeagent/test_net_ports.c,$(NODEAGENT_LIBS)))
+# The tail of a guest's log put into the node's by root: the link, FIFO and escape attacks.
+$(eval $(call unit_test,unit-log-tail,tests/nodeagent/test_log_tail.c,$(NODEAGENT_LIBS)))
