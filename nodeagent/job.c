@@ -568,6 +568,14 @@ bool na_job_guest_gone(struct na_job *j, char *why, size_t len)
 		if (!j->g[k].priv || !j->drv->running(&j->g[k], how, sizeof(how))) {
 			snprintf(why, len, "guest g%d stopped while the job ran: %s", j->g[k].index,
 				 j->g[k].priv ? how : "it was not taken over");
+			/* Its console and logs go with the job's folder: what led
+			 * to it (a panic's trace) stays in the node's log. */
+			if (j->g[k].priv && !j->g[k].tail_logged) {
+				j->g[k].tail_logged = true;
+				log_warn("job %s: guest g%d has stopped; its last words follow", j->jd.job,
+					 j->g[k].index);
+				j->drv->log_tail(&j->g[k]);
+			}
 			return true;
 		}
 	}

@@ -48,6 +48,7 @@ struct na_guest {
 	const struct na_driver *drv;
 	int index;                     /* job-wide */
 	void *priv;
+	bool tail_logged;              /* its logs' tails, once it stopped */
 };
 
 struct na_job {

@@ -30,5 +30,10 @@ check_eq "panic: vhpc ends with 125" 125 "$rc"
 check_match "panic: it says the guest's kernel panicked" \
 	"guest g0 stopped while the job ran: the guest's kernel panicked \(Kernel panic - not syncing" \
 	"$(cat "$T/panic.err")"
+# The console goes with the job's folder: what led to the panic stays in
+# the node's log (vhpc run's stderr here).
+check_match "panic: ... and the console's last lines, the panic's trace, are in the node's log" \
+	"has stopped; its last words follow.*last lines of the guest's console:.*sysrq" \
+	"$(tr '\n' ' ' <"$T/panic.err")"
 nothing_left panic
 done_testing
