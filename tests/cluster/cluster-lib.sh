@@ -203,13 +203,17 @@ cl_ckpt_stop() {
 	diag "$CKPT_OUT"
 	check_eq "vhpc checkpoint $1 --stop succeeds ($2)" 0 "$rc"
 	if [ "$rc" != 0 ]; then
-		for ((n = 1; n <= CL_NODES; n++)); do grep -E "checkpoint|CRIU" "$CL_DIR/n$n.log" | tail -3 | sed "s/^/# n$n: /"; done
+		for ((n = 1; n <= CL_NODES; n++)); do grep -E "checkpoint|CRIU|vhpc-hv|panicked|rebooted" "$CL_DIR/n$n.log" | tail -3 | sed "s/^/# n$n: /"; done
 	fi
 	NAME=$(sed -n 's/^checkpoint \([a-z0-9.-]*\) of job.*/\1/p' <<<"$CKPT_OUT")
 	check_match "... naming the checkpoint" '^[a-z0-9][a-z0-9.-]*$' "$NAME"
 	vc wait "$1"; rc=$?
 	check_eq "the job ends with exit status 75" 75 "$rc"
-	check_eq "... CHECKPOINTED" CHECKPOINTED "$(job_state "$1")"
+	n=$(job_state "$1")
+	check_eq "... CHECKPOINTED" CHECKPOINTED "$n"
+	# What ended it otherwise, right under the failure, as the report
+	# shows only the first lines there.
+	[ "$n" = CHECKPOINTED ] || diag "job $1: $(job_json "$1" | grep -o '"reason":"[^"]*"')"
 	check "nothing of it is left on any node" cl_jobs_gone
 }
 # A job running ckpt_cksum (tests/mpi/README.md), the checkpoint tests':
